@@ -1,0 +1,195 @@
+//! The checksummed frame both logs are made of (the AOF and the manifest):
+//!
+//! ```text
+//! [len u32 LE][crc32 u32 LE][kind u8][payload: len bytes]
+//! ```
+//!
+//! `crc32` covers the length, the kind and the payload, so a torn or
+//! flipped length is caught like a torn payload. A frame is either whole
+//! and valid or it is *invalid*; this module says which and why, and
+//! leaves the policy (cut a torn tail, refuse mid-file damage) to the log
+//! that owns the file.
+
+use crate::codec::put_u32;
+
+/// Bytes before the payload: len, crc, kind.
+pub const FRAME_HEADER_BYTES: usize = 9;
+
+/// The largest payload a frame may carry. Checked on write and on read,
+/// so a garbage length can never make a reader allocate or scan past it.
+pub const MAX_FRAME_PAYLOAD_BYTES: usize = 64 << 20;
+
+/// A valid frame found in a byte slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame<'a> {
+    /// The frame's kind byte (meaning is the owning log's).
+    pub kind: u8,
+    /// The payload.
+    pub payload: &'a [u8],
+    /// Header plus payload: where the next frame starts, relative to this one.
+    pub total_bytes: usize,
+}
+
+/// Why the bytes at some offset are not a valid frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameInvalid {
+    /// Fewer than [`FRAME_HEADER_BYTES`] remain.
+    ShortHeader,
+    /// The length field exceeds [`MAX_FRAME_PAYLOAD_BYTES`].
+    LengthTooLarge,
+    /// The frame's length runs past the end of the data.
+    ShortPayload,
+    /// The checksum does not match.
+    BadChecksum,
+}
+
+impl FrameInvalid {
+    /// A short human description.
+    pub fn reason(self) -> &'static str {
+        match self {
+            FrameInvalid::ShortHeader => "frame header cut short",
+            FrameInvalid::LengthTooLarge => "frame length over the limit",
+            FrameInvalid::ShortPayload => "frame payload cut short",
+            FrameInvalid::BadChecksum => "frame checksum mismatch",
+        }
+    }
+}
+
+/// Append one frame to `out`.
+pub fn encode_frame(out: &mut Vec<u8>, kind: u8, payload: &[u8]) {
+    assert!(payload.len() <= MAX_FRAME_PAYLOAD_BYTES, "frame payload over the limit");
+    let len = payload.len() as u32;
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&len.to_le_bytes());
+    hasher.update(&[kind]);
+    hasher.update(payload);
+    put_u32(out, len);
+    put_u32(out, hasher.finalize());
+    out.push(kind);
+    out.extend_from_slice(payload);
+}
+
+/// Decode the frame at the start of `bytes`.
+pub fn decode_frame(bytes: &[u8]) -> Result<Frame<'_>, FrameInvalid> {
+    if bytes.len() < FRAME_HEADER_BYTES {
+        return Err(FrameInvalid::ShortHeader);
+    }
+    let len = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
+    let crc = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
+    let kind = bytes[8];
+    if len > MAX_FRAME_PAYLOAD_BYTES {
+        return Err(FrameInvalid::LengthTooLarge);
+    }
+    let total_bytes = FRAME_HEADER_BYTES + len;
+    if total_bytes > bytes.len() {
+        return Err(FrameInvalid::ShortPayload);
+    }
+    let payload = &bytes[FRAME_HEADER_BYTES..total_bytes];
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&bytes[0..4]);
+    hasher.update(&[kind]);
+    hasher.update(payload);
+    if hasher.finalize() != crc {
+        return Err(FrameInvalid::BadChecksum);
+    }
+    Ok(Frame { kind, payload, total_bytes })
+}
+
+/// What a scan for a valid frame after an invalid one found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scan {
+    /// A valid frame starts at this absolute offset.
+    Found(usize),
+    /// No valid frame starts anywhere after the scan's start.
+    NotFound,
+    /// The scan checksummed its budget of bytes without deciding
+    /// (adversarial input: many lengths that fit); callers must assume
+    /// the worst for their policy.
+    GaveUp,
+}
+
+/// Looks for the first offset at or after `from` where a valid frame whose
+/// kind passes `kind_ok` starts. Logs use it after an invalid frame to tell
+/// a torn tail (nothing valid follows) from damage in the middle of durable
+/// data (valid frames follow). A candidate costs O(1) unless its length
+/// fits; the checksummed bytes are capped at `budget_bytes`, so even
+/// adversarial input scans in bounded time.
+pub fn find_valid_frame(bytes: &[u8], from: usize, budget_bytes: usize, kind_ok: impl Fn(u8) -> bool) -> Scan {
+    let mut at = from;
+    let mut spent_bytes = 0usize;
+    while at + FRAME_HEADER_BYTES <= bytes.len() {
+        let len = u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]) as usize;
+        if len <= MAX_FRAME_PAYLOAD_BYTES && at + FRAME_HEADER_BYTES + len <= bytes.len() {
+            spent_bytes += len + FRAME_HEADER_BYTES;
+            if spent_bytes > budget_bytes {
+                return Scan::GaveUp;
+            }
+            if let Ok(frame) = decode_frame(&bytes[at..]) {
+                if kind_ok(frame.kind) {
+                    return Scan::Found(at);
+                }
+            }
+        }
+        at += 1;
+    }
+    Scan::NotFound
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn every_single_bit_flip_is_caught() {
+        let mut bytes = Vec::new();
+        encode_frame(&mut bytes, 7, b"hello frame");
+        for bit in 0..bytes.len() * 8 {
+            let mut flipped = bytes.clone();
+            flipped[bit / 8] ^= 1 << (bit % 8);
+            assert!(decode_frame(&flipped).is_err(), "flip of bit {bit} went unnoticed");
+        }
+    }
+
+    #[test]
+    fn find_skips_garbage_and_finds_the_next_frame() {
+        let mut bytes = vec![0xAB; 37];
+        encode_frame(&mut bytes, 3, b"x");
+        assert_eq!(find_valid_frame(&bytes, 0, 1 << 20, |_| true), Scan::Found(37));
+        assert_eq!(find_valid_frame(&bytes, 0, 1 << 20, |k| k != 3), Scan::NotFound);
+    }
+
+    #[test]
+    fn scan_gives_up_past_its_budget() {
+        // Every position holds a small length that fits: the worst case.
+        let bytes = [1u8, 0, 0, 0].repeat(1024);
+        assert_eq!(find_valid_frame(&bytes, 0, 64, |_| true), Scan::GaveUp);
+        assert_eq!(find_valid_frame(&bytes, 0, 1 << 20, |_| true), Scan::NotFound);
+    }
+
+    proptest! {
+        #[test]
+        fn round_trip(kind in any::<u8>(), payload in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let mut bytes = Vec::new();
+            encode_frame(&mut bytes, kind, &payload);
+            let frame = decode_frame(&bytes).unwrap();
+            prop_assert_eq!(frame.kind, kind);
+            prop_assert_eq!(frame.payload, &payload[..]);
+            prop_assert_eq!(frame.total_bytes, bytes.len());
+        }
+
+        #[test]
+        fn every_strict_prefix_is_invalid(payload in proptest::collection::vec(any::<u8>(), 0..100), cut in any::<prop::sample::Index>()) {
+            let mut bytes = Vec::new();
+            encode_frame(&mut bytes, 1, &payload);
+            let cut = cut.index(bytes.len());
+            prop_assert!(decode_frame(&bytes[..cut]).is_err());
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = decode_frame(&bytes);
+            let _ = find_valid_frame(&bytes, 0, 1 << 20, |_| true);
+        }
+    }
+}

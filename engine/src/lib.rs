@@ -1,0 +1,23 @@
+//! # engine — a key-value store with a row-segment cold tier
+//!
+//! Hot rows live in memory and in an append-only log (the AOF). The
+//! out-of-window rows of a windowed table are sealed into immutable,
+//! checksummed segment files and leave only a stub in memory. Every byte
+//! of I/O goes through the [`vfs::Vfs`] seam and every reading of time
+//! through [`clock::Clock`], so the `sim` crate can run the engine on a
+//! simulated disk that crashes, tears and corrupts, and check that it
+//! recovers. See `ARCHITECTURE.md` at the repository root for the map.
+
+#![forbid(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub mod clock;
+pub mod codec;
+pub mod aof;
+pub mod error;
+pub mod frame;
+pub mod manifest;
+pub mod seg;
+pub mod vfs;
+
+pub use error::{Error, Result};

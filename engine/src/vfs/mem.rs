@@ -1,0 +1,208 @@
+//! [`MemVfs`]: a fault-free file system in memory.
+//!
+//! Everything is durable the instant it is written, nothing ever fails and
+//! nothing crashes. It exists for unit and property tests that want speed
+//! rather than faults, and as the "bare engine" baseline the simulator's
+//! overhead is measured against. The fault-injecting disk lives in `sim`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::{Mapping, OpenMode, Vfs, VfsFile};
+
+type Bytes = Arc<Mutex<Vec<u8>>>;
+
+/// An in-memory file system (see the module doc).
+#[derive(Debug, Default)]
+pub struct MemVfs {
+    state: Mutex<MemState>,
+}
+
+#[derive(Debug, Default)]
+struct MemState {
+    files: BTreeMap<PathBuf, Bytes>,
+    dirs: BTreeSet<PathBuf>,
+}
+
+struct MemFile {
+    bytes: Bytes,
+    writable: bool,
+}
+
+impl MemVfs {
+    /// An empty file system.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn state(&self) -> MutexGuard<'_, MemState> {
+        // A panic while holding the lock is a test failure already; the
+        // state is plain data and stays usable.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn not_found(path: &Path) -> io::Error {
+    io::Error::new(io::ErrorKind::NotFound, format!("{}: no such file", path.display()))
+}
+
+fn lock(bytes: &Bytes) -> MutexGuard<'_, Vec<u8>> {
+    bytes.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Vfs for MemVfs {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn VfsFile>> {
+        let mut state = self.state();
+        let existing = state.files.get(path).cloned();
+        let bytes = match (mode, existing) {
+            (OpenMode::Read | OpenMode::Write, None) => return Err(not_found(path)),
+            (OpenMode::Read | OpenMode::Write | OpenMode::Create, Some(bytes)) => bytes,
+            (OpenMode::Truncate, Some(bytes)) => {
+                lock(&bytes).clear();
+                bytes
+            }
+            (OpenMode::Create | OpenMode::Truncate, None) => {
+                let parent = path.parent().unwrap_or(Path::new(""));
+                if !parent.as_os_str().is_empty() && !state.dirs.contains(parent) {
+                    return Err(not_found(parent));
+                }
+                let bytes = Bytes::default();
+                state.files.insert(path.to_path_buf(), bytes.clone());
+                bytes
+            }
+        };
+        Ok(Box::new(MemFile { bytes, writable: mode != OpenMode::Read }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut state = self.state();
+        let bytes = state.files.remove(from).ok_or_else(|| not_found(from))?;
+        state.files.insert(to.to_path_buf(), bytes);
+        Ok(())
+    }
+
+    fn unlink(&self, path: &Path) -> io::Result<()> {
+        self.state().files.remove(path).map(|_| ()).ok_or_else(|| not_found(path))
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let state = self.state();
+        if !state.dirs.contains(dir) {
+            return Err(not_found(dir));
+        }
+        let mut names: Vec<String> = state
+            .files
+            .keys()
+            .filter(|p| p.parent() == Some(dir))
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        let mut state = self.state();
+        for ancestor in dir.ancestors() {
+            if !ancestor.as_os_str().is_empty() {
+                state.dirs.insert(ancestor.to_path_buf());
+            }
+        }
+        Ok(())
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        if self.state().dirs.contains(dir) {
+            Ok(())
+        } else {
+            Err(not_found(dir))
+        }
+    }
+
+    fn map_readonly(&self, path: &Path) -> io::Result<Mapping> {
+        let bytes = self.state().files.get(path).cloned().ok_or_else(|| not_found(path))?;
+        let copy = lock(&bytes).clone();
+        Ok(Mapping::from_vec(copy))
+    }
+
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        let state = self.state();
+        Ok(state.files.contains_key(path) || state.dirs.contains(path))
+    }
+}
+
+impl VfsFile for MemFile {
+    fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let bytes = lock(&self.bytes);
+        let Ok(start) = usize::try_from(offset_bytes) else { return Ok(0) };
+        if start >= bytes.len() {
+            return Ok(0);
+        }
+        let n = buf.len().min(bytes.len() - start);
+        buf[..n].copy_from_slice(&bytes[start..start + n]);
+        Ok(n)
+    }
+
+    fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
+        if !self.writable {
+            return Err(io::Error::new(io::ErrorKind::PermissionDenied, "file opened read-only"));
+        }
+        let start = usize::try_from(offset_bytes).map_err(|_| io::Error::other("offset too large"))?;
+        let mut bytes = lock(&self.bytes);
+        let end = start + data.len();
+        if bytes.len() < end {
+            bytes.resize(end, 0);
+        }
+        bytes[start..end].copy_from_slice(data);
+        Ok(())
+    }
+
+    fn set_len(&mut self, len_bytes: u64) -> io::Result<()> {
+        if !self.writable {
+            return Err(io::Error::new(io::ErrorKind::PermissionDenied, "file opened read-only"));
+        }
+        let len = usize::try_from(len_bytes).map_err(|_| io::Error::other("length too large"))?;
+        lock(&self.bytes).resize(len, 0);
+        Ok(())
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(lock(&self.bytes).len() as u64)
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_behave_like_files() {
+        let vfs = MemVfs::new();
+        let dir = Path::new("/db");
+        vfs.create_dir_all(dir).unwrap();
+        let path = dir.join("a");
+        assert!(vfs.open(&path, OpenMode::Read).is_err());
+        let mut f = vfs.open(&path, OpenMode::Create).unwrap();
+        f.write_at(3, b"xyz").unwrap();
+        assert_eq!(f.len().unwrap(), 6);
+        let mut buf = [9u8; 8];
+        assert_eq!(f.read_at(0, &mut buf).unwrap(), 6);
+        assert_eq!(&buf[..6], b"\0\0\0xyz");
+        vfs.rename(&path, &dir.join("b")).unwrap();
+        assert_eq!(vfs.list_dir(dir).unwrap(), vec!["b".to_string()]);
+        assert_eq!(&*vfs.map_readonly(&dir.join("b")).unwrap(), b"\0\0\0xyz");
+        vfs.unlink(&dir.join("b")).unwrap();
+        assert!(vfs.list_dir(dir).unwrap().is_empty());
+    }
+
+    #[test]
+    fn create_needs_the_directory() {
+        let vfs = MemVfs::new();
+        assert!(vfs.open(Path::new("/nowhere/f"), OpenMode::Create).is_err());
+    }
+}

@@ -1,0 +1,137 @@
+//! The VFS seam: the only door between the engine and a file system.
+//!
+//! Every byte the engine reads or writes, every fsync, rename, unlink,
+//! directory listing and directory fsync goes through [`Vfs`]. Two things
+//! follow from keeping this door narrow:
+//!
+//! - the simulator can swap in a disk that lives in memory, remembers which
+//!   bytes are durable, and loses, tears or corrupts the rest at a crash;
+//! - a reviewer can see every durability decision the engine makes by
+//!   reading its calls to `sync` and `sync_dir` — nothing is hidden in a
+//!   buffered writer or a `Drop` impl.
+//!
+//! The interface follows POSIX semantics, because that is what the engine
+//! must survive on a real disk:
+//!
+//! - data written to a file is durable only after [`VfsFile::sync`];
+//! - creating, renaming or unlinking a file changes its *directory*, and
+//!   that change is durable only after [`Vfs::sync_dir`] on the parent;
+//! - a rename is atomic (after a crash the name holds the old file or the
+//!   new one, never a mix).
+//!
+//! Errors are plain [`std::io::Error`]s: the engine wraps them into its
+//! typed [`crate::Error::Io`] with the operation and the path.
+
+mod mapping;
+mod mem;
+mod os;
+
+use std::io;
+use std::path::Path;
+
+pub use mapping::Mapping;
+pub use mem::MemVfs;
+pub use os::OsVfs;
+
+/// How [`Vfs::open`] treats an existing or missing file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Read only; the file must exist.
+    Read,
+    /// Read and write; the file must exist.
+    Write,
+    /// Read and write; create the file (empty) if it is missing.
+    Create,
+    /// Read and write; create the file, or cut an existing one to length 0.
+    Truncate,
+}
+
+/// A file system as the engine sees it. Paths are absolute or relative to
+/// the process (OS) or to the simulated disk's root (sim); the engine only
+/// ever builds them by joining names onto the directory it was opened on.
+pub trait Vfs: Send + Sync {
+    /// Open (or create, per `mode`) the file at `path`.
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn VfsFile>>;
+
+    /// Atomically replace `to` with `from`. Durable after `sync_dir`.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+
+    /// Remove the name `path`. Durable after `sync_dir`.
+    fn unlink(&self, path: &Path) -> io::Result<()>;
+
+    /// The names (not paths) of the regular files in `dir`, sorted
+    /// bytewise so that every caller sees one order on every platform.
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>>;
+
+    /// Create `dir` and any missing parents. Durable after `sync_dir` of
+    /// each parent; the engine calls this only for its own root.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+
+    /// Make the entry changes (create, rename, unlink) in `dir` durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+
+    /// A read-only view of the whole file at `path`, for immutable files
+    /// (segments). The engine never writes a file it has mapped.
+    fn map_readonly(&self, path: &Path) -> io::Result<Mapping>;
+
+    /// Whether `path` names an existing file.
+    fn exists(&self, path: &Path) -> io::Result<bool>;
+
+    /// Names the phase the engine just reached (`seal.built`,
+    /// `frame.logged`, ...). The simulator records it in the trace and can
+    /// aim a crash at it; on a real disk it does nothing.
+    fn mark(&self, _label: &'static str) {}
+}
+
+/// An open file. Reads and writes are positional: the engine tracks its
+/// own offsets, so there is no hidden cursor to get out of step.
+pub trait VfsFile: Send {
+    /// Read up to `buf.len()` bytes at `offset_bytes`; returns how many
+    /// were read (fewer only at end of file).
+    fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize>;
+
+    /// Write all of `data` at `offset_bytes`, extending the file if needed.
+    /// On error, any prefix of `data` may have been written.
+    fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> io::Result<()>;
+
+    /// Cut or extend (with zeros) the file to `len_bytes`.
+    fn set_len(&mut self, len_bytes: u64) -> io::Result<()>;
+
+    /// The file's current length in bytes.
+    fn len(&self) -> io::Result<u64>;
+
+    /// Make this file's data and length durable. After an error the
+    /// file's unsynced data may be lost even if a later sync succeeds
+    /// (fsyncgate), so the engine treats a failed sync as fatal.
+    fn sync(&mut self) -> io::Result<()>;
+
+    /// Whether the file is empty.
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
+}
+
+/// Read the whole file at `path` into memory. The size comes from the
+/// file system, not from bytes inside the file, so it is not an unchecked
+/// length; a file that shrinks or grows under us is reported as an error.
+pub fn read_whole(vfs: &dyn Vfs, path: &Path) -> io::Result<Vec<u8>> {
+    let file = vfs.open(path, OpenMode::Read)?;
+    let len_bytes = file.len()?;
+    let len = usize::try_from(len_bytes).map_err(|_| io::Error::other("file too large"))?;
+    let mut bytes = vec![0u8; len];
+    read_exact_at(file.as_ref(), 0, &mut bytes)?;
+    Ok(bytes)
+}
+
+/// Fill `buf` from `offset_bytes`, or fail with `UnexpectedEof`.
+pub fn read_exact_at(file: &dyn VfsFile, offset_bytes: u64, buf: &mut [u8]) -> io::Result<()> {
+    let mut done = 0usize;
+    while done < buf.len() {
+        let n = file.read_at(offset_bytes + done as u64, &mut buf[done..])?;
+        if n == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "short read"));
+        }
+        done += n;
+    }
+    Ok(())
+}

@@ -1,0 +1,118 @@
+//! [`OsVfs`]: the real file system, through `std::fs`, with segments read
+//! through a read-only memory map.
+//!
+//! This module and `clock` are the only places in the engine allowed to
+//! touch `std::fs`, `memmap2` or the wall clock (a test enforces it).
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{Mapping, OpenMode, Vfs, VfsFile};
+
+/// The operating system's file system.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OsVfs;
+
+struct OsFile {
+    file: File,
+}
+
+impl Vfs for OsVfs {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn VfsFile>> {
+        let mut options = OpenOptions::new();
+        options.read(true);
+        match mode {
+            OpenMode::Read => {}
+            OpenMode::Write => {
+                options.write(true);
+            }
+            OpenMode::Create => {
+                options.write(true).create(true);
+            }
+            OpenMode::Truncate => {
+                options.write(true).create(true).truncate(true);
+            }
+        }
+        Ok(Box::new(OsFile { file: options.open(path)? }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to)
+    }
+
+    fn unlink(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path)
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            if !entry.file_type()?.is_file() {
+                continue;
+            }
+            // A name that is not UTF-8 was not made by the engine; it is
+            // listed lossily so a sweep can still report it.
+            names.push(entry.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        fs::create_dir_all(dir)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+
+    fn map_readonly(&self, path: &Path) -> io::Result<Mapping> {
+        let file = File::open(path)?;
+        if file.metadata()?.len() == 0 {
+            // mmap of an empty file is an error on Linux; an empty
+            // mapping is the honest answer.
+            return Ok(Mapping::from_vec(Vec::new()));
+        }
+        // SAFETY: the engine maps only immutable files (sealed segments),
+        // which it never writes, truncates or reuses the name of while a
+        // mapping is alive. Another process modifying the file would be
+        // outside the engine's contract, as for any embedded database.
+        let map = unsafe { memmap2::Mmap::map(&file)? };
+        Ok(Mapping::new(Arc::new(map)))
+    }
+
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        path.try_exists()
+    }
+}
+
+impl VfsFile for OsFile {
+    fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.file.read_at(buf, offset_bytes) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => return other,
+            }
+        }
+    }
+
+    fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
+        self.file.write_all_at(data, offset_bytes)
+    }
+
+    fn set_len(&mut self, len_bytes: u64) -> io::Result<()> {
+        self.file.set_len(len_bytes)
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.file.sync_all()
+    }
+}

@@ -11,13 +11,15 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod aof;
 pub mod clock;
 pub mod codec;
-pub mod aof;
 pub mod error;
 pub mod frame;
 pub mod manifest;
+pub mod model;
 pub mod seg;
+pub mod store;
 pub mod vfs;
 
 pub use error::{Error, Result};

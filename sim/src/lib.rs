@@ -1,5 +1,19 @@
 //! # sim — deterministic simulation testing for the segsim engine
 //!
-//! The simulator (fault-injecting disk, seeded workload, reference model
-//! and checker) is being built; see `ARCHITECTURE.md`. Today this crate
-//! holds the command-line contract only.
+//! One seed determines a whole run: the swarm configuration
+//! ([`config`]), the operation list ([`workload`]), every fault and every
+//! crash on the simulated disk ([`disk`]). [`run`] drives the engine
+//! through the list on that disk and checks every reply, every recovery
+//! and periodic audits against the reference model under the durability
+//! contract ([`checker`]). [`trace`] folds every event into a hash that
+//! proves two runs identical; [`summary`] adds seeds up; [`shrink`]
+//! minimizes a failing list. `main.rs` is the command line.
+
+pub mod checker;
+pub mod config;
+pub mod disk;
+pub mod run;
+pub mod shrink;
+pub mod summary;
+pub mod trace;
+pub mod workload;

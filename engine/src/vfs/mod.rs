@@ -111,16 +111,38 @@ pub trait VfsFile: Send {
     }
 }
 
-/// Read the whole file at `path` into memory. The size comes from the
-/// file system, not from bytes inside the file, so it is not an unchecked
-/// length; a file that shrinks or grows under us is reported as an error.
+/// How many times [`read_stable`] reads before giving up on agreement.
+pub const STABLE_READ_ATTEMPTS: usize = 4;
+
+/// Read the whole file at `path` into memory, with [`read_stable`]. The
+/// size comes from the file system, not from bytes inside the file, so it
+/// is not an unchecked length.
 pub fn read_whole(vfs: &dyn Vfs, path: &Path) -> io::Result<Vec<u8>> {
     let file = vfs.open(path, OpenMode::Read)?;
     let len_bytes = file.len()?;
+    read_stable(file.as_ref(), len_bytes)
+}
+
+/// Read the first `len_bytes` of `file` until two reads in a row agree.
+///
+/// Recovery *acts* on what it reads: an invalid frame in the log is taken
+/// for a torn tail and cut off. A transient fault on the read path (a bit
+/// flipped on the bus, a bad DMA) must therefore not be mistaken for bytes
+/// on the disk, or a healthy log would lose its tail. Bytes that read the
+/// same twice are the disk's; bytes that never settle are an I/O error.
+pub fn read_stable(file: &dyn VfsFile, len_bytes: u64) -> io::Result<Vec<u8>> {
     let len = usize::try_from(len_bytes).map_err(|_| io::Error::other("file too large"))?;
-    let mut bytes = vec![0u8; len];
-    read_exact_at(file.as_ref(), 0, &mut bytes)?;
-    Ok(bytes)
+    let mut previous = vec![0u8; len];
+    read_exact_at(file, 0, &mut previous)?;
+    let mut current = vec![0u8; len];
+    for _ in 1..STABLE_READ_ATTEMPTS {
+        read_exact_at(file, 0, &mut current)?;
+        if current == previous {
+            return Ok(current);
+        }
+        std::mem::swap(&mut previous, &mut current);
+    }
+    Err(io::Error::other(format!("{STABLE_READ_ATTEMPTS} reads of the same bytes never agreed")))
 }
 
 /// Fill `buf` from `offset_bytes`, or fail with `UnexpectedEof`.

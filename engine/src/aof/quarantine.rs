@@ -1,0 +1,88 @@
+//! Quarantine: where a log's invalid tail goes instead of the void.
+//!
+//! Recovery treats the bytes from the first invalid frame on as never
+//! written, but it does not destroy them: a torn tail is worthless, yet
+//! the same shape can be bit rot in the middle of the log, and then those
+//! bytes are the only copy of acknowledged writes. They are copied to
+//! `<log>.quarantine.<n>` for a human to inspect, and the copy is made
+//! durable before the log is cut. Nothing ever reads a quarantine file
+//! back; a crash between the copy and the cut just quarantines the same
+//! bytes again under the next number.
+
+use std::path::Path;
+
+use crate::vfs::{OpenMode, Vfs};
+use crate::{Error, Result};
+
+/// Durably copy `bytes` to a new quarantine file beside `log_name` in
+/// `dir`, numbered one past the highest already there. Returns its name.
+pub(super) fn quarantine(vfs: &dyn Vfs, dir: &Path, log_name: &str, bytes: &[u8]) -> Result<String> {
+    let names = vfs.list_dir(dir).map_err(|e| Error::io("list_dir", dir, e))?;
+    let number = next_number(&names, log_name)?;
+    let name = format!("{}{number}", prefix(log_name));
+    let path = dir.join(&name);
+    let mut file = vfs.open(&path, OpenMode::Truncate).map_err(|e| Error::io("create", &path, e))?;
+    file.write_at(0, bytes).map_err(|e| Error::io("write", &path, e))?;
+    file.sync().map_err(|e| Error::io("sync", &path, e))?;
+    vfs.sync_dir(dir).map_err(|e| Error::io("sync_dir", dir, e))?;
+    Ok(name)
+}
+
+fn prefix(log_name: &str) -> String {
+    format!("{log_name}.quarantine.")
+}
+
+/// One past the highest `<log_name>.quarantine.<n>` in `names` (1 if none).
+/// Names with anything but digits after the prefix are not ours.
+fn next_number(names: &[String], log_name: &str) -> Result<u64> {
+    let prefix = prefix(log_name);
+    let highest = names
+        .iter()
+        .filter_map(|name| name.strip_prefix(&prefix))
+        .filter(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .filter_map(|digits| digits.parse::<u64>().ok())
+        .max()
+        .unwrap_or(0);
+    highest
+        .checked_add(1)
+        .ok_or_else(|| Error::Invalid(format!("no quarantine number is left after {prefix}{highest}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aof::testing::file_bytes;
+    use crate::vfs::MemVfs;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn numbers_continue_past_the_highest_and_ignore_strangers() {
+        assert_eq!(next_number(&[], "aof").unwrap(), 1);
+        let list = names(&[
+            "aof",
+            "aof.quarantine.2",
+            "aof.quarantine.10",
+            "aof.quarantine.",
+            "aof.quarantine.+99",
+            "aof.quarantine.x7",
+            "other.quarantine.50",
+        ]);
+        assert_eq!(next_number(&list, "aof").unwrap(), 11);
+        assert_eq!(next_number(&list, "other").unwrap(), 51);
+        assert!(matches!(next_number(&names(&["aof.quarantine.18446744073709551615"]), "aof"), Err(Error::Invalid(_))));
+    }
+
+    #[test]
+    fn quarantine_files_hold_exactly_the_bytes_given() {
+        let vfs = MemVfs::new();
+        let dir = Path::new("/db");
+        vfs.create_dir_all(dir).unwrap();
+        assert_eq!(quarantine(&vfs, dir, "aof", b"torn").unwrap(), "aof.quarantine.1");
+        assert_eq!(quarantine(&vfs, dir, "aof", b"again").unwrap(), "aof.quarantine.2");
+        assert_eq!(file_bytes(&vfs, "/db/aof.quarantine.1"), b"torn");
+        assert_eq!(file_bytes(&vfs, "/db/aof.quarantine.2"), b"again");
+    }
+}

@@ -1,0 +1,477 @@
+//! [`AofWriter`]: appends frames at the log's valid end and keeps the
+//! fsync policy.
+//!
+//! The writer owns three promises:
+//!
+//! - **No partial frame stays in the file.** A failed or short write is cut
+//!   back to the previous end before the error is returned; if the cut
+//!   fails too, the writer is poisoned, because the next append would land
+//!   after a partial frame and be lost to the next recovery.
+//! - **A failed fsync is final.** The kernel may have dropped the dirty
+//!   pages already, so a later fsync that succeeds proves nothing about
+//!   them (fsyncgate). The writer is poisoned and refuses every later
+//!   append, sync and tick with [`Error::Poisoned`] until the store is
+//!   reopened and recovery reads back what is really on disk.
+//! - **Time comes from the caller.** Every call that can fsync takes
+//!   `now_ms`; the writer never reads a clock, so a simulated run decides
+//!   exactly when an `everysec` fsync happens.
+//!
+//! Encoding reuses the writer's buffers, so a warm writer does not
+//! allocate per append.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::header::encode_header;
+use super::{FsyncPolicy, Record};
+use crate::frame::{encode_frame, MAX_FRAME_PAYLOAD_BYTES};
+use crate::vfs::{OpenMode, Vfs, VfsFile};
+use crate::{Error, Result};
+
+/// How long `everysec` lets appended bytes stay unsynced.
+const EVERYSEC_INTERVAL_MS: u64 = 1_000;
+
+/// The encode buffers keep at most this much capacity between appends, so
+/// one huge batch (a rewrite) does not pin its memory for the writer's life.
+const KEEP_BUFFER_BYTES: usize = 1 << 20;
+
+/// Appends records to one log file (see the module doc).
+pub struct AofWriter {
+    file: Box<dyn VfsFile>,
+    /// For error messages only; the store renames the file under us after a
+    /// rewrite and tells us with [`AofWriter::set_path`].
+    path: PathBuf,
+    policy: FsyncPolicy,
+    /// The end of the last whole frame: where the next one goes.
+    len_bytes: u64,
+    /// Whether anything was written (or cut) since the last good fsync.
+    unsynced: bool,
+    /// The caller's clock at the last good fsync (or at open).
+    last_sync_ms: u64,
+    /// Why the writer refuses to write, once it must.
+    poisoned: Option<String>,
+    /// One record's payload, before it is framed.
+    payload_buf: Vec<u8>,
+    /// Whole frames waiting for the next write.
+    frame_buf: Vec<u8>,
+}
+
+impl std::fmt::Debug for AofWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AofWriter")
+            .field("path", &self.path)
+            .field("policy", &self.policy)
+            .field("len_bytes", &self.len_bytes)
+            .field("unsynced", &self.unsynced)
+            .field("last_sync_ms", &self.last_sync_ms)
+            .field("poisoned", &self.poisoned)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AofWriter {
+    /// A writer over `file`, whose first `len_bytes` are a valid log that is
+    /// already durable (recovery made it so).
+    pub(super) fn resume(
+        file: Box<dyn VfsFile>,
+        path: PathBuf,
+        policy: FsyncPolicy,
+        len_bytes: u64,
+        now_ms: u64,
+    ) -> Self {
+        AofWriter {
+            file,
+            path,
+            policy,
+            len_bytes,
+            unsynced: false,
+            last_sync_ms: now_ms,
+            poisoned: None,
+            payload_buf: Vec::new(),
+            frame_buf: Vec::new(),
+        }
+    }
+
+    /// Create (or cut to empty) a log at `path` holding only a header, NOT
+    /// fsynced: a rewrite writes its temp file with this, appends the new
+    /// log, and makes it durable with [`AofWriter::sync`] before renaming.
+    pub fn create(vfs: Arc<dyn Vfs>, path: &Path, policy: FsyncPolicy, now_ms: u64) -> Result<AofWriter> {
+        let file = vfs.open(path, OpenMode::Truncate).map_err(|e| Error::io("create", path, e))?;
+        let mut writer = AofWriter::resume(file, path.to_path_buf(), policy, 0, now_ms);
+        encode_header(&mut writer.frame_buf);
+        writer.write_frame_buf()?;
+        Ok(writer)
+    }
+
+    /// Append one record, then apply the fsync policy: `Always` fsyncs
+    /// before returning Ok, `EverySec` fsyncs if a second has passed since
+    /// the last fsync, `No` never does.
+    ///
+    /// A record over the frame limit is refused with [`Error::Invalid`] and
+    /// nothing is written. A failed write leaves the log as it was (or
+    /// poisons the writer if it cannot); a failed fsync poisons it.
+    pub fn append(&mut self, record: &Record, now_ms: u64) -> Result<()> {
+        self.check_not_poisoned()?;
+        check_fits(record)?;
+        assert!(self.frame_buf.is_empty());
+        self.encode(record);
+        self.write_frame_buf()?;
+        self.apply_policy(now_ms)
+    }
+
+    /// Append `records` with one write, then apply the fsync policy once.
+    /// If any record is over the frame limit, nothing is written; an empty
+    /// slice writes and fsyncs nothing.
+    pub fn append_all(&mut self, records: &[Record], now_ms: u64) -> Result<()> {
+        self.check_not_poisoned()?;
+        if records.is_empty() {
+            return Ok(());
+        }
+        for record in records {
+            check_fits(record)?;
+        }
+        assert!(self.frame_buf.is_empty());
+        for record in records {
+            self.encode(record);
+        }
+        self.write_frame_buf()?;
+        self.apply_policy(now_ms)
+    }
+
+    /// Durability barrier: fsync now, whatever the policy. A failure
+    /// poisons the writer.
+    pub fn sync(&mut self, now_ms: u64) -> Result<()> {
+        self.check_not_poisoned()?;
+        self.sync_file(now_ms)
+    }
+
+    /// The `everysec` background duty; the store calls it on every
+    /// operation and clock tick. Fsyncs if a second has passed since the
+    /// last fsync and bytes are waiting; does nothing under other
+    /// policies. A poisoned writer answers [`Error::Poisoned`], as it does
+    /// to every call that would write or fsync.
+    pub fn tick(&mut self, now_ms: u64) -> Result<()> {
+        self.check_not_poisoned()?;
+        if self.policy == FsyncPolicy::EverySec {
+            self.apply_policy(now_ms)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The log's length: the end of the last whole frame.
+    pub fn len_bytes(&self) -> u64 {
+        self.len_bytes
+    }
+
+    /// The path errors name.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// After the store renames this writer's file (a rewrite's temp file
+    /// becoming the log), point error messages at the new name.
+    pub fn set_path(&mut self, path: PathBuf) {
+        self.path = path;
+    }
+
+    /// Whether a failure has made the writer refuse all writes.
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned.is_some()
+    }
+
+    /// Whether bytes were written since the last successful fsync: what a
+    /// power loss now could take.
+    pub fn has_unsynced(&self) -> bool {
+        self.unsynced
+    }
+
+    /// The fsync policy.
+    pub fn policy(&self) -> FsyncPolicy {
+        self.policy
+    }
+
+    fn check_not_poisoned(&self) -> Result<()> {
+        match &self.poisoned {
+            Some(cause) => Err(Error::Poisoned { cause: cause.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    /// Append `record`'s frame to the frame buffer.
+    fn encode(&mut self, record: &Record) {
+        self.payload_buf.clear();
+        record.encode_payload(&mut self.payload_buf);
+        encode_frame(&mut self.frame_buf, record.kind(), &self.payload_buf);
+    }
+
+    /// Write the frame buffer at the end of the log and empty it.
+    fn write_frame_buf(&mut self) -> Result<()> {
+        let at_bytes = self.len_bytes;
+        let result = self.file.write_at(at_bytes, &self.frame_buf);
+        let written_bytes = self.frame_buf.len() as u64;
+        self.frame_buf.clear();
+        self.frame_buf.shrink_to(KEEP_BUFFER_BYTES);
+        self.payload_buf.clear();
+        self.payload_buf.shrink_to(KEEP_BUFFER_BYTES);
+        // Even a failed write changed the file (some prefix may have
+        // landed, then the cut below): none of it is durable yet.
+        self.unsynced = true;
+        if let Err(write_err) = result {
+            // Any prefix of the frames may have landed. Cut it off: an
+            // append after a partial frame would be lost to recovery.
+            if let Err(cut_err) = self.file.set_len(at_bytes) {
+                self.poisoned = Some(format!(
+                    "a failed write left a partial frame at byte {at_bytes} of {} that could not be cut ({cut_err})",
+                    self.path.display()
+                ));
+            }
+            return Err(Error::io("write", &self.path, write_err));
+        }
+        self.len_bytes = at_bytes + written_bytes;
+        Ok(())
+    }
+
+    fn apply_policy(&mut self, now_ms: u64) -> Result<()> {
+        if !self.unsynced {
+            return Ok(());
+        }
+        match self.policy {
+            FsyncPolicy::Always => self.sync_file(now_ms),
+            FsyncPolicy::EverySec => {
+                // A clock that steps backwards only delays the next fsync.
+                if now_ms.saturating_sub(self.last_sync_ms) >= EVERYSEC_INTERVAL_MS {
+                    self.sync_file(now_ms)
+                } else {
+                    Ok(())
+                }
+            }
+            FsyncPolicy::No => Ok(()),
+        }
+    }
+
+    fn sync_file(&mut self, now_ms: u64) -> Result<()> {
+        assert!(self.poisoned.is_none());
+        match self.file.sync() {
+            Ok(()) => {
+                self.unsynced = false;
+                self.last_sync_ms = now_ms;
+                Ok(())
+            }
+            Err(sync_err) => {
+                self.poisoned = Some(format!("fsync of {} failed ({sync_err})", self.path.display()));
+                Err(Error::io("sync", &self.path, sync_err))
+            }
+        }
+    }
+}
+
+fn check_fits(record: &Record) -> Result<()> {
+    if record.fits_in_frame() {
+        Ok(())
+    } else {
+        Err(Error::Invalid(format!(
+            "AOF record of {} bytes is over the {MAX_FRAME_PAYLOAD_BYTES}-byte frame limit",
+            record.payload_len_bytes()
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aof::header::HEADER_FRAME_BYTES;
+    use crate::aof::testing::{file_bytes, log_bytes, FailingVfs};
+    use crate::aof::{scan_log, AofRecovery};
+
+    fn set(key: &str, value: &str) -> Record {
+        Record::Command(vec![b"SET".to_vec(), key.as_bytes().to_vec(), value.as_bytes().to_vec()])
+    }
+
+    fn fresh(policy: FsyncPolicy, now_ms: u64) -> (Arc<FailingVfs>, AofWriter) {
+        let vfs = FailingVfs::new();
+        let (writer, records, report) =
+            AofWriter::recover(vfs.clone(), Path::new("/db"), "aof", policy, now_ms).unwrap();
+        assert!(records.is_empty());
+        assert_eq!(report.valid_len_bytes, 0);
+        let mut faults = vfs.faults();
+        faults.syncs = 0;
+        faults.writes = 0;
+        drop(faults);
+        (vfs, writer)
+    }
+
+    fn recovered(vfs: &Arc<FailingVfs>) -> (Vec<Record>, AofRecovery) {
+        let (_, records, report) =
+            AofWriter::recover(vfs.clone(), Path::new("/db"), "aof", FsyncPolicy::No, 0).unwrap();
+        (records, report)
+    }
+
+    #[test]
+    fn always_fsyncs_every_append_before_returning() {
+        let (vfs, mut writer) = fresh(FsyncPolicy::Always, 0);
+        for i in 0..3 {
+            writer.append(&set("k", "v"), 0).unwrap();
+            assert_eq!(vfs.faults().syncs, i + 1);
+            assert!(!writer.has_unsynced());
+        }
+        writer.append_all(&[set("a", "1"), set("b", "2")], 0).unwrap();
+        assert_eq!(vfs.faults().syncs, 4);
+        assert_eq!(vfs.faults().writes, 4, "append_all is one write");
+        writer.append_all(&[], 0).unwrap();
+        let faults = vfs.faults();
+        assert_eq!((faults.syncs, faults.writes), (4, 4), "an empty batch writes nothing");
+    }
+
+    #[test]
+    fn everysec_fsyncs_once_a_second_has_passed() {
+        let (vfs, mut writer) = fresh(FsyncPolicy::EverySec, 10_000);
+        writer.append(&set("k", "1"), 10_000).unwrap();
+        writer.append(&set("k", "2"), 10_999).unwrap();
+        assert_eq!(vfs.faults().syncs, 0);
+        assert!(writer.has_unsynced());
+        writer.append(&set("k", "3"), 11_000).unwrap();
+        assert_eq!(vfs.faults().syncs, 1);
+        assert!(!writer.has_unsynced());
+
+        writer.append(&set("k", "4"), 11_500).unwrap();
+        writer.tick(11_999).unwrap();
+        assert_eq!(vfs.faults().syncs, 1);
+        writer.tick(12_000).unwrap();
+        assert_eq!(vfs.faults().syncs, 2);
+        writer.tick(20_000).unwrap();
+        assert_eq!(vfs.faults().syncs, 2, "nothing waiting, nothing to fsync");
+    }
+
+    #[test]
+    fn no_fsyncs_only_at_the_barrier() {
+        let (vfs, mut writer) = fresh(FsyncPolicy::No, 0);
+        writer.append(&set("k", "1"), 0).unwrap();
+        writer.append(&set("k", "2"), 5_000).unwrap();
+        writer.tick(10_000).unwrap();
+        assert_eq!(vfs.faults().syncs, 0);
+        assert!(writer.has_unsynced());
+        writer.sync(10_000).unwrap();
+        assert_eq!(vfs.faults().syncs, 1);
+        assert!(!writer.has_unsynced());
+    }
+
+    #[test]
+    fn ticks_do_nothing_outside_everysec() {
+        for policy in [FsyncPolicy::Always, FsyncPolicy::No] {
+            let (vfs, mut writer) = fresh(policy, 0);
+            writer.tick(1_000_000).unwrap();
+            assert_eq!(vfs.faults().syncs, 0);
+        }
+    }
+
+    #[test]
+    fn a_failed_fsync_poisons_the_writer_for_good() {
+        let (vfs, mut writer) = fresh(FsyncPolicy::Always, 0);
+        writer.append(&set("a", "1"), 0).unwrap();
+        vfs.faults().fail_next_sync = true;
+        let err = writer.append(&set("b", "2"), 0).unwrap_err();
+        assert!(matches!(err, Error::Io { op: "sync", .. }), "{err}");
+        assert!(writer.is_poisoned());
+        // The next fsync would succeed, and must not be trusted.
+        assert!(matches!(writer.append(&set("c", "3"), 0), Err(Error::Poisoned { .. })));
+        assert!(matches!(writer.append_all(&[set("c", "3")], 0), Err(Error::Poisoned { .. })));
+        assert!(matches!(writer.sync(0), Err(Error::Poisoned { .. })));
+        assert!(matches!(writer.tick(5_000), Err(Error::Poisoned { .. })));
+        let (records, _) = recovered(&vfs);
+        assert_eq!(records, vec![set("a", "1"), set("b", "2")], "refused writes never reach the file");
+    }
+
+    #[test]
+    fn a_failed_write_leaves_no_partial_frame() {
+        for landed_bytes in [0, 1, 8, 9, 20] {
+            let (vfs, mut writer) = fresh(FsyncPolicy::Always, 0);
+            writer.append(&set("a", "1"), 0).unwrap();
+            let len_before = writer.len_bytes();
+            vfs.faults().fail_next_write_after_bytes = Some(landed_bytes);
+            let err = writer.append(&set("b", "22"), 0).unwrap_err();
+            assert!(matches!(err, Error::Io { op: "write", .. }), "{err}");
+            assert!(!writer.is_poisoned());
+            assert_eq!(writer.len_bytes(), len_before);
+            assert_eq!(file_bytes(vfs.as_ref(), "/db/aof").len() as u64, len_before);
+
+            writer.append(&set("c", "3"), 0).unwrap();
+            let (records, report) = recovered(&vfs);
+            assert_eq!(records, vec![set("a", "1"), set("c", "3")]);
+            assert_eq!(report.dropped_bytes, 0);
+        }
+    }
+
+    #[test]
+    fn a_failed_write_that_cannot_be_cut_poisons() {
+        let (vfs, mut writer) = fresh(FsyncPolicy::No, 0);
+        {
+            let mut faults = vfs.faults();
+            faults.fail_next_write_after_bytes = Some(5);
+            faults.fail_next_set_len = true;
+        }
+        assert!(matches!(writer.append(&set("a", "1"), 0), Err(Error::Io { op: "write", .. })));
+        assert!(writer.is_poisoned());
+        assert!(matches!(writer.append(&set("b", "2"), 0), Err(Error::Poisoned { .. })));
+        // The partial frame is a torn tail to the next recovery.
+        let (records, report) = recovered(&vfs);
+        assert!(records.is_empty());
+        assert_eq!(report.dropped_bytes, 5);
+    }
+
+    #[test]
+    fn an_oversized_record_is_refused_and_nothing_is_written() {
+        let (vfs, mut writer) = fresh(FsyncPolicy::Always, 0);
+        let huge = Record::Command(vec![vec![0u8; MAX_FRAME_PAYLOAD_BYTES]]);
+        assert!(matches!(writer.append(&huge, 0), Err(Error::Invalid(_))));
+        assert!(matches!(writer.append_all(&[set("a", "1"), huge], 0), Err(Error::Invalid(_))));
+        assert_eq!(writer.len_bytes(), HEADER_FRAME_BYTES);
+        assert!(!writer.is_poisoned());
+        assert_eq!(vfs.faults().writes, 0);
+    }
+
+    #[test]
+    fn create_writes_an_unsynced_header_over_any_old_file() {
+        let vfs = FailingVfs::new();
+        let path = Path::new("/db/aof.rewrite");
+        let mut old = vfs.open(path, OpenMode::Create).unwrap();
+        old.write_at(0, b"old contents that must go").unwrap();
+        let mut writer = AofWriter::create(vfs.clone(), path, FsyncPolicy::Always, 0).unwrap();
+        assert_eq!(vfs.faults().syncs, 0);
+        assert!(writer.has_unsynced());
+        assert_eq!(file_bytes(vfs.as_ref(), "/db/aof.rewrite"), log_bytes(&[]));
+
+        writer.append_all(&[set("a", "1"), set("b", "2")], 0).unwrap();
+        assert_eq!(vfs.faults().syncs, 1);
+        let scan = scan_log(path, &file_bytes(vfs.as_ref(), "/db/aof.rewrite")).unwrap();
+        assert_eq!(scan.records, vec![set("a", "1"), set("b", "2")]);
+    }
+
+    #[test]
+    fn errors_name_the_path_given_by_set_path() {
+        let (vfs, mut writer) = fresh(FsyncPolicy::Always, 0);
+        writer.set_path(PathBuf::from("/db/renamed"));
+        assert_eq!(writer.path(), Path::new("/db/renamed"));
+        vfs.faults().fail_next_sync = true;
+        match writer.append(&set("a", "1"), 0) {
+            Err(Error::Io { path, .. }) => assert_eq!(path, Path::new("/db/renamed")),
+            other => panic!("expected an I/O error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_big_batch_does_not_pin_its_buffer() {
+        let (_vfs, mut writer) = fresh(FsyncPolicy::No, 0);
+        let big = Record::Command(vec![vec![7u8; 4 * KEEP_BUFFER_BYTES]]);
+        writer.append(&big, 0).unwrap();
+        assert!(writer.frame_buf.capacity() <= KEEP_BUFFER_BYTES);
+        assert!(writer.payload_buf.capacity() <= KEEP_BUFFER_BYTES);
+        // Small appends keep their buffers warm.
+        writer.append(&set("a", "1"), 0).unwrap();
+        let warm = (writer.frame_buf.capacity(), writer.payload_buf.capacity());
+        assert!(warm.0 > 0 && warm.1 > 0);
+        writer.append(&set("b", "2"), 0).unwrap();
+        assert_eq!((writer.frame_buf.capacity(), writer.payload_buf.capacity()), warm);
+        assert_eq!(writer.policy(), FsyncPolicy::No);
+    }
+}

@@ -1,0 +1,311 @@
+//! The manifest: the registry of one segment directory's live segments.
+//!
+//! A segment file exists for the store only once its ADD here is durable.
+//! Sealing writes and fsyncs the segment, makes its directory entry durable,
+//! and only then ADDs it; retiring a segment DROPs it before unlinking the
+//! file. So after any crash every registered segment is a whole, durable
+//! file, and a `*.seg` file nobody registered is debris from a crash
+//! mid-seal that the store's sweep may delete.
+//!
+//! The file `MANIFEST` is an append-only ledger of the shared frames
+//! (`frame.rs`): a header, then ADD and DROP records (byte layout in
+//! `record.rs`). It only ever grows by one fsynced record at a time — the
+//! one exception is open cutting off a torn tail. Replaying it from the
+//! start yields the live set, and because nothing is ever overwritten it
+//! also remembers every seq it ever registered: that is how a seq stays
+//! unique for the life of the directory, even after its segment is dropped
+//! (the rules are in `ledger.rs`).
+//!
+//! # Torn tail or damage
+//!
+//! Every append is fsynced before the next begins, so a crash can tear only
+//! the last record. Replay (`replay.rs`) reads an invalid frame as a torn
+//! tail if no valid record starts anywhere after it — open cuts it, makes
+//! the cut durable and reports it in [`ManifestReport::torn_tail_bytes`] —
+//! and as damage to durable records otherwise, refused with
+//! [`Error::Corrupt`] naming the file and the offset. Refused, not healed:
+//! guessing which registrations to keep could strand or resurrect rows.
+//!
+//! # The one limit
+//!
+//! A single flipped bit in the **last** record is indistinguishable from a
+//! torn write of it: both are an invalid frame with nothing after it. It is
+//! cut and reported (`torn_tail_bytes > 0`), not refused. That is safe for
+//! the store because it logs a frame naming a segment only after the
+//! segment's ADD is durable:
+//!
+//! - a cut ADD either belonged to an orphan (no durable log frame names the
+//!   segment; its rows are still hot in the log, and the sweep deletes the
+//!   file), or the log names a segment the manifest no longer registers and
+//!   the store refuses to open with a clear error — never different data;
+//! - a cut DROP re-registers a segment that no live log frame names (that
+//!   is why it was dropped), so the sweep drops it again; if its file was
+//!   already unlinked, loading it fails and the store refuses.
+//!
+//! # Failures
+//!
+//! A failed write or fsync leaves the tail of the file unknown: the record
+//! may be missing, torn or whole, and after a failed fsync it may vanish
+//! later even though it can be read now. The manifest is then poisoned:
+//! every later [`Manifest::add`] or [`Manifest::drop_seg`] returns
+//! [`Error::Poisoned`] until it is reopened and replay decides what
+//! survived. A caller must treat the record of a failed call as possibly
+//! present after that reopen.
+
+mod ledger;
+mod record;
+mod replay;
+#[cfg(test)]
+mod testing;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::frame::MAX_FRAME_PAYLOAD_BYTES;
+use crate::vfs::{read_stable, OpenMode, Vfs, VfsFile};
+use crate::{Error, Result};
+
+use ledger::Ledger;
+use replay::{replay, SCAN_BUDGET_BYTES};
+
+/// The manifest's file name inside its segment directory.
+pub const MANIFEST_FILE: &str = "MANIFEST";
+
+/// One registered segment, as its ADD record carries it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegEntry {
+    /// The segment's identity, unique for the life of the directory.
+    pub seq: u64,
+    /// The segment's file name inside the directory (a plain name).
+    pub file: String,
+    /// The windowed table whose rows it holds.
+    pub table: Vec<u8>,
+    /// Its smallest key.
+    pub min_key: Vec<u8>,
+    /// Its largest key.
+    pub max_key: Vec<u8>,
+    /// How many rows it holds.
+    pub records: u64,
+}
+
+/// What opening the manifest found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ManifestReport {
+    /// ADD and DROP records replayed.
+    pub records_replayed: u64,
+    /// Bytes after the last whole record, cut as a torn tail.
+    pub torn_tail_bytes: u64,
+}
+
+/// The parsed content of a manifest's bytes (no I/O): used by open and by
+/// the fuzz target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ManifestState {
+    /// The live segments by seq.
+    pub live: BTreeMap<u64, SegEntry>,
+    /// One more than the highest seq ever ADDed, live or dropped (1 when
+    /// none was): no seq below it may be registered again.
+    pub next_seq: u64,
+    /// The end of the last whole record; the bytes after it are a torn
+    /// tail. 0 when not even the header is whole.
+    pub valid_len_bytes: u64,
+    /// ADD and DROP records replayed.
+    pub records: u64,
+}
+
+/// An open manifest: the live set in memory, and the file to append to.
+pub struct Manifest {
+    path: PathBuf,
+    file: Box<dyn VfsFile>,
+    /// The end of the last whole record: where the next one is written.
+    append_offset_bytes: u64,
+    ledger: Ledger,
+    /// The lowest seq [`Manifest::allocate_seq`] may hand out next. Kept
+    /// apart from the ledger because a seq handed out but never ADDed (a
+    /// seal that failed) must not be handed out again by this instance.
+    next_free_seq: u64,
+    /// Why appends are refused, once a write or fsync has failed.
+    poisoned: Option<String>,
+}
+
+impl Manifest {
+    /// Parse bytes: header frame then ADD/DROP frames. Returns the state up
+    /// to the first invalid frame and whether a torn tail follows (the bytes
+    /// past `valid_len_bytes`). Mid-file damage → Err(Corrupt naming `path`
+    /// and the offset).
+    pub fn parse(path: &Path, bytes: &[u8]) -> Result<ManifestState> {
+        let replayed = replay(path, bytes, SCAN_BUDGET_BYTES)?;
+        Ok(ManifestState {
+            next_seq: replayed.ledger.next_seq(),
+            live: replayed.ledger.live().clone(),
+            valid_len_bytes: replayed.valid_len_bytes,
+            records: replayed.records,
+        })
+    }
+
+    /// Open `dir/MANIFEST` (creating it with a header if missing: create,
+    /// write header, fsync file, fsync dir). A torn tail is cut (set_len)
+    /// and the cut made durable (sync) before returning; reported in
+    /// ManifestReport. `dir` must exist.
+    pub fn open(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<(Manifest, ManifestReport)> {
+        let path = dir.join(MANIFEST_FILE);
+        let mut file = vfs.open(&path, OpenMode::Create).map_err(|e| Error::io("open", &path, e))?;
+        let len_bytes = file.len().map_err(|e| Error::io("stat", &path, e))?;
+        let bytes = read_all(file.as_ref(), &path, len_bytes)?;
+        let replayed = replay(&path, &bytes, SCAN_BUDGET_BYTES)?;
+        let torn_tail_bytes = len_bytes - replayed.valid_len_bytes;
+
+        let append_offset_bytes = if replayed.valid_len_bytes == 0 {
+            // A new file, or a crash right after creating one tore its
+            // header: either way nothing was ever registered in it.
+            write_header(vfs.as_ref(), file.as_mut(), &path, dir, len_bytes)?
+        } else {
+            if torn_tail_bytes > 0 {
+                // Cut before the first append: a record written after torn
+                // bytes would read as damage followed by a valid record.
+                file.set_len(replayed.valid_len_bytes).map_err(|e| Error::io("truncate", &path, e))?;
+                file.sync().map_err(|e| Error::io("sync", &path, e))?;
+            }
+            replayed.valid_len_bytes
+        };
+
+        let report = ManifestReport { records_replayed: replayed.records, torn_tail_bytes };
+        let next_free_seq = replayed.ledger.next_seq();
+        let manifest =
+            Manifest { path, file, append_offset_bytes, ledger: replayed.ledger, next_free_seq, poisoned: None };
+        Ok((manifest, report))
+    }
+
+    /// The live segments, in ascending seq.
+    pub fn live(&self) -> impl Iterator<Item = &SegEntry> {
+        self.ledger.live().values()
+    }
+
+    /// The live segment with this seq.
+    pub fn get(&self, seq: u64) -> Option<&SegEntry> {
+        self.ledger.live().get(&seq)
+    }
+
+    /// Whether a live segment has this file name.
+    pub fn is_live_file(&self, file: &str) -> bool {
+        self.ledger.is_live_file(file)
+    }
+
+    /// Hand out a fresh seq: strictly greater than every seq ever ADDed
+    /// (live or dropped) and every seq handed out before by this instance.
+    pub fn allocate_seq(&mut self) -> u64 {
+        let seq = self.next_free_seq.max(self.ledger.next_seq());
+        // Replay caps seqs at half the u64 range, so this overflows only
+        // after 2^63 allocations by one instance.
+        self.next_free_seq = seq.checked_add(1).expect("seq space exhausted");
+        seq
+    }
+
+    /// Append ADD and fsync; durable when it returns Ok. A seq already
+    /// ADDed at any time (even dropped) → Error::Invalid. So is an entry
+    /// that breaks another ledger rule (`ledger.rs`): seq 0 or above
+    /// 2^63 - 1, a file name that is not a plain name in the directory or
+    /// that a live entry already holds, `min_key > max_key`, or keys too
+    /// large for one frame. Nothing is written for an invalid entry.
+    pub fn add(&mut self, entry: SegEntry) -> Result<()> {
+        self.refuse_if_poisoned()?;
+        if let Err(why) = self.ledger.check_add(&entry) {
+            return Err(Error::Invalid(format!("manifest ADD of seq {} ({}): {why}", entry.seq, entry.file)));
+        }
+        if record::add_payload_bytes(&entry) > MAX_FRAME_PAYLOAD_BYTES {
+            return Err(Error::Invalid(format!("manifest ADD of seq {}: keys too large for one record", entry.seq)));
+        }
+        let mut frame = Vec::new();
+        record::encode_add(&mut frame, &entry);
+        self.append(&frame)?;
+        self.ledger.apply_add(entry);
+        Ok(())
+    }
+
+    /// Append DROP and fsync. Unknown/not-live seq → Error::Invalid.
+    pub fn drop_seg(&mut self, seq: u64) -> Result<()> {
+        self.refuse_if_poisoned()?;
+        if let Err(why) = self.ledger.check_drop(seq) {
+            return Err(Error::Invalid(format!("manifest DROP of seq {seq}: {why}")));
+        }
+        let mut frame = Vec::new();
+        record::encode_drop(&mut frame, seq);
+        self.append(&frame)?;
+        self.ledger.apply_drop(seq);
+        Ok(())
+    }
+
+    /// The manifest file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn refuse_if_poisoned(&self) -> Result<()> {
+        match &self.poisoned {
+            Some(cause) => Err(Error::Poisoned { cause: cause.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    /// Write `frame` at the end of the ledger and fsync it; poison on any
+    /// failure, since the tail of the file is then unknown.
+    fn append(&mut self, frame: &[u8]) -> Result<()> {
+        assert!(self.poisoned.is_none(), "append on a poisoned manifest");
+        let path = &self.path;
+        let file = &mut self.file;
+        let written = file
+            .write_at(self.append_offset_bytes, frame)
+            .map_err(|e| Error::io("write", path, e))
+            .and_then(|()| file.sync().map_err(|e| Error::io("sync", path, e)));
+        match written {
+            Ok(()) => {
+                self.append_offset_bytes += frame.len() as u64;
+                Ok(())
+            }
+            Err(err) => {
+                self.poisoned = Some(format!("manifest append failed: {err}"));
+                Err(err)
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Manifest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Manifest")
+            .field("path", &self.path)
+            .field("append_offset_bytes", &self.append_offset_bytes)
+            .field("live", &self.ledger.live().len())
+            .field("next_free_seq", &self.next_free_seq)
+            .field("poisoned", &self.poisoned)
+            .finish()
+    }
+}
+
+/// The whole file, `len_bytes` long by the file system's account (so not a
+/// length read from the untrusted bytes).
+fn read_all(file: &dyn VfsFile, path: &Path, len_bytes: u64) -> Result<Vec<u8>> {
+    // Read until two reads agree: a torn tail found here is cut, so a
+    // transient read fault must not pass for one.
+    read_stable(file, len_bytes).map_err(|e| Error::io("read", path, e))
+}
+
+/// Make `file` hold exactly a header, durably, including its directory
+/// entry (the file may have just been created). Returns the header's size.
+fn write_header(vfs: &dyn Vfs, file: &mut dyn VfsFile, path: &Path, dir: &Path, len_bytes: u64) -> Result<u64> {
+    if len_bytes > 0 {
+        file.set_len(0).map_err(|e| Error::io("truncate", path, e))?;
+    }
+    let mut header = Vec::new();
+    record::encode_header(&mut header);
+    assert_eq!(header.len() as u64, record::HEADER_FRAME_BYTES);
+    file.write_at(0, &header).map_err(|e| Error::io("write", path, e))?;
+    file.sync().map_err(|e| Error::io("sync", path, e))?;
+    vfs.sync_dir(dir).map_err(|e| Error::io("sync_dir", dir, e))?;
+    Ok(record::HEADER_FRAME_BYTES)
+}
+
+#[cfg(test)]
+mod tests;

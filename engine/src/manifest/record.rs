@@ -1,0 +1,263 @@
+//! The manifest's three records and their bytes.
+//!
+//! Each record is the payload of one shared frame (`frame.rs`), told apart
+//! by the frame's kind byte. All integers are little-endian; a "bytes"
+//! field is a u32 length followed by that many bytes.
+//!
+//! ```text
+//! HEADER kind 1: magic "SEGSMANI" (8 bytes), version u32 (= 1)
+//! ADD    kind 2: seq u64, records u64, file bytes (UTF-8), table bytes,
+//!                min_key bytes, max_key bytes
+//! DROP   kind 3: seq u64
+//! ```
+//!
+//! This module only turns records into bytes and back. Whether a record
+//! is allowed where it stands (a header first, a seq never reused) is the
+//! ledger's business (`ledger.rs`), and what an undecodable frame means for
+//! the file is replay's (`replay.rs`). Decoding reads through
+//! [`ByteReader`], so a payload that lies about a length fails with the
+//! absolute offset of the lie instead of panicking or allocating from it.
+
+use crate::codec::{put_len_prefixed, put_u32, put_u64, ByteReader, DecodeError};
+use crate::frame::{encode_frame, FRAME_HEADER_BYTES};
+
+use super::SegEntry;
+
+/// Frame kind of the header, the first frame of every manifest.
+pub(super) const KIND_HEADER: u8 = 1;
+/// Frame kind of an ADD: a segment is registered.
+pub(super) const KIND_ADD: u8 = 2;
+/// Frame kind of a DROP: a registered segment is retired.
+pub(super) const KIND_DROP: u8 = 3;
+
+/// Says "this file is a segsim manifest", so that another file renamed
+/// over it (an AOF, a segment) is refused rather than misread.
+const MAGIC: [u8; 8] = *b"SEGSMANI";
+
+/// The only format version this code reads and writes.
+const VERSION: u32 = 1;
+
+/// The header's whole payload.
+const HEADER_PAYLOAD_BYTES: usize = MAGIC.len() + 4;
+
+/// The bytes of an ADD payload besides its four variable fields: two u64s
+/// and four u32 length prefixes.
+const ADD_FIXED_BYTES: usize = 8 + 8 + 4 * 4;
+
+/// The bytes a whole header frame takes: where the first ADD or DROP starts.
+pub(super) const HEADER_FRAME_BYTES: u64 = (FRAME_HEADER_BYTES + HEADER_PAYLOAD_BYTES) as u64;
+
+/// One decoded record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Record {
+    /// The header, magic and version already checked.
+    Header,
+    /// A segment registered.
+    Add(SegEntry),
+    /// The segment with this seq retired.
+    Drop(u64),
+}
+
+/// Whether `kind` names one of the manifest's records. Replay only lets a
+/// valid frame of a known kind prove that an invalid frame before it is
+/// mid-file damage rather than a torn tail.
+pub(super) fn is_known_kind(kind: u8) -> bool {
+    matches!(kind, KIND_HEADER | KIND_ADD | KIND_DROP)
+}
+
+/// Append a header frame to `out`.
+pub(super) fn encode_header(out: &mut Vec<u8>) {
+    let mut payload = Vec::with_capacity(HEADER_PAYLOAD_BYTES);
+    payload.extend_from_slice(&MAGIC);
+    put_u32(&mut payload, VERSION);
+    encode_frame(out, KIND_HEADER, &payload);
+}
+
+/// The payload bytes an ADD of `entry` needs. Saturating, so that a caller
+/// can compare it against the frame limit before anything is encoded.
+pub(super) fn add_payload_bytes(entry: &SegEntry) -> usize {
+    ADD_FIXED_BYTES
+        .saturating_add(entry.file.len())
+        .saturating_add(entry.table.len())
+        .saturating_add(entry.min_key.len())
+        .saturating_add(entry.max_key.len())
+}
+
+/// Append an ADD frame for `entry` to `out`. The caller has checked
+/// [`add_payload_bytes`] against the frame limit.
+pub(super) fn encode_add(out: &mut Vec<u8>, entry: &SegEntry) {
+    let mut payload = Vec::with_capacity(add_payload_bytes(entry));
+    put_u64(&mut payload, entry.seq);
+    put_u64(&mut payload, entry.records);
+    put_len_prefixed(&mut payload, entry.file.as_bytes());
+    put_len_prefixed(&mut payload, &entry.table);
+    put_len_prefixed(&mut payload, &entry.min_key);
+    put_len_prefixed(&mut payload, &entry.max_key);
+    assert_eq!(payload.len(), add_payload_bytes(entry));
+    encode_frame(out, KIND_ADD, &payload);
+}
+
+/// Append a DROP frame for `seq` to `out`.
+pub(super) fn encode_drop(out: &mut Vec<u8>, seq: u64) {
+    let mut payload = Vec::with_capacity(8);
+    put_u64(&mut payload, seq);
+    encode_frame(out, KIND_DROP, &payload);
+}
+
+/// Decode the payload of a checksummed frame of `kind` that starts at
+/// `frame_offset_bytes` in its file. The frame's checksum held, so every
+/// failure here is damage (or a foreign file), never a torn write.
+pub(super) fn decode(kind: u8, payload: &[u8], frame_offset_bytes: u64) -> Result<Record, DecodeError> {
+    let mut reader = ByteReader::new(payload, frame_offset_bytes + FRAME_HEADER_BYTES as u64);
+    let record = match kind {
+        KIND_HEADER => {
+            if reader.bytes(MAGIC.len())? != MAGIC {
+                return Err(DecodeError { offset_bytes: frame_offset_bytes, reason: "not a manifest: bad magic" });
+            }
+            let version_at = reader.clone();
+            if reader.u32()? != VERSION {
+                return Err(version_at.error("unsupported manifest format version"));
+            }
+            Record::Header
+        }
+        KIND_ADD => {
+            let seq = reader.u64()?;
+            let records = reader.u64()?;
+            let file_at = reader.clone();
+            let file = match std::str::from_utf8(reader.len_prefixed()?) {
+                Ok(file) => file.to_owned(),
+                Err(_) => return Err(file_at.error("segment file name is not UTF-8")),
+            };
+            let table = reader.len_prefixed()?.to_vec();
+            let min_key = reader.len_prefixed()?.to_vec();
+            let max_key = reader.len_prefixed()?.to_vec();
+            Record::Add(SegEntry { seq, file, table, min_key, max_key, records })
+        }
+        KIND_DROP => Record::Drop(reader.u64()?),
+        _ => return Err(DecodeError { offset_bytes: frame_offset_bytes, reason: "unknown manifest record kind" }),
+    };
+    reader.finish()?;
+    Ok(record)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::decode_frame;
+    use proptest::prelude::*;
+
+    /// Decode the single frame in `bytes`, which starts at `offset_bytes`.
+    fn decode_one(bytes: &[u8], offset_bytes: u64) -> Result<Record, DecodeError> {
+        let frame = decode_frame(bytes).expect("test frames are whole");
+        assert_eq!(frame.total_bytes, bytes.len());
+        decode(frame.kind, frame.payload, offset_bytes)
+    }
+
+    fn entry() -> SegEntry {
+        SegEntry {
+            seq: 7,
+            file: "row-7573-7.seg".into(),
+            table: b"us".to_vec(),
+            min_key: b"us:a".to_vec(),
+            max_key: b"us:z".to_vec(),
+            records: 12,
+        }
+    }
+
+    #[test]
+    fn the_header_frame_has_the_advertised_size() {
+        let mut out = Vec::new();
+        encode_header(&mut out);
+        assert_eq!(out.len() as u64, HEADER_FRAME_BYTES);
+        assert_eq!(decode_one(&out, 0), Ok(Record::Header));
+    }
+
+    #[test]
+    fn a_foreign_magic_or_version_is_refused_where_it_lies() {
+        let mut payload = b"SEGSAOF!".to_vec();
+        put_u32(&mut payload, VERSION);
+        let err = decode(KIND_HEADER, &payload, 100).unwrap_err();
+        assert_eq!(err, DecodeError { offset_bytes: 100, reason: "not a manifest: bad magic" });
+
+        let mut payload = MAGIC.to_vec();
+        put_u32(&mut payload, VERSION + 1);
+        let err = decode(KIND_HEADER, &payload, 100).unwrap_err();
+        assert_eq!(err.offset_bytes, 100 + FRAME_HEADER_BYTES as u64 + MAGIC.len() as u64);
+        assert_eq!(err.reason, "unsupported manifest format version");
+    }
+
+    #[test]
+    fn an_unknown_kind_is_refused_at_its_frame() {
+        let err = decode(9, b"", 40).unwrap_err();
+        assert_eq!(err, DecodeError { offset_bytes: 40, reason: "unknown manifest record kind" });
+        assert!(!is_known_kind(9));
+        assert!(is_known_kind(KIND_HEADER) && is_known_kind(KIND_ADD) && is_known_kind(KIND_DROP));
+    }
+
+    #[test]
+    fn trailing_bytes_are_refused() {
+        let mut payload = Vec::new();
+        put_u64(&mut payload, 3);
+        payload.push(0);
+        let err = decode(KIND_DROP, &payload, 0).unwrap_err();
+        assert_eq!(err.reason, "trailing bytes after the record");
+        assert_eq!(err.offset_bytes, FRAME_HEADER_BYTES as u64 + 8);
+    }
+
+    #[test]
+    fn a_file_name_that_is_not_utf8_is_refused() {
+        let mut payload = Vec::new();
+        put_u64(&mut payload, 1);
+        put_u64(&mut payload, 1);
+        put_len_prefixed(&mut payload, &[0xff, 0xfe]);
+        for _ in 0..3 {
+            put_len_prefixed(&mut payload, b"");
+        }
+        let err = decode(KIND_ADD, &payload, 0).unwrap_err();
+        assert_eq!(err.reason, "segment file name is not UTF-8");
+        assert_eq!(err.offset_bytes, FRAME_HEADER_BYTES as u64 + 16);
+    }
+
+    #[test]
+    fn every_cut_of_an_add_payload_is_refused() {
+        let mut out = Vec::new();
+        encode_add(&mut out, &entry());
+        let payload = &out[FRAME_HEADER_BYTES..];
+        for cut in 0..payload.len() {
+            assert!(decode(KIND_ADD, &payload[..cut], 0).is_err(), "cut at {cut} decoded");
+        }
+        assert_eq!(decode(KIND_ADD, payload, 0), Ok(Record::Add(entry())));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn add_and_drop_round_trip(
+            seq in any::<u64>(),
+            records in any::<u64>(),
+            file in "[a-z0-9.-]{0,40}",
+            table in proptest::collection::vec(any::<u8>(), 0..40),
+            min_key in proptest::collection::vec(any::<u8>(), 0..80),
+            max_key in proptest::collection::vec(any::<u8>(), 0..80),
+        ) {
+            let entry = SegEntry { seq, file, table, min_key, max_key, records };
+            let mut out = Vec::new();
+            encode_add(&mut out, &entry);
+            prop_assert_eq!(out.len(), FRAME_HEADER_BYTES + add_payload_bytes(&entry));
+            prop_assert_eq!(decode_one(&out, 0), Ok(Record::Add(entry)));
+
+            let mut out = Vec::new();
+            encode_drop(&mut out, seq);
+            prop_assert_eq!(decode_one(&out, 0), Ok(Record::Drop(seq)));
+        }
+
+        #[test]
+        fn arbitrary_payloads_never_panic(kind in 0u8..5, payload in proptest::collection::vec(any::<u8>(), 0..200)) {
+            if let Err(err) = decode(kind, &payload, 1000) {
+                prop_assert!(err.offset_bytes >= 1000);
+                prop_assert!(err.offset_bytes <= 1000 + (FRAME_HEADER_BYTES + payload.len()) as u64);
+            }
+        }
+    }
+}

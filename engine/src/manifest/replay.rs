@@ -1,0 +1,349 @@
+//! Replay: from a manifest's bytes to the registry they describe, and the
+//! one decision in this module that crash safety rests on — is an invalid
+//! frame a torn tail, or damage to records that were already durable?
+//!
+//! Every append is fsynced before the next one starts, so a crash can tear
+//! only the last record. Hence:
+//!
+//! - an invalid frame with no valid record anywhere after it is a torn
+//!   tail: replay stops there and reports how much it did not read;
+//! - an invalid frame with a valid record after it can only be damage in
+//!   the middle of durable data: refused as `Corrupt` at its offset;
+//! - if the scan for a valid record after it runs out of budget, it is
+//!   refused too — refusing costs an operator a look, guessing could cost
+//!   the store its registrations.
+//!
+//! A frame whose checksum holds but whose payload does not decode, or that
+//! breaks a ledger rule, is always damage (or a foreign file): a torn write
+//! does not produce a valid checksum.
+
+use std::path::Path;
+
+use crate::frame::{decode_frame, find_valid_frame, FrameInvalid, Scan};
+use crate::{Error, Result};
+
+use super::ledger::Ledger;
+use super::record::{self, Record};
+
+/// How many bytes the scan after an invalid frame may checksum before it
+/// gives up. Generous for a manifest (a torn tail is one record plus at
+/// most a sector of garbage), and it bounds replay time on hostile bytes.
+pub(super) const SCAN_BUDGET_BYTES: usize = 64 << 20;
+
+/// What replaying a manifest's bytes yields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Replayed {
+    /// The registry as of the last whole record.
+    pub(super) ledger: Ledger,
+    /// The end of the last whole record: 0 when not even the header is
+    /// whole, otherwise where the next append belongs.
+    pub(super) valid_len_bytes: u64,
+    /// ADD and DROP records replayed (the header is not counted).
+    pub(super) records: u64,
+}
+
+/// Replay `bytes`, the content of the manifest at `path` (named in errors).
+/// `scan_budget_bytes` is [`SCAN_BUDGET_BYTES`] except in tests, which
+/// shrink it to reach the give-up path with small inputs.
+pub(super) fn replay(path: &Path, bytes: &[u8], scan_budget_bytes: usize) -> Result<Replayed> {
+    let mut ledger = Ledger::new();
+    let mut records = 0u64;
+    let mut at = 0usize;
+    while at < bytes.len() {
+        let frame = match decode_frame(&bytes[at..]) {
+            Ok(frame) => frame,
+            Err(invalid) => {
+                refuse_unless_torn_tail(path, bytes, at, invalid, scan_budget_bytes)?;
+                break;
+            }
+        };
+        let at_bytes = at as u64;
+        let record = record::decode(frame.kind, frame.payload, at_bytes).map_err(|e| e.in_file(path))?;
+        match record {
+            Record::Header if at == 0 => {}
+            Record::Header => return Err(Error::corrupt(path, at_bytes, "a second manifest header")),
+            _ if at == 0 => return Err(Error::corrupt(path, 0, "the first record is not the manifest header")),
+            Record::Add(entry) => {
+                if let Err(why) = ledger.check_add(&entry) {
+                    return Err(Error::corrupt(path, at_bytes, format!("ADD of seq {}: {why}", entry.seq)));
+                }
+                ledger.apply_add(entry);
+                records += 1;
+            }
+            Record::Drop(seq) => {
+                if let Err(why) = ledger.check_drop(seq) {
+                    return Err(Error::corrupt(path, at_bytes, format!("DROP of seq {seq}: {why}")));
+                }
+                ledger.apply_drop(seq);
+                records += 1;
+            }
+        }
+        at += frame.total_bytes;
+    }
+    assert!(at <= bytes.len());
+    Ok(Replayed { ledger, valid_len_bytes: at as u64, records })
+}
+
+/// The frame at `at` is invalid: succeed if that can only be a torn tail.
+fn refuse_unless_torn_tail(
+    path: &Path,
+    bytes: &[u8],
+    at: usize,
+    invalid: FrameInvalid,
+    scan_budget_bytes: usize,
+) -> Result<()> {
+    match find_valid_frame(bytes, at + 1, scan_budget_bytes, record::is_known_kind) {
+        Scan::NotFound => Ok(()),
+        Scan::Found(next) => Err(Error::corrupt(
+            path,
+            at as u64,
+            format!("{}, yet a valid record follows at byte {next}: damage to durable records", invalid.reason()),
+        )),
+        Scan::GaveUp => Err(Error::corrupt(
+            path,
+            at as u64,
+            format!(
+                "{}, and the bytes after it could not be ruled out as records within the scan budget",
+                invalid.reason()
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::{put_len_prefixed, put_u64};
+    use crate::frame::{encode_frame, FRAME_HEADER_BYTES};
+    use crate::manifest::testing::{encode_records, entry};
+    use crate::manifest::{Manifest, ManifestState};
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn path() -> &'static Path {
+        Path::new("/db/MANIFEST")
+    }
+
+    /// The offset and reason of a `Corrupt`, or a panic naming what came back.
+    fn corrupt_at(result: Result<ManifestState>) -> (u64, String) {
+        match result {
+            Err(Error::Corrupt { file, offset_bytes, reason }) => {
+                assert_eq!(file, path());
+                (offset_bytes, reason)
+            }
+            other => panic!("expected Corrupt, got {other:?}"),
+        }
+    }
+
+    fn state(entries: &[u64], next_seq: u64, valid_len_bytes: usize, records: u64) -> ManifestState {
+        let live: BTreeMap<u64, _> = entries.iter().map(|&seq| (seq, entry(seq))).collect();
+        ManifestState { live, next_seq, valid_len_bytes: valid_len_bytes as u64, records }
+    }
+
+    #[test]
+    fn empty_bytes_are_an_empty_manifest_without_a_header() {
+        assert_eq!(Manifest::parse(path(), b"").unwrap(), state(&[], 1, 0, 0));
+    }
+
+    #[test]
+    fn a_whole_ledger_replays_to_its_live_set() {
+        let recs = [Record::Header, Record::Add(entry(1)), Record::Add(entry(2)), Record::Drop(1)];
+        let (bytes, _) = encode_records(&recs);
+        assert_eq!(Manifest::parse(path(), &bytes).unwrap(), state(&[2], 3, bytes.len(), 3));
+    }
+
+    #[test]
+    fn a_torn_header_alone_is_an_empty_manifest() {
+        let (bytes, _) = encode_records(&[Record::Header]);
+        for cut in 0..bytes.len() {
+            assert_eq!(Manifest::parse(path(), &bytes[..cut]).unwrap(), state(&[], 1, 0, 0), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn a_zero_filled_tail_is_torn_not_damage() {
+        // A crash can leave a file longer than its data, the rest zeros.
+        let (mut bytes, ends) = encode_records(&[Record::Header, Record::Add(entry(1))]);
+        bytes.resize(bytes.len() + 4096, 0);
+        assert_eq!(Manifest::parse(path(), &bytes).unwrap(), state(&[1], 2, ends[1], 1));
+    }
+
+    #[test]
+    fn damage_before_a_valid_record_is_refused_at_its_offset() {
+        let (mut bytes, ends) = encode_records(&[Record::Header, Record::Add(entry(1)), Record::Add(entry(2))]);
+        bytes[ends[0] + FRAME_HEADER_BYTES + 3] ^= 0x10;
+        let (offset, reason) = corrupt_at(Manifest::parse(path(), &bytes));
+        assert_eq!(offset, ends[0] as u64);
+        assert!(reason.contains(&format!("valid record follows at byte {}", ends[1])), "{reason}");
+    }
+
+    #[test]
+    fn a_torn_header_before_valid_records_is_damage() {
+        let (mut bytes, _) = encode_records(&[Record::Header, Record::Add(entry(1))]);
+        bytes[2] ^= 1;
+        assert_eq!(corrupt_at(Manifest::parse(path(), &bytes)).0, 0);
+    }
+
+    #[test]
+    fn a_scan_that_runs_out_of_budget_refuses() {
+        // Every position after the damage holds a small length that fits.
+        let (mut bytes, ends) = encode_records(&[Record::Header]);
+        bytes.extend_from_slice(&[1u8, 0, 0, 0].repeat(64));
+        let err = replay(path(), &bytes, 100).unwrap_err();
+        assert!(matches!(err, Error::Corrupt { offset_bytes, .. } if offset_bytes == ends[0] as u64), "{err}");
+        let whole = replay(path(), &bytes, SCAN_BUDGET_BYTES).unwrap();
+        assert_eq!(whole.valid_len_bytes, ends[0] as u64, "with budget enough it is a torn tail");
+    }
+
+    #[test]
+    fn the_header_must_come_first_and_only_once() {
+        let (bytes, _) = encode_records(&[Record::Add(entry(1))]);
+        let (offset, reason) = corrupt_at(Manifest::parse(path(), &bytes));
+        assert_eq!((offset, reason.as_str()), (0, "the first record is not the manifest header"));
+
+        let (bytes, ends) = encode_records(&[Record::Header, Record::Add(entry(1)), Record::Header]);
+        let (offset, reason) = corrupt_at(Manifest::parse(path(), &bytes));
+        assert_eq!((offset, reason.as_str()), (ends[1] as u64, "a second manifest header"));
+    }
+
+    #[test]
+    fn a_foreign_magic_is_refused() {
+        let mut bytes = Vec::new();
+        encode_frame(&mut bytes, record::KIND_HEADER, b"SEGSAOF!\x01\0\0\0");
+        let (offset, reason) = corrupt_at(Manifest::parse(path(), &bytes));
+        assert_eq!((offset, reason.as_str()), (0, "not a manifest: bad magic"));
+    }
+
+    #[test]
+    fn a_valid_frame_that_does_not_decode_is_damage_even_last() {
+        let (mut bytes, ends) = encode_records(&[Record::Header]);
+        // An ADD cut short inside a frame whose checksum holds.
+        let mut payload = Vec::new();
+        put_u64(&mut payload, 1);
+        encode_frame(&mut bytes, record::KIND_ADD, &payload);
+        let (offset, _) = corrupt_at(Manifest::parse(path(), &bytes));
+        assert_eq!(offset, (ends[0] + FRAME_HEADER_BYTES + 8) as u64);
+
+        let (mut bytes, ends) = encode_records(&[Record::Header]);
+        encode_frame(&mut bytes, 77, b"");
+        let (offset, reason) = corrupt_at(Manifest::parse(path(), &bytes));
+        assert_eq!((offset, reason.as_str()), (ends[0] as u64, "unknown manifest record kind"));
+    }
+
+    #[test]
+    fn ledger_rules_are_checked_on_replay() {
+        let reused = [Record::Header, Record::Add(entry(1)), Record::Drop(1), Record::Add(entry(1))];
+        let (bytes, ends) = encode_records(&reused);
+        let (offset, reason) = corrupt_at(Manifest::parse(path(), &bytes));
+        assert_eq!(offset, ends[2] as u64);
+        assert!(reason.starts_with("ADD of seq 1: "), "{reason}");
+
+        let (bytes, ends) = encode_records(&[Record::Header, Record::Add(entry(1)), Record::Drop(2)]);
+        let (offset, reason) = corrupt_at(Manifest::parse(path(), &bytes));
+        assert_eq!((offset, reason.as_str()), (ends[1] as u64, "DROP of seq 2: seq was never registered"));
+
+        let mut escape = entry(3);
+        escape.file = "../../etc/passwd".into();
+        let (bytes, ends) = encode_records(&[Record::Header, Record::Add(escape)]);
+        assert_eq!(corrupt_at(Manifest::parse(path(), &bytes)).0, ends[0] as u64);
+    }
+
+    #[test]
+    fn an_add_with_a_bad_length_prefix_is_refused() {
+        let (mut bytes, ends) = encode_records(&[Record::Header]);
+        let mut payload = Vec::new();
+        put_u64(&mut payload, 1);
+        put_u64(&mut payload, 1);
+        payload.extend_from_slice(&u32::MAX.to_le_bytes());
+        put_len_prefixed(&mut payload, b"x");
+        encode_frame(&mut bytes, record::KIND_ADD, &payload);
+        let (offset, reason) = corrupt_at(Manifest::parse(path(), &bytes));
+        assert_eq!(offset, (ends[0] + FRAME_HEADER_BYTES + 16) as u64);
+        assert_eq!(reason, "length prefix runs past the end");
+    }
+
+    /// The property the store's safety rests on, exhaustively for one small
+    /// ledger: a single flipped bit is refused at the offset of the record
+    /// it hit, except in the last record, where it is cut as a torn tail —
+    /// never any third outcome, and never a different live set.
+    #[test]
+    fn every_single_bit_flip_is_refused_or_cuts_only_the_last_record() {
+        let recs =
+            [Record::Header, Record::Add(entry(1)), Record::Add(entry(2)), Record::Drop(1), Record::Add(entry(3))];
+        let (bytes, ends) = encode_records(&recs);
+        let last_start = ends[ends.len() - 2];
+        let all_but_last = state(&[2], 3, last_start, 3);
+        let (mut refused, mut cut) = (0, 0);
+        for bit in 0..bytes.len() * 8 {
+            let mut flipped = bytes.clone();
+            flipped[bit / 8] ^= 1 << (bit % 8);
+            let byte = bit / 8;
+            let result = Manifest::parse(path(), &flipped);
+            if byte >= last_start {
+                assert_eq!(result.unwrap(), all_but_last, "flip of bit {bit}");
+                cut += 1;
+            } else {
+                let record_start = ends.iter().copied().filter(|&end| end <= byte).max().unwrap_or(0);
+                assert_eq!(corrupt_at(result).0, record_start as u64, "flip of bit {bit}");
+                refused += 1;
+            }
+        }
+        assert_eq!(refused + cut, bytes.len() * 8);
+        assert!(refused > 0 && cut > 0);
+    }
+
+    /// A whole ledger for the fuzz-style properties to mutate.
+    fn sample_ledger() -> Vec<u8> {
+        let recs = [Record::Header, Record::Add(entry(1)), Record::Add(entry(2)), Record::Drop(2)];
+        encode_records(&recs).0
+    }
+
+    /// What any `Ok` from parse must satisfy, whatever the input.
+    fn check_invariants(bytes: &[u8], parsed: &ManifestState) -> std::result::Result<(), TestCaseError> {
+        prop_assert!(parsed.valid_len_bytes <= bytes.len() as u64);
+        prop_assert!(parsed.next_seq >= 1);
+        for (seq, entry) in &parsed.live {
+            prop_assert_eq!(*seq, entry.seq);
+            prop_assert!(entry.seq < parsed.next_seq);
+            prop_assert!(entry.min_key <= entry.max_key);
+        }
+        prop_assert!(parsed.live.len() as u64 <= parsed.records);
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+            if let Ok(parsed) = Manifest::parse(path(), &bytes) {
+                check_invariants(&bytes, &parsed)?;
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes_after_a_header_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..600)) {
+            let (mut bytes, _) = encode_records(&[Record::Header]);
+            bytes.extend_from_slice(&tail);
+            if let Ok(parsed) = Manifest::parse(path(), &bytes) {
+                check_invariants(&bytes, &parsed)?;
+            }
+        }
+
+        #[test]
+        fn overwritten_ledgers_never_panic(
+            writes in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let mut bytes = sample_ledger();
+            for (at, value) in writes {
+                let at = at.index(bytes.len());
+                bytes[at] = value;
+            }
+            bytes.truncate(cut.index(bytes.len() + 1));
+            if let Ok(parsed) = Manifest::parse(path(), &bytes) {
+                check_invariants(&bytes, &parsed)?;
+            }
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! Test support shared by the manifest's test modules: sample entries,
+//! hand-built ledgers, generated histories with a model to check them
+//! against, and a Vfs that records file operations and fails on command.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use proptest::prelude::*;
+
+use crate::vfs::{Mapping, MemVfs, OpenMode, Vfs, VfsFile};
+
+use super::record::{self, Record};
+use super::SegEntry;
+
+/// A valid entry for `seq`, distinct from every other seq's.
+pub(super) fn entry(seq: u64) -> SegEntry {
+    SegEntry {
+        seq,
+        file: format!("row-74-{seq}.seg"),
+        table: b"t".to_vec(),
+        min_key: format!("t:{seq}:a").into_bytes(),
+        max_key: format!("t:{seq}:z").into_bytes(),
+        records: seq * 10,
+    }
+}
+
+/// `records` framed back to back, and the end offset of each frame.
+pub(super) fn encode_records(records: &[Record]) -> (Vec<u8>, Vec<usize>) {
+    let mut bytes = Vec::new();
+    let mut ends = Vec::new();
+    for rec in records {
+        match rec {
+            Record::Header => record::encode_header(&mut bytes),
+            Record::Add(entry) => record::encode_add(&mut bytes, entry),
+            Record::Drop(seq) => record::encode_drop(&mut bytes, *seq),
+        }
+        ends.push(bytes.len());
+    }
+    (bytes, ends)
+}
+
+/// One step of a generated history. A `usize` picks from whatever the
+/// step applies to, modulo its size.
+#[derive(Clone, Debug)]
+pub(super) enum Op {
+    /// Allocate a seq and ADD a segment under it.
+    Add { table: Vec<u8>, min_key: Vec<u8>, max_suffix: Vec<u8>, records: u64 },
+    /// DROP one of the live segments (if any).
+    Drop(usize),
+    /// Allocate a seq and never use it (a seal that failed).
+    Waste,
+    /// ADD again a seq that was ADDed before (must be refused).
+    AddReused(usize),
+    /// DROP a seq that is not live (must be refused).
+    DropNotLive(usize),
+    /// Close the manifest and open it again.
+    Reopen,
+}
+
+/// Histories that mostly add and drop, with the odd misuse and reopen.
+pub(super) fn op() -> impl Strategy<Value = Op> {
+    let bytes = |max| proptest::collection::vec(any::<u8>(), 0..max);
+    prop_oneof![
+        5 => (bytes(6), bytes(12), bytes(4), any::<u64>())
+            .prop_map(|(table, min_key, max_suffix, records)| Op::Add { table, min_key, max_suffix, records }),
+        3 => any::<usize>().prop_map(Op::Drop),
+        1 => Just(Op::Waste),
+        1 => any::<usize>().prop_map(Op::AddReused),
+        1 => any::<usize>().prop_map(Op::DropNotLive),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+/// What the manifest should hold: the live set and every seq ever ADDed.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Model {
+    pub(super) live: BTreeMap<u64, SegEntry>,
+    pub(super) ever_added: BTreeSet<u64>,
+    /// ADD and DROP records the manifest accepted (what replay counts).
+    pub(super) records: u64,
+}
+
+impl Model {
+    /// The entry an `Op::Add` with these fields registers under `seq`.
+    pub(super) fn entry_for(seq: u64, table: &[u8], min_key: &[u8], max_suffix: &[u8], records: u64) -> SegEntry {
+        let hex: String = table.iter().map(|b| format!("{b:02x}")).collect();
+        SegEntry {
+            seq,
+            file: format!("row-{hex}-{seq}.seg"),
+            table: table.to_vec(),
+            min_key: min_key.to_vec(),
+            max_key: [min_key, max_suffix].concat(),
+            records,
+        }
+    }
+
+    /// A seq that is not live: a dropped one if `pick` finds one, else one
+    /// past everything ever added.
+    pub(super) fn not_live(&self, pick: usize) -> u64 {
+        let dropped: Vec<u64> = self.ever_added.iter().copied().filter(|seq| !self.live.contains_key(seq)).collect();
+        if dropped.is_empty() {
+            self.ever_added.last().map_or(1, |seq| seq + 1)
+        } else {
+            dropped[pick % dropped.len()]
+        }
+    }
+}
+
+/// What [`FaultyVfs`] does: the faults switched on, and a log of the file
+/// operations it saw, in order.
+#[derive(Debug, Default)]
+pub(super) struct Faults {
+    /// Every write writes half its bytes and then fails.
+    pub(super) fail_write: AtomicBool,
+    /// Every file sync fails (after doing nothing).
+    pub(super) fail_sync: AtomicBool,
+    log: Mutex<Vec<String>>,
+}
+
+impl Faults {
+    /// The operations seen so far: `write`, `set_len`, `sync`, `sync_dir`.
+    pub(super) fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Forget the operations seen so far.
+    pub(super) fn clear_log(&self) {
+        self.log.lock().unwrap().clear();
+    }
+
+    fn note(&self, op: &str) {
+        self.log.lock().unwrap().push(op.to_owned());
+    }
+}
+
+/// A [`MemVfs`] that logs writes, cuts and syncs, and fails them when told.
+#[derive(Debug, Default)]
+pub(super) struct FaultyVfs {
+    inner: MemVfs,
+    pub(super) faults: Arc<Faults>,
+}
+
+struct FaultyFile {
+    inner: Box<dyn VfsFile>,
+    faults: Arc<Faults>,
+}
+
+impl FaultyVfs {
+    /// A vfs with the directory `/db` and nothing failing.
+    pub(super) fn new() -> Self {
+        let vfs = Self::default();
+        vfs.inner.create_dir_all(Path::new("/db")).unwrap();
+        vfs
+    }
+}
+
+impl Vfs for FaultyVfs {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn VfsFile>> {
+        let inner = self.inner.open(path, mode)?;
+        Ok(Box::new(FaultyFile { inner, faults: self.faults.clone() }))
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn unlink(&self, path: &Path) -> io::Result<()> {
+        self.inner.unlink(path)
+    }
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+        self.inner.list_dir(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.faults.note("sync_dir");
+        self.inner.sync_dir(dir)
+    }
+    fn map_readonly(&self, path: &Path) -> io::Result<Mapping> {
+        self.inner.map_readonly(path)
+    }
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        self.inner.exists(path)
+    }
+}
+
+impl VfsFile for FaultyFile {
+    fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read_at(offset_bytes, buf)
+    }
+    fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
+        self.faults.note("write");
+        if self.faults.fail_write.load(Ordering::SeqCst) {
+            self.inner.write_at(offset_bytes, &data[..data.len() / 2])?;
+            return Err(io::Error::other("injected write failure"));
+        }
+        self.inner.write_at(offset_bytes, data)
+    }
+    fn set_len(&mut self, len_bytes: u64) -> io::Result<()> {
+        self.faults.note("set_len");
+        self.inner.set_len(len_bytes)
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        self.faults.note("sync");
+        if self.faults.fail_sync.load(Ordering::SeqCst) {
+            return Err(io::Error::other("injected sync failure"));
+        }
+        self.inner.sync()
+    }
+}

@@ -1,0 +1,211 @@
+//! The reference model: the store's logical behaviour as a plain map, in
+//! as few lines as the semantics allow.
+//!
+//! It shares no code with the store beyond the command and value *types*:
+//! no log, no segments, no eviction, no purge — expiry is simply "hidden
+//! from view". Property tests and the simulator run the same commands
+//! through both and demand equal replies and equal logical dumps, so a bug
+//! has to be made twice, in two different shapes, to go unseen.
+
+use std::collections::BTreeMap;
+
+use crate::store::{Command, LogicalEntry, LogicalFields, LogicalValue, Reply};
+use crate::{Error, Result};
+
+/// Logical content, with expired keys and fields possibly still present
+/// (they are filtered at every look).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Model {
+    map: BTreeMap<Vec<u8>, LogicalEntry>,
+}
+
+fn alive(at_ms: Option<u64>, now_ms: u64) -> bool {
+    at_ms.is_none_or(|at| at > now_ms)
+}
+
+fn wrong_type() -> Error {
+    Error::Invalid("WRONGTYPE".into())
+}
+
+impl Model {
+    /// An empty model.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The entry at `key` as a reader at `now_ms` sees it: `None` if the
+    /// key is expired or is a hash with no live field.
+    pub fn visible(&self, key: &[u8], now_ms: u64) -> Option<LogicalEntry> {
+        let entry = self.map.get(key)?;
+        if !alive(entry.expire_at_ms, now_ms) {
+            return None;
+        }
+        match &entry.value {
+            LogicalValue::Str(_) => Some(entry.clone()),
+            LogicalValue::Hash(fields) => {
+                let live: BTreeMap<_, _> = fields
+                    .iter()
+                    .filter(|(_, (_, at))| alive(*at, now_ms))
+                    .map(|(f, v)| (f.clone(), v.clone()))
+                    .collect();
+                let expire_at_ms = entry.expire_at_ms;
+                (!live.is_empty()).then_some(LogicalEntry { value: LogicalValue::Hash(live), expire_at_ms })
+            }
+        }
+    }
+
+    /// Everything visible at `now_ms`: comparable with
+    /// [`crate::store::Store::logical_dump`].
+    pub fn dump(&self, now_ms: u64) -> BTreeMap<Vec<u8>, LogicalEntry> {
+        self.map.keys().filter_map(|k| self.visible(k, now_ms).map(|e| (k.clone(), e))).collect()
+    }
+
+    /// Replace the content (a checker resetting to a recovered prefix).
+    pub fn from_dump(map: BTreeMap<Vec<u8>, LogicalEntry>) -> Self {
+        Self { map }
+    }
+
+    /// Run `command` at `now_ms`. Errors are the same cases the store
+    /// refuses (a wrong type); the model changes nothing on error.
+    pub fn execute(&mut self, command: &Command, now_ms: u64) -> Result<Reply> {
+        let reply = match command {
+            Command::Get { key } => match self.visible(key, now_ms).map(|e| e.value) {
+                None => Reply::Nil,
+                Some(LogicalValue::Str(v)) => Reply::Bulk(v),
+                Some(LogicalValue::Hash(_)) => return Err(wrong_type()),
+            },
+            Command::HGet { key, field } => match self.hash(key, now_ms)? {
+                None => Reply::Nil,
+                Some(fields) => fields.get(field).map_or(Reply::Nil, |(v, _)| Reply::Bulk(v.clone())),
+            },
+            Command::HGetAll { key } => Reply::Pairs(
+                self.hash(key, now_ms)?
+                    .map(|fields| fields.into_iter().map(|(f, (v, _))| (f, v)).collect())
+                    .unwrap_or_default(),
+            ),
+            Command::Set { key, value } => {
+                let entry = LogicalEntry { value: LogicalValue::Str(value.clone()), expire_at_ms: None };
+                self.map.insert(key.clone(), entry);
+                Reply::Ok
+            }
+            Command::Del { keys } => {
+                let mut removed = 0;
+                for key in keys {
+                    if self.visible(key, now_ms).is_some() {
+                        removed += 1;
+                    }
+                    self.map.remove(key);
+                }
+                Reply::Int(removed)
+            }
+            Command::HSet { key, pairs } => {
+                let (mut fields, expire_at_ms) = match self.visible(key, now_ms) {
+                    None => (BTreeMap::new(), None),
+                    Some(LogicalEntry { value: LogicalValue::Hash(f), expire_at_ms }) => (f, expire_at_ms),
+                    Some(_) => return Err(wrong_type()),
+                };
+                let mut added = 0;
+                for (field, value) in pairs {
+                    if fields.insert(field.clone(), (value.clone(), None)).is_none() {
+                        added += 1;
+                    }
+                }
+                self.map.insert(key.clone(), LogicalEntry { value: LogicalValue::Hash(fields), expire_at_ms });
+                Reply::Int(added)
+            }
+            Command::HDel { key, fields } => {
+                let Some(mut live) = self.hash(key, now_ms)? else { return Ok(Reply::Int(0)) };
+                let removed = fields.iter().filter(|f| live.remove(*f).is_some()).count();
+                self.store_hash(key, live, now_ms);
+                Reply::Int(removed as i64)
+            }
+            Command::HPExpireAt { key, at_ms, fields } => {
+                let Some(mut live) = self.hash(key, now_ms)? else { return Ok(Reply::Int(0)) };
+                let mut set = 0;
+                for field in fields {
+                    if let Some(slot) = live.get_mut(field) {
+                        slot.1 = Some(*at_ms);
+                        set += 1;
+                    }
+                }
+                self.store_hash(key, live, now_ms);
+                Reply::Int(set)
+            }
+            Command::PExpireAt { key, at_ms } => match self.visible(key, now_ms) {
+                None => Reply::Int(0),
+                Some(mut entry) => {
+                    entry.expire_at_ms = Some(*at_ms);
+                    self.map.insert(key.clone(), entry);
+                    Reply::Int(1)
+                }
+            },
+            Command::Persist { key } => match self.visible(key, now_ms) {
+                Some(mut entry) if entry.expire_at_ms.is_some() => {
+                    entry.expire_at_ms = None;
+                    self.map.insert(key.clone(), entry);
+                    Reply::Int(1)
+                }
+                _ => Reply::Int(0),
+            },
+            Command::FlushAll => {
+                self.map.clear();
+                Reply::Ok
+            }
+            Command::Window { .. } => Reply::Ok,
+        };
+        Ok(reply)
+    }
+
+    /// The live fields of a visible hash; a string is a type error.
+    fn hash(&self, key: &[u8], now_ms: u64) -> Result<Option<LogicalFields>> {
+        match self.visible(key, now_ms).map(|e| e.value) {
+            None => Ok(None),
+            Some(LogicalValue::Hash(fields)) => Ok(Some(fields)),
+            Some(LogicalValue::Str(_)) => Err(wrong_type()),
+        }
+    }
+
+    /// Put back a hash's live fields, keeping the key's TTL; no fields
+    /// left means no key.
+    fn store_hash(&mut self, key: &[u8], fields: LogicalFields, now_ms: u64) {
+        if fields.is_empty() {
+            self.map.remove(key);
+            return;
+        }
+        let expire_at_ms = self.visible(key, now_ms).and_then(|e| e.expire_at_ms);
+        self.map.insert(key.to_vec(), LogicalEntry { value: LogicalValue::Hash(fields), expire_at_ms });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(words: &[&str]) -> Command {
+        Command::parse(&words.iter().map(|w| w.as_bytes().to_vec()).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn expiry_hides_keys_and_fields() {
+        let mut m = Model::new();
+        m.execute(&cmd(&["HSET", "h", "a", "1", "b", "2"]), 0).unwrap();
+        m.execute(&cmd(&["HPEXPIREAT", "h", "100", "a"]), 0).unwrap();
+        assert_eq!(m.execute(&cmd(&["HGET", "h", "a"]), 99).unwrap(), Reply::Bulk(b"1".to_vec()));
+        assert_eq!(m.execute(&cmd(&["HGET", "h", "a"]), 100).unwrap(), Reply::Nil);
+        m.execute(&cmd(&["PEXPIREAT", "h", "200"]), 100).unwrap();
+        assert_eq!(m.dump(150).len(), 1);
+        assert!(m.dump(200).is_empty());
+        // A write after expiry starts a fresh key with no TTL.
+        assert_eq!(m.execute(&cmd(&["HSET", "h", "c", "3"]), 300).unwrap(), Reply::Int(1));
+        assert_eq!(m.dump(10_000).get(b"h".as_slice()).unwrap().expire_at_ms, None);
+    }
+
+    #[test]
+    fn wrong_type_changes_nothing() {
+        let mut m = Model::new();
+        m.execute(&cmd(&["SET", "s", "v"]), 0).unwrap();
+        let before = m.clone();
+        assert!(m.execute(&cmd(&["HSET", "s", "f", "v"]), 0).is_err());
+        assert_eq!(m, before);
+    }
+}

@@ -1,0 +1,349 @@
+//! The in-memory meaning of each command: reads at the clock, and the
+//! purge → check → promote → apply steps of a write (see `mod.rs`).
+//!
+//! `check` and `apply` never read the clock: replay runs them over the
+//! logged commands at whatever time it happens to be, and must land on the
+//! state the live store had. Expiry enters only through `purge_expired`,
+//! which turns it into logged deletes.
+
+use std::collections::BTreeMap;
+
+use super::command::{parse_i64, Command, Reply};
+use super::value::{entry_weight, value_weight, Entry, Field, Value};
+use super::{Store, Window};
+use crate::aof::Record;
+use crate::{Error, Result};
+
+fn wrong_type(key: &[u8], want: &str) -> Error {
+    Error::Invalid(format!("WRONGTYPE key {:?} does not hold a {want}", String::from_utf8_lossy(key)))
+}
+
+/// The reply of a write that turned out to change nothing.
+pub(super) fn unchanged_reply(command: &Command) -> Reply {
+    match command {
+        Command::Window { .. } => Reply::Ok,
+        _ => Reply::Int(0),
+    }
+}
+
+/// The keys a write touches (whose expired state it must purge first).
+/// `SET` overwrites whatever was there, so it needs no purge.
+fn touched_keys(command: &Command) -> &[Vec<u8>] {
+    match command {
+        Command::Del { keys } => keys,
+        Command::HSet { key, .. }
+        | Command::HDel { key, .. }
+        | Command::PExpireAt { key, .. }
+        | Command::Persist { key }
+        | Command::HPExpireAt { key, .. } => std::slice::from_ref(key),
+        _ => &[],
+    }
+}
+
+impl Store {
+    /// Answer a read at `now_ms`: expired keys and fields are absent, cold
+    /// rows resolve through their segment without being promoted.
+    pub(super) fn read(&self, command: &Command, now_ms: u64) -> Result<Reply> {
+        match command {
+            Command::Get { key } => match self.map.get(key) {
+                Some(e) if !e.is_expired(now_ms) => match &e.value {
+                    Value::Str(v) => Ok(Reply::Bulk(v.clone())),
+                    // A hash whose every field has expired is no key at all.
+                    Value::Hash(_) if self.visible_fields(key, now_ms)?.is_none() => Ok(Reply::Nil),
+                    _ => Err(wrong_type(key, "string")),
+                },
+                _ => Ok(Reply::Nil),
+            },
+            Command::HGet { key, field } => match self.visible_fields(key, now_ms)? {
+                None => Ok(Reply::Nil),
+                Some(fields) => Ok(fields.get(field).map_or(Reply::Nil, |f| Reply::Bulk(f.value.clone()))),
+            },
+            Command::HGetAll { key } => {
+                let pairs = self
+                    .visible_fields(key, now_ms)?
+                    .map(|fields| fields.into_iter().map(|(f, slot)| (f, slot.value)).collect())
+                    .unwrap_or_default();
+                Ok(Reply::Pairs(pairs))
+            }
+            _ => unreachable!("read() is called only for read commands"),
+        }
+    }
+
+    /// The live fields of the hash at `key`, or None if the key is absent,
+    /// expired or has no live field. A string is a type error.
+    pub(super) fn visible_fields(&self, key: &[u8], now_ms: u64) -> Result<Option<BTreeMap<Vec<u8>, Field>>> {
+        let Some(entry) = self.map.get(key) else { return Ok(None) };
+        if entry.is_expired(now_ms) {
+            return Ok(None);
+        }
+        let fields = match &entry.value {
+            Value::Str(_) => return Err(wrong_type(key, "hash")),
+            Value::Cold(stub) => self.segments.read_row(key, *stub)?,
+            Value::Hash(fields) => fields
+                .iter()
+                .filter(|(_, slot)| slot.expire_at_ms.is_none_or(|at| at > now_ms))
+                .map(|(f, slot)| (f.clone(), slot.clone()))
+                .collect(),
+        };
+        Ok((!fields.is_empty()).then_some(fields))
+    }
+
+    /// Step 1: delete, and log the delete of, expired state the command
+    /// touches: an expired key becomes `DEL key`, expired fields become
+    /// `HDEL key field...`.
+    pub(super) fn purge_expired(&mut self, command: &Command, now_ms: u64) -> Result<()> {
+        let mut purges = Vec::new();
+        for key in touched_keys(command) {
+            let Some(entry) = self.map.get(key) else { continue };
+            if entry.is_expired(now_ms) {
+                purges.push(Command::Del { keys: vec![key.clone()] });
+                continue;
+            }
+            if let Value::Hash(fields) = &entry.value {
+                let expired: Vec<Vec<u8>> = fields
+                    .iter()
+                    .filter(|(_, slot)| slot.expire_at_ms.is_some_and(|at| at <= now_ms))
+                    .map(|(f, _)| f.clone())
+                    .collect();
+                if !expired.is_empty() {
+                    purges.push(Command::HDel { key: key.clone(), fields: expired });
+                }
+            }
+        }
+        if purges.is_empty() {
+            return Ok(());
+        }
+        let records: Vec<Record> = purges.iter().map(|c| Record::Command(c.to_args())).collect();
+        self.log(&records, now_ms)?;
+        for purge in &purges {
+            self.apply(purge)?;
+        }
+        Ok(())
+    }
+
+    /// Step 2: validate `command` against the current state (which the
+    /// purge left free of expired parts). `Ok(false)`: valid, but it would
+    /// change nothing, so it is neither logged nor applied.
+    pub(super) fn check(&self, command: &Command) -> Result<bool> {
+        let changes = match command {
+            Command::Set { .. } | Command::FlushAll => true,
+            Command::Del { keys } => keys.iter().any(|k| self.map.contains_key(k)),
+            Command::HSet { key, .. } => match self.map.get(key).map(|e| &e.value) {
+                Some(Value::Str(_)) => return Err(wrong_type(key, "hash")),
+                _ => true,
+            },
+            Command::HDel { key, fields } | Command::HPExpireAt { key, fields, .. } => {
+                match self.map.get(key).map(|e| &e.value) {
+                    None => false,
+                    Some(Value::Str(_)) => return Err(wrong_type(key, "hash")),
+                    Some(Value::Hash(row)) => fields.iter().any(|f| row.contains_key(f)),
+                    Some(Value::Cold(stub)) => {
+                        let row = self.segments.read_row(key, *stub)?;
+                        fields.iter().any(|f| row.contains_key(f))
+                    }
+                }
+            }
+            Command::PExpireAt { key, .. } => self.map.contains_key(key),
+            Command::Persist { key } => self.map.get(key).is_some_and(|e| e.expire_at_ms.is_some()),
+            Command::Window { table, column, span } => {
+                self.windows.get(table).is_none_or(|w| w.column != *column || w.span != *span)
+            }
+            Command::Get { .. } | Command::HGet { .. } | Command::HGetAll { .. } => {
+                unreachable!("check() is called only for writes")
+            }
+        };
+        Ok(changes)
+    }
+
+    /// Step 3: a command that writes into a cold row promotes it first.
+    /// `SET` and `DEL` replace or remove the row whole, so they only
+    /// strand its record (in `apply`).
+    pub(super) fn promote_for(&mut self, command: &Command) -> Result<()> {
+        match command {
+            Command::HSet { key, .. }
+            | Command::HDel { key, .. }
+            | Command::PExpireAt { key, .. }
+            | Command::HPExpireAt { key, .. } => self.promote(key),
+            _ => Ok(()),
+        }
+    }
+
+    /// Make the cold row at `key` hot again (no-op for a hot key). The
+    /// segment read happens before anything changes, so a refused read
+    /// leaves the store as it was.
+    pub(super) fn promote(&mut self, key: &[u8]) -> Result<()> {
+        let Some(Entry { value: Value::Cold(stub), .. }) = self.map.get(key) else { return Ok(()) };
+        let stub = *stub;
+        let row = self.segments.read_row(key, stub)?;
+        let value = Value::Hash(row);
+        self.used_memory += value_weight(&value);
+        self.map.get_mut(key).expect("checked above").value = value;
+        self.segments.note_dead(stub.seq);
+        Ok(())
+    }
+
+    /// Remove `key`, keeping the accounting exact.
+    pub(super) fn remove_key(&mut self, key: &[u8]) -> bool {
+        let Some(entry) = self.map.remove(key) else { return false };
+        self.used_memory -= entry_weight(key, &entry);
+        if let Value::Cold(stub) = entry.value {
+            self.segments.note_dead(stub.seq);
+        }
+        true
+    }
+
+    /// Step 5: change memory. Never reads the clock; after a passing
+    /// `check` and `promote_for` it cannot fail (replay relies on it).
+    pub(super) fn apply(&mut self, command: &Command) -> Result<Reply> {
+        let reply = match command {
+            Command::Set { key, value } => {
+                self.remove_key(key);
+                let entry = Entry { value: Value::Str(value.clone()), expire_at_ms: None };
+                self.used_memory += entry_weight(key, &entry);
+                self.map.insert(key.clone(), entry);
+                Reply::Ok
+            }
+            Command::Del { keys } => {
+                let removed = keys.iter().filter(|k| self.remove_key(k)).count();
+                Reply::Int(removed as i64)
+            }
+            Command::HSet { key, pairs } => {
+                let added = self.apply_hset(key, pairs)?;
+                Reply::Int(added)
+            }
+            Command::HDel { key, fields } => {
+                let removed = self.apply_hdel(key, fields)?;
+                Reply::Int(removed)
+            }
+            Command::PExpireAt { key, at_ms } => match self.map.get_mut(key) {
+                None => Reply::Int(0),
+                Some(entry) => {
+                    assert!(!matches!(entry.value, Value::Cold(_)), "a stub never carries a TTL");
+                    entry.expire_at_ms = Some(*at_ms);
+                    Reply::Int(1)
+                }
+            },
+            Command::Persist { key } => {
+                let had = self.map.get_mut(key).and_then(|e| e.expire_at_ms.take()).is_some();
+                Reply::Int(i64::from(had))
+            }
+            Command::HPExpireAt { key, at_ms, fields } => {
+                let mut set = 0;
+                if let Some(Entry { value: Value::Hash(row), .. }) = self.map.get_mut(key) {
+                    for field in fields {
+                        if let Some(slot) = row.get_mut(field) {
+                            slot.expire_at_ms = Some(*at_ms);
+                            set += 1;
+                        }
+                    }
+                }
+                Reply::Int(set)
+            }
+            Command::FlushAll => {
+                self.map.clear();
+                self.used_memory = 0;
+                self.segments.strand_all();
+                for window in self.windows.values_mut() {
+                    window.max_seen = None;
+                }
+                Reply::Ok
+            }
+            Command::Window { table, column, span } => {
+                let mut window = Window { column: column.clone(), span: *span, max_seen: None };
+                window.max_seen = self.scan_max_seen(table, column);
+                self.windows.insert(table.clone(), window);
+                Reply::Ok
+            }
+            Command::Get { .. } | Command::HGet { .. } | Command::HGetAll { .. } => {
+                unreachable!("apply() is called only for writes")
+            }
+        };
+        Ok(reply)
+    }
+
+    fn apply_hset(&mut self, key: &[u8], pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<i64> {
+        if !self.map.contains_key(key) {
+            self.used_memory += key.len() as u64;
+            self.map.insert(key.to_vec(), Entry { value: Value::Hash(BTreeMap::new()), expire_at_ms: None });
+        }
+        let entry = self.map.get_mut(key).expect("inserted above");
+        let Value::Hash(row) = &mut entry.value else {
+            return Err(wrong_type(key, "hash"));
+        };
+        let mut added = 0;
+        for (field, value) in pairs {
+            let slot = Field { value: value.clone(), expire_at_ms: None };
+            match row.insert(field.clone(), slot) {
+                Some(old) => {
+                    self.used_memory -= old.value.len() as u64;
+                    self.used_memory += value.len() as u64;
+                }
+                None => {
+                    self.used_memory += (field.len() + value.len()) as u64;
+                    added += 1;
+                }
+            }
+        }
+        for (field, value) in pairs {
+            self.note_window_value(key, field, value);
+        }
+        Ok(added)
+    }
+
+    fn apply_hdel(&mut self, key: &[u8], fields: &[Vec<u8>]) -> Result<i64> {
+        let Some(entry) = self.map.get_mut(key) else { return Ok(0) };
+        let Value::Hash(row) = &mut entry.value else {
+            return Err(wrong_type(key, "hash"));
+        };
+        let mut removed = 0;
+        for field in fields {
+            if let Some(old) = row.remove(field) {
+                self.used_memory -= (field.len() + old.value.len()) as u64;
+                removed += 1;
+            }
+        }
+        if row.is_empty() {
+            // The last field gone: the key goes too (no empty hashes).
+            self.used_memory -= key.len() as u64;
+            self.map.remove(key);
+        }
+        Ok(removed)
+    }
+
+    /// Raise the high-water mark of every window whose table holds `key`
+    /// and whose column is `field`.
+    fn note_window_value(&mut self, key: &[u8], field: &[u8], value: &[u8]) {
+        for (table, window) in self.windows.iter_mut() {
+            if window.column == field && table_holds(table, key) {
+                if let Ok(v) = parse_i64("window column", value) {
+                    window.max_seen = Some(window.max_seen.map_or(v, |m| m.max(v)));
+                }
+            }
+        }
+    }
+
+    /// The highest window-column value among the hot rows of `table`.
+    fn scan_max_seen(&self, table: &[u8], column: &[u8]) -> Option<i64> {
+        let prefix = table_prefix(table);
+        self.map
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .filter_map(|(_, e)| match &e.value {
+                Value::Hash(row) => row.get(column).and_then(|f| parse_i64("", &f.value).ok()),
+                _ => None,
+            })
+            .max()
+    }
+}
+
+/// `table:` — the key prefix of a table's rows.
+pub(super) fn table_prefix(table: &[u8]) -> Vec<u8> {
+    let mut prefix = table.to_vec();
+    prefix.push(b':');
+    prefix
+}
+
+/// Whether `key` is a row of `table`.
+pub(super) fn table_holds(table: &[u8], key: &[u8]) -> bool {
+    key.len() > table.len() && key.starts_with(table) && key[table.len()] == b':'
+}

@@ -1,0 +1,308 @@
+//! Commands and replies: the store's language, parsed from binary-safe
+//! argument lists.
+//!
+//! The same argument lists are what the AOF logs, so parsing is also how
+//! replay reads the log back: a command that parses and applies live will
+//! parse and apply identically at replay. Every error here is a caller
+//! mistake and changes nothing.
+
+use crate::{Error, Result};
+
+/// One parsed command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// `SET key value`: a string; clears any TTL.
+    Set {
+        /// The key.
+        key: Vec<u8>,
+        /// The value.
+        value: Vec<u8>,
+    },
+    /// `GET key`.
+    Get {
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// `DEL key [key ...]`.
+    Del {
+        /// The keys, in order.
+        keys: Vec<Vec<u8>>,
+    },
+    /// `HSET key field value [field value ...]`.
+    HSet {
+        /// The key.
+        key: Vec<u8>,
+        /// Field-value pairs, applied in order (a repeated field: last wins).
+        pairs: Vec<(Vec<u8>, Vec<u8>)>,
+    },
+    /// `HGET key field`.
+    HGet {
+        /// The key.
+        key: Vec<u8>,
+        /// The field.
+        field: Vec<u8>,
+    },
+    /// `HDEL key field [field ...]`.
+    HDel {
+        /// The key.
+        key: Vec<u8>,
+        /// The fields.
+        fields: Vec<Vec<u8>>,
+    },
+    /// `HGETALL key`.
+    HGetAll {
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// `PEXPIREAT key unix_ms`: the key expires at that instant.
+    PExpireAt {
+        /// The key.
+        key: Vec<u8>,
+        /// Absolute expiry, Unix milliseconds.
+        at_ms: u64,
+    },
+    /// `PERSIST key`: remove the key's TTL.
+    Persist {
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// `HPEXPIREAT key unix_ms field [field ...]`: field TTLs.
+    HPExpireAt {
+        /// The key.
+        key: Vec<u8>,
+        /// Absolute expiry, Unix milliseconds.
+        at_ms: u64,
+        /// The fields.
+        fields: Vec<Vec<u8>>,
+    },
+    /// `FLUSHALL`: delete every key (window declarations stay).
+    FlushAll,
+    /// `WINDOW table column span`: declare a windowed table.
+    Window {
+        /// The table: rows are the hash keys `table:<anything>`.
+        table: Vec<u8>,
+        /// The numeric window column.
+        column: Vec<u8>,
+        /// Rows whose column is below `max_seen - span` are out of window.
+        span: i64,
+    },
+}
+
+/// A command's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// Done.
+    Ok,
+    /// No such key or field.
+    Nil,
+    /// A count or a flag.
+    Int(i64),
+    /// A value.
+    Bulk(Vec<u8>),
+    /// A hash's fields and values, in field order.
+    Pairs(Vec<(Vec<u8>, Vec<u8>)>),
+}
+
+fn arity(name: &str, args: &[Vec<u8>], ok: bool) -> Result<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Invalid(format!("wrong number of arguments for '{name}' ({} given)", args.len() - 1)))
+    }
+}
+
+/// Parse a base-10 integer argument.
+pub fn parse_i64(what: &str, bytes: &[u8]) -> Result<i64> {
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .ok_or_else(|| Error::Invalid(format!("{what} is not an integer: {:?}", String::from_utf8_lossy(bytes))))
+}
+
+fn parse_ms(bytes: &[u8]) -> Result<u64> {
+    let ms = parse_i64("expiry time", bytes)?;
+    u64::try_from(ms).map_err(|_| Error::Invalid(format!("expiry time is negative: {ms}")))
+}
+
+impl Command {
+    /// Parse `args` (the first is the command name, any case).
+    pub fn parse(args: &[Vec<u8>]) -> Result<Command> {
+        let Some(name) = args.first() else {
+            return Err(Error::Invalid("empty command".into()));
+        };
+        let name = String::from_utf8_lossy(name).to_ascii_uppercase();
+        let n = args.len();
+        let a = |i: usize| args[i].clone();
+        let command = match name.as_str() {
+            "SET" => {
+                arity("SET", args, n == 3)?;
+                Command::Set { key: a(1), value: a(2) }
+            }
+            "GET" => {
+                arity("GET", args, n == 2)?;
+                Command::Get { key: a(1) }
+            }
+            "DEL" => {
+                arity("DEL", args, n >= 2)?;
+                Command::Del { keys: args[1..].to_vec() }
+            }
+            "HSET" => {
+                arity("HSET", args, n >= 4 && n % 2 == 0)?;
+                let pairs = args[2..].chunks_exact(2).map(|p| (p[0].clone(), p[1].clone())).collect();
+                Command::HSet { key: a(1), pairs }
+            }
+            "HGET" => {
+                arity("HGET", args, n == 3)?;
+                Command::HGet { key: a(1), field: a(2) }
+            }
+            "HDEL" => {
+                arity("HDEL", args, n >= 3)?;
+                Command::HDel { key: a(1), fields: args[2..].to_vec() }
+            }
+            "HGETALL" => {
+                arity("HGETALL", args, n == 2)?;
+                Command::HGetAll { key: a(1) }
+            }
+            "PEXPIREAT" => {
+                arity("PEXPIREAT", args, n == 3)?;
+                Command::PExpireAt { key: a(1), at_ms: parse_ms(&args[2])? }
+            }
+            "PERSIST" => {
+                arity("PERSIST", args, n == 2)?;
+                Command::Persist { key: a(1) }
+            }
+            "HPEXPIREAT" => {
+                arity("HPEXPIREAT", args, n >= 4)?;
+                Command::HPExpireAt { key: a(1), at_ms: parse_ms(&args[2])?, fields: args[3..].to_vec() }
+            }
+            "FLUSHALL" => {
+                arity("FLUSHALL", args, n == 1)?;
+                Command::FlushAll
+            }
+            "WINDOW" => {
+                arity("WINDOW", args, n == 4)?;
+                let span = parse_i64("window span", &args[3])?;
+                if span < 0 {
+                    return Err(Error::Invalid(format!("window span is negative: {span}")));
+                }
+                if args[1].is_empty() {
+                    return Err(Error::Invalid("window table name is empty".into()));
+                }
+                Command::Window { table: a(1), column: a(2), span }
+            }
+            _ => return Err(Error::Invalid(format!("unknown command '{name}'"))),
+        };
+        Ok(command)
+    }
+
+    /// Whether the command may change state (and so is logged).
+    pub fn is_write(&self) -> bool {
+        !matches!(self, Command::Get { .. } | Command::HGet { .. } | Command::HGetAll { .. })
+    }
+
+    /// The argument list that parses back to this command: what the AOF
+    /// stores.
+    pub fn to_args(&self) -> Vec<Vec<u8>> {
+        let word = |s: &str| s.as_bytes().to_vec();
+        let num = |v: u64| v.to_string().into_bytes();
+        let mut args = Vec::new();
+        match self {
+            Command::Set { key, value } => args.extend([word("SET"), key.clone(), value.clone()]),
+            Command::Get { key } => args.extend([word("GET"), key.clone()]),
+            Command::Del { keys } => {
+                args.push(word("DEL"));
+                args.extend(keys.iter().cloned());
+            }
+            Command::HSet { key, pairs } => {
+                args.extend([word("HSET"), key.clone()]);
+                for (field, value) in pairs {
+                    args.extend([field.clone(), value.clone()]);
+                }
+            }
+            Command::HGet { key, field } => args.extend([word("HGET"), key.clone(), field.clone()]),
+            Command::HDel { key, fields } => {
+                args.extend([word("HDEL"), key.clone()]);
+                args.extend(fields.iter().cloned());
+            }
+            Command::HGetAll { key } => args.extend([word("HGETALL"), key.clone()]),
+            Command::PExpireAt { key, at_ms } => args.extend([word("PEXPIREAT"), key.clone(), num(*at_ms)]),
+            Command::Persist { key } => args.extend([word("PERSIST"), key.clone()]),
+            Command::HPExpireAt { key, at_ms, fields } => {
+                args.extend([word("HPEXPIREAT"), key.clone(), num(*at_ms)]);
+                args.extend(fields.iter().cloned());
+            }
+            Command::FlushAll => args.push(word("FLUSHALL")),
+            Command::Window { table, column, span } => {
+                args.extend([word("WINDOW"), table.clone(), column.clone(), span.to_string().into_bytes()]);
+            }
+        }
+        args
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn args(words: &[&str]) -> Vec<Vec<u8>> {
+        words.iter().map(|w| w.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn bad_commands_are_refused_with_a_reason() {
+        for (words, needle) in [
+            (&["SET", "k"][..], "wrong number"),
+            (&["HSET", "k", "f"][..], "wrong number"),
+            (&["PEXPIREAT", "k", "soon"][..], "not an integer"),
+            (&["PEXPIREAT", "k", "-5"][..], "negative"),
+            (&["WINDOW", "t", "ts", "-1"][..], "negative"),
+            (&["FROB"][..], "unknown command"),
+        ] {
+            let err = Command::parse(&args(words)).unwrap_err().to_string();
+            assert!(err.contains(needle), "{words:?}: {err}");
+        }
+        assert!(Command::parse(&[]).is_err());
+    }
+
+    #[test]
+    fn names_are_case_insensitive() {
+        assert_eq!(Command::parse(&args(&["get", "k"])).unwrap(), Command::Get { key: b"k".to_vec() });
+    }
+
+    fn arb_bytes() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(any::<u8>(), 0..8)
+    }
+
+    fn keys() -> impl Strategy<Value = Vec<Vec<u8>>> {
+        proptest::collection::vec(arb_bytes(), 1..4)
+    }
+
+    fn arb_command() -> impl Strategy<Value = Command> {
+        prop_oneof![
+            (arb_bytes(), arb_bytes()).prop_map(|(key, value)| Command::Set { key, value }),
+            keys().prop_map(|keys| Command::Del { keys }),
+            (arb_bytes(), proptest::collection::vec((arb_bytes(), arb_bytes()), 1..4))
+                .prop_map(|(key, pairs)| Command::HSet { key, pairs }),
+            (arb_bytes(), keys()).prop_map(|(key, fields)| Command::HDel { key, fields }),
+            (arb_bytes(), 0u64..u64::MAX / 2).prop_map(|(key, at_ms)| Command::PExpireAt { key, at_ms }),
+            (arb_bytes(), 0u64..1 << 50, keys()).prop_map(|(key, at_ms, fields)| Command::HPExpireAt {
+                key,
+                at_ms,
+                fields
+            }),
+            arb_bytes().prop_map(|key| Command::Persist { key }),
+            Just(Command::FlushAll),
+            (arb_bytes().prop_filter("non-empty", |t| !t.is_empty()), arb_bytes(), 0i64..1000)
+                .prop_map(|(table, column, span)| Command::Window { table, column, span }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        #[test]
+        fn to_args_parses_back(command in arb_command()) {
+            prop_assert_eq!(Command::parse(&command.to_args()).unwrap(), command);
+        }
+    }
+}

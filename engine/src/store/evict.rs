@@ -1,0 +1,197 @@
+//! Eviction: the three-phase protocol that moves out-of-window rows of a
+//! windowed table into a segment, with no instant at which a row lacks a
+//! recoverable home.
+//!
+//! 1. **seal** — build the segment from exactly the evictable rows, fsync
+//!    it, fsync the directory (its name is durable), ADD it to the
+//!    manifest durably. The rows are still hot, and still in the log.
+//! 2. **frame** — log `SEGMENTED seq file`. From here, replay demotes the
+//!    segment's rows to stubs (demote-or-insert).
+//! 3. **commit** — phase-change exactly the sealed keys to stubs.
+//!
+//! A crash before the frame leaves a registered segment nothing names: the
+//! next open sweeps it and the rows replay hot. A crash after the frame
+//! replays to the committed state. Reversing 1 and 2 would let a durable
+//! frame name a segment that never became durable — rows with no home.
+
+use super::apply::table_holds;
+use super::command::parse_i64;
+use super::segments::segment_file_name;
+use super::value::{encode_row, value_weight, Entry, Stub, Value};
+use super::Store;
+use crate::aof::Record;
+use crate::manifest::SegEntry;
+use crate::seg::{Seg, SegBuilder};
+use crate::{Error, Result};
+
+/// What one [`Store::evict`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EvictReport {
+    /// Segments sealed, framed and committed.
+    pub segments_sealed: u64,
+    /// Rows that became cold.
+    pub rows_evicted: u64,
+}
+
+/// A sealed batch: its identity and exactly the keys it holds.
+struct Sealed {
+    seq: u64,
+    file: String,
+    keys: Vec<Vec<u8>>,
+}
+
+/// Whether an error is a failed fsync (of a file or a directory): fatal.
+pub(super) fn is_sync_failure(error: &Error) -> bool {
+    matches!(error, Error::Io { op, .. } if op.contains("sync"))
+}
+
+impl Store {
+    /// Slide every window and evict its out-of-window rows, one segment
+    /// per table with anything to evict.
+    pub fn evict(&mut self) -> Result<EvictReport> {
+        self.check_writable()?;
+        let now_ms = self.clock.now_ms();
+        self.tick_at(now_ms)?;
+        let tables: Vec<Vec<u8>> = self.windows.keys().cloned().collect();
+        let mut report = EvictReport::default();
+        for table in tables {
+            let rows = self.evictable_rows(&table);
+            if rows.is_empty() {
+                continue;
+            }
+            let sealed = self.seal(&table, &rows)?;
+            self.frame(&sealed, now_ms)?;
+            report.rows_evicted += self.commit(&sealed);
+            report.segments_sealed += 1;
+        }
+        Ok(report)
+    }
+
+    /// The table's rows that may go cold now, key-ascending, each with its
+    /// encoded payload: hot hashes with no key TTL and no field TTL whose
+    /// window column is a number below `max_seen - span`.
+    fn evictable_rows(&self, table: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let window = &self.windows[table];
+        let Some(max_seen) = window.max_seen else { return Vec::new() };
+        let threshold = max_seen.saturating_sub(window.span);
+        let prefix = super::apply::table_prefix(table);
+        let mut rows = Vec::new();
+        for (key, entry) in self.map.range(prefix.clone()..) {
+            if !table_holds(table, key) {
+                break;
+            }
+            let Entry { value: Value::Hash(fields), expire_at_ms: None } = entry else { continue };
+            if fields.values().any(|f| f.expire_at_ms.is_some()) {
+                continue;
+            }
+            let in_window = fields
+                .get(&window.column)
+                .and_then(|f| parse_i64("window column", &f.value).ok())
+                .is_none_or(|v| v >= threshold);
+            if in_window {
+                continue;
+            }
+            let mut payload = Vec::new();
+            encode_row(fields, &mut payload);
+            rows.push((key.clone(), payload));
+        }
+        rows
+    }
+
+    /// Phase 1. On failure nothing in memory has changed; a half-built
+    /// file is unlinked (or left for the next open's sweep).
+    fn seal(&mut self, table: &[u8], rows: &[(Vec<u8>, Vec<u8>)]) -> Result<Sealed> {
+        let seq = self.manifest.allocate_seq();
+        let file = segment_file_name(table, seq);
+        let path = self.dir.join(&file);
+        let built = (|| {
+            let mut builder = SegBuilder::create(&*self.vfs, &path, seq)?;
+            for (key, payload) in rows {
+                builder.push(key, payload)?;
+            }
+            builder.finish()
+        })();
+        let meta = match built {
+            Ok(meta) => meta,
+            Err(e) => {
+                if is_sync_failure(&e) {
+                    self.poison(&e);
+                }
+                let _ = self.vfs.unlink(&path);
+                return Err(e);
+            }
+        };
+        self.vfs.mark("seal.built");
+        let synced = Self::io("sync_dir", &self.dir, self.vfs.sync_dir(&self.dir));
+        self.poison_on_error(synced)?;
+        self.vfs.mark("seal.dir_synced");
+        let entry = SegEntry {
+            seq,
+            file: file.clone(),
+            table: table.to_vec(),
+            min_key: meta.min_key.clone(),
+            max_key: meta.max_key.clone(),
+            records: meta.records,
+        };
+        let added = self.manifest.add(entry);
+        self.poison_on_error(added)?;
+        self.vfs.mark("seal.registered");
+        let seg = match Seg::open(&*self.vfs, &path) {
+            Ok(seg) => seg,
+            Err(e) => {
+                // Registered but unreadable (a failed or flipped read):
+                // unregister it so no frame ever names it.
+                self.retire_segment(seq, &file)?;
+                return Err(e);
+            }
+        };
+        assert_eq!(seg.meta().records, rows.len() as u64, "the segment holds exactly the sealed rows");
+        self.segments.insert(seq, seg, file.clone());
+        Ok(Sealed { seq, file, keys: rows.iter().map(|(k, _)| k.clone()).collect() })
+    }
+
+    /// Phase 2. If the frame could not be appended (and the log was cut
+    /// back cleanly), the segment is unregistered again; if the log is
+    /// poisoned the frame may or may not be durable, and the next open
+    /// settles it either way.
+    fn frame(&mut self, sealed: &Sealed, now_ms: u64) -> Result<()> {
+        let record = Record::Segmented { seq: sealed.seq, file: sealed.file.clone() };
+        if let Err(e) = self.log(&[record], now_ms) {
+            if self.poisoned.is_none() {
+                self.segments.remove(sealed.seq);
+                self.retire_segment(sealed.seq, &sealed.file)?;
+            }
+            return Err(e);
+        }
+        self.vfs.mark("frame.logged");
+        Ok(())
+    }
+
+    /// Phase 3: exactly the sealed keys become stubs. Nothing ran between
+    /// seal and commit, so each is still the hot row that was sealed.
+    fn commit(&mut self, sealed: &Sealed) -> u64 {
+        for key in &sealed.keys {
+            let entry = self.map.get_mut(key).expect("a sealed row is still present at commit");
+            assert!(matches!(entry.value, Value::Hash(_)), "a sealed row is still a hot hash at commit");
+            let weight = value_weight(&entry.value);
+            entry.value = Value::Cold(Stub { seq: sealed.seq, weight });
+            self.used_memory -= weight;
+        }
+        let count = sealed.keys.len() as u64;
+        self.segments.note_live(sealed.seq, count);
+        self.vfs.mark("commit.done");
+        count
+    }
+
+    /// DROP a segment from the manifest durably, then unlink it. DROP
+    /// first: a crash between leaves an unregistered file the sweep
+    /// removes, never a registered name with no file. Any failure here is
+    /// fatal: the registry's state is no longer known.
+    pub(super) fn retire_segment(&mut self, seq: u64, file: &str) -> Result<()> {
+        let dropped = self.manifest.drop_seg(seq);
+        self.poison_on_error(dropped)?;
+        let path = self.dir.join(file);
+        let unlinked = Self::io("unlink", &path, self.vfs.unlink(&path));
+        self.poison_on_error(unlinked)
+    }
+}

@@ -1,0 +1,237 @@
+//! The store: hot rows in memory and in the AOF, cold rows in segments.
+//!
+//! A write runs in this order, and the order is the whole design:
+//!
+//! 1. **purge** — expired state the command touches is deleted *and the
+//!    delete is logged*, so replay (which never looks at the clock) sees
+//!    exactly what the live store saw;
+//! 2. **check** — the command is validated against that state; a bad
+//!    command changes nothing;
+//! 3. **promote** — a cold row the command writes to is read from its
+//!    segment and becomes hot (in memory only; the log replays to the
+//!    same place);
+//! 4. **log** — the command's frame is appended, durable per the fsync
+//!    policy; if that fails, memory is untouched and the caller gets the
+//!    error;
+//! 5. **apply** — memory changes, and the write is acknowledged.
+//!
+//! Replay runs steps 2, 3 and 5 over the logged commands (`recover.rs`).
+//! Eviction (`evict.rs`), rewrite (`rewrite.rs`) and the audit
+//! (`audit.rs`) live beside this file.
+
+mod apply;
+mod audit;
+mod command;
+mod evict;
+mod logical;
+mod recover;
+mod rewrite;
+mod segments;
+mod value;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use audit::Violation;
+pub use command::{Command, Reply};
+pub use evict::EvictReport;
+pub use logical::{LogicalEntry, LogicalFields, LogicalValue};
+pub use recover::RecoveryReport;
+pub use segments::{segment_file_name, seq_of_file_name};
+pub use value::{Entry, Field, Stub, Value};
+
+use crate::aof::{AofWriter, FsyncPolicy, Record};
+use crate::clock::Clock;
+use crate::manifest::Manifest;
+use crate::vfs::Vfs;
+use crate::{Error, Result};
+use segments::Segments;
+
+/// The AOF's file name inside the store directory.
+pub const AOF_FILE: &str = "appendonly.aof";
+/// The rewrite's temporary log, renamed over [`AOF_FILE`] when durable.
+pub const REWRITE_TEMP_FILE: &str = "appendonly.aof.rewrite";
+
+/// How a store is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// When an acknowledged write is fsynced.
+    pub fsync: FsyncPolicy,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { fsync: FsyncPolicy::Always }
+    }
+}
+
+/// A declared windowed table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Window {
+    pub column: Vec<u8>,
+    pub span: i64,
+    /// The highest window-column value written to a hot row of the table.
+    pub max_seen: Option<i64>,
+}
+
+/// An open store. Single-threaded: one caller at a time (`&mut self`).
+pub struct Store {
+    vfs: Arc<dyn Vfs>,
+    clock: Arc<dyn Clock>,
+    dir: PathBuf,
+    options: Options,
+    aof: AofWriter,
+    manifest: Manifest,
+    map: BTreeMap<Vec<u8>, Entry>,
+    segments: Segments,
+    windows: BTreeMap<Vec<u8>, Window>,
+    /// Hot bytes: keys plus hot values; a stub counts only its key.
+    used_memory: u64,
+    /// Set by the first fatal failure (a failed fsync): writes are refused
+    /// until the store is reopened.
+    poisoned: Option<String>,
+}
+
+impl Store {
+    /// Run one command at the store's clock.
+    pub fn execute(&mut self, command: &Command) -> Result<Reply> {
+        let now_ms = self.clock.now_ms();
+        if !command.is_write() {
+            return self.read(command, now_ms);
+        }
+        self.check_writable()?;
+        self.tick_at(now_ms)?;
+        if let Command::FlushAll = command {
+            return self.flush_all(now_ms);
+        }
+        self.purge_expired(command, now_ms)?;
+        if !self.check(command)? {
+            return Ok(apply::unchanged_reply(command));
+        }
+        self.promote_for(command)?;
+        self.log(&[Record::Command(command.to_args())], now_ms)?;
+        let reply = self.apply(command);
+        debug_assert!(reply.is_ok(), "apply after a passing check cannot fail: {reply:?}");
+        reply
+    }
+
+    /// Parse and run one command given as arguments (`["SET", "k", "v"]`).
+    pub fn execute_args(&mut self, args: &[Vec<u8>]) -> Result<Reply> {
+        let command = Command::parse(args)?;
+        self.execute(&command)
+    }
+
+    /// Durability barrier: every acknowledged write is durable on return.
+    pub fn sync(&mut self) -> Result<()> {
+        self.check_writable()?;
+        let now_ms = self.clock.now_ms();
+        let result = self.aof.sync(now_ms);
+        self.poison_on_error(result)
+    }
+
+    /// The store's background duty, for the `everysec` policy: fsync the
+    /// log if a second has passed since the last fsync. Every write calls
+    /// it; a caller with idle periods (the simulator, a server's timer)
+    /// calls it when time passes.
+    pub fn tick(&mut self) -> Result<()> {
+        if self.poisoned.is_some() {
+            return Ok(());
+        }
+        let now_ms = self.clock.now_ms();
+        self.tick_at(now_ms)
+    }
+
+    /// Close cleanly: the log is fsynced whatever the policy.
+    pub fn close(mut self) -> Result<()> {
+        self.sync()
+    }
+
+    /// Hot bytes (keys plus hot values; a stub counts only its key).
+    pub fn used_memory(&self) -> u64 {
+        self.used_memory
+    }
+
+    /// Whether an earlier fatal failure has made the store refuse writes.
+    pub fn poisoned(&self) -> Option<&str> {
+        self.poisoned.as_deref()
+    }
+
+    /// The store's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The number of keys (hot and cold, expired ones not yet purged
+    /// included).
+    pub fn key_count(&self) -> usize {
+        self.map.len()
+    }
+
+    /// The number of cold stubs.
+    pub fn cold_count(&self) -> usize {
+        self.map.values().filter(|e| matches!(e.value, Value::Cold(_))).count()
+    }
+
+    /// The number of loaded segments.
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// The options the store was opened with.
+    pub fn options(&self) -> Options {
+        self.options
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        match &self.poisoned {
+            Some(cause) => Err(Error::Poisoned { cause: cause.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    fn tick_at(&mut self, now_ms: u64) -> Result<()> {
+        let result = self.aof.tick(now_ms);
+        self.poison_on_error(result)
+    }
+
+    /// Append `records` to the log. A failure that leaves the log's tail
+    /// unknown (a failed fsync, a write that could not be cut back)
+    /// poisons the store.
+    fn log(&mut self, records: &[Record], now_ms: u64) -> Result<()> {
+        let result = match records {
+            [record] => self.aof.append(record, now_ms),
+            _ => self.aof.append_all(records, now_ms),
+        };
+        if result.is_err() && self.aof.is_poisoned() {
+            self.poison_with(&result);
+        }
+        result
+    }
+
+    /// Poison on any error: for steps where every failure is fatal.
+    fn poison_on_error<T>(&mut self, result: Result<T>) -> Result<T> {
+        if result.is_err() {
+            self.poison_with(&result);
+        }
+        result
+    }
+
+    fn poison_with<T>(&mut self, result: &Result<T>) {
+        if let Err(e) = result {
+            self.poison(e);
+        }
+    }
+
+    /// Refuse every later write: the first fatal failure is the cause.
+    fn poison(&mut self, error: &Error) {
+        if self.poisoned.is_none() {
+            self.poisoned = Some(error.to_string());
+        }
+    }
+
+    /// Wrap a Vfs call's error with its operation and path.
+    fn io<T>(op: &'static str, path: &Path, result: std::io::Result<T>) -> Result<T> {
+        result.map_err(|e| Error::io(op, path, e))
+    }
+}

@@ -1,0 +1,270 @@
+//! Open: rebuild a store from its directory.
+//!
+//! 1. Open the manifest (a torn tail is cut durably) and load every
+//!    registered segment — they are truth, named by seq.
+//! 2. Recover the AOF (an invalid tail is quarantined and cut durably) and
+//!    replay it in order: commands rebuild hot state; `SEGMENTED` stitches
+//!    (each key the segment holds is demoted if hot, inserted as a stub if
+//!    absent); `STUB` inserts one stub.
+//! 3. Sweep: registered segments the log never names (a crash between seal
+//!    and frame) are dropped and unlinked; unregistered `*.seg` files and a
+//!    leftover rewrite temp file are unlinked. A segment the log names
+//!    stays even with no live stub: dropping it would break the *next*
+//!    replay, which meets the same `SEGMENTED` frame again.
+//!
+//! Anything inconsistent — a frame naming an unregistered segment, a
+//! logged command that no longer applies, a stub for a key its segment
+//! lacks — is refused as corruption, never papered over.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::command::Command;
+use super::segments::{seq_of_file_name, Segments};
+use super::value::{decode_row, value_weight, Entry, Stub, Value};
+use super::{Options, Store, AOF_FILE, REWRITE_TEMP_FILE};
+use crate::aof::{AofRecovery, AofWriter, Record};
+use crate::clock::Clock;
+use crate::manifest::Manifest;
+use crate::seg::Seg;
+use crate::vfs::Vfs;
+use crate::{Error, Result};
+
+/// What [`Store::open`] found and did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Log frames replayed.
+    pub frames_replayed: u64,
+    /// Hot rows demoted to stubs by `SEGMENTED` frames.
+    pub stubs_stitched: u64,
+    /// Stubs inserted for absent keys (`SEGMENTED` or `STUB` frames).
+    pub stubs_inserted: u64,
+    /// Registered segments loaded.
+    pub segments_loaded: u64,
+    /// Registered segments no frame names, dropped and unlinked.
+    pub orphan_segments_swept: u64,
+    /// Unregistered files (`*.seg`, rewrite temp) unlinked.
+    pub stray_files_swept: u64,
+    /// Bytes cut from a torn manifest tail.
+    pub manifest_torn_bytes: u64,
+    /// What AOF recovery found: bytes quarantined, why, and whether valid
+    /// frames followed the invalid one (a hint of bit rot, not a tear).
+    pub aof: AofRecovery,
+}
+
+impl Store {
+    /// Open (or create) the store in `dir`.
+    pub fn open(
+        vfs: Arc<dyn Vfs>,
+        clock: Arc<dyn Clock>,
+        dir: &Path,
+        options: Options,
+    ) -> Result<(Store, RecoveryReport)> {
+        let mut report = RecoveryReport::default();
+        Self::io("create_dir_all", dir, vfs.create_dir_all(dir))?;
+        let (manifest, manifest_report) = Manifest::open(vfs.clone(), dir)?;
+        report.manifest_torn_bytes = manifest_report.torn_tail_bytes;
+
+        let mut segments = Segments::default();
+        for entry in manifest.live() {
+            let path = dir.join(&entry.file);
+            if seq_of_file_name(&entry.file) != Some(entry.seq) {
+                return Err(Error::corrupt(
+                    manifest.path(),
+                    0,
+                    format!("entry {} names file {:?}", entry.seq, entry.file),
+                ));
+            }
+            let seg = match Seg::open(&*vfs, &path) {
+                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                    // Registered means durable before any frame named it:
+                    // a missing file is damage to the store, not a crash.
+                    let why = format!("registers segment {} (seq {}), which does not exist", entry.file, entry.seq);
+                    return Err(Error::corrupt(manifest.path(), 0, why));
+                }
+                other => other?,
+            };
+            if seg.meta().seq != entry.seq {
+                return Err(Error::corrupt(
+                    &path,
+                    0,
+                    format!("footer says seq {}, manifest says {}", seg.meta().seq, entry.seq),
+                ));
+            }
+            segments.insert(entry.seq, seg, entry.file.clone());
+            report.segments_loaded += 1;
+        }
+
+        let now_ms = clock.now_ms();
+        let (aof, records, aof_report) = AofWriter::recover(vfs.clone(), dir, AOF_FILE, options.fsync, now_ms)?;
+        report.aof = aof_report;
+
+        let mut store = Store {
+            vfs,
+            clock,
+            dir: dir.to_path_buf(),
+            options,
+            aof,
+            manifest,
+            map: Default::default(),
+            segments,
+            windows: Default::default(),
+            used_memory: 0,
+            poisoned: None,
+        };
+        let mut named = BTreeSet::new();
+        for (index, record) in records.iter().enumerate() {
+            store.replay(index, record, &mut named, &mut report)?;
+            report.frames_replayed += 1;
+        }
+        store.segments.settle_dead_counts();
+        store.sweep(&named, &mut report)?;
+        store.vfs.mark("open.done");
+        Ok((store, report))
+    }
+
+    fn replay_error(&self, index: usize, why: impl std::fmt::Display) -> Error {
+        Error::corrupt(self.aof.path(), 0, format!("frame #{index} (after the header) does not replay: {why}"))
+    }
+
+    fn replay(
+        &mut self,
+        index: usize,
+        record: &Record,
+        named: &mut BTreeSet<u64>,
+        report: &mut RecoveryReport,
+    ) -> Result<()> {
+        match record {
+            Record::Command(args) => {
+                let command = Command::parse(args).map_err(|e| self.replay_error(index, e))?;
+                if !command.is_write() {
+                    return Err(self.replay_error(index, "a read command in the log"));
+                }
+                self.check(&command).map_err(|e| self.replay_error(index, e))?;
+                self.promote_for(&command)?;
+                self.apply(&command).map_err(|e| self.replay_error(index, e))?;
+            }
+            Record::Segmented { seq, file } => {
+                match self.segments.get(*seq) {
+                    Some(slot) if slot.file == *file => {}
+                    _ => {
+                        return Err(self
+                            .replay_error(index, format!("names segment {file} (seq {seq}), which is not registered")))
+                    }
+                }
+                named.insert(*seq);
+                self.stitch(index, *seq, report)?;
+            }
+            Record::Stub { key, seq, weight } => {
+                let Some(slot) = self.segments.get(*seq) else {
+                    return Err(
+                        self.replay_error(index, format!("a stub names segment seq {seq}, which is not registered"))
+                    );
+                };
+                if slot.seg.get(key)?.is_none() {
+                    return Err(
+                        self.replay_error(index, format!("segment {} does not hold the stubbed key", slot.file))
+                    );
+                }
+                if self.map.contains_key(key) {
+                    return Err(self.replay_error(index, "a stub for a key that already exists"));
+                }
+                named.insert(*seq);
+                self.insert_stub(key, Stub { seq: *seq, weight: *weight });
+                report.stubs_inserted += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Demote-or-insert every key segment `seq` holds. A hot row must be
+    /// exactly the sealed row (the frame was logged right after sealing
+    /// it, and replay has rebuilt that instant): anything else is refused.
+    fn stitch(&mut self, index: usize, seq: u64, report: &mut RecoveryReport) -> Result<()> {
+        let slot = self.segments.get(seq).expect("checked by the caller");
+        let mut rows = Vec::new();
+        for item in slot.seg.iter() {
+            let (key, payload) = item?;
+            let row = decode_row(payload, 0).map_err(|e| e.in_file(slot.seg.path()))?;
+            rows.push((key.to_vec(), row));
+        }
+        let mut demoted = 0u64;
+        for (key, row) in rows {
+            match self.map.get_mut(&key) {
+                None => {
+                    let weight = value_weight(&Value::Hash(row));
+                    self.insert_stub(&key, Stub { seq, weight });
+                    report.stubs_inserted += 1;
+                }
+                Some(entry @ Entry { value: Value::Hash(_), expire_at_ms: None }) => {
+                    if entry.value != Value::Hash(row) {
+                        return Err(self.replay_error(index, "a stitched hot row differs from its sealed copy"));
+                    }
+                    let weight = value_weight(&entry.value);
+                    entry.value = Value::Cold(Stub { seq, weight });
+                    self.used_memory -= weight;
+                    report.stubs_stitched += 1;
+                    demoted += 1;
+                }
+                Some(Entry { value: Value::Cold(old), expire_at_ms: None }) => {
+                    // Promoted in memory by a write whose frame never made
+                    // it to the log, then sealed again: the log still has
+                    // it cold in the older segment. Same row, new home.
+                    let old = *old;
+                    if self.segments.read_row(&key, old)? != row {
+                        return Err(self.replay_error(index, "a re-sealed cold row differs from its older copy"));
+                    }
+                    self.segments.note_dead(old.seq);
+                    self.map.insert(
+                        key,
+                        Entry { value: Value::Cold(Stub { seq, weight: old.weight }), expire_at_ms: None },
+                    );
+                    report.stubs_stitched += 1;
+                    demoted += 1;
+                }
+                Some(_) => return Err(self.replay_error(index, "a stitched key is not an evictable row")),
+            }
+        }
+        // Inserted stubs were counted live by insert_stub already.
+        self.segments.note_live(seq, demoted);
+        Ok(())
+    }
+
+    fn insert_stub(&mut self, key: &[u8], stub: Stub) {
+        self.used_memory += key.len() as u64;
+        self.map.insert(key.to_vec(), Entry { value: Value::Cold(stub), expire_at_ms: None });
+        self.segments.note_live(stub.seq, 1);
+    }
+
+    /// Step 3 of open (see the module doc).
+    fn sweep(&mut self, named: &BTreeSet<u64>, report: &mut RecoveryReport) -> Result<()> {
+        let orphans: Vec<(u64, String)> = self
+            .segments
+            .iter()
+            .filter(|(seq, _)| !named.contains(seq))
+            .map(|(seq, slot)| (seq, slot.file.clone()))
+            .collect();
+        for (seq, file) in &orphans {
+            let slot = self.segments.remove(*seq).expect("listed above");
+            assert_eq!(slot.live, 0, "an unnamed segment has no stubs");
+            self.retire_segment(*seq, file)?;
+            report.orphan_segments_swept += 1;
+        }
+        let names = Self::io("list_dir", &self.dir, self.vfs.list_dir(&self.dir))?;
+        for name in names {
+            let stray = (name.ends_with(".seg") && !self.manifest.is_live_file(&name)) || name == REWRITE_TEMP_FILE;
+            if stray {
+                let path = self.dir.join(&name);
+                let unlinked = Self::io("unlink", &path, self.vfs.unlink(&path));
+                self.poison_on_error(unlinked)?;
+                report.stray_files_swept += 1;
+            }
+        }
+        if !orphans.is_empty() || report.stray_files_swept > 0 {
+            let synced = Self::io("sync_dir", &self.dir, self.vfs.sync_dir(&self.dir));
+            self.poison_on_error(synced)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,158 @@
+//! Rewrite: compact the AOF to one frame set per live key, and retire the
+//! segments the new log no longer names. FLUSHALL lives here too, since
+//! it is a logged delete followed by a rewrite.
+//!
+//! The new log holds hot rows as commands with absolute TTLs and cold rows
+//! as `STUB key seq weight` frames, so a rewrite never reads cold data
+//! back into memory. It is written to a temp file, fsynced, renamed over
+//! the AOF, and the directory fsynced; only then is the old log gone for
+//! good, and only then may a segment that only the old log named be
+//! dropped from the manifest and unlinked. Retiring it earlier would make
+//! a crash before the rename replay a `SEGMENTED` frame for a segment that
+//! no longer exists.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::command::Command;
+use super::evict::is_sync_failure;
+use super::value::Value;
+use super::{Reply, Store, AOF_FILE, REWRITE_TEMP_FILE};
+use crate::aof::{AofWriter, Record};
+use crate::Result;
+
+/// Frames of one `HSET` carry at most this many payload bytes, far below
+/// the frame limit, so no hash is too big to rewrite.
+const REWRITE_CHUNK_BYTES: usize = 1 << 20;
+
+impl Store {
+    /// Rewrite the log (see the module doc) and retire unnamed segments.
+    pub fn rewrite(&mut self) -> Result<()> {
+        self.check_writable()?;
+        let now_ms = self.clock.now_ms();
+        let (records, named) = self.snapshot_records(now_ms);
+        let temp_path = self.dir.join(REWRITE_TEMP_FILE);
+        let aof_path = self.dir.join(AOF_FILE);
+
+        let written = (|| {
+            let mut writer = AofWriter::create(self.vfs.clone(), &temp_path, self.options.fsync, now_ms)?;
+            writer.append_all(&records, now_ms)?;
+            writer.sync(now_ms)?;
+            Ok(writer)
+        })();
+        let mut writer = match written {
+            Ok(writer) => writer,
+            Err(e) => {
+                if is_sync_failure(&e) {
+                    self.poison(&e);
+                }
+                // The old log is untouched and still the truth.
+                let _ = self.vfs.unlink(&temp_path);
+                return Err(e);
+            }
+        };
+        self.vfs.mark("rewrite.synced");
+
+        // From the rename on, a failure leaves the directory in a state we
+        // cannot name (old or new log): fail-stop, the next open decides.
+        let renamed = Self::io("rename", &temp_path, self.vfs.rename(&temp_path, &aof_path));
+        self.poison_on_error(renamed)?;
+        self.vfs.mark("rewrite.renamed");
+        let synced = Self::io("sync_dir", &self.dir, self.vfs.sync_dir(&self.dir));
+        self.poison_on_error(synced)?;
+        self.vfs.mark("rewrite.dir_synced");
+        writer.set_path(aof_path);
+        self.aof = writer;
+
+        let unnamed: Vec<(u64, String)> = self
+            .segments
+            .iter()
+            .filter(|(seq, _)| !named.contains(seq))
+            .map(|(seq, slot)| (seq, slot.file.clone()))
+            .collect();
+        for (seq, file) in &unnamed {
+            let slot = self.segments.remove(*seq).expect("listed above");
+            assert_eq!(slot.live, 0, "a segment with live stubs is always named by the rewrite");
+            self.retire_segment(*seq, file)?;
+        }
+        if !unnamed.is_empty() {
+            let synced = Self::io("sync_dir", &self.dir, self.vfs.sync_dir(&self.dir));
+            self.poison_on_error(synced)?;
+            self.vfs.mark("rewrite.retired");
+        }
+        Ok(())
+    }
+
+    /// FLUSHALL: log it, apply it, then rewrite so every segment is
+    /// retired. The flush is acknowledged once logged and applied: if the
+    /// rewrite then fails without poisoning the store, the segments simply
+    /// wait for the next rewrite.
+    pub(super) fn flush_all(&mut self, now_ms: u64) -> Result<Reply> {
+        let command = Command::FlushAll;
+        self.log(&[Record::Command(command.to_args())], now_ms)?;
+        let reply = self.apply(&command)?;
+        self.vfs.mark("flushall.logged");
+        match self.rewrite() {
+            Err(e) if self.poisoned.is_some() => Err(e),
+            _ => Ok(reply),
+        }
+    }
+
+    /// The new log's records, and the segment seqs they name. Expired keys
+    /// and fields are left out (they are logically gone already).
+    fn snapshot_records(&self, now_ms: u64) -> (Vec<Record>, BTreeSet<u64>) {
+        let mut records = Vec::new();
+        let mut named = BTreeSet::new();
+        for (table, window) in &self.windows {
+            let command = Command::Window { table: table.clone(), column: window.column.clone(), span: window.span };
+            records.push(Record::Command(command.to_args()));
+        }
+        for (key, entry) in &self.map {
+            if entry.is_expired(now_ms) {
+                continue;
+            }
+            match &entry.value {
+                Value::Str(value) => {
+                    let command = Command::Set { key: key.clone(), value: value.clone() };
+                    records.push(Record::Command(command.to_args()));
+                }
+                Value::Cold(stub) => {
+                    named.insert(stub.seq);
+                    records.push(Record::Stub { key: key.clone(), seq: stub.seq, weight: stub.weight });
+                }
+                Value::Hash(fields) => {
+                    let live: Vec<_> =
+                        fields.iter().filter(|(_, slot)| slot.expire_at_ms.is_none_or(|at| at > now_ms)).collect();
+                    if live.is_empty() {
+                        continue;
+                    }
+                    let mut pairs = Vec::new();
+                    let mut chunk_bytes = 0usize;
+                    for (field, slot) in &live {
+                        if !pairs.is_empty() && chunk_bytes + field.len() + slot.value.len() > REWRITE_CHUNK_BYTES {
+                            let command = Command::HSet { key: key.clone(), pairs: std::mem::take(&mut pairs) };
+                            records.push(Record::Command(command.to_args()));
+                            chunk_bytes = 0;
+                        }
+                        chunk_bytes += field.len() + slot.value.len();
+                        pairs.push(((*field).clone(), slot.value.clone()));
+                    }
+                    records.push(Record::Command(Command::HSet { key: key.clone(), pairs }.to_args()));
+                    let mut by_expiry: BTreeMap<u64, Vec<Vec<u8>>> = BTreeMap::new();
+                    for (field, slot) in &live {
+                        if let Some(at_ms) = slot.expire_at_ms {
+                            by_expiry.entry(at_ms).or_default().push((*field).clone());
+                        }
+                    }
+                    for (at_ms, fields) in by_expiry {
+                        let command = Command::HPExpireAt { key: key.clone(), at_ms, fields };
+                        records.push(Record::Command(command.to_args()));
+                    }
+                }
+            }
+            if let Some(at_ms) = entry.expire_at_ms {
+                records.push(Record::Command(Command::PExpireAt { key: key.clone(), at_ms }.to_args()));
+            }
+        }
+        (records, named)
+    }
+}

@@ -1,0 +1,234 @@
+//! Each crash gap of the eviction protocol, the rewrite and FLUSHALL,
+//! built on a real directory: the process "dies" right after a named phase
+//! (every later file operation fails), the store is reopened on the plain
+//! OS file system, and the logical content must equal the model with a
+//! clean audit — and keep doing so through more writes and a second
+//! reopen.
+
+mod support;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use engine::clock::ManualClock;
+use engine::model::Model;
+use engine::store::{Command, Options, Store};
+use engine::vfs::{OsVfs, Vfs};
+use support::{cmd, CrashAfter};
+
+const T0_MS: u64 = 1_700_000_000_000;
+
+fn open(vfs: Arc<dyn Vfs>, clock: &Arc<ManualClock>, dir: &Path) -> Store {
+    let (store, _report) = Store::open(vfs, clock.clone(), dir, Options::default()).expect("open");
+    store
+}
+
+/// Run `command` on both; they must agree on the reply.
+fn both(store: &mut Store, model: &mut Model, clock: &ManualClock, command: &Command) {
+    let got = store.execute(command).expect("store accepts the command");
+    let want = model.execute(command, clock.now()).expect("model accepts the command");
+    assert_eq!(got, want, "{command:?}");
+}
+
+trait Now {
+    fn now(&self) -> u64;
+}
+impl Now for ManualClock {
+    fn now(&self) -> u64 {
+        engine::clock::Clock::now_ms(self)
+    }
+}
+
+fn assert_matches(store: &Store, model: &Model, clock: &ManualClock, when: &str) {
+    let dump = store.logical_dump().expect("dump");
+    assert_eq!(dump, model.dump(clock.now()), "logical content differs {when}");
+    let violations = store.audit();
+    assert!(violations.is_empty(), "audit {when}: {violations:?}");
+}
+
+/// A windowed table with rows in and out of window, a TTL row that must
+/// not be evicted, a row with a field TTL, and a plain string.
+fn populate(store: &mut Store, model: &mut Model, clock: &ManualClock) {
+    both(store, model, clock, &cmd(&["WINDOW", "t", "ts", "10"]));
+    for i in 0..30 {
+        let key = format!("t:{i:02}");
+        let ts = i.to_string();
+        both(store, model, clock, &cmd(&["HSET", &key, "ts", &ts, "payload", &format!("row-{i}")]));
+    }
+    let far = (T0_MS + 3_600_000).to_string();
+    both(store, model, clock, &cmd(&["PEXPIREAT", "t:03", &far]));
+    both(store, model, clock, &cmd(&["HPEXPIREAT", "t:04", &far, "payload"]));
+    both(store, model, clock, &cmd(&["SET", "plain", "string"]));
+}
+
+/// More writes after a recovery: to cold rows, hot rows, deletes, another
+/// eviction and a rewrite; then a second reopen.
+fn continue_and_reopen(dir: &Path, clock: &Arc<ManualClock>, mut model: Model) {
+    let os: Arc<dyn Vfs> = Arc::new(OsVfs);
+    let mut store = open(os.clone(), clock, dir);
+    assert_matches(&store, &model, clock, "after the first reopen");
+    both(&mut store, &mut model, clock, &cmd(&["HSET", "t:01", "payload", "rewritten"]));
+    both(&mut store, &mut model, clock, &cmd(&["DEL", "t:02", "t:05"]));
+    both(&mut store, &mut model, clock, &cmd(&["HSET", "t:40", "ts", "40"]));
+    store.evict().expect("evict");
+    assert_matches(&store, &model, clock, "after a second eviction");
+    store.rewrite().expect("rewrite");
+    assert_matches(&store, &model, clock, "after a rewrite");
+    both(&mut store, &mut model, clock, &cmd(&["HDEL", "t:06", "payload"]));
+    drop(store);
+    let store = open(os, clock, dir);
+    assert_matches(&store, &model, clock, "after the second reopen");
+}
+
+fn crash_during_evict(target: &'static str) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0_MS));
+    let crash = Arc::new(CrashAfter::new(Arc::new(OsVfs), target));
+    let mut model = Model::new();
+    let mut store = open(crash.clone(), &clock, dir.path());
+    populate(&mut store, &mut model, &clock);
+    let result = store.evict();
+    assert!(crash.crashed(), "the engine never reached {target}");
+    // Commit is in memory only: a crash after the frame cannot fail it.
+    if !matches!(target, "frame.logged" | "commit.done") {
+        assert!(result.is_err(), "evict should fail once the process is gone after {target}");
+    }
+    drop(store);
+    continue_and_reopen(dir.path(), &clock, model);
+}
+
+#[test]
+fn crash_after_the_segment_is_built() {
+    crash_during_evict("seal.built");
+}
+
+#[test]
+fn crash_after_the_segment_name_is_durable() {
+    crash_during_evict("seal.dir_synced");
+}
+
+#[test]
+fn crash_after_the_segment_is_registered() {
+    crash_during_evict("seal.registered");
+}
+
+#[test]
+fn crash_after_the_frame_is_logged() {
+    crash_during_evict("frame.logged");
+}
+
+#[test]
+fn crash_after_commit() {
+    crash_during_evict("commit.done");
+}
+
+/// Evict cleanly, write to cold rows, then crash inside the rewrite.
+fn crash_during_rewrite(target: &'static str) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0_MS));
+    let crash = Arc::new(CrashAfter::new(Arc::new(OsVfs), target));
+    let mut model = Model::new();
+    let mut store = open(crash.clone(), &clock, dir.path());
+    populate(&mut store, &mut model, &clock);
+    store.evict().expect("evict");
+    // Segment A keeps live stubs (the rewrite must keep naming it);
+    // segment B ends fully stranded (the rewrite must retire it).
+    both(&mut store, &mut model, &clock, &cmd(&["DEL", "t:00", "t:01"]));
+    both(&mut store, &mut model, &clock, &cmd(&["HSET", "t:07", "payload", "promoted"]));
+    both(&mut store, &mut model, &clock, &cmd(&["HSET", "t:50", "ts", "50"]));
+    let second = store.evict().expect("second evict");
+    assert_eq!(second.segments_sealed, 1);
+    both(&mut store, &mut model, &clock, &cmd(&["DEL", "t:07"]));
+    for i in 19..40 {
+        both(&mut store, &mut model, &clock, &cmd(&["DEL", &format!("t:{i:02}")]));
+    }
+    assert_eq!(store.segment_count(), 2);
+    let result = store.rewrite();
+    assert!(crash.crashed(), "the engine never reached {target}");
+    if target != "rewrite.retired" {
+        assert!(result.is_err(), "rewrite should fail once the process is gone after {target}");
+    }
+    drop(store);
+    continue_and_reopen(dir.path(), &clock, model);
+}
+
+#[test]
+fn crash_after_the_rewrite_temp_is_durable() {
+    crash_during_rewrite("rewrite.synced");
+}
+
+#[test]
+fn crash_after_the_rewrite_rename() {
+    crash_during_rewrite("rewrite.renamed");
+}
+
+#[test]
+fn crash_after_the_rewrite_rename_is_durable() {
+    crash_during_rewrite("rewrite.dir_synced");
+}
+
+#[test]
+fn crash_after_the_rewrite_retired_segments() {
+    crash_during_rewrite("rewrite.retired");
+}
+
+fn crash_during_flushall(target: &'static str) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0_MS));
+    let crash = Arc::new(CrashAfter::new(Arc::new(OsVfs), target));
+    let mut model = Model::new();
+    let mut store = open(crash.clone(), &clock, dir.path());
+    populate(&mut store, &mut model, &clock);
+    store.evict().expect("evict");
+    let flush = cmd(&["FLUSHALL"]);
+    // The flush is durable once logged; the crash lands in its rewrite.
+    let _ = store.execute(&flush);
+    model.execute(&flush, clock.now()).unwrap();
+    assert!(crash.crashed(), "the engine never reached {target}");
+    drop(store);
+    continue_and_reopen(dir.path(), &clock, model);
+}
+
+#[test]
+fn crash_after_flushall_is_logged() {
+    crash_during_flushall("flushall.logged");
+}
+
+#[test]
+fn crash_after_flushall_rewrite_rename() {
+    crash_during_flushall("rewrite.renamed");
+}
+
+#[test]
+fn crash_after_flushall_retired_segments() {
+    crash_during_flushall("rewrite.retired");
+}
+
+#[test]
+fn a_deleted_cold_row_never_comes_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0_MS));
+    let os: Arc<dyn Vfs> = Arc::new(OsVfs);
+    let mut model = Model::new();
+    let mut store = open(os.clone(), &clock, dir.path());
+    populate(&mut store, &mut model, &clock);
+    let report = store.evict().unwrap();
+    assert!(report.rows_evicted > 10, "{report:?}");
+    assert_eq!(
+        store.execute(&cmd(&["HGET", "t:00", "payload"])).unwrap(),
+        engine::store::Reply::Bulk(b"row-0".to_vec())
+    );
+    both(&mut store, &mut model, &clock, &cmd(&["DEL", "t:00"]));
+    both(&mut store, &mut model, &clock, &cmd(&["HSET", "t:01", "payload", "new"]));
+    for round in 0..3 {
+        store.rewrite().unwrap();
+        drop(store);
+        store = open(os.clone(), &clock, dir.path());
+        assert_matches(&store, &model, &clock, &format!("after rewrite+reopen round {round}"));
+        assert_eq!(store.execute(&cmd(&["HGETALL", "t:00"])).unwrap(), engine::store::Reply::Pairs(vec![]));
+        assert_eq!(
+            store.execute(&cmd(&["HGET", "t:01", "payload"])).unwrap(),
+            engine::store::Reply::Bulk(b"new".to_vec())
+        );
+    }
+}

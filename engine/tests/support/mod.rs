@@ -1,0 +1,205 @@
+//! Test support shared by the store's integration tests.
+
+#![allow(dead_code)]
+
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use engine::store::Command;
+use engine::vfs::{Mapping, OpenMode, Vfs, VfsFile};
+
+/// Parse a command from words.
+pub fn cmd(words: &[&str]) -> Command {
+    Command::parse(&words.iter().map(|w| w.as_bytes().to_vec()).collect::<Vec<_>>()).expect("test command parses")
+}
+
+/// A process crash at a named phase: once the engine marks `target`,
+/// every later file operation fails, so nothing more reaches the disk.
+/// Over `OsVfs` what was written before stays (it is in the page cache),
+/// which is exactly what a killed process leaves behind.
+pub struct CrashAfter {
+    inner: Arc<dyn Vfs>,
+    target: &'static str,
+    crashed: Arc<AtomicBool>,
+}
+
+impl CrashAfter {
+    pub fn new(inner: Arc<dyn Vfs>, target: &'static str) -> Self {
+        Self { inner, target, crashed: Arc::new(AtomicBool::new(false)) }
+    }
+
+    pub fn crashed(&self) -> bool {
+        self.crashed.load(Ordering::SeqCst)
+    }
+
+    fn check(&self) -> io::Result<()> {
+        if self.crashed() {
+            Err(io::Error::other("simulated crash: the process is gone"))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+struct CrashFile {
+    inner: Box<dyn VfsFile>,
+    crashed: Arc<AtomicBool>,
+}
+
+impl CrashFile {
+    fn check(&self) -> io::Result<()> {
+        if self.crashed.load(Ordering::SeqCst) {
+            Err(io::Error::other("simulated crash: the process is gone"))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Vfs for CrashAfter {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn VfsFile>> {
+        self.check()?;
+        let inner = self.inner.open(path, mode)?;
+        Ok(Box::new(CrashFile { inner, crashed: self.crashed.clone() }))
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.check()?;
+        self.inner.rename(from, to)
+    }
+    fn unlink(&self, path: &Path) -> io::Result<()> {
+        self.check()?;
+        self.inner.unlink(path)
+    }
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+        self.check()?;
+        self.inner.list_dir(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.check()?;
+        self.inner.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.check()?;
+        self.inner.sync_dir(dir)
+    }
+    fn map_readonly(&self, path: &Path) -> io::Result<Mapping> {
+        self.check()?;
+        self.inner.map_readonly(path)
+    }
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        self.check()?;
+        self.inner.exists(path)
+    }
+    fn mark(&self, label: &'static str) {
+        if label == self.target {
+            self.crashed.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+impl VfsFile for CrashFile {
+    fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.check()?;
+        self.inner.read_at(offset_bytes, buf)
+    }
+    fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
+        self.check()?;
+        self.inner.write_at(offset_bytes, data)
+    }
+    fn set_len(&mut self, len_bytes: u64) -> io::Result<()> {
+        self.check()?;
+        self.inner.set_len(len_bytes)
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.check()?;
+        self.inner.len()
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        self.check()?;
+        self.inner.sync()
+    }
+}
+
+/// Injected failures, switched on and off by the test: the next file
+/// sync fails, or the next write writes half its bytes and then fails.
+#[derive(Default)]
+pub struct Faults {
+    pub fail_next_sync: AtomicBool,
+    pub fail_next_write_short: AtomicBool,
+    pub fail_writes_no_space: AtomicBool,
+}
+
+/// A Vfs that injects [`Faults`] into file syncs and writes.
+pub struct Faulty {
+    inner: Arc<dyn Vfs>,
+    pub faults: Arc<Faults>,
+}
+
+impl Faulty {
+    pub fn new(inner: Arc<dyn Vfs>) -> Self {
+        Self { inner, faults: Arc::new(Faults::default()) }
+    }
+}
+
+struct FaultyFile {
+    inner: Box<dyn VfsFile>,
+    faults: Arc<Faults>,
+}
+
+impl Vfs for Faulty {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn VfsFile>> {
+        let inner = self.inner.open(path, mode)?;
+        Ok(Box::new(FaultyFile { inner, faults: self.faults.clone() }))
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn unlink(&self, path: &Path) -> io::Result<()> {
+        self.inner.unlink(path)
+    }
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+        self.inner.list_dir(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn map_readonly(&self, path: &Path) -> io::Result<Mapping> {
+        self.inner.map_readonly(path)
+    }
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        self.inner.exists(path)
+    }
+}
+
+impl VfsFile for FaultyFile {
+    fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read_at(offset_bytes, buf)
+    }
+    fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
+        if self.faults.fail_writes_no_space.load(Ordering::SeqCst) {
+            return Err(io::Error::new(io::ErrorKind::StorageFull, "injected ENOSPC"));
+        }
+        if self.faults.fail_next_write_short.swap(false, Ordering::SeqCst) {
+            self.inner.write_at(offset_bytes, &data[..data.len() / 2])?;
+            return Err(io::Error::other("injected EIO after a short write"));
+        }
+        self.inner.write_at(offset_bytes, data)
+    }
+    fn set_len(&mut self, len_bytes: u64) -> io::Result<()> {
+        self.inner.set_len(len_bytes)
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        if self.faults.fail_next_sync.swap(false, Ordering::SeqCst) {
+            return Err(io::Error::other("injected fsync EIO"));
+        }
+        self.inner.sync()
+    }
+}

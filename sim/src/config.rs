@@ -1,0 +1,222 @@
+//! The swarm configuration: everything about a run that the seed decides
+//! before the first operation.
+//!
+//! Swarm testing (Groce et al.): rather than one "realistic" mix, each seed
+//! draws its own — fsync policy, crash mode, sector size, which fault kinds
+//! are on (often none), key space, tables and spans, and which command
+//! kinds exist at all. A bug that needs, say, many field TTLs and no
+//! rewrites is found by the seeds that happen to look like that.
+
+use engine::aof::FsyncPolicy;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::disk::{CrashMode, DiskConfig};
+
+/// The workload operation kinds whose weights the swarm draws.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[allow(missing_docs)]
+pub enum OpKind {
+    Set,
+    Get,
+    Del,
+    HSet,
+    HGet,
+    HDel,
+    HGetAll,
+    PExpireAt,
+    Persist,
+    HPExpireAt,
+    FlushAll,
+    Evict,
+    Rewrite,
+    Sync,
+    Advance,
+    Crash,
+    Restart,
+}
+
+impl OpKind {
+    /// Every kind, with its base weight (before the swarm switches some off).
+    pub const BASE_WEIGHTS: [(OpKind, u32); 17] = [
+        (OpKind::Set, 6),
+        (OpKind::Get, 5),
+        (OpKind::Del, 3),
+        (OpKind::HSet, 30),
+        (OpKind::HGet, 8),
+        (OpKind::HDel, 3),
+        (OpKind::HGetAll, 6),
+        (OpKind::PExpireAt, 2),
+        (OpKind::Persist, 1),
+        (OpKind::HPExpireAt, 2),
+        (OpKind::FlushAll, 1),
+        (OpKind::Evict, 6),
+        (OpKind::Rewrite, 2),
+        (OpKind::Sync, 2),
+        (OpKind::Advance, 6),
+        (OpKind::Crash, 1),
+        (OpKind::Restart, 1),
+    ];
+
+    /// Kinds the swarm never switches off: without them a run tests little.
+    fn essential(self) -> bool {
+        matches!(self, OpKind::HSet | OpKind::Evict | OpKind::Advance)
+    }
+}
+
+/// One windowed table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableSpec {
+    /// Table name (rows are `name:<id>`).
+    pub name: String,
+    /// The window column.
+    pub column: String,
+    /// The window span.
+    pub span: i64,
+}
+
+/// A seed's whole configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The seed everything derives from.
+    pub seed: u64,
+    /// Workload operations to run.
+    pub ops: u64,
+    /// The store's fsync policy.
+    pub fsync: FsyncPolicy,
+    /// The simulated disk: crash mode, sector size, fault probabilities.
+    pub disk: DiskConfig,
+    /// Distinct row ids per table and distinct plain keys.
+    pub key_space: u32,
+    /// The windowed tables.
+    pub tables: Vec<TableSpec>,
+    /// Operation kinds and their weights (0 = switched off).
+    pub weights: Vec<(OpKind, u32)>,
+    /// Probability that an operation carries a crash inside it.
+    pub inner_crash_rate: f64,
+    /// Audit every this many operations.
+    pub audit_every: u64,
+    /// Largest generated value, in bytes.
+    pub max_value_bytes: usize,
+}
+
+/// Command-line overrides of the swarm's choices.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// `--ops`.
+    pub ops: Option<u64>,
+    /// `--fsync`.
+    pub fsync: Option<FsyncPolicy>,
+    /// `--crash-mode`.
+    pub crash_mode: Option<CrashMode>,
+}
+
+/// Default workload length per seed.
+pub const DEFAULT_OPS: u64 = 400;
+
+/// Salt so the configuration stream differs from the workload stream.
+const CONFIG_SALT: u64 = 0x5357_4152_4d00_0001;
+
+/// A probability that is zero half the time (swarm), else in `lo..hi`.
+fn maybe(rng: &mut ChaCha8Rng, lo: f64, hi: f64) -> f64 {
+    if rng.gen_bool(0.5) {
+        0.0
+    } else {
+        rng.gen_range(lo..hi)
+    }
+}
+
+impl Config {
+    /// The configuration of `seed`, with `overrides` applied.
+    pub fn from_seed(seed: u64, overrides: Overrides) -> Config {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ CONFIG_SALT);
+        let fsync = match rng.gen_range(0..3) {
+            0 => FsyncPolicy::Always,
+            1 => FsyncPolicy::EverySec,
+            _ => FsyncPolicy::No,
+        };
+        let crash_mode = match rng.gen_range(0..3) {
+            0 => CrashMode::Strict,
+            1 => CrashMode::Prefix,
+            _ => CrashMode::Reorder,
+        };
+        let sector_bytes = if rng.gen_bool(0.5) { 512 } else { 4096 };
+        let disk = DiskConfig {
+            crash_mode: overrides.crash_mode.unwrap_or(crash_mode),
+            sector_bytes,
+            p_write_eio: maybe(&mut rng, 0.001, 0.02),
+            p_short_write: rng.gen_range(0.0..1.0),
+            p_fsync_eio: maybe(&mut rng, 0.001, 0.01),
+            p_read_eio: maybe(&mut rng, 0.001, 0.02),
+            p_bitflip: maybe(&mut rng, 0.001, 0.02),
+            capacity_bytes: if rng.gen_bool(0.15) { rng.gen_range(32 << 10..512 << 10) } else { u64::MAX },
+            p_media_corruption: maybe(&mut rng, 0.02, 0.2),
+            p_torn_garbage: rng.gen_range(0.0..0.5),
+        };
+        let tables = (0..rng.gen_range(1..=3))
+            .map(|i| TableSpec { name: format!("t{i}"), column: "ts".to_string(), span: rng.gen_range(0..40) })
+            .collect();
+        let weights = OpKind::BASE_WEIGHTS
+            .iter()
+            .map(|&(kind, weight)| {
+                let off = !kind.essential() && rng.gen_bool(0.2);
+                (kind, if off { 0 } else { weight })
+            })
+            .collect();
+        Config {
+            seed,
+            ops: overrides.ops.unwrap_or(DEFAULT_OPS),
+            fsync: overrides.fsync.unwrap_or(fsync),
+            disk,
+            key_space: rng.gen_range(4..64),
+            tables,
+            weights,
+            inner_crash_rate: rng.gen_range(0.0..0.03),
+            audit_every: rng.gen_range(16..64),
+            max_value_bytes: if rng.gen_bool(0.1) { 4096 } else { 24 },
+        }
+    }
+
+    /// The arguments that pin this configuration's overrides on a command
+    /// line (for repro commands).
+    pub fn override_args(overrides: &Overrides) -> String {
+        let mut out = String::new();
+        if let Some(ops) = overrides.ops {
+            out.push_str(&format!(" --ops {ops}"));
+        }
+        if let Some(fsync) = overrides.fsync {
+            out.push_str(&format!(" --fsync {}", fsync.name()));
+        }
+        if let Some(mode) = overrides.crash_mode {
+            out.push_str(&format!(" --crash-mode {}", mode.name()));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_always_draws_the_same_configuration() {
+        let a = Config::from_seed(42, Overrides::default());
+        let b = Config::from_seed(42, Overrides::default());
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    }
+
+    #[test]
+    fn the_swarm_varies_and_overrides_win() {
+        let configs: Vec<Config> = (0..64).map(|s| Config::from_seed(s, Overrides::default())).collect();
+        assert!(configs.iter().any(|c| c.fsync == FsyncPolicy::Always));
+        assert!(configs.iter().any(|c| c.fsync == FsyncPolicy::No));
+        assert!(configs.iter().any(|c| c.disk.p_fsync_eio == 0.0));
+        assert!(configs.iter().any(|c| c.disk.p_fsync_eio > 0.0));
+        assert!(configs.iter().any(|c| c.weights.iter().any(|(_, w)| *w == 0)));
+        let pinned =
+            Overrides { ops: Some(7), fsync: Some(FsyncPolicy::EverySec), crash_mode: Some(CrashMode::Strict) };
+        let c = Config::from_seed(3, pinned);
+        assert_eq!((c.ops, c.fsync, c.disk.crash_mode), (7, FsyncPolicy::EverySec, CrashMode::Strict));
+        assert_eq!(Config::override_args(&pinned), " --ops 7 --fsync everysec --crash-mode strict");
+    }
+}

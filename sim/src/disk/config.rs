@@ -1,0 +1,185 @@
+//! What a simulated disk is told before a run (its crash mode, sector size
+//! and fault probabilities), where a crash is aimed, and what a crash did.
+//!
+//! These are plain values the workload generator draws per seed and the
+//! checker reads back; keeping them apart from the disk's machinery lets
+//! both sides agree on the contract without seeing the machinery.
+
+/// How the unsynced part of the disk fares at power loss (see the module
+/// doc of [`crate::disk`] for the exact rules).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrashMode {
+    /// Every unsynced write and directory change is lost.
+    Strict,
+    /// Per file a prefix of its unsynced writes survives, the boundary
+    /// write torn at a sector; per directory a prefix of its changes.
+    Prefix,
+    /// Each unsynced sector, and each unsynced directory change, survives
+    /// or not independently.
+    Reorder,
+}
+
+impl CrashMode {
+    /// Every mode, in the order a seed picks from.
+    pub const ALL: [CrashMode; 3] = [CrashMode::Strict, CrashMode::Prefix, CrashMode::Reorder];
+
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            CrashMode::Strict => "strict",
+            CrashMode::Prefix => "prefix",
+            CrashMode::Reorder => "reorder",
+        }
+    }
+
+    /// The mode called `name`, if any.
+    pub fn parse(name: &str) -> Option<Self> {
+        CrashMode::ALL.into_iter().find(|mode| mode.name() == name)
+    }
+}
+
+/// A disk's behaviour for one run: every probability is per operation
+/// (per power loss for media corruption, per torn sector for garbage).
+#[derive(Clone, Debug)]
+pub struct DiskConfig {
+    /// What power loss keeps of unsynced state.
+    pub crash_mode: CrashMode,
+    /// The unit a disk persists atomically: 512 or 4096 (any power of two
+    /// up to [`MAX_SECTOR_BYTES`] is accepted).
+    pub sector_bytes: u64,
+    /// A write fails with EIO ...
+    pub p_write_eio: f64,
+    /// ... and, given that, first writes a strict prefix of its data, cut
+    /// at a sector boundary.
+    pub p_short_write: f64,
+    /// An fsync fails with EIO and the file's dirty data is dropped (the
+    /// volatile image reverts to the durable one); the next fsync of that
+    /// file succeeds, proving nothing about the dropped data (fsyncgate).
+    pub p_fsync_eio: f64,
+    /// A read or a map fails with EIO.
+    pub p_read_eio: f64,
+    /// A read returns its data with one bit flipped; the disk is unchanged
+    /// (a transient fault: reading again gives the right bytes). Maps are
+    /// exempt: a mapping lives long, so a flip there would not be transient.
+    pub p_bitflip: f64,
+    /// A write or a growing `set_len` fails with `StorageFull`, writing
+    /// nothing, when the sum of all files' volatile lengths would exceed
+    /// this. `u64::MAX` means unlimited.
+    pub capacity_bytes: u64,
+    /// Per power loss: one random sector of one random durable file is
+    /// overwritten with garbage, and the file is named in the outcome.
+    pub p_media_corruption: f64,
+    /// A torn sector holds random garbage instead of old or new bytes.
+    pub p_torn_garbage: f64,
+}
+
+/// The largest sector size a disk accepts.
+pub const MAX_SECTOR_BYTES: u64 = 64 * 1024;
+
+impl DiskConfig {
+    /// A disk that never fails an operation and has no size limit; power
+    /// loss still loses what was not synced, per `crash_mode`.
+    pub fn fault_free(crash_mode: CrashMode, sector_bytes: u64) -> Self {
+        DiskConfig {
+            crash_mode,
+            sector_bytes,
+            p_write_eio: 0.0,
+            p_short_write: 0.0,
+            p_fsync_eio: 0.0,
+            p_read_eio: 0.0,
+            p_bitflip: 0.0,
+            capacity_bytes: u64::MAX,
+            p_media_corruption: 0.0,
+            p_torn_garbage: 0.0,
+        }
+    }
+
+    /// Panics on a configuration no run should be started with: a sector
+    /// size that is not a power of two, or a probability outside `0..=1`.
+    pub fn assert_valid(&self) {
+        assert!(
+            self.sector_bytes.is_power_of_two() && self.sector_bytes <= MAX_SECTOR_BYTES,
+            "sector_bytes must be a power of two up to {MAX_SECTOR_BYTES}, not {}",
+            self.sector_bytes
+        );
+        let probabilities = [
+            ("p_write_eio", self.p_write_eio),
+            ("p_short_write", self.p_short_write),
+            ("p_fsync_eio", self.p_fsync_eio),
+            ("p_read_eio", self.p_read_eio),
+            ("p_bitflip", self.p_bitflip),
+            ("p_media_corruption", self.p_media_corruption),
+            ("p_torn_garbage", self.p_torn_garbage),
+        ];
+        for (name, p) in probabilities {
+            assert!((0.0..=1.0).contains(&p), "{name} must be a probability, not {p}");
+        }
+    }
+}
+
+/// Where an armed crash strikes. From that point on every I/O operation
+/// fails with "simulated power loss" without touching the disk, until the
+/// driver calls [`crate::disk::SimVfs::power_loss`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrashPoint {
+    /// At the `n`-th (0-based) I/O operation since the last `begin_op`
+    /// (or at once, if that many have already happened).
+    AfterIos(u64),
+    /// At the I/O operation with this global index (or at once, if the
+    /// index has passed).
+    AtIo(u64),
+    /// When the engine calls `mark` with this label.
+    AtMark(&'static str),
+}
+
+/// What one power loss did to the disk, for the checker and the report.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CrashOutcome {
+    /// The full paths of files whose durable bytes were damaged (media
+    /// corruption): the engine must refuse them, never serve them.
+    pub media_corrupted: Vec<String>,
+    /// Sectors left holding garbage by a torn write.
+    pub torn_sectors: u64,
+    /// Unsynced directory changes (create, rename, unlink) that did not
+    /// survive.
+    pub lost_dir_changes: u64,
+    /// Unsynced data operations (write, set_len) that did not survive
+    /// whole: in `reorder` mode, those with any sector not at its newest
+    /// content or whose file did not keep its newest length.
+    pub lost_writes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crash_modes_round_trip_through_their_names() {
+        for mode in CrashMode::ALL {
+            assert_eq!(CrashMode::parse(mode.name()), Some(mode));
+        }
+        assert_eq!(CrashMode::parse("lenient"), None);
+    }
+
+    #[test]
+    fn fault_free_is_valid_and_injects_nothing() {
+        let config = DiskConfig::fault_free(CrashMode::Prefix, 4096);
+        config.assert_valid();
+        assert_eq!(config.capacity_bytes, u64::MAX);
+        assert_eq!(config.p_write_eio + config.p_fsync_eio + config.p_media_corruption, 0.0);
+    }
+
+    #[test]
+    #[should_panic(expected = "power of two")]
+    fn an_odd_sector_size_is_refused() {
+        DiskConfig::fault_free(CrashMode::Strict, 1000).assert_valid();
+    }
+
+    #[test]
+    #[should_panic(expected = "must be a probability")]
+    fn a_probability_above_one_is_refused() {
+        let mut config = DiskConfig::fault_free(CrashMode::Strict, 512);
+        config.p_bitflip = 1.5;
+        config.assert_valid();
+    }
+}

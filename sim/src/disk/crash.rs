@@ -1,0 +1,256 @@
+//! Power loss: building the next durable disk from the durable views plus
+//! a choice over every pending operation, per the crash mode.
+//!
+//! Directories are settled first, because they decide which inodes are
+//! still reachable; then each reachable inode's data; then, maybe, media
+//! corruption of one durable sector. Every choice draws from one ChaCha8
+//! stream in a fixed order (directories by path, inodes by number), so a
+//! crash seed names exactly one outcome.
+//!
+//! Garbage from a torn write only lands on bytes that some pending
+//! operation wrote: bytes that were durable and untouched stay as they
+//! were, even in a torn sector ("powersafe overwrite"). A disk that smears
+//! a torn write over its neighbours would break the fsync contract every
+//! engine relies on; damage to durable bytes is modelled, announced, as
+//! media corruption instead.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+
+use rand::{Rng, RngCore};
+use rand_chacha::ChaCha8Rng;
+
+use super::config::{CrashMode, CrashOutcome, DiskConfig};
+use super::dir::Dir;
+use super::inode::{to_usize, write_into, DataOp, Inode};
+use super::sectors::{inner_cuts, sector_end, sectors_spanned};
+use super::state::FileSystem;
+
+/// Settle every pending operation into the durable views. The caller
+/// then resets the volatile views to them (`FileSystem::reset_to_durable`).
+pub(super) fn build_next_disk(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> CrashOutcome {
+    let mut outcome = CrashOutcome::default();
+    for dir in fs.dirs.values_mut() {
+        outcome.lost_dir_changes += settle_dir(dir, config.crash_mode, rng);
+    }
+    let reachable: BTreeSet<_> = fs.dirs.values().flat_map(|dir| dir.durable.values().copied()).collect();
+    for (id, inode) in &mut fs.inodes {
+        // An unreachable inode's data is gone whatever happens to it.
+        if !reachable.contains(id) {
+            continue;
+        }
+        let settled = match config.crash_mode {
+            CrashMode::Strict => Settled { lost_writes: inode.pending.len() as u64, torn_sectors: 0 },
+            CrashMode::Prefix => settle_prefix(inode, config, rng),
+            CrashMode::Reorder => settle_reorder(inode, config, rng),
+        };
+        inode.pending.clear();
+        outcome.lost_writes += settled.lost_writes;
+        outcome.torn_sectors += settled.torn_sectors;
+    }
+    if config.p_media_corruption > 0.0 && rng.gen_bool(config.p_media_corruption) {
+        outcome.media_corrupted.extend(corrupt_one_sector(fs, config.sector_bytes, rng));
+    }
+    outcome
+}
+
+/// Apply the surviving pending ops of `dir` to its durable entries; the
+/// number lost.
+fn settle_dir(dir: &mut Dir, mode: CrashMode, rng: &mut ChaCha8Rng) -> u64 {
+    let pending = std::mem::take(&mut dir.pending);
+    let mut applied = 0u64;
+    match mode {
+        CrashMode::Strict => {}
+        CrashMode::Prefix => {
+            let keep = rng.gen_range(0..=pending.len());
+            for op in &pending[..keep] {
+                let ok = op.apply(&mut dir.durable);
+                assert!(ok, "a prefix of pending ops applies in order");
+                applied += 1;
+            }
+        }
+        CrashMode::Reorder => {
+            // Each op survives or not; survivors apply in their original
+            // order, and one whose precondition no longer holds (a rename
+            // whose source never got created) is skipped.
+            for op in &pending {
+                if rng.gen_bool(0.5) && op.apply(&mut dir.durable) {
+                    applied += 1;
+                }
+            }
+        }
+    }
+    pending.len() as u64 - applied
+}
+
+struct Settled {
+    lost_writes: u64,
+    torn_sectors: u64,
+}
+
+fn fill_garbage(image: &mut Vec<u8>, range: Range<u64>, rng: &mut ChaCha8Rng) {
+    if image.len() < to_usize(range.end) {
+        image.resize(to_usize(range.end), 0);
+    }
+    rng.fill_bytes(&mut image[to_usize(range.start)..to_usize(range.end)]);
+}
+
+/// `prefix`: a random number of pending ops survive whole; the next one,
+/// if a write, is torn: a sector-aligned prefix of it survives (maybe
+/// none), and the sector it was writing when power went may hold garbage.
+fn settle_prefix(inode: &mut Inode, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Settled {
+    let count = inode.pending.len();
+    let keep = rng.gen_range(0..=count);
+    for op in &inode.pending[..keep] {
+        op.apply(&mut inode.durable);
+    }
+    let mut torn_sectors = 0;
+    if let Some(DataOp::Write { offset_bytes, data }) = inode.pending.get(keep) {
+        let end_bytes = offset_bytes + data.len() as u64;
+        let cuts = inner_cuts(*offset_bytes..end_bytes, config.sector_bytes);
+        // Choice 0 keeps nothing; choice i keeps up to the i-th boundary.
+        let choice = rng.gen_range(0..=cuts.count);
+        let cut_bytes = if choice == 0 { *offset_bytes } else { cuts.at(choice - 1) };
+        let kept = to_usize(cut_bytes - offset_bytes);
+        if kept > 0 {
+            write_into(&mut inode.durable, *offset_bytes, &data[..kept]);
+        }
+        let torn_end_bytes = sector_end(cut_bytes, config.sector_bytes).min(end_bytes);
+        let garbage = config.p_torn_garbage > 0.0 && rng.gen_bool(config.p_torn_garbage);
+        if garbage && cut_bytes < torn_end_bytes {
+            fill_garbage(&mut inode.durable, cut_bytes..torn_end_bytes, rng);
+            torn_sectors = 1;
+        }
+    }
+    Settled { lost_writes: (count - keep) as u64, torn_sectors }
+}
+
+/// What one dirty sector holds after a `reorder` crash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fate {
+    Old,
+    New,
+    Garbage,
+}
+
+/// `reorder`: the length is the durable or the volatile one; each sector
+/// a pending op dirtied is independently old, new or garbage.
+fn settle_reorder(inode: &mut Inode, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Settled {
+    if inode.pending.is_empty() {
+        return Settled { lost_writes: 0, torn_sectors: 0 };
+    }
+    let sector_bytes = config.sector_bytes;
+    let durable_len = inode.durable.len() as u64;
+    let volatile_len = inode.volatile.len() as u64;
+    let new_len = if durable_len != volatile_len && rng.gen_bool(0.5) { volatile_len } else { durable_len };
+
+    // Each op's dirty bytes, replaying the lengths the ops saw.
+    let mut op_ranges = Vec::with_capacity(inode.pending.len());
+    let mut len_bytes = durable_len;
+    let mut max_len_bytes = len_bytes;
+    for op in &inode.pending {
+        op_ranges.push(op.dirty_range(len_bytes));
+        len_bytes = op.len_after(len_bytes);
+        max_len_bytes = max_len_bytes.max(len_bytes);
+    }
+    assert_eq!(len_bytes, volatile_len);
+    let mut dirty = vec![false; to_usize(sectors_spanned(max_len_bytes, sector_bytes))];
+    for range in &op_ranges {
+        if range.start < range.end {
+            for sector in range.start / sector_bytes..range.end.div_ceil(sector_bytes) {
+                dirty[to_usize(sector)] = true;
+            }
+        }
+    }
+
+    // Decide each dirty sector inside the new length, then build the image
+    // from the durable one: old bytes are already there.
+    let mut image = std::mem::take(&mut inode.durable);
+    image.resize(to_usize(new_len), 0);
+    let mut fates = vec![Fate::Old; dirty.len()];
+    let mut torn_sectors = 0;
+    for (sector, fate) in fates.iter_mut().enumerate() {
+        let start_bytes = sector as u64 * sector_bytes;
+        if !dirty[sector] || start_bytes >= new_len {
+            continue;
+        }
+        let end_bytes = (start_bytes + sector_bytes).min(new_len);
+        *fate = if config.p_torn_garbage > 0.0 && rng.gen_bool(config.p_torn_garbage) {
+            Fate::Garbage
+        } else if rng.gen_bool(0.5) {
+            Fate::New
+        } else {
+            Fate::Old
+        };
+        let (start, end) = (to_usize(start_bytes), to_usize(end_bytes));
+        match *fate {
+            Fate::Old => {}
+            Fate::New => {
+                // Zeros past the volatile end: the file was cut there.
+                let copy_end = end.min(inode.volatile.len());
+                if start < copy_end {
+                    image[start..copy_end].copy_from_slice(&inode.volatile[start..copy_end]);
+                }
+                image[start.max(copy_end)..end].fill(0);
+            }
+            Fate::Garbage => {
+                // Only bytes a pending op wrote: durable neighbours stay.
+                torn_sectors += 1;
+                for range in &op_ranges {
+                    let lo = range.start.max(start_bytes);
+                    let hi = range.end.min(end_bytes);
+                    if lo < hi {
+                        fill_garbage(&mut image, lo..hi, rng);
+                    }
+                }
+            }
+        }
+    }
+    inode.durable = image;
+
+    // An op survived whole if the file kept its newest length and every
+    // sector it dirtied holds the newest content.
+    let lost_writes = op_ranges
+        .iter()
+        .filter(|range| {
+            if new_len != volatile_len {
+                return true;
+            }
+            let clipped_end = range.end.min(new_len);
+            range.start < clipped_end
+                && (range.start / sector_bytes..clipped_end.div_ceil(sector_bytes))
+                    .any(|sector| fates[to_usize(sector)] != Fate::New)
+        })
+        .count() as u64;
+    Settled { lost_writes, torn_sectors }
+}
+
+/// Overwrite one random sector of one random non-empty durable file with
+/// bytes that differ from it; the file's path, or `None` if every durable
+/// file is empty.
+fn corrupt_one_sector(fs: &mut FileSystem, sector_bytes: u64, rng: &mut ChaCha8Rng) -> Option<String> {
+    let candidates: Vec<_> = fs
+        .dirs
+        .iter()
+        .flat_map(|(path, dir)| dir.durable.iter().map(move |(name, id)| (path, name, *id)))
+        .filter(|(_, _, id)| !fs.inodes[id].durable.is_empty())
+        .collect();
+    if candidates.is_empty() {
+        return None;
+    }
+    let (dir_path, name, id) = candidates[rng.gen_range(0..candidates.len())];
+    let path = dir_path.join(name).to_string_lossy().into_owned();
+    let image = &mut fs.inodes.get_mut(&id).expect("a durable entry's inode is alive").durable;
+    let len_bytes = image.len() as u64;
+    let sector = rng.gen_range(0..sectors_spanned(len_bytes, sector_bytes));
+    let start = to_usize(sector * sector_bytes);
+    let end = to_usize(((sector + 1) * sector_bytes).min(len_bytes));
+    let before = image[start..end].to_vec();
+    rng.fill_bytes(&mut image[start..end]);
+    if image[start..end] == before[..] {
+        // Random bytes may equal the old ones (a one-byte tail sector does
+        // so one time in 256); corruption must be real to be announced.
+        image[start] ^= 0xff;
+    }
+    Some(path)
+}

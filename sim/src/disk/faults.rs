@@ -1,0 +1,164 @@
+//! Per-operation fault decisions: whether this write, fsync or read fails,
+//! and how.
+//!
+//! Every decision draws from one ChaCha8 stream that the driver reseeds at
+//! each workload operation (`begin_op`), so the faults of one operation do
+//! not depend on how many I/Os earlier operations made — deleting an
+//! operation while shrinking a failure leaves the others' faults in place.
+//! A probability of zero draws nothing: a fault-free run consumes no
+//! randomness at all, which is also what keeps it fast.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::config::DiskConfig;
+use super::sectors::inner_cuts;
+
+/// How a write fails, if it does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum WriteFault {
+    /// The write goes through.
+    None,
+    /// EIO, nothing written.
+    Eio,
+    /// EIO after the first `keep_bytes` (a sector-aligned, strict,
+    /// non-empty prefix) were written.
+    Short { keep_bytes: u64 },
+}
+
+/// The fault stream of the current workload operation.
+#[derive(Debug)]
+pub(super) struct Faults {
+    rng: ChaCha8Rng,
+    enabled: bool,
+}
+
+impl Faults {
+    pub fn new() -> Self {
+        Faults { rng: ChaCha8Rng::seed_from_u64(0), enabled: true }
+    }
+
+    /// Decisions from now on come from `seed`'s stream.
+    pub fn reseed(&mut self, seed: u64) {
+        self.rng = ChaCha8Rng::seed_from_u64(seed);
+    }
+
+    pub fn set_enabled(&mut self, on: bool) {
+        self.enabled = on;
+    }
+
+    /// Whether an event of probability `p` happens; draws only if it could.
+    fn chance(&mut self, p: f64) -> bool {
+        self.enabled && p > 0.0 && self.rng.gen_bool(p)
+    }
+
+    /// Whether growing the disk's volatile bytes from `volatile_bytes` by
+    /// `growth_bytes` runs past the capacity. Not random, but a fault all
+    /// the same: off when faults are off.
+    pub fn no_space(&self, config: &DiskConfig, volatile_bytes: u64, growth_bytes: u64) -> bool {
+        self.enabled && growth_bytes > 0 && volatile_bytes.saturating_add(growth_bytes) > config.capacity_bytes
+    }
+
+    /// The fate of a write of `len_bytes` at `offset_bytes`.
+    pub fn write(&mut self, config: &DiskConfig, offset_bytes: u64, len_bytes: u64) -> WriteFault {
+        if !self.chance(config.p_write_eio) {
+            return WriteFault::None;
+        }
+        if !self.chance(config.p_short_write) {
+            return WriteFault::Eio;
+        }
+        let cuts = inner_cuts(offset_bytes..offset_bytes + len_bytes, config.sector_bytes);
+        if cuts.count == 0 {
+            // The write lies within one sector: the only strict prefix a
+            // disk can leave is the empty one, which is a plain EIO.
+            return WriteFault::Eio;
+        }
+        let cut_bytes = cuts.at(self.rng.gen_range(0..cuts.count));
+        WriteFault::Short { keep_bytes: cut_bytes - offset_bytes }
+    }
+
+    /// Whether an fsync fails.
+    pub fn fsync(&mut self, config: &DiskConfig) -> bool {
+        self.chance(config.p_fsync_eio)
+    }
+
+    /// Whether a read or a map fails.
+    pub fn read(&mut self, config: &DiskConfig) -> bool {
+        self.chance(config.p_read_eio)
+    }
+
+    /// Which bit of a `len_bytes` read to flip, if any.
+    pub fn bitflip(&mut self, config: &DiskConfig, len_bytes: usize) -> Option<usize> {
+        if len_bytes == 0 || !self.chance(config.p_bitflip) {
+            return None;
+        }
+        Some(self.rng.gen_range(0..len_bytes * 8))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::config::CrashMode;
+    use super::*;
+
+    fn always(sector_bytes: u64) -> DiskConfig {
+        let mut config = DiskConfig::fault_free(CrashMode::Strict, sector_bytes);
+        config.p_write_eio = 1.0;
+        config.p_short_write = 1.0;
+        config.p_fsync_eio = 1.0;
+        config.p_read_eio = 1.0;
+        config.p_bitflip = 1.0;
+        config
+    }
+
+    #[test]
+    fn a_fault_free_config_draws_nothing() {
+        let config = DiskConfig::fault_free(CrashMode::Strict, 512);
+        let mut faults = Faults::new();
+        faults.reseed(7);
+        let before = faults.rng.get_word_pos();
+        assert_eq!(faults.write(&config, 0, 4096), WriteFault::None);
+        assert!(!faults.fsync(&config));
+        assert!(!faults.read(&config));
+        assert_eq!(faults.bitflip(&config, 100), None);
+        assert_eq!(faults.rng.get_word_pos(), before);
+    }
+
+    #[test]
+    fn disabled_faults_never_fire() {
+        let config = always(512);
+        let mut faults = Faults::new();
+        faults.set_enabled(false);
+        assert_eq!(faults.write(&config, 0, 4096), WriteFault::None);
+        assert!(!faults.fsync(&config) && !faults.read(&config));
+        assert!(!faults.no_space(&DiskConfig { capacity_bytes: 0, ..config }, 0, 1));
+    }
+
+    #[test]
+    fn short_writes_keep_a_strict_sector_aligned_prefix() {
+        let config = always(512);
+        let mut faults = Faults::new();
+        for seed in 0..200 {
+            faults.reseed(seed);
+            match faults.write(&config, 100, 2000) {
+                WriteFault::Short { keep_bytes } => {
+                    assert!(keep_bytes > 0 && keep_bytes < 2000);
+                    assert_eq!((100 + keep_bytes) % 512, 0);
+                }
+                other => panic!("expected a short write, got {other:?}"),
+            }
+        }
+        faults.reseed(0);
+        assert_eq!(faults.write(&config, 100, 50), WriteFault::Eio, "no boundary inside");
+    }
+
+    #[test]
+    fn capacity_counts_only_growth() {
+        let mut config = DiskConfig::fault_free(CrashMode::Strict, 512);
+        config.capacity_bytes = 100;
+        let faults = Faults::new();
+        assert!(!faults.no_space(&config, 100, 0));
+        assert!(!faults.no_space(&config, 90, 10));
+        assert!(faults.no_space(&config, 90, 11));
+    }
+}

@@ -1,0 +1,175 @@
+//! [`SimFile`]: an open file on the simulated disk, and the faults its
+//! reads, writes and fsyncs can meet.
+//!
+//! A handle is an inode number plus the epoch it was opened in. Power loss
+//! and process restart bump the epoch, so every handle from before fails
+//! from then on, as a real file descriptor dies with its process — the
+//! engine cannot keep writing into a disk that has been rebuilt under it.
+
+use std::io;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use engine::vfs::VfsFile;
+
+use super::faults::WriteFault;
+use super::inode::{InodeId, MAX_FILE_BYTES};
+use super::ops::Disk;
+use crate::trace::{FaultKind, IoKind};
+
+pub(super) fn lock(disk: &Mutex<Disk>) -> MutexGuard<'_, Disk> {
+    // A panic while holding the lock is a test failure already; the state
+    // is plain data and stays readable for the report.
+    disk.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// An open file (see the module doc).
+pub(super) struct SimFile {
+    pub disk: Arc<Mutex<Disk>>,
+    pub epoch: u64,
+    pub inode: InodeId,
+    /// The trace's id for the path it was opened by.
+    pub name: u32,
+    pub writable: bool,
+}
+
+fn stale() -> io::Error {
+    io::Error::other("stale handle: the disk lost power or the process restarted since it was opened")
+}
+
+fn eio(what: &'static str) -> io::Error {
+    io::Error::other(what)
+}
+
+fn read_only() -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, "file opened read-only")
+}
+
+/// The end of an extent, or `InvalidInput` past the disk's file size limit.
+fn extent_end(offset_bytes: u64, len_bytes: u64) -> io::Result<u64> {
+    match offset_bytes.checked_add(len_bytes) {
+        Some(end) if end <= MAX_FILE_BYTES => Ok(end),
+        _ => Err(io::Error::new(io::ErrorKind::InvalidInput, "extent past the simulated disk's file size limit")),
+    }
+}
+
+fn no_space() -> io::Error {
+    io::Error::new(io::ErrorKind::StorageFull, "no space left on the simulated disk")
+}
+
+impl SimFile {
+    fn check_epoch(&self, disk: &Disk) -> io::Result<()> {
+        if disk.epoch == self.epoch {
+            Ok(())
+        } else {
+            Err(stale())
+        }
+    }
+
+    fn check_writable(&self, disk: &Disk) -> io::Result<()> {
+        self.check_epoch(disk)?;
+        if self.writable {
+            Ok(())
+        } else {
+            Err(read_only())
+        }
+    }
+}
+
+impl VfsFile for SimFile {
+    fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let mut disk = lock(&self.disk);
+        disk.run(IoKind::Read, self.name, offset_bytes, buf.len() as u64, |disk, index| {
+            self.check_epoch(disk)?;
+            if disk.faults.read(&disk.config) {
+                disk.inject(index, FaultKind::ReadEio);
+                return Err(eio("read failed (simulated EIO)"));
+            }
+            let n = disk.fs.read(self.inode, offset_bytes, buf);
+            if let Some(bit) = disk.faults.bitflip(&disk.config, n) {
+                buf[bit / 8] ^= 1 << (bit % 8);
+                disk.inject(index, FaultKind::BitFlip);
+            }
+            Ok(n)
+        })
+    }
+
+    fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
+        let mut disk = lock(&self.disk);
+        disk.run(IoKind::Write, self.name, offset_bytes, data.len() as u64, |disk, index| {
+            self.check_writable(disk)?;
+            let end_bytes = extent_end(offset_bytes, data.len() as u64)?;
+            let growth_bytes = disk.fs.growth_bytes(self.inode, end_bytes);
+            if disk.faults.no_space(&disk.config, disk.fs.volatile_bytes(), growth_bytes) {
+                disk.inject(index, FaultKind::NoSpace);
+                return Err(no_space());
+            }
+            match disk.faults.write(&disk.config, offset_bytes, data.len() as u64) {
+                WriteFault::None => {
+                    disk.fs.write(self.inode, offset_bytes, data);
+                    Ok(())
+                }
+                WriteFault::Eio => {
+                    disk.inject(index, FaultKind::WriteEio);
+                    Err(eio("write failed (simulated EIO)"))
+                }
+                WriteFault::Short { keep_bytes } => {
+                    let kept = usize::try_from(keep_bytes).expect("a prefix of an in-memory slice");
+                    disk.fs.write(self.inode, offset_bytes, &data[..kept]);
+                    disk.inject(index, FaultKind::ShortWrite);
+                    Err(eio("write failed after a short write (simulated EIO)"))
+                }
+            }
+        })
+    }
+
+    fn set_len(&mut self, len_bytes: u64) -> io::Result<()> {
+        let mut disk = lock(&self.disk);
+        disk.run(IoKind::SetLen, self.name, 0, len_bytes, |disk, index| {
+            self.check_writable(disk)?;
+            extent_end(len_bytes, 0)?;
+            let growth_bytes = disk.fs.growth_bytes(self.inode, len_bytes);
+            if disk.faults.no_space(&disk.config, disk.fs.volatile_bytes(), growth_bytes) {
+                disk.inject(index, FaultKind::NoSpace);
+                return Err(no_space());
+            }
+            disk.fs.set_len(self.inode, len_bytes);
+            Ok(())
+        })
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        let mut disk = lock(&self.disk);
+        disk.run(IoKind::Len, self.name, 0, 0, |disk, _| {
+            self.check_epoch(disk)?;
+            Ok(disk.fs.inode(self.inode).volatile.len() as u64)
+        })
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        let mut disk = lock(&self.disk);
+        disk.run(IoKind::Sync, self.name, 0, 0, |disk, index| {
+            self.check_epoch(disk)?;
+            // fsyncgate: after a failure the next fsync succeeds — having
+            // lost the dirty data, it has nothing left to fail on.
+            let retry = std::mem::take(&mut disk.fs.inode_mut(self.inode).fsync_failed);
+            if !retry && disk.faults.fsync(&disk.config) {
+                disk.fs.drop_dirty(self.inode);
+                disk.fs.inode_mut(self.inode).fsync_failed = true;
+                disk.inject(index, FaultKind::FsyncEio);
+                return Err(eio("fsync failed (simulated EIO); the file's dirty data was dropped"));
+            }
+            disk.fs.sync(self.inode);
+            Ok(())
+        })
+    }
+}
+
+impl Drop for SimFile {
+    fn drop(&mut self) {
+        let mut disk = lock(&self.disk);
+        // A handle from an older epoch was already forgotten.
+        if disk.epoch == self.epoch {
+            disk.fs.close(self.inode);
+        }
+    }
+}

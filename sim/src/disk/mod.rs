@@ -1,0 +1,266 @@
+//! [`SimVfs`]: a disk in memory that remembers which bytes are durable, and
+//! at power loss keeps only those plus whatever the crash mode lets through.
+//!
+//! The engine sees an ordinary [`Vfs`]. Underneath, the disk follows POSIX
+//! as pessimistically as a real kernel and drive are allowed to (the model
+//! of ALICE and CrashMonkey): nothing is durable that was not explicitly
+//! made so, and what was not made durable may come back in any state the
+//! crash mode allows.
+//!
+//! # Files
+//! A file (an inode) has a *volatile* image, which reads see (the page
+//! cache), a *durable* image, and the list of data operations since its
+//! last fsync: writes and `set_len`s (opening an existing file with
+//! `OpenMode::Truncate` is a `set_len(0)`). [`VfsFile::sync`] applies that
+//! list to the durable image, so its cost is what was written since the
+//! last sync — under `fsync always` the simulator syncs after every write.
+//!
+//! # Directories
+//! A directory maps names to inodes, again volatile and durable, with the
+//! list of entry changes since its last [`Vfs::sync_dir`]: create, unlink
+//! and rename (one atomic change, even though it touches two names).
+//! Renames across directories are refused (`Unsupported`); the engine
+//! never makes one. A file whose *durable* entry does not exist is gone
+//! after power loss, even if its data was fsynced. Directories themselves
+//! are durable as soon as [`Vfs::create_dir_all`] returns: the engine
+//! creates only its root, once. The directory of a path is its
+//! `parent()`; an operation on a missing file or directory fails with
+//! `NotFound`.
+//!
+//! # Power loss
+//! [`SimVfs::power_loss`] builds the next disk from the durable images and
+//! a choice over every pending operation, per [`CrashMode`]:
+//! - `strict`: every pending data and directory operation is lost.
+//! - `prefix`: per file, a random prefix (none to all) of its pending data
+//!   operations survives; the first lost one, if a write, is torn: a
+//!   sector-aligned prefix of it survives and the sector being written may
+//!   hold garbage (`p_torn_garbage`). Per directory, a random prefix of
+//!   its pending changes survives.
+//! - `reorder`: per file, the length is the durable or the volatile one,
+//!   and every sector a pending operation dirtied independently holds its
+//!   old content (zeros past the old length), its new content, or garbage.
+//!   Per directory, each pending change survives or not independently;
+//!   survivors apply in their original order, skipping any whose
+//!   precondition no longer holds (a rename whose source is absent).
+//!
+//! Garbage never lands on durable bytes that no pending operation touched
+//! (see `crash.rs`); damage to durable data is *media corruption*, at most
+//! one sector per power loss, named in the [`CrashOutcome`]. Every handle
+//! opened before a power loss or [`SimVfs::process_restart`] fails from
+//! then on.
+//!
+//! # Faults and crash points
+//! Writes can fail with EIO (maybe after a sector-aligned short write),
+//! fsyncs with EIO that drops the file's dirty data (fsyncgate: the next
+//! fsync succeeds), reads and maps with EIO, growth with `StorageFull`
+//! past the capacity; reads can return one flipped bit (transient). Each
+//! decision draws from a stream the driver reseeds per workload operation
+//! ([`SimVfs::begin_op`]), and only when its probability is non-zero.
+//! Every `Vfs` and `VfsFile` call is one I/O operation with a global index,
+//! traced; an armed [`CrashPoint`] (an index, a count within the workload
+//! operation, or a `mark` label) makes that operation and every later one
+//! fail with "simulated power loss" without touching the disk.
+//!
+//! Everything lives behind one `Mutex`: the simulator runs one thread, and
+//! the lock only makes `SimVfs` `Send + Sync` as the trait demands.
+
+mod config;
+mod crash;
+mod dir;
+mod faults;
+mod file;
+mod inode;
+mod ops;
+mod sectors;
+mod state;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use engine::vfs::{Mapping, OpenMode, Vfs, VfsFile};
+
+pub use config::{CrashMode, CrashOutcome, CrashPoint, DiskConfig, MAX_SECTOR_BYTES};
+
+use crate::trace::{FaultKind, IoKind, Trace};
+use file::{lock, SimFile};
+use ops::Disk;
+
+/// The simulated disk (see the module doc). Share it as `Arc<SimVfs>`.
+#[derive(Debug)]
+pub struct SimVfs {
+    disk: Arc<Mutex<Disk>>,
+}
+
+impl SimVfs {
+    /// An empty disk that records its I/O into `trace`. Panics on an
+    /// invalid `config` ([`DiskConfig::assert_valid`]).
+    pub fn new(config: DiskConfig, trace: Trace) -> Self {
+        SimVfs { disk: Arc::new(Mutex::new(Disk::new(config, trace))) }
+    }
+
+    fn disk(&self) -> MutexGuard<'_, Disk> {
+        lock(&self.disk)
+    }
+
+    /// Run `f` on the trace (the driver records its own events this way).
+    pub fn with_trace<R>(&self, f: impl FnOnce(&mut Trace) -> R) -> R {
+        f(&mut self.disk().trace)
+    }
+
+    /// The trace so far, leaving an empty one (`Trace::default()`) in its
+    /// place: for the end of a run.
+    pub fn take_trace(&self) -> Trace {
+        std::mem::take(&mut self.disk().trace)
+    }
+
+    /// A workload operation begins: fault decisions until the next call
+    /// come from `fault_seed`'s stream, and the per-operation I/O count,
+    /// fault flag and marks start afresh.
+    pub fn begin_op(&self, fault_seed: u64) {
+        self.disk().begin_op(fault_seed);
+    }
+
+    /// Turn fault injection on or off. Off, no fault of any kind is
+    /// injected (capacity included); crash points still apply.
+    pub fn set_faults_enabled(&self, on: bool) {
+        self.disk().faults.set_enabled(on);
+    }
+
+    /// Aim (or, with `None`, disarm) the next crash.
+    pub fn arm_crash(&self, point: Option<CrashPoint>) {
+        self.disk().crash_point = point;
+    }
+
+    /// Whether the armed crash point has been reached: every I/O fails
+    /// until [`SimVfs::power_loss`].
+    pub fn crash_point_reached(&self) -> bool {
+        self.disk().crash_reached
+    }
+
+    /// Whether any fault was injected since the last `begin_op`.
+    pub fn faults_injected_this_op(&self) -> bool {
+        self.disk().fault_this_op
+    }
+
+    /// The last mark since the last `begin_op`.
+    pub fn last_mark(&self) -> Option<&'static str> {
+        self.disk().marks.last().copied()
+    }
+
+    /// Every mark since the last `begin_op`, in order.
+    pub fn marks_this_op(&self) -> Vec<&'static str> {
+        self.disk().marks.clone()
+    }
+
+    /// Power loss (see the module doc): every handle dies; the next disk
+    /// is built from the durable images plus a choice over every pending
+    /// operation, drawn from `crash_seed`'s stream; media corruption may
+    /// strike; then the volatile views are the durable ones, nothing is
+    /// pending, and the crash point is disarmed and no longer reached.
+    /// Traces `Event::Crash` and a `Fault` event per torn sector and per
+    /// corrupted file.
+    pub fn power_loss(&self, crash_seed: u64) -> CrashOutcome {
+        self.disk().power_loss(crash_seed)
+    }
+
+    /// The process restarts without losing power: every handle dies and
+    /// the crash point is disarmed (and no longer reached); the page
+    /// cache — every volatile image and pending change — survives.
+    pub fn process_restart(&self) {
+        self.disk().process_restart();
+    }
+
+    /// How many faults of each kind were injected so far.
+    pub fn fault_counts(&self) -> BTreeMap<FaultKind, u64> {
+        self.disk().fault_counts.clone()
+    }
+
+    /// The next I/O operation's global index (= operations so far).
+    pub fn io_count(&self) -> u64 {
+        self.disk().io_index
+    }
+
+    /// The sum of all files' volatile lengths. A file unlinked but still
+    /// named by a durable entry still counts: its space is freed when the
+    /// unlink is durable, as a journaling file system frees it at commit.
+    pub fn volatile_bytes(&self) -> u64 {
+        self.disk().fs.volatile_bytes()
+    }
+}
+
+impl Vfs for SimVfs {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn VfsFile>> {
+        let mut disk = self.disk();
+        let name = disk.name_of(path);
+        let inode = disk.run(IoKind::Open, name, 0, 0, |disk, _| disk.fs.open(path, mode))?;
+        Ok(Box::new(SimFile {
+            disk: self.disk.clone(),
+            epoch: disk.epoch,
+            inode,
+            name,
+            writable: mode != OpenMode::Read,
+        }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut disk = self.disk();
+        let name = disk.name_of(from);
+        disk.run(IoKind::Rename, name, 0, 0, |disk, _| disk.fs.rename(from, to))
+    }
+
+    fn unlink(&self, path: &Path) -> io::Result<()> {
+        let mut disk = self.disk();
+        let name = disk.name_of(path);
+        disk.run(IoKind::Unlink, name, 0, 0, |disk, _| disk.fs.unlink(path))
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let mut disk = self.disk();
+        let name = disk.name_of(dir);
+        disk.run(IoKind::ListDir, name, 0, 0, |disk, _| disk.fs.list_dir(dir))
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        let mut disk = self.disk();
+        let name = disk.name_of(dir);
+        disk.run(IoKind::CreateDir, name, 0, 0, |disk, _| {
+            disk.fs.create_dir_all(dir);
+            Ok(())
+        })
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut disk = self.disk();
+        let name = disk.name_of(dir);
+        disk.run(IoKind::SyncDir, name, 0, 0, |disk, _| disk.fs.sync_dir(dir))
+    }
+
+    fn map_readonly(&self, path: &Path) -> io::Result<Mapping> {
+        let mut disk = self.disk();
+        let name = disk.name_of(path);
+        disk.run(IoKind::Map, name, 0, 0, |disk, index| {
+            let inode = disk.fs.lookup(path)?;
+            if disk.faults.read(&disk.config) {
+                disk.inject(index, FaultKind::ReadEio);
+                return Err(io::Error::other("map failed (simulated EIO)"));
+            }
+            // No bit flips here: a mapping lives long, so a flip in it
+            // would be corruption, not a transient fault.
+            Ok(Mapping::from_vec(disk.fs.inode(inode).volatile.clone()))
+        })
+    }
+
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        let mut disk = self.disk();
+        let name = disk.name_of(path);
+        disk.run(IoKind::Exists, name, 0, 0, |disk, _| Ok(disk.fs.exists(path)))
+    }
+
+    fn mark(&self, label: &'static str) {
+        self.disk().mark(label);
+    }
+}

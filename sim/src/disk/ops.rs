@@ -1,0 +1,147 @@
+//! [`Disk`]: everything behind the simulated disk's one lock, and the life
+//! of one I/O operation.
+//!
+//! Every `Vfs` and `VfsFile` call runs through [`Disk::run`]: it takes the
+//! next global I/O index, stops the operation if the armed crash point has
+//! been reached, runs it, and traces it. Routing every call through one
+//! function is what makes the trace complete and the crash point exact —
+//! no operation can slip past either.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::config::{CrashOutcome, CrashPoint, DiskConfig};
+use super::crash::build_next_disk;
+use super::faults::Faults;
+use super::state::FileSystem;
+use crate::trace::{Event, FaultKind, IoKind, Trace};
+
+/// The disk's whole state (see the module doc).
+#[derive(Debug)]
+pub(super) struct Disk {
+    pub config: DiskConfig,
+    pub fs: FileSystem,
+    pub faults: Faults,
+    pub trace: Trace,
+    /// Bumped by every power loss and process restart; a handle opened in
+    /// an older epoch is dead.
+    pub epoch: u64,
+    /// The next I/O operation's global index.
+    pub io_index: u64,
+    /// I/O operations since the last `begin_op`.
+    pub ios_this_op: u64,
+    pub crash_point: Option<CrashPoint>,
+    pub crash_reached: bool,
+    pub fault_this_op: bool,
+    /// Marks since the last `begin_op` (few: a handful per operation).
+    pub marks: Vec<&'static str>,
+    pub fault_counts: BTreeMap<FaultKind, u64>,
+}
+
+pub(super) fn power_lost() -> io::Error {
+    io::Error::other("simulated power loss")
+}
+
+impl Disk {
+    pub fn new(config: DiskConfig, trace: Trace) -> Self {
+        config.assert_valid();
+        Disk {
+            config,
+            fs: FileSystem::default(),
+            faults: Faults::new(),
+            trace,
+            epoch: 0,
+            io_index: 0,
+            ios_this_op: 0,
+            crash_point: None,
+            crash_reached: false,
+            fault_this_op: false,
+            marks: Vec::new(),
+            fault_counts: BTreeMap::new(),
+        }
+    }
+
+    /// The trace's id for `path` (interned once; no allocation after).
+    pub fn name_of(&mut self, path: &Path) -> u32 {
+        self.trace.intern(&path.to_string_lossy())
+    }
+
+    /// Run one I/O operation (see the module doc). `name`, `offset_bytes`
+    /// and `len_bytes` are for the trace only.
+    pub fn run<T>(
+        &mut self,
+        kind: IoKind,
+        name: u32,
+        offset_bytes: u64,
+        len_bytes: u64,
+        op: impl FnOnce(&mut Disk, u64) -> io::Result<T>,
+    ) -> io::Result<T> {
+        let index = self.io_index;
+        self.io_index += 1;
+        let nth_this_op = self.ios_this_op;
+        self.ios_this_op += 1;
+        let due = match self.crash_point {
+            Some(CrashPoint::AfterIos(n)) => nth_this_op >= n,
+            Some(CrashPoint::AtIo(at)) => index >= at,
+            Some(CrashPoint::AtMark(_)) | None => false,
+        };
+        self.crash_reached |= due;
+        let result = if self.crash_reached { Err(power_lost()) } else { op(self, index) };
+        self.trace.push(Event::Io { index, kind, name, offset: offset_bytes, len: len_bytes, ok: result.is_ok() });
+        result
+    }
+
+    /// Count and trace a fault injected into the operation `index`.
+    pub fn inject(&mut self, index: u64, kind: FaultKind) {
+        self.fault_this_op = true;
+        self.note_fault(index, kind);
+    }
+
+    fn note_fault(&mut self, index: u64, kind: FaultKind) {
+        *self.fault_counts.entry(kind).or_insert(0) += 1;
+        self.trace.push(Event::Fault { index, kind });
+    }
+
+    pub fn mark(&mut self, label: &'static str) {
+        self.trace.push(Event::Mark { label });
+        self.marks.push(label);
+        if self.crash_point == Some(CrashPoint::AtMark(label)) {
+            self.crash_reached = true;
+        }
+    }
+
+    pub fn begin_op(&mut self, fault_seed: u64) {
+        self.faults.reseed(fault_seed);
+        self.ios_this_op = 0;
+        self.fault_this_op = false;
+        self.marks.clear();
+    }
+
+    pub fn power_loss(&mut self, crash_seed: u64) -> CrashOutcome {
+        self.trace.push(Event::Crash { io_index: self.io_index });
+        let mut rng = ChaCha8Rng::seed_from_u64(crash_seed);
+        let outcome = build_next_disk(&mut self.fs, &self.config, &mut rng);
+        for _ in 0..outcome.torn_sectors {
+            self.note_fault(self.io_index, FaultKind::TornSector);
+        }
+        for _ in &outcome.media_corrupted {
+            self.note_fault(self.io_index, FaultKind::MediaCorruption);
+        }
+        self.fs.reset_to_durable();
+        self.epoch += 1;
+        self.crash_point = None;
+        self.crash_reached = false;
+        outcome
+    }
+
+    pub fn process_restart(&mut self) {
+        self.fs.forget_handles();
+        self.epoch += 1;
+        self.crash_point = None;
+        self.crash_reached = false;
+    }
+}

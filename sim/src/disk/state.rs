@@ -1,0 +1,332 @@
+//! The disk's contents as a perfect disk would keep them: every inode
+//! (`inode.rs`) and directory (`dir.rs`), each with a volatile view, a
+//! durable view, and the list of changes that lead from the second to the
+//! first; and the file-system calls over them.
+//!
+//! The one invariant everything else leans on: for every inode and every
+//! directory, applying its pending operations in order to its durable view
+//! gives its volatile view. `sync` and `sync_dir` apply them to the durable
+//! view and clear the list, so the cost of a sync is the size of what
+//! changed since the last one — never a copy of the whole file; the crash
+//! builder (`crash.rs`) applies a chosen part of them instead.
+//!
+//! Nothing here fails at random, counts I/O or knows about traces: that is
+//! `ops.rs` and `faults.rs`. Errors here are the ones a real file system
+//! gives a caller (a missing file, a missing directory).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use engine::vfs::OpenMode;
+
+use super::dir::{Dir, DirOp};
+use super::inode::{DataOp, Inode, InodeId, MAX_FILE_BYTES};
+
+/// Every inode and directory on the disk.
+#[derive(Debug, Default)]
+pub(super) struct FileSystem {
+    pub inodes: BTreeMap<InodeId, Inode>,
+    /// Directories exist durably from their creation: they are the
+    /// engine's root, made once, so modelling their own entries' loss
+    /// would test nothing the engine does.
+    pub dirs: BTreeMap<PathBuf, Dir>,
+    next_inode: InodeId,
+    /// The sum of every inode's volatile length, kept as it changes.
+    volatile_bytes: u64,
+}
+
+fn not_found(path: &Path) -> io::Error {
+    io::Error::new(io::ErrorKind::NotFound, format!("{}: no such file or directory", path.display()))
+}
+
+/// Split `path` into its directory and its (UTF-8) file name.
+fn split(path: &Path) -> io::Result<(&Path, &str)> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{}: not a file path", path.display())));
+    };
+    let Some(name) = name.to_str() else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{}: name is not UTF-8", path.display())));
+    };
+    Ok((dir, name))
+}
+
+impl FileSystem {
+    /// The sum of all files' volatile lengths.
+    pub fn volatile_bytes(&self) -> u64 {
+        self.volatile_bytes
+    }
+
+    pub fn inode(&self, id: InodeId) -> &Inode {
+        self.inodes.get(&id).expect("an open handle's inode is alive")
+    }
+
+    pub fn inode_mut(&mut self, id: InodeId) -> &mut Inode {
+        self.inodes.get_mut(&id).expect("an open handle's inode is alive")
+    }
+
+    fn dir(&self, path: &Path) -> io::Result<&Dir> {
+        self.dirs.get(path).ok_or_else(|| not_found(path))
+    }
+
+    fn dir_mut(&mut self, path: &Path) -> io::Result<&mut Dir> {
+        self.dirs.get_mut(path).ok_or_else(|| not_found(path))
+    }
+
+    /// The inode `path` names now.
+    pub fn lookup(&self, path: &Path) -> io::Result<InodeId> {
+        let (dir, name) = split(path)?;
+        self.dir(dir)?.volatile.get(name).copied().ok_or_else(|| not_found(path))
+    }
+
+    /// Open `path` per `mode` and count the new handle.
+    pub fn open(&mut self, path: &Path, mode: OpenMode) -> io::Result<InodeId> {
+        let (dir_path, name) = split(path)?;
+        if self.dirs.contains_key(path) {
+            return Err(io::Error::new(io::ErrorKind::IsADirectory, format!("{}: is a directory", path.display())));
+        }
+        let existing = self.dir(dir_path)?.volatile.get(name).copied();
+        let id = match (mode, existing) {
+            (OpenMode::Read | OpenMode::Write, None) => return Err(not_found(path)),
+            (OpenMode::Read | OpenMode::Write | OpenMode::Create, Some(id)) => id,
+            (OpenMode::Truncate, Some(id)) => {
+                // Cutting an empty file changes nothing, so nothing is pending.
+                if !self.inode(id).volatile.is_empty() {
+                    self.set_len(id, 0);
+                }
+                id
+            }
+            (OpenMode::Create | OpenMode::Truncate, None) => {
+                let id = self.next_inode;
+                self.next_inode += 1;
+                self.inodes.insert(id, Inode::default());
+                let dir = self.dir_mut(dir_path).expect("checked above");
+                dir.volatile.insert(name.to_string(), id);
+                dir.pending.push(DirOp::Link { name: name.to_string(), inode: id });
+                id
+            }
+        };
+        self.inode_mut(id).open_handles += 1;
+        Ok(id)
+    }
+
+    /// A handle on `id` was dropped in the current epoch.
+    pub fn close(&mut self, id: InodeId) {
+        let inode = self.inode_mut(id);
+        assert!(inode.open_handles > 0);
+        inode.open_handles -= 1;
+        if inode.open_handles == 0 {
+            self.collect_garbage();
+        }
+    }
+
+    /// Read from the volatile image; fewer bytes only at the end of file.
+    pub fn read(&self, id: InodeId, offset_bytes: u64, buf: &mut [u8]) -> usize {
+        let image = &self.inode(id).volatile;
+        let Ok(start) = usize::try_from(offset_bytes) else { return 0 };
+        if start >= image.len() {
+            return 0;
+        }
+        let n = buf.len().min(image.len() - start);
+        buf[..n].copy_from_slice(&image[start..start + n]);
+        n
+    }
+
+    /// The volatile length `id` would have after a write ending at
+    /// `end_bytes`, minus its length now: what the write costs in space.
+    pub fn growth_bytes(&self, id: InodeId, end_bytes: u64) -> u64 {
+        end_bytes.saturating_sub(self.inode(id).volatile.len() as u64)
+    }
+
+    /// Write to the volatile image and remember the write as pending.
+    pub fn write(&mut self, id: InodeId, offset_bytes: u64, data: &[u8]) {
+        assert!(offset_bytes + data.len() as u64 <= MAX_FILE_BYTES);
+        self.push_data_op(id, DataOp::Write { offset_bytes, data: data.to_vec() });
+    }
+
+    /// Cut or extend the volatile image and remember it as pending.
+    pub fn set_len(&mut self, id: InodeId, len_bytes: u64) {
+        assert!(len_bytes <= MAX_FILE_BYTES);
+        self.push_data_op(id, DataOp::SetLen { len_bytes });
+    }
+
+    fn push_data_op(&mut self, id: InodeId, op: DataOp) {
+        let inode = self.inode_mut(id);
+        let len_before = inode.volatile.len() as u64;
+        op.apply(&mut inode.volatile);
+        let len_after = inode.volatile.len() as u64;
+        inode.pending.push(op);
+        self.volatile_bytes = self.volatile_bytes - len_before + len_after;
+    }
+
+    /// fsync: make the pending data ops durable, in order. The cost is the
+    /// bytes they wrote, not the file's size.
+    pub fn sync(&mut self, id: InodeId) {
+        let inode = self.inode_mut(id);
+        for op in &inode.pending {
+            op.apply(&mut inode.durable);
+        }
+        inode.pending.clear();
+        assert_eq!(inode.durable.len(), inode.volatile.len());
+    }
+
+    /// A failed fsync: the dirty data is gone, reads see the durable image.
+    pub fn drop_dirty(&mut self, id: InodeId) {
+        let inode = self.inode_mut(id);
+        let len_before = inode.volatile.len() as u64;
+        inode.volatile.clone_from(&inode.durable);
+        inode.pending.clear();
+        let len_after = inode.volatile.len() as u64;
+        self.volatile_bytes = self.volatile_bytes - len_before + len_after;
+    }
+
+    /// Rename within one directory. Across directories the engine never
+    /// renames, and the simulator refuses rather than model it loosely.
+    pub fn rename(&mut self, from: &Path, to: &Path) -> io::Result<()> {
+        let (from_dir, from_name) = split(from)?;
+        let (to_dir, to_name) = split(to)?;
+        let id = self.lookup(from)?;
+        self.dir(to_dir)?;
+        if from_dir != to_dir {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("{} -> {}: rename across directories is not simulated", from.display(), to.display()),
+            ));
+        }
+        if from_name == to_name {
+            return Ok(());
+        }
+        let dir = self.dir_mut(from_dir)?;
+        dir.volatile.remove(from_name);
+        dir.volatile.insert(to_name.to_string(), id);
+        dir.pending.push(DirOp::Rename { from: from_name.to_string(), to: to_name.to_string(), inode: id });
+        Ok(())
+    }
+
+    pub fn unlink(&mut self, path: &Path) -> io::Result<()> {
+        let (dir_path, name) = split(path)?;
+        let id = self.lookup(path)?;
+        let dir = self.dir_mut(dir_path)?;
+        dir.volatile.remove(name);
+        dir.pending.push(DirOp::Unlink { name: name.to_string(), inode: id });
+        Ok(())
+    }
+
+    /// The file names in `dir`, sorted bytewise (`BTreeMap<String, _>`
+    /// order is bytewise order).
+    pub fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+        Ok(self.dir(dir)?.volatile.keys().cloned().collect())
+    }
+
+    /// Create `dir` and its missing ancestors, durably at once.
+    pub fn create_dir_all(&mut self, dir: &Path) {
+        for ancestor in dir.ancestors() {
+            if !ancestor.as_os_str().is_empty() && !self.dirs.contains_key(ancestor) {
+                self.dirs.insert(ancestor.to_path_buf(), Dir::default());
+            }
+        }
+    }
+
+    /// Make `dir`'s pending entry changes durable, in order.
+    pub fn sync_dir(&mut self, dir: &Path) -> io::Result<()> {
+        let dir = self.dir_mut(dir)?;
+        for op in &dir.pending {
+            let applied = op.apply(&mut dir.durable);
+            assert!(applied, "a pending op applies in order to the durable entries");
+        }
+        dir.pending.clear();
+        assert_eq!(dir.durable, dir.volatile);
+        self.collect_garbage();
+        Ok(())
+    }
+
+    /// Whether `path` names a file or a directory now.
+    pub fn exists(&self, path: &Path) -> bool {
+        self.dirs.contains_key(path) || self.lookup(path).is_ok()
+    }
+
+    /// Forget every inode that nothing can reach any more: no directory
+    /// entry (volatile or durable), no pending directory op, no open
+    /// handle. Called when references go away (a dir sync, a last close,
+    /// a restart), never per read or write.
+    pub fn collect_garbage(&mut self) {
+        let mut reachable = BTreeSet::new();
+        for dir in self.dirs.values() {
+            reachable.extend(dir.volatile.values().copied());
+            reachable.extend(dir.durable.values().copied());
+            reachable.extend(dir.pending.iter().map(DirOp::inode));
+        }
+        let mut freed_bytes = 0u64;
+        self.inodes.retain(|id, inode| {
+            let keep = inode.open_handles > 0 || reachable.contains(id);
+            if !keep {
+                freed_bytes += inode.volatile.len() as u64;
+            }
+            keep
+        });
+        self.volatile_bytes -= freed_bytes;
+    }
+
+    /// Every handle is gone (a restart or power loss bumped the epoch).
+    pub fn forget_handles(&mut self) {
+        for inode in self.inodes.values_mut() {
+            inode.open_handles = 0;
+        }
+        self.collect_garbage();
+    }
+
+    /// After power loss: the durable views are all there is. Every
+    /// volatile view becomes its durable one and nothing is pending.
+    pub fn reset_to_durable(&mut self) {
+        for dir in self.dirs.values_mut() {
+            dir.volatile.clone_from(&dir.durable);
+            dir.pending.clear();
+        }
+        for inode in self.inodes.values_mut() {
+            inode.volatile.clone_from(&inode.durable);
+            inode.pending.clear();
+            inode.fsync_failed = false;
+        }
+        self.forget_handles();
+        self.volatile_bytes = self.inodes.values().map(|inode| inode.volatile.len() as u64).sum();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sync_is_incremental_and_keeps_the_invariant() {
+        let mut fs = FileSystem::default();
+        fs.create_dir_all(Path::new("/db"));
+        let id = fs.open(Path::new("/db/f"), OpenMode::Create).unwrap();
+        fs.write(id, 0, b"hello");
+        fs.sync(id);
+        fs.write(id, 5, b" world");
+        fs.set_len(id, 8);
+        assert_eq!(fs.inode(id).pending.len(), 2);
+        assert_eq!(fs.inode(id).durable, b"hello");
+        fs.sync(id);
+        assert!(fs.inode(id).pending.is_empty());
+        assert_eq!(fs.inode(id).durable, b"hello wo");
+        assert_eq!(fs.volatile_bytes(), 8);
+    }
+
+    #[test]
+    fn garbage_collection_waits_for_the_last_reference() {
+        let mut fs = FileSystem::default();
+        fs.create_dir_all(Path::new("/db"));
+        let path = Path::new("/db/f");
+        let id = fs.open(path, OpenMode::Create).unwrap();
+        fs.write(id, 0, b"data");
+        fs.sync_dir(Path::new("/db")).unwrap();
+        fs.unlink(path).unwrap();
+        fs.sync_dir(Path::new("/db")).unwrap();
+        assert!(fs.inodes.contains_key(&id), "still open");
+        assert_eq!(fs.volatile_bytes(), 4);
+        fs.close(id);
+        assert!(!fs.inodes.contains_key(&id));
+        assert_eq!(fs.volatile_bytes(), 0);
+    }
+}

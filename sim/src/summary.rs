@@ -1,0 +1,151 @@
+//! The summary of many seeds: counters summed, failures kept in seed
+//! order, rendered for a person or as one JSON object.
+//!
+//! Sums do not depend on the order seeds finish in, and failures are
+//! sorted by seed, so `--jobs 4` prints what `--jobs 1` prints (bar the
+//! timing figures).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use crate::run::{Failure, SeedOutcome};
+use crate::trace::FaultKind;
+
+/// Totals over every seed run.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    /// Seeds run.
+    pub seeds: u64,
+    /// Workload operations run.
+    pub ops: u64,
+    /// Power losses.
+    pub crashes: u64,
+    /// Reopens.
+    pub restarts: u64,
+    /// Expected refusals after media corruption.
+    pub refusals_accepted: u64,
+    /// Faults injected, by kind.
+    pub faults: BTreeMap<FaultKind, u64>,
+    /// Crashes by gap.
+    pub crash_gaps: BTreeMap<String, u64>,
+    /// Failures, in seed order.
+    pub failures: Vec<Failure>,
+    /// The trace hash, when exactly one seed ran.
+    pub trace_hash: Option<u64>,
+    /// Wall-clock seconds the run took (the only wall-clock figure).
+    pub elapsed_sec: f64,
+}
+
+impl Summary {
+    /// Fold one seed's outcome in.
+    pub fn add(&mut self, outcome: &SeedOutcome) {
+        self.seeds += 1;
+        self.ops += outcome.ops;
+        self.crashes += outcome.crashes;
+        self.restarts += outcome.restarts;
+        self.refusals_accepted += outcome.refusals_accepted;
+        for (kind, count) in &outcome.faults {
+            *self.faults.entry(*kind).or_default() += count;
+        }
+        for (gap, count) in &outcome.crash_gaps {
+            *self.crash_gaps.entry(gap.to_string()).or_default() += count;
+        }
+        if let Some(failure) = &outcome.failure {
+            let at = self.failures.partition_point(|f| f.seed < failure.seed);
+            self.failures.insert(at, failure.clone());
+        }
+        self.trace_hash = if self.seeds == 1 { Some(outcome.trace_hash) } else { None };
+    }
+
+    /// Workload operations per wall-clock second.
+    pub fn ops_per_sec(&self) -> f64 {
+        if self.elapsed_sec > 0.0 {
+            self.ops as f64 / self.elapsed_sec
+        } else {
+            0.0
+        }
+    }
+
+    /// The JSON summary object.
+    pub fn to_json(&self) -> Value {
+        let faults: serde_json::Map<String, Value> = FaultKind::ALL
+            .iter()
+            .map(|k| (k.name().to_string(), json!(self.faults.get(k).copied().unwrap_or(0))))
+            .collect();
+        let failures: Vec<Value> = self
+            .failures
+            .iter()
+            .map(|f| {
+                json!({
+                    "seed": f.seed,
+                    "check": f.check,
+                    "op_index": f.op_index,
+                    "detail": f.detail,
+                    "repro": f.repro,
+                })
+            })
+            .collect();
+        let mut out = json!({
+            "seeds": self.seeds,
+            "ops": self.ops,
+            "ops_per_sec": (self.ops_per_sec() * 10.0).round() / 10.0,
+            "elapsed_sec": (self.elapsed_sec * 1000.0).round() / 1000.0,
+            "crashes": self.crashes,
+            "restarts": self.restarts,
+            "refusals_accepted": self.refusals_accepted,
+            "faults": faults,
+            "crash_gaps": self.crash_gaps,
+            "failures": failures,
+        });
+        if let Some(hash) = self.trace_hash {
+            out["trace_hash"] = json!(format!("{hash:016x}"));
+        }
+        out
+    }
+
+    /// The report for a person.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{} seeds, {} ops in {:.2} s ({:.0} ops/s), {} crashes, {} restarts, {} expected refusals",
+            self.seeds,
+            self.ops,
+            self.elapsed_sec,
+            self.ops_per_sec(),
+            self.crashes,
+            self.restarts,
+            self.refusals_accepted
+        );
+        let faults: Vec<String> = FaultKind::ALL
+            .iter()
+            .map(|k| format!("{}={}", k.name(), self.faults.get(k).copied().unwrap_or(0)))
+            .collect();
+        let _ = writeln!(out, "faults injected: {}", faults.join(" "));
+        let gaps: Vec<String> = self.crash_gaps.iter().map(|(g, n)| format!("{g}={n}")).collect();
+        let _ = writeln!(out, "crashes by gap: {}", if gaps.is_empty() { "none".to_string() } else { gaps.join(" ") });
+        if let Some(hash) = self.trace_hash {
+            let _ = writeln!(out, "trace hash: {hash:016x}");
+        }
+        if self.failures.is_empty() {
+            let _ = writeln!(out, "no failures");
+            return out;
+        }
+        let _ = writeln!(out, "{} FAILED SEEDS", self.failures.len());
+        for failure in &self.failures {
+            let _ =
+                writeln!(out, "\nseed {} failed check '{}' at op #{}:", failure.seed, failure.check, failure.op_index);
+            for line in failure.detail.lines() {
+                let _ = writeln!(out, "  {line}");
+            }
+            let _ = writeln!(out, "  last events:");
+            for line in &failure.recent {
+                let _ = writeln!(out, "    {line}");
+            }
+            let _ = writeln!(out, "  repro: {}", failure.repro);
+        }
+        out
+    }
+}

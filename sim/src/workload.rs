@@ -1,0 +1,349 @@
+//! The workload: a seed's list of operations, generated up front.
+//!
+//! Generating the whole list before running it (rather than choosing as we
+//! go) is what makes shrinking possible: the shrinker deletes operations
+//! and re-runs the rest, and each operation keeps its original index, from
+//! which its fault stream is derived — so deleting one operation does not
+//! reshuffle the faults of the others.
+//!
+//! Every token is printable ASCII without spaces, so an operation prints as
+//! one line and parses back (`corpus/regressions/` holds such lines).
+
+use std::fmt;
+
+use engine::store::Command;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::config::{Config, OpKind};
+use crate::disk::CrashPoint;
+
+/// The simulated clock's start: 2023-11-14, so TTLs look like real ones.
+pub const T0_MS: u64 = 1_700_000_000_000;
+
+/// One workload operation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// A store command (reads are checked against the model as they run).
+    Cmd(Command),
+    /// `store.evict()`.
+    Evict,
+    /// `store.rewrite()`.
+    Rewrite,
+    /// `store.sync()`.
+    Sync,
+    /// Advance the clock, then `store.tick()`.
+    Advance(u64),
+    /// Power loss between operations.
+    Crash,
+    /// Clean close and reopen.
+    Restart,
+}
+
+/// An operation at its place in the list, maybe with a crash inside it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedOp {
+    /// Its index in the generated list (kept through shrinking).
+    pub index: u64,
+    /// What to do.
+    pub op: Op,
+    /// Where to cut the power while doing it.
+    pub crash: Option<CrashPoint>,
+}
+
+impl Op {
+    /// A short tag for traces and counters.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Op::Cmd(Command::Set { .. }) => "set",
+            Op::Cmd(Command::Get { .. }) => "get",
+            Op::Cmd(Command::Del { .. }) => "del",
+            Op::Cmd(Command::HSet { .. }) => "hset",
+            Op::Cmd(Command::HGet { .. }) => "hget",
+            Op::Cmd(Command::HDel { .. }) => "hdel",
+            Op::Cmd(Command::HGetAll { .. }) => "hgetall",
+            Op::Cmd(Command::PExpireAt { .. }) => "pexpireat",
+            Op::Cmd(Command::Persist { .. }) => "persist",
+            Op::Cmd(Command::HPExpireAt { .. }) => "hpexpireat",
+            Op::Cmd(Command::FlushAll) => "flushall",
+            Op::Cmd(Command::Window { .. }) => "window",
+            Op::Evict => "evict",
+            Op::Rewrite => "rewrite",
+            Op::Sync => "sync",
+            Op::Advance(_) => "advance",
+            Op::Crash => "crash",
+            Op::Restart => "restart",
+        }
+    }
+}
+
+impl fmt::Display for PlannedOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.index)?;
+        match self.crash {
+            None => {}
+            Some(CrashPoint::AfterIos(n)) => write!(f, " @ios={n}")?,
+            Some(CrashPoint::AtIo(i)) => write!(f, " @io={i}")?,
+            Some(CrashPoint::AtMark(label)) => write!(f, " @mark={label}")?,
+        }
+        match &self.op {
+            Op::Cmd(command) => {
+                for arg in command.to_args() {
+                    write!(f, " {}", String::from_utf8_lossy(&arg))?;
+                }
+                Ok(())
+            }
+            Op::Evict => write!(f, " EVICT"),
+            Op::Rewrite => write!(f, " REWRITE"),
+            Op::Sync => write!(f, " SYNC"),
+            Op::Advance(ms) => write!(f, " ADVANCE {ms}"),
+            Op::Crash => write!(f, " CRASH"),
+            Op::Restart => write!(f, " RESTART"),
+        }
+    }
+}
+
+/// The phase labels the engine marks, for aiming crashes and parsing.
+pub const MARKS: [&str; 11] = [
+    "seal.built",
+    "seal.dir_synced",
+    "seal.registered",
+    "frame.logged",
+    "commit.done",
+    "rewrite.synced",
+    "rewrite.renamed",
+    "rewrite.dir_synced",
+    "rewrite.retired",
+    "flushall.logged",
+    "open.done",
+];
+
+impl PlannedOp {
+    /// Parse a line printed by `Display`.
+    pub fn parse(line: &str) -> Result<PlannedOp, String> {
+        let mut words = line.split_whitespace().peekable();
+        let index: u64 = words.next().ok_or("empty line")?.parse().map_err(|_| format!("bad op index in {line:?}"))?;
+        let mut crash = None;
+        if let Some(word) = words.peek().filter(|w| w.starts_with('@')) {
+            let (key, value) = word[1..].split_once('=').ok_or(format!("bad crash point {word:?}"))?;
+            crash = Some(match key {
+                "ios" => CrashPoint::AfterIos(value.parse().map_err(|_| format!("bad count {value:?}"))?),
+                "io" => CrashPoint::AtIo(value.parse().map_err(|_| format!("bad index {value:?}"))?),
+                "mark" => CrashPoint::AtMark(
+                    MARKS.iter().find(|m| **m == value).copied().ok_or(format!("unknown mark {value:?}"))?,
+                ),
+                _ => return Err(format!("bad crash point {word:?}")),
+            });
+            words.next();
+        }
+        let rest: Vec<&str> = words.collect();
+        let op = match rest.as_slice() {
+            ["EVICT"] => Op::Evict,
+            ["REWRITE"] => Op::Rewrite,
+            ["SYNC"] => Op::Sync,
+            ["CRASH"] => Op::Crash,
+            ["RESTART"] => Op::Restart,
+            ["ADVANCE", ms] => Op::Advance(ms.parse().map_err(|_| format!("bad advance {ms:?}"))?),
+            args => {
+                let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+                Op::Cmd(Command::parse(&args).map_err(|e| format!("{line:?}: {e}"))?)
+            }
+        };
+        Ok(PlannedOp { index, op, crash })
+    }
+}
+
+/// Builds a seed's operation list.
+struct Generator<'a> {
+    config: &'a Config,
+    rng: ChaCha8Rng,
+    now_ms: u64,
+    total_weight: u32,
+}
+
+const WORKLOAD_SALT: u64 = 0x574f_524b_4c4f_4144;
+
+impl<'a> Generator<'a> {
+    fn pick_kind(&mut self) -> OpKind {
+        let mut roll = self.rng.gen_range(0..self.total_weight);
+        for &(kind, weight) in &self.config.weights {
+            if roll < weight {
+                return kind;
+            }
+            roll -= weight;
+        }
+        unreachable!("roll is below the total weight")
+    }
+
+    fn token(&mut self, max_len: usize) -> Vec<u8> {
+        const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+        let len = self.rng.gen_range(1..=max_len.max(1));
+        (0..len).map(|_| ALPHABET[self.rng.gen_range(0..ALPHABET.len())]).collect()
+    }
+
+    fn table_row(&mut self) -> Vec<u8> {
+        let table = self.rng.gen_range(0..self.config.tables.len());
+        let id = self.rng.gen_range(0..self.config.key_space);
+        format!("{}:{id}", self.config.tables[table].name).into_bytes()
+    }
+
+    fn hash_key(&mut self) -> Vec<u8> {
+        if self.rng.gen_bool(0.8) {
+            self.table_row()
+        } else {
+            format!("h{}", self.rng.gen_range(0..self.config.key_space)).into_bytes()
+        }
+    }
+
+    fn any_key(&mut self) -> Vec<u8> {
+        match self.rng.gen_range(0..4) {
+            0 => format!("k{}", self.rng.gen_range(0..self.config.key_space)).into_bytes(),
+            _ => self.hash_key(),
+        }
+    }
+
+    fn field(&mut self) -> Vec<u8> {
+        if self.rng.gen_bool(0.3) {
+            b"ts".to_vec()
+        } else {
+            format!("f{}", self.rng.gen_range(0..4)).into_bytes()
+        }
+    }
+
+    fn fields(&mut self) -> Vec<Vec<u8>> {
+        (0..self.rng.gen_range(1..=3)).map(|_| self.field()).collect()
+    }
+
+    /// A window-column value that climbs with the op index, so windows
+    /// slide and rows fall out of them.
+    fn ts_value(&mut self, index: u64) -> Vec<u8> {
+        let ts = (index / 4) as i64 + self.rng.gen_range(-8..8);
+        ts.to_string().into_bytes()
+    }
+
+    fn at_ms(&mut self) -> u64 {
+        // Some already expired, most a few simulated seconds ahead.
+        self.now_ms.saturating_add_signed(self.rng.gen_range(-2_000..15_000))
+    }
+
+    fn op(&mut self, index: u64, kind: OpKind) -> Op {
+        let max_value = self.config.max_value_bytes;
+        match kind {
+            OpKind::Set => {
+                let key = if self.rng.gen_bool(0.9) { self.any_key() } else { self.table_row() };
+                Op::Cmd(Command::Set { key, value: self.token(max_value) })
+            }
+            OpKind::Get => Op::Cmd(Command::Get { key: self.any_key() }),
+            OpKind::Del => {
+                let keys = (0..self.rng.gen_range(1..=3)).map(|_| self.any_key()).collect();
+                Op::Cmd(Command::Del { keys })
+            }
+            OpKind::HSet => {
+                let key = self.hash_key();
+                let mut pairs = Vec::new();
+                if self.rng.gen_bool(0.8) {
+                    pairs.push((b"ts".to_vec(), self.ts_value(index)));
+                }
+                for _ in 0..self.rng.gen_range(usize::from(pairs.is_empty())..=3) {
+                    let field = format!("f{}", self.rng.gen_range(0..4)).into_bytes();
+                    pairs.push((field, self.token(max_value)));
+                }
+                Op::Cmd(Command::HSet { key, pairs })
+            }
+            OpKind::HGet => Op::Cmd(Command::HGet { key: self.hash_key(), field: self.field() }),
+            OpKind::HDel => Op::Cmd(Command::HDel { key: self.hash_key(), fields: self.fields() }),
+            OpKind::HGetAll => Op::Cmd(Command::HGetAll { key: self.hash_key() }),
+            OpKind::PExpireAt => Op::Cmd(Command::PExpireAt { key: self.any_key(), at_ms: self.at_ms() }),
+            OpKind::Persist => Op::Cmd(Command::Persist { key: self.any_key() }),
+            OpKind::HPExpireAt => {
+                Op::Cmd(Command::HPExpireAt { key: self.hash_key(), at_ms: self.at_ms(), fields: self.fields() })
+            }
+            OpKind::FlushAll => Op::Cmd(Command::FlushAll),
+            OpKind::Evict => Op::Evict,
+            OpKind::Rewrite => Op::Rewrite,
+            OpKind::Sync => Op::Sync,
+            OpKind::Advance => {
+                let ms = self.rng.gen_range(1..2_500);
+                self.now_ms += ms;
+                Op::Advance(ms)
+            }
+            OpKind::Crash => Op::Crash,
+            OpKind::Restart => Op::Restart,
+        }
+    }
+
+    /// Maybe aim a crash inside `op`: at a phase it passes, or a few I/O
+    /// operations in.
+    fn crash_point(&mut self, op: &Op) -> Option<CrashPoint> {
+        if !self.rng.gen_bool(self.config.inner_crash_rate) {
+            return None;
+        }
+        let marks: &[&'static str] = match op {
+            Op::Evict => &MARKS[0..5],
+            Op::Rewrite => &MARKS[5..9],
+            Op::Cmd(Command::FlushAll) => &MARKS[5..10],
+            _ => &[],
+        };
+        if !marks.is_empty() && self.rng.gen_bool(0.6) {
+            return Some(CrashPoint::AtMark(marks[self.rng.gen_range(0..marks.len())]));
+        }
+        let reach = if marks.is_empty() { 4 } else { 24 };
+        Some(CrashPoint::AfterIos(self.rng.gen_range(0..reach)))
+    }
+}
+
+/// The operation list of `config`'s seed: window declarations, then
+/// `config.ops` drawn operations.
+pub fn generate(config: &Config) -> Vec<PlannedOp> {
+    let total_weight = config.weights.iter().map(|(_, w)| *w).sum();
+    assert!(total_weight > 0, "the swarm always keeps some operation kinds");
+    let mut generator =
+        Generator { config, rng: ChaCha8Rng::seed_from_u64(config.seed ^ WORKLOAD_SALT), now_ms: T0_MS, total_weight };
+    let mut ops = Vec::with_capacity(config.ops as usize + config.tables.len());
+    for table in &config.tables {
+        let command = Command::Window {
+            table: table.name.clone().into_bytes(),
+            column: table.column.clone().into_bytes(),
+            span: table.span,
+        };
+        ops.push(PlannedOp { index: ops.len() as u64, op: Op::Cmd(command), crash: None });
+    }
+    for _ in 0..config.ops {
+        let index = ops.len() as u64;
+        let kind = generator.pick_kind();
+        let op = generator.op(index, kind);
+        let crash = generator.crash_point(&op);
+        ops.push(PlannedOp { index, op, crash });
+    }
+    ops
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Overrides;
+
+    #[test]
+    fn every_op_prints_and_parses_back() {
+        for seed in 0..32 {
+            let config = Config::from_seed(seed, Overrides::default());
+            for planned in generate(&config) {
+                let line = planned.to_string();
+                assert_eq!(PlannedOp::parse(&line).unwrap(), planned, "{line}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_same_seed_generates_the_same_ops() {
+        let config = Config::from_seed(9, Overrides::default());
+        assert_eq!(generate(&config), generate(&config));
+    }
+
+    #[test]
+    fn bad_lines_are_refused_with_a_reason() {
+        for line in ["", "x SET a b", "1 @mark=nowhere EVICT", "1 ADVANCE soon", "1 FROB"] {
+            assert!(PlannedOp::parse(line).is_err(), "{line}");
+        }
+    }
+}

@@ -19,7 +19,7 @@ use engine::Error;
 
 use crate::checker::{diff, Checker};
 use crate::config::{Config, Overrides};
-use crate::disk::{CrashOutcome, SimVfs};
+use crate::disk::{CrashOutcome, CrashPoint, SimVfs};
 use crate::trace::{hash_bytes, Event, FaultKind, Trace};
 use crate::workload::{Op, PlannedOp, T0_MS};
 
@@ -118,6 +118,8 @@ struct Runner<'a> {
     checker: Checker,
     outcome: SeedOutcome,
     op_index: u64,
+    /// The crash point armed for the current operation.
+    planned_crash: Option<CrashPoint>,
 }
 
 type Step = Result<(), Failure>;
@@ -265,7 +267,13 @@ impl Runner<'_> {
 
     fn power_loss(&mut self, op: &Op) -> Step {
         self.store = None;
-        let gap = crash_gap(op, self.vfs.last_mark());
+        // A crash aimed at a mark happens at that mark, whatever the
+        // engine went on to do in memory before it noticed.
+        let at_mark = match self.planned_crash {
+            Some(CrashPoint::AtMark(label)) if self.vfs.crash_point_reached() => Some(label),
+            _ => self.vfs.last_mark(),
+        };
+        let gap = crash_gap(op, at_mark);
         *self.outcome.crash_gaps.entry(gap).or_default() += 1;
         self.outcome.crashes += 1;
         let crash = self.vfs.power_loss(crash_seed(self.config.seed, self.op_index));
@@ -366,6 +374,7 @@ impl Runner<'_> {
         self.op_index = planned.index;
         self.vfs.begin_op(fault_seed(self.config.seed, planned.index));
         self.vfs.arm_crash(planned.crash);
+        self.planned_crash = planned.crash;
         let index = planned.index;
         let tag = planned.op.tag();
         self.vfs.with_trace(|t| t.push(Event::Op { index, tag }));
@@ -495,6 +504,7 @@ pub fn run_ops_with(
         checker: Checker::new(config.fsync),
         outcome: SeedOutcome { seed: config.seed, ..SeedOutcome::default() },
         op_index: 0,
+        planned_crash: None,
     };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runner.run(ops)));
     let failure = match result {

@@ -8,7 +8,10 @@
 
 use crate::config::{Config, Overrides};
 use crate::disk::CrashMode;
-use crate::run::{run_ops, Failure};
+use std::sync::Arc;
+
+use crate::run::{run_ops, run_ops_with, Failure};
+use engine::vfs::Vfs;
 use crate::workload::PlannedOp;
 use engine::aof::FsyncPolicy;
 
@@ -83,10 +86,22 @@ impl OpList {
 /// Shrink `ops` to a shorter list that still fails `check`; `runs` counts
 /// the candidate runs. Deterministic: same input, same result.
 pub fn shrink(config: &Config, overrides: Overrides, ops: Vec<PlannedOp>, check: &str) -> (Vec<PlannedOp>, u64) {
+    shrink_with(config, overrides, ops, check, &|disk| disk)
+}
+
+/// [`shrink`] with the engine seeing `wrap(disk)` (see
+/// [`crate::run::run_ops_with`]).
+pub fn shrink_with(
+    config: &Config,
+    overrides: Overrides,
+    ops: Vec<PlannedOp>,
+    check: &str,
+    wrap: &dyn Fn(Arc<dyn Vfs>) -> Arc<dyn Vfs>,
+) -> (Vec<PlannedOp>, u64) {
     let mut runs = 0u64;
     let mut fails = |candidate: &[PlannedOp]| {
         runs += 1;
-        run_ops(config, overrides, candidate, false).failure.is_some_and(|f| f.check == check)
+        run_ops_with(config, overrides, candidate, false, wrap).failure.is_some_and(|f| f.check == check)
     };
     let mut current = ops;
     let mut chunks = 2usize;

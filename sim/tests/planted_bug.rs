@@ -10,6 +10,7 @@ use engine::aof::FsyncPolicy;
 use engine::vfs::{Mapping, OpenMode, Vfs, VfsFile};
 use sim::config::{Config, Overrides};
 use sim::run::run_ops_with;
+use sim::shrink::shrink_with;
 use sim::workload::generate;
 
 /// Every file fsync returns success without syncing anything.
@@ -82,6 +83,16 @@ fn a_vfs_that_skips_fsync_is_caught_with_a_repro() {
     assert!(failure.repro.contains("--fsync always"), "{}", failure.repro);
     assert!(!failure.detail.is_empty());
     eprintln!("caught at seed {seed}: check '{}'", failure.check);
+
+    // The shrinker keeps the failure while cutting the list down.
+    let config = Config::from_seed(seed, overrides);
+    let ops = generate(&config);
+    let planted = |disk| -> Arc<dyn Vfs> { Arc::new(SkipFsync(disk)) };
+    let (minimal, runs) = shrink_with(&config, overrides, ops.clone(), failure.check, &planted);
+    assert!(minimal.len() < ops.len() / 4, "shrunk only from {} to {} ops", ops.len(), minimal.len());
+    let again = run_ops_with(&config, overrides, &minimal, false, &planted);
+    assert_eq!(again.failure.map(|f| f.check), Some(failure.check));
+    eprintln!("shrunk {} ops to {} in {runs} runs", ops.len(), minimal.len());
 }
 
 #[test]

@@ -60,6 +60,39 @@ impl Model {
         self.map.keys().filter_map(|k| self.visible(k, now_ms).map(|e| (k.clone(), e))).collect()
     }
 
+    /// Whether everything visible at `now_ms` equals `dump` — what
+    /// `self.dump(now_ms) == *dump` says, without building a map (checkers
+    /// ask this after every recovery for every candidate prefix).
+    pub fn same_as(&self, dump: &BTreeMap<Vec<u8>, LogicalEntry>, now_ms: u64) -> bool {
+        let mut theirs = dump.iter();
+        for (key, entry) in &self.map {
+            if !alive(entry.expire_at_ms, now_ms) {
+                continue;
+            }
+            let same = match &entry.value {
+                LogicalValue::Str(value) => theirs.next().is_some_and(|(k, e)| {
+                    k == key && e.expire_at_ms == entry.expire_at_ms && e.value == LogicalValue::Str(value.clone())
+                }),
+                LogicalValue::Hash(fields) => {
+                    let mut live = fields.iter().filter(|(_, (_, at))| alive(*at, now_ms)).peekable();
+                    if live.peek().is_none() {
+                        continue;
+                    }
+                    theirs.next().is_some_and(|(k, e)| match &e.value {
+                        LogicalValue::Hash(other) => {
+                            k == key && e.expire_at_ms == entry.expire_at_ms && live.eq(other.iter())
+                        }
+                        LogicalValue::Str(_) => false,
+                    })
+                }
+            };
+            if !same {
+                return false;
+            }
+        }
+        theirs.next().is_none()
+    }
+
     /// Replace the content (a checker resetting to a recovered prefix).
     pub fn from_dump(map: BTreeMap<Vec<u8>, LogicalEntry>) -> Self {
         Self { map }
@@ -198,6 +231,26 @@ mod tests {
         // A write after expiry starts a fresh key with no TTL.
         assert_eq!(m.execute(&cmd(&["HSET", "h", "c", "3"]), 300).unwrap(), Reply::Int(1));
         assert_eq!(m.dump(10_000).get(b"h".as_slice()).unwrap().expire_at_ms, None);
+    }
+
+    #[test]
+    fn same_as_agrees_with_comparing_dumps() {
+        let mut m = Model::new();
+        m.execute(&cmd(&["HSET", "h", "a", "1", "b", "2"]), 0).unwrap();
+        m.execute(&cmd(&["HPEXPIREAT", "h", "100", "a"]), 0).unwrap();
+        m.execute(&cmd(&["SET", "s", "v"]), 0).unwrap();
+        m.execute(&cmd(&["HSET", "gone", "x", "1"]), 0).unwrap();
+        m.execute(&cmd(&["HPEXPIREAT", "gone", "50", "x"]), 0).unwrap();
+        for now in [0, 50, 100, 200] {
+            assert!(m.same_as(&m.dump(now), now));
+            let mut other = m.clone();
+            other.execute(&cmd(&["SET", "s", "w"]), now).unwrap();
+            assert!(!m.same_as(&other.dump(now), now));
+            assert!(!other.same_as(&m.dump(now), now));
+            let mut fewer = m.dump(now);
+            fewer.remove(b"s".as_slice());
+            assert!(!m.same_as(&fewer, now));
+        }
     }
 
     #[test]

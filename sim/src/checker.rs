@@ -109,6 +109,11 @@ impl Checker {
         self.current.dump(now_ms)
     }
 
+    /// Whether `dump` is the model's content at `now_ms`.
+    pub fn matches(&self, dump: &BTreeMap<Vec<u8>, LogicalEntry>, now_ms: u64) -> bool {
+        self.current.same_as(dump, now_ms)
+    }
+
     /// Check a recovered `dump` (taken at `now_ms`) and, if it is allowed,
     /// reset the model to it; returns the prefix length it matched.
     ///
@@ -127,7 +132,7 @@ impl Checker {
         let mut state = self.base.clone();
         let mut matched = None;
         for p in 0..=self.history.len() {
-            if p >= lowest && state.dump(now_ms) == *dump {
+            if p >= lowest && state.same_as(dump, now_ms) {
                 matched = Some(p);
                 break;
             }
@@ -138,7 +143,7 @@ impl Checker {
         if matched.is_none() {
             if let Some((at_ms, command)) = &self.uncertain {
                 let mut with_uncertain = state.clone();
-                if with_uncertain.execute(command, *at_ms).is_ok() && with_uncertain.dump(now_ms) == *dump {
+                if with_uncertain.execute(command, *at_ms).is_ok() && with_uncertain.same_as(dump, now_ms) {
                     state = with_uncertain;
                     matched = Some(self.history.len() + 1);
                 }

@@ -445,10 +445,9 @@ impl Runner<'_> {
             return Err(self.fail("audit", format!("{violations:?}")));
         }
         let now_ms = self.now();
-        let expected = self.checker.expected(now_ms);
         match self.store().logical_dump() {
-            Ok(dump) if dump == expected => Ok(()),
-            Ok(dump) => Err(self.fail("content", diff(&expected, &dump))),
+            Ok(dump) if self.checker.matches(&dump, now_ms) => Ok(()),
+            Ok(dump) => Err(self.fail("content", diff(&self.checker.expected(now_ms), &dump))),
             Err(e) => Err(self.fail("content", format!("logical_dump failed: {e}"))),
         }
     }

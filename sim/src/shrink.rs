@@ -11,9 +11,9 @@ use crate::disk::CrashMode;
 use std::sync::Arc;
 
 use crate::run::{run_ops, run_ops_with, Failure};
-use engine::vfs::Vfs;
 use crate::workload::PlannedOp;
 use engine::aof::FsyncPolicy;
+use engine::vfs::Vfs;
 
 /// A saved operation list: the seed (its configuration), the overrides,
 /// and the operations.

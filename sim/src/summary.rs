@@ -110,7 +110,7 @@ impl Summary {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "{} seeds, {} ops in {:.2} s ({:.0} ops/s), {} crashes, {} restarts, {} expected refusals",
+            "{} seeds, {} ops in {:.3} s ({:.0} ops/s), {} crashes, {} restarts, {} expected refusals",
             self.seeds,
             self.ops,
             self.elapsed_sec,

@@ -3,7 +3,7 @@
 CARGO ?= cargo
 SIM = $(CARGO) run --release -q -p sim --
 
-.PHONY: help test lint fmt check sweep determinism ci kv
+.PHONY: help test lint fmt check sweep determinism soak crash-os ci kv
 
 help:
 	@echo "make test         - the whole test suite (unit, property, integration, replayed regressions)"
@@ -11,7 +11,9 @@ help:
 	@echo "make fmt          - format the workspace"
 	@echo "make sweep        - the simulator over SEEDS (default 0..500) on JOBS workers (default 2)"
 	@echo "make determinism  - every seed of DSEEDS (default 0..100) run twice, traces compared"
-	@echo "make ci           - what .ci/run runs: lint, test, sweep, determinism"
+	@echo "make soak         - the simulator for TIME seconds (default 600) from a random base seed"
+	@echo "make crash-os     - the engine on the real disk, SIGKILLed CYCLES times (default 200), checked each time"
+	@echo "make ci           - what .ci/run runs: lint, test, sweep, determinism, crash-os"
 	@echo "make kv DIR=/tmp/kvdemo - the engine's interactive shell on a real directory"
 
 test:
@@ -35,7 +37,16 @@ DSEEDS ?= 0..100
 determinism:
 	$(SIM) --seeds $(DSEEDS) --jobs $(JOBS) --check-determinism
 
-ci: lint test sweep determinism
+TIME ?= 600
+soak:
+	$(SIM) --time $(TIME) --jobs $(JOBS)
+
+CYCLES ?= 200
+KILL_SEED ?= 1
+crash-os:
+	$(CARGO) run --release -q -p engine --example crash_os -- --cycles $(CYCLES) --seed $(KILL_SEED)
+
+ci: lint test sweep determinism crash-os
 
 DIR ?= /tmp/segsim-kv
 kv:

@@ -157,7 +157,11 @@ fn main() -> ExitCode {
             if !(secs > 0.0 && secs.is_finite()) {
                 return usage_error("--time must be a positive number of seconds");
             }
-            let base = seed.unwrap_or_else(random_base);
+            let mut base = seed.unwrap_or_else(random_base);
+            if let Some((k, n)) = cli.shard {
+                // The soak steps by N from the shard's first seed.
+                base += (k + n - base % n) % n;
+            }
             eprintln!("sim: soak for {secs} s from seed {base} (repeat with --seed {base})");
             Seeds::Soak { base, deadline: Instant::now() + Duration::from_secs_f64(secs) }
         }

@@ -47,6 +47,16 @@ pub struct Failure {
     pub repro: String,
 }
 
+/// Every check name a [`Failure`] can carry (so a JSON summary read back
+/// maps onto the same static names).
+pub const CHECKS: [&str; 9] =
+    ["reply", "durability", "audit", "content", "open", "dump", "admin", "panic", "determinism"];
+
+/// The static name of a check, from its text.
+pub fn check_name(name: &str) -> Option<&'static str> {
+    CHECKS.iter().find(|c| **c == name).copied()
+}
+
 /// Counters and the verdict of one seed.
 #[derive(Clone, Debug, Default)]
 pub struct SeedOutcome {

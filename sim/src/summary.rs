@@ -83,6 +83,7 @@ impl Summary {
                     "check": f.check,
                     "op_index": f.op_index,
                     "detail": f.detail,
+                    "recent": f.recent,
                     "repro": f.repro,
                 })
             })
@@ -103,6 +104,78 @@ impl Summary {
             out["trace_hash"] = json!(format!("{hash:016x}"));
         }
         out
+    }
+
+    /// Add another summary's totals (shards of one sweep, run apart).
+    /// Failures stay in seed order; elapsed time is the longest shard's.
+    pub fn merge(&mut self, other: &Summary) {
+        self.seeds += other.seeds;
+        self.ops += other.ops;
+        self.crashes += other.crashes;
+        self.restarts += other.restarts;
+        self.refusals_accepted += other.refusals_accepted;
+        for (kind, count) in &other.faults {
+            *self.faults.entry(*kind).or_default() += count;
+        }
+        for (gap, count) in &other.crash_gaps {
+            *self.crash_gaps.entry(gap.clone()).or_default() += count;
+        }
+        for failure in &other.failures {
+            let at = self.failures.partition_point(|f| f.seed <= failure.seed);
+            self.failures.insert(at, failure.clone());
+        }
+        self.trace_hash = None;
+        self.elapsed_sec = self.elapsed_sec.max(other.elapsed_sec);
+    }
+
+    /// Read back a summary printed by [`Summary::to_json`]; errors name
+    /// the missing or mistyped field.
+    pub fn from_json(value: &Value) -> Result<Summary, String> {
+        let number = |name: &str| value.get(name).and_then(Value::as_u64).ok_or(format!("no number `{name}`"));
+        let mut summary = Summary {
+            seeds: number("seeds")?,
+            ops: number("ops")?,
+            crashes: number("crashes")?,
+            restarts: number("restarts")?,
+            refusals_accepted: number("refusals_accepted")?,
+            elapsed_sec: value.get("elapsed_sec").and_then(Value::as_f64).ok_or("no number `elapsed_sec`")?,
+            ..Summary::default()
+        };
+        let faults = value.get("faults").and_then(Value::as_object).ok_or("no object `faults`")?;
+        for (name, count) in faults {
+            let kind =
+                FaultKind::ALL.iter().find(|k| k.name() == name).ok_or(format!("unknown fault kind {name:?}"))?;
+            summary.faults.insert(*kind, count.as_u64().ok_or(format!("fault count {name:?} is not a number"))?);
+        }
+        let gaps = value.get("crash_gaps").and_then(Value::as_object).ok_or("no object `crash_gaps`")?;
+        for (gap, count) in gaps {
+            summary.crash_gaps.insert(gap.clone(), count.as_u64().ok_or(format!("gap count {gap:?} is not a number"))?);
+        }
+        let failures = value.get("failures").and_then(Value::as_array).ok_or("no array `failures`")?;
+        for failure in failures {
+            let text = |name: &str| {
+                failure.get(name).and_then(Value::as_str).map(str::to_string).ok_or(format!("failure without `{name}`"))
+            };
+            let check = text("check")?;
+            summary.failures.push(Failure {
+                seed: failure.get("seed").and_then(Value::as_u64).ok_or("failure without `seed`")?,
+                op_index: failure.get("op_index").and_then(Value::as_u64).unwrap_or(0),
+                check: crate::run::check_name(&check).ok_or(format!("unknown check {check:?}"))?,
+                detail: text("detail")?,
+                recent: failure
+                    .get("recent")
+                    .and_then(Value::as_array)
+                    .map(|lines| lines.iter().filter_map(|l| l.as_str().map(str::to_string)).collect())
+                    .unwrap_or_default(),
+                repro: text("repro")?,
+            });
+        }
+        summary.failures.sort_by_key(|f| f.seed);
+        summary.trace_hash = match value.get("trace_hash").and_then(Value::as_str) {
+            Some(hex) => Some(u64::from_str_radix(hex, 16).map_err(|_| format!("bad trace_hash {hex:?}"))?),
+            None => None,
+        };
+        Ok(summary)
     }
 
     /// The report for a person.
@@ -147,5 +220,36 @@ impl Summary {
             let _ = writeln!(out, "  repro: {}", failure.repro);
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Overrides;
+    use crate::run::run_seed;
+
+    #[test]
+    fn shards_merge_to_the_whole_sweep() {
+        let outcomes: Vec<SeedOutcome> = (0..12).map(|seed| run_seed(seed, Overrides::default(), false)).collect();
+        let mut whole = Summary::default();
+        let mut shards = vec![Summary::default(), Summary::default(), Summary::default()];
+        for outcome in &outcomes {
+            whole.add(outcome);
+            shards[(outcome.seed % 3) as usize].add(outcome);
+        }
+        let mut merged = Summary::default();
+        for shard in &shards {
+            // Through JSON, as `sim merge` reads shard files.
+            merged.merge(&Summary::from_json(&shard.to_json()).unwrap());
+        }
+        whole.trace_hash = None;
+        assert_eq!(merged.to_json(), whole.to_json());
+    }
+
+    #[test]
+    fn from_json_names_what_is_missing() {
+        let err = Summary::from_json(&json!({"seeds": 1})).unwrap_err();
+        assert!(err.contains("`ops`"), "{err}");
     }
 }

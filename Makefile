@@ -3,7 +3,7 @@
 CARGO ?= cargo
 SIM = $(CARGO) run --release -q -p sim --
 
-.PHONY: help test lint fmt check sweep determinism soak crash-os ci kv
+.PHONY: help test lint fmt check sweep determinism soak crash-os canaries test-canaries explore bench ci kv fuzz corpus
 
 help:
 	@echo "make test         - the whole test suite (unit, property, integration, replayed regressions)"
@@ -13,8 +13,14 @@ help:
 	@echo "make determinism  - every seed of DSEEDS (default 0..100) run twice, traces compared"
 	@echo "make soak         - the simulator for TIME seconds (default 600) from a random base seed"
 	@echo "make crash-os     - the engine on the real disk, SIGKILLed CYCLES times (default 200), checked each time"
-	@echo "make ci           - what .ci/run runs: lint, test, sweep, determinism, crash-os"
+	@echo "make canaries     - plant each engine bug (--features canaries); the simulator must catch every one within BUDGET s (default 60)"
+	@echo "make test-canaries - the canary tests: each planted bug caught within its seed cap, by a seed that passes without it"
+	@echo "make explore      - exhaustive crash exploration of ESEED's (default 1) EOPS-op (default 40) workload"
+	@echo "make bench        - the harness and the engine measured side by side (BENCHMARKS.md)"
+	@echo "make ci           - what .ci/run runs: lint, test, sweep, determinism, explore, crash-os, canaries, test-canaries"
 	@echo "make kv DIR=/tmp/kvdemo - the engine's interactive shell on a real directory"
+	@echo "make fuzz TARGET=name TIME=secs - one cargo-fuzz target (aof_recover seg_read manifest_open store_ops), seeded from corpus/TARGET"
+	@echo "make corpus       - regenerate the fuzz seed corpus corpus/<target>/ from what the engine writes"
 
 test:
 	$(CARGO) test --workspace --all-targets
@@ -22,6 +28,7 @@ test:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --features sim/canaries -- -D warnings
 
 fmt:
 	$(CARGO) fmt --all
@@ -46,8 +53,47 @@ KILL_SEED ?= 1
 crash-os:
 	$(CARGO) run --release -q -p engine --example crash_os -- --cycles $(CYCLES) --seed $(KILL_SEED)
 
-ci: lint test sweep determinism crash-os
+BUDGET ?= 60
+canaries:
+	$(CARGO) run --release -q -p sim --features canaries -- canaries --budget $(BUDGET) --jobs $(JOBS)
+
+# In release: it shares the build `make canaries` made.
+test-canaries:
+	$(CARGO) test --release -p sim --features canaries --test canaries
+
+ESEED ?= 1
+EOPS ?= 40
+explore:
+	$(SIM) explore --seed $(ESEED) --ops $(EOPS) --jobs $(JOBS)
+
+bench:
+	$(SIM) bench
+
+ci: lint test sweep determinism explore crash-os canaries test-canaries
 
 DIR ?= /tmp/segsim-kv
 kv:
 	$(CARGO) run -q -p engine --example kv -- --dir $(DIR)
+
+# Fuzzing (not part of `make ci`: it needs cargo-fuzz, and its budget is
+# wall-clock time). With a nightly toolchain the target runs under
+# AddressSanitizer; on stable without sanitizer. New inputs go to
+# fuzz/corpus/TARGET (git-ignored), seeded from corpus/TARGET and the
+# target's crashers in corpus/regressions; crashes land in fuzz/artifacts.
+TARGET ?= aof_recover
+RSS_MB ?= 2048
+FUZZ_TIMEOUT ?= 10
+FUZZ_TARGETS = aof_recover seg_read manifest_open store_ops
+FUZZ_TOOLCHAIN = $(if $(shell rustup toolchain list 2>/dev/null | grep '^nightly'),+nightly,)
+FUZZ_SANITIZER = $(if $(FUZZ_TOOLCHAIN),address,none)
+fuzz:
+	@case " $(FUZZ_TARGETS) " in *" $(TARGET) "*) ;; *) echo "no fuzz target '$(TARGET)'; one of: $(FUZZ_TARGETS)"; exit 2;; esac
+	@command -v cargo-fuzz >/dev/null || { echo "cargo-fuzz is missing: cargo install cargo-fuzz"; exit 2; }
+	mkdir -p fuzz/corpus/$(TARGET)
+	cp corpus/$(TARGET)/* fuzz/corpus/$(TARGET)/
+	for crasher in corpus/regressions/$(TARGET)-*; do [ ! -e "$$crasher" ] || cp "$$crasher" fuzz/corpus/$(TARGET)/; done
+	cd fuzz && $(CARGO) $(FUZZ_TOOLCHAIN) fuzz run --sanitizer $(FUZZ_SANITIZER) $(TARGET) corpus/$(TARGET) -- \
+		-max_total_time=$(TIME) -rss_limit_mb=$(RSS_MB) -timeout=$(FUZZ_TIMEOUT) -print_final_stats=1
+
+corpus:
+	$(CARGO) run -q -p sim --example fuzz_corpus -- corpus

@@ -44,7 +44,9 @@ fn op(n: u64) -> Command {
         0 => vec!["WINDOW".into(), "t".into(), "ts".into(), "30".into()],
         _ if n % 10 == 3 => vec!["SET".into(), format!("k{}", n % 50), format!("v{n}")],
         _ if n % 10 == 7 => vec!["DEL".into(), format!("k{}", (n * 7) % 50), format!("t:{}", (n * 13) % 200)],
-        _ => vec!["HSET".into(), format!("t:{}", n % 200), "ts".into(), (n / 3).to_string(), "v".into(), format!("{n}")],
+        _ => {
+            vec!["HSET".into(), format!("t:{}", n % 200), "ts".into(), (n / 3).to_string(), "v".into(), format!("{n}")]
+        }
     };
     let args: Vec<Vec<u8>> = words.into_iter().map(String::into_bytes).collect();
     Command::parse(&args).expect("crash_os generates valid commands")

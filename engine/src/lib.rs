@@ -11,11 +11,34 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+/// Whether the planted bug `Name` (a `canary::Canary`) is switched on for
+/// this thread (engine-internal: the simulator may switch a canary on, never
+/// read it). Each planted bug is an `if canary!(Name) { ... }` beside
+/// the correct code; see `canary.rs`.
+#[cfg(feature = "canaries")]
+macro_rules! canary {
+    ($name:ident) => {
+        $crate::canary::is_on($crate::canary::Canary::$name)
+    };
+}
+
+/// Without the `canaries` feature no bug is planted: the constant `false`,
+/// so every planted branch is dead code the compiler drops.
+#[cfg(not(feature = "canaries"))]
+macro_rules! canary {
+    ($name:ident) => {
+        false
+    };
+}
+
 pub mod aof;
+#[cfg(feature = "canaries")]
+pub mod canary;
 pub mod clock;
 pub mod codec;
 pub mod error;
 pub mod frame;
+pub mod fuzzing;
 pub mod manifest;
 pub mod model;
 pub mod seg;

@@ -114,20 +114,17 @@ impl Checker {
         self.current.same_as(dump, now_ms)
     }
 
-    /// Check a recovered `dump` (taken at `now_ms`) and, if it is allowed,
-    /// reset the model to it; returns the prefix length it matched.
-    ///
-    /// After a power loss what came back is what the disk held, so it
-    /// becomes the new durable base. After a process restart the page
-    /// cache survived: the store may have read back writes that were never
-    /// fsynced, and they are no more durable for having been read — the
-    /// history is cut to the matched prefix but keeps its durable mark.
-    pub fn recovered(
-        &mut self,
-        dump: &BTreeMap<Vec<u8>, LogicalEntry>,
-        now_ms: u64,
-        power_lost: bool,
-    ) -> Result<usize, Mismatch> {
+    /// Whether a recovered `dump` (taken at `now_ms`) is allowed, leaving
+    /// the checker as it is: the prefix length it matched, or why not.
+    /// [`Checker::recovered`] is this plus the reset; exhaustive
+    /// exploration asks it of many dumps in one context.
+    pub fn allows(&self, dump: &BTreeMap<Vec<u8>, LogicalEntry>, now_ms: u64) -> Result<usize, Mismatch> {
+        self.find_prefix(dump, now_ms).map(|(p, _)| p)
+    }
+
+    /// The rule itself (see the module doc): the first allowed prefix `p`
+    /// whose model equals `dump`, and that model.
+    fn find_prefix(&self, dump: &BTreeMap<Vec<u8>, LogicalEntry>, now_ms: u64) -> Result<(usize, Model), Mismatch> {
         let lowest = self.durable;
         let mut state = self.base.clone();
         let mut matched = None;
@@ -160,6 +157,24 @@ impl Checker {
             );
             return Err(Mismatch { detail });
         };
+        Ok((p, state))
+    }
+
+    /// Check a recovered `dump` (taken at `now_ms`) and, if it is allowed,
+    /// reset the model to it; returns the prefix length it matched.
+    ///
+    /// After a power loss what came back is what the disk held, so it
+    /// becomes the new durable base. After a process restart the page
+    /// cache survived: the store may have read back writes that were never
+    /// fsynced, and they are no more durable for having been read — the
+    /// history is cut to the matched prefix but keeps its durable mark.
+    pub fn recovered(
+        &mut self,
+        dump: &BTreeMap<Vec<u8>, LogicalEntry>,
+        now_ms: u64,
+        power_lost: bool,
+    ) -> Result<usize, Mismatch> {
+        let (p, state) = self.find_prefix(dump, now_ms)?;
         // The search stopped at p, so `state` is the model after p writes.
         debug_assert_eq!(state.dump(now_ms), *dump);
         if power_lost {
@@ -272,6 +287,26 @@ mod tests {
         assert!(checker.clone().recovered(&dump_of(&[set("a", "1")]), 0, true).is_ok());
         assert!(checker.clone().recovered(&dump_of(&[set("a", "1"), set("b", "2")]), 0, true).is_ok());
         assert!(checker.clone().recovered(&dump_of(&[]), 0, true).is_err(), "an acknowledged write under always");
+    }
+
+    #[test]
+    fn allows_is_the_rule_of_recovered_without_the_reset() {
+        let mut checker = Checker::new(FsyncPolicy::No);
+        let writes = [set("a", "1"), set("b", "2")];
+        for w in &writes {
+            checker.acknowledged(w, 0).unwrap();
+        }
+        checker.all_durable();
+        checker.uncertain(&set("c", "3"), 0);
+        let before = format!("{checker:?}");
+        let with_c = dump_of(&[set("a", "1"), set("b", "2"), set("c", "3")]);
+        for dump in [dump_of(&writes[..1]), dump_of(&writes), with_c] {
+            let allowed = checker.allows(&dump, 0).map_err(|m| m.detail);
+            assert_eq!(allowed, checker.clone().recovered(&dump, 0, true).map_err(|m| m.detail));
+            assert_eq!(format!("{checker:?}"), before, "allows changes nothing");
+        }
+        assert_eq!(checker.allows(&dump_of(&writes), 0).unwrap(), 2);
+        assert!(checker.allows(&dump_of(&writes[..1]), 0).is_err(), "b was synced");
     }
 
     #[test]

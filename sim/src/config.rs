@@ -11,6 +11,7 @@ use engine::aof::FsyncPolicy;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::canary::Canary;
 use crate::disk::{CrashMode, DiskConfig};
 
 /// The workload operation kinds whose weights the swarm draws.
@@ -100,7 +101,8 @@ pub struct Config {
     pub max_value_bytes: usize,
 }
 
-/// Command-line overrides of the swarm's choices.
+/// Command-line overrides of the swarm's choices, and the planted bug a
+/// run switches on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Overrides {
     /// `--ops`.
@@ -109,6 +111,11 @@ pub struct Overrides {
     pub fsync: Option<FsyncPolicy>,
     /// `--crash-mode`.
     pub crash_mode: Option<CrashMode>,
+    /// `--canary`: the engine bug to plant. Only the runner reads it, to
+    /// switch it on in the engine; [`Config::from_seed`] ignores it, so
+    /// the workload, the disk and the checker are the same with or
+    /// without a canary.
+    pub canary: Option<Canary>,
 }
 
 /// Default workload length per seed.
@@ -127,8 +134,10 @@ fn maybe(rng: &mut ChaCha8Rng, lo: f64, hi: f64) -> f64 {
 }
 
 impl Config {
-    /// The configuration of `seed`, with `overrides` applied.
+    /// The configuration of `seed`, with `overrides` applied (all but the
+    /// canary, which is none of the configuration's business).
     pub fn from_seed(seed: u64, overrides: Overrides) -> Config {
+        let Overrides { ops, fsync: fsync_override, crash_mode: crash_mode_override, canary: _ } = overrides;
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ CONFIG_SALT);
         let fsync = match rng.gen_range(0..3) {
             0 => FsyncPolicy::Always,
@@ -142,7 +151,7 @@ impl Config {
         };
         let sector_bytes = if rng.gen_bool(0.5) { 512 } else { 4096 };
         let disk = DiskConfig {
-            crash_mode: overrides.crash_mode.unwrap_or(crash_mode),
+            crash_mode: crash_mode_override.unwrap_or(crash_mode),
             sector_bytes,
             p_write_eio: maybe(&mut rng, 0.001, 0.02),
             p_short_write: rng.gen_range(0.0..1.0),
@@ -165,8 +174,8 @@ impl Config {
             .collect();
         Config {
             seed,
-            ops: overrides.ops.unwrap_or(DEFAULT_OPS),
-            fsync: overrides.fsync.unwrap_or(fsync),
+            ops: ops.unwrap_or(DEFAULT_OPS),
+            fsync: fsync_override.unwrap_or(fsync),
             disk,
             key_space: rng.gen_range(4..64),
             tables,
@@ -190,7 +199,17 @@ impl Config {
         if let Some(mode) = overrides.crash_mode {
             out.push_str(&format!(" --crash-mode {}", mode.name()));
         }
+        if let Some(canary) = overrides.canary {
+            out.push_str(&format!(" --canary {}", canary.name()));
+        }
         out
+    }
+
+    /// The one command line that re-runs `seed` under `overrides`, with
+    /// `extra` flags (` --check-determinism`, say) after them.
+    pub fn repro(seed: u64, overrides: &Overrides, extra: &str) -> String {
+        let features = if overrides.canary.is_some() { " --features canaries" } else { "" };
+        format!("cargo run --release -p sim{features} -- --seed {seed}{}{extra}", Config::override_args(overrides))
     }
 }
 
@@ -213,10 +232,33 @@ mod tests {
         assert!(configs.iter().any(|c| c.disk.p_fsync_eio == 0.0));
         assert!(configs.iter().any(|c| c.disk.p_fsync_eio > 0.0));
         assert!(configs.iter().any(|c| c.weights.iter().any(|(_, w)| *w == 0)));
-        let pinned =
-            Overrides { ops: Some(7), fsync: Some(FsyncPolicy::EverySec), crash_mode: Some(CrashMode::Strict) };
+        let pinned = Overrides {
+            ops: Some(7),
+            fsync: Some(FsyncPolicy::EverySec),
+            crash_mode: Some(CrashMode::Strict),
+            canary: None,
+        };
         let c = Config::from_seed(3, pinned);
         assert_eq!((c.ops, c.fsync, c.disk.crash_mode), (7, FsyncPolicy::EverySec, CrashMode::Strict));
         assert_eq!(Config::override_args(&pinned), " --ops 7 --fsync everysec --crash-mode strict");
+        assert_eq!(
+            Config::repro(3, &pinned, " --trace"),
+            "cargo run --release -p sim -- --seed 3 --ops 7 --fsync everysec --crash-mode strict --trace"
+        );
+    }
+
+    #[cfg(feature = "canaries")]
+    #[test]
+    fn a_canary_changes_nothing_the_seed_decides() {
+        for canary in crate::canary::Canary::ALL {
+            let planted = Overrides { canary: Some(canary), ..Overrides::default() };
+            for seed in 0..8 {
+                let with = Config::from_seed(seed, planted);
+                let without = Config::from_seed(seed, Overrides::default());
+                assert_eq!(format!("{with:?}"), format!("{without:?}"), "{}", canary.name());
+            }
+            let repro = Config::repro(5, &planted, "");
+            assert!(repro.contains("--features canaries") && repro.contains(canary.name()), "{repro}");
+        }
     }
 }

@@ -7,11 +7,18 @@
 //! and periodic audits against the reference model under the durability
 //! contract ([`checker`]). [`trace`] folds every event into a hash that
 //! proves two runs identical; [`summary`] adds seeds up; [`shrink`]
-//! minimizes a failing list. `main.rs` is the command line.
+//! minimizes a failing list. [`canary`] names the engine bug a run may
+//! plant and [`hunt`] hunts every one of them (`sim canaries`). `main.rs`
+//! is the command line.
 
+pub mod bench;
+pub mod canary;
 pub mod checker;
 pub mod config;
 pub mod disk;
+pub mod explore;
+pub mod fuzzing;
+pub mod hunt;
 pub mod run;
 pub mod shrink;
 pub mod summary;

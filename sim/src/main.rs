@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, Parser, Subcommand};
 use engine::aof::FsyncPolicy;
+use sim::canary::{Canary, BUILT_WITH_CANARIES, HOW_TO_BUILD};
 use sim::config::{Config, Overrides};
 use sim::disk::CrashMode;
 use sim::run::{run_seed, SeedOutcome};
@@ -21,8 +22,11 @@ use sim::workload::generate;
 /// drives it with a seeded workload, and checks every recovery against a
 /// reference model. The same seed always runs the same way.
 #[derive(Parser, Debug)]
-#[command(name = "sim", version, after_help = EXAMPLES)]
+#[command(name = "sim", version, after_help = EXAMPLES, args_conflicts_with_subcommands = true)]
 struct Cli {
+    #[command(subcommand)]
+    command: Option<SubCommand>,
+
     /// Run one seed (with --time: the first seed of the soak).
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
@@ -81,6 +85,83 @@ struct Cli {
     /// Force the crash mode: strict, prefix or reorder.
     #[arg(long, value_parser = parse_crash_mode)]
     crash_mode: Option<CrashMode>,
+
+    /// Plant this bug in the engine (a build with `--features canaries`
+    /// only; `sim canaries` lists them).
+    #[arg(long, value_name = "NAME", value_parser = sim::canary::parse_name)]
+    canary: Option<Canary>,
+}
+
+#[derive(Subcommand, Debug)]
+enum SubCommand {
+    /// Hunt every planted engine bug over fresh seeds (0, 1, 2, ...) until
+    /// the simulator catches it or its budget runs out; print the table.
+    /// Exit 1 if any canary survives. Needs a build with `--features
+    /// canaries`.
+    Canaries(CanariesArgs),
+
+    /// Exhaustive crash exploration: record one short fault-free workload,
+    /// crash at every I/O index, recover and check every crash state there.
+    /// `sim explore --help` lists its flags.
+    #[command(disable_help_flag = true)]
+    Explore {
+        /// Everything after `explore`, parsed by the explorer itself.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+
+    /// Combine JSON summaries (from `--json`, e.g. one per shard) into one
+    /// report. Exit 1 if any of them holds a failure.
+    Merge {
+        /// The summary files.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<std::path::PathBuf>,
+
+        /// Print the merged summary as JSON on stdout (the report goes to
+        /// stderr).
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Measure the harness and the engine side by side on one core and
+    /// print every figure and ratio (see BENCHMARKS.md).
+    Bench {
+        /// Seeds for the simulator figures.
+        #[arg(long, default_value_t = 400, value_name = "N")]
+        seeds: u64,
+
+        /// Seeds replayed on the real file system for the sim-vs-OS ratio.
+        #[arg(long, default_value_t = 20, value_name = "N")]
+        os_seeds: u64,
+
+        /// Rows in the engine's segment, log and write benchmarks.
+        #[arg(long, default_value_t = 200_000, value_name = "N")]
+        rows: u64,
+
+        /// Print the figures as one JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+struct CanariesArgs {
+    /// Wall-clock seconds each canary may be hunted for (one core each).
+    #[arg(long, default_value_t = 60.0, value_name = "SECS")]
+    budget: f64,
+
+    /// Canaries hunted side by side.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    jobs: usize,
+
+    /// Print the table as one JSON object on stdout (the human table goes
+    /// to stderr).
+    #[arg(long)]
+    json: bool,
+
+    /// Hunt only these canaries.
+    #[arg(long, num_args = 1.., value_name = "NAME", value_parser = sim::canary::parse_name)]
+    only: Vec<Canary>,
 }
 
 const EXAMPLES: &str = "Examples:
@@ -89,7 +170,11 @@ const EXAMPLES: &str = "Examples:
   sim --time 600 --jobs 2                    a ten-minute soak from a random base
   sim --seeds 0..400 --shard 1/4             this machine's quarter of a sweep
   sim --seed 17 --shrink --save              minimize a failure, keep it as a regression
-  sim --replay corpus/regressions/x.ops      re-run a saved operation list";
+  sim --replay corpus/regressions/x.ops      re-run a saved operation list
+  sim canaries --jobs 2                      prove every planted bug is caught (--features canaries)
+  sim explore --seed 1 --ops 40              crash at every I/O index, check every crash state
+  sim merge shard-*.json                     one report from many shards' --json summaries
+  sim bench                                  the harness and the engine, measured side by side";
 
 fn parse_range(s: &str) -> Result<(u64, u64), String> {
     let (a, b) = s.split_once("..").ok_or_else(|| format!("expected A..B, got {s:?}"))?;
@@ -140,12 +225,30 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    let overrides = Overrides { ops: cli.ops, fsync: cli.fsync, crash_mode: cli.crash_mode };
+    match &cli.command {
+        Some(SubCommand::Canaries(args)) => return canaries(args),
+        Some(SubCommand::Explore { args }) => return sim::explore::cli(args),
+        Some(SubCommand::Merge { files, json }) => return merge(files, *json),
+        Some(SubCommand::Bench { seeds, os_seeds, rows, json }) => {
+            let report = sim::bench::run(sim::bench::BenchOptions { seeds: *seeds, os_seeds: *os_seeds, rows: *rows });
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("a JSON value serializes"));
+            } else {
+                print!("{}", report.to_text());
+            }
+            return ExitCode::SUCCESS;
+        }
+        None => {}
+    }
+    let overrides = Overrides { ops: cli.ops, fsync: cli.fsync, crash_mode: cli.crash_mode, canary: cli.canary };
     if cli.jobs == 0 {
         return usage_error("--jobs must be at least 1");
     }
+    if cli.save && cli.canary.is_some() {
+        return usage_error("--save keeps engine regressions; a failure under --canary is the planted bug's");
+    }
     if let Some(path) = &cli.replay {
-        return replay(path, cli.json);
+        return replay(path, cli.json, cli.canary);
     }
     let in_shard = |seed: &u64| cli.shard.is_none_or(|(k, n)| seed % n == k);
     let seeds = match (cli.seed, cli.seeds, cli.time) {
@@ -231,10 +334,7 @@ fn run_checked(seed: u64, overrides: Overrides, check_determinism: bool) -> Seed
                     outcome.trace_hash, again.trace_hash
                 ),
                 recent: Vec::new(),
-                repro: format!(
-                    "cargo run --release -p sim -- --seed {seed} --check-determinism{}",
-                    Config::override_args(&overrides)
-                ),
+                repro: Config::repro(seed, &overrides, " --check-determinism"),
             });
         }
     }
@@ -309,7 +409,10 @@ fn shrink_and_report(seed: u64, check: &str, overrides: Overrides, save: bool) {
     eprintln!("sim: shrinking seed {seed} ({} ops, check '{check}') ...", ops.len());
     let (minimal, runs) = shrink(&config, overrides, ops, check);
     let list = OpList { seed, overrides: Overrides { ops: None, ..overrides }, ops: minimal };
-    let comment = format!("seed {seed} fails check '{check}'; shrunk in {runs} runs to {} ops", list.ops.len());
+    let planted =
+        overrides.canary.map_or(String::new(), |c| format!(" with canary {} planted (replay with --canary)", c.name()));
+    let comment =
+        format!("seed {seed} fails check '{check}'{planted}; shrunk in {runs} runs to {} ops", list.ops.len());
     let text = list.to_text(&comment);
     println!("minimal failing op list ({} ops, {runs} shrink runs):\n{text}", list.ops.len());
     if save {
@@ -321,7 +424,7 @@ fn shrink_and_report(seed: u64, check: &str, overrides: Overrides, save: bool) {
     }
 }
 
-fn replay(path: &std::path::Path, json: bool) -> ExitCode {
+fn replay(path: &std::path::Path, json: bool, canary: Option<Canary>) -> ExitCode {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) => {
@@ -329,13 +432,14 @@ fn replay(path: &std::path::Path, json: bool) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let list = match OpList::parse(&text) {
+    let mut list = match OpList::parse(&text) {
         Ok(list) => list,
         Err(e) => {
             eprintln!("sim: {}: {e}", path.display());
             return ExitCode::from(2);
         }
     };
+    list.overrides.canary = canary;
     let failure = list.run();
     if json {
         let value = serde_json::json!({
@@ -354,5 +458,84 @@ fn replay(path: &std::path::Path, json: bool) -> ExitCode {
             eprintln!("sim: {} failed check '{}' at op #{}:\n{}", path.display(), f.check, f.op_index, f.detail);
             ExitCode::from(1)
         }
+    }
+}
+
+/// `sim canaries`: hunt each canary (see `sim::hunt`) and print the table.
+fn canaries(args: &CanariesArgs) -> ExitCode {
+    if !BUILT_WITH_CANARIES {
+        eprintln!("sim canaries: {HOW_TO_BUILD}");
+        return ExitCode::from(2);
+    }
+    if args.jobs == 0 {
+        return usage_error("--jobs must be at least 1");
+    }
+    if !(args.budget > 0.0 && args.budget.is_finite()) {
+        return usage_error("--budget must be a positive number of seconds");
+    }
+    let chosen: Vec<Canary> = if args.only.is_empty() { Canary::ALL.to_vec() } else { args.only.clone() };
+    let budget = Duration::from_secs_f64(args.budget);
+    eprintln!("sim canaries: hunting {} canaries, {} at a time, up to {} s each", chosen.len(), args.jobs, args.budget);
+    let progress = |hunt: &sim::hunt::Hunt| match &hunt.catch {
+        Some(catch) if !catch.counts() => eprintln!(
+            "sim canaries: {}: seed {} fails without the canary too (check '{}'): {}",
+            hunt.canary.name(),
+            catch.seed,
+            catch.check,
+            catch.repro
+        ),
+        Some(catch) => eprintln!(
+            "sim canaries: {} caught by seed {} after {} seeds, {:.2} s (check '{}')",
+            hunt.canary.name(),
+            catch.seed,
+            hunt.seeds,
+            hunt.seconds,
+            catch.check
+        ),
+        None => eprintln!("sim canaries: {} SURVIVED {} seeds, {:.2} s", hunt.canary.name(), hunt.seeds, hunt.seconds),
+    };
+    let hunts = sim::hunt::hunt_all(&chosen, Overrides::default(), budget, args.jobs, &progress);
+    let table = sim::hunt::table(&hunts, budget);
+    if args.json {
+        eprint!("{table}");
+        let json = sim::hunt::to_json(&hunts, budget);
+        println!("{}", serde_json::to_string_pretty(&json).expect("a JSON value serializes"));
+    } else {
+        print!("{table}");
+    }
+    if hunts.iter().all(sim::hunt::Hunt::caught) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// `sim merge`: one summary from many `--json` summaries.
+fn merge(files: &[std::path::PathBuf], json: bool) -> ExitCode {
+    let mut merged = Summary::default();
+    for path in files {
+        let parsed = std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).map_err(|e| e.to_string()))
+            .and_then(|value| Summary::from_json(&value));
+        match parsed {
+            Ok(summary) => merged.merge(&summary),
+            Err(e) => {
+                eprintln!("sim merge: {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let text = merged.to_text();
+    if json {
+        eprint!("{text}");
+        println!("{}", serde_json::to_string_pretty(&merged.to_json()).expect("a JSON value serializes"));
+    } else {
+        print!("{text}");
+    }
+    if merged.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }

@@ -17,6 +17,7 @@ use engine::store::{Command, Options, Reply, Store};
 use engine::vfs::Vfs;
 use engine::Error;
 
+use crate::canary::Canary;
 use crate::checker::{diff, Checker};
 use crate::config::{Config, Overrides};
 use crate::disk::{CrashOutcome, CrashPoint, SimVfs};
@@ -130,6 +131,49 @@ struct Runner<'a> {
     op_index: u64,
     /// The crash point armed for the current operation.
     planned_crash: Option<CrashPoint>,
+    /// A store call failed since the last open. Its memory may then hold
+    /// what its log does not (a row promoted for a write whose frame
+    /// never landed), which no reader can see but a reopen undoes: the
+    /// physical layout is compared across a clean restart only when this
+    /// is false.
+    call_failed_since_open: bool,
+}
+
+/// What a clean restart must reproduce beyond the logical content: where
+/// the rows live. Replay rebuilds memory from the log, so after a clean
+/// close the same rows are cold, in the same number of segments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Layout {
+    cold_rows: usize,
+    segments: usize,
+}
+
+impl Layout {
+    fn of(store: &Store) -> Layout {
+        Layout { cold_rows: store.cold_count(), segments: store.segment_count() }
+    }
+}
+
+/// Switches the run's canary on in the engine for this thread, and off
+/// again when dropped (a panic included). This is the only place in the
+/// simulator that touches the engine's canary switch.
+struct CanarySwitch;
+
+impl CanarySwitch {
+    fn on(canary: Option<Canary>) -> CanarySwitch {
+        #[cfg(feature = "canaries")]
+        engine::canary::set(canary);
+        #[cfg(not(feature = "canaries"))]
+        let None = canary;
+        CanarySwitch
+    }
+}
+
+impl Drop for CanarySwitch {
+    fn drop(&mut self) {
+        #[cfg(feature = "canaries")]
+        engine::canary::set(None);
+    }
 }
 
 type Step = Result<(), Failure>;
@@ -143,11 +187,7 @@ impl Runner<'_> {
             check,
             detail: detail.into(),
             recent,
-            repro: format!(
-                "cargo run --release -p sim -- --seed {}{}",
-                self.config.seed,
-                Config::override_args(&self.overrides)
-            ),
+            repro: Config::repro(self.config.seed, &self.overrides, ""),
         }
     }
 
@@ -216,6 +256,7 @@ impl Runner<'_> {
         }
         let (store, report) = opened.expect("the loop either opened or returned");
         self.store = Some(store);
+        self.call_failed_since_open = false;
         let now_ms = self.now();
         let dump = match self.store().logical_dump() {
             Ok(dump) => dump,
@@ -271,6 +312,7 @@ impl Runner<'_> {
             Ok((store, _)) => self.store = Some(store),
             Err(e) => return Err(self.fail("open", format!("an empty directory did not open: {e}"))),
         }
+        self.call_failed_since_open = false;
         self.checker.reset_empty();
         self.declare_windows()
     }
@@ -355,6 +397,7 @@ impl Runner<'_> {
                 }
             }
             Err(e) => {
+                self.call_failed_since_open = true;
                 if !was_poisoned && self.store().poisoned().is_some() {
                     // Poisoned by this write: its frame may be on disk.
                     self.checker.uncertain(command, now_ms);
@@ -375,7 +418,10 @@ impl Runner<'_> {
                 self.checker.call_succeeded(now_ms);
                 Ok(())
             }
-            Err(_) if was_poisoned || self.vfs.faults_injected_this_op() => Ok(()),
+            Err(_) if was_poisoned || self.vfs.faults_injected_this_op() => {
+                self.call_failed_since_open = true;
+                Ok(())
+            }
             Err(e) => Err(self.fail("admin", format!("{what} failed with no fault injected: {e}"))),
         }
     }
@@ -434,9 +480,11 @@ impl Runner<'_> {
     }
 
     /// Clean close and reopen: if the close succeeds every acknowledged
-    /// write is durable, and the reopened store must hold exactly them.
+    /// write is durable, and the reopened store must hold exactly them —
+    /// with the same rows cold, in as many segments (see [`Layout`]).
     fn restart(&mut self, op: &Op) -> Step {
         let store = self.store.take().expect("a store is open");
+        let before = (!self.call_failed_since_open && store.poisoned().is_none()).then(|| Layout::of(&store));
         let closed = store.close();
         if self.vfs.crash_point_reached() {
             return self.power_loss(op);
@@ -446,7 +494,22 @@ impl Runner<'_> {
         }
         self.vfs.process_restart();
         self.vfs.with_trace(|t| t.push(Event::Restart { clean: closed.is_ok() }));
-        self.recover(None)
+        self.recover(None)?;
+        match before {
+            Some(before) if closed.is_ok() => {
+                let after = Layout::of(self.store());
+                if after != before {
+                    return Err(self.fail(
+                        "layout",
+                        format!(
+                            "a clean restart changed where rows live: before close {before:?}, after reopen {after:?}"
+                        ),
+                    ));
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 
     fn audit(&mut self) -> Step {
@@ -503,6 +566,7 @@ pub fn run_ops_with(
     wrap: &dyn Fn(Arc<dyn Vfs>) -> Arc<dyn Vfs>,
 ) -> SeedOutcome {
     let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::new(keep_trace)));
+    let switch = CanarySwitch::on(overrides.canary);
     let mut runner = Runner {
         config,
         overrides,
@@ -514,6 +578,7 @@ pub fn run_ops_with(
         outcome: SeedOutcome { seed: config.seed, ..SeedOutcome::default() },
         op_index: 0,
         planned_crash: None,
+        call_failed_since_open: false,
     };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runner.run(ops)));
     let failure = match result {
@@ -530,6 +595,7 @@ pub fn run_ops_with(
     };
     let mut outcome = std::mem::take(&mut runner.outcome);
     drop(runner);
+    drop(switch);
     outcome.failure = failure;
     outcome.faults = vfs.fault_counts();
     let trace = vfs.take_trace();

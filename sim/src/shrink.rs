@@ -140,7 +140,12 @@ mod tests {
     fn op_lists_round_trip_through_text() {
         let list = OpList {
             seed: 7,
-            overrides: Overrides { ops: Some(2), fsync: Some(FsyncPolicy::No), crash_mode: Some(CrashMode::Reorder) },
+            overrides: Overrides {
+                ops: Some(2),
+                fsync: Some(FsyncPolicy::No),
+                crash_mode: Some(CrashMode::Reorder),
+                canary: None,
+            },
             ops: vec![
                 PlannedOp { index: 0, op: Op::Evict, crash: None },
                 PlannedOp { index: 5, op: Op::Advance(12), crash: None },

@@ -65,8 +65,12 @@ impl AofWriter {
         check_file_name(name)?;
         let path = dir.join(name);
         let exists = vfs.exists(&path).map_err(|e| Error::io("stat", &path, e))?;
-        let bytes =
-            if exists { read_whole(vfs.as_ref(), &path).map_err(|e| Error::io("read", &path, e))? } else { Vec::new() };
+        let bytes = match (exists, canary!(ReadErrorEmptyLog)) {
+            (false, _) => Vec::new(),
+            // Planted: a log that cannot be read is taken for an empty one.
+            (true, true) => read_whole(vfs.as_ref(), &path).unwrap_or_default(),
+            (true, false) => read_whole(vfs.as_ref(), &path).map_err(|e| Error::io("read", &path, e))?,
+        };
         let scan = scan_log(&path, &bytes)?;
 
         let file_len_bytes = bytes.len() as u64;
@@ -83,7 +87,9 @@ impl AofWriter {
             quarantine_file: None,
         };
 
-        if dropped_bytes > 0 {
+        // Planted: the torn tail stays, and the writer appends after it.
+        let keep_torn_tail = canary!(AppendAfterTornTail) && valid_len_bytes > 0;
+        if dropped_bytes > 0 && !keep_torn_tail {
             // The copy must be durable before the cut: after the cut, the
             // quarantine file is the only place these bytes exist.
             let tail = &bytes[valid_len_bytes as usize..];
@@ -92,11 +98,11 @@ impl AofWriter {
 
         let mut file = vfs.open(&path, OpenMode::Create).map_err(|e| Error::io("open", &path, e))?;
         let mut changed = false;
-        if dropped_bytes > 0 {
+        if dropped_bytes > 0 && !keep_torn_tail {
             file.set_len(valid_len_bytes).map_err(|e| Error::io("truncate", &path, e))?;
             changed = true;
         }
-        let mut len_bytes = valid_len_bytes;
+        let mut len_bytes = if keep_torn_tail { file_len_bytes } else { valid_len_bytes };
         if len_bytes == 0 {
             let mut header = Vec::new();
             encode_header(&mut header);
@@ -104,9 +110,12 @@ impl AofWriter {
             len_bytes = header.len() as u64;
             changed = true;
         }
-        if changed {
-            file.sync().map_err(|e| Error::io("sync", &path, e))?;
-        }
+        // Always fsync, even when nothing changed: the bytes just replayed
+        // may be a dead process's page cache that it never fsynced, and the
+        // store is about to build on them (and, under `everysec`, promise
+        // they are on disk). Replaying is vouching.
+        let _ = changed;
+        file.sync().map_err(|e| Error::io("sync", &path, e))?;
         vfs.sync_dir(dir).map_err(|e| Error::io("sync_dir", dir, e))?;
 
         let writer = AofWriter::resume(file, path, policy, len_bytes, now_ms);

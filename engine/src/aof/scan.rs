@@ -52,8 +52,13 @@ pub fn scan_log(path: &Path, bytes: &[u8]) -> Result<LogScan> {
         let frame = match decode_frame(&bytes[at..]) {
             Ok(frame) => frame,
             Err(invalid) => {
-                scan.invalid = Some((at as u64, invalid.reason()));
                 let after = find_valid_frame(bytes, at + 1, FIND_BUDGET_BYTES, is_known_kind);
+                if let (Scan::Found(next), true) = (after, at > 0 && canary!(ReplayPastInvalid)) {
+                    // Planted: skip the damage and replay what follows.
+                    at = next;
+                    continue;
+                }
+                scan.invalid = Some((at as u64, invalid.reason()));
                 scan.valid_frames_after_invalid = after != Scan::NotFound;
                 break;
             }

@@ -240,7 +240,7 @@ impl AofWriter {
             FsyncPolicy::Always => self.sync_file(now_ms),
             FsyncPolicy::EverySec => {
                 // A clock that steps backwards only delays the next fsync.
-                if now_ms.saturating_sub(self.last_sync_ms) >= EVERYSEC_INTERVAL_MS {
+                if now_ms.saturating_sub(self.last_sync_ms) >= EVERYSEC_INTERVAL_MS && !canary!(EverysecNoFsync) {
                     self.sync_file(now_ms)
                 } else {
                     Ok(())
@@ -259,6 +259,13 @@ impl AofWriter {
                 Ok(())
             }
             Err(sync_err) => {
+                if canary!(FsyncRetry) && self.file.sync().is_ok() {
+                    // Planted: the retry succeeds, proving nothing about
+                    // the pages the failed fsync dropped.
+                    self.unsynced = false;
+                    self.last_sync_ms = now_ms;
+                    return Ok(());
+                }
                 self.poisoned = Some(format!("fsync of {} failed ({sync_err})", self.path.display()));
                 Err(Error::io("sync", &self.path, sync_err))
             }

@@ -162,13 +162,23 @@ impl Manifest {
             // header: either way nothing was ever registered in it.
             write_header(vfs.as_ref(), file.as_mut(), &path, dir, len_bytes)?
         } else {
-            if torn_tail_bytes > 0 {
+            // Planted: the torn tail stays, and appends follow it.
+            let keep_torn_tail = canary!(ManifestTailKept);
+            if torn_tail_bytes > 0 && !keep_torn_tail {
                 // Cut before the first append: a record written after torn
                 // bytes would read as damage followed by a valid record.
                 file.set_len(replayed.valid_len_bytes).map_err(|e| Error::io("truncate", &path, e))?;
-                file.sync().map_err(|e| Error::io("sync", &path, e))?;
             }
-            replayed.valid_len_bytes
+            // Always fsync what was replayed: after a process crash it may
+            // be page cache the dead process never fsynced (an ADD whose
+            // fsync never ran), and the store is about to log frames that
+            // name those segments.
+            file.sync().map_err(|e| Error::io("sync", &path, e))?;
+            if keep_torn_tail {
+                len_bytes
+            } else {
+                replayed.valid_len_bytes
+            }
         };
 
         let report = ManifestReport { records_replayed: replayed.records, torn_tail_bytes };

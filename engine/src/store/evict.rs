@@ -59,9 +59,11 @@ impl Store {
             if rows.is_empty() {
                 continue;
             }
-            let sealed = self.seal(&table, &rows)?;
-            self.frame(&sealed, now_ms)?;
-            report.rows_evicted += self.commit(&sealed);
+            let sealed = self.seal(&table, &rows, now_ms)?;
+            if !canary!(FrameBeforeRegister) {
+                self.frame(&sealed, now_ms)?;
+            }
+            report.rows_evicted += self.commit(&table, &sealed);
             report.segments_sealed += 1;
         }
         Ok(report)
@@ -100,7 +102,7 @@ impl Store {
 
     /// Phase 1. On failure nothing in memory has changed; a half-built
     /// file is unlinked (or left for the next open's sweep).
-    fn seal(&mut self, table: &[u8], rows: &[(Vec<u8>, Vec<u8>)]) -> Result<Sealed> {
+    fn seal(&mut self, table: &[u8], rows: &[(Vec<u8>, Vec<u8>)], now_ms: u64) -> Result<Sealed> {
         let seq = self.manifest.allocate_seq();
         let file = segment_file_name(table, seq);
         let path = self.dir.join(&file);
@@ -121,9 +123,16 @@ impl Store {
                 return Err(e);
             }
         };
+        if canary!(FrameBeforeRegister) {
+            // Planted: the frame goes out while the segment is neither
+            // named durably nor registered.
+            self.log(&[Record::Segmented { seq, file: file.clone() }], now_ms)?;
+        }
         self.vfs.mark("seal.built");
-        let synced = Self::io("sync_dir", &self.dir, self.vfs.sync_dir(&self.dir));
-        self.poison_on_error(synced)?;
+        if !canary!(SealNoDirSync) {
+            let synced = Self::io("sync_dir", &self.dir, self.vfs.sync_dir(&self.dir));
+            self.poison_on_error(synced)?;
+        }
         self.vfs.mark("seal.dir_synced");
         let entry = SegEntry {
             seq,
@@ -169,7 +178,7 @@ impl Store {
 
     /// Phase 3: exactly the sealed keys become stubs. Nothing ran between
     /// seal and commit, so each is still the hot row that was sealed.
-    fn commit(&mut self, sealed: &Sealed) -> u64 {
+    fn commit(&mut self, table: &[u8], sealed: &Sealed) -> u64 {
         for key in &sealed.keys {
             let entry = self.map.get_mut(key).expect("a sealed row is still present at commit");
             assert!(matches!(entry.value, Value::Hash(_)), "a sealed row is still a hot hash at commit");
@@ -179,6 +188,31 @@ impl Store {
         }
         let count = sealed.keys.len() as u64;
         self.segments.note_live(sealed.seq, count);
+        if canary!(GhostStubs) {
+            // Planted: commit walks the table's out-of-window rows again,
+            // without the seal's TTL filter, and stubs rows the segment
+            // does not hold.
+            let window = &self.windows[table];
+            let threshold = window.max_seen.map_or(i64::MIN, |max| max.saturating_sub(window.span));
+            let ghosts: Vec<Vec<u8>> = self
+                .map
+                .range(super::apply::table_prefix(table)..)
+                .take_while(|(key, _)| table_holds(table, key))
+                .filter(|(_, entry)| {
+                    let Value::Hash(fields) = &entry.value else { return false };
+                    let ttl = entry.expire_at_ms.is_some() || fields.values().any(|f| f.expire_at_ms.is_some());
+                    let column = fields.get(&window.column).and_then(|f| parse_i64("", &f.value).ok());
+                    ttl && column.is_some_and(|v| v < threshold)
+                })
+                .map(|(key, _)| key.clone())
+                .collect();
+            for key in ghosts {
+                let entry = self.map.get_mut(&key).expect("listed above");
+                let weight = value_weight(&entry.value);
+                entry.value = Value::Cold(Stub { seq: sealed.seq, weight });
+                self.used_memory -= weight;
+            }
+        }
         self.vfs.mark("commit.done");
         count
     }

@@ -197,7 +197,7 @@ impl Store {
                     self.insert_stub(&key, Stub { seq, weight });
                     report.stubs_inserted += 1;
                 }
-                Some(entry @ Entry { value: Value::Hash(_), expire_at_ms: None }) => {
+                Some(entry @ Entry { value: Value::Hash(_), expire_at_ms: None }) if !canary!(StitchAbsentOnly) => {
                     if entry.value != Value::Hash(row) {
                         return Err(self.replay_error(index, "a stitched hot row differs from its sealed copy"));
                     }
@@ -223,6 +223,8 @@ impl Store {
                     report.stubs_stitched += 1;
                     demoted += 1;
                 }
+                // Planted: a hot row stays hot, its sealed copy unused.
+                Some(Entry { value: Value::Hash(_), .. }) if canary!(StitchAbsentOnly) => {}
                 Some(_) => return Err(self.replay_error(index, "a stitched key is not an evictable row")),
             }
         }
@@ -242,7 +244,9 @@ impl Store {
         let orphans: Vec<(u64, String)> = self
             .segments
             .iter()
-            .filter(|(seq, _)| !named.contains(seq))
+            // Planted: a named segment without live stubs is taken for an
+            // orphan, though the next replay meets its frame again.
+            .filter(|(seq, slot)| !named.contains(seq) || (canary!(SweepNamedSegment) && slot.live == 0))
             .map(|(seq, slot)| (seq, slot.file.clone()))
             .collect();
         for (seq, file) in &orphans {

@@ -36,7 +36,9 @@ impl Store {
         let written = (|| {
             let mut writer = AofWriter::create(self.vfs.clone(), &temp_path, self.options.fsync, now_ms)?;
             writer.append_all(&records, now_ms)?;
-            writer.sync(now_ms)?;
+            if !canary!(RewriteNoFsync) {
+                writer.sync(now_ms)?;
+            }
             Ok(writer)
         })();
         let mut writer = match written {
@@ -57,8 +59,10 @@ impl Store {
         let renamed = Self::io("rename", &temp_path, self.vfs.rename(&temp_path, &aof_path));
         self.poison_on_error(renamed)?;
         self.vfs.mark("rewrite.renamed");
-        let synced = Self::io("sync_dir", &self.dir, self.vfs.sync_dir(&self.dir));
-        self.poison_on_error(synced)?;
+        if !canary!(RewriteNoDirSync) {
+            let synced = Self::io("sync_dir", &self.dir, self.vfs.sync_dir(&self.dir));
+            self.poison_on_error(synced)?;
+        }
         self.vfs.mark("rewrite.dir_synced");
         writer.set_path(aof_path);
         self.aof = writer;
@@ -90,6 +94,15 @@ impl Store {
         let command = Command::FlushAll;
         self.log(&[Record::Command(command.to_args())], now_ms)?;
         let reply = self.apply(&command)?;
+        if canary!(FlushallRetireEarly) {
+            // Planted: the log still holds the frames naming these
+            // segments until the rewrite below is durable.
+            let all: Vec<(u64, String)> = self.segments.iter().map(|(seq, slot)| (seq, slot.file.clone())).collect();
+            for (seq, file) in all {
+                self.segments.remove(seq);
+                self.retire_segment(seq, &file)?;
+            }
+        }
         self.vfs.mark("flushall.logged");
         match self.rewrite() {
             Err(e) if self.poisoned.is_some() => Err(e),
@@ -149,7 +162,7 @@ impl Store {
                     }
                 }
             }
-            if let Some(at_ms) = entry.expire_at_ms {
+            if let Some(at_ms) = entry.expire_at_ms.filter(|_| !canary!(RewriteDropsTtl)) {
                 records.push(Record::Command(Command::PExpireAt { key: key.clone(), at_ms }.to_args()));
             }
         }

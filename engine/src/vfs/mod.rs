@@ -134,6 +134,10 @@ pub fn read_stable(file: &dyn VfsFile, len_bytes: u64) -> io::Result<Vec<u8>> {
     let len = usize::try_from(len_bytes).map_err(|_| io::Error::other("file too large"))?;
     let mut previous = vec![0u8; len];
     read_exact_at(file, 0, &mut previous)?;
+    if canary!(SingleReadRecovery) {
+        // Planted: one read is taken for the disk's bytes.
+        return Ok(previous);
+    }
     let mut current = vec![0u8; len];
     for _ in 1..STABLE_READ_ATTEMPTS {
         read_exact_at(file, 0, &mut current)?;

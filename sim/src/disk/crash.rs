@@ -225,9 +225,12 @@ fn settle_reorder(inode: &mut Inode, config: &DiskConfig, rng: &mut ChaCha8Rng) 
     Settled { lost_writes, torn_sectors }
 }
 
-/// Overwrite one random sector of one random non-empty durable file with
-/// bytes that differ from it; the file's path, or `None` if every durable
-/// file is empty.
+/// Damage one random sector of one random non-empty durable file: half
+/// the time it holds garbage (a sector the drive lost), half the time one
+/// of its bits is flipped (bit rot: the quietest damage, which only a
+/// checksum over every byte read catches, and which a reader that skips
+/// its checksum serves as data). The file's path, or `None` if every
+/// durable file is empty.
 fn corrupt_one_sector(fs: &mut FileSystem, sector_bytes: u64, rng: &mut ChaCha8Rng) -> Option<String> {
     let candidates: Vec<_> = fs
         .dirs
@@ -245,6 +248,11 @@ fn corrupt_one_sector(fs: &mut FileSystem, sector_bytes: u64, rng: &mut ChaCha8R
     let sector = rng.gen_range(0..sectors_spanned(len_bytes, sector_bytes));
     let start = to_usize(sector * sector_bytes);
     let end = to_usize(((sector + 1) * sector_bytes).min(len_bytes));
+    if rng.gen_bool(0.5) {
+        let bit = rng.gen_range(0..(end - start) * 8);
+        image[start + bit / 8] ^= 1 << (bit % 8);
+        return Some(path);
+    }
     let before = image[start..end].to_vec();
     rng.fill_bytes(&mut image[start..end]);
     if image[start..end] == before[..] {

@@ -61,17 +61,30 @@
 //! operation, or a `mark` label) makes that operation and every later one
 //! fail with "simulated power loss" without touching the disk.
 //!
+//! # Snapshots and crash states
+//! For exhaustive exploration, [`SimVfs::start_recording`] keeps a
+//! [`DiskSnapshot`] of the disk as each I/O operation finds it (shared
+//! while nothing changes), and [`DiskSnapshot::crash_states`] enumerates,
+//! in a fixed order, the disks a power loss at that instant may leave: the
+//! choices of the random modes made one by one instead of drawn (see
+//! `crash_states.rs` for exactly which). Each becomes a [`DiskImage`],
+//! hashed to recover byte-identical disks once, and a fresh disk for the
+//! engine to open with [`SimVfs::from_image`].
+//!
 //! Everything lives behind one `Mutex`: the simulator runs one thread, and
 //! the lock only makes `SimVfs` `Send + Sync` as the trait demands.
 
 mod config;
 mod crash;
+mod crash_states;
 mod dir;
 mod faults;
 mod file;
+mod image;
 mod inode;
 mod ops;
 mod sectors;
+mod snapshot;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -84,10 +97,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use engine::vfs::{Mapping, OpenMode, Vfs, VfsFile};
 
 pub use config::{CrashMode, CrashOutcome, CrashPoint, DiskConfig, MAX_SECTOR_BYTES};
+pub use crash_states::{CrashState, ALL_DIR_SUBSETS_UP_TO};
+pub use image::DiskImage;
+pub use snapshot::{DiskRecording, DiskSnapshot};
 
 use crate::trace::{FaultKind, IoKind, Trace};
 use file::{lock, SimFile};
 use ops::Disk;
+use snapshot::Recorder;
+use state::FileSystem;
 
 /// The simulated disk (see the module doc). Share it as `Arc<SimVfs>`.
 #[derive(Debug)]
@@ -102,8 +120,41 @@ impl SimVfs {
         SimVfs { disk: Arc::new(Mutex::new(Disk::new(config, trace))) }
     }
 
+    /// A disk holding exactly `image`, all of it durable, nothing
+    /// pending: a crash state, ready for the engine to open. Panics on an
+    /// invalid `config`, like [`SimVfs::new`].
+    pub fn from_image(config: DiskConfig, image: &DiskImage, trace: Trace) -> Self {
+        let mut disk = Disk::new(config, trace);
+        let files = image.files.iter().map(|(id, file)| (*id, file.bytes.to_vec())).collect();
+        disk.fs = FileSystem::restored(image.dirs.clone(), files);
+        SimVfs { disk: Arc::new(Mutex::new(disk)) }
+    }
+
     fn disk(&self) -> MutexGuard<'_, Disk> {
         lock(&self.disk)
+    }
+
+    /// The disk as it is now, as a power loss now would find it.
+    pub fn snapshot(&self) -> DiskSnapshot {
+        let disk = self.disk();
+        DiskSnapshot::take(&disk.fs, disk.config.sector_bytes, None)
+    }
+
+    /// From the next I/O operation on, keep the disk as each one finds it,
+    /// until [`SimVfs::take_recording`]. Panics if already recording.
+    pub fn start_recording(&self) {
+        let mut disk = self.disk();
+        assert!(disk.recorder.is_none(), "already recording");
+        disk.recorder = Some(Recorder::new(disk.io_index));
+    }
+
+    /// Stop recording and return the snapshots: one per I/O operation
+    /// since [`SimVfs::start_recording`], plus the disk as it is now.
+    /// Panics if not recording.
+    pub fn take_recording(&self) -> DiskRecording {
+        let mut disk = self.disk();
+        let recorder = disk.recorder.take().expect("recording was started");
+        recorder.finish(&disk.fs, disk.config.sector_bytes)
     }
 
     /// Run `f` on the trace (the driver records its own events this way).

@@ -17,6 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use super::config::{CrashOutcome, CrashPoint, DiskConfig};
 use super::crash::build_next_disk;
 use super::faults::Faults;
+use super::snapshot::Recorder;
 use super::state::FileSystem;
 use crate::trace::{Event, FaultKind, IoKind, Trace};
 
@@ -40,6 +41,8 @@ pub(super) struct Disk {
     /// Marks since the last `begin_op` (few: a handful per operation).
     pub marks: Vec<&'static str>,
     pub fault_counts: BTreeMap<FaultKind, u64>,
+    /// While recording, the disk as each I/O finds it (`snapshot.rs`).
+    pub recorder: Option<Recorder>,
 }
 
 pub(super) fn power_lost() -> io::Error {
@@ -62,6 +65,7 @@ impl Disk {
             fault_this_op: false,
             marks: Vec::new(),
             fault_counts: BTreeMap::new(),
+            recorder: None,
         }
     }
 
@@ -81,6 +85,9 @@ impl Disk {
         op: impl FnOnce(&mut Disk, u64) -> io::Result<T>,
     ) -> io::Result<T> {
         let index = self.io_index;
+        if let Some(recorder) = &mut self.recorder {
+            recorder.before_io(index, &self.fs, self.config.sector_bytes);
+        }
         self.io_index += 1;
         let nth_this_op = self.ios_this_op;
         self.ios_this_op += 1;

@@ -34,6 +34,11 @@ pub(super) struct FileSystem {
     next_inode: InodeId,
     /// The sum of every inode's volatile length, kept as it changes.
     volatile_bytes: u64,
+    /// Bumped by every change a power loss could see (data, entries, what
+    /// is durable), so a recorder can tell that nothing changed since its
+    /// last snapshot without comparing (`snapshot.rs`). Forgetting an
+    /// unreachable inode is no such change: no crash could have kept it.
+    version: u64,
 }
 
 fn not_found(path: &Path) -> io::Error {
@@ -55,6 +60,30 @@ impl FileSystem {
     /// The sum of all files' volatile lengths.
     pub fn volatile_bytes(&self) -> u64 {
         self.volatile_bytes
+    }
+
+    /// The change counter (see the field).
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// A disk holding exactly `dirs` (each a map of names to inodes) and
+    /// `files` (each inode's bytes), all durable, nothing pending: the disk
+    /// a crash state describes, ready for the engine to open.
+    pub fn restored(dirs: BTreeMap<PathBuf, BTreeMap<String, InodeId>>, files: BTreeMap<InodeId, Vec<u8>>) -> Self {
+        let mut fs = FileSystem::default();
+        for (path, entries) in dirs {
+            for id in entries.values() {
+                assert!(files.contains_key(id), "every named inode has bytes");
+            }
+            fs.dirs.insert(path, Dir { volatile: entries.clone(), durable: entries, pending: Vec::new() });
+        }
+        for (id, bytes) in files {
+            fs.next_inode = fs.next_inode.max(id + 1);
+            fs.volatile_bytes += bytes.len() as u64;
+            fs.inodes.insert(id, Inode { volatile: bytes.clone(), durable: bytes, ..Inode::default() });
+        }
+        fs
     }
 
     pub fn inode(&self, id: InodeId) -> &Inode {
@@ -103,6 +132,7 @@ impl FileSystem {
                 let dir = self.dir_mut(dir_path).expect("checked above");
                 dir.volatile.insert(name.to_string(), id);
                 dir.pending.push(DirOp::Link { name: name.to_string(), inode: id });
+                self.version += 1;
                 id
             }
         };
@@ -157,11 +187,15 @@ impl FileSystem {
         let len_after = inode.volatile.len() as u64;
         inode.pending.push(op);
         self.volatile_bytes = self.volatile_bytes - len_before + len_after;
+        self.version += 1;
     }
 
     /// fsync: make the pending data ops durable, in order. The cost is the
     /// bytes they wrote, not the file's size.
     pub fn sync(&mut self, id: InodeId) {
+        if !self.inode(id).pending.is_empty() {
+            self.version += 1;
+        }
         let inode = self.inode_mut(id);
         for op in &inode.pending {
             op.apply(&mut inode.durable);
@@ -178,6 +212,7 @@ impl FileSystem {
         inode.pending.clear();
         let len_after = inode.volatile.len() as u64;
         self.volatile_bytes = self.volatile_bytes - len_before + len_after;
+        self.version += 1;
     }
 
     /// Rename within one directory. Across directories the engine never
@@ -200,6 +235,7 @@ impl FileSystem {
         dir.volatile.remove(from_name);
         dir.volatile.insert(to_name.to_string(), id);
         dir.pending.push(DirOp::Rename { from: from_name.to_string(), to: to_name.to_string(), inode: id });
+        self.version += 1;
         Ok(())
     }
 
@@ -209,6 +245,7 @@ impl FileSystem {
         let dir = self.dir_mut(dir_path)?;
         dir.volatile.remove(name);
         dir.pending.push(DirOp::Unlink { name: name.to_string(), inode: id });
+        self.version += 1;
         Ok(())
     }
 
@@ -223,6 +260,7 @@ impl FileSystem {
         for ancestor in dir.ancestors() {
             if !ancestor.as_os_str().is_empty() && !self.dirs.contains_key(ancestor) {
                 self.dirs.insert(ancestor.to_path_buf(), Dir::default());
+                self.version += 1;
             }
         }
     }
@@ -230,12 +268,16 @@ impl FileSystem {
     /// Make `dir`'s pending entry changes durable, in order.
     pub fn sync_dir(&mut self, dir: &Path) -> io::Result<()> {
         let dir = self.dir_mut(dir)?;
+        let changed = !dir.pending.is_empty();
         for op in &dir.pending {
             let applied = op.apply(&mut dir.durable);
             assert!(applied, "a pending op applies in order to the durable entries");
         }
         dir.pending.clear();
         assert_eq!(dir.durable, dir.volatile);
+        if changed {
+            self.version += 1;
+        }
         self.collect_garbage();
         Ok(())
     }
@@ -289,6 +331,7 @@ impl FileSystem {
         }
         self.forget_handles();
         self.volatile_bytes = self.inodes.values().map(|inode| inode.volatile.len() as u64).sum();
+        self.version += 1;
     }
 }
 

@@ -2,9 +2,11 @@
 //! like a plain file system until power goes (`model.rs`), each crash mode
 //! keeps exactly what it may (`strict.rs`, `prefix.rs`, `reorder.rs`),
 //! faults do what the config says (`faults.rs`), crash points and traces
-//! are exact and deterministic (`points.rs`), and the engine survives on it
-//! (`store.rs`).
+//! are exact and deterministic (`points.rs`), the engine survives on it
+//! (`store.rs`), and snapshots enumerate exactly the crash states the modes
+//! allow (`crash_states.rs`).
 
+mod crash_states;
 mod faults;
 mod model;
 mod points;

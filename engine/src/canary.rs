@@ -1,0 +1,220 @@
+//! Canaries: bugs planted in the engine on purpose, to prove that the
+//! simulator can fail.
+//!
+//! A checker that never fails proves nothing until it has been seen to
+//! fail on the very bugs it exists to find. Each [`Canary`] is one such
+//! bug — a skipped fsync, a reordered phase, a forgotten count — planted
+//! at the exact spot where a real engineer could have written it, as a
+//! small `if canary!(Name) { ... }` beside the correct code. The simulator
+//! switches one on for a run (`sim --canary NAME`, or `sim canaries` for
+//! all of them) and must then report a failure.
+//!
+//! This module exists only in a build with the `canaries` cargo feature.
+//! Without it, `canary!(Name)` is the constant `false` (see `lib.rs`), so a
+//! normal build carries no canary state and pays nothing at run time: the
+//! planted branches are dead code the compiler drops.
+//!
+//! Which canary is on is a thread-local, not a global: `sim --jobs N` runs
+//! seeds on N threads, each with its own canary (or none). Only the engine
+//! reads it; the simulator's runner sets it once per seed run and clears it
+//! afterwards, so the workload, the fault model and the checker cannot
+//! know a bug is planted, and a catch is an honest catch.
+
+use std::cell::Cell;
+
+/// One planted bug. The comment on each variant says what the engine then
+/// does wrong; [`Canary::description`] says the same in one line for the
+/// table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Canary {
+    /// Seal ADDs a segment to the manifest without fsyncing its data.
+    SegNoFsync,
+    /// Seal never fsyncs the directory: the segment's name is not durable.
+    SealNoDirSync,
+    /// `SEGMENTED` is logged before the segment is durably registered.
+    FrameBeforeRegister,
+    /// Commit also turns the table's out-of-window rows that seal filtered
+    /// out (TTL-bearing) into stubs of a segment that does not hold them.
+    GhostStubs,
+    /// Open resumes appending at the end of a torn AOF tail instead of
+    /// cutting it: every later write lands after an invalid frame.
+    AppendAfterTornTail,
+    /// Replay skips an invalid AOF frame and applies the frames after it.
+    ReplayPastInvalid,
+    /// A failed AOF fsync is retried, and the retry's success believed.
+    FsyncRetry,
+    /// Rewrite renames its temp log over the AOF without fsyncing it.
+    RewriteNoFsync,
+    /// Rewrite retires segments before a directory fsync makes its rename
+    /// durable.
+    RewriteNoDirSync,
+    /// Promoting a cold row does not count its segment record dead.
+    PromoteNotDead,
+    /// Segment reads return records without verifying their checksum.
+    SegNoChecksum,
+    /// Rewrite leaves key TTLs out of the new log.
+    RewriteDropsTtl,
+    /// `everysec` never fsyncs (only barriers do).
+    EverysecNoFsync,
+    /// Replay's stitch inserts stubs for absent keys but leaves hot rows
+    /// hot.
+    StitchAbsentOnly,
+    /// Open's sweep also drops registered segments without live stubs,
+    /// though the log still names them.
+    SweepNamedSegment,
+    /// FLUSHALL retires every segment before its rewrite is durable.
+    FlushallRetireEarly,
+    /// The manifest resumes appending after a torn tail instead of
+    /// cutting it.
+    ManifestTailKept,
+    /// Recovery trusts a single read of the log: a transient bit flip
+    /// passes for a torn tail and a healthy log is cut.
+    SingleReadRecovery,
+    /// A failed AOF write (EIO, ENOSPC) is acknowledged as if it had been
+    /// logged.
+    AckFailedAppend,
+    /// A log that fails to read at open (EIO) is taken for an empty one.
+    ReadErrorEmptyLog,
+}
+
+impl Canary {
+    /// Every canary, in table order.
+    pub const ALL: [Canary; 20] = [
+        Canary::SegNoFsync,
+        Canary::SealNoDirSync,
+        Canary::FrameBeforeRegister,
+        Canary::GhostStubs,
+        Canary::AppendAfterTornTail,
+        Canary::ReplayPastInvalid,
+        Canary::FsyncRetry,
+        Canary::RewriteNoFsync,
+        Canary::RewriteNoDirSync,
+        Canary::PromoteNotDead,
+        Canary::SegNoChecksum,
+        Canary::RewriteDropsTtl,
+        Canary::EverysecNoFsync,
+        Canary::StitchAbsentOnly,
+        Canary::SweepNamedSegment,
+        Canary::FlushallRetireEarly,
+        Canary::ManifestTailKept,
+        Canary::SingleReadRecovery,
+        Canary::AckFailedAppend,
+        Canary::ReadErrorEmptyLog,
+    ];
+
+    /// The kebab-case name the command line uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Canary::SegNoFsync => "seg-no-fsync",
+            Canary::SealNoDirSync => "seal-no-dir-sync",
+            Canary::FrameBeforeRegister => "frame-before-register",
+            Canary::GhostStubs => "ghost-stubs",
+            Canary::AppendAfterTornTail => "append-after-torn-tail",
+            Canary::ReplayPastInvalid => "replay-past-invalid",
+            Canary::FsyncRetry => "fsync-retry",
+            Canary::RewriteNoFsync => "rewrite-no-fsync",
+            Canary::RewriteNoDirSync => "rewrite-no-dir-sync",
+            Canary::PromoteNotDead => "promote-not-dead",
+            Canary::SegNoChecksum => "seg-no-checksum",
+            Canary::RewriteDropsTtl => "rewrite-drops-ttl",
+            Canary::EverysecNoFsync => "everysec-no-fsync",
+            Canary::StitchAbsentOnly => "stitch-absent-only",
+            Canary::SweepNamedSegment => "sweep-named-segment",
+            Canary::FlushallRetireEarly => "flushall-retire-early",
+            Canary::ManifestTailKept => "manifest-tail-kept",
+            Canary::SingleReadRecovery => "single-read-recovery",
+            Canary::AckFailedAppend => "ack-failed-append",
+            Canary::ReadErrorEmptyLog => "read-error-empty-log",
+        }
+    }
+
+    /// The canary called `name`, if any.
+    pub fn parse(name: &str) -> Option<Canary> {
+        Canary::ALL.into_iter().find(|canary| canary.name() == name)
+    }
+
+    /// What the engine does wrong with this canary on, in one line.
+    pub fn description(self) -> &'static str {
+        match self {
+            Canary::SegNoFsync => "segment data not fsynced before the manifest ADD",
+            Canary::SealNoDirSync => "seal skips the directory fsync: the segment's name is not durable",
+            Canary::FrameBeforeRegister => "SEGMENTED logged before the segment is durably registered",
+            Canary::GhostStubs => "commit stubs TTL-bearing rows the seal filtered out (ghost stubs)",
+            Canary::AppendAfterTornTail => "open appends after a torn AOF tail without cutting it",
+            Canary::ReplayPastInvalid => "replay skips an invalid frame and applies the frames after it",
+            Canary::FsyncRetry => "a failed AOF fsync is retried and ignored; writes stay acknowledged",
+            Canary::RewriteNoFsync => "rewrite renames the temp log without fsyncing it",
+            Canary::RewriteNoDirSync => "rewrite retires segments before its rename is made durable",
+            Canary::PromoteNotDead => "a promoted row's segment record is not counted dead",
+            Canary::SegNoChecksum => "segment record reads skip checksum verification",
+            Canary::RewriteDropsTtl => "rewrite drops key TTLs",
+            Canary::EverysecNoFsync => "everysec never actually fsyncs",
+            Canary::StitchAbsentOnly => "stitch inserts stubs for absent keys only; hot rows stay hot",
+            Canary::SweepNamedSegment => "open's sweep drops a segment the log still names",
+            Canary::FlushallRetireEarly => "FLUSHALL retires segments before its rewrite is durable",
+            Canary::ManifestTailKept => "the manifest appends after a torn tail instead of cutting it",
+            Canary::SingleReadRecovery => "recovery trusts one read: a transient bit flip cuts the log",
+            Canary::AckFailedAppend => "a failed AOF write (EIO, ENOSPC) is acknowledged anyway",
+            Canary::ReadErrorEmptyLog => "a log that fails to read at open (EIO) is taken for an empty one",
+        }
+    }
+}
+
+thread_local! {
+    /// The canary switched on for this thread's runs, if any.
+    static ACTIVE: Cell<Option<Canary>> = const { Cell::new(None) };
+}
+
+/// Switch `canary` on for this thread (`None`: all off). The simulator's
+/// runner calls this at the start of a seed run and again, with `None`,
+/// at its end.
+pub fn set(canary: Option<Canary>) {
+    ACTIVE.with(|active| active.set(canary));
+}
+
+/// Whether `canary` is on for this thread. The engine's `canary!` macro
+/// expands to this.
+pub fn is_on(canary: Canary) -> bool {
+    ACTIVE.with(|active| active.get() == Some(canary))
+}
+
+/// The canary on for this thread, if any.
+pub fn active() -> Option<Canary> {
+    ACTIVE.with(Cell::get)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_kebab_case_unique_and_parse_back() {
+        let mut names: Vec<&str> = Canary::ALL.iter().map(|c| c.name()).collect();
+        for canary in Canary::ALL {
+            let name = canary.name();
+            assert_eq!(Canary::parse(name), Some(canary));
+            assert!(name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'), "{name}");
+            assert!(!name.starts_with('-') && !name.ends_with('-') && !name.contains("--"), "{name}");
+            assert!(!canary.description().is_empty() && !canary.description().contains('\n'));
+        }
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Canary::ALL.len(), "two canaries share a name");
+        for stranger in ["", "seg_no_fsync", "SEG-NO-FSYNC", "no-such-canary"] {
+            assert_eq!(Canary::parse(stranger), None, "{stranger:?}");
+        }
+    }
+
+    #[test]
+    fn the_switch_is_per_thread() {
+        set(Some(Canary::GhostStubs));
+        assert!(is_on(Canary::GhostStubs));
+        assert!(!is_on(Canary::SegNoFsync));
+        assert!(canary!(GhostStubs));
+        let elsewhere = std::thread::spawn(|| (active(), is_on(Canary::GhostStubs))).join().unwrap();
+        assert_eq!(elsewhere, (None, false), "another thread sees no canary");
+        set(None);
+        assert_eq!(active(), None);
+        assert!(!canary!(GhostStubs));
+    }
+}

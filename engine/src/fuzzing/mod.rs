@@ -1,0 +1,148 @@
+//! Fuzz entry points: what the cargo-fuzz targets in `fuzz/` run, as plain
+//! library functions, so that stable `cargo test` replays the very same
+//! bodies over the committed corpus (`corpus/<target>/`) and over every
+//! crasher ever found (`corpus/regressions/`).
+//!
+//! Each function takes arbitrary bytes as one on-disk file and holds the
+//! parser and everything downstream of it to the engine's contract for bad
+//! bytes: refuse with [`crate::Error::Corrupt`], never panic, never return
+//! silently different data. A panic inside one of them is a finding; so is
+//! a failed `assert!`, which is how the properties below are stated:
+//!
+//! - [`aof_recover`]: the bytes as the store's log. The scan and recovery
+//!   agree; recovery keeps exactly the valid prefix and quarantines exactly
+//!   the rest; a store over the log opens or refuses cleanly, and if it
+//!   opens, writes after recovery (commands, an eviction, a rewrite) match
+//!   the reference model and survive a reopen.
+//! - [`seg_read`]: the bytes as a segment. Open verifies or refuses; a
+//!   walk, point lookups and range scans agree with each other.
+//! - [`manifest_open`]: the bytes as a manifest. Parse and open agree; a
+//!   torn tail is cut; an ADD and a DROP appended after open are what a
+//!   reopen reads back.
+//!
+//! Everything runs on a fresh [`MemVfs`] and a [`ManualClock`] standing at
+//! [`NOW_MS`]: an input means one thing, every time.
+//!
+//! # Behind the checksums
+//!
+//! A checksum stops almost every mutation at the door: flip a byte inside a
+//! frame and the frame is simply invalid, a torn tail, so the record
+//! decoders and everything after them never see the mutated bytes. Each
+//! target therefore runs twice when that changes anything: on the input as
+//! given, and on the input *resealed* — every checksum the input's own
+//! lengths and offsets locate recomputed ([`resealed_frames`], and
+//! `seg::resealed` for segments). Resealed bytes are still arbitrary bytes
+//! to the parser; they are the ones that reach its checks past the
+//! checksums.
+//!
+//! [`ManualClock`]: crate::clock::ManualClock
+
+mod aof;
+mod fixture;
+mod manifest;
+mod seg;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use aof::aof_recover;
+pub use fixture::{fixture, Fixture};
+pub use manifest::manifest_open;
+pub use seg::seg_read;
+
+use crate::frame::{encode_frame, FRAME_HEADER_BYTES, MAX_FRAME_PAYLOAD_BYTES};
+use crate::vfs::{read_whole, MemVfs, OpenMode, Vfs};
+
+/// The clock of every fuzz run (2023-11-14, as in the simulator): fixed,
+/// so an input's TTLs are expired or not the same way on every replay.
+pub const NOW_MS: u64 = 1_700_000_000_000;
+
+/// The store directory on each run's in-memory disk.
+pub const DIR: &str = "/db";
+
+fn dir() -> &'static Path {
+    Path::new(DIR)
+}
+
+fn path_of(name: &str) -> PathBuf {
+    dir().join(name)
+}
+
+/// A fresh in-memory disk whose store directory holds `files`.
+fn disk_with(files: &[(&str, &[u8])]) -> Arc<MemVfs> {
+    let vfs = Arc::new(MemVfs::new());
+    vfs.create_dir_all(dir()).expect("MemVfs creates directories");
+    for (name, bytes) in files {
+        let path = path_of(name);
+        let mut handle = vfs.open(&path, OpenMode::Truncate).expect("MemVfs creates files");
+        handle.write_at(0, bytes).expect("MemVfs writes");
+    }
+    vfs
+}
+
+/// The bytes of `name` in the store directory.
+fn read(vfs: &dyn Vfs, name: &str) -> Vec<u8> {
+    read_whole(vfs, &path_of(name)).unwrap_or_else(|e| panic!("reading {name} back from MemVfs: {e}"))
+}
+
+/// The names in the store directory.
+fn names(vfs: &dyn Vfs) -> Vec<String> {
+    vfs.list_dir(dir()).expect("the store directory exists")
+}
+
+/// `bytes` with the checksum of every frame recomputed, walking frames by
+/// their length fields from the start until one does not fit. Shared by
+/// the log and the manifest, whose files are frames back to back; the
+/// checksum is `frame.rs`'s own, through [`encode_frame`].
+pub fn resealed_frames(bytes: &[u8]) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    let mut at = 0usize;
+    let mut frame = Vec::new();
+    while out.len() - at >= FRAME_HEADER_BYTES {
+        let len_bytes = u32::from_le_bytes([out[at], out[at + 1], out[at + 2], out[at + 3]]) as usize;
+        if len_bytes > MAX_FRAME_PAYLOAD_BYTES || len_bytes > out.len() - at - FRAME_HEADER_BYTES {
+            break;
+        }
+        let end = at + FRAME_HEADER_BYTES + len_bytes;
+        frame.clear();
+        encode_frame(&mut frame, out[at + 8], &out[at + FRAME_HEADER_BYTES..end]);
+        out[at..end].copy_from_slice(&frame);
+        at = end;
+    }
+    out
+}
+
+/// Run `check` on `data`, then on `reseal(data)` if that differs.
+fn with_resealed(data: &[u8], reseal: fn(&[u8]) -> Vec<u8>, check: fn(&[u8])) {
+    check(data);
+    let resealed = reseal(data);
+    if resealed != data {
+        check(&resealed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::decode_frame;
+
+    #[test]
+    fn resealing_makes_every_whole_frame_valid_and_touches_nothing_else() {
+        let mut bytes = Vec::new();
+        encode_frame(&mut bytes, 2, b"first");
+        encode_frame(&mut bytes, 3, b"second frame");
+        let whole = bytes.len();
+        bytes.extend_from_slice(&[40, 0, 0, 0, 1, 2]);
+        assert_eq!(resealed_frames(&bytes), bytes, "valid frames are resealed to themselves");
+
+        let mut mutated = bytes.clone();
+        mutated[FRAME_HEADER_BYTES + 1] ^= 0xff;
+        mutated[whole - 2] ^= 0x01;
+        assert!(decode_frame(&mutated).is_err());
+        let resealed = resealed_frames(&mutated);
+        let first = decode_frame(&resealed).unwrap();
+        assert_eq!(first.payload, &mutated[FRAME_HEADER_BYTES..FRAME_HEADER_BYTES + 5]);
+        assert!(decode_frame(&resealed[first.total_bytes..]).is_ok());
+        assert_eq!(resealed[whole..], bytes[whole..], "the cut-short tail is left as it was");
+    }
+}

@@ -1,0 +1,4 @@
+//! `cargo fuzz run aof_recover`: see `engine::fuzzing::aof_recover` for what it checks.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| engine::fuzzing::aof_recover(data));

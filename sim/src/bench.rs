@@ -1,0 +1,339 @@
+//! `sim bench`: the harness and the engine measured side by side, in one
+//! run, on one core.
+//!
+//! Every ratio compares two measurements taken in the same process a
+//! moment apart on the same operation lists, so a busy machine slows both
+//! sides alike. Nothing here asserts a figure: it prints them.
+//!
+//! - **sim throughput** — workload operations (and seeds) per second with
+//!   the default swarm configuration, checks and all;
+//! - **sim overhead** — the simulator's time for a set of seeds ÷ the same
+//!   operation lists on the engine over the fault-free `MemVfs` with no
+//!   model and no checks (the "bare engine");
+//! - **sim vs OS** — the same operation lists on `OsVfs` in a temp
+//!   directory (same fsync policy, real fsyncs) ÷ the simulator's time;
+//! - **engine on OsVfs** — AOF replay MB/s from the page cache, segment
+//!   point-get latency (p50, p99) through the mapping, seal (build +
+//!   fsync) MB/s, hot-path write ops/s under each fsync policy.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use engine::aof::FsyncPolicy;
+use engine::clock::ManualClock;
+use engine::seg::{Seg, SegBuilder};
+use engine::store::{Command, Options, Store};
+use engine::vfs::{MemVfs, OsVfs, Vfs};
+use serde_json::{json, Value};
+
+use crate::config::{Config, Overrides};
+use crate::run::run_ops;
+use crate::workload::{generate, Op, PlannedOp, T0_MS};
+
+/// What to measure, and how much.
+#[derive(Clone, Copy, Debug)]
+pub struct BenchOptions {
+    /// Seeds for the simulator figures (0..seeds).
+    pub seeds: u64,
+    /// Seeds for the OsVfs comparison (real fsyncs are slow).
+    pub os_seeds: u64,
+    /// Rows in the engine benchmarks' segment and log.
+    pub rows: u64,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions { seeds: 400, os_seeds: 20, rows: 200_000 }
+    }
+}
+
+/// One named figure.
+#[derive(Clone, Debug)]
+pub struct Figure {
+    /// Stable name (the JSON key).
+    pub name: &'static str,
+    /// The value.
+    pub value: f64,
+    /// Its unit, for people.
+    pub unit: &'static str,
+    /// How it was measured, in a few words.
+    pub how: String,
+}
+
+/// Every figure of one bench run.
+#[derive(Clone, Debug, Default)]
+pub struct BenchReport {
+    /// In the order measured.
+    pub figures: Vec<Figure>,
+}
+
+impl BenchReport {
+    fn push(&mut self, name: &'static str, value: f64, unit: &'static str, how: String) {
+        eprintln!("bench: {name} = {value:.2} {unit}");
+        self.figures.push(Figure { name, value, unit, how });
+    }
+
+    /// A table for people.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for f in &self.figures {
+            out.push_str(&format!("{:<28} {:>14.2} {:<10} {}\n", f.name, f.value, f.unit, f.how));
+        }
+        out
+    }
+
+    /// One JSON object: name → value (units in the names' docs).
+    pub fn to_json(&self) -> Value {
+        let map: serde_json::Map<String, Value> =
+            self.figures.iter().map(|f| (f.name.to_string(), json!(f.value))).collect();
+        Value::Object(map)
+    }
+}
+
+/// A fresh directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let path = std::env::temp_dir().join(format!("segsim-bench-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("create a temp dir for the bench");
+        TempDir(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The operation lists of seeds `0..count` with their configurations.
+fn workloads(count: u64) -> Vec<(Config, Vec<PlannedOp>)> {
+    (0..count)
+        .map(|seed| {
+            let config = Config::from_seed(seed, Overrides::default());
+            let ops = generate(&config);
+            (config, ops)
+        })
+        .collect()
+}
+
+/// The operations on the engine alone: no faults, no model, no checks. A
+/// crash or restart is a drop and reopen (what recovery costs is part of
+/// the work the simulator also does).
+fn run_bare(config: &Config, ops: &[PlannedOp], vfs: Arc<dyn Vfs>, dir: &Path) -> u64 {
+    let clock = Arc::new(ManualClock::new(T0_MS));
+    let options = Options { fsync: config.fsync };
+    let open = || Store::open(vfs.clone(), clock.clone(), dir, options).expect("a fault-free open").0;
+    let mut store = open();
+    let mut done = 0u64;
+    for planned in ops {
+        match &planned.op {
+            Op::Cmd(command) => {
+                let _ = store.execute(command);
+            }
+            Op::Evict => {
+                let _ = store.evict();
+            }
+            Op::Rewrite => {
+                let _ = store.rewrite();
+            }
+            Op::Sync => {
+                let _ = store.sync();
+            }
+            Op::Advance(ms) => {
+                clock.advance(*ms);
+                let _ = store.tick();
+            }
+            Op::Crash | Op::Restart => {
+                drop(store);
+                store = open();
+            }
+        }
+        done += 1;
+    }
+    done
+}
+
+fn seconds(d: Duration) -> f64 {
+    d.as_secs_f64().max(1e-9)
+}
+
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// Run every measurement.
+pub fn run(options: BenchOptions) -> BenchReport {
+    let mut report = BenchReport::default();
+    let lists = workloads(options.seeds);
+    let total_ops: u64 = lists.iter().map(|(_, ops)| ops.len() as u64).sum();
+
+    // The simulator, checks and all.
+    let started = Instant::now();
+    for (config, ops) in &lists {
+        let outcome = run_ops(config, Overrides::default(), ops, false);
+        assert!(outcome.failure.is_none(), "bench seed {} failed: rerun it with sim --seed", config.seed);
+    }
+    let sim_secs = seconds(started.elapsed());
+    report.push(
+        "sim_ops_per_sec",
+        total_ops as f64 / sim_secs,
+        "ops/s",
+        format!("{} seeds, default swarm, one core", options.seeds),
+    );
+    report.push("sim_seeds_per_sec", options.seeds as f64 / sim_secs, "seeds/s", "same run".into());
+
+    // The bare engine on MemVfs, same lists.
+    let started = Instant::now();
+    for (config, ops) in &lists {
+        let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+        run_bare(config, ops, vfs, Path::new("/db"));
+    }
+    let bare_secs = seconds(started.elapsed());
+    report.push(
+        "bare_ops_per_sec",
+        total_ops as f64 / bare_secs,
+        "ops/s",
+        "same lists, engine on MemVfs, no checks".into(),
+    );
+    report.push("sim_overhead", sim_secs / bare_secs, "x", "sim time / bare engine time (target <= 2)".into());
+
+    // The same lists on the real file system (fewer: fsyncs are real).
+    let os_lists = &lists[..options.os_seeds.min(options.seeds) as usize];
+    let os_ops: u64 = os_lists.iter().map(|(_, ops)| ops.len() as u64).sum();
+    let started = Instant::now();
+    for (config, ops) in os_lists {
+        let dir = TempDir::new("os");
+        run_bare(config, ops, Arc::new(OsVfs), &dir.0);
+    }
+    let os_secs = seconds(started.elapsed());
+    let started = Instant::now();
+    for (config, ops) in os_lists {
+        run_ops(config, Overrides::default(), ops, false);
+    }
+    let sim_small_secs = seconds(started.elapsed());
+    report.push(
+        "os_ops_per_sec",
+        os_ops as f64 / os_secs,
+        "ops/s",
+        format!("{} seeds' lists on OsVfs, real fsyncs", os_lists.len()),
+    );
+    report.push("sim_vs_os", os_secs / sim_small_secs, "x", "OsVfs time / sim time, same lists (target >= 20)".into());
+
+    engine_figures(&mut report, options.rows);
+    report
+}
+
+fn engine_figures(report: &mut BenchReport, rows: u64) {
+    let dir = TempDir::new("engine");
+    let vfs: Arc<dyn Vfs> = Arc::new(OsVfs);
+    let value = vec![b'v'; 100];
+
+    // Seal: build a segment of `rows` rows and fsync it.
+    let path = dir.0.join("row-74-1.seg");
+    let keys: Vec<Vec<u8>> = (0..rows).map(|i| format!("t:{i:012}").into_bytes()).collect();
+    let started = Instant::now();
+    let mut builder = SegBuilder::create(&*vfs, &path, 1).expect("create segment");
+    for key in &keys {
+        builder.push(key, &value).expect("push");
+    }
+    builder.finish().expect("finish");
+    let seal_secs = seconds(started.elapsed());
+    let seal_bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    report.push(
+        "seal_mb_per_sec",
+        seal_bytes as f64 / 1e6 / seal_secs,
+        "MB/s",
+        format!("{rows} rows x 100 B, build + fsync"),
+    );
+
+    // Point gets through the mapping, one timed at a time.
+    let seg = Seg::open(&*vfs, &path).expect("open segment");
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut latencies = Vec::with_capacity(100_000);
+    for _ in 0..100_000 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let key = &keys[(state % rows) as usize];
+        let started = Instant::now();
+        let got = seg.get(key).expect("get");
+        latencies.push(started.elapsed().as_nanos() as u64);
+        assert!(got.is_some());
+    }
+    latencies.sort_unstable();
+    report.push(
+        "seg_get_p50_ns",
+        percentile(&latencies, 0.50) as f64,
+        "ns",
+        format!("{rows}-row segment, warm mapping"),
+    );
+    report.push("seg_get_p99_ns", percentile(&latencies, 0.99) as f64, "ns", "same".into());
+
+    // Hot-path writes under each policy, then replay of the `no` log.
+    let clock = Arc::new(ManualClock::new(T0_MS));
+    for (policy, name, count) in [
+        (FsyncPolicy::Always, "write_ops_per_sec_always", 5_000u64),
+        (FsyncPolicy::EverySec, "write_ops_per_sec_everysec", rows),
+        (FsyncPolicy::No, "write_ops_per_sec_no", rows),
+    ] {
+        let store_dir = dir.0.join(policy.name());
+        let (mut store, _) =
+            Store::open(vfs.clone(), clock.clone(), &store_dir, Options { fsync: policy }).expect("open");
+        let started = Instant::now();
+        for i in 0..count {
+            let command = Command::HSet {
+                key: format!("t:{i:012}").into_bytes(),
+                pairs: vec![(b"ts".to_vec(), i.to_string().into_bytes()), (b"v".to_vec(), value.clone())],
+            };
+            store.execute(&command).expect("write");
+            if i % 1000 == 999 {
+                clock.advance(250);
+            }
+        }
+        let secs = seconds(started.elapsed());
+        store.close().expect("close");
+        report.push(name, count as f64 / secs, "ops/s", format!("{count} HSETs of ~130 B, OsVfs"));
+    }
+    let log_dir = dir.0.join(FsyncPolicy::No.name());
+    let log_bytes = std::fs::metadata(log_dir.join(engine::store::AOF_FILE)).map(|m| m.len()).unwrap_or(0);
+    let started = Instant::now();
+    let (store, report_open) = Store::open(vfs.clone(), clock, &log_dir, Options::default()).expect("reopen");
+    let replay_secs = seconds(started.elapsed());
+    assert_eq!(report_open.frames_replayed, rows);
+    drop(store);
+    report.push(
+        "aof_replay_mb_per_sec",
+        log_bytes as f64 / 1e6 / replay_secs,
+        "MB/s",
+        format!("open of a {:.1} MB log, page cache", log_bytes as f64 / 1e6),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_bench_reports_every_figure() {
+        let report = run(BenchOptions { seeds: 3, os_seeds: 1, rows: 2_000 });
+        let names: Vec<&str> = report.figures.iter().map(|f| f.name).collect();
+        for expected in [
+            "sim_ops_per_sec",
+            "sim_overhead",
+            "sim_vs_os",
+            "seal_mb_per_sec",
+            "seg_get_p50_ns",
+            "seg_get_p99_ns",
+            "write_ops_per_sec_always",
+            "aof_replay_mb_per_sec",
+        ] {
+            assert!(names.contains(&expected), "missing {expected}: {names:?}");
+        }
+        assert!(report.figures.iter().all(|f| f.value.is_finite() && f.value > 0.0), "{report:?}");
+        assert!(report.to_json().get("sim_overhead").is_some());
+    }
+}

@@ -1,0 +1,354 @@
+//! The crash states of a snapshot: the disks a power loss at that instant
+//! may leave behind, enumerated rather than sampled, in a fixed order —
+//! a state's number is its position, which is how a report names it and
+//! `sim explore --only-state` finds it again.
+//!
+//! The model is the one the random crash modes draw from (`crash.rs`): a
+//! pending directory change survives or not, survivors apply in their
+//! original order and one whose precondition no longer holds is skipped;
+//! a file keeps a prefix of its pending data operations, the first lost
+//! one, if a write, may be torn at a sector boundary, and the sector it
+//! was writing may hold garbage — only over bytes that write covered
+//! ("powersafe overwrite"). Exhaustive means the choices multiply, so the
+//! enumeration takes two families that vary one thing each:
+//!
+//! 1. **Directory changes.** Each chosen subset of the pending changes
+//!    (over all directories, by path, oldest first): every subset when
+//!    there are at most four, or when there are no more subsets than
+//!    `max_dir_subsets`; otherwise that many, chosen deterministically —
+//!    none, all, each proper prefix (what a file system committing in
+//!    order leaves), each "all but one", each "only one", then subsets
+//!    drawn from a stream seeded by their number. Each subset comes with
+//!    every file's data lost, then with every file's data surviving.
+//! 2. **One file's data, the others strict.** For each file with pending
+//!    operations: its first `k` surviving whole, for `k` from 1 to all;
+//!    and, for each pending write, everything before it surviving and the
+//!    write itself cut at each sector boundary strictly inside it, then
+//!    cut at its start or at any of those boundaries with the rest of
+//!    that sector holding a fixed garbage pattern. Each comes with no
+//!    pending directory change applied, then with all of them.
+//!
+//! Not enumerated: two files cut at once, a directory subset combined
+//! with a cut file, and the `reorder` mode's sector-by-sector choices; the
+//! count would grow as a product, and the random mode samples those. The
+//! first state is always the strict one (every pending change lost).
+//! Different states may leave byte-identical disks; the explorer dedupes
+//! them by [`DiskImage::hash`].
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::dir::DirOp;
+use super::image::{DiskImage, ImageFile};
+use super::inode::{to_usize, write_into, DataOp, InodeId};
+use super::sectors::{inner_cuts, sector_end};
+use super::snapshot::{DiskSnapshot, FileSnapshot};
+
+/// Every subset of this many pending directory changes is enumerated,
+/// whatever `max_dir_subsets` says (16 subsets at most).
+pub const ALL_DIR_SUBSETS_UP_TO: usize = 4;
+
+/// One crash state of a snapshot (see the module doc).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CrashState {
+    /// One flag per pending directory change, in the snapshot's order
+    /// (directories by path, changes oldest first): whether it survives.
+    dir_changes_kept: Vec<bool>,
+    data: DataFate,
+}
+
+/// What survives of the pending data operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DataFate {
+    /// Every file keeps only its durable bytes.
+    Strict,
+    /// Every file gets every pending operation.
+    AllSurvive,
+    /// One file keeps its first `whole_ops` pending operations and maybe
+    /// part of the next; every other file keeps only its durable bytes.
+    OneFile { inode: InodeId, whole_ops: usize, torn: Option<Torn> },
+}
+
+/// The write after the surviving ones, cut short.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Torn {
+    /// The write's bytes before this file offset survive: its start or a
+    /// sector boundary strictly inside it.
+    cut_bytes: u64,
+    /// The rest of the sector holding `cut_bytes` (as far as the write
+    /// reached) holds [`garbage_byte`]s instead of old or new bytes.
+    garbage: bool,
+}
+
+/// The fixed garbage a torn sector holds, by position in the file: not
+/// random, so the same state always gives the same bytes; not constant,
+/// so it does not pass for zero padding.
+fn garbage_byte(offset_bytes: u64) -> u8 {
+    (offset_bytes as u8).wrapping_mul(167) ^ 0x5a
+}
+
+impl DiskSnapshot {
+    /// Every crash state of this snapshot, in the order of the module doc.
+    /// `max_dir_subsets` (at least 1) bounds family 1 when the pending
+    /// directory changes have more subsets than that.
+    pub fn crash_states(&self, max_dir_subsets: usize) -> Vec<CrashState> {
+        assert!(max_dir_subsets >= 1, "at least the strict subset");
+        let changes = self.pending_dir_changes();
+        let any_data = self.pending_data_ops() > 0;
+        let mut states = Vec::new();
+        for kept in dir_subsets(changes, max_dir_subsets) {
+            states.push(CrashState { dir_changes_kept: kept.clone(), data: DataFate::Strict });
+            if any_data {
+                states.push(CrashState { dir_changes_kept: kept, data: DataFate::AllSurvive });
+            }
+        }
+        let ends = if changes == 0 { vec![Vec::new()] } else { vec![vec![false; changes], vec![true; changes]] };
+        for (id, file) in &self.files {
+            for fate in file_fates(*id, file, self.sector_bytes) {
+                for kept in &ends {
+                    states.push(CrashState { dir_changes_kept: kept.clone(), data: fate });
+                }
+            }
+        }
+        states
+    }
+
+    /// The disk `state` leaves: directories settled first (they decide
+    /// which files survive at all), then each surviving file's bytes.
+    pub fn image(&self, state: &CrashState) -> DiskImage {
+        assert_eq!(state.dir_changes_kept.len(), self.pending_dir_changes(), "a state of this snapshot");
+        let mut kept = state.dir_changes_kept.iter();
+        let mut dirs = BTreeMap::new();
+        for (path, dir) in &self.dirs {
+            let mut entries = dir.durable.clone();
+            for op in &dir.pending {
+                if *kept.next().expect("one flag per pending change") {
+                    // A change whose precondition no longer holds (a
+                    // rename of a file whose creation was lost) is skipped.
+                    op.apply(&mut entries);
+                }
+            }
+            dirs.insert(path.clone(), entries);
+        }
+        let mut files = BTreeMap::new();
+        for id in dirs.values().flat_map(|entries| entries.values()) {
+            if files.contains_key(id) {
+                continue;
+            }
+            let file = self.files.get(id).expect("a snapshot holds every inode an entry may name");
+            let all = file.pending.len();
+            let image_file = match state.data {
+                DataFate::AllSurvive => file_after(file, all, None, self.sector_bytes),
+                DataFate::OneFile { inode, whole_ops, torn } if inode == *id => {
+                    file_after(file, whole_ops, torn, self.sector_bytes)
+                }
+                DataFate::Strict | DataFate::OneFile { .. } => file_after(file, 0, None, self.sector_bytes),
+            };
+            files.insert(*id, image_file);
+        }
+        DiskImage { dirs, files }
+    }
+
+    /// A line for a person: which directory changes applied, which writes
+    /// survived, which was torn where.
+    pub fn describe(&self, state: &CrashState) -> String {
+        let mut parts = Vec::new();
+        let changes: Vec<&DirOp> = self.dirs.values().flat_map(|dir| dir.pending.iter()).collect();
+        if !changes.is_empty() {
+            let mut applied = Vec::new();
+            let mut lost = Vec::new();
+            for (op, kept) in changes.iter().zip(&state.dir_changes_kept) {
+                if *kept {
+                    applied.push(describe_dir_op(op));
+                } else {
+                    lost.push(describe_dir_op(op));
+                }
+            }
+            let mut text = format!("{} of {} unsynced directory changes applied", applied.len(), changes.len());
+            if !applied.is_empty() {
+                text.push_str(&format!(" (applied: {})", applied.join(", ")));
+            }
+            if !lost.is_empty() {
+                text.push_str(&format!(" (lost: {})", lost.join(", ")));
+            }
+            parts.push(text);
+        }
+        let (ops, is, survive) = match self.pending_data_ops() {
+            1 => ("the 1 unsynced data op".to_string(), "is", "survives"),
+            count => (format!("all {count} unsynced data ops"), "are", "survive"),
+        };
+        let data = match state.data {
+            DataFate::Strict if self.pending_data_ops() == 0 => "no unsynced data".to_string(),
+            DataFate::Strict => format!("{ops} {is} lost"),
+            DataFate::AllSurvive => format!("{ops} {survive}"),
+            DataFate::OneFile { inode, whole_ops, torn } => self.describe_one_file(inode, whole_ops, torn),
+        };
+        parts.push(data);
+        parts.join("; ")
+    }
+
+    fn describe_one_file(&self, inode: InodeId, whole_ops: usize, torn: Option<Torn>) -> String {
+        let file = &self.files[&inode];
+        let mut text = format!(
+            "{}: the first {whole_ops} of its {} unsynced ops survive",
+            self.name_of(inode),
+            file.pending.len()
+        );
+        if let Some(torn) = torn {
+            let DataOp::Write { offset_bytes, data } = &file.pending[whole_ops] else {
+                unreachable!("only a write is torn")
+            };
+            let end_bytes = offset_bytes + data.len() as u64;
+            text.push_str(&format!(", then op #{} (write {offset_bytes}..{end_bytes}) is torn: ", whole_ops + 1));
+            if torn.cut_bytes == *offset_bytes {
+                text.push_str("none of it survives");
+            } else {
+                text.push_str(&format!("{offset_bytes}..{} survives", torn.cut_bytes));
+            }
+            if torn.garbage {
+                let garbage = garbage_range(torn.cut_bytes, end_bytes, self.sector_bytes);
+                text.push_str(&format!(", {}..{} holds garbage", garbage.start, garbage.end));
+            }
+        }
+        text.push_str("; other files keep only synced data");
+        text
+    }
+
+    /// The newest name an inode has in any directory (its durable one, or
+    /// the one a pending create or rename gives it).
+    fn name_of(&self, inode: InodeId) -> String {
+        for dir in self.dirs.values() {
+            let mut name = dir.durable.iter().find(|(_, id)| **id == inode).map(|(name, _)| name.clone());
+            for op in &dir.pending {
+                match op {
+                    DirOp::Link { name: new, inode: id } | DirOp::Rename { to: new, inode: id, .. } if *id == inode => {
+                        name = Some(new.clone());
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(name) = name {
+                return name;
+            }
+        }
+        format!("inode {inode}")
+    }
+}
+
+fn describe_dir_op(op: &DirOp) -> String {
+    match op {
+        DirOp::Link { name, .. } => format!("create {name}"),
+        DirOp::Unlink { name, .. } => format!("unlink {name}"),
+        DirOp::Rename { from, to, .. } => format!("rename {from} -> {to}"),
+    }
+}
+
+/// Which subsets of `changes` pending directory changes to enumerate
+/// (see the module doc), each as one flag per change. The first is the
+/// empty subset; the second, if there are changes, the full one.
+fn dir_subsets(changes: usize, max_subsets: usize) -> Vec<Vec<bool>> {
+    let every_subset_fits =
+        changes <= ALL_DIR_SUBSETS_UP_TO || (changes < usize::BITS as usize - 1 && (1usize << changes) <= max_subsets);
+    let from_mask = |mask: usize| (0..changes).map(|bit| mask >> bit & 1 == 1).collect::<Vec<bool>>();
+    if every_subset_fits {
+        let count = 1usize << changes;
+        let mut masks = vec![0];
+        if changes > 0 {
+            masks.push(count - 1);
+        }
+        masks.extend(1..count.saturating_sub(1));
+        return masks.into_iter().map(from_mask).collect();
+    }
+    let mut chosen: Vec<Vec<bool>> = Vec::new();
+    let mut offer = |subset: Vec<bool>| {
+        if chosen.len() < max_subsets && !chosen.contains(&subset) {
+            chosen.push(subset);
+        }
+    };
+    offer(vec![false; changes]);
+    offer(vec![true; changes]);
+    for len in 1..changes {
+        offer((0..changes).map(|i| i < len).collect());
+    }
+    for skipped in 0..changes {
+        offer((0..changes).map(|i| i != skipped).collect());
+    }
+    for only in 0..changes {
+        offer((0..changes).map(|i| i == only).collect());
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(changes as u64);
+    // Bounded: duplicates are drawn now and then, and the loop must end.
+    for _ in 0..max_subsets.saturating_mul(16) {
+        offer((0..changes).map(|_| rng.gen_bool(0.5)).collect());
+    }
+    chosen
+}
+
+/// Family 2 for one file (see the module doc), in order: for each pending
+/// op, its torn variants (if a write), then it surviving whole.
+fn file_fates(inode: InodeId, file: &FileSnapshot, sector_bytes: u64) -> Vec<DataFate> {
+    let mut fates = Vec::new();
+    for (whole_ops, op) in file.pending.iter().enumerate() {
+        if let DataOp::Write { offset_bytes, data } = op {
+            let range = *offset_bytes..offset_bytes + data.len() as u64;
+            let cuts = inner_cuts(range.clone(), sector_bytes);
+            let cut_points: Vec<u64> = (0..cuts.count).map(|i| cuts.at(i)).collect();
+            for &cut_bytes in &cut_points {
+                let torn = Torn { cut_bytes, garbage: false };
+                fates.push(DataFate::OneFile { inode, whole_ops, torn: Some(torn) });
+            }
+            if !range.is_empty() {
+                for cut_bytes in std::iter::once(range.start).chain(cut_points) {
+                    let torn = Torn { cut_bytes, garbage: true };
+                    fates.push(DataFate::OneFile { inode, whole_ops, torn: Some(torn) });
+                }
+            }
+        }
+        fates.push(DataFate::OneFile { inode, whole_ops: whole_ops + 1, torn: None });
+    }
+    fates
+}
+
+/// The bytes of a write ending at `end_bytes`, cut at `cut_bytes`, that a
+/// garbage variant overwrites: the rest of the cut's sector, no further
+/// than the write reached.
+fn garbage_range(cut_bytes: u64, end_bytes: u64, sector_bytes: u64) -> Range<u64> {
+    cut_bytes..sector_end(cut_bytes, sector_bytes).min(end_bytes)
+}
+
+/// `file`'s bytes when its first `whole_ops` pending ops survive and the
+/// next is `torn`, if it is. With nothing surviving, the snapshot's bytes
+/// are shared, not copied.
+fn file_after(file: &FileSnapshot, whole_ops: usize, torn: Option<Torn>, sector_bytes: u64) -> ImageFile {
+    if whole_ops == 0 && torn.is_none() {
+        return ImageFile { bytes: file.durable.clone(), hash: Some(file.durable_hash) };
+    }
+    let mut bytes = file.durable.to_vec();
+    for op in &file.pending[..whole_ops] {
+        op.apply(&mut bytes);
+    }
+    if let Some(torn) = torn {
+        let DataOp::Write { offset_bytes, data } = &file.pending[whole_ops] else {
+            unreachable!("only a write is torn")
+        };
+        let end_bytes = offset_bytes + data.len() as u64;
+        assert!(*offset_bytes <= torn.cut_bytes && torn.cut_bytes < end_bytes, "a cut inside the write");
+        let kept = to_usize(torn.cut_bytes - offset_bytes);
+        if kept > 0 {
+            write_into(&mut bytes, *offset_bytes, &data[..kept]);
+        }
+        if torn.garbage {
+            let range = garbage_range(torn.cut_bytes, end_bytes, sector_bytes);
+            if bytes.len() < to_usize(range.end) {
+                bytes.resize(to_usize(range.end), 0);
+            }
+            for offset in range {
+                bytes[to_usize(offset)] = garbage_byte(offset);
+            }
+        }
+    }
+    ImageFile::new(bytes)
+}

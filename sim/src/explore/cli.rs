@@ -1,0 +1,151 @@
+//! The `sim explore` command line: flags, usage errors, output, exit
+//! status (0 no failure, 1 a failure found, 2 bad usage).
+//!
+//! It lives here rather than in `main.rs` so the simulator's entry point
+//! only has to route `sim explore ...` to [`cli`].
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use engine::aof::FsyncPolicy;
+
+use super::{explore, ExploreOptions, DEFAULT_MAX_DIR_SUBSETS, DEFAULT_OPS};
+use crate::canary::{parse_name, Canary};
+
+/// Exhaustive crash exploration: run one seed's short workload once,
+/// fault-free, then crash it at every I/O index and recover every crash
+/// state the disk model allows there (each file's unsynced writes cut at
+/// every write and sector boundary, torn sectors holding garbage, subsets
+/// of unsynced directory changes), checking each by the random mode's rule.
+#[derive(Parser, Debug)]
+#[command(name = "sim explore", after_help = EXAMPLES)]
+struct ExploreArgs {
+    /// The seed whose configuration and workload to explore.
+    #[arg(long, value_name = "N")]
+    seed: u64,
+
+    /// Workload operations (the seed's window declarations come on top).
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_OPS)]
+    ops: u64,
+
+    /// Force the fsync policy: always, everysec or no (default: the seed's).
+    #[arg(long, value_parser = parse_fsync)]
+    fsync: Option<FsyncPolicy>,
+
+    /// Directory-change subsets per crash index when there are more than
+    /// 4 unsynced changes and more subsets than this.
+    #[arg(long, value_name = "M", default_value_t = DEFAULT_MAX_DIR_SUBSETS)]
+    max_dir_subsets: usize,
+
+    /// Stop after this many crash states (in crash-index order).
+    #[arg(long, value_name = "S")]
+    max_states: Option<u64>,
+
+    /// Worker threads; the report is the same for any number.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    jobs: usize,
+
+    /// Print one JSON object on stdout (the human report goes to stderr).
+    #[arg(long)]
+    json: bool,
+
+    /// Explore only this crash index (power lost just before I/O I).
+    #[arg(long, value_name = "I")]
+    only_io: Option<u64>,
+
+    /// With --only-io: recover only this crash state of that index.
+    #[arg(long, value_name = "J", requires = "only_io")]
+    only_state: Option<usize>,
+
+    /// Plant this bug in the engine (a build with `--features canaries`
+    /// only; `sim canaries` lists them).
+    #[arg(long, value_name = "NAME", value_parser = parse_name)]
+    canary: Option<Canary>,
+}
+
+const EXAMPLES: &str = "Examples:
+  sim explore --seed 1                          every crash state of seed 1's 40-op workload
+  sim explore --seed 1 --ops 40 --json          the same, JSON on stdout
+  sim explore --seed 7 --jobs 2 --max-states 50000
+  sim explore --seed 7 --only-io 118 --only-state 5   recover exactly one state (a failure's repro)";
+
+fn parse_fsync(s: &str) -> Result<FsyncPolicy, String> {
+    FsyncPolicy::parse(s).ok_or_else(|| format!("{s:?}: expected always, everysec or no"))
+}
+
+/// What the command line asks for, or why it cannot be run.
+#[derive(Debug)]
+pub(super) enum Invocation {
+    /// Explore this seed.
+    Run { seed: u64, ops: u64, options: ExploreOptions, json: bool },
+    /// `--help` or `--version`: print this and succeed.
+    Info(String),
+    /// Bad usage: print this and exit 2.
+    Usage(String),
+}
+
+/// Parse `args`, the arguments after `explore`.
+pub(super) fn parse(args: &[String]) -> Invocation {
+    let argv = std::iter::once("sim explore".to_string()).chain(args.iter().cloned());
+    let parsed = match ExploreArgs::try_parse_from(argv) {
+        Ok(parsed) => parsed,
+        Err(e) if e.use_stderr() => return Invocation::Usage(e.render().to_string()),
+        Err(e) => return Invocation::Info(e.render().to_string()),
+    };
+    let usage = |message: &str| Invocation::Usage(format!("sim explore: {message}\n(see sim explore --help)\n"));
+    if parsed.jobs == 0 {
+        return usage("--jobs must be at least 1");
+    }
+    if parsed.max_dir_subsets == 0 {
+        return usage("--max-dir-subsets must be at least 1 (the strict subset)");
+    }
+    if parsed.max_states == Some(0) {
+        return usage("--max-states must be at least 1");
+    }
+    let options = ExploreOptions {
+        fsync: parsed.fsync,
+        max_dir_subsets: parsed.max_dir_subsets,
+        max_states: parsed.max_states,
+        jobs: parsed.jobs,
+        only_io: parsed.only_io,
+        only_state: parsed.only_state,
+        progress: true,
+        canary: parsed.canary,
+    };
+    Invocation::Run { seed: parsed.seed, ops: parsed.ops, options, json: parsed.json }
+}
+
+/// Run `sim explore` with `args`, the arguments after `explore`: exit 0
+/// if no state failed, 1 if one did, 2 on bad usage.
+pub fn cli(args: &[String]) -> ExitCode {
+    let (seed, ops, options, json) = match parse(args) {
+        Invocation::Run { seed, ops, options, json } => (seed, ops, options, json),
+        Invocation::Info(text) => {
+            print!("{text}");
+            return ExitCode::SUCCESS;
+        }
+        Invocation::Usage(text) => {
+            eprint!("{text}");
+            return ExitCode::from(2);
+        }
+    };
+    let report = match explore(seed, ops, &options) {
+        Ok(report) => report,
+        Err(message) => {
+            eprintln!("sim explore: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let text = report.to_text();
+    if json {
+        eprint!("{text}");
+        println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("a JSON value serializes"));
+    } else {
+        print!("{text}");
+    }
+    if report.failures_total == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

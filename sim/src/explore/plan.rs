@@ -1,0 +1,168 @@
+//! Enumeration and dedupe: from the recording to the list of distinct disk
+//! images to recover, each with the distinct checker contexts to check it
+//! in.
+//!
+//! Consecutive crash indices often share one snapshot (reads change
+//! nothing), and then they share their crash states and images too: those
+//! are built and hashed once per snapshot, in parallel, and the merge then
+//! walks every index in order, counting every state and keeping the first
+//! index and state number at which each (image, time) and each (image,
+//! context) appears. First occurrences in index order are what make the
+//! plan, and so the report, independent of the thread count.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::parallel::map_in_order;
+use super::record::Recording;
+use super::ExploreOptions;
+use crate::disk::{CrashState, DiskSnapshot};
+
+/// One check of a recovered image: against the context of crash index
+/// `io_index`, where state number `state` first gave this image in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct CheckAt {
+    pub context: usize,
+    pub io_index: u64,
+    pub state: usize,
+}
+
+/// One distinct (image, time) to recover, as state `state` of crash index
+/// `io_index` first produced it.
+#[derive(Clone, Debug)]
+pub(super) struct Recovery {
+    pub snapshot: Arc<DiskSnapshot>,
+    pub crash_state: CrashState,
+    pub now_ms: u64,
+    /// Non-empty: the recovery's own first occurrence is its first check.
+    pub checks: Vec<CheckAt>,
+}
+
+/// What to recover and check.
+#[derive(Debug)]
+pub(super) struct Plan {
+    /// In order of first occurrence.
+    pub recoveries: Vec<Recovery>,
+    /// Crash indices explored (fully or, if capped, in part).
+    pub io_indices: u64,
+    /// Crash states enumerated, duplicates included.
+    pub states: u64,
+    /// Distinct (image, context) pairs.
+    pub checks: u64,
+    /// `max_states` stopped the enumeration early.
+    pub capped: bool,
+    /// With `only_state`: that state's description.
+    pub examined: Option<String>,
+}
+
+/// A run of consecutive crash indices that share one snapshot.
+struct Run {
+    first_io_index: u64,
+    len: u64,
+    snapshot: Arc<DiskSnapshot>,
+}
+
+/// A run's crash states and their images' hashes, or `None` if the cap was
+/// reached before the run was taken.
+type Hashed = Option<(Vec<CrashState>, Vec<u64>)>;
+
+/// Build the plan (see the module doc). `Err` names a crash index or state
+/// number that does not exist.
+pub(super) fn plan(recording: &Recording, options: &ExploreOptions) -> Result<Plan, String> {
+    let indices = recording.disk.io_indices();
+    let indices = match options.only_io {
+        Some(io) if !indices.contains(&io) => {
+            return Err(format!(
+                "--only-io {io}: the recorded crash indices are {}..={}",
+                indices.start,
+                indices.end - 1
+            ));
+        }
+        Some(io) => io..io + 1,
+        None => indices,
+    };
+    let mut runs: Vec<Run> = Vec::new();
+    for io_index in indices {
+        let snapshot = recording.disk.before_io(io_index).expect("inside the recording");
+        match runs.last_mut() {
+            Some(run) if Arc::ptr_eq(&run.snapshot, snapshot) => run.len += 1,
+            _ => runs.push(Run { first_io_index: io_index, len: 1, snapshot: snapshot.clone() }),
+        }
+    }
+
+    // Stop taking runs once the finished ones hold enough states: runs are
+    // taken in order, so every run the merge needs was taken.
+    let enumerated = AtomicU64::new(0);
+    let cap = options.max_states.unwrap_or(u64::MAX);
+    let progress = options.progress.then_some("enumerating crash states (snapshots)");
+    let hashed: Vec<Hashed> = map_in_order(&runs, options.jobs, progress, |run| {
+        if enumerated.load(Ordering::Relaxed) >= cap {
+            return None;
+        }
+        let states = run.snapshot.crash_states(options.max_dir_subsets);
+        let hashes = states.iter().map(|state| run.snapshot.image(state).hash()).collect();
+        // Count as the merge will: one state per index with `only_state`.
+        let per_index = if options.only_state.is_some() { 1 } else { states.len() as u64 };
+        enumerated.fetch_add(per_index * run.len, Ordering::Relaxed);
+        Some((states, hashes))
+    });
+
+    let mut plan = Plan { recoveries: Vec::new(), io_indices: 0, states: 0, checks: 0, capped: false, examined: None };
+    let mut recovery_of: BTreeMap<(u64, u64), usize> = BTreeMap::new();
+    let mut checked: BTreeSet<(u64, usize)> = BTreeSet::new();
+    'runs: for (run, hashed) in runs.iter().zip(&hashed) {
+        if plan.states >= cap {
+            plan.capped = true;
+            break;
+        }
+        let (states, hashes) = hashed.as_ref().expect("a run before the cap was enumerated");
+        let chosen = match options.only_state {
+            Some(state) if state >= states.len() => {
+                return Err(format!(
+                    "--only-state {state}: crash index {} has {} crash states (0..={})",
+                    run.first_io_index,
+                    states.len(),
+                    states.len().saturating_sub(1)
+                ));
+            }
+            Some(state) => state..state + 1,
+            None => 0..states.len(),
+        };
+        if let Some(state) = options.only_state {
+            plan.examined = Some(run.snapshot.describe(&states[state]));
+        }
+        for io_index in run.first_io_index..run.first_io_index + run.len {
+            let context = recording.context_at(io_index);
+            let now_ms = recording.contexts[context].now_ms;
+            if plan.states >= cap {
+                plan.capped = true;
+                break 'runs;
+            }
+            plan.io_indices += 1;
+            for state in chosen.clone() {
+                if plan.states >= cap {
+                    plan.capped = true;
+                    break 'runs;
+                }
+                plan.states += 1;
+                let hash = hashes[state];
+                let next = plan.recoveries.len();
+                let recovery = *recovery_of.entry((hash, now_ms)).or_insert(next);
+                if recovery == next {
+                    plan.recoveries.push(Recovery {
+                        snapshot: run.snapshot.clone(),
+                        crash_state: states[state].clone(),
+                        now_ms,
+                        checks: Vec::new(),
+                    });
+                }
+                if checked.insert((hash, context)) {
+                    plan.checks += 1;
+                    plan.recoveries[recovery].checks.push(CheckAt { context, io_index, state });
+                }
+            }
+        }
+    }
+    Ok(plan)
+}

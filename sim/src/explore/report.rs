@@ -1,0 +1,234 @@
+//! What an exploration found, for a person (`to_text`) and for a machine
+//! (`to_json`).
+//!
+//! Everything but the timings is a function of the seed and the options,
+//! so two reports of the same exploration compare equal once their
+//! timings are cleared ([`ExploreReport::without_timings`]) — the
+//! determinism tests and `--jobs` rely on it.
+
+use engine::aof::FsyncPolicy;
+use serde_json::json;
+
+use crate::config::Config;
+
+/// Failures kept in full in a report; the rest are only counted (a planted
+/// bug fails thousands of states, and the first ones say it all).
+pub const MAX_FAILURES_KEPT: usize = 100;
+
+/// One crash state that failed its check.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExploreFailure {
+    /// The crash index (power lost just before this I/O); `None` if the
+    /// recording run itself failed.
+    pub io_index: Option<u64>,
+    /// The crash state's number at that index.
+    pub state: Option<usize>,
+    /// The workload operation under way at the crash.
+    pub op: String,
+    /// Which writes and directory changes survived, which were torn.
+    pub description: String,
+    /// `open`, `dump`, `durability`, `audit` or `panic` (or, for the
+    /// recording, the check of the random mode's driver that failed).
+    pub check: String,
+    /// The mismatch, with a diff against the model.
+    pub detail: String,
+    /// The command that recovers exactly this state again.
+    pub repro: String,
+}
+
+/// Seconds spent in each phase.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PhaseSeconds {
+    /// The recording run.
+    pub record: f64,
+    /// Enumerating, building and hashing crash states.
+    pub enumerate: f64,
+    /// Recovering and checking the distinct ones.
+    pub check: f64,
+}
+
+/// The outcome of one exploration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExploreReport {
+    /// The seed.
+    pub seed: u64,
+    /// Workload operations drawn (the window declarations come on top).
+    pub ops: u64,
+    /// The fsync policy the store ran with.
+    pub fsync: FsyncPolicy,
+    /// The simulated disk's sector size.
+    pub sector_bytes: u64,
+    /// I/O operations in the recording run.
+    pub recorded_ios: u64,
+    /// Crash indices explored.
+    pub io_indices: u64,
+    /// Crash states enumerated, byte-identical ones included: each got a
+    /// verdict, directly or through its twin.
+    pub states: u64,
+    /// Distinct (disk image, clock) pairs recovered with `Store::open`.
+    pub distinct_states: u64,
+    /// Distinct (disk image, checker context) pairs checked.
+    pub checks: u64,
+    /// `--max-states` stopped the enumeration before the last index.
+    pub capped: bool,
+    /// With `--only-state`: the description of the one state examined.
+    pub examined: Option<String>,
+    /// How many states failed (first occurrences of each image in each
+    /// context).
+    pub failures_total: u64,
+    /// The first [`MAX_FAILURES_KEPT`] of them, in crash-index order.
+    pub failures: Vec<ExploreFailure>,
+    /// Wall-clock seconds, all phases.
+    pub elapsed_sec: f64,
+    /// Wall-clock seconds per phase.
+    pub phase_sec: PhaseSeconds,
+}
+
+impl ExploreReport {
+    pub(super) fn new(seed: u64, ops: u64, config: &Config) -> Self {
+        ExploreReport {
+            seed,
+            ops,
+            fsync: config.fsync,
+            sector_bytes: config.disk.sector_bytes,
+            recorded_ios: 0,
+            io_indices: 0,
+            states: 0,
+            distinct_states: 0,
+            checks: 0,
+            capped: false,
+            examined: None,
+            failures_total: 0,
+            failures: Vec::new(),
+            elapsed_sec: 0.0,
+            phase_sec: PhaseSeconds::default(),
+        }
+    }
+
+    pub(super) fn add_failures(&mut self, failures: Vec<ExploreFailure>) {
+        self.failures_total += failures.len() as u64;
+        let room = MAX_FAILURES_KEPT.saturating_sub(self.failures.len());
+        self.failures.extend(failures.into_iter().take(room));
+    }
+
+    /// Crash states per second of wall-clock time, all phases counted.
+    pub fn states_per_sec(&self) -> f64 {
+        self.states as f64 / self.elapsed_sec.max(1e-9)
+    }
+
+    /// Distinct states recovered per second of the check phase.
+    pub fn recoveries_per_sec(&self) -> f64 {
+        self.distinct_states as f64 / self.phase_sec.check.max(1e-9)
+    }
+
+    /// The same report with every timing zeroed, for comparisons.
+    pub fn without_timings(&self) -> Self {
+        ExploreReport { elapsed_sec: 0.0, phase_sec: PhaseSeconds::default(), ..self.clone() }
+    }
+
+    /// The human report.
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "sim explore: seed {} ({} ops, fsync {}, {}-byte sectors): {} I/Os recorded\n",
+            self.seed,
+            self.ops,
+            self.fsync.name(),
+            self.sector_bytes,
+            self.recorded_ios
+        );
+        out.push_str(&format!(
+            "  {} crash indices, {} crash states, {} distinct recovered, {} checks{}\n",
+            self.io_indices,
+            self.states,
+            self.distinct_states,
+            self.checks,
+            if self.capped { " (capped by --max-states)" } else { "" }
+        ));
+        out.push_str(&format!(
+            "  {:.2} s: {:.0} states/s, {:.0} recoveries/s (record {:.2} s, enumerate {:.2} s, check {:.2} s)\n",
+            self.elapsed_sec,
+            self.states_per_sec(),
+            self.recoveries_per_sec(),
+            self.phase_sec.record,
+            self.phase_sec.enumerate,
+            self.phase_sec.check
+        ));
+        if let Some(examined) = &self.examined {
+            out.push_str(&format!("  state examined: {examined}\n"));
+        }
+        if self.failures_total == 0 {
+            out.push_str("  no failure\n");
+            return out;
+        }
+        out.push_str(&format!("  {} FAILURES", self.failures_total));
+        if self.failures_total > self.failures.len() as u64 {
+            out.push_str(&format!(" (the first {} shown)", self.failures.len()));
+        }
+        out.push('\n');
+        // The first failure of each check in full, the next few a line
+        // each: one lead per kind of failure is what a person reads.
+        let mut shown_in_full = Vec::new();
+        for (n, failure) in self.failures.iter().enumerate() {
+            let at = match (failure.io_index, failure.state) {
+                (Some(io), Some(state)) => format!("crash index {io}, state {state}"),
+                _ => "recording".to_string(),
+            };
+            if !shown_in_full.contains(&failure.check) {
+                shown_in_full.push(failure.check.clone());
+                out.push_str(&format!(
+                    "  [{at}] check '{}' during `{}`\n    state: {}\n    {}\n    repro: {}\n",
+                    failure.check,
+                    failure.op,
+                    failure.description,
+                    failure.detail.trim_end().replace('\n', "\n    "),
+                    failure.repro
+                ));
+            } else if n < 10 {
+                out.push_str(&format!("  [{at}] check '{}': {}\n", failure.check, failure.description));
+            }
+        }
+        out
+    }
+
+    /// The machine report.
+    pub fn to_json(&self) -> serde_json::Value {
+        let failures: Vec<serde_json::Value> = self
+            .failures
+            .iter()
+            .map(|f| {
+                json!({
+                    "io_index": f.io_index,
+                    "state": f.state,
+                    "op": f.op,
+                    "description": f.description,
+                    "check": f.check,
+                    "detail": f.detail,
+                    "repro": f.repro,
+                })
+            })
+            .collect();
+        json!({
+            "seed": self.seed,
+            "ops": self.ops,
+            "fsync": self.fsync.name(),
+            "sector_bytes": self.sector_bytes,
+            "recorded_ios": self.recorded_ios,
+            "io_indices": self.io_indices,
+            "states": self.states,
+            "distinct_states": self.distinct_states,
+            "checks": self.checks,
+            "capped": self.capped,
+            "examined": self.examined,
+            "states_per_sec": self.states_per_sec(),
+            "recoveries_per_sec": self.recoveries_per_sec(),
+            "elapsed_sec": self.elapsed_sec,
+            "phase_sec": {
+                "record": self.phase_sec.record,
+                "enumerate": self.phase_sec.enumerate,
+                "check": self.phase_sec.check,
+            },
+            "failures_total": self.failures_total,
+            "failures": failures,
+        })
+    }
+}

@@ -1,0 +1,231 @@
+//! Exploration end to end: the real engine survives every crash state of
+//! a few short workloads; reports are the same twice and for any `--jobs`;
+//! a planted bug is caught, and its repro recovers exactly the failing
+//! state; the cap, the usage errors and the command line behave.
+
+use std::io;
+use std::path::Path;
+use std::process::ExitCode;
+
+use engine::vfs::{Mapping, OpenMode, VfsFile};
+
+use super::cli::Invocation;
+use super::*;
+use crate::workload::PlannedOp;
+
+fn options() -> ExploreOptions {
+    ExploreOptions::default()
+}
+
+#[test]
+fn the_engine_survives_every_crash_state_of_short_workloads() {
+    for (seed, fsync) in [(1, None), (2, Some(FsyncPolicy::Always)), (3, Some(FsyncPolicy::EverySec))] {
+        let report = explore(seed, 20, &ExploreOptions { fsync, ..options() }).unwrap();
+        assert_eq!(report.failures_total, 0, "seed {seed}:\n{}", report.to_text());
+        assert_eq!(report.io_indices, report.recorded_ios + 1, "every index, and the one after the last I/O");
+        assert!(report.states >= report.io_indices && report.checks >= report.distinct_states);
+        // Each seed's store opens, logs, syncs and restarts: dozens of
+        // distinct disks at the least.
+        assert!(report.distinct_states >= 30, "seed {seed}: only {} distinct states", report.distinct_states);
+        assert!(!report.capped);
+    }
+}
+
+#[test]
+fn a_report_is_the_same_twice_and_for_any_number_of_jobs() {
+    let one = explore(4, 20, &options()).unwrap().without_timings();
+    let again = explore(4, 20, &options()).unwrap().without_timings();
+    let two = explore(4, 20, &ExploreOptions { jobs: 2, ..options() }).unwrap().without_timings();
+    assert_eq!(one, again);
+    assert_eq!(one, two);
+    assert!(one.states > 0);
+}
+
+/// Every file fsync returns success without syncing anything.
+struct SkipFsync(Arc<dyn Vfs>);
+struct SkipFsyncFile(Box<dyn VfsFile>);
+
+impl Vfs for SkipFsync {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn VfsFile>> {
+        Ok(Box::new(SkipFsyncFile(self.0.open(path, mode)?)))
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.0.rename(from, to)
+    }
+    fn unlink(&self, path: &Path) -> io::Result<()> {
+        self.0.unlink(path)
+    }
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+        self.0.list_dir(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.0.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.0.sync_dir(dir)
+    }
+    fn map_readonly(&self, path: &Path) -> io::Result<Mapping> {
+        self.0.map_readonly(path)
+    }
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        self.0.exists(path)
+    }
+    fn mark(&self, label: &'static str) {
+        self.0.mark(label)
+    }
+}
+
+impl VfsFile for SkipFsyncFile {
+    fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read_at(offset_bytes, buf)
+    }
+    fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
+        self.0.write_at(offset_bytes, data)
+    }
+    fn set_len(&mut self, len_bytes: u64) -> io::Result<()> {
+        self.0.set_len(len_bytes)
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.0.len()
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn skip_fsync(disk: Arc<dyn Vfs>) -> Arc<dyn Vfs> {
+    Arc::new(SkipFsync(disk))
+}
+
+#[test]
+fn a_vfs_that_skips_fsync_is_caught_and_its_repro_recovers_that_state() {
+    let pinned = ExploreOptions { fsync: Some(FsyncPolicy::Always), ..options() };
+    let report = explore_with(1, 20, &pinned, &skip_fsync).unwrap();
+    assert!(report.failures_total > 0, "{}", report.to_text());
+    // The probe's own power loss after a clean close catches it at once;
+    // crash states catch it on their own too, as lost acknowledged writes.
+    assert_eq!(report.failures[0].check, "probe");
+    let first = report.failures.iter().find(|f| f.check == "durability").expect("a durability failure").clone();
+    let (Some(io), Some(state)) = (first.io_index, first.state) else { panic!("a crash state failed: {first:?}") };
+    assert!(first.repro.contains(&format!("--seed 1 --ops 20 --fsync always --only-io {io} --only-state {state}")));
+    assert!(!first.description.is_empty() && first.detail.contains("keys differ"), "{first:?}");
+    let text = report.to_text();
+    assert!(text.contains(&first.repro) && text.contains(&report.failures[0].repro), "{text}");
+
+    // The repro's options recover exactly that state, and it fails the same way.
+    let only = ExploreOptions { only_io: Some(io), only_state: Some(state), ..pinned.clone() };
+    let again = explore_with(1, 20, &only, &skip_fsync).unwrap();
+    assert_eq!((again.io_indices, again.states, again.distinct_states), (1, 1, 1));
+    assert_eq!(again.examined.as_deref(), Some(&first.description[..]));
+    assert_eq!(again.failures, vec![first]);
+
+    // The same seed passes on the honest disk.
+    assert_eq!(explore(1, 20, &pinned).unwrap().failures_total, 0);
+}
+
+#[test]
+fn the_state_cap_cuts_the_same_prefix_for_any_number_of_jobs() {
+    let full = explore(5, 20, &options()).unwrap();
+    let cap = full.states / 2;
+    let capped = explore(5, 20, &ExploreOptions { max_states: Some(cap), ..options() }).unwrap();
+    assert_eq!(capped.states, cap);
+    assert!(capped.capped && !full.capped);
+    assert!(capped.io_indices < full.io_indices && capped.distinct_states <= full.distinct_states);
+    let capped_two = explore(5, 20, &ExploreOptions { max_states: Some(cap), jobs: 2, ..options() }).unwrap();
+    assert_eq!(capped.without_timings(), capped_two.without_timings());
+}
+
+#[test]
+fn an_index_or_state_that_does_not_exist_is_a_usage_error() {
+    let too_far = explore(1, 5, &ExploreOptions { only_io: Some(1 << 40), ..options() }).unwrap_err();
+    assert!(too_far.contains("--only-io"), "{too_far}");
+    let no_state = explore(1, 5, &ExploreOptions { only_io: Some(0), only_state: Some(1 << 20), ..options() });
+    assert!(no_state.unwrap_err().contains("--only-state"));
+}
+
+/// A hand-written workload: a power loss and a clean restart in the middle
+/// put crash indices inside recoveries, whose checker is the one from
+/// before the operation.
+#[test]
+fn crashes_inside_the_workloads_own_crash_and_restart_are_explored_too() {
+    let config = Config::from_seed(6, Overrides { fsync: Some(FsyncPolicy::No), ..Overrides::default() });
+    let lines = ["0 SET a 1", "1 SYNC", "2 SET b 2", "3 CRASH", "4 SET c 3", "5 RESTART", "6 HSET h f v"];
+    let workload: Vec<PlannedOp> = lines.iter().map(|line| PlannedOp::parse(line).unwrap()).collect();
+    let disk_config = DiskConfig::fault_free(CrashMode::Strict, 512);
+    let recording = record::record(&config, &disk_config, &workload, None, &|disk| disk);
+    assert!(recording.failure.is_none(), "{:?}", recording.failure);
+    let contexts = &recording.contexts;
+    assert_eq!(contexts[0].first_io_index, 0);
+    assert!(contexts.windows(2).all(|pair| pair[0].first_io_index <= pair[1].first_io_index));
+    let crash = contexts.iter().position(|c| c.what == "3 CRASH").expect("a context for the crash");
+    let next = &contexts[crash + 1];
+    assert!(next.first_io_index > contexts[crash].first_io_index + 2, "the reopen did I/O inside the crash op");
+    let (acked, durable) = contexts[crash].checker.counts();
+    assert_eq!((acked, durable), (2, 1), "b was acknowledged but never synced");
+    assert!(contexts.iter().any(|c| c.what == "5 RESTART (reopening)"));
+
+    let plan = plan::plan(&recording, &options()).unwrap();
+    let failures = check::check_all(&plan, &recording, &config, &disk_config, &options(), &|disk| disk);
+    assert!(failures.is_empty(), "{failures:?}");
+    assert!(plan.io_indices == recording.disk.snapshots.len() as u64 && plan.recoveries.len() > 10);
+}
+
+#[test]
+fn the_command_line_parses_refuses_and_exits_by_the_verdict() {
+    let parse = |list: &[&str]| cli::parse(&list.iter().map(|s| s.to_string()).collect::<Vec<String>>());
+    let Invocation::Info(help) = parse(&["--help"]) else { panic!("--help is not an error") };
+    assert!(help.contains("--max-dir-subsets") && help.contains("--only-state"), "{help}");
+    let refused = |list: &[&str], why: &str| match parse(list) {
+        Invocation::Usage(text) => assert!(text.contains(why), "{list:?}: {text}"),
+        other => panic!("{list:?} was accepted: {other:?}"),
+    };
+    refused(&[], "--seed");
+    refused(&["--seed", "1", "--jobs", "0"], "--jobs must be at least 1");
+    refused(&["--seed", "1", "--max-dir-subsets", "0"], "--max-dir-subsets");
+    refused(&["--seed", "1", "--only-state", "3"], "--only-io");
+    refused(&["--seed", "1", "--fsync", "sometimes"], "expected always, everysec or no");
+    let Invocation::Run { seed, ops, options, json } = parse(&["--seed", "9", "--jobs", "2", "--json"]) else {
+        panic!("a valid command line")
+    };
+    assert_eq!((seed, ops, options.jobs, options.max_dir_subsets, json), (9, DEFAULT_OPS, 2, 16, true));
+
+    let args = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    assert_eq!(cli(&args(&["--seed", "1", "--ops", "3", "--only-io", "999999"])), ExitCode::from(2));
+    assert_eq!(cli(&args(&["--seed", "1", "--ops", "5", "--json"])), ExitCode::SUCCESS);
+}
+
+/// With the `canaries` feature: every planted bug that a crash state can
+/// expose is caught within a few seeds, by a seed that passes without it.
+/// The other canaries need I/O faults (EIO, bit flips, a failed fsync) or
+/// media corruption, which exploration leaves to the random mode.
+#[cfg(feature = "canaries")]
+#[test]
+fn every_canary_a_crash_state_can_expose_is_caught() {
+    let exposable = [
+        ("seg-no-fsync", 2),
+        ("seal-no-dir-sync", 2),
+        ("frame-before-register", 2),
+        ("ghost-stubs", 40),
+        ("append-after-torn-tail", 2),
+        ("rewrite-no-fsync", 2),
+        ("rewrite-no-dir-sync", 2),
+        ("promote-not-dead", 40),
+        ("rewrite-drops-ttl", 40),
+        ("everysec-no-fsync", 2),
+        ("stitch-absent-only", 2),
+        ("sweep-named-segment", 40),
+        ("flushall-retire-early", 40),
+        ("manifest-tail-kept", 2),
+    ];
+    let policies = [None, Some(FsyncPolicy::Always), Some(FsyncPolicy::EverySec), Some(FsyncPolicy::No)];
+    for (name, seeds) in exposable {
+        let canary = Some(Canary::parse(name).expect("a canary of the engine"));
+        let caught = (0..seeds).flat_map(|seed| policies.map(|fsync| (seed, fsync))).find(|&(seed, fsync)| {
+            let planted = ExploreOptions { canary, fsync, ..options() };
+            explore(seed, 40, &planted).unwrap().failures_total > 0
+        });
+        let Some((seed, fsync)) = caught else { panic!("{name} survived {seeds} seeds of exploration") };
+        let honest = explore(seed, 40, &ExploreOptions { fsync, ..options() }).unwrap();
+        assert_eq!(honest.failures_total, 0, "{name}: seed {seed} fails without the canary too");
+    }
+}

@@ -1,0 +1,214 @@
+//! The harness must stay able to fail. With the `canaries` feature, each
+//! planted engine bug is hunted from seed 0 exactly as `sim canaries`
+//! hunts it, and must be caught within a few times the seeds it took when
+//! the table in CANARIES.md was made; the catching seed must pass with no
+//! canary, so the catch is the bug's and not the harness's. A change to
+//! the workload, the fault model or the checker that weakens them shows up
+//! here as a canary that survives its cap.
+//!
+//! Without the feature, the command line must refuse canaries with a hint
+//! on how to build them.
+//!
+//! `cargo test --release -p sim --features canaries --test canaries` (or
+//! `make test-canaries`).
+
+use std::process::Command;
+
+fn sim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sim"))
+}
+
+#[cfg(not(feature = "canaries"))]
+#[test]
+fn without_the_feature_canaries_are_refused_with_a_build_hint() {
+    for args in [&["canaries"][..], &["--seed", "1", "--canary", "seg-no-fsync"][..]] {
+        let output = sim().args(args).output().expect("run sim");
+        assert_eq!(output.status.code(), Some(2), "sim {args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("--features canaries"), "sim {args:?}: {stderr}");
+    }
+}
+
+#[cfg(feature = "canaries")]
+mod planted {
+    use super::sim;
+    use sim::canary::Canary;
+    use sim::config::Overrides;
+    use sim::run::run_seed;
+
+    /// Seeds each hunt may take before the test calls the canary a
+    /// survivor: four times the seeds it took for the CANARIES.md table,
+    /// and never fewer than 16.
+    const CAPS: [(&str, u64); 20] = [
+        ("seg-no-fsync", 16),
+        ("seal-no-dir-sync", 16),
+        ("frame-before-register", 44),
+        ("ghost-stubs", 16),
+        ("append-after-torn-tail", 16),
+        ("replay-past-invalid", 44),
+        ("fsync-retry", 16),
+        ("rewrite-no-fsync", 16),
+        ("rewrite-no-dir-sync", 16),
+        ("promote-not-dead", 16),
+        ("seg-no-checksum", 964),
+        ("rewrite-drops-ttl", 16),
+        ("everysec-no-fsync", 48),
+        ("stitch-absent-only", 16),
+        ("sweep-named-segment", 32),
+        ("flushall-retire-early", 244),
+        ("manifest-tail-kept", 888),
+        ("single-read-recovery", 172),
+        ("ack-failed-append", 16),
+        ("read-error-empty-log", 16),
+    ];
+
+    fn caught_within_its_cap(name: &str) {
+        let canary = Canary::parse(name).unwrap_or_else(|| panic!("no canary {name}"));
+        let cap = CAPS.iter().find(|(n, _)| *n == name).map(|(_, cap)| *cap).expect("every canary has a cap");
+        let planted = Overrides { canary: Some(canary), ..Overrides::default() };
+        for seed in 0..cap {
+            let Some(failure) = run_seed(seed, planted, false).failure else { continue };
+            let clean = run_seed(seed, Overrides::default(), false);
+            assert!(clean.failure.is_none(), "{name}: seed {seed} fails without the canary too: {:?}", clean.failure);
+            assert!(failure.repro.contains(&format!("--canary {name}")), "{}", failure.repro);
+            assert!(failure.repro.contains("--features canaries"), "{}", failure.repro);
+            eprintln!("{name}: caught by seed {seed} (check '{}')", failure.check);
+            return;
+        }
+        panic!("canary {name} survived {cap} seeds: the harness has lost the power to catch it");
+    }
+
+    #[test]
+    fn every_canary_has_a_cap_and_a_test() {
+        let names: Vec<&str> = CAPS.iter().map(|(name, _)| *name).collect();
+        let all: Vec<&str> = Canary::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(names, all, "CAPS lists every canary, in table order");
+        let source = include_str!("canaries.rs");
+        for name in all {
+            let test = format!("fn {}()", name.replace('-', "_"));
+            assert!(source.contains(&test), "no test `{test}` for canary {name}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_canary_is_refused_with_the_list() {
+        let output = sim().args(["--seed", "1", "--canary", "no-such-bug"]).output().expect("run sim");
+        assert_eq!(output.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        for canary in Canary::ALL {
+            assert!(stderr.contains(canary.name()), "{stderr}");
+        }
+    }
+
+    #[test]
+    fn the_table_reports_a_catch_and_exits_zero() {
+        let output =
+            sim().args(["canaries", "--budget", "30", "--json", "--only", "promote-not-dead"]).output().expect("run");
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+        assert_eq!(json["caught"], 1);
+        assert_eq!(json["survived"], 0);
+        assert_eq!(json["canaries"][0]["name"], "promote-not-dead");
+        assert_eq!(json["canaries"][0]["check"], "audit");
+    }
+
+    #[test]
+    fn seg_no_fsync() {
+        caught_within_its_cap("seg-no-fsync");
+    }
+
+    #[test]
+    fn seal_no_dir_sync() {
+        caught_within_its_cap("seal-no-dir-sync");
+    }
+
+    #[test]
+    fn frame_before_register() {
+        caught_within_its_cap("frame-before-register");
+    }
+
+    #[test]
+    fn ghost_stubs() {
+        caught_within_its_cap("ghost-stubs");
+    }
+
+    #[test]
+    fn append_after_torn_tail() {
+        caught_within_its_cap("append-after-torn-tail");
+    }
+
+    #[test]
+    fn replay_past_invalid() {
+        caught_within_its_cap("replay-past-invalid");
+    }
+
+    #[test]
+    fn fsync_retry() {
+        caught_within_its_cap("fsync-retry");
+    }
+
+    #[test]
+    fn rewrite_no_fsync() {
+        caught_within_its_cap("rewrite-no-fsync");
+    }
+
+    #[test]
+    fn rewrite_no_dir_sync() {
+        caught_within_its_cap("rewrite-no-dir-sync");
+    }
+
+    #[test]
+    fn promote_not_dead() {
+        caught_within_its_cap("promote-not-dead");
+    }
+
+    #[test]
+    fn seg_no_checksum() {
+        caught_within_its_cap("seg-no-checksum");
+    }
+
+    #[test]
+    fn rewrite_drops_ttl() {
+        caught_within_its_cap("rewrite-drops-ttl");
+    }
+
+    #[test]
+    fn everysec_no_fsync() {
+        caught_within_its_cap("everysec-no-fsync");
+    }
+
+    #[test]
+    fn stitch_absent_only() {
+        caught_within_its_cap("stitch-absent-only");
+    }
+
+    #[test]
+    fn sweep_named_segment() {
+        caught_within_its_cap("sweep-named-segment");
+    }
+
+    #[test]
+    fn flushall_retire_early() {
+        caught_within_its_cap("flushall-retire-early");
+    }
+
+    #[test]
+    fn manifest_tail_kept() {
+        caught_within_its_cap("manifest-tail-kept");
+    }
+
+    #[test]
+    fn single_read_recovery() {
+        caught_within_its_cap("single-read-recovery");
+    }
+
+    #[test]
+    fn ack_failed_append() {
+        caught_within_its_cap("ack-failed-append");
+    }
+
+    #[test]
+    fn read_error_empty_log() {
+        caught_within_its_cap("read-error-empty-log");
+    }
+}

@@ -61,6 +61,31 @@ pub fn parse_name(name: &str) -> Result<Canary, String> {
     })
 }
 
+/// The planted bug switched on in the engine for this thread while it
+/// lives, and off again when dropped (a panic included). The engine's
+/// switch is per thread: a seed run (`run.rs`) and each explore worker
+/// (`explore/`) hold one. Nothing else in the simulator touches the
+/// engine's switch, and nothing in the simulator reads it.
+pub(crate) struct CanarySwitch;
+
+impl CanarySwitch {
+    /// Switch `canary` on (or every canary off) for this thread.
+    pub(crate) fn on(canary: Option<Canary>) -> CanarySwitch {
+        #[cfg(feature = "canaries")]
+        engine::canary::set(canary);
+        #[cfg(not(feature = "canaries"))]
+        let None = canary;
+        CanarySwitch
+    }
+}
+
+impl Drop for CanarySwitch {
+    fn drop(&mut self) {
+        #[cfg(feature = "canaries")]
+        engine::canary::set(None);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,7 @@ use engine::store::{Command, Options, Reply, Store};
 use engine::vfs::Vfs;
 use engine::Error;
 
-use crate::canary::Canary;
+use crate::canary::CanarySwitch;
 use crate::checker::{diff, Checker};
 use crate::config::{Config, Overrides};
 use crate::disk::{CrashOutcome, CrashPoint, SimVfs};
@@ -151,28 +151,6 @@ struct Layout {
 impl Layout {
     fn of(store: &Store) -> Layout {
         Layout { cold_rows: store.cold_count(), segments: store.segment_count() }
-    }
-}
-
-/// Switches the run's canary on in the engine for this thread, and off
-/// again when dropped (a panic included). This is the only place in the
-/// simulator that touches the engine's canary switch.
-struct CanarySwitch;
-
-impl CanarySwitch {
-    fn on(canary: Option<Canary>) -> CanarySwitch {
-        #[cfg(feature = "canaries")]
-        engine::canary::set(canary);
-        #[cfg(not(feature = "canaries"))]
-        let None = canary;
-        CanarySwitch
-    }
-}
-
-impl Drop for CanarySwitch {
-    fn drop(&mut self) {
-        #[cfg(feature = "canaries")]
-        engine::canary::set(None);
     }
 }
 

@@ -214,26 +214,3 @@ pub(crate) fn repro_command(
     }
     command
 }
-
-/// The planted bug switched on in the engine for this thread while it
-/// lives, and off again when dropped (a panic included). The engine's
-/// switch is per thread, so the recording and every recovery worker each
-/// hold one.
-pub(crate) struct CanarySwitch;
-
-impl CanarySwitch {
-    pub(crate) fn on(canary: Option<Canary>) -> CanarySwitch {
-        #[cfg(feature = "canaries")]
-        engine::canary::set(canary);
-        #[cfg(not(feature = "canaries"))]
-        let None = canary;
-        CanarySwitch
-    }
-}
-
-impl Drop for CanarySwitch {
-    fn drop(&mut self) {
-        #[cfg(feature = "canaries")]
-        engine::canary::set(None);
-    }
-}

@@ -19,8 +19,9 @@ use engine::store::{Command, Options, Reply, Store};
 use engine::Error;
 
 use super::report::ExploreFailure;
-use super::{CanarySwitch, VfsWrap};
+use super::VfsWrap;
 use crate::canary::Canary;
+use crate::canary::CanarySwitch;
 use crate::checker::{diff, Checker};
 use crate::config::Config;
 use crate::disk::{DiskConfig, DiskRecording, SimVfs};

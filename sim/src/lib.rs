@@ -19,6 +19,7 @@ pub mod disk;
 pub mod explore;
 pub mod fuzzing;
 pub mod hunt;
+pub mod planted;
 pub mod run;
 pub mod shrink;
 pub mod summary;

@@ -65,9 +65,9 @@ mod writer;
 mod testing;
 
 pub use policy::FsyncPolicy;
-pub use record::Record;
-pub use recover::AofRecovery;
-pub use scan::{scan_log, LogScan};
+pub use record::{Args, ArgsIter, Record, RecordRef};
+pub use recover::{AofRecovery, RecoveredLog};
+pub use scan::{scan_log, LogScan, LogWalk};
 pub use writer::AofWriter;
 
 /// Frame kind of the header that opens every log.

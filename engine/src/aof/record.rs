@@ -98,26 +98,59 @@ impl Record {
         encode_frame(out, self.kind(), &payload);
     }
 
+    /// Decode the payload of a frame of `kind` into an owned record (see
+    /// [`RecordRef::decode`], which this wraps).
+    pub fn decode(kind: u8, payload: &[u8], payload_offset_bytes: u64) -> Result<Record, DecodeError> {
+        RecordRef::decode(kind, payload, payload_offset_bytes).map(|record| record.to_record())
+    }
+}
+
+/// A record read in place: what a [`Record`] says, borrowed from the log's
+/// bytes. Replay walks a whole log through these, so reading a frame costs
+/// no allocation; only what replay keeps is ever copied, once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordRef<'a> {
+    /// See [`Record::Command`].
+    Command(Args<'a>),
+    /// See [`Record::Segmented`].
+    Segmented {
+        /// The segment's stable sequence number.
+        seq: u64,
+        /// The segment's file name in the store's directory.
+        file: &'a str,
+    },
+    /// See [`Record::Stub`].
+    Stub {
+        /// The row's key.
+        key: &'a [u8],
+        /// The segment that holds the row.
+        seq: u64,
+        /// The row's value weight.
+        weight: u64,
+    },
+}
+
+impl<'a> RecordRef<'a> {
     /// Decode the payload of a frame of `kind`, which starts at
     /// `payload_offset_bytes` in its file (errors carry absolute offsets).
     /// The header kind is refused here: a header is valid only as the
     /// first frame, which the log scan checks on its own.
-    pub fn decode(kind: u8, payload: &[u8], payload_offset_bytes: u64) -> Result<Record, DecodeError> {
+    pub fn decode(kind: u8, payload: &'a [u8], payload_offset_bytes: u64) -> Result<RecordRef<'a>, DecodeError> {
         let mut reader = ByteReader::new(payload, payload_offset_bytes);
         let record = match kind {
-            KIND_COMMAND => decode_command(&mut reader)?,
+            KIND_COMMAND => RecordRef::Command(decode_args(&mut reader)?),
             KIND_SEGMENTED => {
                 let seq = reader.u64()?;
                 let file_at = reader.offset_bytes();
                 let file = std::str::from_utf8(reader.len_prefixed()?)
                     .map_err(|_| DecodeError { offset_bytes: file_at, reason: "segment file name is not UTF-8" })?;
-                Record::Segmented { seq, file: file.to_owned() }
+                RecordRef::Segmented { seq, file }
             }
             KIND_STUB => {
-                let key = reader.len_prefixed()?.to_vec();
+                let key = reader.len_prefixed()?;
                 let seq = reader.u64()?;
                 let weight = reader.u64()?;
-                Record::Stub { key, seq, weight }
+                RecordRef::Stub { key, seq, weight }
             }
             _ => {
                 // The kind byte sits just before the payload.
@@ -129,21 +162,90 @@ impl Record {
         reader.finish()?;
         Ok(record)
     }
+
+    /// The owned record.
+    pub fn to_record(self) -> Record {
+        match self {
+            RecordRef::Command(args) => Record::Command(args.iter().map(<[u8]>::to_vec).collect()),
+            RecordRef::Segmented { seq, file } => Record::Segmented { seq, file: file.to_owned() },
+            RecordRef::Stub { key, seq, weight } => Record::Stub { key: key.to_vec(), seq, weight },
+        }
+    }
 }
 
-fn decode_command(reader: &mut ByteReader<'_>) -> Result<Record, DecodeError> {
+/// A command's arguments inside a log frame: `count` length-prefixed runs
+/// that fill `bytes` exactly. Only [`RecordRef::decode`] builds one, after
+/// checking every length against the bytes present, so iterating needs no
+/// further checks and cannot fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Args<'a> {
+    count: usize,
+    bytes: &'a [u8],
+}
+
+impl<'a> Args<'a> {
+    /// The number of arguments (the command name included).
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether there are no arguments at all.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The arguments in order, borrowed from the log.
+    pub fn iter(&self) -> ArgsIter<'a> {
+        ArgsIter { left: self.count, bytes: self.bytes }
+    }
+}
+
+/// Iterator over [`Args`].
+#[derive(Clone, Debug)]
+pub struct ArgsIter<'a> {
+    left: usize,
+    bytes: &'a [u8],
+}
+
+impl<'a> Iterator for ArgsIter<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.left == 0 {
+            assert!(self.bytes.is_empty(), "arguments end where their count says");
+            return None;
+        }
+        self.left -= 1;
+        // Checked by `decode_args`: every prefix and run is in bounds.
+        let (prefix, rest) = self.bytes.split_at(4);
+        let len = u32::from_le_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]) as usize;
+        let (arg, rest) = rest.split_at(len);
+        self.bytes = rest;
+        Some(arg)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for ArgsIter<'_> {}
+
+fn decode_args<'a>(reader: &mut ByteReader<'a>) -> Result<Args<'a>, DecodeError> {
     let argc_at = reader.offset_bytes();
     let argc = reader.u32()? as usize;
     // Every argument costs at least its 4-byte length prefix, so a count
-    // the remaining bytes cannot hold is refused before it sizes a Vec.
+    // the remaining bytes cannot hold is refused before anything else.
     if argc > reader.remaining() / 4 {
         return Err(DecodeError { offset_bytes: argc_at, reason: "argument count exceeds the payload" });
     }
-    let mut args = Vec::with_capacity(argc);
+    let mut start = reader.clone();
     for _ in 0..argc {
-        args.push(reader.len_prefixed()?.to_vec());
+        reader.len_prefixed()?;
     }
-    Ok(Record::Command(args))
+    let args_len_bytes = start.remaining() - reader.remaining();
+    let bytes = start.bytes(args_len_bytes).expect("the arguments were just read from these bytes");
+    Ok(Args { count: argc, bytes })
 }
 
 #[cfg(test)]

@@ -15,12 +15,12 @@
 //! Only then does the caller get a writer, so no append can follow an
 //! invalid frame.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::header::encode_header;
 use super::quarantine::quarantine;
-use super::{scan_log, AofWriter, FsyncPolicy, Record};
+use super::{AofWriter, FsyncPolicy, LogWalk, Record};
 use crate::vfs::{read_whole, OpenMode, Vfs};
 use crate::{Error, Result};
 
@@ -45,9 +45,43 @@ pub struct AofRecovery {
     pub quarantine_file: Option<String>,
 }
 
+/// The valid prefix of a recovered log, held as bytes and read back one
+/// record at a time with [`RecoveredLog::records`]: replay never holds more
+/// than the file's bytes and the one record in hand.
+#[derive(Clone, Debug)]
+pub struct RecoveredLog {
+    path: PathBuf,
+    /// The log up to the end of its last whole valid frame.
+    bytes: Vec<u8>,
+    frames: u64,
+}
+
+impl RecoveredLog {
+    /// A walk over the recovered records, in log order. It yields exactly
+    /// the records recovery counted and ends without an invalid frame.
+    pub fn records(&self) -> LogWalk<'_> {
+        LogWalk::new(&self.path, &self.bytes)
+    }
+
+    /// The number of records (the header not counted).
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    /// Every record, owned: for tests and fuzz targets that compare logs.
+    pub fn to_records(&self) -> Vec<Record> {
+        let mut walk = self.records();
+        let mut records = Vec::new();
+        while let Some(record) = walk.next_record().expect("recovery checked every frame") {
+            records.push(record.to_record());
+        }
+        records
+    }
+}
+
 impl AofWriter {
     /// Recover the log at `dir/name` (a missing file is an empty log) and
-    /// return a writer positioned at its valid end, every record before the
+    /// return a writer positioned at its valid end, the records before the
     /// first invalid frame, and a report.
     ///
     /// Invalid bytes are copied to `dir/<name>.quarantine.<n>` (n one past
@@ -61,29 +95,35 @@ impl AofWriter {
         name: &str,
         policy: FsyncPolicy,
         now_ms: u64,
-    ) -> Result<(AofWriter, Vec<Record>, AofRecovery)> {
+    ) -> Result<(AofWriter, RecoveredLog, AofRecovery)> {
         check_file_name(name)?;
         let path = dir.join(name);
         let exists = vfs.exists(&path).map_err(|e| Error::io("stat", &path, e))?;
-        let bytes = match (exists, canary!(ReadErrorEmptyLog)) {
+        let mut bytes = match (exists, canary!(ReadErrorEmptyLog)) {
             (false, _) => Vec::new(),
             // Planted: a log that cannot be read is taken for an empty one.
             (true, true) => read_whole(vfs.as_ref(), &path).unwrap_or_default(),
             (true, false) => read_whole(vfs.as_ref(), &path).map_err(|e| Error::io("read", &path, e))?,
         };
-        let scan = scan_log(&path, &bytes)?;
+        // Check every frame before anything changes on disk: corruption
+        // is refused with the file untouched.
+        let mut walk = LogWalk::new(&path, &bytes);
+        let mut frames = 0u64;
+        while walk.next_record()?.is_some() {
+            frames += 1;
+        }
 
         let file_len_bytes = bytes.len() as u64;
-        let valid_len_bytes = scan.valid_len_bytes;
+        let valid_len_bytes = walk.valid_len_bytes();
         assert!(valid_len_bytes <= file_len_bytes);
         let dropped_bytes = file_len_bytes - valid_len_bytes;
-        assert_eq!(scan.invalid.is_some(), dropped_bytes > 0);
+        assert_eq!(walk.invalid().is_some(), dropped_bytes > 0);
         let mut report = AofRecovery {
-            frames: scan.records.len() as u64,
+            frames,
             valid_len_bytes,
             dropped_bytes,
-            reason: scan.invalid.map(|(at_bytes, why)| format!("{why} at byte {at_bytes}")),
-            valid_frames_after_invalid: scan.valid_frames_after_invalid,
+            reason: walk.invalid().map(|(at_bytes, why)| format!("{why} at byte {at_bytes}")),
+            valid_frames_after_invalid: walk.valid_frames_after_invalid(),
             quarantine_file: None,
         };
 
@@ -118,8 +158,10 @@ impl AofWriter {
         file.sync().map_err(|e| Error::io("sync", &path, e))?;
         vfs.sync_dir(dir).map_err(|e| Error::io("sync_dir", dir, e))?;
 
+        bytes.truncate(valid_len_bytes as usize);
+        let log = RecoveredLog { path: path.clone(), bytes, frames };
         let writer = AofWriter::resume(file, path, policy, len_bytes, now_ms);
-        Ok((writer, scan.records, report))
+        Ok((writer, log, report))
     }
 }
 
@@ -154,7 +196,21 @@ mod tests {
     }
 
     fn recover(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<(AofWriter, Vec<Record>, AofRecovery)> {
-        AofWriter::recover(vfs, dir, "aof", FsyncPolicy::Always, 0)
+        recover_with(vfs, dir, FsyncPolicy::Always, 0)
+    }
+
+    /// Recover, with the records owned (and their count checked against
+    /// the report's).
+    fn recover_with(
+        vfs: Arc<dyn Vfs>,
+        dir: &Path,
+        policy: FsyncPolicy,
+        now_ms: u64,
+    ) -> Result<(AofWriter, Vec<Record>, AofRecovery)> {
+        let (writer, log, report) = AofWriter::recover(vfs, dir, "aof", policy, now_ms)?;
+        let records = log.to_records();
+        assert_eq!((log.frames(), report.frames), (records.len() as u64, records.len() as u64));
+        Ok((writer, records, report))
     }
 
     /// Write `records` through a writer under `policy`, in batches of
@@ -355,17 +411,17 @@ mod tests {
                 let vfs = mem_vfs();
                 let dir = Path::new(DIR);
                 let mut now_ms = 0;
-                let (mut writer, _, _) = AofWriter::recover(vfs.clone(), dir, "aof", policy, now_ms).unwrap();
+                let (mut writer, _, _) = recover_with(vfs.clone(), dir, policy, now_ms).unwrap();
                 write_all(&mut writer, &records, batch, step_ms, &mut now_ms);
                 drop(writer);
 
-                let (mut writer, recovered, report) = AofWriter::recover(vfs.clone(), dir, "aof", policy, now_ms).unwrap();
+                let (mut writer, recovered, report) = recover_with(vfs.clone(), dir, policy, now_ms).unwrap();
                 prop_assert_eq!(&recovered, &records);
                 prop_assert_eq!(report.dropped_bytes, 0);
                 write_all(&mut writer, &more, batch, step_ms, &mut now_ms);
                 drop(writer);
 
-                let (_, recovered, _) = AofWriter::recover(vfs.clone(), dir, "aof", policy, now_ms).unwrap();
+                let (_, recovered, _) = recover_with(vfs.clone(), dir, policy, now_ms).unwrap();
                 prop_assert_eq!(recovered, [records.clone(), more.clone()].concat());
             }
         }
@@ -407,11 +463,11 @@ mod tests {
             let dir = tmp.path();
             let vfs: Arc<dyn Vfs> = Arc::new(OsVfs);
             let mut now_ms = 0;
-            let (mut writer, _, _) = AofWriter::recover(vfs.clone(), dir, "aof", FsyncPolicy::EverySec, 0).unwrap();
+            let (mut writer, _, _) = recover_with(vfs.clone(), dir, FsyncPolicy::EverySec, 0).unwrap();
             write_all(&mut writer, &records, 3, 400, &mut now_ms);
             drop(writer);
 
-            let (mut writer, recovered, _) = AofWriter::recover(vfs.clone(), dir, "aof", FsyncPolicy::Always, now_ms).unwrap();
+            let (mut writer, recovered, _) = recover_with(vfs.clone(), dir, FsyncPolicy::Always, now_ms).unwrap();
             prop_assert_eq!(&recovered, &records);
             write_all(&mut writer, &more, 1, 0, &mut now_ms);
             let len_bytes = writer.len_bytes();
@@ -423,7 +479,7 @@ mod tests {
             file.set_len(len_bytes - cut_bytes).unwrap();
             drop(file);
 
-            let (_, recovered, report) = AofWriter::recover(vfs.clone(), dir, "aof", FsyncPolicy::No, now_ms).unwrap();
+            let (_, recovered, report) = recover_with(vfs.clone(), dir, FsyncPolicy::No, now_ms).unwrap();
             let all = [records.clone(), more.clone()].concat();
             let whole_frames = if cut_bytes == 0 { all.len() } else { all.len() - 1 };
             prop_assert_eq!(&recovered[..], &all[..whole_frames]);

@@ -1,6 +1,6 @@
-//! [`scan_log`]: read a log's bytes into records, stopping at the first
-//! invalid frame. Pure (no I/O), so recovery and the fuzz target run the
-//! very same code over any bytes.
+//! [`LogWalk`] and [`scan_log`]: read a log's bytes record by record,
+//! stopping at the first invalid frame. Pure (no I/O), so recovery, replay
+//! and the fuzz target run the very same code over any bytes.
 //!
 //! The scan is point-in-time by construction: it walks frames in order and
 //! the loop ends at the first frame that is not whole and valid, so no
@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use super::header::check_header;
-use super::{is_known_kind, Record, KIND_HEADER};
+use super::{is_known_kind, Record, RecordRef, KIND_HEADER};
 use crate::frame::{decode_frame, find_valid_frame, Scan, FRAME_HEADER_BYTES};
 use crate::{Error, Result};
 
@@ -37,7 +37,7 @@ pub struct LogScan {
 }
 
 /// Scan `bytes`, the contents of the log at `path` (used only to name the
-/// file in errors).
+/// file in errors), into owned records.
 ///
 /// Returns [`Error::Corrupt`] only for bytes that a torn write cannot
 /// produce: a frame with a valid checksum whose payload does not decode or
@@ -45,47 +45,121 @@ pub struct LogScan {
 /// header with the wrong magic or version. Every other problem ends the
 /// scan and is reported in [`LogScan::invalid`].
 pub fn scan_log(path: &Path, bytes: &[u8]) -> Result<LogScan> {
-    let mut scan =
-        LogScan { records: Vec::new(), valid_len_bytes: 0, invalid: None, valid_frames_after_invalid: false };
-    let mut at = 0usize;
-    while at < bytes.len() {
-        let frame = match decode_frame(&bytes[at..]) {
-            Ok(frame) => frame,
-            Err(invalid) => {
-                let after = find_valid_frame(bytes, at + 1, FIND_BUDGET_BYTES, is_known_kind);
-                if let (Scan::Found(next), true) = (after, at > 0 && canary!(ReplayPastInvalid)) {
-                    // Planted: skip the damage and replay what follows.
-                    at = next;
-                    continue;
-                }
-                scan.invalid = Some((at as u64, invalid.reason()));
-                scan.valid_frames_after_invalid = after != Scan::NotFound;
-                break;
-            }
-        };
-        assert!(frame.total_bytes >= FRAME_HEADER_BYTES);
-        assert!(frame.total_bytes <= bytes.len() - at);
-        let payload_offset_bytes = (at + FRAME_HEADER_BYTES) as u64;
-        if at == 0 {
-            if frame.kind != KIND_HEADER {
-                return Err(Error::corrupt(path, 0, "log does not start with a header frame"));
-            }
-            check_header(frame.payload, payload_offset_bytes).map_err(|e| e.in_file(path))?;
-        } else {
-            let record =
-                Record::decode(frame.kind, frame.payload, payload_offset_bytes).map_err(|e| e.in_file(path))?;
-            scan.records.push(record);
+    let mut walk = LogWalk::new(path, bytes);
+    let mut records = Vec::new();
+    while let Some(record) = walk.next_record()? {
+        records.push(record.to_record());
+    }
+    Ok(LogScan {
+        records,
+        valid_len_bytes: walk.valid_len_bytes(),
+        invalid: walk.invalid(),
+        valid_frames_after_invalid: walk.valid_frames_after_invalid(),
+    })
+}
+
+/// A walk over a log's frames that yields each record in place, stopping
+/// at the first invalid frame: the one loop both [`scan_log`] and replay
+/// run, so what recovery checks is exactly what replay reads.
+///
+/// The walk is point-in-time by construction (see the module doc). Once
+/// it has ended, [`LogWalk::valid_len_bytes`] and the accessors after it
+/// say where and why.
+#[derive(Clone, Debug)]
+pub struct LogWalk<'a> {
+    path: &'a Path,
+    bytes: &'a [u8],
+    /// The start of the next frame.
+    at: usize,
+    valid_len_bytes: u64,
+    invalid: Option<(u64, &'static str)>,
+    valid_frames_after_invalid: bool,
+    ended: bool,
+}
+
+impl<'a> LogWalk<'a> {
+    /// A walk over `bytes`, the contents of the log at `path` (used only
+    /// to name the file in errors).
+    pub fn new(path: &'a Path, bytes: &'a [u8]) -> Self {
+        LogWalk {
+            path,
+            bytes,
+            at: 0,
+            valid_len_bytes: 0,
+            invalid: None,
+            valid_frames_after_invalid: false,
+            ended: false,
         }
-        at += frame.total_bytes;
-        scan.valid_len_bytes = at as u64;
     }
-    assert!(scan.valid_len_bytes <= bytes.len() as u64);
-    if let Some((invalid_at, _)) = scan.invalid {
-        assert_eq!(invalid_at, scan.valid_len_bytes);
-    } else {
-        assert_eq!(scan.valid_len_bytes, bytes.len() as u64);
+
+    /// The next record, `None` once the log (or its valid prefix) ends.
+    /// Errors are [`Error::Corrupt`], as [`scan_log`] documents.
+    pub fn next_record(&mut self) -> Result<Option<RecordRef<'a>>> {
+        let bytes = self.bytes;
+        while !self.ended && self.at < bytes.len() {
+            let at = self.at;
+            let frame = match decode_frame(&bytes[at..]) {
+                Ok(frame) => frame,
+                Err(invalid) => {
+                    let after = find_valid_frame(bytes, at + 1, FIND_BUDGET_BYTES, is_known_kind);
+                    if let (Scan::Found(next), true) = (after, at > 0 && canary!(ReplayPastInvalid)) {
+                        // Planted: skip the damage and replay what follows.
+                        self.at = next;
+                        continue;
+                    }
+                    self.invalid = Some((at as u64, invalid.reason()));
+                    self.valid_frames_after_invalid = after != Scan::NotFound;
+                    self.ended = true;
+                    break;
+                }
+            };
+            assert!(frame.total_bytes >= FRAME_HEADER_BYTES);
+            assert!(frame.total_bytes <= bytes.len() - at);
+            let payload_offset_bytes = (at + FRAME_HEADER_BYTES) as u64;
+            let record = if at == 0 {
+                if frame.kind != KIND_HEADER {
+                    return Err(Error::corrupt(self.path, 0, "log does not start with a header frame"));
+                }
+                check_header(frame.payload, payload_offset_bytes).map_err(|e| e.in_file(self.path))?;
+                None
+            } else {
+                let record = RecordRef::decode(frame.kind, frame.payload, payload_offset_bytes)
+                    .map_err(|e| e.in_file(self.path))?;
+                Some(record)
+            };
+            self.at = at + frame.total_bytes;
+            self.valid_len_bytes = self.at as u64;
+            if record.is_some() {
+                return Ok(record);
+            }
+        }
+        self.ended = true;
+        assert!(self.valid_len_bytes <= bytes.len() as u64);
+        match self.invalid {
+            Some((invalid_at, _)) => assert_eq!(invalid_at, self.valid_len_bytes),
+            None => assert_eq!(self.valid_len_bytes, bytes.len() as u64),
+        }
+        Ok(None)
     }
-    Ok(scan)
+
+    /// The end of the last whole valid frame walked so far: at least the
+    /// header's length if the header is valid, 0 if it is missing or
+    /// invalid. Once the walk has ended, the offset of the invalid frame
+    /// if there is one.
+    pub fn valid_len_bytes(&self) -> u64 {
+        self.valid_len_bytes
+    }
+
+    /// The offset and reason of the first invalid frame, once met.
+    pub fn invalid(&self) -> Option<(u64, &'static str)> {
+        self.invalid
+    }
+
+    /// Whether a valid frame starts somewhere after the invalid one: a
+    /// hint of bit rot rather than a torn write. Reported, not acted on.
+    pub fn valid_frames_after_invalid(&self) -> bool {
+        self.valid_frames_after_invalid
+    }
 }
 
 #[cfg(test)]

@@ -297,9 +297,8 @@ mod tests {
 
     fn fresh(policy: FsyncPolicy, now_ms: u64) -> (Arc<FailingVfs>, AofWriter) {
         let vfs = FailingVfs::new();
-        let (writer, records, report) =
-            AofWriter::recover(vfs.clone(), Path::new("/db"), "aof", policy, now_ms).unwrap();
-        assert!(records.is_empty());
+        let (writer, log, report) = AofWriter::recover(vfs.clone(), Path::new("/db"), "aof", policy, now_ms).unwrap();
+        assert_eq!(log.frames(), 0);
         assert_eq!(report.valid_len_bytes, 0);
         let mut faults = vfs.faults();
         faults.syncs = 0;
@@ -309,9 +308,8 @@ mod tests {
     }
 
     fn recovered(vfs: &Arc<FailingVfs>) -> (Vec<Record>, AofRecovery) {
-        let (_, records, report) =
-            AofWriter::recover(vfs.clone(), Path::new("/db"), "aof", FsyncPolicy::No, 0).unwrap();
-        (records, report)
+        let (_, log, report) = AofWriter::recover(vfs.clone(), Path::new("/db"), "aof", FsyncPolicy::No, 0).unwrap();
+        (log.to_records(), report)
     }
 
     #[test]

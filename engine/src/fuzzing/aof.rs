@@ -75,7 +75,9 @@ fn check_recovery(data: &[u8], scan: &Result<LogScan>) {
             assert_eq!(names(vfs.as_ref()), [AOF_FILE], "a refused recovery left files behind");
             return;
         }
-        (Ok(scan), Ok((writer, records, report))) => {
+        (Ok(scan), Ok((writer, log, report))) => {
+            let records = log.to_records();
+            assert_eq!(log.frames(), records.len() as u64, "the recovered log miscounts its records");
             assert_eq!(records, scan.records, "recovery returned other records than the scan");
             (writer, records, report)
         }

@@ -6,9 +6,10 @@
 //! state the live store had. Expiry enters only through `purge_expired`,
 //! which turns it into logged deletes.
 
-use std::collections::BTreeMap;
+use std::collections::{btree_map, BTreeMap};
 
 use super::command::{parse_i64, Command, Reply};
+use super::row::Row;
 use super::value::{entry_weight, value_weight, Entry, Field, Value};
 use super::{Store, Window};
 use crate::aof::Record;
@@ -71,7 +72,7 @@ impl Store {
 
     /// The live fields of the hash at `key`, or None if the key is absent,
     /// expired or has no live field. A string is a type error.
-    pub(super) fn visible_fields(&self, key: &[u8], now_ms: u64) -> Result<Option<BTreeMap<Vec<u8>, Field>>> {
+    pub(super) fn visible_fields(&self, key: &[u8], now_ms: u64) -> Result<Option<Row>> {
         let Some(entry) = self.map.get(key) else { return Ok(None) };
         if entry.is_expired(now_ms) {
             return Ok(None);
@@ -115,7 +116,7 @@ impl Store {
         }
         let records: Vec<Record> = purges.iter().map(|c| Record::Command(c.to_args())).collect();
         self.log(&records, now_ms)?;
-        for purge in &purges {
+        for purge in purges {
             self.apply(purge)?;
         }
         Ok(())
@@ -196,13 +197,15 @@ impl Store {
 
     /// Step 5: change memory. Never reads the clock; after a passing
     /// `check` and `promote_for` it cannot fail (replay relies on it).
-    pub(super) fn apply(&mut self, command: &Command) -> Result<Reply> {
+    /// Takes the command by value so its bytes move into the map as they
+    /// are: replay copies each kept byte exactly once, at parse.
+    pub(super) fn apply(&mut self, command: Command) -> Result<Reply> {
         let reply = match command {
             Command::Set { key, value } => {
-                self.remove_key(key);
-                let entry = Entry { value: Value::Str(value.clone()), expire_at_ms: None };
-                self.used_memory += entry_weight(key, &entry);
-                self.map.insert(key.clone(), entry);
+                self.remove_key(&key);
+                let entry = Entry { value: Value::Str(value), expire_at_ms: None };
+                self.used_memory += entry_weight(&key, &entry);
+                self.map.insert(key, entry);
                 Reply::Ok
             }
             Command::Del { keys } => {
@@ -214,27 +217,27 @@ impl Store {
                 Reply::Int(added)
             }
             Command::HDel { key, fields } => {
-                let removed = self.apply_hdel(key, fields)?;
+                let removed = self.apply_hdel(&key, &fields)?;
                 Reply::Int(removed)
             }
-            Command::PExpireAt { key, at_ms } => match self.map.get_mut(key) {
+            Command::PExpireAt { key, at_ms } => match self.map.get_mut(&key) {
                 None => Reply::Int(0),
                 Some(entry) => {
                     assert!(!matches!(entry.value, Value::Cold(_)), "a stub never carries a TTL");
-                    entry.expire_at_ms = Some(*at_ms);
+                    entry.expire_at_ms = Some(at_ms);
                     Reply::Int(1)
                 }
             },
             Command::Persist { key } => {
-                let had = self.map.get_mut(key).and_then(|e| e.expire_at_ms.take()).is_some();
+                let had = self.map.get_mut(&key).and_then(|e| e.expire_at_ms.take()).is_some();
                 Reply::Int(i64::from(had))
             }
             Command::HPExpireAt { key, at_ms, fields } => {
                 let mut set = 0;
-                if let Some(Entry { value: Value::Hash(row), .. }) = self.map.get_mut(key) {
-                    for field in fields {
+                if let Some(Entry { value: Value::Hash(row), .. }) = self.map.get_mut(&key) {
+                    for field in &fields {
                         if let Some(slot) = row.get_mut(field) {
-                            slot.expire_at_ms = Some(*at_ms);
+                            slot.expire_at_ms = Some(at_ms);
                             set += 1;
                         }
                     }
@@ -251,9 +254,8 @@ impl Store {
                 Reply::Ok
             }
             Command::Window { table, column, span } => {
-                let mut window = Window { column: column.clone(), span: *span, max_seen: None };
-                window.max_seen = self.scan_max_seen(table, column);
-                self.windows.insert(table.clone(), window);
+                let max_seen = self.scan_max_seen(&table, &column);
+                self.windows.insert(table, Window { column, span, max_seen });
                 Reply::Ok
             }
             Command::Get { .. } | Command::HGet { .. } | Command::HGetAll { .. } => {
@@ -263,31 +265,42 @@ impl Store {
         Ok(reply)
     }
 
-    fn apply_hset(&mut self, key: &[u8], pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<i64> {
-        if !self.map.contains_key(key) {
-            self.used_memory += key.len() as u64;
-            self.map.insert(key.to_vec(), Entry { value: Value::Hash(BTreeMap::new()), expire_at_ms: None });
+    fn apply_hset(&mut self, key: Vec<u8>, pairs: Vec<(Vec<u8>, Vec<u8>)>) -> Result<i64> {
+        let entry = self.map.entry(key);
+        if let btree_map::Entry::Occupied(occupied) = &entry {
+            if !matches!(occupied.get().value, Value::Hash(_)) {
+                return Err(wrong_type(occupied.key(), "hash"));
+            }
         }
-        let entry = self.map.get_mut(key).expect("inserted above");
-        let Value::Hash(row) = &mut entry.value else {
-            return Err(wrong_type(key, "hash"));
+        for (field, value) in &pairs {
+            note_window_value(&mut self.windows, entry.key(), field, value);
+        }
+        let row = match entry {
+            btree_map::Entry::Vacant(vacant) => {
+                self.used_memory += vacant.key().len() as u64;
+                let entry = vacant.insert(Entry { value: Value::Hash(Row::new()), expire_at_ms: None });
+                let Value::Hash(row) = &mut entry.value else { unreachable!("inserted as a hash") };
+                row
+            }
+            btree_map::Entry::Occupied(occupied) => {
+                let Value::Hash(row) = &mut occupied.into_mut().value else { unreachable!("checked above") };
+                row
+            }
         };
         let mut added = 0;
         for (field, value) in pairs {
-            let slot = Field { value: value.clone(), expire_at_ms: None };
-            match row.insert(field.clone(), slot) {
+            let value_len_bytes = value.len() as u64;
+            let field_len_bytes = field.len() as u64;
+            match row.insert(field, Field { value, expire_at_ms: None }) {
                 Some(old) => {
                     self.used_memory -= old.value.len() as u64;
-                    self.used_memory += value.len() as u64;
+                    self.used_memory += value_len_bytes;
                 }
                 None => {
-                    self.used_memory += (field.len() + value.len()) as u64;
+                    self.used_memory += field_len_bytes + value_len_bytes;
                     added += 1;
                 }
             }
-        }
-        for (field, value) in pairs {
-            self.note_window_value(key, field, value);
         }
         Ok(added)
     }
@@ -312,18 +325,6 @@ impl Store {
         Ok(removed)
     }
 
-    /// Raise the high-water mark of every window whose table holds `key`
-    /// and whose column is `field`.
-    fn note_window_value(&mut self, key: &[u8], field: &[u8], value: &[u8]) {
-        for (table, window) in self.windows.iter_mut() {
-            if window.column == field && table_holds(table, key) {
-                if let Ok(v) = parse_i64("window column", value) {
-                    window.max_seen = Some(window.max_seen.map_or(v, |m| m.max(v)));
-                }
-            }
-        }
-    }
-
     /// The highest window-column value among the hot rows of `table`.
     fn scan_max_seen(&self, table: &[u8], column: &[u8]) -> Option<i64> {
         let prefix = table_prefix(table);
@@ -335,6 +336,19 @@ impl Store {
                 _ => None,
             })
             .max()
+    }
+}
+
+/// Raise the high-water mark of every window whose table holds `key` and
+/// whose column is `field`. A free function over the windows alone, so
+/// `apply_hset` can call it while it holds an entry of the map.
+fn note_window_value(windows: &mut BTreeMap<Vec<u8>, Window>, key: &[u8], field: &[u8], value: &[u8]) {
+    for (table, window) in windows.iter_mut() {
+        if window.column == field && table_holds(table, key) {
+            if let Ok(v) = parse_i64("window column", value) {
+                window.max_seen = Some(window.max_seen.map_or(v, |m| m.max(v)));
+            }
+        }
     }
 }
 

@@ -103,13 +103,16 @@ pub enum Reply {
     Pairs(Vec<(Vec<u8>, Vec<u8>)>),
 }
 
-fn arity(name: &str, args: &[Vec<u8>], ok: bool) -> Result<()> {
+fn arity(name: &str, argc: usize, ok: bool) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(Error::Invalid(format!("wrong number of arguments for '{name}' ({} given)", args.len() - 1)))
+        Err(Error::Invalid(format!("wrong number of arguments for '{name}' ({} given)", argc - 1)))
     }
 }
+
+/// The longest command name; a longer first argument names no command.
+const NAME_MAX_BYTES: usize = 10;
 
 /// Parse a base-10 integer argument.
 pub fn parse_i64(what: &str, bytes: &[u8]) -> Result<i64> {
@@ -125,72 +128,88 @@ fn parse_ms(bytes: &[u8]) -> Result<u64> {
 }
 
 impl Command {
-    /// Parse `args` (the first is the command name, any case).
-    pub fn parse(args: &[Vec<u8>]) -> Result<Command> {
-        let Some(name) = args.first() else {
+    /// Parse `args` (the first is the command name, any case). Each
+    /// argument the command keeps is copied once; nothing else allocates,
+    /// so replay can parse straight from arguments borrowed from the log.
+    pub fn parse<A: AsRef<[u8]>>(args: &[A]) -> Result<Command> {
+        let Some(name) = args.first().map(AsRef::as_ref) else {
             return Err(Error::Invalid("empty command".into()));
         };
-        let name = String::from_utf8_lossy(name).to_ascii_uppercase();
+        let mut upper = [0u8; NAME_MAX_BYTES];
+        let upper = match upper.get_mut(..name.len()) {
+            Some(upper) => {
+                upper.copy_from_slice(name);
+                upper.make_ascii_uppercase();
+                &upper[..]
+            }
+            None => &[][..],
+        };
         let n = args.len();
-        let a = |i: usize| args[i].clone();
-        let command = match name.as_str() {
-            "SET" => {
-                arity("SET", args, n == 3)?;
+        let arg = |i: usize| args[i].as_ref();
+        let a = |i: usize| arg(i).to_vec();
+        let all_from = |i: usize| args[i..].iter().map(|arg| arg.as_ref().to_vec()).collect::<Vec<_>>();
+        let command = match upper {
+            b"SET" => {
+                arity("SET", n, n == 3)?;
                 Command::Set { key: a(1), value: a(2) }
             }
-            "GET" => {
-                arity("GET", args, n == 2)?;
+            b"GET" => {
+                arity("GET", n, n == 2)?;
                 Command::Get { key: a(1) }
             }
-            "DEL" => {
-                arity("DEL", args, n >= 2)?;
-                Command::Del { keys: args[1..].to_vec() }
+            b"DEL" => {
+                arity("DEL", n, n >= 2)?;
+                Command::Del { keys: all_from(1) }
             }
-            "HSET" => {
-                arity("HSET", args, n >= 4 && n % 2 == 0)?;
-                let pairs = args[2..].chunks_exact(2).map(|p| (p[0].clone(), p[1].clone())).collect();
+            b"HSET" => {
+                arity("HSET", n, n >= 4 && n % 2 == 0)?;
+                let pairs =
+                    args[2..].chunks_exact(2).map(|p| (p[0].as_ref().to_vec(), p[1].as_ref().to_vec())).collect();
                 Command::HSet { key: a(1), pairs }
             }
-            "HGET" => {
-                arity("HGET", args, n == 3)?;
+            b"HGET" => {
+                arity("HGET", n, n == 3)?;
                 Command::HGet { key: a(1), field: a(2) }
             }
-            "HDEL" => {
-                arity("HDEL", args, n >= 3)?;
-                Command::HDel { key: a(1), fields: args[2..].to_vec() }
+            b"HDEL" => {
+                arity("HDEL", n, n >= 3)?;
+                Command::HDel { key: a(1), fields: all_from(2) }
             }
-            "HGETALL" => {
-                arity("HGETALL", args, n == 2)?;
+            b"HGETALL" => {
+                arity("HGETALL", n, n == 2)?;
                 Command::HGetAll { key: a(1) }
             }
-            "PEXPIREAT" => {
-                arity("PEXPIREAT", args, n == 3)?;
-                Command::PExpireAt { key: a(1), at_ms: parse_ms(&args[2])? }
+            b"PEXPIREAT" => {
+                arity("PEXPIREAT", n, n == 3)?;
+                Command::PExpireAt { key: a(1), at_ms: parse_ms(arg(2))? }
             }
-            "PERSIST" => {
-                arity("PERSIST", args, n == 2)?;
+            b"PERSIST" => {
+                arity("PERSIST", n, n == 2)?;
                 Command::Persist { key: a(1) }
             }
-            "HPEXPIREAT" => {
-                arity("HPEXPIREAT", args, n >= 4)?;
-                Command::HPExpireAt { key: a(1), at_ms: parse_ms(&args[2])?, fields: args[3..].to_vec() }
+            b"HPEXPIREAT" => {
+                arity("HPEXPIREAT", n, n >= 4)?;
+                Command::HPExpireAt { key: a(1), at_ms: parse_ms(arg(2))?, fields: all_from(3) }
             }
-            "FLUSHALL" => {
-                arity("FLUSHALL", args, n == 1)?;
+            b"FLUSHALL" => {
+                arity("FLUSHALL", n, n == 1)?;
                 Command::FlushAll
             }
-            "WINDOW" => {
-                arity("WINDOW", args, n == 4)?;
-                let span = parse_i64("window span", &args[3])?;
+            b"WINDOW" => {
+                arity("WINDOW", n, n == 4)?;
+                let span = parse_i64("window span", arg(3))?;
                 if span < 0 {
                     return Err(Error::Invalid(format!("window span is negative: {span}")));
                 }
-                if args[1].is_empty() {
+                if arg(1).is_empty() {
                     return Err(Error::Invalid("window table name is empty".into()));
                 }
                 Command::Window { table: a(1), column: a(2), span }
             }
-            _ => return Err(Error::Invalid(format!("unknown command '{name}'"))),
+            _ => {
+                let name = String::from_utf8_lossy(name).to_ascii_uppercase();
+                return Err(Error::Invalid(format!("unknown command '{name}'")));
+            }
         };
         Ok(command)
     }
@@ -262,7 +281,22 @@ mod tests {
             let err = Command::parse(&args(words)).unwrap_err().to_string();
             assert!(err.contains(needle), "{words:?}: {err}");
         }
-        assert!(Command::parse(&[]).is_err());
+        assert!(Command::parse::<&[u8]>(&[]).is_err());
+        // No command name is longer than ten bytes, and none is accepted.
+        let err = Command::parse(&args(&["HPEXPIREATX", "k"])).unwrap_err().to_string();
+        assert!(err.contains("unknown command 'HPEXPIREATX'"), "{err}");
+    }
+
+    #[test]
+    fn borrowed_and_owned_arguments_parse_alike() {
+        let owned = args(&["hPexpireat", "k", "17", "f", "g"]);
+        let borrowed: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+        let command = Command::parse(&borrowed).unwrap();
+        assert_eq!(command, Command::parse(&owned).unwrap());
+        assert_eq!(
+            command,
+            Command::HPExpireAt { key: b"k".to_vec(), at_ms: 17, fields: vec![b"f".to_vec(), b"g".to_vec()] }
+        );
     }
 
     #[test]

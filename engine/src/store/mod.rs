@@ -26,6 +26,7 @@ mod evict;
 mod logical;
 mod recover;
 mod rewrite;
+mod row;
 mod segments;
 mod value;
 
@@ -38,6 +39,7 @@ pub use command::{Command, Reply};
 pub use evict::EvictReport;
 pub use logical::{LogicalEntry, LogicalFields, LogicalValue};
 pub use recover::RecoveryReport;
+pub use row::Row;
 pub use segments::{segment_file_name, seq_of_file_name};
 pub use value::{Entry, Field, Stub, Value};
 
@@ -111,7 +113,7 @@ impl Store {
         }
         self.promote_for(command)?;
         self.log(&[Record::Command(command.to_args())], now_ms)?;
-        let reply = self.apply(command);
+        let reply = self.apply(command.clone());
         debug_assert!(reply.is_ok(), "apply after a passing check cannot fail: {reply:?}");
         reply
     }

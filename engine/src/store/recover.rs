@@ -24,7 +24,7 @@ use super::command::Command;
 use super::segments::{seq_of_file_name, Segments};
 use super::value::{decode_row, value_weight, Entry, Stub, Value};
 use super::{Options, Store, AOF_FILE, REWRITE_TEMP_FILE};
-use crate::aof::{AofRecovery, AofWriter, Record};
+use crate::aof::{AofRecovery, AofWriter, RecordRef};
 use crate::clock::Clock;
 use crate::manifest::Manifest;
 use crate::seg::Seg;
@@ -97,7 +97,7 @@ impl Store {
         }
 
         let now_ms = clock.now_ms();
-        let (aof, records, aof_report) = AofWriter::recover(vfs.clone(), dir, AOF_FILE, options.fsync, now_ms)?;
+        let (aof, log, aof_report) = AofWriter::recover(vfs.clone(), dir, AOF_FILE, options.fsync, now_ms)?;
         report.aof = aof_report;
 
         let mut store = Store {
@@ -114,10 +114,17 @@ impl Store {
             poisoned: None,
         };
         let mut named = BTreeSet::new();
-        for (index, record) in records.iter().enumerate() {
-            store.replay(index, record, &mut named, &mut report)?;
+        // Records are read in place from the log's bytes, one at a time;
+        // `args` is reused so a command's argument list costs nothing.
+        let mut records = log.records();
+        let mut args: Vec<&[u8]> = Vec::new();
+        let mut index = 0usize;
+        while let Some(record) = records.next_record()? {
+            store.replay(index, record, &mut args, &mut named, &mut report)?;
             report.frames_replayed += 1;
+            index += 1;
         }
+        assert_eq!(report.frames_replayed, log.frames(), "replay read what recovery counted");
         store.segments.settle_dead_counts();
         store.sweep(&named, &mut report)?;
         store.vfs.mark("open.done");
@@ -128,36 +135,39 @@ impl Store {
         Error::corrupt(self.aof.path(), 0, format!("frame #{index} (after the header) does not replay: {why}"))
     }
 
-    fn replay(
+    fn replay<'a>(
         &mut self,
         index: usize,
-        record: &Record,
+        record: RecordRef<'a>,
+        args: &mut Vec<&'a [u8]>,
         named: &mut BTreeSet<u64>,
         report: &mut RecoveryReport,
     ) -> Result<()> {
         match record {
-            Record::Command(args) => {
+            RecordRef::Command(logged) => {
+                args.clear();
+                args.extend(logged.iter());
                 let command = Command::parse(args).map_err(|e| self.replay_error(index, e))?;
                 if !command.is_write() {
                     return Err(self.replay_error(index, "a read command in the log"));
                 }
                 self.check(&command).map_err(|e| self.replay_error(index, e))?;
                 self.promote_for(&command)?;
-                self.apply(&command).map_err(|e| self.replay_error(index, e))?;
+                self.apply(command).map_err(|e| self.replay_error(index, e))?;
             }
-            Record::Segmented { seq, file } => {
-                match self.segments.get(*seq) {
-                    Some(slot) if slot.file == *file => {}
+            RecordRef::Segmented { seq, file } => {
+                match self.segments.get(seq) {
+                    Some(slot) if slot.file == file => {}
                     _ => {
                         return Err(self
                             .replay_error(index, format!("names segment {file} (seq {seq}), which is not registered")))
                     }
                 }
-                named.insert(*seq);
-                self.stitch(index, *seq, report)?;
+                named.insert(seq);
+                self.stitch(index, seq, report)?;
             }
-            Record::Stub { key, seq, weight } => {
-                let Some(slot) = self.segments.get(*seq) else {
+            RecordRef::Stub { key, seq, weight } => {
+                let Some(slot) = self.segments.get(seq) else {
                     return Err(
                         self.replay_error(index, format!("a stub names segment seq {seq}, which is not registered"))
                     );
@@ -170,8 +180,8 @@ impl Store {
                 if self.map.contains_key(key) {
                     return Err(self.replay_error(index, "a stub for a key that already exists"));
                 }
-                named.insert(*seq);
-                self.insert_stub(key, Stub { seq: *seq, weight: *weight });
+                named.insert(seq);
+                self.insert_stub(key, Stub { seq, weight });
                 report.stubs_inserted += 1;
             }
         }

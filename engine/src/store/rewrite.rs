@@ -93,7 +93,7 @@ impl Store {
     pub(super) fn flush_all(&mut self, now_ms: u64) -> Result<Reply> {
         let command = Command::FlushAll;
         self.log(&[Record::Command(command.to_args())], now_ms)?;
-        let reply = self.apply(&command)?;
+        let reply = self.apply(command)?;
         if canary!(FlushallRetireEarly) {
             // Planted: the log still holds the frames naming these
             // segments until the rewrite below is durable.

@@ -11,7 +11,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::value::{decode_row, Field, Stub};
+use super::row::Row;
+use super::value::{decode_row, Stub};
 use crate::seg::Seg;
 use crate::{Error, Result};
 
@@ -119,7 +120,7 @@ impl Segments {
     /// Read a cold row through its stub. A stub whose segment is missing
     /// or does not hold the key is corruption of the store's own truth,
     /// refused with the segment's path.
-    pub fn read_row(&self, key: &[u8], stub: Stub) -> Result<BTreeMap<Vec<u8>, Field>> {
+    pub fn read_row(&self, key: &[u8], stub: Stub) -> Result<Row> {
         let Some(slot) = self.slots.get(&stub.seq) else {
             return Err(Error::corrupt(
                 PathBuf::from(format!("<segment seq {}>", stub.seq)),

@@ -6,8 +6,7 @@
 //! never carry a key TTL or field TTLs (the eviction filter guarantees it),
 //! which is why a stub has room for neither.
 
-use std::collections::BTreeMap;
-
+use super::row::Row;
 use crate::codec::{put_len_prefixed, put_u32, ByteReader, DecodeError};
 
 /// One hash field.
@@ -35,7 +34,7 @@ pub enum Value {
     /// A string.
     Str(Vec<u8>),
     /// A hash; never empty while stored (the last HDEL deletes the key).
-    Hash(BTreeMap<Vec<u8>, Field>),
+    Hash(Row),
     /// A cold hash row, resolved through its segment.
     Cold(Stub),
 }
@@ -73,7 +72,7 @@ pub fn entry_weight(key: &[u8], entry: &Entry) -> u64 {
 
 /// Encode a TTL-free hash row as a segment record payload:
 /// `[field count u32]` then per field `[len u32][field][len u32][value]`.
-pub fn encode_row(fields: &BTreeMap<Vec<u8>, Field>, out: &mut Vec<u8>) {
+pub fn encode_row(fields: &Row, out: &mut Vec<u8>) {
     out.clear();
     put_u32(out, u32::try_from(fields.len()).expect("a row of over 4 billion fields"));
     for (field, slot) in fields {
@@ -85,7 +84,7 @@ pub fn encode_row(fields: &BTreeMap<Vec<u8>, Field>, out: &mut Vec<u8>) {
 
 /// Decode a segment record payload back into a hash row. The field count
 /// is checked against the bytes present before anything is allocated.
-pub fn decode_row(payload: &[u8], offset_bytes: u64) -> Result<BTreeMap<Vec<u8>, Field>, DecodeError> {
+pub fn decode_row(payload: &[u8], offset_bytes: u64) -> Result<Row, DecodeError> {
     let mut reader = ByteReader::new(payload, offset_bytes);
     let count = reader.u32()? as usize;
     // Each field needs at least its two 4-byte length prefixes.
@@ -95,7 +94,7 @@ pub fn decode_row(payload: &[u8], offset_bytes: u64) -> Result<BTreeMap<Vec<u8>,
     if count == 0 {
         return Err(reader.error("row has no fields"));
     }
-    let mut fields = BTreeMap::new();
+    let mut fields = Row::new();
     for _ in 0..count {
         let field = reader.len_prefixed()?.to_vec();
         let value = reader.len_prefixed()?.to_vec();
@@ -120,7 +119,7 @@ mod tests {
             proptest::collection::vec(any::<u8>(), 0..12),
             1..8,
         )) {
-            let fields: BTreeMap<Vec<u8>, Field> = row
+            let fields: Row = row
                 .into_iter()
                 .map(|(f, v)| (f, Field { value: v, expire_at_ms: None }))
                 .collect();

@@ -98,33 +98,110 @@ impl Model {
         Self { map }
     }
 
+    /// The entry at `key` as a reader at `now_ms` sees it, borrowed: `None`
+    /// if the key is expired or is a hash with no live field. A hash's dead
+    /// fields are still in it: look at its fields through [`alive`].
+    fn visible_ref(&self, key: &[u8], now_ms: u64) -> Option<&LogicalEntry> {
+        let entry = self.map.get(key)?;
+        if !alive(entry.expire_at_ms, now_ms) {
+            return None;
+        }
+        match &entry.value {
+            LogicalValue::Str(_) => Some(entry),
+            LogicalValue::Hash(fields) => fields.values().any(|(_, at)| alive(*at, now_ms)).then_some(entry),
+        }
+    }
+
+    /// The entry at `key`, first made exactly what [`Model::visible`]
+    /// returns (a hash's dead fields dropped), for a write to change in
+    /// place; `None`, changing nothing, if no reader at `now_ms` sees it.
+    fn visible_mut(&mut self, key: &[u8], now_ms: u64) -> Option<&mut LogicalEntry> {
+        let entry = self.map.get_mut(key)?;
+        if !alive(entry.expire_at_ms, now_ms) {
+            return None;
+        }
+        if let LogicalValue::Hash(fields) = &mut entry.value {
+            if !fields.values().any(|(_, at)| alive(*at, now_ms)) {
+                return None;
+            }
+            fields.retain(|_, (_, at)| alive(*at, now_ms));
+        }
+        Some(entry)
+    }
+
+    /// The one refusal the model knows, the store's too: a command that
+    /// meets a visible key of the other type (WRONGTYPE).
+    fn refusal(&self, command: &Command, now_ms: u64) -> Option<Error> {
+        let (key, wants_hash) = match command {
+            Command::Get { key } => (key, false),
+            Command::HGet { key, .. }
+            | Command::HGetAll { key }
+            | Command::HSet { key, .. }
+            | Command::HDel { key, .. }
+            | Command::HPExpireAt { key, .. } => (key, true),
+            Command::Set { .. }
+            | Command::Del { .. }
+            | Command::PExpireAt { .. }
+            | Command::Persist { .. }
+            | Command::FlushAll
+            | Command::Window { .. } => return None,
+        };
+        let is_hash = matches!(self.visible_ref(key, now_ms)?.value, LogicalValue::Hash(_));
+        (is_hash != wants_hash).then(wrong_type)
+    }
+
+    /// Whether [`Model::execute`] would refuse `command` at `now_ms`,
+    /// asked without running it (and without copying the model).
+    pub fn refuses(&self, command: &Command, now_ms: u64) -> bool {
+        self.refusal(command, now_ms).is_some()
+    }
+
     /// Run `command` at `now_ms`. Errors are the same cases the store
     /// refuses (a wrong type); the model changes nothing on error.
+    ///
+    /// Writes change the map in place and leave it exactly as putting back
+    /// the [`Model::visible`] entry would (a hash a write touches keeps
+    /// only its live fields): the per-write copy of a whole entry was most
+    /// of the simulator's model time.
     pub fn execute(&mut self, command: &Command, now_ms: u64) -> Result<Reply> {
+        if let Some(refused) = self.refusal(command, now_ms) {
+            return Err(refused);
+        }
+        // Past this point a visible key has the type the command wants.
         let reply = match command {
-            Command::Get { key } => match self.visible(key, now_ms).map(|e| e.value) {
+            Command::Get { key } => match self.visible_ref(key, now_ms).map(|e| &e.value) {
                 None => Reply::Nil,
-                Some(LogicalValue::Str(v)) => Reply::Bulk(v),
-                Some(LogicalValue::Hash(_)) => return Err(wrong_type()),
+                Some(LogicalValue::Str(v)) => Reply::Bulk(v.clone()),
+                Some(LogicalValue::Hash(_)) => unreachable!("refusal() checked the type"),
             },
-            Command::HGet { key, field } => match self.hash(key, now_ms)? {
+            Command::HGet { key, field } => match self.live_fields(key, now_ms) {
                 None => Reply::Nil,
-                Some(fields) => fields.get(field).map_or(Reply::Nil, |(v, _)| Reply::Bulk(v.clone())),
+                Some(fields) => match fields.get(field) {
+                    Some((v, at)) if alive(*at, now_ms) => Reply::Bulk(v.clone()),
+                    _ => Reply::Nil,
+                },
             },
-            Command::HGetAll { key } => Reply::Pairs(
-                self.hash(key, now_ms)?
-                    .map(|fields| fields.into_iter().map(|(f, (v, _))| (f, v)).collect())
-                    .unwrap_or_default(),
-            ),
+            Command::HGetAll { key } => Reply::Pairs(self.live_fields(key, now_ms).map_or_else(Vec::new, |fields| {
+                fields
+                    .iter()
+                    .filter(|(_, (_, at))| alive(*at, now_ms))
+                    .map(|(f, (v, _))| (f.clone(), v.clone()))
+                    .collect()
+            })),
             Command::Set { key, value } => {
                 let entry = LogicalEntry { value: LogicalValue::Str(value.clone()), expire_at_ms: None };
-                self.map.insert(key.clone(), entry);
+                match self.map.get_mut(key.as_slice()) {
+                    Some(slot) => *slot = entry,
+                    None => {
+                        self.map.insert(key.clone(), entry);
+                    }
+                }
                 Reply::Ok
             }
             Command::Del { keys } => {
                 let mut removed = 0;
                 for key in keys {
-                    if self.visible(key, now_ms).is_some() {
+                    if self.visible_ref(key, now_ms).is_some() {
                         removed += 1;
                     }
                     self.map.remove(key);
@@ -132,28 +209,39 @@ impl Model {
                 Reply::Int(removed)
             }
             Command::HSet { key, pairs } => {
-                let (mut fields, expire_at_ms) = match self.visible(key, now_ms) {
-                    None => (BTreeMap::new(), None),
-                    Some(LogicalEntry { value: LogicalValue::Hash(f), expire_at_ms }) => (f, expire_at_ms),
-                    Some(_) => return Err(wrong_type()),
-                };
+                // Not visible (absent, expired, or a hash with no live
+                // field): a fresh hash with no TTL replaces whatever is
+                // stored.
+                if self.visible_mut(key, now_ms).is_none() {
+                    let fresh = LogicalEntry { value: LogicalValue::Hash(BTreeMap::new()), expire_at_ms: None };
+                    self.map.insert(key.clone(), fresh);
+                }
+                let fields = self.hash_mut(key);
                 let mut added = 0;
                 for (field, value) in pairs {
                     if fields.insert(field.clone(), (value.clone(), None)).is_none() {
                         added += 1;
                     }
                 }
-                self.map.insert(key.clone(), LogicalEntry { value: LogicalValue::Hash(fields), expire_at_ms });
                 Reply::Int(added)
             }
             Command::HDel { key, fields } => {
-                let Some(mut live) = self.hash(key, now_ms)? else { return Ok(Reply::Int(0)) };
+                if self.visible_mut(key, now_ms).is_none() {
+                    return Ok(Reply::Int(0));
+                }
+                let live = self.hash_mut(key);
                 let removed = fields.iter().filter(|f| live.remove(*f).is_some()).count();
-                self.store_hash(key, live, now_ms);
+                // No fields left means no key.
+                if live.is_empty() {
+                    self.map.remove(key.as_slice());
+                }
                 Reply::Int(removed as i64)
             }
             Command::HPExpireAt { key, at_ms, fields } => {
-                let Some(mut live) = self.hash(key, now_ms)? else { return Ok(Reply::Int(0)) };
+                if self.visible_mut(key, now_ms).is_none() {
+                    return Ok(Reply::Int(0));
+                }
+                let live = self.hash_mut(key);
                 let mut set = 0;
                 for field in fields {
                     if let Some(slot) = live.get_mut(field) {
@@ -161,25 +249,26 @@ impl Model {
                         set += 1;
                     }
                 }
-                self.store_hash(key, live, now_ms);
+                assert!(!live.is_empty(), "a visible hash keeps its fields when their TTLs change");
                 Reply::Int(set)
             }
-            Command::PExpireAt { key, at_ms } => match self.visible(key, now_ms) {
+            Command::PExpireAt { key, at_ms } => match self.visible_mut(key, now_ms) {
                 None => Reply::Int(0),
-                Some(mut entry) => {
+                Some(entry) => {
                     entry.expire_at_ms = Some(*at_ms);
-                    self.map.insert(key.clone(), entry);
                     Reply::Int(1)
                 }
             },
-            Command::Persist { key } => match self.visible(key, now_ms) {
-                Some(mut entry) if entry.expire_at_ms.is_some() => {
+            Command::Persist { key } => {
+                // A key with no TTL is left untouched, dead fields and all.
+                if self.visible_ref(key, now_ms).is_some_and(|e| e.expire_at_ms.is_some()) {
+                    let entry = self.visible_mut(key, now_ms).expect("visible a moment ago");
                     entry.expire_at_ms = None;
-                    self.map.insert(key.clone(), entry);
                     Reply::Int(1)
+                } else {
+                    Reply::Int(0)
                 }
-                _ => Reply::Int(0),
-            },
+            }
             Command::FlushAll => {
                 self.map.clear();
                 Reply::Ok
@@ -189,24 +278,23 @@ impl Model {
         Ok(reply)
     }
 
-    /// The live fields of a visible hash; a string is a type error.
-    fn hash(&self, key: &[u8], now_ms: u64) -> Result<Option<LogicalFields>> {
-        match self.visible(key, now_ms).map(|e| e.value) {
-            None => Ok(None),
-            Some(LogicalValue::Hash(fields)) => Ok(Some(fields)),
-            Some(LogicalValue::Str(_)) => Err(wrong_type()),
+    /// The fields of the hash at `key` if a reader at `now_ms` sees it,
+    /// dead ones included (filter with [`alive`]). The caller has ruled
+    /// out a string ([`Model::refusal`]).
+    fn live_fields(&self, key: &[u8], now_ms: u64) -> Option<&LogicalFields> {
+        match &self.visible_ref(key, now_ms)?.value {
+            LogicalValue::Hash(fields) => Some(fields),
+            LogicalValue::Str(_) => unreachable!("refusal() checked the type"),
         }
     }
 
-    /// Put back a hash's live fields, keeping the key's TTL; no fields
-    /// left means no key.
-    fn store_hash(&mut self, key: &[u8], fields: LogicalFields, now_ms: u64) {
-        if fields.is_empty() {
-            self.map.remove(key);
-            return;
+    /// The fields of the stored hash at `key`, which the caller just made
+    /// visible or created.
+    fn hash_mut(&mut self, key: &[u8]) -> &mut LogicalFields {
+        match self.map.get_mut(key).map(|e| &mut e.value) {
+            Some(LogicalValue::Hash(fields)) => fields,
+            _ => unreachable!("the caller made a hash at this key"),
         }
-        let expire_at_ms = self.visible(key, now_ms).and_then(|e| e.expire_at_ms);
-        self.map.insert(key.to_vec(), LogicalEntry { value: LogicalValue::Hash(fields), expire_at_ms });
     }
 }
 

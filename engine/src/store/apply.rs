@@ -10,6 +10,7 @@ use std::collections::{btree_map, BTreeMap};
 
 use super::command::{parse_i64, Command, Reply};
 use super::row::Row;
+use super::segments::Segments;
 use super::value::{entry_weight, value_weight, Entry, Field, Value};
 use super::{Store, Window};
 use crate::aof::Record;
@@ -173,16 +174,8 @@ impl Store {
     /// segment read happens before anything changes, so a refused read
     /// leaves the store as it was.
     pub(super) fn promote(&mut self, key: &[u8]) -> Result<()> {
-        let Some(Entry { value: Value::Cold(stub), .. }) = self.map.get(key) else { return Ok(()) };
-        let stub = *stub;
-        let row = self.segments.read_row(key, stub)?;
-        let value = Value::Hash(row);
-        self.used_memory += value_weight(&value);
-        self.map.get_mut(key).expect("checked above").value = value;
-        if !canary!(PromoteNotDead) {
-            self.segments.note_dead(stub.seq);
-        }
-        Ok(())
+        let Some(entry) = self.map.get_mut(key) else { return Ok(()) };
+        promote_entry(&mut self.segments, &mut self.used_memory, key, entry)
     }
 
     /// Remove `key`, keeping the accounting exact.
@@ -265,11 +258,22 @@ impl Store {
         Ok(reply)
     }
 
+    /// HSET with one map lookup. It refuses a string and promotes a cold
+    /// row itself, so replay can skip `check` and `promote_for` for it
+    /// (the live path still runs them first, to refuse before logging).
     fn apply_hset(&mut self, key: Vec<u8>, pairs: Vec<(Vec<u8>, Vec<u8>)>) -> Result<i64> {
-        let entry = self.map.entry(key);
-        if let btree_map::Entry::Occupied(occupied) = &entry {
-            if !matches!(occupied.get().value, Value::Hash(_)) {
-                return Err(wrong_type(occupied.key(), "hash"));
+        let mut entry = self.map.entry(key);
+        if let btree_map::Entry::Occupied(occupied) = &mut entry {
+            match occupied.get().value {
+                Value::Str(_) => return Err(wrong_type(occupied.key(), "hash")),
+                Value::Cold(_) => {
+                    // Rare, and it reads a segment anyway: the copy of the
+                    // key (the entry cannot lend it and itself at once) is
+                    // noise.
+                    let key = occupied.key().clone();
+                    promote_entry(&mut self.segments, &mut self.used_memory, &key, occupied.get_mut())?;
+                }
+                Value::Hash(_) => {}
             }
         }
         for (field, value) in &pairs {
@@ -337,6 +341,21 @@ impl Store {
             })
             .max()
     }
+}
+
+/// Make `entry`, the entry of `key`, hot if it is a cold row (see
+/// [`Store::promote`]). A free function over the fields it needs, so a
+/// caller holding an entry of the map can use it.
+fn promote_entry(segments: &mut Segments, used_memory: &mut u64, key: &[u8], entry: &mut Entry) -> Result<()> {
+    let Value::Cold(stub) = entry.value else { return Ok(()) };
+    let row = segments.read_row(key, stub)?;
+    let value = Value::Hash(row);
+    *used_memory += value_weight(&value);
+    entry.value = value;
+    if !canary!(PromoteNotDead) {
+        segments.note_dead(stub.seq);
+    }
+    Ok(())
 }
 
 /// Raise the high-water mark of every window whose table holds `key` and

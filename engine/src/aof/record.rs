@@ -51,7 +51,7 @@ impl Record {
     pub(super) fn payload_len_bytes(&self) -> u64 {
         let len_prefixed = |bytes: &[u8]| 4 + bytes.len() as u64;
         match self {
-            Record::Command(args) => 4 + args.iter().map(|arg| len_prefixed(arg)).sum::<u64>(),
+            Record::Command(args) => command_payload_len_bytes(args),
             Record::Segmented { file, .. } => 8 + len_prefixed(file.as_bytes()),
             Record::Stub { key, .. } => len_prefixed(key) + 8 + 8,
         }
@@ -68,12 +68,7 @@ impl Record {
         assert!(self.fits_in_frame(), "AOF record over the frame payload limit");
         let start = out.len();
         match self {
-            Record::Command(args) => {
-                put_u32(out, args.len() as u32);
-                for arg in args {
-                    put_len_prefixed(out, arg);
-                }
-            }
+            Record::Command(args) => encode_command_payload(args, out),
             Record::Segmented { seq, file } => {
                 put_u64(out, *seq);
                 put_len_prefixed(out, file.as_bytes());
@@ -102,6 +97,21 @@ impl Record {
     /// [`RecordRef::decode`], which this wraps).
     pub fn decode(kind: u8, payload: &[u8], payload_offset_bytes: u64) -> Result<Record, DecodeError> {
         RecordRef::decode(kind, payload, payload_offset_bytes).map(|record| record.to_record())
+    }
+}
+
+/// The size of a COMMAND payload of `args`, computed without encoding it.
+pub(super) fn command_payload_len_bytes<A: AsRef<[u8]>>(args: &[A]) -> u64 {
+    4 + args.iter().map(|arg| 4 + arg.as_ref().len() as u64).sum::<u64>()
+}
+
+/// Append a COMMAND payload of `args` to `out`: what [`Record::Command`]
+/// encodes, from arguments the caller may only borrow. The payload must
+/// fit in a frame, which bounds every count and length below u32.
+pub(super) fn encode_command_payload<A: AsRef<[u8]>>(args: &[A], out: &mut Vec<u8>) {
+    put_u32(out, u32::try_from(args.len()).expect("argument count within a frame"));
+    for arg in args {
+        put_len_prefixed(out, arg.as_ref());
     }
 }
 

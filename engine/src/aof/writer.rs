@@ -23,7 +23,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::header::encode_header;
-use super::{FsyncPolicy, Record};
+use super::record::{command_payload_len_bytes, encode_command_payload};
+use super::{FsyncPolicy, Record, KIND_COMMAND};
 use crate::frame::{encode_frame, MAX_FRAME_PAYLOAD_BYTES};
 use crate::vfs::{OpenMode, Vfs, VfsFile};
 use crate::{Error, Result};
@@ -115,6 +116,20 @@ impl AofWriter {
         check_fits(record)?;
         assert!(self.frame_buf.is_empty());
         self.encode(record);
+        self.write_frame_buf()?;
+        self.apply_policy(now_ms)
+    }
+
+    /// [`AofWriter::append`] of `Record::Command(args)`, from borrowed
+    /// arguments: the live write path logs a command without first copying
+    /// it into an owned argument list.
+    pub fn append_command(&mut self, args: &[&[u8]], now_ms: u64) -> Result<()> {
+        self.check_not_poisoned()?;
+        check_payload_len(command_payload_len_bytes(args))?;
+        assert!(self.frame_buf.is_empty());
+        self.payload_buf.clear();
+        encode_command_payload(args, &mut self.payload_buf);
+        encode_frame(&mut self.frame_buf, KIND_COMMAND, &self.payload_buf);
         self.write_frame_buf()?;
         self.apply_policy(now_ms)
     }
@@ -274,12 +289,15 @@ impl AofWriter {
 }
 
 fn check_fits(record: &Record) -> Result<()> {
-    if record.fits_in_frame() {
+    check_payload_len(record.payload_len_bytes())
+}
+
+fn check_payload_len(payload_len_bytes: u64) -> Result<()> {
+    if payload_len_bytes <= MAX_FRAME_PAYLOAD_BYTES as u64 {
         Ok(())
     } else {
         Err(Error::Invalid(format!(
-            "AOF record of {} bytes is over the {MAX_FRAME_PAYLOAD_BYTES}-byte frame limit",
-            record.payload_len_bytes()
+            "AOF record of {payload_len_bytes} bytes is over the {MAX_FRAME_PAYLOAD_BYTES}-byte frame limit"
         )))
     }
 }
@@ -430,9 +448,30 @@ mod tests {
         let huge = Record::Command(vec![vec![0u8; MAX_FRAME_PAYLOAD_BYTES]]);
         assert!(matches!(writer.append(&huge, 0), Err(Error::Invalid(_))));
         assert!(matches!(writer.append_all(&[set("a", "1"), huge], 0), Err(Error::Invalid(_))));
+        let big = vec![0u8; MAX_FRAME_PAYLOAD_BYTES];
+        assert!(matches!(writer.append_command(&[&big], 0), Err(Error::Invalid(_))));
         assert_eq!(writer.len_bytes(), HEADER_FRAME_BYTES);
         assert!(!writer.is_poisoned());
         assert_eq!(vfs.faults().writes, 0);
+    }
+
+    #[test]
+    fn a_borrowed_command_is_the_same_frame_as_an_owned_one() {
+        let (vfs, mut writer) = fresh(FsyncPolicy::Always, 0);
+        let args: [&[u8]; 4] = [b"HSET", b"k", b"", &[0xff; 300]];
+        writer.append_command(&args, 0).unwrap();
+        assert_eq!(vfs.faults().syncs, 1, "the policy applies as for any append");
+        let owned = Record::Command(args.iter().map(|arg| arg.to_vec()).collect());
+        writer.append(&owned, 0).unwrap();
+        let (records, report) = recovered(&vfs);
+        assert_eq!(records, vec![owned.clone(), owned.clone()]);
+        assert_eq!(report.valid_len_bytes, HEADER_FRAME_BYTES + 2 * frame_len(&owned));
+    }
+
+    fn frame_len(record: &Record) -> u64 {
+        let mut bytes = Vec::new();
+        record.encode_frame(&mut bytes);
+        bytes.len() as u64
     }
 
     #[test]

@@ -222,40 +222,66 @@ impl Command {
     /// The argument list that parses back to this command: what the AOF
     /// stores.
     pub fn to_args(&self) -> Vec<Vec<u8>> {
-        let word = |s: &str| s.as_bytes().to_vec();
-        let num = |v: u64| v.to_string().into_bytes();
-        let mut args = Vec::new();
+        self.with_args(|args| args.iter().map(|arg| arg.to_vec()).collect())
+    }
+
+    /// Call `f` with the argument list that parses back to this command,
+    /// borrowed from the command (one allocation: the list of slices), so
+    /// the live write path can log a command without copying it.
+    pub fn with_args<R>(&self, f: impl FnOnce(&[&[u8]]) -> R) -> R {
+        // The one argument that is not bytes the command holds: a number.
+        let number = match self {
+            Command::PExpireAt { at_ms, .. } | Command::HPExpireAt { at_ms, .. } => at_ms.to_string(),
+            Command::Window { span, .. } => span.to_string(),
+            _ => String::new(),
+        };
+        let mut args: Vec<&[u8]> = Vec::with_capacity(self.arg_count());
         match self {
-            Command::Set { key, value } => args.extend([word("SET"), key.clone(), value.clone()]),
-            Command::Get { key } => args.extend([word("GET"), key.clone()]),
+            Command::Set { key, value } => args.extend([&b"SET"[..], key, value]),
+            Command::Get { key } => args.extend([&b"GET"[..], key]),
             Command::Del { keys } => {
-                args.push(word("DEL"));
-                args.extend(keys.iter().cloned());
+                args.push(b"DEL");
+                args.extend(keys.iter().map(Vec::as_slice));
             }
             Command::HSet { key, pairs } => {
-                args.extend([word("HSET"), key.clone()]);
+                args.extend([&b"HSET"[..], key]);
                 for (field, value) in pairs {
-                    args.extend([field.clone(), value.clone()]);
+                    args.extend([field.as_slice(), value]);
                 }
             }
-            Command::HGet { key, field } => args.extend([word("HGET"), key.clone(), field.clone()]),
+            Command::HGet { key, field } => args.extend([&b"HGET"[..], key, field]),
             Command::HDel { key, fields } => {
-                args.extend([word("HDEL"), key.clone()]);
-                args.extend(fields.iter().cloned());
+                args.extend([&b"HDEL"[..], key]);
+                args.extend(fields.iter().map(Vec::as_slice));
             }
-            Command::HGetAll { key } => args.extend([word("HGETALL"), key.clone()]),
-            Command::PExpireAt { key, at_ms } => args.extend([word("PEXPIREAT"), key.clone(), num(*at_ms)]),
-            Command::Persist { key } => args.extend([word("PERSIST"), key.clone()]),
-            Command::HPExpireAt { key, at_ms, fields } => {
-                args.extend([word("HPEXPIREAT"), key.clone(), num(*at_ms)]);
-                args.extend(fields.iter().cloned());
+            Command::HGetAll { key } => args.extend([&b"HGETALL"[..], key]),
+            Command::PExpireAt { key, .. } => args.extend([&b"PEXPIREAT"[..], key, number.as_bytes()]),
+            Command::Persist { key } => args.extend([&b"PERSIST"[..], key]),
+            Command::HPExpireAt { key, fields, .. } => {
+                args.extend([&b"HPEXPIREAT"[..], key, number.as_bytes()]);
+                args.extend(fields.iter().map(Vec::as_slice));
             }
-            Command::FlushAll => args.push(word("FLUSHALL")),
-            Command::Window { table, column, span } => {
-                args.extend([word("WINDOW"), table.clone(), column.clone(), span.to_string().into_bytes()]);
+            Command::FlushAll => args.push(b"FLUSHALL"),
+            Command::Window { table, column, .. } => {
+                args.extend([&b"WINDOW"[..], table, column, number.as_bytes()]);
             }
         }
-        args
+        assert_eq!(args.len(), self.arg_count());
+        f(&args)
+    }
+
+    /// The length of the command's argument list, its name included.
+    fn arg_count(&self) -> usize {
+        match self {
+            Command::Set { .. } | Command::HGet { .. } | Command::PExpireAt { .. } => 3,
+            Command::Get { .. } | Command::HGetAll { .. } | Command::Persist { .. } => 2,
+            Command::Del { keys } => 1 + keys.len(),
+            Command::HSet { pairs, .. } => 2 + 2 * pairs.len(),
+            Command::HDel { fields, .. } => 2 + fields.len(),
+            Command::HPExpireAt { fields, .. } => 3 + fields.len(),
+            Command::FlushAll => 1,
+            Command::Window { .. } => 4,
+        }
     }
 }
 

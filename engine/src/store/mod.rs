@@ -112,7 +112,7 @@ impl Store {
             return Ok(apply::unchanged_reply(command));
         }
         self.promote_for(command)?;
-        self.log(&[Record::Command(command.to_args())], now_ms)?;
+        self.log_command(command, now_ms)?;
         let reply = self.apply(command.clone());
         debug_assert!(reply.is_ok(), "apply after a passing check cannot fail: {reply:?}");
         reply
@@ -205,6 +205,17 @@ impl Store {
             [record] => self.aof.append(record, now_ms),
             _ => self.aof.append_all(records, now_ms),
         };
+        self.logged(result)
+    }
+
+    /// [`Store::log`] of one command, encoded from the command as it is.
+    fn log_command(&mut self, command: &Command, now_ms: u64) -> Result<()> {
+        let result = command.with_args(|args| self.aof.append_command(args, now_ms));
+        self.logged(result)
+    }
+
+    /// What an append's `result` means for the store.
+    fn logged(&mut self, result: Result<()>) -> Result<()> {
         if result.is_err() && self.aof.is_poisoned() {
             self.poison_with(&result);
         }

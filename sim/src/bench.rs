@@ -6,12 +6,15 @@
 //! sides alike. Nothing here asserts a figure: it prints them.
 //!
 //! - **sim throughput** — workload operations (and seeds) per second with
-//!   the default swarm configuration, checks and all;
+//!   the default swarm configuration, checks and all, generating the
+//!   workload included (as `sim --seeds` does), and without it;
 //! - **sim overhead** — the simulator's time for a set of seeds ÷ the same
 //!   operation lists on the engine over the fault-free `MemVfs` with no
 //!   model and no checks (the "bare engine");
 //! - **sim vs OS** — the same operation lists on `OsVfs` in a temp
 //!   directory (same fsync policy, real fsyncs) ÷ the simulator's time;
+//! - **explore rate** — crash states enumerated and checked per second by
+//!   `sim explore` over three seeds' workloads;
 //! - **engine on OsVfs** — AOF replay MB/s from the page cache, segment
 //!   point-get latency (p50, p99) through the mapping, seal (build +
 //!   fsync) MB/s, hot-path write ops/s under each fsync policy.
@@ -28,6 +31,7 @@ use engine::vfs::{MemVfs, OsVfs, Vfs};
 use serde_json::{json, Value};
 
 use crate::config::{Config, Overrides};
+use crate::explore::{explore, ExploreOptions};
 use crate::run::run_ops;
 use crate::workload::{generate, Op, PlannedOp, T0_MS};
 
@@ -40,11 +44,13 @@ pub struct BenchOptions {
     pub os_seeds: u64,
     /// Rows in the engine benchmarks' segment and log.
     pub rows: u64,
+    /// Operations per explored workload (seeds 1, 2 and 3).
+    pub explore_ops: u64,
 }
 
 impl Default for BenchOptions {
     fn default() -> Self {
-        BenchOptions { seeds: 400, os_seeds: 20, rows: 200_000 }
+        BenchOptions { seeds: 400, os_seeds: 20, rows: 200_000, explore_ops: 200 }
     }
 }
 
@@ -168,7 +174,11 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
 /// Run every measurement.
 pub fn run(options: BenchOptions) -> BenchReport {
     let mut report = BenchReport::default();
+    // Generating the lists is part of what `sim --seeds` does, so it counts
+    // in the throughput; the overhead ratio compares running alone.
+    let started = Instant::now();
     let lists = workloads(options.seeds);
+    let generate_secs = seconds(started.elapsed());
     let total_ops: u64 = lists.iter().map(|(_, ops)| ops.len() as u64).sum();
 
     // The simulator, checks and all.
@@ -180,11 +190,23 @@ pub fn run(options: BenchOptions) -> BenchReport {
     let sim_secs = seconds(started.elapsed());
     report.push(
         "sim_ops_per_sec",
+        total_ops as f64 / (generate_secs + sim_secs),
+        "ops/s",
+        format!("{} seeds, default swarm, one core, generation included", options.seeds),
+    );
+    report.push(
+        "sim_seeds_per_sec",
+        options.seeds as f64 / (generate_secs + sim_secs),
+        "seeds/s",
+        "same run".into(),
+    );
+    report.push(
+        "sim_run_ops_per_sec",
         total_ops as f64 / sim_secs,
         "ops/s",
-        format!("{} seeds, default swarm, one core", options.seeds),
+        "same run, lists generated beforehand".into(),
     );
-    report.push("sim_seeds_per_sec", options.seeds as f64 / sim_secs, "seeds/s", "same run".into());
+    report.push("generate_ops_per_sec", total_ops as f64 / generate_secs, "ops/s", "workload generation alone".into());
 
     // The bare engine on MemVfs, same lists.
     let started = Instant::now();
@@ -223,8 +245,34 @@ pub fn run(options: BenchOptions) -> BenchReport {
     );
     report.push("sim_vs_os", os_secs / sim_small_secs, "x", "OsVfs time / sim time, same lists (target >= 20)".into());
 
+    explore_figures(&mut report, options.explore_ops);
     engine_figures(&mut report, options.rows);
     report
+}
+
+/// Exhaustive crash-state exploration of three seeds' workloads, one job.
+fn explore_figures(report: &mut BenchReport, ops: u64) {
+    let (mut states, mut distinct, mut secs, mut check_secs) = (0u64, 0u64, 0f64, 0f64);
+    for seed in 1..=3 {
+        let explored = explore(seed, ops, &ExploreOptions::default()).expect("a plain exploration");
+        assert_eq!(explored.failures_total, 0, "bench exploration of seed {seed} failed: rerun sim explore");
+        states += explored.states;
+        distinct += explored.distinct_states;
+        secs += explored.elapsed_sec;
+        check_secs += explored.phase_sec.check;
+    }
+    report.push(
+        "explore_states_per_sec",
+        states as f64 / secs.max(1e-9),
+        "states/s",
+        format!("seeds 1-3, {ops} ops each, {states} crash states, all phases (target >= 10000)"),
+    );
+    report.push(
+        "explore_recoveries_per_sec",
+        distinct as f64 / check_secs.max(1e-9),
+        "states/s",
+        format!("same, {distinct} distinct images each recovered and checked"),
+    );
 }
 
 fn engine_figures(report: &mut BenchReport, rows: u64) {
@@ -319,12 +367,16 @@ mod tests {
 
     #[test]
     fn a_small_bench_reports_every_figure() {
-        let report = run(BenchOptions { seeds: 3, os_seeds: 1, rows: 2_000 });
+        let report = run(BenchOptions { seeds: 3, os_seeds: 1, rows: 2_000, explore_ops: 12 });
         let names: Vec<&str> = report.figures.iter().map(|f| f.name).collect();
         for expected in [
             "sim_ops_per_sec",
+            "sim_run_ops_per_sec",
+            "generate_ops_per_sec",
             "sim_overhead",
             "sim_vs_os",
+            "explore_states_per_sec",
+            "explore_recoveries_per_sec",
             "seal_mb_per_sec",
             "seg_get_p50_ns",
             "seg_get_p99_ns",

@@ -138,6 +138,10 @@ enum SubCommand {
         #[arg(long, default_value_t = 200_000, value_name = "N")]
         rows: u64,
 
+        /// Operations per explored workload (seeds 1, 2 and 3) for the explore rate.
+        #[arg(long, default_value_t = 200, value_name = "N")]
+        explore_ops: u64,
+
         /// Print the figures as one JSON object on stdout.
         #[arg(long)]
         json: bool,
@@ -229,8 +233,10 @@ fn main() -> ExitCode {
         Some(SubCommand::Canaries(args)) => return canaries(args),
         Some(SubCommand::Explore { args }) => return sim::explore::cli(args),
         Some(SubCommand::Merge { files, json }) => return merge(files, *json),
-        Some(SubCommand::Bench { seeds, os_seeds, rows, json }) => {
-            let report = sim::bench::run(sim::bench::BenchOptions { seeds: *seeds, os_seeds: *os_seeds, rows: *rows });
+        Some(SubCommand::Bench { seeds, os_seeds, rows, explore_ops, json }) => {
+            let options =
+                sim::bench::BenchOptions { seeds: *seeds, os_seeds: *os_seeds, rows: *rows, explore_ops: *explore_ops };
+            let report = sim::bench::run(options);
             if *json {
                 println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("a JSON value serializes"));
             } else {

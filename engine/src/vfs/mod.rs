@@ -132,21 +132,46 @@ pub fn read_whole(vfs: &dyn Vfs, path: &Path) -> io::Result<Vec<u8>> {
 /// same twice are the disk's; bytes that never settle are an I/O error.
 pub fn read_stable(file: &dyn VfsFile, len_bytes: u64) -> io::Result<Vec<u8>> {
     let len = usize::try_from(len_bytes).map_err(|_| io::Error::other("file too large"))?;
-    let mut previous = vec![0u8; len];
-    read_exact_at(file, 0, &mut previous)?;
+    let mut bytes = vec![0u8; len];
+    read_exact_at(file, 0, &mut bytes)?;
     if canary!(SingleReadRecovery) {
         // Planted: one read is taken for the disk's bytes.
-        return Ok(previous);
+        return Ok(bytes);
     }
-    let mut current = vec![0u8; len];
+    let mut piece = vec![0u8; len.min(STABLE_PIECE_BYTES)];
     for _ in 1..STABLE_READ_ATTEMPTS {
-        read_exact_at(file, 0, &mut current)?;
-        if current == previous {
-            return Ok(current);
+        if reread_agrees(file, &mut bytes, &mut piece)? {
+            return Ok(bytes);
         }
-        std::mem::swap(&mut previous, &mut current);
     }
     Err(io::Error::other(format!("{STABLE_READ_ATTEMPTS} reads of the same bytes never agreed")))
+}
+
+/// Rereads after the first compare in pieces of this size, so checking a
+/// file costs one buffer of this size rather than a second copy of it.
+const STABLE_PIECE_BYTES: usize = 1 << 20;
+
+/// Read `bytes.len()` bytes of `file` again, piece by piece, and say
+/// whether every piece equals `bytes`. Either way `bytes` then holds this
+/// latest read (a piece that differs replaces its part), so the next
+/// attempt compares two consecutive whole reads, as a single pair of full
+/// buffers would.
+fn reread_agrees(file: &dyn VfsFile, bytes: &mut [u8], piece: &mut [u8]) -> io::Result<bool> {
+    assert!(!piece.is_empty() || bytes.is_empty());
+    let mut agreed = true;
+    let mut at_bytes = 0usize;
+    while at_bytes < bytes.len() {
+        let len = piece.len().min(bytes.len() - at_bytes);
+        let fresh = &mut piece[..len];
+        read_exact_at(file, at_bytes as u64, fresh)?;
+        let held = &mut bytes[at_bytes..at_bytes + len];
+        if held != fresh {
+            held.copy_from_slice(fresh);
+            agreed = false;
+        }
+        at_bytes += len;
+    }
+    Ok(agreed)
 }
 
 /// Fill `buf` from `offset_bytes`, or fail with `UnexpectedEof`.
@@ -160,4 +185,84 @@ pub fn read_exact_at(file: &dyn VfsFile, offset_bytes: u64, buf: &mut [u8]) -> i
         done += n;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// A file whose read calls number `0..noisy_calls` return the byte at
+    /// `noisy_at` with one bit flipped (a different bit each call): a
+    /// transient fault on the read path.
+    struct Noisy {
+        bytes: Vec<u8>,
+        noisy_at: usize,
+        noisy_calls: u64,
+        calls: Cell<u64>,
+    }
+
+    impl Noisy {
+        fn new(len: usize, noisy_at: usize, noisy_calls: u64) -> Noisy {
+            let bytes = (0..len).map(|i| (i * 7 + i / 251) as u8).collect();
+            Noisy { bytes, noisy_at, noisy_calls, calls: Cell::new(0) }
+        }
+    }
+
+    impl VfsFile for Noisy {
+        fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
+            let call = self.calls.get();
+            self.calls.set(call + 1);
+            let start = offset_bytes as usize;
+            let len = buf.len().min(self.bytes.len().saturating_sub(start));
+            buf[..len].copy_from_slice(&self.bytes[start..start + len]);
+            if call < self.noisy_calls && (start..start + len).contains(&self.noisy_at) {
+                buf[self.noisy_at - start] ^= 1 << (call % 8);
+            }
+            Ok(len)
+        }
+        fn write_at(&mut self, _: u64, _: &[u8]) -> io::Result<()> {
+            unreachable!("read-only")
+        }
+        fn set_len(&mut self, _: u64) -> io::Result<()> {
+            unreachable!("read-only")
+        }
+        fn len(&self) -> io::Result<u64> {
+            Ok(self.bytes.len() as u64)
+        }
+        fn sync(&mut self) -> io::Result<()> {
+            unreachable!("read-only")
+        }
+    }
+
+    const LEN: usize = 2 * STABLE_PIECE_BYTES + 12_345;
+
+    #[test]
+    fn a_quiet_file_reads_in_two_passes() {
+        let file = Noisy::new(LEN, 0, 0);
+        assert_eq!(read_stable(&file, LEN as u64).unwrap(), file.bytes);
+        assert_eq!(file.calls.get(), 1 + 3, "one whole read, then three pieces");
+        let empty = Noisy::new(0, 0, 0);
+        assert_eq!(read_stable(&empty, 0).unwrap(), Vec::<u8>::new());
+    }
+
+    #[test]
+    fn a_transient_flip_anywhere_is_read_past() {
+        // Noisy in the first read only, in the first, middle or last piece.
+        for noisy_at in [0, STABLE_PIECE_BYTES + 7, LEN - 1] {
+            let file = Noisy::new(LEN, noisy_at, 1);
+            assert_eq!(read_stable(&file, LEN as u64).unwrap(), file.bytes, "flip at {noisy_at}");
+        }
+        // Noisy in the whole read and in the piece of the first reread
+        // that holds it: two rereads later, two reads agree.
+        let file = Noisy::new(LEN, STABLE_PIECE_BYTES + 7, 3);
+        assert_eq!(read_stable(&file, LEN as u64).unwrap(), file.bytes);
+    }
+
+    #[test]
+    fn bytes_that_never_settle_are_an_error() {
+        let file = Noisy::new(LEN, LEN / 2, u64::MAX);
+        let err = read_stable(&file, LEN as u64).unwrap_err();
+        assert!(err.to_string().contains("never agreed"), "{err}");
+    }
 }

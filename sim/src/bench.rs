@@ -194,12 +194,7 @@ pub fn run(options: BenchOptions) -> BenchReport {
         "ops/s",
         format!("{} seeds, default swarm, one core, generation included", options.seeds),
     );
-    report.push(
-        "sim_seeds_per_sec",
-        options.seeds as f64 / (generate_secs + sim_secs),
-        "seeds/s",
-        "same run".into(),
-    );
+    report.push("sim_seeds_per_sec", options.seeds as f64 / (generate_secs + sim_secs), "seeds/s", "same run".into());
     report.push(
         "sim_run_ops_per_sec",
         total_ops as f64 / sim_secs,

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use engine::clock::{Clock, ManualClock};
-use engine::store::{Command, Options, Reply, Store};
+use engine::store::{Command, Options, RecoveryReport, Reply, Store};
 use engine::vfs::Vfs;
 use engine::Error;
 
@@ -21,7 +21,7 @@ use crate::canary::CanarySwitch;
 use crate::checker::{diff, Checker};
 use crate::config::{Config, Overrides};
 use crate::disk::{CrashOutcome, CrashPoint, SimVfs};
-use crate::trace::{hash_bytes, Event, FaultKind, Trace};
+use crate::trace::{hash_reply, Event, FaultKind, Trace};
 use crate::workload::{Op, PlannedOp, T0_MS};
 
 /// Where the store lives on the simulated disk.
@@ -236,25 +236,23 @@ impl Runner<'_> {
         self.store = Some(store);
         self.call_failed_since_open = false;
         let now_ms = self.now();
-        let dump = match self.store().logical_dump() {
-            Ok(dump) => dump,
-            Err(Error::Corrupt { .. }) if media_corrupted => return self.accept_refusal(),
-            Err(e) => return Err(self.fail("dump", format!("logical_dump failed after recovery: {e}"))),
-        };
-        // A failed open attempt may already have cut the log; the
-        // quarantine file it left is its durable report of the loss.
-        let loss_reported = report.aof.dropped_bytes > 0
-            || report.manifest_torn_bytes > 0
-            || self.quarantine_files() > quarantined_before;
-        if media_corrupted && loss_reported {
-            // Durable bytes were damaged and recovery said it cut data:
-            // loss is expected and was not silent. Go on from what came
-            // back (its audit below must still be clean).
-            self.outcome.refusals_accepted += 1;
-            self.checker.rebase(dump);
-        } else if let Err(mismatch) = self.checker.recovered(&dump, now_ms, crash.is_some()) {
-            let media = if media_corrupted { " (media corruption was injected, but not reported)" } else { "" };
-            return Err(self.fail("durability", format!("{}{media}", mismatch.detail)));
+        if media_corrupted {
+            self.recover_after_media_corruption(&report, now_ms, crash.is_some(), quarantined_before)?;
+        } else {
+            // Read as the store walks its content (no dump), then the
+            // quarantine count — in that order, as the trace records it.
+            let store = self.store.as_ref().expect("opened above");
+            let verdict = match self.checker.recovered_store(store, now_ms, crash.is_some()) {
+                Ok(verdict) => verdict,
+                Err(e) => return Err(self.fail("dump", format!("logical_dump failed after recovery: {e}"))),
+            };
+            // Without media corruption a loss report excuses nothing, but
+            // asking lists the directory, a traced I/O: it stays, after
+            // the read as before, so every seed's trace stays what it was.
+            let _ = self.loss_reported(&report, quarantined_before);
+            if let Err(mismatch) = verdict {
+                return Err(self.fail("durability", mismatch.detail));
+            }
         }
         let violations = self.store().audit();
         if !violations.is_empty() {
@@ -264,6 +262,42 @@ impl Runner<'_> {
             return Err(self.fail("audit", format!("after recovery: {violations:?}")));
         }
         Ok(())
+    }
+
+    /// [`Runner::recover`]'s check of the content when media corruption
+    /// was injected: a refusal to read it is accepted, and a loss the
+    /// store reported becomes the new truth.
+    fn recover_after_media_corruption(
+        &mut self,
+        report: &RecoveryReport,
+        now_ms: u64,
+        power_lost: bool,
+        quarantined_before: usize,
+    ) -> Step {
+        let dump = match self.store().logical_dump() {
+            Ok(dump) => dump,
+            Err(Error::Corrupt { .. }) => return self.accept_refusal(),
+            Err(e) => return Err(self.fail("dump", format!("logical_dump failed after recovery: {e}"))),
+        };
+        if self.loss_reported(report, quarantined_before) {
+            // Durable bytes were damaged and recovery said it cut data:
+            // loss is expected and was not silent. Go on from what came
+            // back (its audit below must still be clean).
+            self.outcome.refusals_accepted += 1;
+            self.checker.rebase(dump);
+        } else if let Err(mismatch) = self.checker.recovered(&dump, now_ms, power_lost) {
+            return Err(self
+                .fail("durability", format!("{} (media corruption was injected, but not reported)", mismatch.detail)));
+        }
+        Ok(())
+    }
+
+    /// Whether the open reported a loss: bytes cut from the log or the
+    /// manifest. A failed open attempt may already have cut the log; the
+    /// quarantine file it left is its durable report of the loss (counting
+    /// them lists the directory: one traced I/O).
+    fn loss_reported(&self, report: &RecoveryReport, quarantined_before: usize) -> bool {
+        report.aof.dropped_bytes > 0 || report.manifest_torn_bytes > 0 || self.quarantine_files() > quarantined_before
     }
 
     /// How many AOF quarantine files the store directory holds.
@@ -338,7 +372,7 @@ impl Runner<'_> {
         let was_poisoned = self.store().poisoned().is_some();
         let result = self.store().execute(command);
         let reply_hash = match &result {
-            Ok(reply) => hash_bytes(format!("{reply:?}").as_bytes()),
+            Ok(reply) => hash_reply(reply),
             Err(_) => 0,
         };
         let index = self.op_index;
@@ -496,9 +530,17 @@ impl Runner<'_> {
             return Err(self.fail("audit", format!("{violations:?}")));
         }
         let now_ms = self.now();
-        match self.store().logical_dump() {
-            Ok(dump) if self.checker.matches(&dump, now_ms) => Ok(()),
-            Ok(dump) => Err(self.fail("content", diff(&self.checker.expected(now_ms), &dump))),
+        // Compared as the store walks its content, without a dump: the
+        // dump (every value copied into a map) is built only for a report.
+        let store = self.store.as_ref().expect("a store is open between operations");
+        let mut in_order = self.checker.shows_in_order(now_ms);
+        let visited = store.logical_visit(|key, entry| in_order.next(key, entry));
+        match visited {
+            Ok(()) if in_order.finish() => Ok(()),
+            Ok(()) => match store.logical_dump() {
+                Ok(dump) => Err(self.fail("content", diff(&self.checker.expected(now_ms), &dump))),
+                Err(e) => Err(self.fail("content", format!("logical_dump failed: {e}"))),
+            },
             Err(e) => Err(self.fail("content", format!("logical_dump failed: {e}"))),
         }
     }

@@ -7,8 +7,10 @@
 
 use std::collections::BTreeMap;
 
+use super::row::Row;
 use super::value::Value;
 use super::Store;
+use crate::model::{EntryView, FieldsView, ValueView};
 use crate::Result;
 
 /// A hash's logical fields: field → (value, field expiry in Unix ms).
@@ -32,6 +34,16 @@ pub struct LogicalEntry {
     pub expire_at_ms: Option<u64>,
 }
 
+/// One visible key's content as [`Store::walk`] finds it.
+enum Found<'a> {
+    Str(&'a [u8]),
+    /// A hot row with at least one field alive at the clock (others may
+    /// be in it).
+    Hot(&'a Row),
+    /// A cold row as its segment holds it, never empty.
+    Cold(Row),
+}
+
 impl Store {
     /// The logical content at the store's clock: stubs resolved through
     /// their segments, expired keys and fields excluded, TTLs included (so
@@ -40,21 +52,77 @@ impl Store {
     pub fn logical_dump(&self) -> Result<BTreeMap<Vec<u8>, LogicalEntry>> {
         let now_ms = self.clock.now_ms();
         let mut dump = BTreeMap::new();
+        self.walk(now_ms, |key, expire_at_ms, found| {
+            let value = match found {
+                Found::Str(bytes) => LogicalValue::Str(bytes.to_vec()),
+                Found::Hot(row) => LogicalValue::Hash(
+                    row.iter()
+                        .filter(|(_, slot)| alive(slot.expire_at_ms, now_ms))
+                        .map(|(f, slot)| (f.clone(), (slot.value.clone(), slot.expire_at_ms)))
+                        .collect(),
+                ),
+                Found::Cold(row) => {
+                    LogicalValue::Hash(row.into_iter().map(|(f, slot)| (f, (slot.value, slot.expire_at_ms))).collect())
+                }
+            };
+            dump.insert(key.to_vec(), LogicalEntry { value, expire_at_ms });
+        })?;
+        Ok(dump)
+    }
+
+    /// The content [`Store::logical_dump`] returns, one key at a time in
+    /// key order, borrowed where the store holds it: for a checker that
+    /// only compares (an audit every few operations), without copying
+    /// every value into a map. Stops at, and returns, the error the dump
+    /// would return.
+    pub fn logical_visit(&self, mut visit: impl FnMut(&[u8], EntryView<'_>)) -> Result<()> {
+        let now_ms = self.clock.now_ms();
+        self.walk(now_ms, |key, expire_at_ms, found| {
+            let fields = match &found {
+                Found::Str(bytes) => {
+                    visit(key, EntryView { value: ValueView::Str(bytes), expire_at_ms });
+                    return;
+                }
+                Found::Hot(row) => FieldsView::of_row(row, Some(now_ms)),
+                Found::Cold(row) => FieldsView::of_row(row, None),
+            };
+            visit(key, EntryView { value: ValueView::Hash(fields), expire_at_ms });
+        })
+    }
+
+    /// Every key a reader at `now_ms` sees, in key order, with its expiry
+    /// and content: the one walk both [`Store::logical_dump`] and
+    /// [`Store::logical_visit`] are, so they cannot disagree. A hash is
+    /// visible with at least one live field (a cold row's fields carry no
+    /// TTL); an expired key is not.
+    fn walk<'a>(&'a self, now_ms: u64, mut visit: impl FnMut(&'a [u8], Option<u64>, Found<'a>)) -> Result<()> {
         for (key, entry) in &self.map {
             if entry.is_expired(now_ms) {
                 continue;
             }
-            let value = match &entry.value {
-                Value::Str(bytes) => LogicalValue::Str(bytes.clone()),
-                Value::Hash(_) | Value::Cold(_) => {
-                    let Some(fields) = self.visible_fields(key, now_ms)? else { continue };
-                    LogicalValue::Hash(
-                        fields.into_iter().map(|(f, slot)| (f, (slot.value, slot.expire_at_ms))).collect(),
-                    )
+            let found = match &entry.value {
+                Value::Str(bytes) => Found::Str(bytes),
+                Value::Hash(row) => {
+                    if !row.values().any(|slot| alive(slot.expire_at_ms, now_ms)) {
+                        continue;
+                    }
+                    Found::Hot(row)
+                }
+                Value::Cold(stub) => {
+                    let row = self.segments.read_row(key, *stub)?;
+                    if row.is_empty() {
+                        continue;
+                    }
+                    Found::Cold(row)
                 }
             };
-            dump.insert(key.clone(), LogicalEntry { value, expire_at_ms: entry.expire_at_ms });
+            visit(key, entry.expire_at_ms, found);
         }
-        Ok(dump)
+        Ok(())
     }
+}
+
+/// Whether a key or field with expiry `at_ms` is alive at `now_ms`.
+fn alive(at_ms: Option<u64>, now_ms: u64) -> bool {
+    at_ms.is_none_or(|at| at > now_ms)
 }

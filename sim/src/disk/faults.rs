@@ -29,18 +29,31 @@ pub(super) enum WriteFault {
 /// The fault stream of the current workload operation.
 #[derive(Debug)]
 pub(super) struct Faults {
-    rng: ChaCha8Rng,
+    /// The current operation's stream, made from `seed` at its first draw:
+    /// most operations draw nothing (a fault-free config, faults off, no
+    /// I/O), and seeding a ChaCha stream per operation cost more than the
+    /// draws.
+    rng: Option<ChaCha8Rng>,
+    seed: u64,
     enabled: bool,
 }
 
 impl Faults {
     pub fn new() -> Self {
-        Faults { rng: ChaCha8Rng::seed_from_u64(0), enabled: true }
+        Faults { rng: None, seed: 0, enabled: true }
     }
 
     /// Decisions from now on come from `seed`'s stream.
     pub fn reseed(&mut self, seed: u64) {
-        self.rng = ChaCha8Rng::seed_from_u64(seed);
+        self.rng = None;
+        self.seed = seed;
+    }
+
+    /// The stream, made on first use: the same draws as if it had been
+    /// made at [`Faults::reseed`].
+    fn rng(&mut self) -> &mut ChaCha8Rng {
+        let seed = self.seed;
+        self.rng.get_or_insert_with(|| ChaCha8Rng::seed_from_u64(seed))
     }
 
     pub fn set_enabled(&mut self, on: bool) {
@@ -49,7 +62,7 @@ impl Faults {
 
     /// Whether an event of probability `p` happens; draws only if it could.
     fn chance(&mut self, p: f64) -> bool {
-        self.enabled && p > 0.0 && self.rng.gen_bool(p)
+        self.enabled && p > 0.0 && self.rng().gen_bool(p)
     }
 
     /// Whether growing the disk's volatile bytes from `volatile_bytes` by
@@ -73,7 +86,7 @@ impl Faults {
             // disk can leave is the empty one, which is a plain EIO.
             return WriteFault::Eio;
         }
-        let cut_bytes = cuts.at(self.rng.gen_range(0..cuts.count));
+        let cut_bytes = cuts.at(self.rng().gen_range(0..cuts.count));
         WriteFault::Short { keep_bytes: cut_bytes - offset_bytes }
     }
 
@@ -92,7 +105,7 @@ impl Faults {
         if len_bytes == 0 || !self.chance(config.p_bitflip) {
             return None;
         }
-        Some(self.rng.gen_range(0..len_bytes * 8))
+        Some(self.rng().gen_range(0..len_bytes * 8))
     }
 }
 
@@ -116,12 +129,12 @@ mod tests {
         let config = DiskConfig::fault_free(CrashMode::Strict, 512);
         let mut faults = Faults::new();
         faults.reseed(7);
-        let before = faults.rng.get_word_pos();
+        let before = faults.rng().get_word_pos();
         assert_eq!(faults.write(&config, 0, 4096), WriteFault::None);
         assert!(!faults.fsync(&config));
         assert!(!faults.read(&config));
         assert_eq!(faults.bitflip(&config, 100), None);
-        assert_eq!(faults.rng.get_word_pos(), before);
+        assert_eq!(faults.rng().get_word_pos(), before);
     }
 
     #[test]

@@ -58,6 +58,11 @@ impl DataOp {
 /// Write `data` at `offset_bytes` in `image`, zero-filling any gap.
 pub(super) fn write_into(image: &mut Vec<u8>, offset_bytes: u64, data: &[u8]) {
     let start = to_usize(offset_bytes);
+    if start == image.len() {
+        // An append, the log's every write: no zero-fill to overwrite.
+        image.extend_from_slice(data);
+        return;
+    }
     let end = start + data.len();
     if image.len() < end {
         image.resize(end, 0);

@@ -83,8 +83,8 @@ impl Store {
                     visit(key, EntryView { value: ValueView::Str(bytes), expire_at_ms });
                     return;
                 }
-                Found::Hot(row) => FieldsView::of_row(row, Some(now_ms)),
-                Found::Cold(row) => FieldsView::of_row(row, None),
+                Found::Hot(row) => FieldsView::of_row(row, Some(now_ms), alive),
+                Found::Cold(row) => FieldsView::of_row(row, None, alive),
             };
             visit(key, EntryView { value: ValueView::Hash(fields), expire_at_ms });
         })

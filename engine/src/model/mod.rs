@@ -1,0 +1,310 @@
+//! The reference model: the store's logical behaviour as a plain map. Its
+//! semantics — what each command reads, answers and leaves — live in this
+//! file and nowhere else.
+//!
+//! It shares no code with the store beyond the command and value *types*
+//! (and the borrowed views the store builds to be compared, `view.rs`,
+//! which filter fields by the store's expiry rule, not this one's):
+//! no log, no segments, no eviction, no purge — expiry is simply "hidden
+//! from view". Property tests and the simulator run the same commands
+//! through both and demand equal replies and equal logical dumps, so a bug
+//! has to be made twice, in two different shapes, to go unseen.
+//!
+//! Beside it is machinery that exists only for the simulator's checking
+//! speed, and adds no meaning: writes that can be taken back exactly
+//! (`undo.rs`), so a checker reaches earlier states without copying the
+//! model; borrowed views of logical entries (`view.rs`), so a dump's entry
+//! or the store's own row is read where it lies; and comparisons over
+//! them (`compare.rs`) that say what comparing dumps would say without
+//! building one. Writes change entries in place rather than copy them;
+//! `tests.rs` holds that model to a copying one, and every undo and
+//! comparison to the plain operations they stand for.
+
+mod compare;
+#[cfg(test)]
+mod tests;
+mod undo;
+mod view;
+
+use std::collections::BTreeMap;
+
+use crate::store::{Command, LogicalEntry, LogicalFields, LogicalValue, Reply};
+use crate::{Error, Result};
+
+pub use compare::{CountInOrder, ShowsInOrder};
+pub use undo::Undo;
+pub use view::{AliveRule, EntryView, FieldsIter, FieldsView, ValueView};
+
+/// Logical content, with expired keys and fields possibly still present
+/// (they are filtered at every look).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Model {
+    map: BTreeMap<Vec<u8>, LogicalEntry>,
+}
+
+fn alive(at_ms: Option<u64>, now_ms: u64) -> bool {
+    at_ms.is_none_or(|at| at > now_ms)
+}
+
+fn wrong_type() -> Error {
+    Error::Invalid("WRONGTYPE".into())
+}
+
+impl Model {
+    /// An empty model.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The entry at `key` as a reader at `now_ms` sees it: `None` if the
+    /// key is expired or is a hash with no live field.
+    pub fn visible(&self, key: &[u8], now_ms: u64) -> Option<LogicalEntry> {
+        let entry = self.map.get(key)?;
+        if !alive(entry.expire_at_ms, now_ms) {
+            return None;
+        }
+        match &entry.value {
+            LogicalValue::Str(_) => Some(entry.clone()),
+            LogicalValue::Hash(fields) => {
+                let live: BTreeMap<_, _> = fields
+                    .iter()
+                    .filter(|(_, (_, at))| alive(*at, now_ms))
+                    .map(|(f, v)| (f.clone(), v.clone()))
+                    .collect();
+                let expire_at_ms = entry.expire_at_ms;
+                (!live.is_empty()).then_some(LogicalEntry { value: LogicalValue::Hash(live), expire_at_ms })
+            }
+        }
+    }
+
+    /// Everything visible at `now_ms`: comparable with
+    /// [`crate::store::Store::logical_dump`].
+    pub fn dump(&self, now_ms: u64) -> BTreeMap<Vec<u8>, LogicalEntry> {
+        self.map.keys().filter_map(|k| self.visible(k, now_ms).map(|e| (k.clone(), e))).collect()
+    }
+
+    /// The stored entry at `key`, expired or not (see [`Model::shows_as`]).
+    pub fn stored(&self, key: &[u8]) -> Option<&LogicalEntry> {
+        self.map.get(key)
+    }
+
+    /// The whole stored map, expired entries included.
+    pub fn stored_map(&self) -> &BTreeMap<Vec<u8>, LogicalEntry> {
+        &self.map
+    }
+
+    /// Replace the content (a checker resetting to a recovered prefix).
+    pub fn from_dump(map: BTreeMap<Vec<u8>, LogicalEntry>) -> Self {
+        Self { map }
+    }
+
+    /// The entry at `key` as a reader at `now_ms` sees it, borrowed: `None`
+    /// if the key is expired or is a hash with no live field. A hash's dead
+    /// fields are still in it: look at its fields through [`alive`].
+    fn visible_ref(&self, key: &[u8], now_ms: u64) -> Option<&LogicalEntry> {
+        let entry = self.map.get(key)?;
+        if !alive(entry.expire_at_ms, now_ms) {
+            return None;
+        }
+        match &entry.value {
+            LogicalValue::Str(_) => Some(entry),
+            LogicalValue::Hash(fields) => fields.values().any(|(_, at)| alive(*at, now_ms)).then_some(entry),
+        }
+    }
+
+    /// The entry at `key`, first made exactly what [`Model::visible`]
+    /// returns (a hash's dead fields dropped), for a write to change in
+    /// place; `None`, changing nothing, if no reader at `now_ms` sees it.
+    fn visible_mut(&mut self, key: &[u8], now_ms: u64) -> Option<&mut LogicalEntry> {
+        let entry = self.map.get_mut(key)?;
+        if !alive(entry.expire_at_ms, now_ms) {
+            return None;
+        }
+        if let LogicalValue::Hash(fields) = &mut entry.value {
+            if !fields.values().any(|(_, at)| alive(*at, now_ms)) {
+                return None;
+            }
+            fields.retain(|_, (_, at)| alive(*at, now_ms));
+        }
+        Some(entry)
+    }
+
+    /// The one refusal the model knows, the store's too: a command that
+    /// meets a visible key of the other type (WRONGTYPE).
+    fn refusal(&self, command: &Command, now_ms: u64) -> Option<Error> {
+        let (key, wants_hash) = match command {
+            Command::Get { key } => (key, false),
+            Command::HGet { key, .. }
+            | Command::HGetAll { key }
+            | Command::HSet { key, .. }
+            | Command::HDel { key, .. }
+            | Command::HPExpireAt { key, .. } => (key, true),
+            Command::Set { .. }
+            | Command::Del { .. }
+            | Command::PExpireAt { .. }
+            | Command::Persist { .. }
+            | Command::FlushAll
+            | Command::Window { .. } => return None,
+        };
+        let is_hash = matches!(self.visible_ref(key, now_ms)?.value, LogicalValue::Hash(_));
+        (is_hash != wants_hash).then(wrong_type)
+    }
+
+    /// Whether [`Model::execute`] would refuse `command` at `now_ms`,
+    /// asked without running it (and without copying the model).
+    pub fn refuses(&self, command: &Command, now_ms: u64) -> bool {
+        self.refusal(command, now_ms).is_some()
+    }
+
+    /// Run `command` at `now_ms`. Errors are the same cases the store
+    /// refuses (a wrong type); the model changes nothing on error.
+    ///
+    /// Writes change the map in place and leave it exactly as putting back
+    /// the [`Model::visible`] entry would (a hash a write touches keeps
+    /// only its live fields): the per-write copy of a whole entry was most
+    /// of the simulator's model time.
+    pub fn execute(&mut self, command: &Command, now_ms: u64) -> Result<Reply> {
+        if let Some(refused) = self.refusal(command, now_ms) {
+            return Err(refused);
+        }
+        // Past this point a visible key has the type the command wants.
+        let reply = match command {
+            Command::Get { key } => match self.visible_ref(key, now_ms).map(|e| &e.value) {
+                None => Reply::Nil,
+                Some(LogicalValue::Str(v)) => Reply::Bulk(v.clone()),
+                Some(LogicalValue::Hash(_)) => unreachable!("refusal() checked the type"),
+            },
+            Command::HGet { key, field } => match self.live_fields(key, now_ms) {
+                None => Reply::Nil,
+                Some(fields) => match fields.get(field) {
+                    Some((v, at)) if alive(*at, now_ms) => Reply::Bulk(v.clone()),
+                    _ => Reply::Nil,
+                },
+            },
+            Command::HGetAll { key } => Reply::Pairs(self.live_fields(key, now_ms).map_or_else(Vec::new, |fields| {
+                fields
+                    .iter()
+                    .filter(|(_, (_, at))| alive(*at, now_ms))
+                    .map(|(f, (v, _))| (f.clone(), v.clone()))
+                    .collect()
+            })),
+            Command::Set { key, value } => {
+                self.set(key, value);
+                Reply::Ok
+            }
+            Command::Del { keys } => Reply::Int(self.del(keys, now_ms, |_, _| {})),
+            Command::HSet { key, pairs } => {
+                // Not visible (absent, expired, or a hash with no live
+                // field): a fresh hash with no TTL replaces whatever is
+                // stored.
+                if self.visible_mut(key, now_ms).is_none() {
+                    let fresh = LogicalEntry { value: LogicalValue::Hash(BTreeMap::new()), expire_at_ms: None };
+                    self.map.insert(key.clone(), fresh);
+                }
+                let fields = self.hash_mut(key);
+                let mut added = 0;
+                for (field, value) in pairs {
+                    if fields.insert(field.clone(), (value.clone(), None)).is_none() {
+                        added += 1;
+                    }
+                }
+                Reply::Int(added)
+            }
+            Command::HDel { key, fields } => {
+                if self.visible_mut(key, now_ms).is_none() {
+                    return Ok(Reply::Int(0));
+                }
+                let live = self.hash_mut(key);
+                let removed = fields.iter().filter(|f| live.remove(*f).is_some()).count();
+                // No fields left means no key.
+                if live.is_empty() {
+                    self.map.remove(key.as_slice());
+                }
+                Reply::Int(removed as i64)
+            }
+            Command::HPExpireAt { key, at_ms, fields } => {
+                if self.visible_mut(key, now_ms).is_none() {
+                    return Ok(Reply::Int(0));
+                }
+                let live = self.hash_mut(key);
+                let mut set = 0;
+                for field in fields {
+                    if let Some(slot) = live.get_mut(field) {
+                        slot.1 = Some(*at_ms);
+                        set += 1;
+                    }
+                }
+                assert!(!live.is_empty(), "a visible hash keeps its fields when their TTLs change");
+                Reply::Int(set)
+            }
+            Command::PExpireAt { key, at_ms } => match self.visible_mut(key, now_ms) {
+                None => Reply::Int(0),
+                Some(entry) => {
+                    entry.expire_at_ms = Some(*at_ms);
+                    Reply::Int(1)
+                }
+            },
+            Command::Persist { key } => {
+                // A key with no TTL is left untouched, dead fields and all.
+                if self.visible_ref(key, now_ms).is_some_and(|e| e.expire_at_ms.is_some()) {
+                    let entry = self.visible_mut(key, now_ms).expect("visible a moment ago");
+                    entry.expire_at_ms = None;
+                    Reply::Int(1)
+                } else {
+                    Reply::Int(0)
+                }
+            }
+            Command::FlushAll => {
+                self.map.clear();
+                Reply::Ok
+            }
+            Command::Window { .. } => Reply::Ok,
+        };
+        Ok(reply)
+    }
+
+    /// SET: a string with no TTL replaces whatever `key` held, which is
+    /// returned (`None`: absent).
+    fn set(&mut self, key: &[u8], value: &[u8]) -> Option<LogicalEntry> {
+        let entry = LogicalEntry { value: LogicalValue::Str(value.to_vec()), expire_at_ms: None };
+        match self.map.get_mut(key) {
+            Some(slot) => Some(std::mem::replace(slot, entry)),
+            None => {
+                self.map.insert(key.to_vec(), entry);
+                None
+            }
+        }
+    }
+
+    /// DEL: remove each of `keys` in order, handing each key and what it
+    /// held to `removed`; the reply counts the keys a reader saw.
+    fn del(&mut self, keys: &[Vec<u8>], now_ms: u64, mut removed: impl FnMut(&Vec<u8>, Option<LogicalEntry>)) -> i64 {
+        let mut visible = 0;
+        for key in keys {
+            if self.visible_ref(key, now_ms).is_some() {
+                visible += 1;
+            }
+            removed(key, self.map.remove(key));
+        }
+        visible
+    }
+
+    /// The fields of the hash at `key` if a reader at `now_ms` sees it,
+    /// dead ones included (filter with [`alive`]). The caller has ruled
+    /// out a string ([`Model::refusal`]).
+    fn live_fields(&self, key: &[u8], now_ms: u64) -> Option<&LogicalFields> {
+        match &self.visible_ref(key, now_ms)?.value {
+            LogicalValue::Hash(fields) => Some(fields),
+            LogicalValue::Str(_) => unreachable!("refusal() checked the type"),
+        }
+    }
+
+    /// The fields of the stored hash at `key`, which the caller just made
+    /// visible or created.
+    fn hash_mut(&mut self, key: &[u8]) -> &mut LogicalFields {
+        match self.map.get_mut(key).map(|e| &mut e.value) {
+            Some(LogicalValue::Hash(fields)) => fields,
+            _ => unreachable!("the caller made a hash at this key"),
+        }
+    }
+}

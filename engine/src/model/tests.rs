@@ -1,0 +1,282 @@
+//! The model's tests: its semantics on a few hand-written cases, and the
+//! machinery beside them held to the plain operations it stands for —
+//! in-place writes to copying ones (`execute_by_copy`, the model as it
+//! was first written), undos to copies of every earlier state, and every
+//! comparison to comparing dumps — over deterministic command streams.
+
+use super::*;
+
+fn cmd(words: &[&str]) -> Command {
+    Command::parse(&words.iter().map(|w| w.as_bytes().to_vec()).collect::<Vec<_>>()).unwrap()
+}
+
+#[test]
+fn expiry_hides_keys_and_fields() {
+    let mut m = Model::new();
+    m.execute(&cmd(&["HSET", "h", "a", "1", "b", "2"]), 0).unwrap();
+    m.execute(&cmd(&["HPEXPIREAT", "h", "100", "a"]), 0).unwrap();
+    assert_eq!(m.execute(&cmd(&["HGET", "h", "a"]), 99).unwrap(), Reply::Bulk(b"1".to_vec()));
+    assert_eq!(m.execute(&cmd(&["HGET", "h", "a"]), 100).unwrap(), Reply::Nil);
+    m.execute(&cmd(&["PEXPIREAT", "h", "200"]), 100).unwrap();
+    assert_eq!(m.dump(150).len(), 1);
+    assert!(m.dump(200).is_empty());
+    // A write after expiry starts a fresh key with no TTL.
+    assert_eq!(m.execute(&cmd(&["HSET", "h", "c", "3"]), 300).unwrap(), Reply::Int(1));
+    assert_eq!(m.dump(10_000).get(b"h".as_slice()).unwrap().expire_at_ms, None);
+}
+
+#[test]
+fn same_as_agrees_with_comparing_dumps() {
+    let mut m = Model::new();
+    m.execute(&cmd(&["HSET", "h", "a", "1", "b", "2"]), 0).unwrap();
+    m.execute(&cmd(&["HPEXPIREAT", "h", "100", "a"]), 0).unwrap();
+    m.execute(&cmd(&["SET", "s", "v"]), 0).unwrap();
+    m.execute(&cmd(&["HSET", "gone", "x", "1"]), 0).unwrap();
+    m.execute(&cmd(&["HPEXPIREAT", "gone", "50", "x"]), 0).unwrap();
+    for now in [0, 50, 100, 200] {
+        assert!(m.same_as(&m.dump(now), now));
+        let mut other = m.clone();
+        other.execute(&cmd(&["SET", "s", "w"]), now).unwrap();
+        assert!(!m.same_as(&other.dump(now), now));
+        assert!(!other.same_as(&m.dump(now), now));
+        let mut fewer = m.dump(now);
+        fewer.remove(b"s".as_slice());
+        assert!(!m.same_as(&fewer, now));
+    }
+}
+
+/// A small deterministic stream of commands over few keys and fields,
+/// with TTLs near the clock, so types clash and things expire.
+struct Commands(u64);
+
+impl Commands {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+
+    fn word(&mut self, prefix: &str, n: u64) -> String {
+        format!("{prefix}{}", self.below(n))
+    }
+
+    fn next(&mut self, now_ms: u64) -> Command {
+        let key = self.word("k", 5);
+        let field = self.word("f", 3);
+        let at = (now_ms + self.below(40)).saturating_sub(10).to_string();
+        let words: Vec<String> = match self.below(14) {
+            0 | 1 => vec!["SET".into(), key, self.word("v", 3)],
+            2 => vec!["GET".into(), key],
+            3 => vec!["DEL".into(), key, self.word("k", 5), self.word("k", 5)],
+            4..=6 => vec!["HSET".into(), key, field, self.word("v", 3), self.word("f", 3), "w".into()],
+            7 => vec!["HGET".into(), key, field],
+            8 => vec!["HDEL".into(), key, field, self.word("f", 3)],
+            9 => vec!["HGETALL".into(), key],
+            10 => vec!["PEXPIREAT".into(), key, at],
+            11 => vec!["PERSIST".into(), key],
+            12 => vec!["HPEXPIREAT".into(), key, at, field],
+            _ if self.below(4) == 0 => vec!["FLUSHALL".into()],
+            _ => vec!["WINDOW".into(), "t".into(), "ts".into(), "10".into()],
+        };
+        Command::parse(&words).unwrap()
+    }
+}
+
+/// The model as it was before writes changed entries in place: every
+/// write copies the visible entry, changes the copy, puts it back.
+fn execute_by_copy(map: &mut BTreeMap<Vec<u8>, LogicalEntry>, command: &Command, now_ms: u64) -> Result<Reply> {
+    let model = Model { map: map.clone() };
+    let hash = |key: &[u8]| match model.visible(key, now_ms).map(|e| e.value) {
+        None => Ok(None),
+        Some(LogicalValue::Hash(fields)) => Ok(Some(fields)),
+        Some(LogicalValue::Str(_)) => Err(wrong_type()),
+    };
+    let put_hash = |map: &mut BTreeMap<Vec<u8>, LogicalEntry>, key: &[u8], fields: LogicalFields| {
+        if fields.is_empty() {
+            map.remove(key);
+        } else {
+            let expire_at_ms = model.visible(key, now_ms).and_then(|e| e.expire_at_ms);
+            map.insert(key.to_vec(), LogicalEntry { value: LogicalValue::Hash(fields), expire_at_ms });
+        }
+    };
+    Ok(match command {
+        Command::Get { key } => match model.visible(key, now_ms).map(|e| e.value) {
+            None => Reply::Nil,
+            Some(LogicalValue::Str(v)) => Reply::Bulk(v),
+            Some(LogicalValue::Hash(_)) => return Err(wrong_type()),
+        },
+        Command::HGet { key, field } => match hash(key)? {
+            None => Reply::Nil,
+            Some(fields) => fields.get(field).map_or(Reply::Nil, |(v, _)| Reply::Bulk(v.clone())),
+        },
+        Command::HGetAll { key } => {
+            Reply::Pairs(hash(key)?.map(|f| f.into_iter().map(|(f, (v, _))| (f, v)).collect()).unwrap_or_default())
+        }
+        Command::Set { key, value } => {
+            map.insert(key.clone(), LogicalEntry { value: LogicalValue::Str(value.clone()), expire_at_ms: None });
+            Reply::Ok
+        }
+        Command::Del { keys } => {
+            let mut removed = 0;
+            for key in keys {
+                if (Model { map: map.clone() }).visible(key, now_ms).is_some() {
+                    removed += 1;
+                }
+                map.remove(key);
+            }
+            Reply::Int(removed)
+        }
+        Command::HSet { key, pairs } => {
+            let (mut fields, expire_at_ms) = match model.visible(key, now_ms) {
+                None => (BTreeMap::new(), None),
+                Some(LogicalEntry { value: LogicalValue::Hash(f), expire_at_ms }) => (f, expire_at_ms),
+                Some(_) => return Err(wrong_type()),
+            };
+            let mut added = 0;
+            for (field, value) in pairs {
+                if fields.insert(field.clone(), (value.clone(), None)).is_none() {
+                    added += 1;
+                }
+            }
+            map.insert(key.clone(), LogicalEntry { value: LogicalValue::Hash(fields), expire_at_ms });
+            Reply::Int(added)
+        }
+        Command::HDel { key, fields } => {
+            let Some(mut live) = hash(key)? else { return Ok(Reply::Int(0)) };
+            let removed = fields.iter().filter(|f| live.remove(*f).is_some()).count();
+            put_hash(map, key, live);
+            Reply::Int(removed as i64)
+        }
+        Command::HPExpireAt { key, at_ms, fields } => {
+            let Some(mut live) = hash(key)? else { return Ok(Reply::Int(0)) };
+            let mut set = 0;
+            for field in fields {
+                if let Some(slot) = live.get_mut(field) {
+                    slot.1 = Some(*at_ms);
+                    set += 1;
+                }
+            }
+            put_hash(map, key, live);
+            Reply::Int(set)
+        }
+        Command::PExpireAt { key, at_ms } => match model.visible(key, now_ms) {
+            None => Reply::Int(0),
+            Some(mut entry) => {
+                entry.expire_at_ms = Some(*at_ms);
+                map.insert(key.clone(), entry);
+                Reply::Int(1)
+            }
+        },
+        Command::Persist { key } => match model.visible(key, now_ms) {
+            Some(mut entry) if entry.expire_at_ms.is_some() => {
+                entry.expire_at_ms = None;
+                map.insert(key.clone(), entry);
+                Reply::Int(1)
+            }
+            _ => Reply::Int(0),
+        },
+        Command::FlushAll => {
+            map.clear();
+            Reply::Ok
+        }
+        Command::Window { .. } => Reply::Ok,
+    })
+}
+
+#[test]
+fn in_place_writes_leave_what_copying_writes_left() {
+    for seed in 1..=200u64 {
+        let mut commands = Commands(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut model = Model::new();
+        let mut reference = BTreeMap::new();
+        let mut now_ms = 0;
+        for _ in 0..300 {
+            now_ms += commands.below(4);
+            let command = commands.next(now_ms);
+            let want = execute_by_copy(&mut reference, &command, now_ms);
+            let refused = model.refuses(&command, now_ms);
+            let got = model.execute(&command, now_ms);
+            assert_eq!(got.as_ref().ok(), want.as_ref().ok(), "seed {seed}: {command:?}");
+            assert_eq!(refused, want.is_err(), "seed {seed}: {command:?}");
+            assert_eq!(model.map, reference, "seed {seed}: the maps differ after {command:?}");
+        }
+    }
+}
+
+#[test]
+fn undo_takes_a_write_back_exactly() {
+    for seed in 1..=200u64 {
+        let mut commands = Commands(seed.wrapping_mul(0xbf58_476d_1ce4_e5b9) | 1);
+        let mut model = Model::new();
+        let mut now_ms = 0;
+        let mut states = vec![model.clone()];
+        let mut undos = Vec::new();
+        for _ in 0..200 {
+            now_ms += commands.below(4);
+            let command = commands.next(now_ms);
+            let mut plain = model.clone();
+            let want = plain.execute(&command, now_ms);
+            match model.execute_undoable(&command, now_ms) {
+                Ok((reply, undo)) => {
+                    assert_eq!(Some(&reply), want.as_ref().ok(), "seed {seed}: {command:?}");
+                    states.push(model.clone());
+                    undos.push(undo);
+                }
+                Err(_) => assert!(want.is_err(), "seed {seed}: {command:?}"),
+            }
+            assert_eq!(model, plain, "seed {seed}: {command:?}");
+        }
+        while let Some(undo) = undos.pop() {
+            states.pop();
+            model.undo(undo);
+            assert_eq!(&model, states.last().unwrap(), "seed {seed}: undo {}", undos.len());
+        }
+    }
+}
+
+#[test]
+fn every_comparison_agrees_with_comparing_dumps() {
+    for seed in 1..=100u64 {
+        let mut commands = Commands(seed.wrapping_mul(0x94d0_49bb_1331_11eb) | 1);
+        let (mut ours, mut theirs) = (Model::new(), Model::new());
+        let mut now_ms = 0;
+        for step in 0..200 {
+            now_ms += commands.below(4);
+            // Mostly the same writes, now and then one side alone.
+            let command = commands.next(now_ms);
+            match commands.below(8) {
+                0 => drop(ours.execute(&command, now_ms)),
+                1 => drop(theirs.execute(&command, now_ms)),
+                _ => {
+                    let _ = ours.execute(&command, now_ms);
+                    let _ = theirs.execute(&command, now_ms);
+                }
+            }
+            let look_ms = now_ms + commands.below(20);
+            let (mine, dump) = (ours.dump(look_ms), theirs.dump(look_ms));
+            let differing = mine.keys().chain(dump.keys()).collect::<std::collections::BTreeSet<_>>();
+            let differing = differing.into_iter().filter(|k| mine.get(*k) != dump.get(*k)).count();
+            assert_eq!(Model::count_differing(&ours.map, &dump, look_ms, usize::MAX), differing, "{seed}/{step}");
+            assert_eq!(ours.same_as(&dump, look_ms), mine == dump, "{seed}/{step}");
+            let mut in_order = ours.shows_in_order(look_ms);
+            let mut counting = ours.count_in_order(look_ms);
+            for (key, entry) in &dump {
+                in_order.next(key, entry.view());
+                counting.next(key, entry.view());
+                assert_eq!(entry.view().to_entry(), *entry);
+            }
+            assert_eq!(in_order.finish(), mine == dump, "{seed}/{step}");
+            assert_eq!(counting.finish(), differing, "{seed}/{step}");
+        }
+    }
+}
+
+#[test]
+fn wrong_type_changes_nothing() {
+    let mut m = Model::new();
+    m.execute(&cmd(&["SET", "s", "v"]), 0).unwrap();
+    let before = m.clone();
+    assert!(m.execute(&cmd(&["HSET", "s", "f", "v"]), 0).is_err());
+    assert_eq!(m, before);
+}

@@ -1,0 +1,267 @@
+//! The durability checker: the reference model plus the rule that says
+//! which recovered states are allowed.
+//!
+//! The model is updated only by acknowledged writes. After a crash the
+//! recovered logical content must equal the model after some prefix `p` of
+//! the writes acknowledged since the last recovery, with `D <= p <= A`:
+//! `A` is every acknowledged write, `D` those known durable under the
+//! fsync policy (`always`: all; `everysec`: those acknowledged at least a
+//! simulated second before a later successful store call; `no`: those
+//! before the last successful sync, rewrite or clean close). One more state
+//! is allowed: all `A` plus the single write whose outcome is unknown (in
+//! flight when the power went, or failed in a way that may still have
+//! reached the disk). No holes, no resurrected deletes, no reverted values.
+//! The model is then reset to the recovered prefix and the run goes on.
+//!
+//! This file keeps the bookkeeping — the model of what reads must see
+//! now, the acknowledged writes since the last recovery (each with the
+//! undo that takes it back), the durable mark, the uncertain write — and
+//! the ways in: a recovered dump, or a just-opened store whose rows are
+//! compared where they lie, checked and then reset to. Which prefix a
+//! recovered content is, found by walking back from the current model
+//! without copying it, is `prefix.rs`; what a person reads when none is,
+//! `report.rs`.
+
+mod prefix;
+mod report;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use engine::aof::FsyncPolicy;
+use engine::model::{Model, ShowsInOrder, Undo};
+use engine::store::{Command, LogicalEntry, Reply, Store};
+
+pub use report::{diff, Mismatch};
+
+use prefix::Content;
+
+/// `everysec`: a write is due on disk this long after it was acknowledged.
+pub const EVERYSEC_DUE_MS: u64 = 1_000;
+
+/// The model and the durability bookkeeping of one run.
+///
+/// There is no copy of the state at the last recovery: each acknowledged
+/// write keeps the [`Undo`] that takes it back, so the state after any
+/// prefix is `current` with the later writes' undos applied. The prefix
+/// search reads those states through an overlay (`prefix::PrefixView`)
+/// and never copies the model; a recovery then rolls `current` back in
+/// place.
+#[derive(Clone, Debug)]
+pub struct Checker {
+    fsync: FsyncPolicy,
+    /// Acknowledged writes since the last recovery (or the start).
+    history: Vec<Acked>,
+    /// `history[..durable]` is known durable.
+    durable: usize,
+    /// A write whose outcome is unknown (at most one: after it the store
+    /// is either gone or poisoned).
+    uncertain: Option<(u64, Command)>,
+    /// The state at the last recovery + `history`: what reads must see now.
+    current: Model,
+}
+
+/// One acknowledged write. The command itself is not kept: its undo is
+/// all a prefix needs, and the run's operation list names it.
+#[derive(Clone, Debug)]
+struct Acked {
+    /// The clock when it was acknowledged.
+    at_ms: u64,
+    /// Takes `current` from the state after this write to the one before.
+    undo: Undo,
+}
+
+impl Checker {
+    /// A checker for a store that starts empty.
+    pub fn new(fsync: FsyncPolicy) -> Self {
+        Checker { fsync, history: Vec::new(), durable: 0, uncertain: None, current: Model::new() }
+    }
+
+    /// What the model answers for a read (it does not change the model).
+    pub fn read(&mut self, command: &Command, now_ms: u64) -> engine::Result<Reply> {
+        debug_assert!(!command.is_write());
+        self.current.execute(command, now_ms)
+    }
+
+    /// The store acknowledged `command`: apply it to the model and return
+    /// the model's reply (which the store's must equal).
+    pub fn acknowledged(&mut self, command: &Command, now_ms: u64) -> engine::Result<Reply> {
+        let (reply, undo) = self.current.execute_undoable(command, now_ms)?;
+        self.history.push(Acked { at_ms: now_ms, undo });
+        if self.fsync == FsyncPolicy::Always {
+            self.durable = self.history.len();
+        }
+        Ok(reply)
+    }
+
+    /// The store refused a write the model accepts or vice versa is a
+    /// failure the caller reports; this asks the model alone.
+    pub fn model_would_refuse(&self, command: &Command, now_ms: u64) -> bool {
+        self.current.refuses(command, now_ms)
+    }
+
+    /// `command` may or may not have reached the disk.
+    pub fn uncertain(&mut self, command: &Command, now_ms: u64) {
+        self.uncertain = Some((now_ms, command.clone()));
+    }
+
+    /// Everything acknowledged so far is durable (a successful sync,
+    /// rewrite or clean close).
+    pub fn all_durable(&mut self) {
+        self.durable = self.history.len();
+    }
+
+    /// A store call succeeded at `now_ms`: under `everysec`, writes a
+    /// second older are now due on disk.
+    pub fn call_succeeded(&mut self, now_ms: u64) {
+        if self.fsync != FsyncPolicy::EverySec {
+            return;
+        }
+        while self.durable < self.history.len() && self.history[self.durable].at_ms + EVERYSEC_DUE_MS <= now_ms {
+            self.durable += 1;
+        }
+    }
+
+    /// Writes acknowledged since the last recovery, and how many are
+    /// known durable.
+    pub fn counts(&self) -> (usize, usize) {
+        (self.history.len(), self.durable)
+    }
+
+    /// The model's content at `now_ms`.
+    pub fn expected(&self, now_ms: u64) -> BTreeMap<Vec<u8>, LogicalEntry> {
+        self.current.dump(now_ms)
+    }
+
+    /// Whether `dump` is the model's content at `now_ms`.
+    pub fn matches(&self, dump: &BTreeMap<Vec<u8>, LogicalEntry>, now_ms: u64) -> bool {
+        self.current.same_as(dump, now_ms)
+    }
+
+    /// [`Checker::matches`] for content that arrives one key at a time
+    /// ([`engine::store::Store::logical_visit`]).
+    pub fn shows_in_order(&self, now_ms: u64) -> ShowsInOrder<'_> {
+        self.current.shows_in_order(now_ms)
+    }
+
+    /// Whether a recovered `dump` (taken at `now_ms`) is allowed, leaving
+    /// the checker as it is: the prefix length it matched, or why not.
+    /// [`Checker::recovered`] is this plus the reset; exhaustive
+    /// exploration asks it of many dumps in one context.
+    pub fn allows(&self, dump: &BTreeMap<Vec<u8>, LogicalEntry>, now_ms: u64) -> Result<usize, Mismatch> {
+        self.find_prefix(&Content::whole(dump, &self.current, now_ms), now_ms)
+            .ok_or_else(|| self.mismatch(dump, now_ms))
+    }
+
+    /// Check a recovered `dump` (taken at `now_ms`) and, if it is allowed,
+    /// reset the model to it; returns the prefix length it matched.
+    ///
+    /// After a power loss what came back is what the disk held, so it
+    /// becomes the new durable base. After a process restart the page
+    /// cache survived: the store may have read back writes that were never
+    /// fsynced, and they are no more durable for having been read — the
+    /// history is cut to the matched prefix but keeps its durable mark.
+    pub fn recovered(
+        &mut self,
+        dump: &BTreeMap<Vec<u8>, LogicalEntry>,
+        now_ms: u64,
+        power_lost: bool,
+    ) -> Result<usize, Mismatch> {
+        let content = Content::whole(dump, &self.current, now_ms);
+        let Some(p) = self.find_prefix(&content, now_ms) else { return Err(self.mismatch(dump, now_ms)) };
+        self.reset_to(p, power_lost);
+        debug_assert!(self.current.same_as(dump, now_ms), "the search matched the state after {p} writes");
+        Ok(p)
+    }
+
+    /// [`Checker::recovered`] for the content of a just-opened `store` (at
+    /// its clock, `now_ms`), read as the store walks it rather than dumped
+    /// into a map: only the entries of keys some write since the durable
+    /// prefix names are copied. The same verdict and reset, bit for bit;
+    /// the outer error is the one [`Store::logical_dump`] would return.
+    pub fn recovered_store(
+        &mut self,
+        store: &Store,
+        now_ms: u64,
+        power_lost: bool,
+    ) -> engine::Result<Result<usize, Mismatch>> {
+        // Keys the search may look up: those the undos from the durable
+        // prefix on name, and the uncertain write's. A FLUSHALL among them
+        // would need the whole content: then it is dumped after all.
+        let mut wanted: BTreeSet<&[u8]> = BTreeSet::new();
+        let mut needs_whole = false;
+        for acked in &self.history[self.durable..] {
+            match &acked.undo {
+                Undo::Keys(before) => wanted.extend(before.iter().map(|(key, _)| key.as_slice())),
+                Undo::All(_) => needs_whole = true,
+            }
+        }
+        if let Some((_, command)) = &self.uncertain {
+            match Model::keys_of(command) {
+                Some(keys) => wanted.extend(keys.iter().map(Vec::as_slice)),
+                None => needs_whole = true,
+            }
+        }
+        if needs_whole {
+            let dump = store.logical_dump()?;
+            return Ok(self.recovered(&dump, now_ms, power_lost));
+        }
+        let mut entries = BTreeMap::new();
+        let mut in_order = self.current.count_in_order(now_ms);
+        let mut is_empty = true;
+        store.logical_visit(|key, entry| {
+            in_order.next(key, entry);
+            is_empty = false;
+            if wanted.contains(key) {
+                entries.insert(key.to_vec(), entry.to_entry());
+            }
+        })?;
+        let content = Content { entries: &entries, differing_at_newest: in_order.finish(), is_empty, whole: None };
+        let Some(p) = self.find_prefix(&content, now_ms) else {
+            // Only a report needs the whole content.
+            let dump = store.logical_dump()?;
+            return Ok(Err(self.mismatch(&dump, now_ms)));
+        };
+        self.reset_to(p, power_lost);
+        debug_assert!(
+            store.logical_dump().is_ok_and(|dump| self.current.same_as(&dump, now_ms)),
+            "the search matched the state after {p} writes"
+        );
+        Ok(Ok(p))
+    }
+
+    /// Make the state after `p` writes (`history.len() + 1`: all of them
+    /// plus the uncertain one) the current one, as a recovery found it.
+    fn reset_to(&mut self, p: usize, power_lost: bool) {
+        if p > self.history.len() {
+            let (at_ms, command) = self.uncertain.take().expect("p past the history means the uncertain write");
+            let (_, undo) =
+                self.current.execute_undoable(&command, at_ms).expect("the uncertain write applied in the search");
+            self.history.push(Acked { at_ms, undo });
+        }
+        // Roll `current` back to the state after p writes.
+        while self.history.len() > p {
+            let acked = self.history.pop().expect("longer than p");
+            self.current.undo(acked.undo);
+        }
+        if power_lost {
+            self.history.clear();
+            self.durable = 0;
+        } else {
+            self.durable = self.durable.min(p);
+        }
+        self.uncertain = None;
+    }
+
+    /// Continue from `dump` as the new truth (a loss the store reported).
+    pub fn rebase(&mut self, dump: BTreeMap<Vec<u8>, LogicalEntry>) {
+        *self = Checker::new(self.fsync);
+        self.current = Model::from_dump(dump);
+    }
+
+    /// Forget everything: the store was wiped (after an accepted refusal).
+    pub fn reset_empty(&mut self) {
+        *self = Checker::new(self.fsync);
+    }
+}

@@ -1,0 +1,305 @@
+//! The checker's tests: the rule on hand-written histories (holes,
+//! reverted values, the uncertain write, `everysec`'s second), and the
+//! walk-back search held to the search it replaced — a copy of the base
+//! with every acknowledged write replayed onto it — bit for bit, over
+//! deterministic write streams and recoveries from dumps and from stores.
+
+use engine::store::LogicalValue;
+
+use super::*;
+
+fn set(k: &str, v: &str) -> Command {
+    Command::Set { key: k.as_bytes().to_vec(), value: v.as_bytes().to_vec() }
+}
+
+fn dump_of(commands: &[Command]) -> BTreeMap<Vec<u8>, LogicalEntry> {
+    let mut m = Model::new();
+    for c in commands {
+        m.execute(c, 0).unwrap();
+    }
+    m.dump(0)
+}
+
+/// A small deterministic stream of writes over few keys and fields,
+/// with TTLs near the clock.
+struct Writes(u64);
+
+impl Writes {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+
+    fn next(&mut self, now_ms: u64) -> Command {
+        let key = format!("k{}", self.below(5));
+        let field = format!("f{}", self.below(3));
+        let value = format!("v{}", self.below(3));
+        let at = (now_ms + self.below(3_000)).saturating_sub(500).to_string();
+        let words: Vec<String> = match self.below(12) {
+            0..=2 => vec!["SET".into(), key, value],
+            3 => vec!["DEL".into(), key, format!("k{}", self.below(5)), format!("k{}", self.below(5))],
+            4..=6 => vec!["HSET".into(), key, field, value],
+            7 => vec!["HDEL".into(), key, field],
+            8 => vec!["PEXPIREAT".into(), key, at],
+            9 => vec!["PERSIST".into(), key],
+            10 => vec!["HPEXPIREAT".into(), key, at, field],
+            _ => vec!["FLUSHALL".into()],
+        };
+        Command::parse(&words).unwrap()
+    }
+}
+
+/// The rule as it was first written: a copy of the base, every
+/// acknowledged write replayed onto it, each allowed prefix compared
+/// with the whole dump.
+#[derive(Clone)]
+struct ForwardSearch {
+    base: Model,
+    history: Vec<(u64, Command)>,
+    durable: usize,
+    uncertain: Option<(u64, Command)>,
+    current: Model,
+}
+
+impl ForwardSearch {
+    fn find_prefix(&self, dump: &BTreeMap<Vec<u8>, LogicalEntry>, now_ms: u64) -> Option<(usize, Model)> {
+        let mut state = self.base.clone();
+        for p in 0..=self.history.len() {
+            if p >= self.durable && state.same_as(dump, now_ms) {
+                return Some((p, state));
+            }
+            if let Some((at_ms, command)) = self.history.get(p) {
+                state.execute(command, *at_ms).unwrap();
+            }
+        }
+        let (at_ms, command) = self.uncertain.as_ref()?;
+        (state.execute(command, *at_ms).is_ok() && state.same_as(dump, now_ms))
+            .then_some((self.history.len() + 1, state))
+    }
+
+    fn recovered(&mut self, dump: &BTreeMap<Vec<u8>, LogicalEntry>, now_ms: u64, power_lost: bool) -> Option<usize> {
+        let (p, state) = self.find_prefix(dump, now_ms)?;
+        if power_lost {
+            self.base = state.clone();
+            self.history.clear();
+            self.durable = 0;
+        } else {
+            if p > self.history.len() {
+                self.history.push(self.uncertain.clone().unwrap());
+            }
+            self.history.truncate(p);
+            self.durable = self.durable.min(p);
+        }
+        self.current = state;
+        self.uncertain = None;
+        Some(p)
+    }
+
+    /// The state after `p` writes (`history.len() + 1`: and the
+    /// uncertain one), as a dump at `now_ms`.
+    fn dump_after(&self, p: usize, now_ms: u64) -> BTreeMap<Vec<u8>, LogicalEntry> {
+        let mut state = self.base.clone();
+        for (at_ms, command) in &self.history[..p.min(self.history.len())] {
+            state.execute(command, *at_ms).unwrap();
+        }
+        if p > self.history.len() {
+            if let Some((at_ms, command)) = &self.uncertain {
+                let _ = state.execute(command, *at_ms);
+            }
+        }
+        state.dump(now_ms)
+    }
+}
+
+/// A store holding exactly `dump` at `now_ms`, on a fresh in-memory disk.
+fn store_holding(dump: &BTreeMap<Vec<u8>, LogicalEntry>, now_ms: u64) -> Store {
+    let vfs = std::sync::Arc::new(engine::vfs::MemVfs::new());
+    let clock = std::sync::Arc::new(engine::clock::ManualClock::new(now_ms));
+    let options = engine::store::Options { fsync: FsyncPolicy::No };
+    let (mut store, _) = Store::open(vfs, clock, std::path::Path::new("/db"), options).unwrap();
+    for (key, entry) in dump {
+        let key = key.clone();
+        let (write, field_ttls): (Command, Vec<(Vec<u8>, u64)>) = match &entry.value {
+            LogicalValue::Str(value) => (Command::Set { key: key.clone(), value: value.clone() }, Vec::new()),
+            LogicalValue::Hash(fields) => (
+                Command::HSet {
+                    key: key.clone(),
+                    pairs: fields.iter().map(|(f, (v, _))| (f.clone(), v.clone())).collect(),
+                },
+                fields.iter().filter_map(|(f, (_, at))| Some((f.clone(), (*at)?))).collect(),
+            ),
+        };
+        store.execute(&write).unwrap();
+        for (field, at_ms) in field_ttls {
+            store.execute(&Command::HPExpireAt { key: key.clone(), at_ms, fields: vec![field] }).unwrap();
+        }
+        if let Some(at_ms) = entry.expire_at_ms {
+            store.execute(&Command::PExpireAt { key: key.clone(), at_ms }).unwrap();
+        }
+    }
+    assert_eq!(store.logical_dump().unwrap(), *dump, "the store holds the dump");
+    store
+}
+
+#[test]
+fn the_rule_is_the_forward_search_bit_for_bit() {
+    let policies = [FsyncPolicy::Always, FsyncPolicy::EverySec, FsyncPolicy::No];
+    // Recoveries that matched: below the newest prefix, at it, with
+    // the uncertain write; and that matched nothing.
+    let (mut below, mut newest, mut with_uncertain, mut nothing) = (0, 0, 0, 0);
+    for seed in 1..=150u64 {
+        let mut writes = Writes(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let fsync = policies[seed as usize % 3];
+        let mut checker = Checker::new(fsync);
+        let mut reference = ForwardSearch {
+            base: Model::new(),
+            history: Vec::new(),
+            durable: 0,
+            uncertain: None,
+            current: Model::new(),
+        };
+        let mut now_ms = 1_000;
+        for step in 0..400 {
+            let at = format!("seed {seed} step {step}");
+            now_ms += writes.below(300);
+            match writes.below(16) {
+                0..=8 => {
+                    let command = writes.next(now_ms);
+                    let got = checker.acknowledged(&command, now_ms).ok();
+                    let want = reference.current.execute(&command, now_ms).ok();
+                    assert_eq!(got, want, "{at}: {command:?}");
+                    if want.is_some() {
+                        reference.history.push((now_ms, command));
+                        if fsync == FsyncPolicy::Always {
+                            reference.durable = reference.history.len();
+                        }
+                    }
+                }
+                9 => {
+                    checker.all_durable();
+                    reference.durable = reference.history.len();
+                }
+                10 | 11 => {
+                    checker.call_succeeded(now_ms);
+                    if fsync == FsyncPolicy::EverySec {
+                        while reference.durable < reference.history.len()
+                            && reference.history[reference.durable].0 + EVERYSEC_DUE_MS <= now_ms
+                        {
+                            reference.durable += 1;
+                        }
+                    }
+                }
+                12 => {
+                    let command = writes.next(now_ms);
+                    checker.uncertain(&command, now_ms);
+                    reference.uncertain = Some((now_ms, command));
+                }
+                _ => {
+                    // A recovery: some prefix's state, now and then
+                    // with one key changed so that it matches nothing.
+                    let p = writes.below(reference.history.len() as u64 + 2) as usize;
+                    let mut dump = reference.dump_after(p, now_ms);
+                    match writes.below(6) {
+                        0 => drop(dump.pop_first()),
+                        1 => drop(dump.insert(
+                            b"k0".to_vec(),
+                            LogicalEntry { value: LogicalValue::Str(b"odd".to_vec()), expire_at_ms: None },
+                        )),
+                        _ => {}
+                    }
+                    let allowed = checker.allows(&dump, now_ms);
+                    let want = reference.find_prefix(&dump, now_ms).map(|(p, _)| p);
+                    match want {
+                        None => nothing += 1,
+                        Some(p) if p < reference.history.len() => below += 1,
+                        Some(p) if p == reference.history.len() => newest += 1,
+                        Some(_) => with_uncertain += 1,
+                    }
+                    assert_eq!(allowed.as_ref().ok().copied(), want, "{at}: allows");
+                    let power_lost = writes.below(2) == 0;
+                    let mut streamed = checker.clone();
+                    let store = store_holding(&dump, now_ms);
+                    let got = checker.recovered(&dump, now_ms, power_lost);
+                    let got_streamed = streamed.recovered_store(&store, now_ms, power_lost).unwrap();
+                    if let (Err(a), Err(b), Err(c)) = (&allowed, &got, &got_streamed) {
+                        assert_eq!(a.detail, b.detail, "{at}");
+                        assert_eq!(b.detail, c.detail, "{at}");
+                    }
+                    assert_eq!(got.ok(), want, "{at}: recovered");
+                    assert_eq!(got_streamed.ok(), want, "{at}: recovered from the store");
+                    assert_eq!(reference.recovered(&dump, now_ms, power_lost), want, "{at}");
+                    for ours in [&checker, &streamed] {
+                        assert_eq!(ours.current, reference.current, "{at}: the model after the reset");
+                        assert_eq!(ours.counts(), (reference.history.len(), reference.durable), "{at}");
+                        assert_eq!(ours.uncertain.is_none(), reference.uncertain.is_none(), "{at}");
+                    }
+                }
+            }
+        }
+    }
+    for (what, count) in [("below", below), ("newest", newest), ("uncertain", with_uncertain), ("none", nothing)] {
+        assert!(count >= 50, "only {count} recoveries matched {what}: the test lost its reach");
+    }
+}
+
+#[test]
+fn under_no_any_prefix_is_allowed_but_not_a_hole() {
+    let mut checker = Checker::new(FsyncPolicy::No);
+    let writes = [set("a", "1"), set("b", "2"), set("a", "3")];
+    for w in &writes {
+        checker.acknowledged(w, 0).unwrap();
+    }
+    let mut probe = checker.clone();
+    assert_eq!(probe.recovered(&dump_of(&writes[..1]), 0, true).unwrap(), 1);
+    // a=3 without b=2 is a hole: never allowed.
+    let hole = dump_of(&[set("a", "3")]);
+    assert!(checker.clone().recovered(&hole, 0, true).is_err());
+    // A reverted value after a sync is not allowed either.
+    checker.all_durable();
+    let err = checker.clone().recovered(&dump_of(&writes[..2]), 0, true).unwrap_err();
+    assert!(err.detail.contains("key \"a\""), "{}", err.detail);
+}
+
+#[test]
+fn the_uncertain_write_may_or_may_not_be_there() {
+    let mut checker = Checker::new(FsyncPolicy::Always);
+    checker.acknowledged(&set("a", "1"), 0).unwrap();
+    checker.uncertain(&set("b", "2"), 0);
+    assert!(checker.clone().recovered(&dump_of(&[set("a", "1")]), 0, true).is_ok());
+    assert!(checker.clone().recovered(&dump_of(&[set("a", "1"), set("b", "2")]), 0, true).is_ok());
+    assert!(checker.clone().recovered(&dump_of(&[]), 0, true).is_err(), "an acknowledged write under always");
+}
+
+#[test]
+fn allows_is_the_rule_of_recovered_without_the_reset() {
+    let mut checker = Checker::new(FsyncPolicy::No);
+    let writes = [set("a", "1"), set("b", "2")];
+    for w in &writes {
+        checker.acknowledged(w, 0).unwrap();
+    }
+    checker.all_durable();
+    checker.uncertain(&set("c", "3"), 0);
+    let before = format!("{checker:?}");
+    let with_c = dump_of(&[set("a", "1"), set("b", "2"), set("c", "3")]);
+    for dump in [dump_of(&writes[..1]), dump_of(&writes), with_c] {
+        let allowed = checker.allows(&dump, 0).map_err(|m| m.detail);
+        assert_eq!(allowed, checker.clone().recovered(&dump, 0, true).map_err(|m| m.detail));
+        assert_eq!(format!("{checker:?}"), before, "allows changes nothing");
+    }
+    assert_eq!(checker.allows(&dump_of(&writes), 0).unwrap(), 2);
+    assert!(checker.allows(&dump_of(&writes[..1]), 0).is_err(), "b was synced");
+}
+
+#[test]
+fn everysec_makes_writes_due_a_second_later() {
+    let mut checker = Checker::new(FsyncPolicy::EverySec);
+    checker.acknowledged(&set("a", "1"), 100).unwrap();
+    checker.acknowledged(&set("b", "2"), 900).unwrap();
+    checker.call_succeeded(1_099);
+    assert_eq!(checker.counts(), (2, 0));
+    checker.call_succeeded(1_100);
+    assert_eq!(checker.counts(), (2, 1));
+    assert!(checker.clone().recovered(&dump_of(&[]), 2_000, true).is_err());
+}

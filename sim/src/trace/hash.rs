@@ -1,0 +1,257 @@
+//! The trace's hashing: an FNV-1a fold over whole 64-bit words, byte
+//! strings as padded words then their length, and the hash of a reply.
+//!
+//! Kept apart from the events because it is a promise of its own: a
+//! reply's hash is the hash of its `Debug` text, bit for bit, yet the
+//! driver hashes every reply and cannot afford to build that text. So the
+//! text is streamed ([`hash_debug`]) or, for [`Reply`], written by hand
+//! ([`hash_reply`]), and the tests below hold both to hashing the real
+//! string. Any change here changes every trace hash.
+
+use std::fmt;
+
+use engine::store::Reply;
+
+pub(super) const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+/// One FNV-1a step over a whole 64-bit word: the trace's only mixing.
+pub(super) fn fold_word(hash: u64, word: u64) -> u64 {
+    (hash ^ word).wrapping_mul(FNV_PRIME)
+}
+
+/// `bytes` folded into `hash` as 8-byte little-endian words (the last one
+/// zero-padded), then their length.
+pub(super) fn fold_byte_string(mut hash: u64, bytes: &[u8]) -> u64 {
+    for chunk in bytes.chunks(8) {
+        let mut word = [0u8; 8];
+        word[..chunk.len()].copy_from_slice(chunk);
+        hash = fold_word(hash, u64::from_le_bytes(word));
+    }
+    fold_word(hash, bytes.len() as u64)
+}
+
+/// Hash arbitrary bytes the way the trace folds them (for reply hashes).
+pub fn hash_bytes(bytes: &[u8]) -> u64 {
+    fold_byte_string(FNV_OFFSET, bytes)
+}
+
+/// `hash_bytes(format!("{value:?}").as_bytes())`, bit for bit, without
+/// building the string: the driver hashes every reply, and the `String`
+/// (grown by reallocation as `Debug` writes it) cost more than the engine
+/// call it described.
+pub fn hash_debug(value: &impl fmt::Debug) -> u64 {
+    let mut hasher = StreamHasher { hash: FNV_OFFSET, word: [0; 8], word_len_bytes: 0, total_len_bytes: 0 };
+    fmt::write(&mut hasher, format_args!("{value:?}")).expect("hashing never fails to write");
+    hasher.finish()
+}
+
+/// `hash_debug(reply)`, bit for bit, writing the derived `Debug` text of
+/// [`Reply`] by hand: the driver hashes every reply, and the formatting
+/// machinery (a virtual call per byte of a value) cost more than the
+/// hashing. `hash_reply_matches_the_debug_text` holds it to `hash_debug`.
+pub fn hash_reply(reply: &Reply) -> u64 {
+    let mut hasher = StreamHasher { hash: FNV_OFFSET, word: [0; 8], word_len_bytes: 0, total_len_bytes: 0 };
+    match reply {
+        Reply::Ok => hasher.put(b"Ok"),
+        Reply::Nil => hasher.put(b"Nil"),
+        Reply::Int(n) => {
+            hasher.put(b"Int(");
+            hasher.put_decimal(n.unsigned_abs(), *n < 0);
+            hasher.put(b")");
+        }
+        Reply::Bulk(bytes) => {
+            hasher.put(b"Bulk(");
+            hasher.put_byte_list(bytes);
+            hasher.put(b")");
+        }
+        Reply::Pairs(pairs) => {
+            hasher.put(b"Pairs([");
+            for (i, (field, value)) in pairs.iter().enumerate() {
+                if i > 0 {
+                    hasher.put(b", ");
+                }
+                hasher.put(b"(");
+                hasher.put_byte_list(field);
+                hasher.put(b", ");
+                hasher.put_byte_list(value);
+                hasher.put(b")");
+            }
+            hasher.put(b"])");
+        }
+    }
+    hasher.finish()
+}
+
+/// [`fold_byte_string`] over text that arrives in pieces: whole 8-byte
+/// words are folded as they fill, the zero-padded tail and the length at
+/// the end, so piece boundaries never show in the hash.
+struct StreamHasher {
+    hash: u64,
+    /// The word being filled: `word[..word_len_bytes]` is pending.
+    word: [u8; 8],
+    word_len_bytes: usize,
+    total_len_bytes: u64,
+}
+
+impl StreamHasher {
+    fn finish(mut self) -> u64 {
+        debug_assert!(self.word_len_bytes < 8, "a full word is folded as soon as it fills");
+        if self.word_len_bytes > 0 {
+            self.word[self.word_len_bytes..].fill(0);
+            self.hash = fold_word(self.hash, u64::from_le_bytes(self.word));
+        }
+        fold_word(self.hash, self.total_len_bytes)
+    }
+}
+
+impl StreamHasher {
+    /// `Debug` of a byte slice: `[1, 2, 3]`. Staged in a buffer and
+    /// hashed a run at a time: a `put` per piece was most of the cost of a
+    /// long value's reply (four text bytes per value byte).
+    fn put_byte_list(&mut self, bytes: &[u8]) {
+        /// The longest a byte's text gets: `, 255`.
+        const MAX_ITEM_BYTES: usize = 5;
+        let mut staged = [0u8; 256];
+        staged[0] = b'[';
+        let mut len = 1;
+        for (i, &byte) in bytes.iter().enumerate() {
+            if len > staged.len() - MAX_ITEM_BYTES - 1 {
+                self.put(&staged[..len]);
+                len = 0;
+            }
+            if i > 0 {
+                staged[len..len + 2].copy_from_slice(b", ");
+                len += 2;
+            }
+            if byte >= 100 {
+                staged[len] = b'0' + byte / 100;
+                len += 1;
+            }
+            if byte >= 10 {
+                staged[len] = b'0' + byte / 10 % 10;
+                len += 1;
+            }
+            staged[len] = b'0' + byte % 10;
+            len += 1;
+        }
+        // The loop leaves room for this one byte.
+        staged[len] = b']';
+        self.put(&staged[..len + 1]);
+    }
+
+    /// `magnitude` in decimal, after a `-` if `negative`.
+    fn put_decimal(&mut self, mut magnitude: u64, negative: bool) {
+        // u64::MAX has 20 digits; the sign makes 21.
+        let mut digits = [0u8; 21];
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (magnitude % 10) as u8;
+            magnitude /= 10;
+            if magnitude == 0 {
+                break;
+            }
+        }
+        if negative {
+            start -= 1;
+            digits[start] = b'-';
+        }
+        self.put(&digits[start..]);
+    }
+
+    fn put(&mut self, mut bytes: &[u8]) {
+        self.total_len_bytes += bytes.len() as u64;
+        // Top up a started word; then whole words straight from `bytes`;
+        // the rest starts the next word.
+        if self.word_len_bytes > 0 {
+            let take = (8 - self.word_len_bytes).min(bytes.len());
+            self.word[self.word_len_bytes..self.word_len_bytes + take].copy_from_slice(&bytes[..take]);
+            self.word_len_bytes += take;
+            bytes = &bytes[take..];
+            if self.word_len_bytes < 8 {
+                return;
+            }
+            self.hash = fold_word(self.hash, u64::from_le_bytes(self.word));
+            self.word_len_bytes = 0;
+        }
+        let mut words = bytes.chunks_exact(8);
+        for word in words.by_ref() {
+            self.hash = fold_word(self.hash, u64::from_le_bytes(word.try_into().expect("8 bytes")));
+        }
+        let rest = words.remainder();
+        self.word[..rest.len()].copy_from_slice(rest);
+        self.word_len_bytes = rest.len();
+    }
+}
+
+impl fmt::Write for StreamHasher {
+    fn write_str(&mut self, piece: &str) -> fmt::Result {
+        self.put(piece.as_bytes());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_debug_is_hash_bytes_of_the_debug_text() {
+        let values: Vec<Vec<Vec<u8>>> = vec![
+            vec![],
+            vec![vec![]],
+            vec![b"a".to_vec()],
+            vec![b"seven77".to_vec(), b"eight888".to_vec()],
+            vec![(0..=255).collect(), vec![7; 33]],
+        ];
+        for value in &values {
+            assert_eq!(hash_debug(value), hash_bytes(format!("{value:?}").as_bytes()), "{value:?}");
+        }
+        for text in ["", "1234567", "12345678", "123456789", "a string of some length, split in many pieces"] {
+            assert_eq!(hash_debug(&text), hash_bytes(format!("{text:?}").as_bytes()));
+        }
+        let replies = [
+            Reply::Ok,
+            Reply::Nil,
+            Reply::Int(-42),
+            Reply::Bulk(b"value".to_vec()),
+            Reply::Pairs(vec![(b"f".to_vec(), b"v".to_vec()), (b"field2".to_vec(), vec![0, 255])]),
+        ];
+        for reply in &replies {
+            assert_eq!(hash_debug(reply), hash_bytes(format!("{reply:?}").as_bytes()), "{reply:?}");
+        }
+    }
+
+    #[test]
+    fn hash_reply_matches_the_debug_text() {
+        let mut replies = vec![
+            Reply::Ok,
+            Reply::Nil,
+            Reply::Int(0),
+            Reply::Int(i64::MIN),
+            Reply::Int(i64::MAX),
+            Reply::Bulk(vec![]),
+            Reply::Pairs(vec![]),
+        ];
+        // Every byte value and lengths around the 8-byte word, in both
+        // byte-carrying variants.
+        let mut seed = 0x5eed_u64;
+        for len in 0..40 {
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                    (seed >> 56) as u8
+                })
+                .collect();
+            replies.push(Reply::Int(seed as i64 >> (len % 64)));
+            replies.push(Reply::Bulk(bytes.clone()));
+            let pairs = (0..len % 5).map(|i| (bytes[..i].to_vec(), bytes[i..].to_vec())).collect();
+            replies.push(Reply::Pairs(pairs));
+        }
+        replies.push(Reply::Bulk((0..=255).collect()));
+        for reply in &replies {
+            assert_eq!(hash_reply(reply), hash_debug(reply), "{reply:?}");
+        }
+    }
+}

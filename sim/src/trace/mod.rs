@@ -1,0 +1,295 @@
+//! The trace: every event of one seed's run, folded into a rolling hash,
+//! with the last few kept for a failure report.
+//!
+//! Determinism is checked by comparing hashes: two runs of one seed must
+//! fold the same events in the same order. Events are small plain values
+//! (names are interned to ids) so tracing costs no allocation per event;
+//! they are only turned into text when a report needs them.
+//!
+//! The hashing itself — the word fold, and reply hashes that must equal
+//! the hash of a reply's `Debug` text — is `hash.rs`.
+
+mod hash;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+pub use hash::{hash_bytes, hash_debug, hash_reply};
+
+use hash::{fold_byte_string, fold_word, FNV_OFFSET};
+
+/// How many recent events a failure report shows.
+pub const RECENT_EVENTS: usize = 48;
+
+/// What a file-system operation was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum IoKind {
+    Open,
+    Read,
+    Write,
+    SetLen,
+    Len,
+    Sync,
+    Rename,
+    Unlink,
+    ListDir,
+    CreateDir,
+    SyncDir,
+    Map,
+    Exists,
+}
+
+/// An injected fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[allow(missing_docs)]
+pub enum FaultKind {
+    WriteEio,
+    ShortWrite,
+    FsyncEio,
+    ReadEio,
+    NoSpace,
+    BitFlip,
+    MediaCorruption,
+    TornSector,
+}
+
+impl FaultKind {
+    /// Every kind, in report order.
+    pub const ALL: [FaultKind; 8] = [
+        FaultKind::WriteEio,
+        FaultKind::ShortWrite,
+        FaultKind::FsyncEio,
+        FaultKind::ReadEio,
+        FaultKind::NoSpace,
+        FaultKind::BitFlip,
+        FaultKind::MediaCorruption,
+        FaultKind::TornSector,
+    ];
+
+    /// The name used in summaries and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::WriteEio => "write_eio",
+            FaultKind::ShortWrite => "short_write",
+            FaultKind::FsyncEio => "fsync_eio",
+            FaultKind::ReadEio => "read_eio",
+            FaultKind::NoSpace => "enospc",
+            FaultKind::BitFlip => "read_bitflip",
+            FaultKind::MediaCorruption => "media_corruption",
+            FaultKind::TornSector => "torn_sector",
+        }
+    }
+}
+
+/// One traced event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A file-system operation: its global index, kind, file (interned
+    /// name id), offset and length (0 where they do not apply), and
+    /// whether it succeeded.
+    Io { index: u64, kind: IoKind, name: u32, offset: u64, len: u64, ok: bool },
+    /// A fault injected into the operation with this index.
+    Fault { index: u64, kind: FaultKind },
+    /// The engine named a phase.
+    Mark { label: &'static str },
+    /// A workload operation began (its index and a short kind tag).
+    Op { index: u64, tag: &'static str },
+    /// What an operation answered, as a hash of its reply.
+    Reply { index: u64, hash: u64 },
+    /// Power loss; `io_index` is the number of I/O operations so far.
+    Crash { io_index: u64 },
+    /// The store was reopened.
+    Restart { clean: bool },
+}
+
+/// The rolling record of one run.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    hash: u64,
+    events: u64,
+    recent: Vec<Event>,
+    next_slot: usize,
+    names: BTreeMap<String, u32>,
+    name_list: Vec<String>,
+    /// Keep every event (for `--trace`); off by default.
+    keep_all: bool,
+    all: Vec<Event>,
+}
+
+impl Default for Trace {
+    fn default() -> Self {
+        Self::new(false)
+    }
+}
+
+impl Trace {
+    /// An empty trace; `keep_all` also keeps every event for printing.
+    pub fn new(keep_all: bool) -> Self {
+        Trace {
+            hash: FNV_OFFSET,
+            events: 0,
+            recent: Vec::with_capacity(RECENT_EVENTS),
+            next_slot: 0,
+            names: BTreeMap::new(),
+            name_list: Vec::new(),
+            keep_all,
+            all: Vec::new(),
+        }
+    }
+
+    /// The id of `name`, interning it on first sight.
+    pub fn intern(&mut self, name: &str) -> u32 {
+        if let Some(id) = self.names.get(name) {
+            return *id;
+        }
+        let id = self.name_list.len() as u32;
+        self.names.insert(name.to_string(), id);
+        self.name_list.push(name.to_string());
+        self.fold_bytes(name.as_bytes());
+        id
+    }
+
+    fn fold(&mut self, word: u64) {
+        self.hash = fold_word(self.hash, word);
+    }
+
+    fn fold_bytes(&mut self, bytes: &[u8]) {
+        self.hash = fold_byte_string(self.hash, bytes);
+    }
+
+    /// Record `event`.
+    pub fn push(&mut self, event: Event) {
+        match event {
+            Event::Io { index, kind, name, offset, len, ok } => {
+                self.fold(1);
+                self.fold(index);
+                self.fold(kind as u64);
+                self.fold(u64::from(name));
+                self.fold(offset);
+                self.fold(len);
+                self.fold(u64::from(ok));
+            }
+            Event::Fault { index, kind } => {
+                self.fold(2);
+                self.fold(index);
+                self.fold(kind as u64);
+            }
+            Event::Mark { label } => {
+                self.fold(3);
+                self.fold_bytes(label.as_bytes());
+            }
+            Event::Op { index, tag } => {
+                self.fold(4);
+                self.fold(index);
+                self.fold_bytes(tag.as_bytes());
+            }
+            Event::Reply { index, hash } => {
+                self.fold(5);
+                self.fold(index);
+                self.fold(hash);
+            }
+            Event::Crash { io_index } => {
+                self.fold(6);
+                self.fold(io_index);
+            }
+            Event::Restart { clean } => {
+                self.fold(7);
+                self.fold(u64::from(clean));
+            }
+        }
+        self.events += 1;
+        if self.recent.len() < RECENT_EVENTS {
+            self.recent.push(event);
+        } else {
+            self.recent[self.next_slot] = event;
+        }
+        self.next_slot = (self.next_slot + 1) % RECENT_EVENTS;
+        if self.keep_all {
+            self.all.push(event);
+        }
+    }
+
+    /// The rolling hash of every event so far.
+    pub fn hash(&self) -> u64 {
+        self.hash
+    }
+
+    /// How many events were recorded.
+    pub fn event_count(&self) -> u64 {
+        self.events
+    }
+
+    /// The most recent events, oldest first.
+    pub fn recent(&self) -> Vec<Event> {
+        if self.recent.len() < RECENT_EVENTS {
+            return self.recent.clone();
+        }
+        let mut out = self.recent[self.next_slot..].to_vec();
+        out.extend_from_slice(&self.recent[..self.next_slot]);
+        out
+    }
+
+    /// Every event (empty unless made with `keep_all`).
+    pub fn all(&self) -> &[Event] {
+        &self.all
+    }
+
+    /// A line of text for `event`.
+    pub fn describe(&self, event: &Event) -> String {
+        let name = |id: u32| self.name_list.get(id as usize).map_or("?", String::as_str);
+        match *event {
+            Event::Io { index, kind, name: id, offset, len, ok } => {
+                let status = if ok { "" } else { " -> error" };
+                format!("io#{index} {kind:?} {} off={offset} len={len}{status}", name(id))
+            }
+            Event::Fault { index, kind } => format!("fault {} at io#{index}", kind.name()),
+            Event::Mark { label } => format!("mark {label}"),
+            Event::Op { index, tag } => format!("op#{index} {tag}"),
+            Event::Reply { index, hash } => format!("op#{index} reply {hash:016x}"),
+            Event::Crash { io_index } => format!("CRASH after io#{io_index}"),
+            Event::Restart { clean } => format!("restart ({})", if clean { "clean" } else { "after crash" }),
+        }
+    }
+}
+
+impl fmt::Display for Trace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for event in self.recent() {
+            writeln!(f, "  {}", self.describe(&event))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_events_same_hash_and_order_matters() {
+        let mut a = Trace::new(false);
+        let mut b = Trace::new(false);
+        for t in [&mut a, &mut b] {
+            t.push(Event::Mark { label: "seal.built" });
+            t.push(Event::Crash { io_index: 7 });
+        }
+        assert_eq!(a.hash(), b.hash());
+        let mut c = Trace::new(false);
+        c.push(Event::Crash { io_index: 7 });
+        c.push(Event::Mark { label: "seal.built" });
+        assert_ne!(a.hash(), c.hash());
+    }
+
+    #[test]
+    fn recent_keeps_the_last_events_in_order() {
+        let mut t = Trace::new(false);
+        for i in 0..(RECENT_EVENTS as u64 + 5) {
+            t.push(Event::Crash { io_index: i });
+        }
+        let recent = t.recent();
+        assert_eq!(recent.len(), RECENT_EVENTS);
+        assert_eq!(recent[0], Event::Crash { io_index: 5 });
+        assert_eq!(*recent.last().unwrap(), Event::Crash { io_index: RECENT_EVENTS as u64 + 4 });
+    }
+}

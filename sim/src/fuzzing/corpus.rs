@@ -180,7 +180,9 @@ fn seg_and_manifest_inputs(inputs: &mut Vec<Input>) {
     // Small ones mutate fastest; a large one reaches the index's search.
     segments.sort_by_key(|(name, bytes)| (bytes.len(), name.clone()));
     let mut kept: Vec<(String, Vec<u8>)> = segments.iter().take(WORKLOAD_SEGMENTS - 1).cloned().collect();
-    kept.extend(segments.last().cloned());
+    if segments.len() >= WORKLOAD_SEGMENTS {
+        kept.extend(segments.last().cloned());
+    }
     for (name, bytes) in kept {
         push(inputs, SEG, name, bytes);
     }

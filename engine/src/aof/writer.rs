@@ -134,6 +134,43 @@ impl AofWriter {
         self.apply_policy(now_ms)
     }
 
+    /// Add a COMMAND frame of `args` to the pending batch, which
+    /// [`AofWriter::write_batch`] writes with one write. Lets a rewrite
+    /// encode a whole store straight from its maps, with no list of owned
+    /// records in between. Refuses an oversized record (nothing is added).
+    pub fn batch_command(&mut self, args: &[&[u8]]) -> Result<()> {
+        self.check_not_poisoned()?;
+        check_payload_len(command_payload_len_bytes(args))?;
+        self.payload_buf.clear();
+        encode_command_payload(args, &mut self.payload_buf);
+        encode_frame(&mut self.frame_buf, KIND_COMMAND, &self.payload_buf);
+        Ok(())
+    }
+
+    /// Add `record`'s frame to the pending batch (see
+    /// [`AofWriter::batch_command`]).
+    pub fn batch_record(&mut self, record: &Record) -> Result<()> {
+        self.check_not_poisoned()?;
+        check_fits(record)?;
+        self.encode(record);
+        Ok(())
+    }
+
+    /// Write the pending batch with one write, then apply the fsync policy
+    /// once; an empty batch writes and fsyncs nothing. On any error the
+    /// batch is gone. No other append may run while a batch is pending.
+    pub fn write_batch(&mut self, now_ms: u64) -> Result<()> {
+        if let Err(e) = self.check_not_poisoned() {
+            self.frame_buf.clear();
+            return Err(e);
+        }
+        if self.frame_buf.is_empty() {
+            return Ok(());
+        }
+        self.write_frame_buf()?;
+        self.apply_policy(now_ms)
+    }
+
     /// Append `records` with one write, then apply the fsync policy once.
     /// If any record is over the frame limit, nothing is written; an empty
     /// slice writes and fsyncs nothing.
@@ -466,6 +503,25 @@ mod tests {
         let (records, report) = recovered(&vfs);
         assert_eq!(records, vec![owned.clone(), owned.clone()]);
         assert_eq!(report.valid_len_bytes, HEADER_FRAME_BYTES + 2 * frame_len(&owned));
+    }
+
+    #[test]
+    fn a_batch_is_one_write_of_what_append_all_writes() {
+        let (vfs, mut writer) = fresh(FsyncPolicy::Always, 0);
+        let counts = |vfs: &FailingVfs| {
+            let faults = vfs.faults();
+            (faults.writes, faults.syncs)
+        };
+        writer.write_batch(0).unwrap();
+        assert_eq!(counts(&vfs), (0, 0), "an empty batch does nothing");
+        let stub = Record::Stub { key: b"k".to_vec(), seq: 3, weight: 9 };
+        writer.batch_command(&[b"SET", b"a", b"1"]).unwrap();
+        writer.batch_record(&stub).unwrap();
+        let big = vec![0u8; MAX_FRAME_PAYLOAD_BYTES];
+        assert!(matches!(writer.batch_command(&[&big]), Err(Error::Invalid(_))), "refused, batch kept");
+        writer.write_batch(0).unwrap();
+        assert_eq!(counts(&vfs), (1, 1));
+        assert_eq!(recovered(&vfs).0, vec![set("a", "1"), stub]);
     }
 
     fn frame_len(record: &Record) -> u64 {

@@ -29,20 +29,20 @@ impl Store {
     pub fn rewrite(&mut self) -> Result<()> {
         self.check_writable()?;
         let now_ms = self.clock.now_ms();
-        let (records, named) = self.snapshot_records(now_ms);
         let temp_path = self.dir.join(REWRITE_TEMP_FILE);
         let aof_path = self.dir.join(AOF_FILE);
 
         let written = (|| {
             let mut writer = AofWriter::create(self.vfs.clone(), &temp_path, self.options.fsync, now_ms)?;
-            writer.append_all(&records, now_ms)?;
+            let named = self.snapshot(now_ms, &mut writer)?;
+            writer.write_batch(now_ms)?;
             if !canary!(RewriteNoFsync) {
                 writer.sync(now_ms)?;
             }
-            Ok(writer)
+            Ok((writer, named))
         })();
-        let mut writer = match written {
-            Ok(writer) => writer,
+        let (mut writer, named) = match written {
+            Ok(written) => written,
             Err(e) => {
                 if is_sync_failure(&e) {
                     self.poison(&e);
@@ -110,27 +110,23 @@ impl Store {
         }
     }
 
-    /// The new log's records, and the segment seqs they name. Expired keys
-    /// and fields are left out (they are logically gone already).
-    fn snapshot_records(&self, now_ms: u64) -> (Vec<Record>, BTreeSet<u64>) {
-        let mut records = Vec::new();
+    /// Encode the new log into `writer`'s pending batch, and return the
+    /// segment seqs it names. Expired keys and fields are left out (they
+    /// are logically gone already).
+    fn snapshot(&self, now_ms: u64, writer: &mut AofWriter) -> Result<BTreeSet<u64>> {
         let mut named = BTreeSet::new();
         for (table, window) in &self.windows {
-            let command = Command::Window { table: table.clone(), column: window.column.clone(), span: window.span };
-            records.push(Record::Command(command.to_args()));
+            emit(writer, Command::Window { table: table.clone(), column: window.column.clone(), span: window.span })?;
         }
         for (key, entry) in &self.map {
             if entry.is_expired(now_ms) {
                 continue;
             }
             match &entry.value {
-                Value::Str(value) => {
-                    let command = Command::Set { key: key.clone(), value: value.clone() };
-                    records.push(Record::Command(command.to_args()));
-                }
+                Value::Str(value) => emit(writer, Command::Set { key: key.clone(), value: value.clone() })?,
                 Value::Cold(stub) => {
                     named.insert(stub.seq);
-                    records.push(Record::Stub { key: key.clone(), seq: stub.seq, weight: stub.weight });
+                    writer.batch_record(&Record::Stub { key: key.clone(), seq: stub.seq, weight: stub.weight })?;
                 }
                 Value::Hash(fields) => {
                     let live: Vec<_> =
@@ -142,14 +138,13 @@ impl Store {
                     let mut chunk_bytes = 0usize;
                     for (field, slot) in &live {
                         if !pairs.is_empty() && chunk_bytes + field.len() + slot.value.len() > REWRITE_CHUNK_BYTES {
-                            let command = Command::HSet { key: key.clone(), pairs: std::mem::take(&mut pairs) };
-                            records.push(Record::Command(command.to_args()));
+                            emit(writer, Command::HSet { key: key.clone(), pairs: std::mem::take(&mut pairs) })?;
                             chunk_bytes = 0;
                         }
                         chunk_bytes += field.len() + slot.value.len();
                         pairs.push(((*field).clone(), slot.value.clone()));
                     }
-                    records.push(Record::Command(Command::HSet { key: key.clone(), pairs }.to_args()));
+                    emit(writer, Command::HSet { key: key.clone(), pairs })?;
                     let mut by_expiry: BTreeMap<u64, Vec<Vec<u8>>> = BTreeMap::new();
                     for (field, slot) in &live {
                         if let Some(at_ms) = slot.expire_at_ms {
@@ -157,15 +152,19 @@ impl Store {
                         }
                     }
                     for (at_ms, fields) in by_expiry {
-                        let command = Command::HPExpireAt { key: key.clone(), at_ms, fields };
-                        records.push(Record::Command(command.to_args()));
+                        emit(writer, Command::HPExpireAt { key: key.clone(), at_ms, fields })?;
                     }
                 }
             }
             if let Some(at_ms) = entry.expire_at_ms.filter(|_| !canary!(RewriteDropsTtl)) {
-                records.push(Record::Command(Command::PExpireAt { key: key.clone(), at_ms }.to_args()));
+                emit(writer, Command::PExpireAt { key: key.clone(), at_ms })?;
             }
         }
-        (records, named)
+        Ok(named)
     }
+}
+
+/// Add `command` to the rewrite's batch, encoded from the command as it is.
+fn emit(writer: &mut AofWriter, command: Command) -> Result<()> {
+    command.with_args(|args| writer.batch_command(args))
 }

@@ -282,7 +282,8 @@ impl Store {
         let row = match entry {
             btree_map::Entry::Vacant(vacant) => {
                 self.used_memory += vacant.key().len() as u64;
-                let entry = vacant.insert(Entry { value: Value::Hash(Row::new()), expire_at_ms: None });
+                let entry =
+                    vacant.insert(Entry { value: Value::Hash(Row::with_capacity(pairs.len())), expire_at_ms: None });
                 let Value::Hash(row) = &mut entry.value else { unreachable!("inserted as a hash") };
                 row
             }

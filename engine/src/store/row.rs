@@ -43,6 +43,12 @@ impl Row {
         Row { repr: Repr::Small(Vec::new()) }
     }
 
+    /// An empty row with room for `fields` fields without growing (a
+    /// `Vec` grows from nothing to four slots at once; most rows hold two).
+    pub fn with_capacity(fields: usize) -> Row {
+        Row { repr: Repr::Small(Vec::with_capacity(fields.min(SMALL_MAX_FIELDS))) }
+    }
+
     /// The number of fields.
     pub fn len(&self) -> usize {
         match &self.repr {
@@ -139,7 +145,8 @@ impl Eq for Row {}
 impl FromIterator<(Vec<u8>, Field)> for Row {
     /// Later pairs win over earlier ones with the same field, as with a map.
     fn from_iter<I: IntoIterator<Item = (Vec<u8>, Field)>>(pairs: I) -> Row {
-        let mut row = Row::new();
+        let pairs = pairs.into_iter();
+        let mut row = Row::with_capacity(pairs.size_hint().0);
         for (field, slot) in pairs {
             row.insert(field, slot);
         }

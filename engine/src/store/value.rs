@@ -94,7 +94,7 @@ pub fn decode_row(payload: &[u8], offset_bytes: u64) -> Result<Row, DecodeError>
     if count == 0 {
         return Err(reader.error("row has no fields"));
     }
-    let mut fields = Row::new();
+    let mut fields = Row::with_capacity(count);
     for _ in 0..count {
         let field = reader.len_prefixed()?.to_vec();
         let value = reader.len_prefixed()?.to_vec();

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 
 use super::header::encode_header;
 use super::Record;
-use crate::vfs::{read_whole, Mapping, MemVfs, OpenMode, Vfs, VfsFile};
+use crate::vfs::{read_whole, Interpose, MemVfs, Vfs, VfsFile};
 
 /// Any record, with small fields so that logs stay small.
 pub fn arb_record() -> impl Strategy<Value = Record> {
@@ -79,9 +79,9 @@ pub struct Faults {
 }
 
 /// A [`MemVfs`] with armed faults; starts with the directory `/db`.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct FailingVfs {
-    inner: MemVfs,
+    inner: Arc<MemVfs>,
     faults: Arc<Mutex<Faults>>,
 }
 
@@ -89,7 +89,7 @@ impl FailingVfs {
     pub fn new() -> Arc<FailingVfs> {
         let inner = MemVfs::new();
         inner.create_dir_all(Path::new("/db")).unwrap();
-        Arc::new(FailingVfs { inner, faults: Arc::default() })
+        Arc::new(FailingVfs { inner: Arc::new(inner), faults: Arc::default() })
     }
 
     pub fn faults(&self) -> MutexGuard<'_, Faults> {
@@ -103,71 +103,35 @@ fn lock_faults(faults: &Mutex<Faults>) -> MutexGuard<'_, Faults> {
     faults.try_lock().expect("Faults is still locked: hold one guard at a time, and none across I/O")
 }
 
-struct FailingFile {
-    inner: Box<dyn VfsFile>,
-    faults: Arc<Mutex<Faults>>,
-}
-
 fn injected(what: &str) -> io::Error {
     io::Error::other(format!("injected {what} failure"))
 }
 
-impl Vfs for FailingVfs {
-    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn VfsFile>> {
-        let inner = self.inner.open(path, mode)?;
-        Ok(Box::new(FailingFile { inner, faults: self.faults.clone() }))
+impl Interpose for FailingVfs {
+    fn inner(&self) -> &dyn Vfs {
+        self.inner.as_ref()
     }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn unlink(&self, path: &Path) -> io::Result<()> {
-        self.inner.unlink(path)
-    }
-    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.inner.list_dir(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn map_readonly(&self, path: &Path) -> io::Result<Mapping> {
-        self.inner.map_readonly(path)
-    }
-    fn exists(&self, path: &Path) -> io::Result<bool> {
-        self.inner.exists(path)
-    }
-}
-
-impl VfsFile for FailingFile {
-    fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.read_at(offset_bytes, buf)
-    }
-    fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
-        let mut faults = lock_faults(&self.faults);
+    fn on_write_at(&self, file: &mut dyn VfsFile, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
+        let mut faults = self.faults();
         if let Some(landed_bytes) = faults.fail_next_write_after_bytes.take() {
-            self.inner.write_at(offset_bytes, &data[..landed_bytes.min(data.len())])?;
+            file.write_at(offset_bytes, &data[..landed_bytes.min(data.len())])?;
             return Err(injected("write"));
         }
         faults.writes += 1;
-        self.inner.write_at(offset_bytes, data)
+        file.write_at(offset_bytes, data)
     }
-    fn set_len(&mut self, len_bytes: u64) -> io::Result<()> {
-        if std::mem::take(&mut lock_faults(&self.faults).fail_next_set_len) {
+    fn on_set_len(&self, file: &mut dyn VfsFile, len_bytes: u64) -> io::Result<()> {
+        if std::mem::take(&mut self.faults().fail_next_set_len) {
             return Err(injected("set_len"));
         }
-        self.inner.set_len(len_bytes)
+        file.set_len(len_bytes)
     }
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-    fn sync(&mut self) -> io::Result<()> {
-        let mut faults = lock_faults(&self.faults);
+    fn on_sync(&self, file: &mut dyn VfsFile) -> io::Result<()> {
+        let mut faults = self.faults();
         if std::mem::take(&mut faults.fail_next_sync) {
             return Err(injected("fsync"));
         }
         faults.syncs += 1;
-        self.inner.sync()
+        file.sync()
     }
 }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use proptest::prelude::*;
 
-use crate::vfs::{Mapping, MemVfs, OpenMode, Vfs, VfsFile};
+use crate::vfs::{Interpose, MemVfs, Vfs, VfsFile};
 
 use super::record::{self, Record};
 use super::SegEntry;
@@ -137,15 +137,10 @@ impl Faults {
 }
 
 /// A [`MemVfs`] that logs writes, cuts and syncs, and fails them when told.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct FaultyVfs {
-    inner: MemVfs,
+    inner: Arc<MemVfs>,
     pub(super) faults: Arc<Faults>,
-}
-
-struct FaultyFile {
-    inner: Box<dyn VfsFile>,
-    faults: Arc<Faults>,
 }
 
 impl FaultyVfs {
@@ -157,59 +152,31 @@ impl FaultyVfs {
     }
 }
 
-impl Vfs for FaultyVfs {
-    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn VfsFile>> {
-        let inner = self.inner.open(path, mode)?;
-        Ok(Box::new(FaultyFile { inner, faults: self.faults.clone() }))
+impl Interpose for FaultyVfs {
+    fn inner(&self) -> &dyn Vfs {
+        self.inner.as_ref()
     }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn unlink(&self, path: &Path) -> io::Result<()> {
-        self.inner.unlink(path)
-    }
-    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.inner.list_dir(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.faults.note("sync_dir");
-        self.inner.sync_dir(dir)
-    }
-    fn map_readonly(&self, path: &Path) -> io::Result<Mapping> {
-        self.inner.map_readonly(path)
-    }
-    fn exists(&self, path: &Path) -> io::Result<bool> {
-        self.inner.exists(path)
-    }
-}
-
-impl VfsFile for FaultyFile {
-    fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.read_at(offset_bytes, buf)
-    }
-    fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
+    fn on_write_at(&self, file: &mut dyn VfsFile, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
         self.faults.note("write");
         if self.faults.fail_write.load(Ordering::SeqCst) {
-            self.inner.write_at(offset_bytes, &data[..data.len() / 2])?;
+            file.write_at(offset_bytes, &data[..data.len() / 2])?;
             return Err(io::Error::other("injected write failure"));
         }
-        self.inner.write_at(offset_bytes, data)
+        file.write_at(offset_bytes, data)
     }
-    fn set_len(&mut self, len_bytes: u64) -> io::Result<()> {
+    fn on_set_len(&self, file: &mut dyn VfsFile, len_bytes: u64) -> io::Result<()> {
         self.faults.note("set_len");
-        self.inner.set_len(len_bytes)
+        file.set_len(len_bytes)
     }
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-    fn sync(&mut self) -> io::Result<()> {
+    fn on_sync(&self, file: &mut dyn VfsFile) -> io::Result<()> {
         self.faults.note("sync");
         if self.faults.fail_sync.load(Ordering::SeqCst) {
             return Err(io::Error::other("injected sync failure"));
         }
-        self.inner.sync()
+        file.sync()
+    }
+    fn on_sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.faults.note("sync_dir");
+        self.inner.sync_dir(dir)
     }
 }

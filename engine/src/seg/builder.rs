@@ -221,7 +221,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
-    use crate::vfs::{Mapping, MemVfs};
+    use crate::vfs::{Interpose, MemVfs};
 
     /// What the builder did to the disk, in order.
     #[derive(Clone, Debug, PartialEq, Eq)]
@@ -232,68 +232,31 @@ mod tests {
     }
 
     /// A `MemVfs` that records writes and syncs, and can fail writes.
-    #[derive(Default)]
+    #[derive(Clone, Default)]
     struct Recording {
-        inner: MemVfs,
+        inner: Arc<MemVfs>,
         ops: Arc<Mutex<Vec<Op>>>,
         fail_writes: Arc<AtomicBool>,
     }
 
-    struct RecordingFile {
-        inner: Box<dyn VfsFile>,
-        ops: Arc<Mutex<Vec<Op>>>,
-        fail_writes: Arc<AtomicBool>,
-    }
-
-    impl Vfs for Recording {
-        fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn VfsFile>> {
-            let inner = self.inner.open(path, mode)?;
-            Ok(Box::new(RecordingFile { inner, ops: self.ops.clone(), fail_writes: self.fail_writes.clone() }))
+    impl Interpose for Recording {
+        fn inner(&self) -> &dyn Vfs {
+            self.inner.as_ref()
         }
-        fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-            self.inner.rename(from, to)
-        }
-        fn unlink(&self, path: &Path) -> io::Result<()> {
-            self.inner.unlink(path)
-        }
-        fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
-            self.inner.list_dir(dir)
-        }
-        fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-            self.inner.create_dir_all(dir)
-        }
-        fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-            self.ops.lock().unwrap().push(Op::SyncDir);
-            self.inner.sync_dir(dir)
-        }
-        fn map_readonly(&self, path: &Path) -> io::Result<Mapping> {
-            self.inner.map_readonly(path)
-        }
-        fn exists(&self, path: &Path) -> io::Result<bool> {
-            self.inner.exists(path)
-        }
-    }
-
-    impl VfsFile for RecordingFile {
-        fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
-            self.inner.read_at(offset_bytes, buf)
-        }
-        fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
+        fn on_write_at(&self, file: &mut dyn VfsFile, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
             if self.fail_writes.load(Ordering::Relaxed) {
                 return Err(io::Error::other("injected write failure"));
             }
             self.ops.lock().unwrap().push(Op::Write { offset_bytes, len_bytes: data.len() });
-            self.inner.write_at(offset_bytes, data)
+            file.write_at(offset_bytes, data)
         }
-        fn set_len(&mut self, len_bytes: u64) -> io::Result<()> {
-            self.inner.set_len(len_bytes)
-        }
-        fn len(&self) -> io::Result<u64> {
-            self.inner.len()
-        }
-        fn sync(&mut self) -> io::Result<()> {
+        fn on_sync(&self, file: &mut dyn VfsFile) -> io::Result<()> {
             self.ops.lock().unwrap().push(Op::Sync);
-            self.inner.sync()
+            file.sync()
+        }
+        fn on_sync_dir(&self, dir: &Path) -> io::Result<()> {
+            self.ops.lock().unwrap().push(Op::SyncDir);
+            self.inner.sync_dir(dir)
         }
     }
 

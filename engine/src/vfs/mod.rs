@@ -22,6 +22,7 @@
 //! Errors are plain [`std::io::Error`]s: the engine wraps them into its
 //! typed [`crate::Error::Io`] with the operation and the path.
 
+mod interpose;
 mod mapping;
 mod mem;
 mod os;
@@ -29,6 +30,7 @@ mod os;
 use std::io;
 use std::path::Path;
 
+pub use interpose::Interpose;
 pub use mapping::Mapping;
 pub use mem::MemVfs;
 pub use os::OsVfs;

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use engine::store::Command;
-use engine::vfs::{Mapping, OpenMode, Vfs, VfsFile};
+use engine::vfs::{Interpose, Mapping, OpenMode, Vfs, VfsFile};
 
 /// Parse a command from words.
 pub fn cmd(words: &[&str]) -> Command {
@@ -132,6 +132,7 @@ pub struct Faults {
 }
 
 /// A Vfs that injects [`Faults`] into file syncs and writes.
+#[derive(Clone)]
 pub struct Faulty {
     inner: Arc<dyn Vfs>,
     pub faults: Arc<Faults>,
@@ -143,63 +144,24 @@ impl Faulty {
     }
 }
 
-struct FaultyFile {
-    inner: Box<dyn VfsFile>,
-    faults: Arc<Faults>,
-}
-
-impl Vfs for Faulty {
-    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn VfsFile>> {
-        let inner = self.inner.open(path, mode)?;
-        Ok(Box::new(FaultyFile { inner, faults: self.faults.clone() }))
+impl Interpose for Faulty {
+    fn inner(&self) -> &dyn Vfs {
+        self.inner.as_ref()
     }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn unlink(&self, path: &Path) -> io::Result<()> {
-        self.inner.unlink(path)
-    }
-    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.inner.list_dir(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn map_readonly(&self, path: &Path) -> io::Result<Mapping> {
-        self.inner.map_readonly(path)
-    }
-    fn exists(&self, path: &Path) -> io::Result<bool> {
-        self.inner.exists(path)
-    }
-}
-
-impl VfsFile for FaultyFile {
-    fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.read_at(offset_bytes, buf)
-    }
-    fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
+    fn on_write_at(&self, file: &mut dyn VfsFile, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
         if self.faults.fail_writes_no_space.load(Ordering::SeqCst) {
             return Err(io::Error::new(io::ErrorKind::StorageFull, "injected ENOSPC"));
         }
         if self.faults.fail_next_write_short.swap(false, Ordering::SeqCst) {
-            self.inner.write_at(offset_bytes, &data[..data.len() / 2])?;
+            file.write_at(offset_bytes, &data[..data.len() / 2])?;
             return Err(io::Error::other("injected EIO after a short write"));
         }
-        self.inner.write_at(offset_bytes, data)
+        file.write_at(offset_bytes, data)
     }
-    fn set_len(&mut self, len_bytes: u64) -> io::Result<()> {
-        self.inner.set_len(len_bytes)
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-    fn sync(&mut self) -> io::Result<()> {
+    fn on_sync(&self, file: &mut dyn VfsFile) -> io::Result<()> {
         if self.faults.fail_next_sync.swap(false, Ordering::SeqCst) {
             return Err(io::Error::other("injected fsync EIO"));
         }
-        self.inner.sync()
+        file.sync()
     }
 }

@@ -80,21 +80,50 @@ fn continue_and_reopen(dir: &Path, clock: &Arc<ManualClock>, mut model: Model) {
     assert_matches(&store, &model, clock, "after the second reopen");
 }
 
+/// A populated store on the real disk whose process "dies" right after
+/// the phase `target`: the setup every crash gap below shares.
+struct Armed {
+    dir: tempfile::TempDir,
+    clock: Arc<ManualClock>,
+    crash: Arc<CrashAfter>,
+    model: Model,
+    store: Store,
+    target: &'static str,
+}
+
+impl Armed {
+    fn new(target: &'static str) -> Armed {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::new(T0_MS));
+        let crash = Arc::new(CrashAfter::new(Arc::new(OsVfs), target));
+        let mut model = Model::new();
+        let mut store = open(crash.clone(), &clock, dir.path());
+        populate(&mut store, &mut model, &clock);
+        Armed { dir, clock, crash, model, store, target }
+    }
+
+    /// Run `command` on the store and the model; they must agree.
+    fn both(&mut self, command: &[&str]) {
+        both(&mut self.store, &mut self.model, &self.clock, &cmd(command));
+    }
+
+    /// The crash must have happened; then recover on the plain disk and
+    /// go on (see [`continue_and_reopen`]).
+    fn recover(self) {
+        assert!(self.crash.crashed(), "the engine never reached {}", self.target);
+        drop(self.store);
+        continue_and_reopen(self.dir.path(), &self.clock, self.model);
+    }
+}
+
 fn crash_during_evict(target: &'static str) {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(T0_MS));
-    let crash = Arc::new(CrashAfter::new(Arc::new(OsVfs), target));
-    let mut model = Model::new();
-    let mut store = open(crash.clone(), &clock, dir.path());
-    populate(&mut store, &mut model, &clock);
-    let result = store.evict();
-    assert!(crash.crashed(), "the engine never reached {target}");
+    let mut armed = Armed::new(target);
+    let result = armed.store.evict();
     // Commit is in memory only: a crash after the frame cannot fail it.
     if !matches!(target, "frame.logged" | "commit.done") {
         assert!(result.is_err(), "evict should fail once the process is gone after {target}");
     }
-    drop(store);
-    continue_and_reopen(dir.path(), &clock, model);
+    armed.recover();
 }
 
 #[test]
@@ -124,32 +153,25 @@ fn crash_after_commit() {
 
 /// Evict cleanly, write to cold rows, then crash inside the rewrite.
 fn crash_during_rewrite(target: &'static str) {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(T0_MS));
-    let crash = Arc::new(CrashAfter::new(Arc::new(OsVfs), target));
-    let mut model = Model::new();
-    let mut store = open(crash.clone(), &clock, dir.path());
-    populate(&mut store, &mut model, &clock);
-    store.evict().expect("evict");
+    let mut armed = Armed::new(target);
+    armed.store.evict().expect("evict");
     // Segment A keeps live stubs (the rewrite must keep naming it);
     // segment B ends fully stranded (the rewrite must retire it).
-    both(&mut store, &mut model, &clock, &cmd(&["DEL", "t:00", "t:01"]));
-    both(&mut store, &mut model, &clock, &cmd(&["HSET", "t:07", "payload", "promoted"]));
-    both(&mut store, &mut model, &clock, &cmd(&["HSET", "t:50", "ts", "50"]));
-    let second = store.evict().expect("second evict");
+    armed.both(&["DEL", "t:00", "t:01"]);
+    armed.both(&["HSET", "t:07", "payload", "promoted"]);
+    armed.both(&["HSET", "t:50", "ts", "50"]);
+    let second = armed.store.evict().expect("second evict");
     assert_eq!(second.segments_sealed, 1);
-    both(&mut store, &mut model, &clock, &cmd(&["DEL", "t:07"]));
+    armed.both(&["DEL", "t:07"]);
     for i in 19..40 {
-        both(&mut store, &mut model, &clock, &cmd(&["DEL", &format!("t:{i:02}")]));
+        armed.both(&["DEL", &format!("t:{i:02}")]);
     }
-    assert_eq!(store.segment_count(), 2);
-    let result = store.rewrite();
-    assert!(crash.crashed(), "the engine never reached {target}");
+    assert_eq!(armed.store.segment_count(), 2);
+    let result = armed.store.rewrite();
     if target != "rewrite.retired" {
         assert!(result.is_err(), "rewrite should fail once the process is gone after {target}");
     }
-    drop(store);
-    continue_and_reopen(dir.path(), &clock, model);
+    armed.recover();
 }
 
 #[test]
@@ -173,20 +195,13 @@ fn crash_after_the_rewrite_retired_segments() {
 }
 
 fn crash_during_flushall(target: &'static str) {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(T0_MS));
-    let crash = Arc::new(CrashAfter::new(Arc::new(OsVfs), target));
-    let mut model = Model::new();
-    let mut store = open(crash.clone(), &clock, dir.path());
-    populate(&mut store, &mut model, &clock);
-    store.evict().expect("evict");
+    let mut armed = Armed::new(target);
+    armed.store.evict().expect("evict");
     let flush = cmd(&["FLUSHALL"]);
     // The flush is durable once logged; the crash lands in its rewrite.
-    let _ = store.execute(&flush);
-    model.execute(&flush, clock.now()).unwrap();
-    assert!(crash.crashed(), "the engine never reached {target}");
-    drop(store);
-    continue_and_reopen(dir.path(), &clock, model);
+    let _ = armed.store.execute(&flush);
+    armed.model.execute(&flush, armed.clock.now()).unwrap();
+    armed.recover();
 }
 
 #[test]

@@ -1,9 +1,14 @@
-//! [`Record`]: what one AOF frame says, and the codec of its payload.
+//! [`Record`]: what one AOF frame says, and the codec of its payload;
+//! [`RecordRef`]: the same, read in place from the log's bytes.
 //!
-//! Encoding is infallible for any record within the frame limit; decoding
-//! reads untrusted bytes through [`ByteReader`], so every count and length
-//! is checked against the bytes actually present before anything is
-//! sliced or allocated, and every failure names its absolute offset.
+//! Encoding is infallible for any record within the frame limit, and a
+//! command can be encoded from borrowed arguments
+//! ([`encode_command_payload`]) so the live path never builds a `Record`.
+//! Decoding reads untrusted bytes through [`ByteReader`], so every count
+//! and length is checked against the bytes actually present before
+//! anything is sliced or allocated, and every failure names its absolute
+//! offset. It yields a `RecordRef` borrowing the payload: replay copies
+//! only what it keeps.
 
 use super::{KIND_COMMAND, KIND_HEADER, KIND_SEGMENTED, KIND_STUB};
 use crate::codec::{put_len_prefixed, put_u32, put_u64, ByteReader, DecodeError};

@@ -21,7 +21,7 @@ const PROBE_LENGTHS: [usize; 4] = [0, 1, 5, 12];
 
 /// Open the bytes as a segment and cross-check every read path (see the
 /// module doc), as given and with their checksums resealed (see
-/// [`resealed`]). Panics on any broken property: that is a finding.
+/// `resealed` below). Panics on any broken property: that is a finding.
 pub fn seg_read(data: &[u8]) {
     with_resealed(data, resealed, check_all);
 }

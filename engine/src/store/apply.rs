@@ -83,7 +83,7 @@ impl Store {
             Value::Cold(stub) => self.segments.read_row(key, *stub)?,
             Value::Hash(fields) => fields
                 .iter()
-                .filter(|(_, slot)| slot.expire_at_ms.is_none_or(|at| at > now_ms))
+                .filter(|(_, slot)| !slot.is_expired(now_ms))
                 .map(|(f, slot)| (f.clone(), slot.clone()))
                 .collect(),
         };
@@ -102,11 +102,8 @@ impl Store {
                 continue;
             }
             if let Value::Hash(fields) = &entry.value {
-                let expired: Vec<Vec<u8>> = fields
-                    .iter()
-                    .filter(|(_, slot)| slot.expire_at_ms.is_some_and(|at| at <= now_ms))
-                    .map(|(f, _)| f.clone())
-                    .collect();
+                let expired: Vec<Vec<u8>> =
+                    fields.iter().filter(|(_, slot)| slot.is_expired(now_ms)).map(|(f, _)| f.clone()).collect();
                 if !expired.is_empty() {
                     purges.push(Command::HDel { key: key.clone(), fields: expired });
                 }

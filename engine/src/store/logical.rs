@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use super::row::Row;
-use super::value::Value;
+use super::value::{alive, Value};
 use super::Store;
 use crate::model::{EntryView, FieldsView, ValueView};
 use crate::Result;
@@ -57,7 +57,7 @@ impl Store {
                 Found::Str(bytes) => LogicalValue::Str(bytes.to_vec()),
                 Found::Hot(row) => LogicalValue::Hash(
                     row.iter()
-                        .filter(|(_, slot)| alive(slot.expire_at_ms, now_ms))
+                        .filter(|(_, slot)| !slot.is_expired(now_ms))
                         .map(|(f, slot)| (f.clone(), (slot.value.clone(), slot.expire_at_ms)))
                         .collect(),
                 ),
@@ -103,7 +103,7 @@ impl Store {
             let found = match &entry.value {
                 Value::Str(bytes) => Found::Str(bytes),
                 Value::Hash(row) => {
-                    if !row.values().any(|slot| alive(slot.expire_at_ms, now_ms)) {
+                    if row.values().all(|slot| slot.is_expired(now_ms)) {
                         continue;
                     }
                     Found::Hot(row)
@@ -120,9 +120,4 @@ impl Store {
         }
         Ok(())
     }
-}
-
-/// Whether a key or field with expiry `at_ms` is alive at `now_ms`.
-fn alive(at_ms: Option<u64>, now_ms: u64) -> bool {
-    at_ms.is_none_or(|at| at > now_ms)
 }

@@ -129,8 +129,7 @@ impl Store {
                     writer.batch_record(&Record::Stub { key: key.clone(), seq: stub.seq, weight: stub.weight })?;
                 }
                 Value::Hash(fields) => {
-                    let live: Vec<_> =
-                        fields.iter().filter(|(_, slot)| slot.expire_at_ms.is_none_or(|at| at > now_ms)).collect();
+                    let live: Vec<_> = fields.iter().filter(|(_, slot)| !slot.is_expired(now_ms)).collect();
                     if live.is_empty() {
                         continue;
                     }

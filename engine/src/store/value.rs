@@ -51,8 +51,22 @@ pub struct Entry {
 impl Entry {
     /// Whether the key is expired at `now_ms` (reads treat it as absent).
     pub fn is_expired(&self, now_ms: u64) -> bool {
-        self.expire_at_ms.is_some_and(|at| at <= now_ms)
+        !alive(self.expire_at_ms, now_ms)
     }
+}
+
+impl Field {
+    /// Whether the field is expired at `now_ms` (reads leave it out).
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        !alive(self.expire_at_ms, now_ms)
+    }
+}
+
+/// The store's one expiry rule, for keys and fields alike: alive until the
+/// clock reaches the expiry. A plain function so a row view can carry it
+/// ([`crate::model::AliveRule`]).
+pub fn alive(expire_at_ms: Option<u64>, now_ms: u64) -> bool {
+    expire_at_ms.is_none_or(|at| at > now_ms)
 }
 
 /// The hot bytes a value costs beyond its key: what `used_memory` counts.

@@ -199,17 +199,7 @@ pub struct Args<'a> {
 }
 
 impl<'a> Args<'a> {
-    /// The number of arguments (the command name included).
-    pub fn len(&self) -> usize {
-        self.count
-    }
-
-    /// Whether there are no arguments at all.
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
-    }
-
-    /// The arguments in order, borrowed from the log.
+    /// The arguments in order (the command name first), borrowed from the log.
     pub fn iter(&self) -> ArgsIter<'a> {
         ArgsIter { left: self.count, bytes: self.bytes }
     }

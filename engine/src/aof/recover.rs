@@ -70,12 +70,7 @@ impl RecoveredLog {
 
     /// Every record, owned: for tests and fuzz targets that compare logs.
     pub fn to_records(&self) -> Vec<Record> {
-        let mut walk = self.records();
-        let mut records = Vec::new();
-        while let Some(record) = walk.next_record().expect("recovery checked every frame") {
-            records.push(record.to_record());
-        }
-        records
+        self.records().collect_records().expect("recovery checked every frame")
     }
 }
 

@@ -46,10 +46,7 @@ pub struct LogScan {
 /// scan and is reported in [`LogScan::invalid`].
 pub fn scan_log(path: &Path, bytes: &[u8]) -> Result<LogScan> {
     let mut walk = LogWalk::new(path, bytes);
-    let mut records = Vec::new();
-    while let Some(record) = walk.next_record()? {
-        records.push(record.to_record());
-    }
+    let records = walk.collect_records()?;
     Ok(LogScan {
         records,
         valid_len_bytes: walk.valid_len_bytes(),
@@ -140,6 +137,16 @@ impl<'a> LogWalk<'a> {
             None => assert_eq!(self.valid_len_bytes, bytes.len() as u64),
         }
         Ok(None)
+    }
+
+    /// The rest of the walk's records, owned: for scans, tests and fuzz
+    /// targets that compare whole logs.
+    pub fn collect_records(&mut self) -> Result<Vec<Record>> {
+        let mut records = Vec::new();
+        while let Some(record) = self.next_record()? {
+            records.push(record.to_record());
+        }
+        Ok(records)
     }
 
     /// The end of the last whole valid frame walked so far: at least the

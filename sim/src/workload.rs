@@ -302,14 +302,10 @@ impl<'a> Generator<'a> {
     }
 }
 
-/// The operation list of `config`'s seed: window declarations, then
-/// `config.ops` drawn operations.
-pub fn generate(config: &Config) -> Vec<PlannedOp> {
-    let total_weight = config.weights.iter().map(|(_, w)| *w).sum();
-    assert!(total_weight > 0, "the swarm always keeps some operation kinds");
-    let mut generator =
-        Generator { config, rng: ChaCha8Rng::seed_from_u64(config.seed ^ WORKLOAD_SALT), now_ms: T0_MS, total_weight };
-    let mut ops = Vec::with_capacity(config.ops as usize + config.tables.len());
+/// The `WINDOW` declaration of each of `config`'s tables, at indices 0,
+/// 1, ...: how every operation list starts (generated, or a fuzz plan's).
+pub fn window_declarations(config: &Config) -> Vec<PlannedOp> {
+    let mut ops = Vec::with_capacity(config.tables.len());
     for table in &config.tables {
         let command = Command::Window {
             table: table.name.clone().into_bytes(),
@@ -318,6 +314,18 @@ pub fn generate(config: &Config) -> Vec<PlannedOp> {
         };
         ops.push(PlannedOp { index: ops.len() as u64, op: Op::Cmd(command), crash: None });
     }
+    ops
+}
+
+/// The operation list of `config`'s seed: window declarations, then
+/// `config.ops` drawn operations.
+pub fn generate(config: &Config) -> Vec<PlannedOp> {
+    let total_weight = config.weights.iter().map(|(_, w)| *w).sum();
+    assert!(total_weight > 0, "the swarm always keeps some operation kinds");
+    let mut generator =
+        Generator { config, rng: ChaCha8Rng::seed_from_u64(config.seed ^ WORKLOAD_SALT), now_ms: T0_MS, total_weight };
+    let mut ops = window_declarations(config);
+    ops.reserve(config.ops as usize);
     for _ in 0..config.ops {
         let index = ops.len() as u64;
         let kind = generator.pick_kind();

@@ -21,7 +21,7 @@ use engine::store::Command;
 
 use crate::config::{Config, Overrides};
 use crate::disk::{CrashMode, CrashPoint};
-use crate::workload::{Op, PlannedOp, MARKS, T0_MS};
+use crate::workload::{window_declarations, Op, PlannedOp, MARKS, T0_MS};
 
 /// The most steps a plan runs; the rest of a longer input is ignored, so
 /// one input costs at most a few milliseconds.
@@ -199,21 +199,14 @@ impl FuzzPlan {
     }
 
     /// The configuration, overrides and operation list to run: the seed's
-    /// window declarations (as `workload::generate` puts them first), then
-    /// one operation per step, each at its index.
+    /// window declarations (as every generated list starts), then one
+    /// operation per step, each at its index.
     pub fn to_run(&self) -> (Config, Overrides, Vec<PlannedOp>) {
         let declarations = Config::from_seed(self.seed, Overrides::default()).tables.len();
         let overrides = self.overrides(declarations + self.steps.len());
         let config = Config::from_seed(self.seed, overrides);
-        let mut ops = Vec::with_capacity(declarations + self.steps.len());
-        for table in &config.tables {
-            let command = Command::Window {
-                table: table.name.clone().into_bytes(),
-                column: table.column.clone().into_bytes(),
-                span: table.span,
-            };
-            ops.push(PlannedOp { index: ops.len() as u64, op: Op::Cmd(command), crash: None });
-        }
+        let mut ops = window_declarations(&config);
+        ops.reserve(self.steps.len());
         let mut now_ms = T0_MS;
         for step in &self.steps {
             let op = step.op.to_op(&config, &mut now_ms);

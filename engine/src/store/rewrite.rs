@@ -92,7 +92,7 @@ impl Store {
     /// wait for the next rewrite.
     pub(super) fn flush_all(&mut self, now_ms: u64) -> Result<Reply> {
         let command = Command::FlushAll;
-        self.log(&[Record::Command(command.to_args())], now_ms)?;
+        self.log_command(&command, now_ms)?;
         let reply = self.apply(command)?;
         if canary!(FlushallRetireEarly) {
             // Planted: the log still holds the frames naming these

@@ -27,9 +27,9 @@ use std::time::{Duration, Instant};
 
 use engine::aof::FsyncPolicy;
 use engine::clock::{ManualClock, SystemClock};
-use engine::model::Model;
 use engine::store::{Command, Options, Store};
 use engine::vfs::OsVfs;
+use testkit::model::Model;
 
 const USAGE: &str = "usage: crash_os [--cycles N] [--seed S] [--max-kill-ms MS] [--dir PATH] [--plant-early-ack]
 

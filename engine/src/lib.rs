@@ -14,7 +14,7 @@
 /// Whether the planted bug `Name` (a `canary::Canary`) is switched on for
 /// this thread (engine-internal: the simulator may switch a canary on, never
 /// read it). Each planted bug is an `if canary!(Name) { ... }` beside
-/// the correct code; see `canary.rs`.
+/// the correct code; see `canary/mod.rs`.
 #[cfg(feature = "canaries")]
 macro_rules! canary {
     ($name:ident) => {
@@ -34,15 +34,17 @@ macro_rules! canary {
 pub mod aof;
 #[cfg(feature = "canaries")]
 pub mod canary;
+#[cfg(not(feature = "canaries"))]
+mod canary;
 pub mod clock;
 pub mod codec;
 pub mod error;
 pub mod frame;
-pub mod fuzzing;
 pub mod manifest;
-pub mod model;
+pub mod phase;
 pub mod seg;
 pub mod store;
 pub mod vfs;
 
 pub use error::{Error, Result};
+pub use phase::Phase;

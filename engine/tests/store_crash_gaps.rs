@@ -11,10 +11,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use engine::clock::ManualClock;
-use engine::model::Model;
 use engine::store::{Command, Options, Store};
 use engine::vfs::{OsVfs, Vfs};
+use engine::Phase;
 use support::{cmd, CrashAfter};
+use testkit::model::Model;
 
 const T0_MS: u64 = 1_700_000_000_000;
 
@@ -88,11 +89,11 @@ struct Armed {
     crash: Arc<CrashAfter>,
     model: Model,
     store: Store,
-    target: &'static str,
+    target: Phase,
 }
 
 impl Armed {
-    fn new(target: &'static str) -> Armed {
+    fn new(target: Phase) -> Armed {
         let dir = tempfile::tempdir().unwrap();
         let clock = Arc::new(ManualClock::new(T0_MS));
         let crash = Arc::new(CrashAfter::new(Arc::new(OsVfs), target));
@@ -116,11 +117,11 @@ impl Armed {
     }
 }
 
-fn crash_during_evict(target: &'static str) {
+fn crash_during_evict(target: Phase) {
     let mut armed = Armed::new(target);
     let result = armed.store.evict();
     // Commit is in memory only: a crash after the frame cannot fail it.
-    if !matches!(target, "frame.logged" | "commit.done") {
+    if !matches!(target, Phase::FrameLogged | Phase::CommitDone) {
         assert!(result.is_err(), "evict should fail once the process is gone after {target}");
     }
     armed.recover();
@@ -128,31 +129,31 @@ fn crash_during_evict(target: &'static str) {
 
 #[test]
 fn crash_after_the_segment_is_built() {
-    crash_during_evict("seal.built");
+    crash_during_evict(Phase::SealBuilt);
 }
 
 #[test]
 fn crash_after_the_segment_name_is_durable() {
-    crash_during_evict("seal.dir_synced");
+    crash_during_evict(Phase::SealDirSynced);
 }
 
 #[test]
 fn crash_after_the_segment_is_registered() {
-    crash_during_evict("seal.registered");
+    crash_during_evict(Phase::SealRegistered);
 }
 
 #[test]
 fn crash_after_the_frame_is_logged() {
-    crash_during_evict("frame.logged");
+    crash_during_evict(Phase::FrameLogged);
 }
 
 #[test]
 fn crash_after_commit() {
-    crash_during_evict("commit.done");
+    crash_during_evict(Phase::CommitDone);
 }
 
 /// Evict cleanly, write to cold rows, then crash inside the rewrite.
-fn crash_during_rewrite(target: &'static str) {
+fn crash_during_rewrite(target: Phase) {
     let mut armed = Armed::new(target);
     armed.store.evict().expect("evict");
     // Segment A keeps live stubs (the rewrite must keep naming it);
@@ -168,7 +169,7 @@ fn crash_during_rewrite(target: &'static str) {
     }
     assert_eq!(armed.store.segment_count(), 2);
     let result = armed.store.rewrite();
-    if target != "rewrite.retired" {
+    if target != Phase::RewriteRetired {
         assert!(result.is_err(), "rewrite should fail once the process is gone after {target}");
     }
     armed.recover();
@@ -176,25 +177,25 @@ fn crash_during_rewrite(target: &'static str) {
 
 #[test]
 fn crash_after_the_rewrite_temp_is_durable() {
-    crash_during_rewrite("rewrite.synced");
+    crash_during_rewrite(Phase::RewriteSynced);
 }
 
 #[test]
 fn crash_after_the_rewrite_rename() {
-    crash_during_rewrite("rewrite.renamed");
+    crash_during_rewrite(Phase::RewriteRenamed);
 }
 
 #[test]
 fn crash_after_the_rewrite_rename_is_durable() {
-    crash_during_rewrite("rewrite.dir_synced");
+    crash_during_rewrite(Phase::RewriteDirSynced);
 }
 
 #[test]
 fn crash_after_the_rewrite_retired_segments() {
-    crash_during_rewrite("rewrite.retired");
+    crash_during_rewrite(Phase::RewriteRetired);
 }
 
-fn crash_during_flushall(target: &'static str) {
+fn crash_during_flushall(target: Phase) {
     let mut armed = Armed::new(target);
     armed.store.evict().expect("evict");
     let flush = cmd(&["FLUSHALL"]);
@@ -206,17 +207,17 @@ fn crash_during_flushall(target: &'static str) {
 
 #[test]
 fn crash_after_flushall_is_logged() {
-    crash_during_flushall("flushall.logged");
+    crash_during_flushall(Phase::FlushallLogged);
 }
 
 #[test]
 fn crash_after_flushall_rewrite_rename() {
-    crash_during_flushall("rewrite.renamed");
+    crash_during_flushall(Phase::RewriteRenamed);
 }
 
 #[test]
 fn crash_after_flushall_retired_segments() {
-    crash_during_flushall("rewrite.retired");
+    crash_during_flushall(Phase::RewriteRetired);
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! `cargo fuzz run aof_recover`: see `engine::fuzzing::aof_recover` for what it checks.
+//! `cargo fuzz run aof_recover`: see `testkit::fuzzing::aof_recover` for what it checks.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| engine::fuzzing::aof_recover(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| testkit::fuzzing::aof_recover(data));

@@ -1,4 +1,4 @@
-//! `cargo fuzz run manifest_open`: see `engine::fuzzing::manifest_open` for what it checks.
+//! `cargo fuzz run manifest_open`: see `testkit::fuzzing::manifest_open` for what it checks.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| engine::fuzzing::manifest_open(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| testkit::fuzzing::manifest_open(data));

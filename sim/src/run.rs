@@ -15,7 +15,7 @@ use std::sync::Arc;
 use engine::clock::{Clock, ManualClock};
 use engine::store::{Command, Options, RecoveryReport, Reply, Store};
 use engine::vfs::Vfs;
-use engine::Error;
+use engine::{Error, Phase};
 
 use crate::canary::CanarySwitch;
 use crate::checker::{diff, Checker};
@@ -101,13 +101,13 @@ fn crash_seed(seed: u64, index: u64) -> u64 {
 }
 
 /// Where a crash landed, for the gap counters.
-fn crash_gap(op: &Op, last_mark: Option<&'static str>) -> &'static str {
+fn crash_gap(op: &Op, last_mark: Option<Phase>) -> &'static str {
     match op {
         Op::Crash => "boundary",
         Op::Evict => match last_mark {
-            None | Some("seal.built") | Some("seal.dir_synced") => "seal",
-            Some("seal.registered") => "frame",
-            Some("frame.logged") => "commit",
+            None | Some(Phase::SealBuilt) | Some(Phase::SealDirSynced) => "seal",
+            Some(Phase::SealRegistered) => "frame",
+            Some(Phase::FrameLogged) => "commit",
             _ => "evict_done",
         },
         Op::Rewrite => "rewrite",

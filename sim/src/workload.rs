@@ -12,6 +12,7 @@
 use std::fmt;
 
 use engine::store::Command;
+use engine::Phase;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -103,21 +104,6 @@ impl fmt::Display for PlannedOp {
     }
 }
 
-/// The phase labels the engine marks, for aiming crashes and parsing.
-pub const MARKS: [&str; 11] = [
-    "seal.built",
-    "seal.dir_synced",
-    "seal.registered",
-    "frame.logged",
-    "commit.done",
-    "rewrite.synced",
-    "rewrite.renamed",
-    "rewrite.dir_synced",
-    "rewrite.retired",
-    "flushall.logged",
-    "open.done",
-];
-
 impl PlannedOp {
     /// Parse a line printed by `Display`.
     pub fn parse(line: &str) -> Result<PlannedOp, String> {
@@ -129,9 +115,7 @@ impl PlannedOp {
             crash = Some(match key {
                 "ios" => CrashPoint::AfterIos(value.parse().map_err(|_| format!("bad count {value:?}"))?),
                 "io" => CrashPoint::AtIo(value.parse().map_err(|_| format!("bad index {value:?}"))?),
-                "mark" => CrashPoint::AtMark(
-                    MARKS.iter().find(|m| **m == value).copied().ok_or(format!("unknown mark {value:?}"))?,
-                ),
+                "mark" => CrashPoint::AtMark(Phase::parse(value).ok_or(format!("unknown mark {value:?}"))?),
                 _ => return Err(format!("bad crash point {word:?}")),
             });
             words.next();
@@ -288,10 +272,10 @@ impl<'a> Generator<'a> {
         if !self.rng.gen_bool(self.config.inner_crash_rate) {
             return None;
         }
-        let marks: &[&'static str] = match op {
-            Op::Evict => &MARKS[0..5],
-            Op::Rewrite => &MARKS[5..9],
-            Op::Cmd(Command::FlushAll) => &MARKS[5..10],
+        let marks: &[Phase] = match op {
+            Op::Evict => &Phase::EVICT,
+            Op::Rewrite => &Phase::REWRITE,
+            Op::Cmd(Command::FlushAll) => &Phase::FLUSHALL,
             _ => &[],
         };
         if !marks.is_empty() && self.rng.gen_bool(0.6) {

@@ -94,11 +94,14 @@ impl AofWriter {
         check_file_name(name)?;
         let path = dir.join(name);
         let exists = vfs.exists(&path).map_err(|e| Error::io("stat", &path, e))?;
-        let mut bytes = match (exists, canary!(ReadErrorEmptyLog)) {
-            (false, _) => Vec::new(),
+        // Planted: one read is taken for the disk's bytes.
+        let read = if canary!(SingleReadRecovery) { crate::canary::read_once } else { read_whole };
+        let mut bytes = match exists.then(|| read(vfs.as_ref(), &path)) {
+            None => Vec::new(),
+            Some(Ok(bytes)) => bytes,
             // Planted: a log that cannot be read is taken for an empty one.
-            (true, true) => read_whole(vfs.as_ref(), &path).unwrap_or_default(),
-            (true, false) => read_whole(vfs.as_ref(), &path).map_err(|e| Error::io("read", &path, e))?,
+            Some(Err(_)) if canary!(ReadErrorEmptyLog) => Vec::new(),
+            Some(Err(e)) => return Err(Error::io("read", &path, e)),
         };
         // Check every frame before anything changes on disk: corruption
         // is refused with the file untouched.
@@ -132,10 +135,8 @@ impl AofWriter {
         }
 
         let mut file = vfs.open(&path, OpenMode::Create).map_err(|e| Error::io("open", &path, e))?;
-        let mut changed = false;
         if dropped_bytes > 0 && !keep_torn_tail {
             file.set_len(valid_len_bytes).map_err(|e| Error::io("truncate", &path, e))?;
-            changed = true;
         }
         let mut len_bytes = if keep_torn_tail { file_len_bytes } else { valid_len_bytes };
         if len_bytes == 0 {
@@ -143,13 +144,11 @@ impl AofWriter {
             encode_header(&mut header);
             file.write_at(0, &header).map_err(|e| Error::io("write", &path, e))?;
             len_bytes = header.len() as u64;
-            changed = true;
         }
         // Always fsync, even when nothing changed: the bytes just replayed
         // may be a dead process's page cache that it never fsynced, and the
         // store is about to build on them (and, under `everysec`, promise
         // they are on disk). Replaying is vouching.
-        let _ = changed;
         file.sync().map_err(|e| Error::io("sync", &path, e))?;
         vfs.sync_dir(dir).map_err(|e| Error::io("sync_dir", dir, e))?;
 

@@ -302,20 +302,23 @@ impl AofWriter {
         }
     }
 
+    /// Everything appended so far is durable as of `now_ms`.
+    fn synced(&mut self, now_ms: u64) {
+        self.unsynced = false;
+        self.last_sync_ms = now_ms;
+    }
+
     fn sync_file(&mut self, now_ms: u64) -> Result<()> {
         assert!(self.poisoned.is_none());
         match self.file.sync() {
             Ok(()) => {
-                self.unsynced = false;
-                self.last_sync_ms = now_ms;
+                self.synced(now_ms);
                 Ok(())
             }
             Err(sync_err) => {
                 if canary!(FsyncRetry) && self.file.sync().is_ok() {
-                    // Planted: the retry succeeds, proving nothing about
-                    // the pages the failed fsync dropped.
-                    self.unsynced = false;
-                    self.last_sync_ms = now_ms;
+                    // Planted: the retry proves nothing about the pages the failed fsync dropped.
+                    self.synced(now_ms);
                     return Ok(());
                 }
                 self.poisoned = Some(format!("fsync of {} failed ({sync_err})", self.path.display()));

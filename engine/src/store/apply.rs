@@ -8,10 +8,10 @@
 
 use std::collections::{btree_map, BTreeMap};
 
+use super::accounting::promote_entry;
 use super::command::{parse_i64, Command, Reply};
 use super::row::Row;
-use super::segments::Segments;
-use super::value::{entry_weight, value_weight, Entry, Field, Value};
+use super::value::{Entry, Field, Value};
 use super::{Store, Window};
 use crate::aof::Record;
 use crate::{Error, Result};
@@ -175,16 +175,6 @@ impl Store {
         promote_entry(&mut self.segments, &mut self.used_memory, key, entry)
     }
 
-    /// Remove `key`, keeping the accounting exact.
-    pub(super) fn remove_key(&mut self, key: &[u8]) -> bool {
-        let Some(entry) = self.map.remove(key) else { return false };
-        self.used_memory -= entry_weight(key, &entry);
-        if let Value::Cold(stub) = entry.value {
-            self.segments.note_dead(stub.seq);
-        }
-        true
-    }
-
     /// Step 5: change memory. Never reads the clock; after a passing
     /// `check` and `promote_for` it cannot fail (replay relies on it).
     /// Takes the command by value so its bytes move into the map as they
@@ -193,9 +183,7 @@ impl Store {
         let reply = match command {
             Command::Set { key, value } => {
                 self.remove_key(&key);
-                let entry = Entry { value: Value::Str(value), expire_at_ms: None };
-                self.used_memory += entry_weight(&key, &entry);
-                self.map.insert(key, entry);
+                self.insert_entry(key, Entry { value: Value::Str(value), expire_at_ms: None });
                 Reply::Ok
             }
             Command::Del { keys } => {
@@ -235,9 +223,7 @@ impl Store {
                 Reply::Int(set)
             }
             Command::FlushAll => {
-                self.map.clear();
-                self.used_memory = 0;
-                self.segments.strand_all();
+                self.remove_all();
                 for window in self.windows.values_mut() {
                     window.max_seen = None;
                 }
@@ -276,9 +262,12 @@ impl Store {
         for (field, value) in &pairs {
             note_window_value(&mut self.windows, entry.key(), field, value);
         }
+        // Bytes charged and refunded, settled once the entry is let go.
+        let mut charged_bytes = 0u64;
+        let mut refunded_bytes = 0u64;
         let row = match entry {
             btree_map::Entry::Vacant(vacant) => {
-                self.used_memory += vacant.key().len() as u64;
+                charged_bytes += vacant.key().len() as u64;
                 let entry =
                     vacant.insert(Entry { value: Value::Hash(Row::with_capacity(pairs.len())), expire_at_ms: None });
                 let Value::Hash(row) = &mut entry.value else { unreachable!("inserted as a hash") };
@@ -295,15 +284,17 @@ impl Store {
             let field_len_bytes = field.len() as u64;
             match row.insert(field, Field { value, expire_at_ms: None }) {
                 Some(old) => {
-                    self.used_memory -= old.value.len() as u64;
-                    self.used_memory += value_len_bytes;
+                    refunded_bytes += old.value.len() as u64;
+                    charged_bytes += value_len_bytes;
                 }
                 None => {
-                    self.used_memory += field_len_bytes + value_len_bytes;
+                    charged_bytes += field_len_bytes + value_len_bytes;
                     added += 1;
                 }
             }
         }
+        self.charge(charged_bytes);
+        self.refund(refunded_bytes);
         Ok(added)
     }
 
@@ -313,16 +304,18 @@ impl Store {
             return Err(wrong_type(key, "hash"));
         };
         let mut removed = 0;
+        let mut refunded_bytes = 0u64;
         for field in fields {
             if let Some(old) = row.remove(field) {
-                self.used_memory -= (field.len() + old.value.len()) as u64;
+                refunded_bytes += (field.len() + old.value.len()) as u64;
                 removed += 1;
             }
         }
-        if row.is_empty() {
+        let emptied = row.is_empty();
+        self.refund(refunded_bytes);
+        if emptied {
             // The last field gone: the key goes too (no empty hashes).
-            self.used_memory -= key.len() as u64;
-            self.map.remove(key);
+            self.remove_key(key);
         }
         Ok(removed)
     }
@@ -339,21 +332,6 @@ impl Store {
             })
             .max()
     }
-}
-
-/// Make `entry`, the entry of `key`, hot if it is a cold row (see
-/// [`Store::promote`]). A free function over the fields it needs, so a
-/// caller holding an entry of the map can use it.
-fn promote_entry(segments: &mut Segments, used_memory: &mut u64, key: &[u8], entry: &mut Entry) -> Result<()> {
-    let Value::Cold(stub) = entry.value else { return Ok(()) };
-    let row = segments.read_row(key, stub)?;
-    let value = Value::Hash(row);
-    *used_memory += value_weight(&value);
-    entry.value = value;
-    if !canary!(PromoteNotDead) {
-        segments.note_dead(stub.seq);
-    }
-    Ok(())
 }
 
 /// Raise the high-water mark of every window whose table holds `key` and

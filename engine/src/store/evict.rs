@@ -17,12 +17,12 @@
 use super::apply::table_holds;
 use super::command::parse_i64;
 use super::segments::segment_file_name;
-use super::value::{encode_row, value_weight, Entry, Stub, Value};
+use super::value::{encode_row, Entry, Value};
 use super::Store;
 use crate::aof::Record;
 use crate::manifest::SegEntry;
 use crate::seg::{Seg, SegBuilder};
-use crate::{Error, Result};
+use crate::{Error, Phase, Result};
 
 /// What one [`Store::evict`] did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -74,8 +74,7 @@ impl Store {
     /// window column is a number below `max_seen - span`.
     fn evictable_rows(&self, table: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
         let window = &self.windows[table];
-        let Some(max_seen) = window.max_seen else { return Vec::new() };
-        let threshold = max_seen.saturating_sub(window.span);
+        let Some(threshold) = window.threshold() else { return Vec::new() };
         let prefix = super::apply::table_prefix(table);
         let mut rows = Vec::new();
         for (key, entry) in self.map.range(prefix.clone()..) {
@@ -128,12 +127,12 @@ impl Store {
             // named durably nor registered.
             self.log(&[Record::Segmented { seq, file: file.clone() }], now_ms)?;
         }
-        self.vfs.mark("seal.built");
+        self.vfs.mark(Phase::SealBuilt);
         if !canary!(SealNoDirSync) {
             let synced = Self::io("sync_dir", &self.dir, self.vfs.sync_dir(&self.dir));
             self.poison_on_error(synced)?;
         }
-        self.vfs.mark("seal.dir_synced");
+        self.vfs.mark(Phase::SealDirSynced);
         let entry = SegEntry {
             seq,
             file: file.clone(),
@@ -144,7 +143,7 @@ impl Store {
         };
         let added = self.manifest.add(entry);
         self.poison_on_error(added)?;
-        self.vfs.mark("seal.registered");
+        self.vfs.mark(Phase::SealRegistered);
         let seg = match Seg::open(&*self.vfs, &path) {
             Ok(seg) => seg,
             Err(e) => {
@@ -172,60 +171,22 @@ impl Store {
             }
             return Err(e);
         }
-        self.vfs.mark("frame.logged");
+        self.vfs.mark(Phase::FrameLogged);
         Ok(())
     }
 
     /// Phase 3: exactly the sealed keys become stubs. Nothing ran between
     /// seal and commit, so each is still the hot row that was sealed.
     fn commit(&mut self, table: &[u8], sealed: &Sealed) -> u64 {
-        for key in &sealed.keys {
-            let entry = self.map.get_mut(key).expect("a sealed row is still present at commit");
-            assert!(matches!(entry.value, Value::Hash(_)), "a sealed row is still a hot hash at commit");
-            let weight = value_weight(&entry.value);
-            entry.value = Value::Cold(Stub { seq: sealed.seq, weight });
-            self.used_memory -= weight;
-        }
-        let count = sealed.keys.len() as u64;
-        self.segments.note_live(sealed.seq, count);
+        self.demote_all(&sealed.keys, sealed.seq);
         if canary!(GhostStubs) {
-            // Planted: commit walks the table's out-of-window rows again,
-            // without the seal's TTL filter, and stubs rows the segment
-            // does not hold.
             let window = &self.windows[table];
-            let threshold = window.max_seen.map_or(i64::MIN, |max| max.saturating_sub(window.span));
-            let ghosts: Vec<Vec<u8>> = self
-                .map
-                .range(super::apply::table_prefix(table)..)
-                .take_while(|(key, _)| table_holds(table, key))
-                .filter(|(_, entry)| {
-                    let Value::Hash(fields) = &entry.value else { return false };
-                    let ttl = entry.expire_at_ms.is_some() || fields.values().any(|f| f.expire_at_ms.is_some());
-                    let column = fields.get(&window.column).and_then(|f| parse_i64("", &f.value).ok());
-                    ttl && column.is_some_and(|v| v < threshold)
-                })
-                .map(|(key, _)| key.clone())
-                .collect();
-            for key in ghosts {
-                let entry = self.map.get_mut(&key).expect("listed above");
-                let weight = value_weight(&entry.value);
-                entry.value = Value::Cold(Stub { seq: sealed.seq, weight });
-                self.used_memory -= weight;
-            }
+            self.demote_all(
+                &crate::canary::ghost_rows(&self.map, table, &window.column, window.threshold()),
+                sealed.seq,
+            );
         }
-        self.vfs.mark("commit.done");
-        count
-    }
-
-    /// DROP a segment from the manifest durably, then unlink it. DROP
-    /// first: a crash between leaves an unregistered file the sweep
-    /// removes, never a registered name with no file. Any failure here is
-    /// fatal: the registry's state is no longer known.
-    pub(super) fn retire_segment(&mut self, seq: u64, file: &str) -> Result<()> {
-        let dropped = self.manifest.drop_seg(seq);
-        self.poison_on_error(dropped)?;
-        let path = self.dir.join(file);
-        let unlinked = Self::io("unlink", &path, self.vfs.unlink(&path));
-        self.poison_on_error(unlinked)
+        self.vfs.mark(Phase::CommitDone);
+        sealed.keys.len() as u64
     }
 }

@@ -8,9 +8,9 @@
 use std::collections::BTreeMap;
 
 use super::row::Row;
-use super::value::{alive, Value};
+use super::value::Value;
+use super::view::{EntryView, FieldsView, ValueView};
 use super::Store;
-use crate::model::{EntryView, FieldsView, ValueView};
 use crate::Result;
 
 /// A hash's logical fields: field → (value, field expiry in Unix ms).
@@ -83,8 +83,8 @@ impl Store {
                     visit(key, EntryView { value: ValueView::Str(bytes), expire_at_ms });
                     return;
                 }
-                Found::Hot(row) => FieldsView::of_row(row, Some(now_ms), alive),
-                Found::Cold(row) => FieldsView::of_row(row, None, alive),
+                Found::Hot(row) => FieldsView::of_row(row, Some(now_ms)),
+                Found::Cold(row) => FieldsView::of_row(row, None),
             };
             visit(key, EntryView { value: ValueView::Hash(fields), expire_at_ms });
         })

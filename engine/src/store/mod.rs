@@ -19,6 +19,7 @@
 //! Eviction (`evict.rs`), rewrite (`rewrite.rs`) and the audit
 //! (`audit.rs`) live beside this file.
 
+mod accounting;
 mod apply;
 mod audit;
 mod command;
@@ -29,6 +30,7 @@ mod rewrite;
 mod row;
 mod segments;
 mod value;
+mod view;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,9 +41,9 @@ pub use command::{Command, Reply};
 pub use evict::EvictReport;
 pub use logical::{LogicalEntry, LogicalFields, LogicalValue};
 pub use recover::RecoveryReport;
-pub use row::Row;
-pub use segments::{segment_file_name, seq_of_file_name};
-pub use value::{Entry, Field, Stub, Value};
+pub use segments::segment_file_name;
+pub(crate) use value::{Entry, Value};
+pub use view::{EntryView, FieldsIter, FieldsView, ValueView};
 
 use crate::aof::{AofWriter, FsyncPolicy, Record};
 use crate::clock::Clock;
@@ -75,6 +77,14 @@ pub(crate) struct Window {
     pub span: i64,
     /// The highest window-column value written to a hot row of the table.
     pub max_seen: Option<i64>,
+}
+
+impl Window {
+    /// Rows whose window column is below this are out of the window
+    /// (`None` until a value is seen: nothing is).
+    pub fn threshold(&self) -> Option<i64> {
+        self.max_seen.map(|max| max.saturating_sub(self.span))
+    }
 }
 
 /// An open store. Single-threaded: one caller at a time (`&mut self`).

@@ -29,7 +29,7 @@ use crate::clock::Clock;
 use crate::manifest::Manifest;
 use crate::seg::Seg;
 use crate::vfs::Vfs;
-use crate::{Error, Result};
+use crate::{Error, Phase, Result};
 
 /// What [`Store::open`] found and did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -127,7 +127,7 @@ impl Store {
         assert_eq!(report.frames_replayed, log.frames(), "replay read what recovery counted");
         store.segments.settle_dead_counts();
         store.sweep(&named, &mut report)?;
-        store.vfs.mark("open.done");
+        store.vfs.mark(Phase::OpenDone);
         Ok((store, report))
     }
 
@@ -208,72 +208,41 @@ impl Store {
             let row = decode_row(payload, 0).map_err(|e| e.in_file(slot.seg.path()))?;
             rows.push((key.to_vec(), row));
         }
-        let mut demoted = 0u64;
         for (key, row) in rows {
-            match self.map.get_mut(&key) {
+            match self.map.get(&key) {
                 None => {
                     let weight = value_weight(&Value::Hash(row));
                     self.insert_stub(&key, Stub { seq, weight });
                     report.stubs_inserted += 1;
                 }
-                Some(entry @ Entry { value: Value::Hash(_), expire_at_ms: None }) if !canary!(StitchAbsentOnly) => {
-                    if entry.value != Value::Hash(row) {
+                // Planted: a hot row stays hot, its sealed copy unused.
+                Some(Entry { value: Value::Hash(_), .. }) if canary!(StitchAbsentOnly) => {}
+                Some(Entry { value: Value::Hash(hot), expire_at_ms: None }) => {
+                    if *hot != row {
                         return Err(self.replay_error(index, "a stitched hot row differs from its sealed copy"));
                     }
-                    let weight = value_weight(&entry.value);
-                    entry.value = Value::Cold(Stub { seq, weight });
-                    self.used_memory -= weight;
+                    self.demote(&key, seq);
                     report.stubs_stitched += 1;
-                    demoted += 1;
                 }
                 Some(Entry { value: Value::Cold(old), expire_at_ms: None }) => {
                     // Promoted in memory by a write whose frame never made
                     // it to the log, then sealed again: the log still has
                     // it cold in the older segment. Same row, new home.
-                    let old = *old;
-                    if self.segments.read_row(&key, old)? != row {
+                    if self.segments.read_row(&key, *old)? != row {
                         return Err(self.replay_error(index, "a re-sealed cold row differs from its older copy"));
                     }
-                    self.segments.note_dead(old.seq);
-                    self.map.insert(
-                        key,
-                        Entry { value: Value::Cold(Stub { seq, weight: old.weight }), expire_at_ms: None },
-                    );
+                    self.restub(&key, seq);
                     report.stubs_stitched += 1;
-                    demoted += 1;
                 }
-                // Planted: a hot row stays hot, its sealed copy unused.
-                Some(Entry { value: Value::Hash(_), .. }) if canary!(StitchAbsentOnly) => {}
                 Some(_) => return Err(self.replay_error(index, "a stitched key is not an evictable row")),
             }
         }
-        // Inserted stubs were counted live by insert_stub already.
-        self.segments.note_live(seq, demoted);
         Ok(())
-    }
-
-    fn insert_stub(&mut self, key: &[u8], stub: Stub) {
-        self.used_memory += key.len() as u64;
-        self.map.insert(key.to_vec(), Entry { value: Value::Cold(stub), expire_at_ms: None });
-        self.segments.note_live(stub.seq, 1);
     }
 
     /// Step 3 of open (see the module doc).
     fn sweep(&mut self, named: &BTreeSet<u64>, report: &mut RecoveryReport) -> Result<()> {
-        let orphans: Vec<(u64, String)> = self
-            .segments
-            .iter()
-            // Planted: a named segment without live stubs is taken for an
-            // orphan, though the next replay meets its frame again.
-            .filter(|(seq, slot)| !named.contains(seq) || (canary!(SweepNamedSegment) && slot.live == 0))
-            .map(|(seq, slot)| (seq, slot.file.clone()))
-            .collect();
-        for (seq, file) in &orphans {
-            let slot = self.segments.remove(*seq).expect("listed above");
-            assert_eq!(slot.live, 0, "an unnamed segment has no stubs");
-            self.retire_segment(*seq, file)?;
-            report.orphan_segments_swept += 1;
-        }
+        report.orphan_segments_swept = self.retire_unnamed(named)?;
         let names = Self::io("list_dir", &self.dir, self.vfs.list_dir(&self.dir))?;
         for name in names {
             let stray = (name.ends_with(".seg") && !self.manifest.is_live_file(&name)) || name == REWRITE_TEMP_FILE;
@@ -284,7 +253,7 @@ impl Store {
                 report.stray_files_swept += 1;
             }
         }
-        if !orphans.is_empty() || report.stray_files_swept > 0 {
+        if report.orphan_segments_swept > 0 || report.stray_files_swept > 0 {
             let synced = Self::io("sync_dir", &self.dir, self.vfs.sync_dir(&self.dir));
             self.poison_on_error(synced)?;
         }

@@ -18,7 +18,7 @@ use super::evict::is_sync_failure;
 use super::value::Value;
 use super::{Reply, Store, AOF_FILE, REWRITE_TEMP_FILE};
 use crate::aof::{AofWriter, Record};
-use crate::Result;
+use crate::{Phase, Result};
 
 /// Frames of one `HSET` carry at most this many payload bytes, far below
 /// the frame limit, so no hash is too big to rewrite.
@@ -52,36 +52,25 @@ impl Store {
                 return Err(e);
             }
         };
-        self.vfs.mark("rewrite.synced");
+        self.vfs.mark(Phase::RewriteSynced);
 
         // From the rename on, a failure leaves the directory in a state we
         // cannot name (old or new log): fail-stop, the next open decides.
         let renamed = Self::io("rename", &temp_path, self.vfs.rename(&temp_path, &aof_path));
         self.poison_on_error(renamed)?;
-        self.vfs.mark("rewrite.renamed");
+        self.vfs.mark(Phase::RewriteRenamed);
         if !canary!(RewriteNoDirSync) {
             let synced = Self::io("sync_dir", &self.dir, self.vfs.sync_dir(&self.dir));
             self.poison_on_error(synced)?;
         }
-        self.vfs.mark("rewrite.dir_synced");
+        self.vfs.mark(Phase::RewriteDirSynced);
         writer.set_path(aof_path);
         self.aof = writer;
 
-        let unnamed: Vec<(u64, String)> = self
-            .segments
-            .iter()
-            .filter(|(seq, _)| !named.contains(seq))
-            .map(|(seq, slot)| (seq, slot.file.clone()))
-            .collect();
-        for (seq, file) in &unnamed {
-            let slot = self.segments.remove(*seq).expect("listed above");
-            assert_eq!(slot.live, 0, "a segment with live stubs is always named by the rewrite");
-            self.retire_segment(*seq, file)?;
-        }
-        if !unnamed.is_empty() {
+        if self.retire_unnamed(&named)? > 0 {
             let synced = Self::io("sync_dir", &self.dir, self.vfs.sync_dir(&self.dir));
             self.poison_on_error(synced)?;
-            self.vfs.mark("rewrite.retired");
+            self.vfs.mark(Phase::RewriteRetired);
         }
         Ok(())
     }
@@ -95,15 +84,10 @@ impl Store {
         self.log_command(&command, now_ms)?;
         let reply = self.apply(command)?;
         if canary!(FlushallRetireEarly) {
-            // Planted: the log still holds the frames naming these
-            // segments until the rewrite below is durable.
-            let all: Vec<(u64, String)> = self.segments.iter().map(|(seq, slot)| (seq, slot.file.clone())).collect();
-            for (seq, file) in all {
-                self.segments.remove(seq);
-                self.retire_segment(seq, &file)?;
-            }
+            // Planted: the log names these segments until the rewrite below is durable.
+            self.retire_unnamed(&BTreeSet::new())?;
         }
-        self.vfs.mark("flushall.logged");
+        self.vfs.mark(Phase::FlushallLogged);
         match self.rewrite() {
             Err(e) if self.poisoned.is_some() => Err(e),
             _ => Ok(reply),

@@ -8,11 +8,12 @@
 //! audit checks. A segment with no live records is retired only by a
 //! rewrite that has stopped naming it (see `rewrite.rs`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use super::row::Row;
 use super::value::{decode_row, Stub};
+use super::Store;
 use crate::seg::Seg;
 use crate::{Error, Result};
 
@@ -136,6 +137,42 @@ impl Segments {
             ));
         };
         decode_row(payload, 0).map_err(|e| e.in_file(slot.seg.path()))
+    }
+}
+
+impl Store {
+    /// DROP a segment from the manifest durably, then unlink it. DROP
+    /// first: a crash between leaves an unregistered file the sweep
+    /// removes, never a registered name with no file. Any failure here is
+    /// fatal: the registry's state is no longer known. The caller has
+    /// unloaded it (or never loaded it) and fsyncs the directory.
+    pub(super) fn retire_segment(&mut self, seq: u64, file: &str) -> Result<()> {
+        let dropped = self.manifest.drop_seg(seq);
+        self.poison_on_error(dropped)?;
+        let path = self.dir.join(file);
+        let unlinked = Store::io("unlink", &path, self.vfs.unlink(&path));
+        self.poison_on_error(unlinked)
+    }
+
+    /// Unload and retire every loaded segment whose seq is not in `named`
+    /// — the seqs a log names: open's replay (the sweep) or a rewrite's new
+    /// log. Such a segment has no stub pointing into it. Returns how many
+    /// were retired; the caller fsyncs the directory.
+    pub(super) fn retire_unnamed(&mut self, named: &BTreeSet<u64>) -> Result<u64> {
+        let unnamed: Vec<(u64, String)> = self
+            .segments
+            .iter()
+            // Planted: a named segment without live stubs is taken for an
+            // orphan, though the next replay meets its frame again.
+            .filter(|(seq, slot)| !named.contains(seq) || (canary!(SweepNamedSegment) && slot.live == 0))
+            .map(|(seq, slot)| (seq, slot.file.clone()))
+            .collect();
+        for (seq, file) in &unnamed {
+            let slot = self.segments.remove(*seq).expect("listed above");
+            assert_eq!(slot.live, 0, "a segment no log names has no stubs");
+            self.retire_segment(*seq, file)?;
+        }
+        Ok(unnamed.len() as u64)
     }
 }
 

@@ -63,8 +63,8 @@ impl Field {
 }
 
 /// The store's one expiry rule, for keys and fields alike: alive until the
-/// clock reaches the expiry. A plain function so a row view can carry it
-/// ([`crate::model::AliveRule`]).
+/// clock reaches the expiry (reads, purges, rewrites and the row views of
+/// `view.rs` all ask it).
 pub fn alive(expire_at_ms: Option<u64>, now_ms: u64) -> bool {
     expire_at_ms.is_none_or(|at| at > now_ms)
 }

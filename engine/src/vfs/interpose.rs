@@ -18,6 +18,7 @@ use std::io;
 use std::path::Path;
 
 use super::{Mapping, OpenMode, Vfs, VfsFile};
+use crate::Phase;
 
 /// Steps in on some calls to an inner [`Vfs`]; a type implementing it is a
 /// `Vfs`. Each `on_*` method stands for the call of that name and by
@@ -78,8 +79,8 @@ impl<T: Interpose> Vfs for T {
     fn exists(&self, path: &Path) -> io::Result<bool> {
         self.inner().exists(path)
     }
-    fn mark(&self, label: &'static str) {
-        self.inner().mark(label)
+    fn mark(&self, phase: Phase) {
+        self.inner().mark(phase)
     }
 }
 
@@ -170,7 +171,7 @@ mod tests {
         assert_eq!(&buf, b"hello");
         probe.rename(a, b).unwrap();
         probe.sync_dir(dir).unwrap();
-        probe.mark("phase");
+        probe.mark(Phase::OpenDone);
         assert_eq!(probe.list_dir(dir).unwrap(), ["b"]);
         assert!(probe.exists(b).unwrap() && !probe.exists(a).unwrap());
         assert_eq!(read_whole(probe.inner.as_ref(), b).unwrap(), b"hello");

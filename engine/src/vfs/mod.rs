@@ -30,6 +30,8 @@ mod os;
 use std::io;
 use std::path::Path;
 
+use crate::Phase;
+
 pub use interpose::Interpose;
 pub use mapping::Mapping;
 pub use mem::MemVfs;
@@ -79,10 +81,10 @@ pub trait Vfs: Send + Sync {
     /// Whether `path` names an existing file.
     fn exists(&self, path: &Path) -> io::Result<bool>;
 
-    /// Names the phase the engine just reached (`seal.built`,
-    /// `frame.logged`, ...). The simulator records it in the trace and can
-    /// aim a crash at it; on a real disk it does nothing.
-    fn mark(&self, _label: &'static str) {}
+    /// Names the phase the engine just reached ([`Phase`]). The simulator
+    /// records it in the trace and can aim a crash at it; on a real disk it
+    /// does nothing.
+    fn mark(&self, _phase: Phase) {}
 }
 
 /// An open file. Reads and writes are positional: the engine tracks its
@@ -136,10 +138,6 @@ pub fn read_stable(file: &dyn VfsFile, len_bytes: u64) -> io::Result<Vec<u8>> {
     let len = usize::try_from(len_bytes).map_err(|_| io::Error::other("file too large"))?;
     let mut bytes = vec![0u8; len];
     read_exact_at(file, 0, &mut bytes)?;
-    if canary!(SingleReadRecovery) {
-        // Planted: one read is taken for the disk's bytes.
-        return Ok(bytes);
-    }
     let mut piece = vec![0u8; len.min(STABLE_PIECE_BYTES)];
     for _ in 1..STABLE_READ_ATTEMPTS {
         if reread_agrees(file, &mut bytes, &mut piece)? {

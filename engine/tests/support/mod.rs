@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use engine::store::Command;
 use engine::vfs::{Interpose, Mapping, OpenMode, Vfs, VfsFile};
+use engine::Phase;
 
 /// Parse a command from words.
 pub fn cmd(words: &[&str]) -> Command {
@@ -21,12 +22,12 @@ pub fn cmd(words: &[&str]) -> Command {
 /// which is exactly what a killed process leaves behind.
 pub struct CrashAfter {
     inner: Arc<dyn Vfs>,
-    target: &'static str,
+    target: Phase,
     crashed: Arc<AtomicBool>,
 }
 
 impl CrashAfter {
-    pub fn new(inner: Arc<dyn Vfs>, target: &'static str) -> Self {
+    pub fn new(inner: Arc<dyn Vfs>, target: Phase) -> Self {
         Self { inner, target, crashed: Arc::new(AtomicBool::new(false)) }
     }
 
@@ -92,8 +93,8 @@ impl Vfs for CrashAfter {
         self.check()?;
         self.inner.exists(path)
     }
-    fn mark(&self, label: &'static str) {
-        if label == self.target {
+    fn mark(&self, phase: Phase) {
+        if phase == self.target {
             self.crashed.store(true, Ordering::SeqCst);
         }
     }

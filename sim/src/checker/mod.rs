@@ -30,8 +30,8 @@ mod tests;
 use std::collections::{BTreeMap, BTreeSet};
 
 use engine::aof::FsyncPolicy;
-use engine::model::{Model, ShowsInOrder, Undo};
 use engine::store::{Command, LogicalEntry, Reply, Store};
+use testkit::model::{Model, ShowsInOrder, Undo};
 
 pub use report::{diff, Mismatch};
 

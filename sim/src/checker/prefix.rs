@@ -12,8 +12,9 @@
 
 use std::collections::BTreeMap;
 
-use engine::model::{EntryView, Model, Undo};
+use engine::store::EntryView;
 use engine::store::{Command, LogicalEntry};
+use testkit::model::{Model, Undo};
 
 use super::Checker;
 

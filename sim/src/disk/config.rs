@@ -5,6 +5,8 @@
 //! checker reads back; keeping them apart from the disk's machinery lets
 //! both sides agree on the contract without seeing the machinery.
 
+use engine::Phase;
+
 /// How the unsynced part of the disk fares at power loss (see the module
 /// doc of [`crate::disk`] for the exact rules).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,8 +130,8 @@ pub enum CrashPoint {
     /// At the I/O operation with this global index (or at once, if the
     /// index has passed).
     AtIo(u64),
-    /// When the engine calls `mark` with this label.
-    AtMark(&'static str),
+    /// When the engine marks this phase.
+    AtMark(Phase),
 }
 
 /// What one power loss did to the disk, for the checker and the report.

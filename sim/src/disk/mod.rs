@@ -58,7 +58,7 @@
 //! ([`SimVfs::begin_op`]), and only when its probability is non-zero.
 //! Every `Vfs` and `VfsFile` call is one I/O operation with a global index,
 //! traced; an armed [`CrashPoint`] (an index, a count within the workload
-//! operation, or a `mark` label) makes that operation and every later one
+//! operation, or a marked [`Phase`](engine::Phase)) makes that operation and every later one
 //! fail with "simulated power loss" without touching the disk.
 //!
 //! # Snapshots and crash states
@@ -95,6 +95,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use engine::vfs::{Mapping, OpenMode, Vfs, VfsFile};
+use engine::Phase;
 
 pub use config::{CrashMode, CrashOutcome, CrashPoint, DiskConfig, MAX_SECTOR_BYTES};
 pub use crash_states::{CrashState, ALL_DIR_SUBSETS_UP_TO};
@@ -198,12 +199,12 @@ impl SimVfs {
     }
 
     /// The last mark since the last `begin_op`.
-    pub fn last_mark(&self) -> Option<&'static str> {
+    pub fn last_mark(&self) -> Option<Phase> {
         self.disk().marks.last().copied()
     }
 
     /// Every mark since the last `begin_op`, in order.
-    pub fn marks_this_op(&self) -> Vec<&'static str> {
+    pub fn marks_this_op(&self) -> Vec<Phase> {
         self.disk().marks.clone()
     }
 
@@ -311,7 +312,7 @@ impl Vfs for SimVfs {
         disk.run(IoKind::Exists, name, 0, 0, |disk, _| Ok(disk.fs.exists(path)))
     }
 
-    fn mark(&self, label: &'static str) {
-        self.disk().mark(label);
+    fn mark(&self, phase: Phase) {
+        self.disk().mark(phase);
     }
 }

@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
 
+use engine::Phase;
+
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -39,7 +41,7 @@ pub(super) struct Disk {
     pub crash_reached: bool,
     pub fault_this_op: bool,
     /// Marks since the last `begin_op` (few: a handful per operation).
-    pub marks: Vec<&'static str>,
+    pub marks: Vec<Phase>,
     pub fault_counts: BTreeMap<FaultKind, u64>,
     /// While recording, the disk as each I/O finds it (`snapshot.rs`).
     pub recorder: Option<Recorder>,
@@ -113,10 +115,10 @@ impl Disk {
         self.trace.push(Event::Fault { index, kind });
     }
 
-    pub fn mark(&mut self, label: &'static str) {
-        self.trace.push(Event::Mark { label });
-        self.marks.push(label);
-        if self.crash_point == Some(CrashPoint::AtMark(label)) {
+    pub fn mark(&mut self, phase: Phase) {
+        self.trace.push(Event::Mark { phase });
+        self.marks.push(phase);
+        if self.crash_point == Some(CrashPoint::AtMark(phase)) {
             self.crash_reached = true;
         }
     }

@@ -22,8 +22,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use engine::clock::ManualClock;
-use engine::model::Model;
 use engine::store::{Command, LogicalEntry, Options, Store};
+use testkit::model::Model;
 
 use super::parallel::map_in_order;
 use super::plan::{Plan, Recovery};

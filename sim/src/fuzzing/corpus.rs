@@ -6,7 +6,7 @@
 //! in the parsers and mutates from there. So each target gets what the
 //! engine writes in its ordinary work:
 //!
-//! - `aof_recover`: the fixture's log (`engine::fuzzing::fixture`), a torn,
+//! - `aof_recover`: the fixture's log (`testkit::fuzzing::fixture`), a torn,
 //!   a bit-rotted and a garbage-tailed copy of it, and the logs of a few
 //!   simulator workloads run on top of the fixture (commands, promotions of
 //!   its cold rows, a rewrite's `STUB` frames), all naming the fixture's
@@ -27,18 +27,19 @@ use std::path::Path;
 use std::sync::Arc;
 
 use engine::clock::ManualClock;
-use engine::fuzzing::{fixture, DIR, NOW_MS};
 use engine::manifest::MANIFEST_FILE;
 use engine::seg::SegBuilder;
 use engine::store::{Command, Options, Store, AOF_FILE};
 use engine::vfs::{read_whole, MemVfs, OpenMode, Vfs};
+use testkit::fuzzing::{fixture, DIR, NOW_MS};
 
 use super::plan::{
     Field, FuzzCrash, FuzzOp, FuzzPlan, FuzzStep, Key, KeySpace, Token, MAX_TOKEN_BYTES, TOKEN_ALPHABET,
 };
 use crate::config::{Config, Overrides};
 use crate::disk::CrashPoint;
-use crate::workload::{generate, Op, PlannedOp, MARKS, T0_MS};
+use crate::workload::{generate, Op, PlannedOp, T0_MS};
+use engine::Phase;
 
 /// Workload operations per generated input: long enough to evict, rewrite
 /// and crash, short enough to keep the corpus at a few hundred KB.
@@ -223,11 +224,13 @@ fn store_ops_inputs(inputs: &mut Vec<Input>) {
         })
         .collect();
     let fixed_steps = steps.len();
-    for (index, mark) in MARKS.iter().enumerate().take(9) {
-        let op = if index < 5 { FuzzOp::Evict } else { FuzzOp::Rewrite };
-        let mark_index = u8::try_from(index).expect("few marks");
+    let aimed = Phase::EVICT
+        .iter()
+        .map(|phase| (FuzzOp::Evict, phase))
+        .chain(Phase::REWRITE.iter().map(|phase| (FuzzOp::Rewrite, phase)));
+    for (op, mark) in aimed {
         steps.truncate(fixed_steps);
-        steps.push(FuzzStep { op, crash: Some(FuzzCrash::AtMark(mark_index)) });
+        steps.push(FuzzStep { op, crash: Some(FuzzCrash::AtMark(mark.code())) });
         steps.push(FuzzStep { op: FuzzOp::HGetAll { key: row(1) }, crash: None });
         plans.push((
             format!("crash-at-{mark}"),
@@ -260,9 +263,7 @@ fn plan_of(config: &Config, ops: &[PlannedOp]) -> FuzzPlan {
         .filter_map(|planned| {
             let op = fuzz_op(&planned.op, &mut now_ms)?;
             let crash = match planned.crash {
-                Some(CrashPoint::AtMark(label)) => {
-                    MARKS.iter().position(|m| *m == label).map(|i| FuzzCrash::AtMark(i as u8))
-                }
+                Some(CrashPoint::AtMark(phase)) => Some(FuzzCrash::AtMark(phase.code())),
                 Some(CrashPoint::AfterIos(n)) => u8::try_from(n).ok().map(FuzzCrash::AfterIos),
                 Some(CrashPoint::AtIo(_)) | None => None,
             };

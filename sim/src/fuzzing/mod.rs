@@ -32,9 +32,9 @@ pub struct Target {
 
 /// Every fuzz target, in the order the docs list them.
 pub const TARGETS: [Target; 4] = [
-    Target { name: "aof_recover", run: engine::fuzzing::aof_recover },
-    Target { name: "seg_read", run: engine::fuzzing::seg_read },
-    Target { name: "manifest_open", run: engine::fuzzing::manifest_open },
+    Target { name: "aof_recover", run: testkit::fuzzing::aof_recover },
+    Target { name: "seg_read", run: testkit::fuzzing::seg_read },
+    Target { name: "manifest_open", run: testkit::fuzzing::manifest_open },
     Target { name: "store_ops", run: store_ops },
 ];
 

@@ -21,7 +21,8 @@ use engine::store::Command;
 
 use crate::config::{Config, Overrides};
 use crate::disk::{CrashMode, CrashPoint};
-use crate::workload::{window_declarations, Op, PlannedOp, MARKS, T0_MS};
+use crate::workload::{window_declarations, Op, PlannedOp, T0_MS};
+use engine::Phase;
 
 /// The most steps a plan runs; the rest of a longer input is ignored, so
 /// one input costs at most a few milliseconds.
@@ -76,11 +77,18 @@ pub struct FuzzStep {
 /// Where a power loss lands inside an operation.
 #[derive(Arbitrary, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FuzzCrash {
-    /// At the engine's phase mark `MARKS[n % MARKS.len()]` (no crash if the
-    /// operation never reaches it).
+    /// At the engine's [`Phase`] whose code is `n` modulo the number of
+    /// phases (no crash if the operation never reaches it). Codes are
+    /// fixed (`Phase::code`), so a saved plan keeps its meaning.
     AtMark(u8),
     /// At the n-th I/O operation of the operation.
     AfterIos(u8),
+}
+
+/// The phase a plan's `AtMark(code)` aims at: every byte names one.
+pub fn phase_of_code(code: u8) -> Phase {
+    let count = Phase::ALL.len() as u8;
+    Phase::from_code(code % count).expect("phase codes are 0..count")
 }
 
 /// One workload operation, with every argument drawn from a small space.
@@ -243,7 +251,7 @@ impl FuzzCrash {
     /// The disk's crash point.
     pub fn point(self) -> CrashPoint {
         match self {
-            FuzzCrash::AtMark(n) => CrashPoint::AtMark(MARKS[usize::from(n) % MARKS.len()]),
+            FuzzCrash::AtMark(code) => CrashPoint::AtMark(phase_of_code(code)),
             FuzzCrash::AfterIos(n) => CrashPoint::AfterIos(u64::from(n)),
         }
     }

@@ -14,6 +14,8 @@ mod hash;
 use std::collections::BTreeMap;
 use std::fmt;
 
+use engine::Phase;
+
 pub use hash::{hash_bytes, hash_debug, hash_reply};
 
 use hash::{fold_byte_string, fold_word, FNV_OFFSET};
@@ -92,7 +94,7 @@ pub enum Event {
     /// A fault injected into the operation with this index.
     Fault { index: u64, kind: FaultKind },
     /// The engine named a phase.
-    Mark { label: &'static str },
+    Mark { phase: Phase },
     /// A workload operation began (its index and a short kind tag).
     Op { index: u64, tag: &'static str },
     /// What an operation answered, as a hash of its reply.
@@ -175,9 +177,9 @@ impl Trace {
                 self.fold(index);
                 self.fold(kind as u64);
             }
-            Event::Mark { label } => {
+            Event::Mark { phase } => {
                 self.fold(3);
-                self.fold_bytes(label.as_bytes());
+                self.fold_bytes(phase.as_str().as_bytes());
             }
             Event::Op { index, tag } => {
                 self.fold(4);
@@ -244,7 +246,7 @@ impl Trace {
                 format!("io#{index} {kind:?} {} off={offset} len={len}{status}", name(id))
             }
             Event::Fault { index, kind } => format!("fault {} at io#{index}", kind.name()),
-            Event::Mark { label } => format!("mark {label}"),
+            Event::Mark { phase } => format!("mark {phase}"),
             Event::Op { index, tag } => format!("op#{index} {tag}"),
             Event::Reply { index, hash } => format!("op#{index} reply {hash:016x}"),
             Event::Crash { io_index } => format!("CRASH after io#{io_index}"),
@@ -271,13 +273,13 @@ mod tests {
         let mut a = Trace::new(false);
         let mut b = Trace::new(false);
         for t in [&mut a, &mut b] {
-            t.push(Event::Mark { label: "seal.built" });
+            t.push(Event::Mark { phase: Phase::SealBuilt });
             t.push(Event::Crash { io_index: 7 });
         }
         assert_eq!(a.hash(), b.hash());
         let mut c = Trace::new(false);
         c.push(Event::Crash { io_index: 7 });
-        c.push(Event::Mark { label: "seal.built" });
+        c.push(Event::Mark { phase: Phase::SealBuilt });
         assert_ne!(a.hash(), c.hash());
     }
 

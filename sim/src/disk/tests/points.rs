@@ -2,6 +2,7 @@
 //! operation is traced with its index; the same seeds give the same trace.
 
 use engine::vfs::{OpenMode, Vfs};
+use engine::Phase;
 
 use super::{contents, create_durable, dir, disk, disk_with, open_write, path, pattern};
 use crate::disk::{CrashMode, CrashPoint, DiskConfig, SimVfs};
@@ -40,15 +41,15 @@ fn at_io_counts_globally() {
 #[test]
 fn at_mark_fails_everything_after_the_label() {
     let vfs = disk(CrashMode::Strict, 512);
-    vfs.arm_crash(Some(CrashPoint::AtMark("seal.built")));
+    vfs.arm_crash(Some(CrashPoint::AtMark(Phase::SealBuilt)));
     vfs.begin_op(0);
-    vfs.mark("frame.logged");
+    vfs.mark(Phase::FrameLogged);
     assert_eq!(five_ops(&vfs), [true; 5]);
-    vfs.mark("seal.built");
+    vfs.mark(Phase::SealBuilt);
     assert!(vfs.crash_point_reached());
     assert_eq!(five_ops(&vfs), [false; 5]);
-    assert_eq!(vfs.last_mark(), Some("seal.built"));
-    assert_eq!(vfs.marks_this_op(), ["frame.logged", "seal.built"]);
+    assert_eq!(vfs.last_mark(), Some(Phase::SealBuilt));
+    assert_eq!(vfs.marks_this_op(), [Phase::FrameLogged, Phase::SealBuilt]);
     vfs.begin_op(1);
     assert_eq!(vfs.last_mark(), None);
 }
@@ -75,7 +76,7 @@ fn every_operation_is_traced_once_with_consecutive_indexes() {
     let mut file = vfs.open(&path("f"), OpenMode::Create).unwrap();
     file.write_at(0, b"abc").unwrap();
     file.sync().unwrap();
-    vfs.mark("done");
+    vfs.mark(Phase::OpenDone);
     assert!(vfs.open(&path("missing"), OpenMode::Read).is_err());
     let trace = vfs.take_trace();
     let indexes: Vec<(u64, bool)> = trace
@@ -87,7 +88,7 @@ fn every_operation_is_traced_once_with_consecutive_indexes() {
         })
         .collect();
     assert_eq!(indexes, [(0, true), (1, true), (2, true), (3, true), (4, false)]);
-    assert!(trace.all().contains(&Event::Mark { label: "done" }));
+    assert!(trace.all().contains(&Event::Mark { phase: Phase::OpenDone }));
     assert_eq!(vfs.io_count(), 5);
 }
 

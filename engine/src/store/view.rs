@@ -3,18 +3,21 @@
 //!
 //! They exist so a checker can compare content where it lies — a dump's
 //! entry, or a row the store hands out while it walks its keys
-//! ([`crate::store::Store::logical_visit`]) — without copying it into a
-//! [`LogicalEntry`] first. A row's view shows only what a reader would: a
-//! hot row's fields alive at the clock, a cold row as its segment holds
-//! it. Which fields are alive is decided by a rule the *store* passes in
-//! (its own), never by the model's: the checker must compare the store's
-//! idea of what is visible with the model's, not the model's with itself.
+//! ([`Store::logical_visit`](super::Store::logical_visit)) — without
+//! copying it into a [`LogicalEntry`] first. A row's view shows only what
+//! a reader would: a hot row's fields alive at the clock by the store's own
+//! expiry rule ([`alive`]), a cold row as its segment holds it. The store
+//! owns these views; a checker (the simulator's reference model) only
+//! reads them, so what is compared is the store's idea of what is visible,
+//! never the model's idea fed back to itself.
 
-use crate::store::{LogicalEntry, LogicalFields, LogicalValue, Row};
+use super::row::Row;
+use super::value::alive;
+use super::{LogicalEntry, LogicalFields, LogicalValue};
 
 /// A logical entry as its holder keeps it, borrowed — a logical dump's
-/// entry, or the store's own row ([`crate::store::Store::logical_visit`])
-/// — for [`Model::shows_as`](super::Model::shows_as) to compare without copying it.
+/// entry, or the store's own row ([`Store::logical_visit`](super::Store::logical_visit))
+/// — for a checker to compare without copying it.
 #[derive(Clone, Copy, Debug)]
 pub struct EntryView<'a> {
     /// The value.
@@ -40,30 +43,24 @@ pub struct FieldsView<'a>(FieldsSource<'a>);
 enum FieldsSource<'a> {
     /// A logical dump's fields, all of them.
     Logical(&'a LogicalFields),
-    /// A store row's fields that `alive` keeps at `live_at_ms`, or all of
+    /// A store row's fields alive at `live_at_ms`, or all of
     /// them (`None`).
-    Row { row: &'a Row, live_at_ms: Option<u64>, alive: AliveRule },
+    Row { row: &'a Row, live_at_ms: Option<u64> },
 }
 
-/// Whether a field with expiry `expire_at_ms` is alive at `now_ms`: the
-/// store's rule, handed to [`FieldsView::of_row`].
-pub type AliveRule = fn(expire_at_ms: Option<u64>, now_ms: u64) -> bool;
-
 impl<'a> FieldsView<'a> {
-    /// A store row: only the fields `alive` keeps at `live_at_ms` if given
+    /// A store row: only the fields alive at `live_at_ms` if given
     /// (a hot row read at the clock), else every field (a cold row as its
-    /// segment holds it). `alive` is the caller's own expiry rule.
-    pub fn of_row(row: &'a Row, live_at_ms: Option<u64>, alive: AliveRule) -> Self {
-        FieldsView(FieldsSource::Row { row, live_at_ms, alive })
+    /// segment holds it).
+    pub(super) fn of_row(row: &'a Row, live_at_ms: Option<u64>) -> Self {
+        FieldsView(FieldsSource::Row { row, live_at_ms })
     }
 
     /// Field, value and field expiry, in field order.
     pub fn iter(self) -> FieldsIter<'a> {
         FieldsIter(match self.0 {
             FieldsSource::Logical(fields) => IterSource::Logical(fields.iter()),
-            FieldsSource::Row { row, live_at_ms, alive } => {
-                IterSource::Row { iter: row.into_iter(), live_at_ms, alive }
-            }
+            FieldsSource::Row { row, live_at_ms } => IterSource::Row { iter: row.into_iter(), live_at_ms },
         })
     }
 }
@@ -73,7 +70,7 @@ pub struct FieldsIter<'a>(IterSource<'a>);
 
 enum IterSource<'a> {
     Logical(std::collections::btree_map::Iter<'a, Vec<u8>, (Vec<u8>, Option<u64>)>),
-    Row { iter: <&'a Row as IntoIterator>::IntoIter, live_at_ms: Option<u64>, alive: AliveRule },
+    Row { iter: <&'a Row as IntoIterator>::IntoIter, live_at_ms: Option<u64> },
 }
 
 impl<'a> Iterator for FieldsIter<'a> {
@@ -82,7 +79,7 @@ impl<'a> Iterator for FieldsIter<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         match &mut self.0 {
             IterSource::Logical(iter) => iter.next().map(|(f, (v, at))| (f.as_slice(), v.as_slice(), *at)),
-            IterSource::Row { iter, live_at_ms, alive } => iter
+            IterSource::Row { iter, live_at_ms } => iter
                 .find(|(_, slot)| live_at_ms.is_none_or(|now_ms| alive(slot.expire_at_ms, now_ms)))
                 .map(|(f, slot)| (f.as_slice(), slot.value.as_slice(), slot.expire_at_ms)),
         }

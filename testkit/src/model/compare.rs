@@ -14,8 +14,8 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use super::{alive, EntryView, Model, ValueView};
-use crate::store::{LogicalEntry, LogicalValue};
+use super::{alive, Model};
+use engine::store::{EntryView, LogicalEntry, LogicalValue, ValueView};
 
 impl Model {
     /// Whether everything visible at `now_ms` equals `dump` — what

@@ -10,9 +10,9 @@
 use std::collections::BTreeMap;
 
 use super::{dir, disk_with, path_of, read, resealed_frames, with_resealed};
-use crate::manifest::{Manifest, ManifestState, SegEntry, MANIFEST_FILE};
-use crate::store::segment_file_name;
-use crate::{Error, Result};
+use engine::manifest::{Manifest, ManifestState, SegEntry, MANIFEST_FILE};
+use engine::store::segment_file_name;
+use engine::{Error, Result};
 
 /// Parse and open the bytes as a manifest and append after the open (see
 /// the module doc), as given and with their frames resealed (see [the

@@ -3,19 +3,18 @@
 //! file and nowhere else.
 //!
 //! It shares no code with the store beyond the command and value *types*
-//! (and the borrowed views the store builds to be compared, `view.rs`,
-//! which filter fields by the store's expiry rule, not this one's):
-//! no log, no segments, no eviction, no purge — expiry is simply "hidden
-//! from view". Property tests and the simulator run the same commands
+//! (and reads the borrowed views the store lends for comparison,
+//! `engine::store::EntryView`, which filter fields by the store's expiry
+//! rule, not this one's): no log, no segments, no eviction, no purge —
+//! expiry is simply "hidden from view". Property tests and the simulator run the same commands
 //! through both and demand equal replies and equal logical dumps, so a bug
 //! has to be made twice, in two different shapes, to go unseen.
 //!
 //! Beside it is machinery that exists only for the simulator's checking
 //! speed, and adds no meaning: writes that can be taken back exactly
 //! (`undo.rs`), so a checker reaches earlier states without copying the
-//! model; borrowed views of logical entries (`view.rs`), so a dump's entry
-//! or the store's own row is read where it lies; and comparisons over
-//! them (`compare.rs`) that say what comparing dumps would say without
+//! model; and comparisons over the store's borrowed views (`compare.rs`),
+//! so a dump's entry or the store's own row is read where it lies, that say what comparing dumps would say without
 //! building one. Writes change entries in place rather than copy them;
 //! `tests.rs` holds that model to a copying one, and every undo and
 //! comparison to the plain operations they stand for.
@@ -24,16 +23,14 @@ mod compare;
 #[cfg(test)]
 mod tests;
 mod undo;
-mod view;
 
 use std::collections::BTreeMap;
 
-use crate::store::{Command, LogicalEntry, LogicalFields, LogicalValue, Reply};
-use crate::{Error, Result};
+use engine::store::{Command, LogicalEntry, LogicalFields, LogicalValue, Reply};
+use engine::{Error, Result};
 
 pub use compare::{CountInOrder, ShowsInOrder};
 pub use undo::Undo;
-pub use view::{AliveRule, EntryView, FieldsIter, FieldsView, ValueView};
 
 /// Logical content, with expired keys and fields possibly still present
 /// (they are filtered at every look).

@@ -21,12 +21,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{dir, disk_with, fixture, names, path_of, read, resealed_frames, with_resealed, NOW_MS};
-use crate::aof::{scan_log, AofWriter, FsyncPolicy, LogScan, Record};
-use crate::clock::ManualClock;
 use crate::model::Model;
-use crate::store::{Command, Options, Store, AOF_FILE};
-use crate::vfs::MemVfs;
-use crate::{Error, Result};
+use engine::aof::{scan_log, AofWriter, FsyncPolicy, LogScan, Record};
+use engine::clock::ManualClock;
+use engine::store::{Command, Options, Store, AOF_FILE};
+use engine::vfs::MemVfs;
+use engine::{Error, Result};
 
 /// Run the bytes through all three layers (see the module doc), as given
 /// and with their frames resealed (see [the parent](super)). Panics on any

@@ -3,16 +3,14 @@
 //! model: every reply must agree, and after every step the logical dump
 //! must equal the model and the audit must be clean.
 
-mod support;
-
 use std::sync::Arc;
 
 use engine::aof::FsyncPolicy;
 use engine::clock::{Clock, ManualClock};
-use engine::model::Model;
 use engine::store::{Command, Options, Store};
 use engine::vfs::{OsVfs, Vfs};
 use proptest::prelude::*;
+use testkit::model::Model;
 
 const T0_MS: u64 = 1_700_000_000_000;
 

@@ -1,22 +1,8 @@
-//! Canaries: bugs planted in the engine on purpose, to prove that the
-//! simulator can fail.
+//! The canary switch: which planted bug is on for this thread.
 //!
-//! A checker that never fails proves nothing until it has been seen to
-//! fail on the very bugs it exists to find. Each [`Canary`] is one such
-//! bug — a skipped fsync, a reordered phase, a forgotten count — planted
-//! at the exact spot where a real engineer could have written it, as a
-//! small `if canary!(Name) { ... }` beside the correct code. The simulator
-//! switches one on for a run (`sim --canary NAME`, or `sim canaries` for
-//! all of them) and must then report a failure.
-//!
-//! This module exists only in a build with the `canaries` cargo feature.
-//! Without it, `canary!(Name)` is the constant `false` (see `lib.rs`), so a
-//! normal build carries no canary state and pays nothing at run time: the
-//! planted branches are dead code the compiler drops.
-//!
-//! Which canary is on is a thread-local, not a global: `sim --jobs N` runs
-//! seeds on N threads, each with its own canary (or none). Only the engine
-//! reads it; the simulator's runner sets it once per seed run and clears it
+//! A thread-local, not a global: `sim --jobs N` runs seeds on N threads,
+//! each with its own canary (or none). Only the engine reads it (through
+//! `canary!`); the simulator sets it once per seed run and clears it
 //! afterwards, so the workload, the fault model and the checker cannot
 //! know a bug is planted, and a catch is an honest catch.
 
@@ -179,7 +165,8 @@ pub fn is_on(canary: Canary) -> bool {
 }
 
 /// The canary on for this thread, if any.
-pub fn active() -> Option<Canary> {
+#[cfg(test)]
+fn active() -> Option<Canary> {
     ACTIVE.with(Cell::get)
 }
 

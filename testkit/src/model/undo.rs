@@ -12,8 +12,8 @@
 use std::collections::BTreeMap;
 
 use super::Model;
-use crate::store::{Command, LogicalEntry, Reply};
-use crate::Result;
+use engine::store::{Command, LogicalEntry, Reply};
+use engine::Result;
 
 /// What takes one write back ([`Model::execute_undoable`],
 /// [`Model::undo`]): checkers keep one per acknowledged write, so any

@@ -15,8 +15,8 @@
 use std::sync::{Arc, OnceLock};
 
 use super::{dir, disk_with, names, read, NOW_MS};
-use crate::clock::ManualClock;
-use crate::store::{Options, Store, AOF_FILE};
+use engine::clock::ManualClock;
+use engine::store::{Options, Store, AOF_FILE};
 
 /// The commands that build the fixture, before its one eviction: a windowed
 /// table `t0` (window column `ts`, span 5) with six rows below the window
@@ -82,9 +82,9 @@ fn build() -> Fixture {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aof::{scan_log, Record};
-    use crate::manifest::{Manifest, MANIFEST_FILE};
-    use crate::store::segment_file_name;
+    use engine::aof::{scan_log, Record};
+    use engine::manifest::{Manifest, MANIFEST_FILE};
+    use engine::store::segment_file_name;
     use std::path::Path;
 
     #[test]

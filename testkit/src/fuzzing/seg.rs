@@ -11,9 +11,9 @@
 use std::ops::RangeInclusive;
 
 use super::{path_of, with_resealed};
-use crate::seg::Seg;
-use crate::vfs::Mapping;
-use crate::Result;
+use engine::seg::Seg;
+use engine::vfs::Mapping;
+use engine::Result;
 
 /// Probe keys cut from the input: a few of its leading slices, so the
 /// fuzzer steers lookups by the same bytes it writes the index with.

@@ -5,7 +5,7 @@
 //!
 //! Each function takes arbitrary bytes as one on-disk file and holds the
 //! parser and everything downstream of it to the engine's contract for bad
-//! bytes: refuse with [`crate::Error::Corrupt`], never panic, never return
+//! bytes: refuse with [`engine::Error::Corrupt`], never panic, never return
 //! silently different data. A panic inside one of them is a finding; so is
 //! a failed `assert!`, which is how the properties below are stated:
 //!
@@ -35,7 +35,7 @@
 //! to the parser; they are the ones that reach its checks past the
 //! checksums.
 //!
-//! [`ManualClock`]: crate::clock::ManualClock
+//! [`ManualClock`]: engine::clock::ManualClock
 
 mod aof;
 mod fixture;
@@ -50,8 +50,8 @@ pub use fixture::{fixture, Fixture};
 pub use manifest::manifest_open;
 pub use seg::seg_read;
 
-use crate::frame::{encode_frame, FRAME_HEADER_BYTES, MAX_FRAME_PAYLOAD_BYTES};
-use crate::vfs::{read_whole, MemVfs, OpenMode, Vfs};
+use engine::frame::{encode_frame, FRAME_HEADER_BYTES, MAX_FRAME_PAYLOAD_BYTES};
+use engine::vfs::{read_whole, MemVfs, OpenMode, Vfs};
 
 /// The clock of every fuzz run (2023-11-14, as in the simulator): fixed,
 /// so an input's TTLs are expired or not the same way on every replay.
@@ -124,7 +124,7 @@ fn with_resealed(data: &[u8], reseal: fn(&[u8]) -> Vec<u8>, check: fn(&[u8])) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::decode_frame;
+    use engine::frame::decode_frame;
 
     #[test]
     fn resealing_makes_every_whole_frame_valid_and_touches_nothing_else() {

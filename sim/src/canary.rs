@@ -8,9 +8,11 @@
 //! without it, an enum with no values, so an `Option<Canary>` is always
 //! `None` and every path that would switch a bug on is unreachable.
 //!
-//! Naming a canary is all this module does. Switching one on is the
-//! runner's job alone (`run.rs`), once per seed run: the workload, the
-//! fault model and the checker never learn which bug, if any, is planted.
+//! Naming a canary, and [`CanarySwitch`], are all this module does. A
+//! canary is switched on per thread by whoever runs the engine — a seed
+//! run (`run.rs`), the explore recording and each explore worker — once,
+//! through `CanarySwitch`; the workload, the fault model, the driver and
+//! the checker never learn which bug, if any, is planted.
 
 #[cfg(feature = "canaries")]
 pub use engine::canary::Canary;

@@ -121,9 +121,6 @@ pub struct Overrides {
 /// Default workload length per seed.
 pub const DEFAULT_OPS: u64 = 400;
 
-/// Salt so the configuration stream differs from the workload stream.
-const CONFIG_SALT: u64 = 0x5357_4152_4d00_0001;
-
 /// A probability that is zero half the time (swarm), else in `lo..hi`.
 fn maybe(rng: &mut ChaCha8Rng, lo: f64, hi: f64) -> f64 {
     if rng.gen_bool(0.5) {
@@ -138,7 +135,7 @@ impl Config {
     /// canary, which is none of the configuration's business).
     pub fn from_seed(seed: u64, overrides: Overrides) -> Config {
         let Overrides { ops, fsync: fsync_override, crash_mode: crash_mode_override, canary: _ } = overrides;
-        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ CONFIG_SALT);
+        let mut rng = ChaCha8Rng::seed_from_u64(crate::seeds::config(seed));
         let fsync = match rng.gen_range(0..3) {
             0 => FsyncPolicy::Always,
             1 => FsyncPolicy::EverySec,

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::canary::Canary;
 use crate::config::Overrides;
+use crate::failure::Check;
 use crate::run::run_seed;
 
 /// The first failure a hunt found.
@@ -29,7 +30,7 @@ pub struct Catch {
     /// The failing seed.
     pub seed: u64,
     /// The check that failed (`durability`, `audit`, `open`, ...).
-    pub check: &'static str,
+    pub check: Check,
     /// The first line of the failure's detail, for the table.
     pub headline: String,
     /// The command line that reproduces it.
@@ -144,9 +145,9 @@ pub fn table(hunts: &[Hunt], budget: Duration) -> String {
     );
     for hunt in hunts {
         let (caught, check) = match &hunt.catch {
-            Some(catch) if catch.counts() => ("yes", catch.check),
+            Some(catch) if catch.counts() => ("yes", catch.check.as_str()),
             // The seed fails without the canary too: see the repro below.
-            Some(catch) => ("ENGINE", catch.check),
+            Some(catch) => ("ENGINE", catch.check.as_str()),
             None => ("NO", "-"),
         };
         out.push_str(&format!(
@@ -188,7 +189,7 @@ pub fn to_json(hunts: &[Hunt], budget: Duration) -> serde_json::Value {
                 "seeds": hunt.seeds,
                 "seconds": hunt.seconds,
                 "seed": hunt.catch.as_ref().map(|c| c.seed),
-                "check": hunt.catch.as_ref().map(|c| c.check),
+                "check": hunt.catch.as_ref().map(|c| c.check.as_str()),
                 "headline": hunt.catch.as_ref().map(|c| c.headline.clone()),
                 "repro": hunt.catch.as_ref().map(|c| c.repro.clone()),
             })

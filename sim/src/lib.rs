@@ -2,25 +2,40 @@
 //!
 //! One seed determines a whole run: the swarm configuration
 //! ([`config`]), the operation list ([`workload`]), every fault and every
-//! crash on the simulated disk ([`disk`]). [`run`] drives the engine
-//! through the list on that disk and checks every reply, every recovery
-//! and periodic audits against the reference model under the durability
-//! contract ([`checker`]). [`trace`] folds every event into a hash that
-//! proves two runs identical; [`summary`] adds seeds up; [`shrink`]
-//! minimizes a failing list. [`canary`] names the engine bug a run may
-//! plant and [`hunt`] hunts every one of them (`sim canaries`). `main.rs`
-//! is the command line.
+//! crash on the simulated disk ([`disk`]), each through a stream named in
+//! [`seeds`]. [`drive`] runs the engine through one operation at a time on
+//! that disk with the checker's bookkeeping ([`checker`]: the reference
+//! model and the durability contract); every mode drives through it:
+//!
+//! - [`run`], the random mode: the driver plus the fault schedule, audits
+//!   and the policy for a poisoned store; [`outcome`] is what a seed
+//!   produced and [`summary`] adds seeds up;
+//! - [`explore`], exhaustive crash exploration: the driver watched while
+//!   it records, then every crash state of every I/O index recovered;
+//! - [`shrink`], which minimizes a failing list; [`hunt`], which hunts
+//!   every planted engine bug ([`canary`]); [`fuzzing`], the `store_ops`
+//!   fuzz target and the corpus; [`bench`], the figures.
+//!
+//! [`failure`] names the checks a run can fail; [`trace`] folds every event
+//! into a hash that proves two runs identical; [`planted`] holds bugs
+//! planted under the engine; [`output`] is how commands end. `main.rs` is
+//! the command line.
 
 pub mod bench;
 pub mod canary;
 pub mod checker;
 pub mod config;
 pub mod disk;
+pub mod drive;
 pub mod explore;
+pub mod failure;
 pub mod fuzzing;
 pub mod hunt;
+pub mod outcome;
+pub mod output;
 pub mod planted;
 pub mod run;
+pub mod seeds;
 pub mod shrink;
 pub mod summary;
 pub mod trace;

@@ -12,7 +12,9 @@ use engine::aof::FsyncPolicy;
 use sim::canary::{Canary, BUILT_WITH_CANARIES, HOW_TO_BUILD};
 use sim::config::{Config, Overrides};
 use sim::disk::CrashMode;
-use sim::run::{run_seed, SeedOutcome};
+use sim::outcome::SeedOutcome;
+use sim::output::{emit, verdict};
+use sim::run::run_seed;
 use sim::shrink::{shrink, OpList};
 use sim::summary::Summary;
 use sim::workload::generate;
@@ -294,13 +296,7 @@ fn main() -> ExitCode {
     let summary = run_many(&seeds, overrides, cli.jobs, cli.check_determinism, cli.shard.map(|(_, n)| n));
     let mut summary = summary;
     summary.elapsed_sec = started.elapsed().as_secs_f64();
-    let text = summary.to_text();
-    if cli.json {
-        eprint!("{text}");
-        println!("{}", serde_json::to_string_pretty(&summary.to_json()).expect("a JSON value serializes"));
-    } else {
-        print!("{text}");
-    }
+    emit(&summary.to_text(), cli.json.then(|| summary.to_json()).as_ref());
     if cli.shrink {
         if let Some(failure) = summary.failures.first() {
             shrink_and_report(failure.seed, failure.check, overrides, cli.save);
@@ -308,11 +304,7 @@ fn main() -> ExitCode {
             eprintln!("sim: --shrink: nothing failed, nothing to shrink");
         }
     }
-    if summary.failures.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    verdict(!summary.failures.is_empty())
 }
 
 /// A base seed from the wall clock, for soaks started without --seed (the
@@ -331,10 +323,10 @@ fn run_checked(seed: u64, overrides: Overrides, check_determinism: bool) -> Seed
         let same_failure = outcome.failure.as_ref().map(|f| (f.check, f.op_index))
             == again.failure.as_ref().map(|f| (f.check, f.op_index));
         if (again.trace_hash != outcome.trace_hash || !same_failure) && outcome.failure.is_none() {
-            outcome.failure = Some(sim::run::Failure {
+            outcome.failure = Some(sim::failure::Failure {
                 seed,
                 op_index: 0,
-                check: "determinism",
+                check: sim::failure::Check::Determinism,
                 detail: format!(
                     "two runs of the seed differ: trace hash {:016x} vs {:016x}",
                     outcome.trace_hash, again.trace_hash
@@ -409,7 +401,7 @@ fn run_many(
     summary.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
-fn shrink_and_report(seed: u64, check: &str, overrides: Overrides, save: bool) {
+fn shrink_and_report(seed: u64, check: sim::failure::Check, overrides: Overrides, save: bool) {
     let config = Config::from_seed(seed, overrides);
     let ops = generate(&config);
     eprintln!("sim: shrinking seed {seed} ({} ops, check '{check}') ...", ops.len());
@@ -451,7 +443,7 @@ fn replay(path: &std::path::Path, json: bool, canary: Option<Canary>) -> ExitCod
         let value = serde_json::json!({
             "file": path.display().to_string(),
             "ops": list.ops.len(),
-            "failure": failure.as_ref().map(|f| serde_json::json!({"check": f.check, "detail": f.detail})),
+            "failure": failure.as_ref().map(|f| serde_json::json!({"check": f.check.as_str(), "detail": f.detail})),
         });
         println!("{value}");
     }
@@ -502,18 +494,8 @@ fn canaries(args: &CanariesArgs) -> ExitCode {
     };
     let hunts = sim::hunt::hunt_all(&chosen, Overrides::default(), budget, args.jobs, &progress);
     let table = sim::hunt::table(&hunts, budget);
-    if args.json {
-        eprint!("{table}");
-        let json = sim::hunt::to_json(&hunts, budget);
-        println!("{}", serde_json::to_string_pretty(&json).expect("a JSON value serializes"));
-    } else {
-        print!("{table}");
-    }
-    if hunts.iter().all(sim::hunt::Hunt::caught) {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    emit(&table, args.json.then(|| sim::hunt::to_json(&hunts, budget)).as_ref());
+    verdict(!hunts.iter().all(sim::hunt::Hunt::caught))
 }
 
 /// `sim merge`: one summary from many `--json` summaries.
@@ -532,16 +514,6 @@ fn merge(files: &[std::path::PathBuf], json: bool) -> ExitCode {
             }
         }
     }
-    let text = merged.to_text();
-    if json {
-        eprint!("{text}");
-        println!("{}", serde_json::to_string_pretty(&merged.to_json()).expect("a JSON value serializes"));
-    } else {
-        print!("{text}");
-    }
-    if merged.failures.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    emit(&merged.to_text(), json.then(|| merged.to_json()).as_ref());
+    verdict(!merged.failures.is_empty())
 }

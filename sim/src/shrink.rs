@@ -10,7 +10,8 @@ use crate::config::{Config, Overrides};
 use crate::disk::CrashMode;
 use std::sync::Arc;
 
-use crate::run::{run_ops, run_ops_with, Failure};
+use crate::failure::{Check, Failure};
+use crate::run::{run_ops, run_ops_with};
 use crate::workload::PlannedOp;
 use engine::aof::FsyncPolicy;
 use engine::vfs::Vfs;
@@ -85,7 +86,7 @@ impl OpList {
 
 /// Shrink `ops` to a shorter list that still fails `check`; `runs` counts
 /// the candidate runs. Deterministic: same input, same result.
-pub fn shrink(config: &Config, overrides: Overrides, ops: Vec<PlannedOp>, check: &str) -> (Vec<PlannedOp>, u64) {
+pub fn shrink(config: &Config, overrides: Overrides, ops: Vec<PlannedOp>, check: Check) -> (Vec<PlannedOp>, u64) {
     shrink_with(config, overrides, ops, check, &|disk| disk)
 }
 
@@ -95,7 +96,7 @@ pub fn shrink_with(
     config: &Config,
     overrides: Overrides,
     ops: Vec<PlannedOp>,
-    check: &str,
+    check: Check,
     wrap: &dyn Fn(Arc<dyn Vfs>) -> Arc<dyn Vfs>,
 ) -> (Vec<PlannedOp>, u64) {
     let mut runs = 0u64;

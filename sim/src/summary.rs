@@ -10,7 +10,8 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
-use crate::run::{Failure, SeedOutcome};
+use crate::failure::{Check, Failure};
+use crate::outcome::SeedOutcome;
 use crate::trace::FaultKind;
 
 /// Totals over every seed run.
@@ -41,22 +42,26 @@ pub struct Summary {
 impl Summary {
     /// Fold one seed's outcome in.
     pub fn add(&mut self, outcome: &SeedOutcome) {
-        self.seeds += 1;
-        self.ops += outcome.ops;
-        self.crashes += outcome.crashes;
-        self.restarts += outcome.restarts;
-        self.refusals_accepted += outcome.refusals_accepted;
-        for (kind, count) in &outcome.faults {
-            *self.faults.entry(*kind).or_default() += count;
+        let first = self.seeds == 0;
+        self.merge(&Summary::of(outcome));
+        // A trace hash means something for one seed only.
+        self.trace_hash = first.then_some(outcome.trace_hash);
+    }
+
+    /// The summary of one seed.
+    fn of(outcome: &SeedOutcome) -> Summary {
+        Summary {
+            seeds: 1,
+            ops: outcome.ops,
+            crashes: outcome.crashes,
+            restarts: outcome.restarts,
+            refusals_accepted: outcome.refusals_accepted,
+            faults: outcome.faults.clone(),
+            crash_gaps: outcome.crash_gaps.iter().map(|(gap, count)| (gap.to_string(), *count)).collect(),
+            failures: outcome.failure.iter().cloned().collect(),
+            trace_hash: Some(outcome.trace_hash),
+            elapsed_sec: 0.0,
         }
-        for (gap, count) in &outcome.crash_gaps {
-            *self.crash_gaps.entry(gap.to_string()).or_default() += count;
-        }
-        if let Some(failure) = &outcome.failure {
-            let at = self.failures.partition_point(|f| f.seed < failure.seed);
-            self.failures.insert(at, failure.clone());
-        }
-        self.trace_hash = if self.seeds == 1 { Some(outcome.trace_hash) } else { None };
     }
 
     /// Workload operations per wall-clock second.
@@ -80,7 +85,7 @@ impl Summary {
             .map(|f| {
                 json!({
                     "seed": f.seed,
-                    "check": f.check,
+                    "check": f.check.as_str(),
                     "op_index": f.op_index,
                     "detail": f.detail,
                     "recent": f.recent,
@@ -160,7 +165,7 @@ impl Summary {
             summary.failures.push(Failure {
                 seed: failure.get("seed").and_then(Value::as_u64).ok_or("failure without `seed`")?,
                 op_index: failure.get("op_index").and_then(Value::as_u64).unwrap_or(0),
-                check: crate::run::check_name(&check).ok_or(format!("unknown check {check:?}"))?,
+                check: Check::parse(&check).ok_or(format!("unknown check {check:?}"))?,
                 detail: text("detail")?,
                 recent: failure
                     .get("recent")
@@ -245,6 +250,29 @@ mod tests {
         }
         whole.trace_hash = None;
         assert_eq!(merged.to_json(), whole.to_json());
+    }
+
+    /// A shard that found a failure of any check merges: `sim merge` knows
+    /// every check the simulator can report.
+    #[test]
+    fn a_summary_holding_every_check_merges_back() {
+        let mut shard = Summary::default();
+        for (seed, check) in Check::ALL.into_iter().enumerate() {
+            let failure = Failure {
+                seed: seed as u64,
+                op_index: 7,
+                check,
+                detail: format!("{check} failed"),
+                recent: vec!["op 7 set".to_string()],
+                repro: format!("sim --seed {seed}"),
+            };
+            shard.add(&SeedOutcome { seed: seed as u64, failure: Some(failure), ..SeedOutcome::default() });
+        }
+        let mut merged = Summary::default();
+        merged.merge(&Summary::from_json(&shard.to_json()).unwrap());
+        let checks: Vec<Check> = merged.failures.iter().map(|f| f.check).collect();
+        assert_eq!(checks, Check::ALL);
+        assert_eq!(merged.to_json()["failures"], shard.to_json()["failures"]);
     }
 
     #[test]

@@ -145,8 +145,6 @@ struct Generator<'a> {
     total_weight: u32,
 }
 
-const WORKLOAD_SALT: u64 = 0x574f_524b_4c4f_4144;
-
 impl<'a> Generator<'a> {
     fn pick_kind(&mut self) -> OpKind {
         let mut roll = self.rng.gen_range(0..self.total_weight);
@@ -306,8 +304,12 @@ pub fn window_declarations(config: &Config) -> Vec<PlannedOp> {
 pub fn generate(config: &Config) -> Vec<PlannedOp> {
     let total_weight = config.weights.iter().map(|(_, w)| *w).sum();
     assert!(total_weight > 0, "the swarm always keeps some operation kinds");
-    let mut generator =
-        Generator { config, rng: ChaCha8Rng::seed_from_u64(config.seed ^ WORKLOAD_SALT), now_ms: T0_MS, total_weight };
+    let mut generator = Generator {
+        config,
+        rng: ChaCha8Rng::seed_from_u64(crate::seeds::workload(config.seed)),
+        now_ms: T0_MS,
+        total_weight,
+    };
     let mut ops = window_declarations(config);
     ops.reserve(config.ops as usize);
     for _ in 0..config.ops {

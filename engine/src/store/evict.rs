@@ -16,6 +16,7 @@
 
 use super::apply::table_holds;
 use super::command::parse_i64;
+use super::row::Row;
 use super::segments::segment_file_name;
 use super::value::{encode_row, Entry, Value};
 use super::Store;
@@ -70,31 +71,40 @@ impl Store {
     }
 
     /// The table's rows that may go cold now, key-ascending, each with its
-    /// encoded payload: hot hashes with no key TTL and no field TTL whose
-    /// window column is a number below `max_seen - span`.
+    /// encoded payload: the out-of-window rows without any TTL.
     fn evictable_rows(&self, table: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let rows = self.out_of_window(table, false);
+        rows.into_iter()
+            .map(|(key, row)| {
+                let mut payload = Vec::new();
+                encode_row(row, &mut payload);
+                (key.to_vec(), payload)
+            })
+            .collect()
+    }
+
+    /// The table's hot hash rows whose window column is a number below the
+    /// window's threshold, key-ascending: those carrying a key or field TTL
+    /// if `with_ttl`, else those carrying none (a segment record keeps no
+    /// TTL, so only these may be sealed).
+    fn out_of_window(&self, table: &[u8], with_ttl: bool) -> Vec<(&[u8], &Row)> {
         let window = &self.windows[table];
         let Some(threshold) = window.threshold() else { return Vec::new() };
         let prefix = super::apply::table_prefix(table);
         let mut rows = Vec::new();
-        for (key, entry) in self.map.range(prefix.clone()..) {
+        for (key, entry) in self.map.range(prefix..) {
             if !table_holds(table, key) {
                 break;
             }
-            let Entry { value: Value::Hash(fields), expire_at_ms: None } = entry else { continue };
-            if fields.values().any(|f| f.expire_at_ms.is_some()) {
-                continue;
-            }
-            let in_window = fields
+            let Entry { value: Value::Hash(fields), expire_at_ms } = entry else { continue };
+            let has_ttl = expire_at_ms.is_some() || fields.values().any(|f| f.expire_at_ms.is_some());
+            let out = fields
                 .get(&window.column)
                 .and_then(|f| parse_i64("window column", &f.value).ok())
-                .is_none_or(|v| v >= threshold);
-            if in_window {
-                continue;
+                .is_some_and(|v| v < threshold);
+            if out && has_ttl == with_ttl {
+                rows.push((key.as_slice(), fields));
             }
-            let mut payload = Vec::new();
-            encode_row(fields, &mut payload);
-            rows.push((key.clone(), payload));
         }
         rows
     }
@@ -180,11 +190,9 @@ impl Store {
     fn commit(&mut self, table: &[u8], sealed: &Sealed) -> u64 {
         self.demote_all(&sealed.keys, sealed.seq);
         if canary!(GhostStubs) {
-            let window = &self.windows[table];
-            self.demote_all(
-                &crate::canary::ghost_rows(&self.map, table, &window.column, window.threshold()),
-                sealed.seq,
-            );
+            // Planted: the out-of-window rows again, without the seal's TTL filter.
+            let ghosts: Vec<Vec<u8>> = self.out_of_window(table, true).into_iter().map(|(k, _)| k.to_vec()).collect();
+            self.demote_all(&ghosts, sealed.seq);
         }
         self.vfs.mark(Phase::CommitDone);
         sealed.keys.len() as u64

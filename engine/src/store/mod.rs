@@ -42,7 +42,6 @@ pub use evict::EvictReport;
 pub use logical::{LogicalEntry, LogicalFields, LogicalValue};
 pub use recover::RecoveryReport;
 pub use segments::segment_file_name;
-pub(crate) use value::{Entry, Value};
 pub use view::{EntryView, FieldsIter, FieldsView, ValueView};
 
 use crate::aof::{AofWriter, FsyncPolicy, Record};
@@ -51,6 +50,7 @@ use crate::manifest::Manifest;
 use crate::vfs::Vfs;
 use crate::{Error, Result};
 use segments::Segments;
+use value::{Entry, Value};
 
 /// The AOF's file name inside the store directory.
 pub const AOF_FILE: &str = "appendonly.aof";

@@ -7,40 +7,39 @@
 //! random mode drives a recovered store on, and some bugs only show then —
 //! an append after a torn tail that was never cut, a sweep that dropped a
 //! segment the log still names. Exploration checks one crash per state, so
-//! it asks for the next step explicitly: one more write, an eviction, a
-//! clean close, a strict power loss (a clean close leaves nothing
-//! unsynced) and a reopen must give back the recovered content plus that
-//! write, with the same rows cold in as many segments, and a clean audit.
+//! it asks for the next steps explicitly, through the same [`Driver`] the
+//! random mode runs, its checker based on the recovered content: one more
+//! write, an eviction, a clean restart (the recovered content plus that
+//! write must come back, with the same rows cold in as many segments, and
+//! a clean audit) and a strict power loss (a clean close left nothing
+//! unsynced, so again exactly that).
 //!
 //! A recovery is a pure function of the image's bytes and the clock: a
 //! fresh disk, a fresh clock, a fresh store. Images are spread over
 //! threads and the failures merged back in crash-index order.
 
-use std::any::Any;
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use engine::clock::ManualClock;
-use engine::store::{Command, LogicalEntry, Options, Store};
-use testkit::model::Model;
+use engine::store::{Command, LogicalEntry};
 
 use super::parallel::map_in_order;
 use super::plan::{Plan, Recovery};
 use super::record::Recording;
 use super::report::ExploreFailure;
 use super::{repro_command, ExploreOptions, VfsWrap};
-use crate::canary::Canary;
-use crate::canary::CanarySwitch;
-use crate::checker::diff;
-use crate::config::Config;
+use crate::canary::{Canary, CanarySwitch};
+use crate::config::{Config, Overrides};
 use crate::disk::{DiskConfig, DiskImage, SimVfs};
-use crate::run::DB_DIR;
+use crate::drive::{Driver, Unobserved};
+use crate::failure::{catch_panic, Check};
 use crate::trace::Trace;
+use crate::workload::{Op, PlannedOp};
 
 /// What came back from one image, or the check it failed before the
 /// checker could look (`open`, `dump`, `panic`) and why.
-type Outcome = Result<Recovered, (&'static str, String)>;
+type Outcome = Result<Recovered, (Check, String)>;
 
 /// A recovered store's logical content, its audit, and how the probe went.
 struct Recovered {
@@ -54,14 +53,8 @@ struct Recovered {
 /// `h<n>` and `<table>:<n>`.
 const PROBE_KEY: &[u8] = b"explore-probe";
 
-/// A panic's message, for a report.
-pub(super) fn panic_message(panic: &(dyn Any + Send)) -> String {
-    panic
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_else(|| "a panic with no message".to_string())
-}
+/// The probe's operations take indices far past any workload's.
+const PROBE_FIRST_INDEX: u64 = 1 << 40;
 
 /// Open the store on `image` at `now_ms`: its dump, its audit and the
 /// probe's verdict. Never panics: a panic in the engine is the `panic`
@@ -75,71 +68,59 @@ fn recover(
     wrap: &VfsWrap,
 ) -> Outcome {
     let _canary = CanarySwitch::on(canary);
-    let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let vfs = Arc::new(SimVfs::from_image(disk_config.clone(), image, Trace::new(false)));
-        let clock = Arc::new(ManualClock::new(now_ms));
-        let open = || Store::open(wrap(vfs.clone()), clock.clone(), Path::new(DB_DIR), Options { fsync: config.fsync });
-        let (store, _) = open().map_err(|e| ("open", format!("the store refused to open after a crash: {e}")))?;
-        let dump = store.logical_dump().map_err(|e| ("dump", format!("logical_dump failed after recovery: {e}")))?;
+    let vfs = Arc::new(SimVfs::from_image(disk_config.clone(), image, Trace::new(false)));
+    let clock = Arc::new(ManualClock::new(now_ms));
+    let overrides = Overrides { canary, ..Overrides::default() };
+    let mut driver = Driver::new(config, overrides, vfs.clone(), wrap(vfs), clock).without_quarantine_count();
+    let recovered = catch_panic(|| {
+        driver.open().map_err(|e| (Check::Open, format!("the store refused to open after a crash: {e}")))?;
+        let store = driver.store();
+        let dump =
+            store.logical_dump().map_err(|e| (Check::Dump, format!("logical_dump failed after recovery: {e}")))?;
         let violations = store.audit().into_iter().map(|v| v.0).collect();
-        let probe = probe(store, &dump, now_ms, || {
-            vfs.power_loss(0);
-            open()
-        });
+        driver.checker_mut().rebase(dump.clone());
+        let probe = probe(&mut driver);
         Ok(Recovered { dump, violations, probe })
-    }));
-    attempt.unwrap_or_else(|panic| Err(("panic", panic_message(panic.as_ref()))))
+    });
+    recovered.unwrap_or_else(|message| Err((Check::Panic, message)))
 }
 
-/// The probe (see the module doc) on a just recovered `store` whose
-/// content is `dump`; `reopen` cuts the power and opens the store again.
-fn probe(
-    mut store: Store,
-    dump: &BTreeMap<Vec<u8>, LogicalEntry>,
-    now_ms: u64,
-    reopen: impl FnOnce() -> engine::Result<(Store, engine::store::RecoveryReport)>,
-) -> Result<(), String> {
+/// The probe (see the module doc), through the driver whose checker holds
+/// the recovered content: one write, an eviction, a clean restart (content
+/// and layout must come back), a power loss (everything was durable).
+fn probe(driver: &mut Driver<'_>) -> Result<(), String> {
     let write = Command::Set { key: PROBE_KEY.to_vec(), value: b"1".to_vec() };
-    store.execute(&write).map_err(|e| format!("the recovered store refused a write: {e}"))?;
-    store.evict().map_err(|e| format!("the recovered store failed to evict: {e}"))?;
-    let layout_before = (store.cold_count(), store.segment_count());
-    store.close().map_err(|e| format!("the recovered store failed to close: {e}"))?;
-    let (store, _) =
-        reopen().map_err(|e| format!("after one write, a clean close and power loss: open refused: {e}"))?;
-    let layout_after = (store.cold_count(), store.segment_count());
-    if layout_after != layout_before {
-        return Err(format!(
-            "a clean close and reopen changed where rows live: (cold rows, segments) {layout_before:?} before, \
-             {layout_after:?} after"
-        ));
-    }
-    let again = store.logical_dump().map_err(|e| format!("logical_dump failed on reopening: {e}"))?;
-    let mut expected = Model::from_dump(dump.clone());
-    expected.execute(&write, now_ms).map_err(|e| format!("the model refused the probe write: {e}"))?;
-    if !expected.same_as(&again, now_ms) {
-        return Err(format!(
-            "after one write, a clean close and power loss, the store does not hold the recovered content plus \
-             that write:\n{}",
-            diff(&expected.dump(now_ms), &again)
-        ));
-    }
-    let violations = store.audit();
-    if !violations.is_empty() {
-        return Err(format!("after one write, a clean close and power loss: audit: {violations:?}"));
+    let steps = [Op::Cmd(write), Op::Evict, Op::Restart, Op::Crash];
+    for (offset, op) in steps.into_iter().enumerate() {
+        let planned = PlannedOp { index: PROBE_FIRST_INDEX + offset as u64, op, crash: None };
+        let stepped = driver.step(&planned, &mut Unobserved).map_err(|failure| {
+            format!(
+                "after one write, an eviction, a clean restart and a power loss: `{planned}`: check '{}': {}",
+                failure.check, failure.detail
+            )
+        })?;
+        if stepped.poisoned {
+            return Err(format!("`{planned}` poisoned the recovered store on a fault-free disk"));
+        }
     }
     Ok(())
 }
 
+/// What every recovery of one exploration is checked against: the
+/// recording's contexts, the seed's configuration, the disk, the options
+/// and the wrapper the engine sees the disk through.
+pub(super) struct Checking<'a> {
+    pub recording: &'a Recording,
+    pub config: &'a Config,
+    pub disk_config: &'a DiskConfig,
+    pub options: &'a ExploreOptions,
+    pub wrap: &'a VfsWrap,
+}
+
 /// Recover `recovery`'s image and check it in each of its contexts; the
 /// failures, each at its first occurrence.
-fn check_one(
-    recovery: &Recovery,
-    recording: &Recording,
-    config: &Config,
-    disk_config: &DiskConfig,
-    options: &ExploreOptions,
-    wrap: &VfsWrap,
-) -> Vec<ExploreFailure> {
+fn check_one(recovery: &Recovery, with: &Checking<'_>) -> Vec<ExploreFailure> {
+    let Checking { recording, config, disk_config, options, wrap } = *with;
     let image = recovery.snapshot.image(&recovery.crash_state);
     let recovered = recover(&image, disk_config, config, recovery.now_ms, options.canary, wrap);
     let mut failures = Vec::new();
@@ -150,11 +131,11 @@ fn check_one(
             Ok(recovered) => {
                 // The same rule, the same code, as the random mode.
                 match context.checker.allows(&recovered.dump, context.now_ms) {
-                    Err(mismatch) => Err(("durability", mismatch.detail)),
+                    Err(mismatch) => Err((Check::Durability, mismatch.detail)),
                     Ok(_) if !recovered.violations.is_empty() => {
-                        Err(("audit", format!("after recovery: {:?}", recovered.violations)))
+                        Err((Check::Audit, format!("after recovery: {:?}", recovered.violations)))
                     }
-                    Ok(_) => recovered.probe.clone().map_err(|detail| ("probe", detail)),
+                    Ok(_) => recovered.probe.clone().map_err(|detail| (Check::Probe, detail)),
                 }
             }
         };
@@ -166,7 +147,7 @@ fn check_one(
             state: Some(at.state),
             op: context.what.clone(),
             description: snapshot.describe(state),
-            check: check.to_string(),
+            check,
             detail,
             repro: repro_command(config.seed, config.ops, options, Some(at.io_index), Some(at.state)),
         });
@@ -176,18 +157,10 @@ fn check_one(
 
 /// Every recovery of `plan`, on `options.jobs` threads; the failures in
 /// crash-index order, then state order.
-pub(super) fn check_all(
-    plan: &Plan,
-    recording: &Recording,
-    config: &Config,
-    disk_config: &DiskConfig,
-    options: &ExploreOptions,
-    wrap: &VfsWrap,
-) -> Vec<ExploreFailure> {
-    let progress = options.progress.then_some("recovering distinct crash states");
-    let per_recovery = map_in_order(&plan.recoveries, options.jobs, progress, |recovery| {
-        check_one(recovery, recording, config, disk_config, options, wrap)
-    });
+pub(super) fn check_all(plan: &Plan, with: &Checking<'_>) -> Vec<ExploreFailure> {
+    let progress = with.options.progress.then_some("recovering distinct crash states");
+    let per_recovery =
+        map_in_order(&plan.recoveries, with.options.jobs, progress, |recovery| check_one(recovery, with));
     let mut failures: Vec<ExploreFailure> = per_recovery.into_iter().flatten().collect();
     failures.sort_by_key(|failure| (failure.io_index, failure.state));
     failures

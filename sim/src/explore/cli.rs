@@ -11,6 +11,7 @@ use engine::aof::FsyncPolicy;
 
 use super::{explore, ExploreOptions, DEFAULT_MAX_DIR_SUBSETS, DEFAULT_OPS};
 use crate::canary::{parse_name, Canary};
+use crate::output::{emit, verdict};
 
 /// Exhaustive crash exploration: run one seed's short workload once,
 /// fault-free, then crash it at every I/O index and recover every crash
@@ -136,16 +137,6 @@ pub fn cli(args: &[String]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let text = report.to_text();
-    if json {
-        eprint!("{text}");
-        println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("a JSON value serializes"));
-    } else {
-        print!("{text}");
-    }
-    if report.failures_total == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    emit(&report.to_text(), json.then(|| report.to_json()).as_ref());
+    verdict(report.failures_total > 0)
 }

@@ -178,7 +178,8 @@ pub fn explore_with(seed: u64, ops: u64, options: &ExploreOptions, wrap: &VfsWra
     report.examined = plan.examined.clone();
 
     let check_started = Instant::now();
-    let failures = check::check_all(&plan, &recording, &config, &disk_config, options, wrap);
+    let with = check::Checking { recording: &recording, config: &config, disk_config: &disk_config, options, wrap };
+    let failures = check::check_all(&plan, &with);
     report.phase_sec.check = check_started.elapsed().as_secs_f64();
     report.add_failures(failures);
     report.elapsed_sec = started.elapsed().as_secs_f64();

@@ -10,6 +10,7 @@ use engine::aof::FsyncPolicy;
 use serde_json::json;
 
 use crate::config::Config;
+use crate::failure::Check;
 
 /// Failures kept in full in a report; the rest are only counted (a planted
 /// bug fails thousands of states, and the first ones say it all).
@@ -27,9 +28,9 @@ pub struct ExploreFailure {
     pub op: String,
     /// Which writes and directory changes survived, which were torn.
     pub description: String,
-    /// `open`, `dump`, `durability`, `audit` or `panic` (or, for the
-    /// recording, the check of the random mode's driver that failed).
-    pub check: String,
+    /// `open`, `dump`, `durability`, `audit`, `probe` or `panic` (or, for
+    /// the recording, the check of the driver that failed).
+    pub check: Check,
     /// The mismatch, with a diff against the model.
     pub detail: String,
     /// The command that recovers exactly this state again.
@@ -174,7 +175,7 @@ impl ExploreReport {
                 _ => "recording".to_string(),
             };
             if !shown_in_full.contains(&failure.check) {
-                shown_in_full.push(failure.check.clone());
+                shown_in_full.push(failure.check);
                 out.push_str(&format!(
                     "  [{at}] check '{}' during `{}`\n    state: {}\n    {}\n    repro: {}\n",
                     failure.check,
@@ -201,7 +202,7 @@ impl ExploreReport {
                     "state": f.state,
                     "op": f.op,
                     "description": f.description,
-                    "check": f.check,
+                    "check": f.check.as_str(),
                     "detail": f.detail,
                     "repro": f.repro,
                 })

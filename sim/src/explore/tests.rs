@@ -47,8 +47,13 @@ fn a_vfs_that_skips_fsync_is_caught_and_its_repro_recovers_that_state() {
     assert!(report.failures_total > 0, "{}", report.to_text());
     // The probe's own power loss after a clean close catches it at once;
     // crash states catch it on their own too, as lost acknowledged writes.
-    assert_eq!(report.failures[0].check, "probe");
-    let first = report.failures.iter().find(|f| f.check == "durability").expect("a durability failure").clone();
+    assert_eq!(report.failures[0].check, crate::failure::Check::Probe);
+    let first = report
+        .failures
+        .iter()
+        .find(|f| f.check == crate::failure::Check::Durability)
+        .expect("a durability failure")
+        .clone();
     let (Some(io), Some(state)) = (first.io_index, first.state) else { panic!("a crash state failed: {first:?}") };
     assert!(first.repro.contains(&format!("--seed 1 --ops 20 --fsync always --only-io {io} --only-state {state}")));
     assert!(!first.description.is_empty() && first.detail.contains("keys differ"), "{first:?}");
@@ -108,7 +113,14 @@ fn crashes_inside_the_workloads_own_crash_and_restart_are_explored_too() {
     assert!(contexts.iter().any(|c| c.what == "5 RESTART (reopening)"));
 
     let plan = plan::plan(&recording, &options()).unwrap();
-    let failures = check::check_all(&plan, &recording, &config, &disk_config, &options(), &|disk| disk);
+    let with = check::Checking {
+        recording: &recording,
+        config: &config,
+        disk_config: &disk_config,
+        options: &options(),
+        wrap: &|disk| disk,
+    };
+    let failures = check::check_all(&plan, &with);
     assert!(failures.is_empty(), "{failures:?}");
     assert!(plan.io_indices == recording.disk.snapshots.len() as u64 && plan.recoveries.len() > 10);
 }

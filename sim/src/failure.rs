@@ -1,0 +1,146 @@
+//! What a failed run reports: which [`Check`] failed, and the [`Failure`]
+//! with its detail, its last trace events and the command that reproduces
+//! it; and the one place a panic becomes a failure ([`catch_panic`]).
+//!
+//! Checks are a closed enum, not strings, so every place that names one —
+//! the driver, the explorer, the JSON summary, `sim merge` reading a
+//! shard's summary back, the canary table — names the same set: a check
+//! added here is one `sim merge` can read (a test merges a summary holding
+//! every variant).
+
+use std::any::Any;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// A check the simulator holds the engine to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Check {
+    /// A reply differed from the model's, or an error had no cause.
+    Reply,
+    /// A recovered state is no state the durability contract allows.
+    Durability,
+    /// `audit()` found a violated invariant.
+    Audit,
+    /// The content between operations differs from the model's.
+    Content,
+    /// The store refused to open where it must open.
+    Open,
+    /// Reading the whole content (`logical_dump`) failed.
+    Dump,
+    /// An admin call (evict, rewrite, sync, tick, close) failed with no cause.
+    Admin,
+    /// A clean restart changed where rows live (cold rows, segments).
+    Layout,
+    /// The store poisoned itself on a fault-free disk.
+    Poisoned,
+    /// Exploration's probe: a recovered store did not go on working.
+    Probe,
+    /// A panic in the engine or the harness.
+    Panic,
+    /// Two runs of one seed differ.
+    Determinism,
+}
+
+impl Check {
+    /// Every check, in a fixed order.
+    pub const ALL: [Check; 12] = [
+        Check::Reply,
+        Check::Durability,
+        Check::Audit,
+        Check::Content,
+        Check::Open,
+        Check::Dump,
+        Check::Admin,
+        Check::Layout,
+        Check::Poisoned,
+        Check::Probe,
+        Check::Panic,
+        Check::Determinism,
+    ];
+
+    /// The name reports and JSON summaries carry.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Check::Reply => "reply",
+            Check::Durability => "durability",
+            Check::Audit => "audit",
+            Check::Content => "content",
+            Check::Open => "open",
+            Check::Dump => "dump",
+            Check::Admin => "admin",
+            Check::Layout => "layout",
+            Check::Poisoned => "poisoned",
+            Check::Probe => "probe",
+            Check::Panic => "panic",
+            Check::Determinism => "determinism",
+        }
+    }
+
+    /// The check named `name` (see [`Check::as_str`]).
+    pub fn parse(name: &str) -> Option<Check> {
+        Check::ALL.into_iter().find(|check| check.as_str() == name)
+    }
+}
+
+impl fmt::Display for Check {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// What a seed's run found.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    /// The seed.
+    pub seed: u64,
+    /// The index of the operation during which it was found.
+    pub op_index: u64,
+    /// Which check failed.
+    pub check: Check,
+    /// What exactly, for a person (diffs included).
+    pub detail: String,
+    /// The last trace events before the failure.
+    pub recent: Vec<String>,
+    /// The one command line that reproduces it.
+    pub repro: String,
+}
+
+/// A panic's message, for a report.
+pub fn panic_message(panic: &(dyn Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "a panic with no message".to_string())
+}
+
+/// Run `f`, turning a panic into `Err(message)`: a panic in the engine is
+/// a finding of the seed that caused it, never the end of a sweep.
+pub fn catch_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|panic| panic_message(panic.as_ref()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_check_has_one_name_that_parses_back() {
+        let mut names: Vec<&str> = Check::ALL.iter().map(|c| c.as_str()).collect();
+        for check in Check::ALL {
+            assert_eq!(Check::parse(check.as_str()), Some(check));
+            assert_eq!(check.to_string(), check.as_str());
+        }
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Check::ALL.len());
+        assert_eq!(Check::parse("Layout"), None);
+    }
+
+    #[test]
+    fn a_panic_becomes_its_message() {
+        assert_eq!(catch_panic(|| 7), Ok(7));
+        assert_eq!(catch_panic(|| panic!("boom {}", 1)), Err::<(), _>("boom 1".to_string()));
+        assert_eq!(catch_panic(|| std::panic::panic_any(5u8)), Err::<(), _>("a panic with no message".to_string()));
+    }
+}

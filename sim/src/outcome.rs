@@ -1,0 +1,34 @@
+//! What one seed's run produced: its counters, its verdict and, when
+//! asked for, its whole trace. The driver fills the counters as it goes,
+//! the run adds the verdict, and the summary (`summary.rs`) adds seeds up.
+
+use std::collections::BTreeMap;
+
+use crate::failure::Failure;
+use crate::trace::{FaultKind, Trace};
+
+/// Counters and the verdict of one seed.
+#[derive(Clone, Debug, Default)]
+pub struct SeedOutcome {
+    /// The seed.
+    pub seed: u64,
+    /// Workload operations run.
+    pub ops: u64,
+    /// Power losses.
+    pub crashes: u64,
+    /// Store reopens (after crashes and clean restarts).
+    pub restarts: u64,
+    /// Faults injected, by kind.
+    pub faults: BTreeMap<FaultKind, u64>,
+    /// Crashes by where they landed (`seal`, `frame`, `commit`, `rewrite`,
+    /// `flushall`, `boundary`, `in_op`, ...).
+    pub crash_gaps: BTreeMap<&'static str, u64>,
+    /// Recoveries whose refusal was expected (media corruption) and accepted.
+    pub refusals_accepted: u64,
+    /// The rolling hash of every trace event.
+    pub trace_hash: u64,
+    /// The first failed check, if any.
+    pub failure: Option<Failure>,
+    /// The whole trace, when asked for.
+    pub trace: Option<Trace>,
+}

@@ -53,9 +53,14 @@ fn op(n: u64) -> Command {
 }
 
 fn open(dir: &Path) -> Result<Store, String> {
-    Store::open(Arc::new(OsVfs), Arc::new(SystemClock), dir, Options { fsync: FsyncPolicy::Always })
-        .map(|(store, _)| store)
-        .map_err(|e| format!("open {}: {e}", dir.display()))
+    Store::open(
+        Arc::new(OsVfs),
+        Arc::new(SystemClock),
+        dir,
+        Options { fsync: FsyncPolicy::Always, ..Options::default() },
+    )
+    .map(|(store, _)| store)
+    .map_err(|e| format!("open {}: {e}", dir.display()))
 }
 
 /// The child: run commands from `start` until killed. With `early_ack`

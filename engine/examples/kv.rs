@@ -127,13 +127,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let (mut store, report) = match Store::open(Arc::new(OsVfs), Arc::new(SystemClock), &dir, Options { fsync }) {
-        Ok(opened) => opened,
-        Err(e) => {
-            eprintln!("kv: cannot open {}: {e}", dir.display());
-            return ExitCode::from(1);
-        }
-    };
+    let (mut store, report) =
+        match Store::open(Arc::new(OsVfs), Arc::new(SystemClock), &dir, Options { fsync, ..Options::default() }) {
+            Ok(opened) => opened,
+            Err(e) => {
+                eprintln!("kv: cannot open {}: {e}", dir.display());
+                return ExitCode::from(1);
+            }
+        };
     println!(
         "# recovered {}: {} frames replayed, {} segments loaded, {} stubs stitched, {} stubs inserted, \
          {} orphan segments swept, {} bytes quarantined",

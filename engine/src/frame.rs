@@ -115,15 +115,27 @@ pub enum Scan {
 /// fits; the checksummed bytes are capped at `budget_bytes`, so even
 /// adversarial input scans in bounded time.
 pub fn find_valid_frame(bytes: &[u8], from: usize, budget_bytes: usize, kind_ok: impl Fn(u8) -> bool) -> Scan {
+    let mut budget_left_bytes = budget_bytes;
+    find_valid_frame_within(bytes, from, &mut budget_left_bytes, kind_ok)
+}
+
+/// [`find_valid_frame`], spending from a budget shared by several
+/// searches: `budget_left_bytes` goes down by what this one checksummed.
+pub fn find_valid_frame_within(
+    bytes: &[u8],
+    from: usize,
+    budget_left_bytes: &mut usize,
+    kind_ok: impl Fn(u8) -> bool,
+) -> Scan {
     let mut at = from;
-    let mut spent_bytes = 0usize;
     while at + FRAME_HEADER_BYTES <= bytes.len() {
         let len = u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]) as usize;
         if len <= MAX_FRAME_PAYLOAD_BYTES && at + FRAME_HEADER_BYTES + len <= bytes.len() {
-            spent_bytes += len + FRAME_HEADER_BYTES;
-            if spent_bytes > budget_bytes {
+            let cost_bytes = len + FRAME_HEADER_BYTES;
+            if cost_bytes > *budget_left_bytes {
                 return Scan::GaveUp;
             }
+            *budget_left_bytes -= cost_bytes;
             if let Ok(frame) = decode_frame(&bytes[at..]) {
                 if kind_ok(frame.kind) {
                     return Scan::Found(at);

@@ -131,7 +131,7 @@ fn workloads(count: u64) -> Vec<(Config, Vec<PlannedOp>)> {
 /// the work the simulator also does).
 fn run_bare(config: &Config, ops: &[PlannedOp], vfs: Arc<dyn Vfs>, dir: &Path) -> u64 {
     let clock = Arc::new(ManualClock::new(T0_MS));
-    let options = Options { fsync: config.fsync };
+    let options = Options { fsync: config.fsync, ..Options::default() };
     let open = || Store::open(vfs.clone(), clock.clone(), dir, options).expect("a fault-free open").0;
     let mut store = open();
     let mut done = 0u64;
@@ -325,7 +325,8 @@ fn engine_figures(report: &mut BenchReport, rows: u64) {
     ] {
         let store_dir = dir.0.join(policy.name());
         let (mut store, _) =
-            Store::open(vfs.clone(), clock.clone(), &store_dir, Options { fsync: policy }).expect("open");
+            Store::open(vfs.clone(), clock.clone(), &store_dir, Options { fsync: policy, ..Options::default() })
+                .expect("open");
         let started = Instant::now();
         for i in 0..count {
             let command = Command::HSet {
@@ -356,7 +357,8 @@ fn engine_figures(report: &mut BenchReport, rows: u64) {
     let large_rows = (rows / 10).max(1);
     let large_dir = dir.0.join("large");
     let (mut store, _) =
-        Store::open(vfs.clone(), clock.clone(), &large_dir, Options { fsync: FsyncPolicy::No }).expect("open");
+        Store::open(vfs.clone(), clock.clone(), &large_dir, Options { fsync: FsyncPolicy::No, ..Options::default() })
+            .expect("open");
     let large_value = vec![b'w'; 4096];
     for i in 0..large_rows {
         let command =

@@ -218,7 +218,7 @@ impl<'a> Driver<'a> {
             self.engine_vfs.clone(),
             self.clock.clone(),
             Path::new(DB_DIR),
-            Options { fsync: self.config.fsync },
+            Options { fsync: self.config.fsync, ..Options::default() },
         )
     }
 

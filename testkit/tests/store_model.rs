@@ -88,7 +88,7 @@ fn run(steps: &[Step], fsync: FsyncPolicy) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let vfs: Arc<dyn Vfs> = Arc::new(OsVfs);
     let clock = Arc::new(ManualClock::new(T0_MS));
-    let options = Options { fsync };
+    let options = Options { fsync, ..Options::default() };
     let open = || Store::open(vfs.clone(), clock.clone(), dir.path(), options).map(|(s, _)| s);
     let mut store = open().unwrap();
     let mut model = Model::new();

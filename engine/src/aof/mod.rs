@@ -15,30 +15,66 @@
 //! log        := HEADER frame, then zero or more COMMAND | SEGMENTED | STUB frames
 //! frame      := [len u32][crc32 u32][kind u8][payload: len bytes]
 //!
-//! kind 1  HEADER     magic "SEGS-AOF" (8 bytes), format version u32 (= 1)
-//! kind 2  COMMAND    argc u32, then argc × ([len u32][argument bytes])
-//! kind 3  SEGMENTED  seq u64, [len u32][segment file name, UTF-8]
-//! kind 4  STUB       [len u32][key bytes], seq u64, weight u64
+//! kind 1  HEADER       magic "SEGS-AOF" (8 bytes), format version u32 (= 1)
+//! kind 2  COMMAND      argc u32, then argc × ([len u32][argument bytes])
+//! kind 3  SEGMENTED    seq u64, [len u32][segment file name, UTF-8]
+//! kind 4  STUB         [len u32][key bytes], seq u64, weight u64
+//! kind 5  SYNCED       durable_len_bytes u64
+//! kind 6  WINDOW_MARK  [len u32][table bytes], max_seen i64
+//! kind 7  SNAPSHOT     its own offset u64
 //! ```
+//!
+//! Kinds 5 to 7 came after the first logs were written; a reader that does
+//! not know them refuses the log (an unknown kind with a valid checksum is
+//! corruption), it never misreads it.
 //!
 //! Kind 0 is never used, so a zeroed region of the file (a length extended
 //! before its data landed) cannot pass for a known kind.
 //!
-//! ## Torn tails and point-in-time recovery
+//! ## Torn tails, damage, and the two recovery modes
 //!
 //! A frame is either whole and valid, or invalid: cut short, a length over
-//! the limit, or a checksum mismatch. The first invalid frame ends the log.
-//! It and every byte after it are treated as never written: recovery copies
-//! them to a quarantine file (kept for a human, never read again), cuts the
-//! log back to the last whole frame and makes the cut durable *before* it
-//! hands out a writer. That order matters: a frame appended after an
-//! invalid one would be acknowledged and then silently skipped by the next
-//! recovery, which stops at the invalid frame.
+//! the limit, or a checksum mismatch. The first invalid frame ends the log:
+//! recovery never returns a record that follows an invalid frame.
 //!
-//! Recovery never returns a record that follows an invalid frame, even when
-//! valid frames are found further on (that is more likely bit rot than a
-//! torn write; it is reported in [`AofRecovery::valid_frames_after_invalid`]
-//! for the store to surface, and the bytes are kept in the quarantine file).
+//! What recovery then *does* depends on whether the invalid frame can be a
+//! torn write (bytes that were never durable) or must be damage to bytes
+//! that were (bit rot, a truncated or overwritten file). A crash tears only
+//! what was not yet fsynced, so the question is whether the invalid frame
+//! was durable, and the log answers it itself: a `SYNCED n` frame says
+//! "when this frame was written, the log's first `n` bytes were durable".
+//! The writer puts one at the head of each append batch whenever an fsync
+//! has moved the durable end since its last one; recovery and a clean
+//! close put one after their fsync and fsync it too. A rewrite ends the log
+//! it writes with a `SNAPSHOT` frame instead: everything before it is one
+//! snapshot of the store, made durable before the rename makes it the log,
+//! so the frame vouches for every byte before it. So:
+//!
+//! - an invalid frame at byte `i` with a valid `SYNCED n` after it, `n >
+//!   i`, was durable: **damage**. So is an invalid header with any valid
+//!   frame after it (the header is durable before any frame is written),
+//!   and a second header frame (junk prepended to a log).
+//! - otherwise it is a **torn tail**: written, never durable, maybe with
+//!   valid but unvouched frames after it (a crash in `reorder` mode keeps
+//!   unsynced sectors independently). Those frames were never known
+//!   durable either.
+//!
+//! In the default mode ([`RecoveryMode::Consistent`]) damage is refused
+//! with [`crate::Error::Corrupt`] and nothing on disk changes; a torn tail
+//! is moved to a quarantine file (kept for a human, never read again) and
+//! the log cut back to the last whole frame, durably, *before* a writer is
+//! handed out — a frame appended after an invalid one would be acknowledged
+//! and then silently skipped by the next recovery. In
+//! [`RecoveryMode::PointInTime`], an operator's explicit choice, damage is
+//! cut the same way (quarantined, never destroyed) and reported — unless it
+//! lies inside a rewrite's snapshot (a `SNAPSHOT` frame follows it): a cut
+//! there would leave part of a snapshot, which is no point in time at all,
+//! so that is refused in both modes.
+//!
+//! One case no log can tell apart: damage to the last durable frames that
+//! no later frame vouches for (the newest acknowledged writes, before the
+//! next append or clean close vouches for them) looks exactly like a torn
+//! write, and is cut as one. ARCHITECTURE.md states this limit.
 //!
 //! A frame whose checksum is valid but whose content does not decode is a
 //! different thing: a torn write cannot forge a checksum, so those bytes
@@ -66,7 +102,7 @@ mod testing;
 
 pub use policy::FsyncPolicy;
 pub use record::{Args, ArgsIter, Record, RecordRef};
-pub use recover::{AofRecovery, RecoveredLog};
+pub use recover::{AofRecovery, LogRead, RecoveredLog, RecoveryMode};
 pub use scan::{scan_log, LogScan, LogWalk};
 pub use writer::AofWriter;
 
@@ -78,8 +114,21 @@ const KIND_COMMAND: u8 = 2;
 const KIND_SEGMENTED: u8 = 3;
 /// Frame kind of [`Record::Stub`].
 const KIND_STUB: u8 = 4;
+/// Frame kind of a durability mark (see the module doc); never a record.
+const KIND_SYNCED: u8 = 5;
+/// Frame kind of [`Record::WindowMark`].
+const KIND_WINDOW_MARK: u8 = 6;
+/// Frame kind of the mark that ends a rewrite's snapshot; never a record.
+const KIND_SNAPSHOT: u8 = 7;
+
+/// Bytes of one `SYNCED` frame (header and its u64).
+#[cfg(test)]
+const SYNCED_FRAME_BYTES: u64 = crate::frame::FRAME_HEADER_BYTES as u64 + 8;
 
 /// Whether `kind` is a frame kind this log ever writes.
 fn is_known_kind(kind: u8) -> bool {
-    matches!(kind, KIND_HEADER | KIND_COMMAND | KIND_SEGMENTED | KIND_STUB)
+    matches!(
+        kind,
+        KIND_HEADER | KIND_COMMAND | KIND_SEGMENTED | KIND_STUB | KIND_SYNCED | KIND_WINDOW_MARK | KIND_SNAPSHOT
+    )
 }

@@ -10,7 +10,7 @@
 //! offset. It yields a `RecordRef` borrowing the payload: replay copies
 //! only what it keeps.
 
-use super::{KIND_COMMAND, KIND_HEADER, KIND_SEGMENTED, KIND_STUB};
+use super::{KIND_COMMAND, KIND_HEADER, KIND_SEGMENTED, KIND_STUB, KIND_WINDOW_MARK};
 use crate::codec::{put_len_prefixed, put_u32, put_u64, ByteReader, DecodeError};
 use crate::frame::{encode_frame, MAX_FRAME_PAYLOAD_BYTES};
 
@@ -39,6 +39,16 @@ pub enum Record {
         /// The row's value weight, for memory accounting.
         weight: u64,
     },
+    /// The high-water mark of a windowed table's column, written by a
+    /// rewrite after the table's `WINDOW`: the rows that raised it may be
+    /// gone or overwritten, and eviction decisions must not change because
+    /// the log was rewritten.
+    WindowMark {
+        /// The table.
+        table: Vec<u8>,
+        /// The highest window-column value seen.
+        max_seen: i64,
+    },
 }
 
 impl Record {
@@ -48,6 +58,7 @@ impl Record {
             Record::Command(_) => KIND_COMMAND,
             Record::Segmented { .. } => KIND_SEGMENTED,
             Record::Stub { .. } => KIND_STUB,
+            Record::WindowMark { .. } => KIND_WINDOW_MARK,
         }
     }
 
@@ -59,6 +70,7 @@ impl Record {
             Record::Command(args) => command_payload_len_bytes(args),
             Record::Segmented { file, .. } => 8 + len_prefixed(file.as_bytes()),
             Record::Stub { key, .. } => len_prefixed(key) + 8 + 8,
+            Record::WindowMark { table, .. } => len_prefixed(table) + 8,
         }
     }
 
@@ -82,6 +94,10 @@ impl Record {
                 put_len_prefixed(out, key);
                 put_u64(out, *seq);
                 put_u64(out, *weight);
+            }
+            Record::WindowMark { table, max_seen } => {
+                put_len_prefixed(out, table);
+                put_u64(out, *max_seen as u64);
             }
         }
         assert_eq!((out.len() - start) as u64, self.payload_len_bytes());
@@ -143,6 +159,13 @@ pub enum RecordRef<'a> {
         /// The row's value weight.
         weight: u64,
     },
+    /// See [`Record::WindowMark`].
+    WindowMark {
+        /// The table.
+        table: &'a [u8],
+        /// The highest window-column value seen.
+        max_seen: i64,
+    },
 }
 
 impl<'a> RecordRef<'a> {
@@ -167,6 +190,11 @@ impl<'a> RecordRef<'a> {
                 let weight = reader.u64()?;
                 RecordRef::Stub { key, seq, weight }
             }
+            KIND_WINDOW_MARK => {
+                let table = reader.len_prefixed()?;
+                let max_seen = reader.u64()? as i64;
+                RecordRef::WindowMark { table, max_seen }
+            }
             _ => {
                 // The kind byte sits just before the payload.
                 let reason =
@@ -184,6 +212,7 @@ impl<'a> RecordRef<'a> {
             RecordRef::Command(args) => Record::Command(args.iter().map(<[u8]>::to_vec).collect()),
             RecordRef::Segmented { seq, file } => Record::Segmented { seq, file: file.to_owned() },
             RecordRef::Stub { key, seq, weight } => Record::Stub { key: key.to_vec(), seq, weight },
+            RecordRef::WindowMark { table, max_seen } => Record::WindowMark { table: table.to_vec(), max_seen },
         }
     }
 }
@@ -307,7 +336,7 @@ mod tests {
     fn header_and_unknown_kinds_are_refused_at_the_kind_byte() {
         let err = Record::decode(KIND_HEADER, b"", 30).unwrap_err();
         assert_eq!((err.offset_bytes, err.reason), (29, "header frame after the start of the log"));
-        for kind in [0u8, 5, 0xff] {
+        for kind in [0u8, 5, 7, 0xff] {
             let err = Record::decode(kind, b"", 30).unwrap_err();
             assert_eq!((err.offset_bytes, err.reason), (29, "unknown frame kind"));
         }
@@ -347,7 +376,7 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(4096))]
 
         #[test]
-        fn arbitrary_payloads_never_panic(kind in 0u8..6, payload in proptest::collection::vec(any::<u8>(), 0..64)) {
+        fn arbitrary_payloads_never_panic(kind in 0u8..8, payload in proptest::collection::vec(any::<u8>(), 0..64)) {
             if let Err(err) = Record::decode(kind, &payload, 1000) {
                 prop_assert!(err.offset_bytes >= 999 && err.offset_bytes <= 1000 + payload.len() as u64);
             }

@@ -5,14 +5,18 @@
 //! The scan is point-in-time by construction: it walks frames in order and
 //! the loop ends at the first frame that is not whole and valid, so no
 //! record after it can ever be returned. What lies beyond is only
-//! *looked at*, with a bounded search, to tell a torn tail (nothing valid
-//! follows) from damage in the middle of the log (something does).
+//! *looked at*, with a bounded search, to tell a torn tail from damage to
+//! durable bytes (see "Torn tails, damage" in the module doc of `aof`):
+//! damage is proven by a valid frame after the invalid one that vouches it
+//! was durable — a `SYNCED n` with `n` past its start, or any valid frame
+//! after an invalid header, or a second header.
 
 use std::path::Path;
 
 use super::header::check_header;
-use super::{is_known_kind, Record, RecordRef, KIND_HEADER};
-use crate::frame::{decode_frame, find_valid_frame, Scan, FRAME_HEADER_BYTES};
+use super::{is_known_kind, Record, RecordRef, KIND_HEADER, KIND_SNAPSHOT, KIND_SYNCED};
+use crate::codec::ByteReader;
+use crate::frame::{decode_frame, find_valid_frame_within, Scan, FRAME_HEADER_BYTES};
 use crate::{Error, Result};
 
 /// The most bytes the search past an invalid frame checksums before it
@@ -31,9 +35,12 @@ pub struct LogScan {
     pub valid_len_bytes: u64,
     /// The offset and reason of the first invalid frame.
     pub invalid: Option<(u64, &'static str)>,
-    /// Whether a valid frame starts somewhere after the invalid one: a
-    /// hint of bit rot rather than a torn write. Reported, not acted on.
+    /// Whether a valid frame starts somewhere after the invalid one (or
+    /// the search could not rule one out).
     pub valid_frames_after_invalid: bool,
+    /// Why the invalid frame must be damage to durable bytes rather than a
+    /// torn write, if it must (see the module doc).
+    pub damage: Option<String>,
 }
 
 /// Scan `bytes`, the contents of the log at `path` (used only to name the
@@ -52,6 +59,7 @@ pub fn scan_log(path: &Path, bytes: &[u8]) -> Result<LogScan> {
         valid_len_bytes: walk.valid_len_bytes(),
         invalid: walk.invalid(),
         valid_frames_after_invalid: walk.valid_frames_after_invalid(),
+        damage: walk.damage().map(str::to_string),
     })
 }
 
@@ -71,6 +79,15 @@ pub struct LogWalk<'a> {
     valid_len_bytes: u64,
     invalid: Option<(u64, &'static str)>,
     valid_frames_after_invalid: bool,
+    damage: Option<String>,
+    inside_snapshot: bool,
+    /// Valid frames after the header, `SYNCED` marks included.
+    frames: u64,
+    /// The most any mark in the valid prefix vouches durable.
+    vouched_len_bytes: u64,
+    /// The end of the last valid record (or snapshot end); 0 if none:
+    /// nothing a mark needs to vouch for (a header is covered otherwise).
+    data_end_bytes: u64,
     ended: bool,
 }
 
@@ -85,6 +102,11 @@ impl<'a> LogWalk<'a> {
             valid_len_bytes: 0,
             invalid: None,
             valid_frames_after_invalid: false,
+            damage: None,
+            inside_snapshot: false,
+            frames: 0,
+            vouched_len_bytes: 0,
+            data_end_bytes: 0,
             ended: false,
         }
     }
@@ -98,14 +120,16 @@ impl<'a> LogWalk<'a> {
             let frame = match decode_frame(&bytes[at..]) {
                 Ok(frame) => frame,
                 Err(invalid) => {
-                    let after = find_valid_frame(bytes, at + 1, FIND_BUDGET_BYTES, is_known_kind);
-                    if let (Scan::Found(next), true) = (after, at > 0 && canary!(ReplayPastInvalid)) {
+                    let beyond = look_past(bytes, at);
+                    if let (Some(next), true) = (beyond.first_valid, at > 0 && canary!(ReplayPastInvalid)) {
                         // Planted: skip the damage and replay what follows.
                         self.at = next;
                         continue;
                     }
                     self.invalid = Some((at as u64, invalid.reason()));
-                    self.valid_frames_after_invalid = after != Scan::NotFound;
+                    self.valid_frames_after_invalid = beyond.first_valid.is_some();
+                    self.damage = beyond.damage;
+                    self.inside_snapshot = beyond.inside_snapshot;
                     self.ended = true;
                     break;
                 }
@@ -119,6 +143,22 @@ impl<'a> LogWalk<'a> {
                 }
                 check_header(frame.payload, payload_offset_bytes).map_err(|e| e.in_file(self.path))?;
                 None
+            } else if frame.kind == KIND_SYNCED || frame.kind == KIND_SNAPSHOT {
+                // A durability mark: read, checked, never a record. A
+                // snapshot's end vouches for exactly the bytes before it.
+                let durable_len_bytes = decode_mark(frame.payload, payload_offset_bytes, self.path)?;
+                let claims_too_much = durable_len_bytes > at as u64;
+                if claims_too_much || (frame.kind == KIND_SNAPSHOT && durable_len_bytes != at as u64) {
+                    let why = format!("a mark at byte {at} claims the first {durable_len_bytes} bytes durable");
+                    return Err(Error::corrupt(self.path, at as u64, why));
+                }
+                self.frames += 1;
+                self.vouched_len_bytes = self.vouched_len_bytes.max(durable_len_bytes);
+                if frame.kind == KIND_SNAPSHOT {
+                    // A snapshot's end is part of what its rewrite made durable.
+                    self.data_end_bytes = (at + frame.total_bytes) as u64;
+                }
+                None
             } else {
                 let record = RecordRef::decode(frame.kind, frame.payload, payload_offset_bytes)
                     .map_err(|e| e.in_file(self.path))?;
@@ -127,6 +167,10 @@ impl<'a> LogWalk<'a> {
             self.at = at + frame.total_bytes;
             self.valid_len_bytes = self.at as u64;
             if record.is_some() {
+                self.data_end_bytes = self.valid_len_bytes;
+            }
+            if record.is_some() {
+                self.frames += 1;
                 return Ok(record);
             }
         }
@@ -167,6 +211,108 @@ impl<'a> LogWalk<'a> {
     pub fn valid_frames_after_invalid(&self) -> bool {
         self.valid_frames_after_invalid
     }
+
+    /// Why the invalid frame must be damage to durable bytes, if it must.
+    pub fn damage(&self) -> Option<&str> {
+        self.damage.as_deref()
+    }
+
+    /// Whether the invalid frame lies inside a rewrite's snapshot (a
+    /// `SNAPSHOT` frame follows it): no point in time to cut back to.
+    pub fn inside_snapshot(&self) -> bool {
+        self.inside_snapshot
+    }
+
+    /// The most any mark walked so far vouches durable.
+    pub fn vouched_len_bytes(&self) -> u64 {
+        self.vouched_len_bytes
+    }
+
+    /// The end of the last frame walked so far that is not a mark.
+    pub fn data_end_bytes(&self) -> u64 {
+        self.data_end_bytes
+    }
+
+    /// Valid frames walked after the header so far, `SYNCED` marks included
+    /// (a log with any is one a store has written to).
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+}
+
+/// A `SYNCED` or `SNAPSHOT` frame's payload: the durable length it vouches for.
+fn decode_mark(payload: &[u8], payload_offset_bytes: u64, path: &Path) -> Result<u64> {
+    let mut reader = ByteReader::new(payload, payload_offset_bytes);
+    let durable_len_bytes = reader.u64().map_err(|e| e.in_file(path))?;
+    reader.finish().map_err(|e| e.in_file(path))?;
+    Ok(durable_len_bytes)
+}
+
+/// What lies past an invalid frame.
+struct Beyond {
+    /// The first valid frame after it, if any (or the search gave up).
+    first_valid: Option<usize>,
+    /// Why the invalid frame must be damage, if it must.
+    damage: Option<String>,
+    /// A rewrite's `SNAPSHOT` frame follows: the invalid frame lies inside
+    /// a snapshot.
+    inside_snapshot: bool,
+}
+
+/// Look past the invalid frame at `invalid_at` for proof that it was
+/// durable (see the module doc): resync to each valid frame after it and
+/// walk on, within a budget of checksummed bytes.
+fn look_past(bytes: &[u8], invalid_at: usize) -> Beyond {
+    let mut budget_bytes = FIND_BUDGET_BYTES;
+    let mut first_valid = None;
+    let mut from = invalid_at + 1;
+    loop {
+        let next = match find_valid_frame_within(bytes, from, &mut budget_bytes, is_known_kind) {
+            Scan::NotFound => return Beyond { first_valid, damage: None, inside_snapshot: false },
+            Scan::GaveUp => {
+                // Refusing costs an operator a look; guessing could cost
+                // acknowledged writes.
+                let why = "the bytes after it could not be ruled out as durable frames within the scan budget";
+                return Beyond {
+                    first_valid: first_valid.or(Some(from)),
+                    damage: Some(why.to_string()),
+                    inside_snapshot: false,
+                };
+            }
+            Scan::Found(next) => next,
+        };
+        first_valid.get_or_insert(next);
+        if invalid_at == 0 {
+            let why = format!("the header is invalid, yet a valid frame follows at byte {next} (a header is durable before any frame is written)");
+            return Beyond { first_valid, damage: Some(why), inside_snapshot: false };
+        }
+        let mut at = next;
+        while at < bytes.len() {
+            let Ok(frame) = decode_frame(&bytes[at..]) else { break };
+            if frame.kind == KIND_HEADER {
+                let why = format!("a second header frame at byte {at}");
+                return Beyond { first_valid, damage: Some(why), inside_snapshot: false };
+            }
+            if frame.kind == KIND_SNAPSHOT {
+                let why = format!("a rewrite's snapshot ends after it, at byte {at}: the whole snapshot was durable");
+                return Beyond { first_valid, damage: Some(why), inside_snapshot: true };
+            }
+            if frame.kind == KIND_SYNCED && frame.payload.len() == 8 {
+                let durable_len_bytes = u64::from_le_bytes(frame.payload.try_into().expect("8 bytes"));
+                if durable_len_bytes > invalid_at as u64 {
+                    let why = format!(
+                        "the SYNCED frame at byte {at} vouches that the first {durable_len_bytes} bytes were durable"
+                    );
+                    return Beyond { first_valid, damage: Some(why), inside_snapshot: false };
+                }
+            }
+            at += frame.total_bytes;
+        }
+        if at >= bytes.len() {
+            return Beyond { first_valid, damage: None, inside_snapshot: false };
+        }
+        from = at + 1;
+    }
 }
 
 #[cfg(test)]
@@ -198,7 +344,13 @@ mod tests {
         let scan = scan_log(path(), &[]).unwrap();
         assert_eq!(
             scan,
-            LogScan { records: vec![], valid_len_bytes: 0, invalid: None, valid_frames_after_invalid: false }
+            LogScan {
+                records: vec![],
+                valid_len_bytes: 0,
+                invalid: None,
+                valid_frames_after_invalid: false,
+                damage: None
+            }
         );
     }
 

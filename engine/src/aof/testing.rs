@@ -19,6 +19,7 @@ pub fn arb_record() -> impl Strategy<Value = Record> {
         4 => proptest::collection::vec(bytes(), 0..5).prop_map(Record::Command),
         1 => (any::<u64>(), "[a-z0-9.-]{0,20}").prop_map(|(seq, file)| Record::Segmented { seq, file }),
         2 => (bytes(), any::<u64>(), any::<u64>()).prop_map(|(key, seq, weight)| Record::Stub { key, seq, weight }),
+        1 => (bytes(), any::<i64>()).prop_map(|(table, max_seen)| Record::WindowMark { table, max_seen }),
     ]
 }
 

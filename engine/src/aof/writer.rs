@@ -16,6 +16,10 @@
 //!   `now_ms`; the writer never reads a clock, so a simulated run decides
 //!   exactly when an `everysec` fsync happens.
 //!
+//! It also keeps the log able to tell damage from a torn write (see the
+//! module doc of `aof`): the head of each append batch carries a `SYNCED`
+//! mark whenever an fsync has moved the durable end since the last mark.
+//!
 //! Encoding reuses the writer's buffers, so a warm writer does not
 //! allocate per append.
 
@@ -24,7 +28,8 @@ use std::sync::Arc;
 
 use super::header::encode_header;
 use super::record::{command_payload_len_bytes, encode_command_payload};
-use super::{FsyncPolicy, Record, KIND_COMMAND};
+use super::recover::PendingRecovery;
+use super::{FsyncPolicy, Record, KIND_COMMAND, KIND_SNAPSHOT, KIND_SYNCED};
 use crate::frame::{encode_frame, MAX_FRAME_PAYLOAD_BYTES};
 use crate::vfs::{OpenMode, Vfs, VfsFile};
 use crate::{Error, Result};
@@ -49,6 +54,20 @@ pub struct AofWriter {
     unsynced: bool,
     /// The caller's clock at the last good fsync (or at open).
     last_sync_ms: u64,
+    /// The log's length at the last good fsync: its durable prefix.
+    durable_len_bytes: u64,
+    /// The durable length the last `SYNCED` mark in the file vouches for
+    /// (as far as this writer knows: 0 until it writes one).
+    marked_len_bytes: u64,
+    /// The end of the last frame written that is not a mark: marks need
+    /// vouch only up to here (a mark vouching for marks protects nothing).
+    data_end_bytes: u64,
+    /// The mark the pending batch opens with, committed once it is written.
+    batch_mark: Option<u64>,
+    /// The pending batch holds a frame that is not a mark.
+    batch_has_data: bool,
+    /// Recovery's writes, not yet done: nothing may be appended before.
+    pending: Option<PendingRecovery>,
     /// Why the writer refuses to write, once it must.
     poisoned: Option<String>,
     /// One record's payload, before it is framed.
@@ -65,21 +84,29 @@ impl std::fmt::Debug for AofWriter {
             .field("len_bytes", &self.len_bytes)
             .field("unsynced", &self.unsynced)
             .field("last_sync_ms", &self.last_sync_ms)
+            .field("durable_len_bytes", &self.durable_len_bytes)
+            .field("marked_len_bytes", &self.marked_len_bytes)
+            .field("pending", &self.pending.is_some())
             .field("poisoned", &self.poisoned)
             .finish_non_exhaustive()
     }
 }
 
 impl AofWriter {
-    /// A writer over `file`, whose first `len_bytes` are a valid log that is
-    /// already durable (recovery made it so).
-    pub(super) fn resume(
+    /// A writer over `file`, whose first `len_bytes` will be a valid,
+    /// durable log once `pending` (recovery's writes) is done.
+    pub(super) fn resume_pending(
         file: Box<dyn VfsFile>,
         path: PathBuf,
         policy: FsyncPolicy,
         len_bytes: u64,
         now_ms: u64,
+        pending: PendingRecovery,
     ) -> Self {
+        AofWriter { pending: Some(pending), ..AofWriter::resume(file, path, policy, len_bytes, now_ms) }
+    }
+
+    fn resume(file: Box<dyn VfsFile>, path: PathBuf, policy: FsyncPolicy, len_bytes: u64, now_ms: u64) -> Self {
         AofWriter {
             file,
             path,
@@ -87,10 +114,51 @@ impl AofWriter {
             len_bytes,
             unsynced: false,
             last_sync_ms: now_ms,
+            durable_len_bytes: 0,
+            marked_len_bytes: 0,
+            data_end_bytes: 0,
+            batch_mark: None,
+            batch_has_data: false,
+            pending: None,
             poisoned: None,
             payload_buf: Vec::new(),
             frame_buf: Vec::new(),
         }
+    }
+
+    /// Recovery's writes, if still owed (see `recover.rs`).
+    pub(super) fn take_pending(&mut self) -> Option<PendingRecovery> {
+        self.pending.take()
+    }
+
+    /// The file, for recovery's writes.
+    pub(super) fn file_mut(&mut self) -> &mut dyn VfsFile {
+        self.file.as_mut()
+    }
+
+    /// What the recovered log's marks already vouch for, and where its data
+    /// ends: no new mark is owed for what they cover.
+    pub(super) fn resume_marks(&mut self, vouched_len_bytes: u64, data_end_bytes: u64) {
+        assert!(data_end_bytes <= self.len_bytes);
+        self.marked_len_bytes = vouched_len_bytes;
+        self.data_end_bytes = data_end_bytes;
+    }
+
+    /// Whether a mark is owed: the durable data reaches past the last mark.
+    fn owes_mark(&self) -> bool {
+        self.marked_len_bytes < self.durable_len_bytes.min(self.data_end_bytes)
+    }
+
+    /// The caller's clock at the last good fsync.
+    pub(super) fn last_sync_ms(&self) -> u64 {
+        self.last_sync_ms
+    }
+
+    /// Recovery made the whole log durable.
+    pub(super) fn recovered_durable(&mut self) {
+        assert!(self.pending.is_none());
+        self.unsynced = false;
+        self.durable_len_bytes = self.len_bytes;
     }
 
     /// Create (or cut to empty) a log at `path` holding only a header, NOT
@@ -115,6 +183,7 @@ impl AofWriter {
         self.check_not_poisoned()?;
         check_fits(record)?;
         assert!(self.frame_buf.is_empty());
+        self.begin_batch();
         self.encode(record);
         self.write_frame_buf()?;
         self.apply_policy(now_ms)
@@ -127,6 +196,8 @@ impl AofWriter {
         self.check_not_poisoned()?;
         check_payload_len(command_payload_len_bytes(args))?;
         assert!(self.frame_buf.is_empty());
+        self.begin_batch();
+        self.batch_has_data = true;
         self.payload_buf.clear();
         encode_command_payload(args, &mut self.payload_buf);
         encode_frame(&mut self.frame_buf, KIND_COMMAND, &self.payload_buf);
@@ -141,6 +212,8 @@ impl AofWriter {
     pub fn batch_command(&mut self, args: &[&[u8]]) -> Result<()> {
         self.check_not_poisoned()?;
         check_payload_len(command_payload_len_bytes(args))?;
+        self.begin_batch();
+        self.batch_has_data = true;
         self.payload_buf.clear();
         encode_command_payload(args, &mut self.payload_buf);
         encode_frame(&mut self.frame_buf, KIND_COMMAND, &self.payload_buf);
@@ -152,7 +225,20 @@ impl AofWriter {
     pub fn batch_record(&mut self, record: &Record) -> Result<()> {
         self.check_not_poisoned()?;
         check_fits(record)?;
+        self.begin_batch();
         self.encode(record);
+        Ok(())
+    }
+
+    /// End the pending batch with a `SNAPSHOT` mark: every byte before it
+    /// is one snapshot, vouched durable. Only for a log the caller makes
+    /// durable *before* it becomes the store's log (a rewrite: fsync, then
+    /// rename): then the claim is true whenever the file is read as the log.
+    pub fn batch_snapshot_end(&mut self) -> Result<()> {
+        self.check_not_poisoned()?;
+        let at_bytes = self.len_bytes + self.frame_buf.len() as u64;
+        encode_frame(&mut self.frame_buf, KIND_SNAPSHOT, &at_bytes.to_le_bytes());
+        self.batch_has_data = true;
         Ok(())
     }
 
@@ -162,6 +248,8 @@ impl AofWriter {
     pub fn write_batch(&mut self, now_ms: u64) -> Result<()> {
         if let Err(e) = self.check_not_poisoned() {
             self.frame_buf.clear();
+            self.batch_mark = None;
+            self.batch_has_data = false;
             return Err(e);
         }
         if self.frame_buf.is_empty() {
@@ -183,6 +271,7 @@ impl AofWriter {
             check_fits(record)?;
         }
         assert!(self.frame_buf.is_empty());
+        self.begin_batch();
         for record in records {
             self.encode(record);
         }
@@ -194,6 +283,27 @@ impl AofWriter {
     /// poisons the writer.
     pub fn sync(&mut self, now_ms: u64) -> Result<()> {
         self.check_not_poisoned()?;
+        self.sync_file(now_ms)
+    }
+
+    /// A clean close's barrier: fsync, then, if no mark vouches for the
+    /// durable end yet, append one and fsync it too — so a log closed
+    /// cleanly has no durable frame that damage could pass off as a torn
+    /// write. A failure poisons the writer.
+    pub fn sync_and_vouch(&mut self, now_ms: u64) -> Result<()> {
+        self.sync(now_ms)?;
+        self.vouch_durable(now_ms)
+    }
+
+    /// If a mark is owed for the durable data, append one and fsync it.
+    pub(super) fn vouch_durable(&mut self, now_ms: u64) -> Result<()> {
+        self.check_not_poisoned()?;
+        if !self.owes_mark() {
+            return Ok(());
+        }
+        assert!(self.frame_buf.is_empty());
+        self.begin_batch();
+        self.write_frame_buf()?;
         self.sync_file(now_ms)
     }
 
@@ -244,14 +354,27 @@ impl AofWriter {
     }
 
     fn check_not_poisoned(&self) -> Result<()> {
+        assert!(self.pending.is_none(), "an append before recovery's writes are done");
         match &self.poisoned {
             Some(cause) => Err(Error::Poisoned { cause: cause.clone() }),
             None => Ok(()),
         }
     }
 
+    /// Open a batch (the frame buffer is empty) with a `SYNCED` mark if an
+    /// fsync has moved the durable end past the last mark.
+    fn begin_batch(&mut self) {
+        if !self.frame_buf.is_empty() || !self.owes_mark() {
+            return;
+        }
+        assert!(self.durable_len_bytes <= self.len_bytes);
+        encode_frame(&mut self.frame_buf, KIND_SYNCED, &self.durable_len_bytes.to_le_bytes());
+        self.batch_mark = Some(self.durable_len_bytes);
+    }
+
     /// Append `record`'s frame to the frame buffer.
     fn encode(&mut self, record: &Record) {
+        self.batch_has_data = true;
         self.payload_buf.clear();
         record.encode_payload(&mut self.payload_buf);
         encode_frame(&mut self.frame_buf, record.kind(), &self.payload_buf);
@@ -262,6 +385,8 @@ impl AofWriter {
         let at_bytes = self.len_bytes;
         let result = self.file.write_at(at_bytes, &self.frame_buf);
         let written_bytes = self.frame_buf.len() as u64;
+        let batch_mark = self.batch_mark.take();
+        let batch_has_data = std::mem::take(&mut self.batch_has_data);
         self.frame_buf.clear();
         self.frame_buf.shrink_to(KEEP_BUFFER_BYTES);
         self.payload_buf.clear();
@@ -281,6 +406,12 @@ impl AofWriter {
             return Err(Error::io("write", &self.path, write_err));
         }
         self.len_bytes = at_bytes + written_bytes;
+        if let Some(mark) = batch_mark {
+            self.marked_len_bytes = mark;
+        }
+        if batch_has_data {
+            self.data_end_bytes = self.len_bytes;
+        }
         Ok(())
     }
 
@@ -306,6 +437,7 @@ impl AofWriter {
     fn synced(&mut self, now_ms: u64) {
         self.unsynced = false;
         self.last_sync_ms = now_ms;
+        self.durable_len_bytes = self.len_bytes;
     }
 
     fn sync_file(&mut self, now_ms: u64) -> Result<()> {
@@ -505,7 +637,10 @@ mod tests {
         writer.append(&owned, 0).unwrap();
         let (records, report) = recovered(&vfs);
         assert_eq!(records, vec![owned.clone(), owned.clone()]);
-        assert_eq!(report.valid_len_bytes, HEADER_FRAME_BYTES + 2 * frame_len(&owned));
+        // The second append under `always` opens with a SYNCED mark for the
+        // first (the first has no durable record before it to vouch for).
+        let marks_bytes = super::super::SYNCED_FRAME_BYTES;
+        assert_eq!(report.valid_len_bytes, HEADER_FRAME_BYTES + 2 * frame_len(&owned) + marks_bytes);
     }
 
     #[test]

@@ -61,11 +61,21 @@ pub enum Canary {
     AckFailedAppend,
     /// A log that fails to read at open (EIO) is taken for an empty one.
     ReadErrorEmptyLog,
+    /// Damage to durable log frames (an invalid frame that a later `SYNCED`
+    /// mark vouches for) is cut as a torn tail instead of refused.
+    CutVouchedDamage,
+    /// A missing log beside an existing manifest is taken for a new store.
+    MissingLogIsEmpty,
+    /// Open sweeps orphan segments even after a point-in-time cut, whose
+    /// cut frames may have been the ones naming them.
+    SweepAfterDamage,
+    /// Rewrite leaves the windows' high-water marks out of the new log.
+    RewriteDropsHwm,
 }
 
 impl Canary {
     /// Every canary, in table order.
-    pub const ALL: [Canary; 20] = [
+    pub const ALL: [Canary; 24] = [
         Canary::SegNoFsync,
         Canary::SealNoDirSync,
         Canary::FrameBeforeRegister,
@@ -86,6 +96,10 @@ impl Canary {
         Canary::SingleReadRecovery,
         Canary::AckFailedAppend,
         Canary::ReadErrorEmptyLog,
+        Canary::CutVouchedDamage,
+        Canary::MissingLogIsEmpty,
+        Canary::SweepAfterDamage,
+        Canary::RewriteDropsHwm,
     ];
 
     /// The kebab-case name the command line uses.
@@ -111,6 +125,10 @@ impl Canary {
             Canary::SingleReadRecovery => "single-read-recovery",
             Canary::AckFailedAppend => "ack-failed-append",
             Canary::ReadErrorEmptyLog => "read-error-empty-log",
+            Canary::CutVouchedDamage => "cut-vouched-damage",
+            Canary::MissingLogIsEmpty => "missing-log-is-empty",
+            Canary::SweepAfterDamage => "sweep-after-damage",
+            Canary::RewriteDropsHwm => "rewrite-drops-hwm",
         }
     }
 
@@ -142,6 +160,10 @@ impl Canary {
             Canary::SingleReadRecovery => "recovery trusts one read: a transient bit flip cuts the log",
             Canary::AckFailedAppend => "a failed AOF write (EIO, ENOSPC) is acknowledged anyway",
             Canary::ReadErrorEmptyLog => "a log that fails to read at open (EIO) is taken for an empty one",
+            Canary::CutVouchedDamage => "damage to durable log frames is cut as a torn tail, not refused",
+            Canary::MissingLogIsEmpty => "a missing log beside an existing manifest opens as a new store",
+            Canary::SweepAfterDamage => "open sweeps orphan segments after a point-in-time cut of damage",
+            Canary::RewriteDropsHwm => "rewrite drops the windows' high-water marks: eviction changes after restart",
         }
     }
 }

@@ -128,6 +128,84 @@ pub struct Manifest {
     next_free_seq: u64,
     /// Why appends are refused, once a write or fsync has failed.
     poisoned: Option<String>,
+    /// Opening's writes, not yet done: nothing may be appended before.
+    pending: Option<PendingOpen>,
+}
+
+/// What [`Manifest::finish_recovery`] still has to write.
+#[derive(Debug)]
+struct PendingOpen {
+    dir: PathBuf,
+    /// The file's length as read.
+    len_bytes: u64,
+    /// No whole header: write one.
+    write_header: bool,
+    /// Cut a torn tail to this length.
+    cut_to_bytes: Option<u64>,
+}
+
+/// A manifest read and checked, nothing changed yet.
+#[derive(Debug)]
+pub struct ManifestRead {
+    dir: PathBuf,
+    path: PathBuf,
+    exists: bool,
+    len_bytes: u64,
+    replayed: replay::Replayed,
+}
+
+impl ManifestRead {
+    /// Whether the file exists.
+    pub fn exists(&self) -> bool {
+        self.exists
+    }
+
+    /// Whether it holds a whole header: a manifest a store opened and made
+    /// durable (a new file, or one whose creation a crash tore, has none).
+    pub fn has_header(&self) -> bool {
+        self.replayed.valid_len_bytes > 0
+    }
+
+    /// The live segments, in ascending seq.
+    pub fn live(&self) -> impl Iterator<Item = &SegEntry> {
+        self.replayed.ledger.live().values()
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What opening found (and will cut).
+    pub fn report(&self) -> ManifestReport {
+        ManifestReport {
+            records_replayed: self.replayed.records,
+            torn_tail_bytes: self.len_bytes - self.replayed.valid_len_bytes,
+        }
+    }
+
+    /// Open the file (creating it if missing) as a manifest to append to,
+    /// its opening writes pending until [`Manifest::finish_recovery`].
+    pub fn open(&self, vfs: Arc<dyn Vfs>) -> Result<Manifest> {
+        let path = self.path.clone();
+        let file = vfs.open(&path, OpenMode::Create).map_err(|e| Error::io("open", &path, e))?;
+        let valid_len_bytes = self.replayed.valid_len_bytes;
+        let torn_tail_bytes = self.len_bytes - valid_len_bytes;
+        // Planted: the torn tail stays, and appends follow it.
+        let keep_torn_tail = canary!(ManifestTailKept);
+        let write_header = valid_len_bytes == 0;
+        let cut = !write_header && torn_tail_bytes > 0 && !keep_torn_tail;
+        let pending = PendingOpen {
+            dir: self.dir.clone(),
+            len_bytes: self.len_bytes,
+            write_header,
+            cut_to_bytes: cut.then_some(valid_len_bytes),
+        };
+        let append_offset_bytes = if keep_torn_tail && !write_header { self.len_bytes } else { valid_len_bytes };
+        let ledger = self.replayed.ledger.clone();
+        let next_free_seq = ledger.next_seq();
+        Ok(Manifest { path, file, append_offset_bytes, ledger, next_free_seq, poisoned: None, pending: Some(pending) })
+    }
 }
 
 impl Manifest {
@@ -145,47 +223,56 @@ impl Manifest {
         })
     }
 
-    /// Open `dir/MANIFEST` (creating it with a header if missing: create,
-    /// write header, fsync file, fsync dir). A torn tail is cut (set_len)
-    /// and the cut made durable (sync) before returning; reported in
-    /// ManifestReport. `dir` must exist.
+    /// Open `dir/MANIFEST` in one go: [`Manifest::read`], then
+    /// [`ManifestRead::open`] and [`Manifest::finish_recovery`]. `dir`
+    /// must exist.
     pub fn open(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<(Manifest, ManifestReport)> {
-        let path = dir.join(MANIFEST_FILE);
-        let mut file = vfs.open(&path, OpenMode::Create).map_err(|e| Error::io("open", &path, e))?;
-        let len_bytes = file.len().map_err(|e| Error::io("stat", &path, e))?;
-        let bytes = read_all(file.as_ref(), &path, len_bytes)?;
-        let replayed = replay(&path, &bytes, SCAN_BUDGET_BYTES)?;
-        let torn_tail_bytes = len_bytes - replayed.valid_len_bytes;
+        let read = Manifest::read(vfs.as_ref(), dir)?;
+        let mut manifest = read.open(vfs.clone())?;
+        manifest.finish_recovery(vfs.as_ref())?;
+        Ok((manifest, read.report()))
+    }
 
-        let append_offset_bytes = if replayed.valid_len_bytes == 0 {
+    /// Read and check `dir/MANIFEST`, changing nothing: its registry, or
+    /// [`Error::Corrupt`] for damage to durable records. A missing file
+    /// reads as an empty manifest.
+    pub fn read(vfs: &dyn Vfs, dir: &Path) -> Result<ManifestRead> {
+        let path = dir.join(MANIFEST_FILE);
+        let exists = vfs.exists(&path).map_err(|e| Error::io("stat", &path, e))?;
+        let bytes = if exists {
+            let file = vfs.open(&path, OpenMode::Read).map_err(|e| Error::io("open", &path, e))?;
+            let len_bytes = file.len().map_err(|e| Error::io("stat", &path, e))?;
+            read_all(file.as_ref(), &path, len_bytes)?
+        } else {
+            Vec::new()
+        };
+        let replayed = replay(&path, &bytes, SCAN_BUDGET_BYTES)?;
+        Ok(ManifestRead { dir: dir.to_path_buf(), path, exists, len_bytes: bytes.len() as u64, replayed })
+    }
+
+    /// Do the writes opening owes (see [`ManifestRead::open`]): a fresh
+    /// header (file fsync, directory fsync) where none is whole, else the
+    /// torn tail cut and the file fsynced. A manifest not made by
+    /// [`ManifestRead::open`] owes none.
+    pub fn finish_recovery(&mut self, vfs: &dyn Vfs) -> Result<()> {
+        let Some(pending) = self.pending.take() else { return Ok(()) };
+        let path = self.path.clone();
+        if pending.write_header {
             // A new file, or a crash right after creating one tore its
             // header: either way nothing was ever registered in it.
-            write_header(vfs.as_ref(), file.as_mut(), &path, dir, len_bytes)?
-        } else {
-            // Planted: the torn tail stays, and appends follow it.
-            let keep_torn_tail = canary!(ManifestTailKept);
-            if torn_tail_bytes > 0 && !keep_torn_tail {
-                // Cut before the first append: a record written after torn
-                // bytes would read as damage followed by a valid record.
-                file.set_len(replayed.valid_len_bytes).map_err(|e| Error::io("truncate", &path, e))?;
-            }
-            // Always fsync what was replayed: after a process crash it may
-            // be page cache the dead process never fsynced (an ADD whose
-            // fsync never ran), and the store is about to log frames that
-            // name those segments.
-            file.sync().map_err(|e| Error::io("sync", &path, e))?;
-            if keep_torn_tail {
-                len_bytes
-            } else {
-                replayed.valid_len_bytes
-            }
-        };
-
-        let report = ManifestReport { records_replayed: replayed.records, torn_tail_bytes };
-        let next_free_seq = replayed.ledger.next_seq();
-        let manifest =
-            Manifest { path, file, append_offset_bytes, ledger: replayed.ledger, next_free_seq, poisoned: None };
-        Ok((manifest, report))
+            self.append_offset_bytes = write_header(vfs, self.file.as_mut(), &path, &pending.dir, pending.len_bytes)?;
+            return Ok(());
+        }
+        if let Some(len_bytes) = pending.cut_to_bytes {
+            // Cut before the first append: a record written after torn
+            // bytes would read as damage followed by a valid record.
+            self.file.set_len(len_bytes).map_err(|e| Error::io("truncate", &path, e))?;
+        }
+        // Always fsync what was replayed: after a process crash it may be
+        // page cache the dead process never fsynced (an ADD whose fsync
+        // never ran), and the store is about to log frames that name those
+        // segments.
+        self.file.sync().map_err(|e| Error::io("sync", &path, e))
     }
 
     /// The live segments, in ascending seq.
@@ -253,6 +340,7 @@ impl Manifest {
     }
 
     fn refuse_if_poisoned(&self) -> Result<()> {
+        assert!(self.pending.is_none(), "a manifest append before opening's writes are done");
         match &self.poisoned {
             Some(cause) => Err(Error::Poisoned { cause: cause.clone() }),
             None => Ok(()),

@@ -92,7 +92,9 @@ impl Store {
         match self.vfs.list_dir(&self.dir) {
             Err(e) => v(format!("cannot list {}: {e}", self.dir.display())),
             Ok(names) => {
-                for name in &names {
+                // After a point-in-time cut the sweep waits (nothing is
+                // removed after damage): strays are expected until then.
+                for name in names.iter().filter(|_| !self.sweep_pending) {
                     if name.ends_with(".seg") && !self.manifest.is_live_file(name) {
                         v(format!("unregistered segment file {name} in the directory"));
                     }

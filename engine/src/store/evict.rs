@@ -70,6 +70,18 @@ impl Store {
         Ok(report)
     }
 
+    /// The keys [`Store::evict`] would seal now: each windowed table's
+    /// out-of-window rows without a TTL, tables in name order, keys
+    /// ascending. For checkers (a clean restart, with or without a rewrite
+    /// before it, must not change it) and operators.
+    pub fn eviction_candidates(&self) -> Vec<Vec<u8>> {
+        let mut keys = Vec::new();
+        for table in self.windows.keys() {
+            keys.extend(self.out_of_window(table, false).into_iter().map(|(key, _)| key.to_vec()));
+        }
+        keys
+    }
+
     /// The table's rows that may go cold now, key-ascending, each with its
     /// encoded payload: the out-of-window rows without any TTL.
     fn evictable_rows(&self, table: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {

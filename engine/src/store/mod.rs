@@ -62,11 +62,17 @@ pub const REWRITE_TEMP_FILE: &str = "appendonly.aof.rewrite";
 pub struct Options {
     /// When an acknowledged write is fsynced.
     pub fsync: FsyncPolicy,
+    /// Point-in-time recovery: open a damaged log as of its first invalid
+    /// frame instead of refusing it (the cut bytes go to a quarantine
+    /// file; nothing is swept in that open). Off by default: damage to
+    /// durable data is refused with [`Error::Corrupt`] and nothing on disk
+    /// changes (see `recover.rs`).
+    pub point_in_time: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { fsync: FsyncPolicy::Always }
+        Options { fsync: FsyncPolicy::Always, point_in_time: false }
     }
 }
 
@@ -103,6 +109,9 @@ pub struct Store {
     /// Set by the first fatal failure (a failed fsync): writes are refused
     /// until the store is reopened.
     poisoned: Option<String>,
+    /// The open skipped its sweep (after a point-in-time cut): orphan and
+    /// stray segment files may remain until a rewrite or the next open.
+    sweep_pending: bool,
 }
 
 impl Store {
@@ -154,9 +163,14 @@ impl Store {
         self.tick_at(now_ms)
     }
 
-    /// Close cleanly: the log is fsynced whatever the policy.
+    /// Close cleanly: the log is fsynced whatever the policy, and marked
+    /// so that every byte of it is vouched durable (see the module doc of
+    /// `aof`).
     pub fn close(mut self) -> Result<()> {
-        self.sync()
+        self.check_writable()?;
+        let now_ms = self.clock.now_ms();
+        let result = self.aof.sync_and_vouch(now_ms);
+        self.poison_on_error(result)
     }
 
     /// Hot bytes (keys plus hot values; a stub counts only its key).

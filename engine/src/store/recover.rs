@@ -1,16 +1,37 @@
 //! Open: rebuild a store from its directory.
 //!
-//! 1. Open the manifest (a torn tail is cut durably) and load every
-//!    registered segment — they are truth, named by seq.
-//! 2. Recover the AOF (an invalid tail is quarantined and cut durably) and
-//!    replay it in order: commands rebuild hot state; `SEGMENTED` stitches
-//!    (each key the segment holds is demoted if hot, inserted as a stub if
-//!    absent); `STUB` inserts one stub.
-//! 3. Sweep: registered segments the log never names (a crash between seal
+//! It runs in two phases, so that a refusal changes nothing on disk:
+//!
+//! **Read** (nothing is written):
+//! 1. Read the manifest and the AOF and check every record
+//!    ([`Manifest::read`], [`LogRead::read`]): damage to durable records is
+//!    refused here (see the module doc of `aof` for how the log tells
+//!    damage from a torn tail).
+//! 2. Check that the two agree on the store's history: the log is made
+//!    durable before the manifest is created, and nothing is appended to
+//!    the log before the manifest is; so a missing (or empty) log beside
+//!    an existing manifest, or a log with frames beside a missing or
+//!    headerless manifest, is damage.
+//! 3. Load every registered segment (read-only) — they are truth, named by
+//!    seq.
+//! 4. Replay the log's valid prefix in order: commands rebuild hot state;
+//!    `SEGMENTED` stitches (each key the segment holds is demoted if hot,
+//!    inserted as a stub if absent); `STUB` inserts one stub; `WINDOW_MARK`
+//!    restores a table's high-water mark.
+//!
+//! **Write**, once nothing can refuse:
+//! 5. Finish the log's recovery (a torn tail quarantined and cut, a fresh
+//!    header on a new log, fsync, directory fsync), then the manifest's (a
+//!    torn tail cut, or a fresh header) — in that order, so a new store's
+//!    log is durable before its manifest exists.
+//! 6. Sweep: registered segments the log never names (a crash between seal
 //!    and frame) are dropped and unlinked; unregistered `*.seg` files and a
 //!    leftover rewrite temp file are unlinked. A segment the log names
 //!    stays even with no live stub: dropping it would break the *next*
-//!    replay, which meets the same `SEGMENTED` frame again.
+//!    replay, which meets the same `SEGMENTED` frame again. No destructive
+//!    step follows damage: after a point-in-time cut the sweep is skipped
+//!    (and reported), because the cut frames may have been the ones naming
+//!    those segments.
 //!
 //! Anything inconsistent — a frame naming an unregistered segment, a
 //! logged command that no longer applies, a stub for a key its segment
@@ -24,9 +45,9 @@ use super::command::Command;
 use super::segments::{seq_of_file_name, Segments};
 use super::value::{decode_row, value_weight, Entry, Stub, Value};
 use super::{Options, Store, AOF_FILE, REWRITE_TEMP_FILE};
-use crate::aof::{AofRecovery, AofWriter, RecordRef};
+use crate::aof::{AofRecovery, LogRead, RecordRef, RecoveryMode};
 use crate::clock::Clock;
-use crate::manifest::Manifest;
+use crate::manifest::{Manifest, ManifestRead};
 use crate::seg::Seg;
 use crate::vfs::Vfs;
 use crate::{Error, Phase, Result};
@@ -46,15 +67,20 @@ pub struct RecoveryReport {
     pub orphan_segments_swept: u64,
     /// Unregistered files (`*.seg`, rewrite temp) unlinked.
     pub stray_files_swept: u64,
+    /// The sweep did not run: this open cut the log at damage or at a
+    /// point-in-time cut, and nothing is removed after damage. Orphans and
+    /// strays wait for a later open or rewrite.
+    pub sweep_skipped: bool,
     /// Bytes cut from a torn manifest tail.
     pub manifest_torn_bytes: u64,
-    /// What AOF recovery found: bytes quarantined, why, and whether valid
-    /// frames followed the invalid one (a hint of bit rot, not a tear).
+    /// What AOF recovery found: bytes quarantined, why, whether valid
+    /// frames followed the invalid one, and whether it was damage (a
+    /// point-in-time cut only; the default refuses damage).
     pub aof: AofRecovery,
 }
 
 impl Store {
-    /// Open (or create) the store in `dir`.
+    /// Open (or create) the store in `dir` (see the module doc).
     pub fn open(
         vfs: Arc<dyn Vfs>,
         clock: Arc<dyn Clock>,
@@ -63,43 +89,22 @@ impl Store {
     ) -> Result<(Store, RecoveryReport)> {
         let mut report = RecoveryReport::default();
         Self::io("create_dir_all", dir, vfs.create_dir_all(dir))?;
-        let (manifest, manifest_report) = Manifest::open(vfs.clone(), dir)?;
-        report.manifest_torn_bytes = manifest_report.torn_tail_bytes;
+        let mode = if options.point_in_time { RecoveryMode::PointInTime } else { RecoveryMode::Consistent };
 
-        let mut segments = Segments::default();
-        for entry in manifest.live() {
-            let path = dir.join(&entry.file);
-            if seq_of_file_name(&entry.file) != Some(entry.seq) {
-                return Err(Error::corrupt(
-                    manifest.path(),
-                    0,
-                    format!("entry {} names file {:?}", entry.seq, entry.file),
-                ));
-            }
-            let seg = match Seg::open(&*vfs, &path) {
-                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-                    // Registered means durable before any frame named it:
-                    // a missing file is damage to the store, not a crash.
-                    let why = format!("registers segment {} (seq {}), which does not exist", entry.file, entry.seq);
-                    return Err(Error::corrupt(manifest.path(), 0, why));
-                }
-                other => other?,
-            };
-            if seg.meta().seq != entry.seq {
-                return Err(Error::corrupt(
-                    &path,
-                    0,
-                    format!("footer says seq {}, manifest says {}", seg.meta().seq, entry.seq),
-                ));
-            }
-            segments.insert(entry.seq, seg, entry.file.clone());
-            report.segments_loaded += 1;
-        }
+        // Read: nothing below changes the disk until every check passed.
+        let manifest_read = Manifest::read(vfs.as_ref(), dir)?;
+        let log_read = LogRead::read(vfs.as_ref(), dir, AOF_FILE, mode)?;
+        check_history(&manifest_read, &log_read, mode)?;
+        report.manifest_torn_bytes = manifest_read.report().torn_tail_bytes;
+        report.aof = log_read.report().clone();
+        let segments = load_segments(vfs.as_ref(), dir, &manifest_read)?;
+        report.segments_loaded = segments.len() as u64;
 
+        // The files are opened (created only where missing, and then
+        // nothing a replay reads can refuse), their writes held back.
         let now_ms = clock.now_ms();
-        let (aof, log, aof_report) = AofWriter::recover(vfs.clone(), dir, AOF_FILE, options.fsync, now_ms)?;
-        report.aof = aof_report;
-
+        let aof = log_read.open_writer(vfs.clone(), options.fsync, now_ms)?;
+        let manifest = manifest_read.open(vfs.clone())?;
         let mut store = Store {
             vfs,
             clock,
@@ -112,11 +117,12 @@ impl Store {
             windows: Default::default(),
             used_memory: 0,
             poisoned: None,
+            sweep_pending: false,
         };
         let mut named = BTreeSet::new();
         // Records are read in place from the log's bytes, one at a time;
         // `args` is reused so a command's argument list costs nothing.
-        let mut records = log.records();
+        let mut records = log_read.records();
         let mut args: Vec<&[u8]> = Vec::new();
         let mut index = 0usize;
         while let Some(record) = records.next_record()? {
@@ -124,9 +130,22 @@ impl Store {
             report.frames_replayed += 1;
             index += 1;
         }
-        assert_eq!(report.frames_replayed, log.frames(), "replay read what recovery counted");
+        assert_eq!(report.frames_replayed, report.aof.frames, "replay read what recovery counted");
         store.segments.settle_dead_counts();
-        store.sweep(&named, &mut report)?;
+
+        // Write: the log first (a new store's log is durable before its
+        // manifest exists), then the manifest, then the sweep.
+        report.aof.quarantine_file = store.aof.finish_recovery(store.vfs.as_ref())?;
+        store.manifest.finish_recovery(store.vfs.as_ref())?;
+        let damaged_cut =
+            report.aof.damage.is_some() || (mode == RecoveryMode::PointInTime && report.aof.dropped_bytes > 0);
+        // Planted: the sweep runs after a point-in-time cut of damage.
+        if damaged_cut && !canary!(SweepAfterDamage) {
+            report.sweep_skipped = true;
+            store.sweep_pending = true;
+        } else {
+            store.sweep(&named, &mut report)?;
+        }
         store.vfs.mark(Phase::OpenDone);
         Ok((store, report))
     }
@@ -174,6 +193,12 @@ impl Store {
                 }
                 named.insert(seq);
                 self.stitch(index, seq, report)?;
+            }
+            RecordRef::WindowMark { table, max_seen } => {
+                let Some(window) = self.windows.get_mut(table) else {
+                    return Err(self.replay_error(index, "a window mark for a table with no window"));
+                };
+                window.max_seen = Some(window.max_seen.map_or(max_seen, |seen| seen.max(max_seen)));
             }
             RecordRef::Stub { key, seq, weight } => {
                 let Some(slot) = self.segments.get(seq) else {
@@ -243,6 +268,7 @@ impl Store {
     /// Step 3 of open (see the module doc).
     fn sweep(&mut self, named: &BTreeSet<u64>, report: &mut RecoveryReport) -> Result<()> {
         report.orphan_segments_swept = self.retire_unnamed(named)?;
+        self.sweep_pending = false;
         let names = Self::io("list_dir", &self.dir, self.vfs.list_dir(&self.dir))?;
         for name in names {
             let stray = (name.ends_with(".seg") && !self.manifest.is_live_file(&name)) || name == REWRITE_TEMP_FILE;
@@ -259,4 +285,55 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// Step 2 of the module doc: the log and the manifest agree on the store's
+/// history, or one of them was damaged. A point-in-time recovery opens a
+/// missing log as an empty one (nothing is swept in that open).
+fn check_history(manifest: &ManifestRead, log: &LogRead, mode: RecoveryMode) -> Result<()> {
+    let log_missing = log.report().missing || log.report().valid_len_bytes == 0 && !log.has_frames();
+    if manifest.exists() && log_missing && mode == RecoveryMode::Consistent && !canary!(MissingLogIsEmpty) {
+        let why = "the log is missing or empty, but the manifest exists: a store's log is durable before its \
+                   manifest is created, so this is damage. Nothing on disk was changed";
+        return Err(Error::corrupt(log.path(), 0, why));
+    }
+    if log.has_frames() && !manifest.has_header() {
+        let why = if manifest.exists() { "has no valid header" } else { "is missing" };
+        let why = format!(
+            "the manifest {why}, but the log has been written to: a store's manifest is durable before its first \
+             append, so this is damage. Nothing on disk was changed"
+        );
+        return Err(Error::corrupt(manifest.path(), 0, why));
+    }
+    Ok(())
+}
+
+/// Step 3 of the module doc: every registered segment, opened read-only
+/// and checked against its registration.
+fn load_segments(vfs: &dyn Vfs, dir: &Path, manifest: &ManifestRead) -> Result<Segments> {
+    let mut segments = Segments::default();
+    for entry in manifest.live() {
+        let path = dir.join(&entry.file);
+        if seq_of_file_name(&entry.file) != Some(entry.seq) {
+            return Err(Error::corrupt(manifest.path(), 0, format!("entry {} names file {:?}", entry.seq, entry.file)));
+        }
+        let seg = match Seg::open(vfs, &path) {
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                // Registered means durable before any frame named it:
+                // a missing file is damage to the store, not a crash.
+                let why = format!("registers segment {} (seq {}), which does not exist", entry.file, entry.seq);
+                return Err(Error::corrupt(manifest.path(), 0, why));
+            }
+            other => other?,
+        };
+        if seg.meta().seq != entry.seq {
+            return Err(Error::corrupt(
+                &path,
+                0,
+                format!("footer says seq {}, manifest says {}", seg.meta().seq, entry.seq),
+            ));
+        }
+        segments.insert(entry.seq, seg, entry.file.clone());
+    }
+    Ok(segments)
 }

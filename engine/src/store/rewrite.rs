@@ -4,7 +4,11 @@
 //!
 //! The new log holds hot rows as commands with absolute TTLs and cold rows
 //! as `STUB key seq weight` frames, so a rewrite never reads cold data
-//! back into memory. It is written to a temp file, fsynced, renamed over
+//! back into memory; each windowed table's high-water mark follows its
+//! `WINDOW` as a `WINDOW_MARK` frame (eviction must decide the same after
+//! a rewrite and restart), and a `SNAPSHOT` mark closes it (the whole new
+//! log is durable before it becomes the log, so damage to any of it is
+//! refused rather than cut). It is written to a temp file, fsynced, renamed over
 //! the AOF, and the directory fsynced; only then is the old log gone for
 //! good, and only then may a segment that only the old log named be
 //! dropped from the manifest and unlinked. Retiring it earlier would make
@@ -35,6 +39,8 @@ impl Store {
         let written = (|| {
             let mut writer = AofWriter::create(self.vfs.clone(), &temp_path, self.options.fsync, now_ms)?;
             let named = self.snapshot(now_ms, &mut writer)?;
+            // Durable before the rename makes it the log: every frame vouched.
+            writer.batch_snapshot_end()?;
             writer.write_batch(now_ms)?;
             if !canary!(RewriteNoFsync) {
                 writer.sync(now_ms)?;
@@ -101,6 +107,12 @@ impl Store {
         let mut named = BTreeSet::new();
         for (table, window) in &self.windows {
             emit(writer, Command::Window { table: table.clone(), column: window.column.clone(), span: window.span })?;
+            // The rows that raised the high-water mark may be gone or
+            // overwritten: without the mark, a reopened store would evict
+            // differently. Planted: the mark is left out.
+            if let (Some(max_seen), false) = (window.max_seen, canary!(RewriteDropsHwm)) {
+                writer.batch_record(&Record::WindowMark { table: table.clone(), max_seen })?;
+            }
         }
         for (key, entry) in &self.map {
             if entry.is_expired(now_ms) {

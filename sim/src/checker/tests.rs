@@ -117,7 +117,7 @@ impl ForwardSearch {
 fn store_holding(dump: &BTreeMap<Vec<u8>, LogicalEntry>, now_ms: u64) -> Store {
     let vfs = std::sync::Arc::new(engine::vfs::MemVfs::new());
     let clock = std::sync::Arc::new(engine::clock::ManualClock::new(now_ms));
-    let options = engine::store::Options { fsync: FsyncPolicy::No };
+    let options = engine::store::Options { fsync: FsyncPolicy::No, ..engine::store::Options::default() };
     let (mut store, _) = Store::open(vfs, clock, std::path::Path::new("/db"), options).unwrap();
     for (key, entry) in dump {
         let key = key.clone();

@@ -15,7 +15,7 @@ use crate::trace::Trace;
 fn open(vfs: &Arc<SimVfs>, fsync: FsyncPolicy) -> Store {
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
     let vfs: Arc<dyn Vfs> = vfs.clone();
-    Store::open(vfs, clock, dir(), Options { fsync }).expect("the store opens").0
+    Store::open(vfs, clock, dir(), Options { fsync, ..Options::default() }).expect("the store opens").0
 }
 
 fn set(key: &str, value: &str) -> Command {

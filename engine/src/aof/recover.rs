@@ -33,7 +33,8 @@ pub struct AofRecovery {
     /// or invalid (a fresh header was then written).
     pub valid_len_bytes: u64,
     /// Bytes from the first invalid frame to the end of the file, moved to
-    /// the quarantine file and cut from the log.
+    /// the quarantine file and cut from the log (read-only: not replayed,
+    /// and left where they are).
     pub dropped_bytes: u64,
     /// Why bytes were dropped, with the offset of the first invalid frame.
     pub reason: Option<String>,
@@ -91,6 +92,28 @@ impl AofWriter {
         policy: FsyncPolicy,
         now_ms: u64,
     ) -> Result<(AofWriter, RecoveredLog, AofRecovery)> {
+        let (writer, log, report) = Self::recover_in(vfs, dir, name, policy, now_ms, false)?;
+        Ok((writer.expect("a writable recovery hands out a writer"), log, report))
+    }
+
+    /// Read the log at `dir/name` as [`AofWriter::recover`] does (a missing
+    /// file is an empty log; corruption is refused alike) and hand back the
+    /// records before the first invalid frame, changing nothing on disk:
+    /// no quarantine, no cut, no header, no fsync, and no writer.
+    pub fn recover_read_only(vfs: Arc<dyn Vfs>, dir: &Path, name: &str) -> Result<(RecoveredLog, AofRecovery)> {
+        let (writer, log, report) = Self::recover_in(vfs, dir, name, FsyncPolicy::No, 0, true)?;
+        assert!(writer.is_none(), "a read-only recovery hands out no writer");
+        Ok((log, report))
+    }
+
+    fn recover_in(
+        vfs: Arc<dyn Vfs>,
+        dir: &Path,
+        name: &str,
+        policy: FsyncPolicy,
+        now_ms: u64,
+        read_only: bool,
+    ) -> Result<(Option<AofWriter>, RecoveredLog, AofRecovery)> {
         check_file_name(name)?;
         let path = dir.join(name);
         let exists = vfs.exists(&path).map_err(|e| Error::io("stat", &path, e))?;
@@ -125,6 +148,13 @@ impl AofWriter {
             quarantine_file: None,
         };
 
+        if read_only {
+            // Every step below writes; a read-only open replays the valid
+            // prefix and leaves the tail where it is.
+            bytes.truncate(valid_len_bytes as usize);
+            return Ok((None, RecoveredLog { path, bytes, frames }, report));
+        }
+
         // Planted: the torn tail stays, and the writer appends after it.
         let keep_torn_tail = canary!(AppendAfterTornTail) && valid_len_bytes > 0;
         if dropped_bytes > 0 && !keep_torn_tail {
@@ -155,7 +185,7 @@ impl AofWriter {
         bytes.truncate(valid_len_bytes as usize);
         let log = RecoveredLog { path: path.clone(), bytes, frames };
         let writer = AofWriter::resume(file, path, policy, len_bytes, now_ms);
-        Ok((writer, log, report))
+        Ok((Some(writer), log, report))
     }
 }
 
@@ -366,6 +396,29 @@ mod tests {
         let (_, _, report) = recover(vfs.clone(), Path::new(DIR)).unwrap();
         assert_eq!(report.quarantine_file.as_deref(), Some("aof.quarantine.5"));
         assert_eq!(file_bytes(vfs.as_ref(), "/db/aof.quarantine.4"), b"older");
+    }
+
+    #[test]
+    fn a_read_only_recovery_replays_the_valid_prefix_and_changes_nothing() {
+        let vfs = FailingVfs::new();
+        let dir = Path::new(DIR);
+        let (log, report) = AofWriter::recover_read_only(vfs.clone(), dir, "aof").unwrap();
+        assert_eq!((log.frames(), report), (0, AofRecovery::default()), "a missing log is an empty one");
+        assert!(vfs.list_dir(dir).unwrap().is_empty(), "and stays missing");
+
+        let mut bytes = log_bytes(&sample_records());
+        bytes.truncate(bytes.len() - 2);
+        put_file(vfs.as_ref(), LOG, &bytes);
+        let writes_before = vfs.faults().writes;
+        let (log, report) = AofWriter::recover_read_only(vfs.clone(), dir, "aof").unwrap();
+        assert_eq!(log.to_records(), sample_records()[..3]);
+        assert_eq!(report.valid_len_bytes + report.dropped_bytes, bytes.len() as u64);
+        assert!(report.dropped_bytes > 0 && report.reason.is_some());
+        assert_eq!(report.quarantine_file, None);
+        assert_eq!(file_bytes(vfs.as_ref(), LOG), bytes, "the torn tail stays");
+        assert_eq!(vfs.list_dir(dir).unwrap(), ["aof"]);
+        let faults = vfs.faults();
+        assert_eq!((faults.writes, faults.syncs), (writes_before, 0));
     }
 
     #[test]

@@ -118,7 +118,8 @@ pub struct ManifestState {
 /// An open manifest: the live set in memory, and the file to append to.
 pub struct Manifest {
     path: PathBuf,
-    file: Box<dyn VfsFile>,
+    /// `None` when opened read-only: nothing is ever written then.
+    file: Option<Box<dyn VfsFile>>,
     /// The end of the last whole record: where the next one is written.
     append_offset_bytes: u64,
     ledger: Ledger,
@@ -183,8 +184,42 @@ impl Manifest {
 
         let report = ManifestReport { records_replayed: replayed.records, torn_tail_bytes };
         let next_free_seq = replayed.ledger.next_seq();
+        let manifest = Manifest {
+            path,
+            file: Some(file),
+            append_offset_bytes,
+            ledger: replayed.ledger,
+            next_free_seq,
+            poisoned: None,
+        };
+        Ok((manifest, report))
+    }
+
+    /// Open `dir/MANIFEST` to read it only, for a store opened read-only:
+    /// replayed as [`Manifest::open`] does, refusing damage alike, but
+    /// nothing is written or fsynced. A missing file is an empty ledger;
+    /// a torn tail is left in place (and reported in
+    /// [`ManifestReport::torn_tail_bytes`]); [`Manifest::add`] and
+    /// [`Manifest::drop_seg`] are refused with [`Error::ReadOnly`].
+    pub fn open_read_only(vfs: &dyn Vfs, dir: &Path) -> Result<(Manifest, ManifestReport)> {
+        let path = dir.join(MANIFEST_FILE);
+        let bytes = match vfs.open(&path, OpenMode::Read) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(Error::io("open", &path, e)),
+            Ok(file) => {
+                let len_bytes = file.len().map_err(|e| Error::io("stat", &path, e))?;
+                read_all(file.as_ref(), &path, len_bytes)?
+            }
+        };
+        let replayed = replay(&path, &bytes, SCAN_BUDGET_BYTES)?;
+        let report = ManifestReport {
+            records_replayed: replayed.records,
+            torn_tail_bytes: bytes.len() as u64 - replayed.valid_len_bytes,
+        };
+        let next_free_seq = replayed.ledger.next_seq();
+        let append_offset_bytes = replayed.valid_len_bytes;
         let manifest =
-            Manifest { path, file, append_offset_bytes, ledger: replayed.ledger, next_free_seq, poisoned: None };
+            Manifest { path, file: None, append_offset_bytes, ledger: replayed.ledger, next_free_seq, poisoned: None };
         Ok((manifest, report))
     }
 
@@ -220,7 +255,7 @@ impl Manifest {
     /// that a live entry already holds, `min_key > max_key`, or keys too
     /// large for one frame. Nothing is written for an invalid entry.
     pub fn add(&mut self, entry: SegEntry) -> Result<()> {
-        self.refuse_if_poisoned()?;
+        self.refuse_unless_writable()?;
         if let Err(why) = self.ledger.check_add(&entry) {
             return Err(Error::Invalid(format!("manifest ADD of seq {} ({}): {why}", entry.seq, entry.file)));
         }
@@ -236,7 +271,7 @@ impl Manifest {
 
     /// Append DROP and fsync. Unknown/not-live seq → Error::Invalid.
     pub fn drop_seg(&mut self, seq: u64) -> Result<()> {
-        self.refuse_if_poisoned()?;
+        self.refuse_unless_writable()?;
         if let Err(why) = self.ledger.check_drop(seq) {
             return Err(Error::Invalid(format!("manifest DROP of seq {seq}: {why}")));
         }
@@ -252,7 +287,11 @@ impl Manifest {
         &self.path
     }
 
-    fn refuse_if_poisoned(&self) -> Result<()> {
+    fn refuse_unless_writable(&self) -> Result<()> {
+        if self.file.is_none() {
+            let dir = self.path.parent().unwrap_or(Path::new(""));
+            return Err(Error::ReadOnly { dir: dir.to_path_buf() });
+        }
         match &self.poisoned {
             Some(cause) => Err(Error::Poisoned { cause: cause.clone() }),
             None => Ok(()),
@@ -264,7 +303,7 @@ impl Manifest {
     fn append(&mut self, frame: &[u8]) -> Result<()> {
         assert!(self.poisoned.is_none(), "append on a poisoned manifest");
         let path = &self.path;
-        let file = &mut self.file;
+        let file = self.file.as_mut().expect("refuse_unless_writable checked the manifest is writable");
         let written = file
             .write_at(self.append_offset_bytes, frame)
             .map_err(|e| Error::io("write", path, e))

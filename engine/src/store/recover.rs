@@ -1,5 +1,9 @@
 //! Open: rebuild a store from its directory.
 //!
+//! 0. Lock the directory (`Vfs::lock`), before reading or creating
+//!    anything in it: exclusive to write, shared to read only. A holder
+//!    that conflicts makes the open fail with [`Error::Locked`], having
+//!    touched nothing. The store keeps the guard for its life.
 //! 1. Open the manifest (a torn tail is cut durably) and load every
 //!    registered segment — they are truth, named by seq.
 //! 2. Recover the AOF (an invalid tail is quarantined and cut durably) and
@@ -11,6 +15,11 @@
 //!    leftover rewrite temp file are unlinked. A segment the log names
 //!    stays even with no live stub: dropping it would break the *next*
 //!    replay, which meets the same `SEGMENTED` frame again.
+//!
+//! A read-only open ([`Store::open_read_only`]) runs the same steps
+//! without a single write: no directory or file is created, a torn tail
+//! (of the log or the manifest) is simply not replayed past, nothing is
+//! quarantined, cut, fsynced or swept.
 //!
 //! Anything inconsistent — a frame naming an unregistered segment, a
 //! logged command that no longer applies, a stub for a key its segment
@@ -28,7 +37,7 @@ use crate::aof::{AofRecovery, AofWriter, RecordRef};
 use crate::clock::Clock;
 use crate::manifest::Manifest;
 use crate::seg::Seg;
-use crate::vfs::Vfs;
+use crate::vfs::{LockGuard, LockMode, Vfs};
 use crate::{Error, Phase, Result};
 
 /// What [`Store::open`] found and did.
@@ -54,16 +63,44 @@ pub struct RecoveryReport {
 }
 
 impl Store {
-    /// Open (or create) the store in `dir`.
+    /// Open (or create) the store in `dir`, holding its lock exclusively
+    /// until the store is dropped: [`Error::Locked`] if anyone else holds
+    /// it.
     pub fn open(
         vfs: Arc<dyn Vfs>,
         clock: Arc<dyn Clock>,
         dir: &Path,
         options: Options,
     ) -> Result<(Store, RecoveryReport)> {
-        let mut report = RecoveryReport::default();
+        // The lock lives in the directory, so the directory comes first.
         Self::io("create_dir_all", dir, vfs.create_dir_all(dir))?;
-        let (manifest, manifest_report) = Manifest::open(vfs.clone(), dir)?;
+        let lock = lock_dir(vfs.as_ref(), dir, LockMode::Exclusive)?;
+        Self::open_locked(vfs, clock, dir, options, lock)
+    }
+
+    /// Open the existing store in `dir` for inspection, sharing its lock
+    /// with other read-only openers (never with a writer: [`Error::Locked`]).
+    /// Nothing on disk is written, created, cut, quarantined, fsynced or
+    /// swept, even for a damaged store: a torn tail is simply not replayed
+    /// past, a missing log is an empty one. Every write is refused with
+    /// [`Error::ReadOnly`].
+    pub fn open_read_only(vfs: Arc<dyn Vfs>, clock: Arc<dyn Clock>, dir: &Path) -> Result<(Store, RecoveryReport)> {
+        let lock = lock_dir(vfs.as_ref(), dir, LockMode::Shared)?;
+        Self::open_locked(vfs, clock, dir, Options::default(), lock)
+    }
+
+    fn open_locked(
+        vfs: Arc<dyn Vfs>,
+        clock: Arc<dyn Clock>,
+        dir: &Path,
+        options: Options,
+        lock: LockGuard,
+    ) -> Result<(Store, RecoveryReport)> {
+        assert_eq!(lock.dir(), dir, "the lock is on the store's own directory");
+        let read_only = lock.mode() == LockMode::Shared;
+        let mut report = RecoveryReport::default();
+        let (manifest, manifest_report) =
+            if read_only { Manifest::open_read_only(vfs.as_ref(), dir)? } else { Manifest::open(vfs.clone(), dir)? };
         report.manifest_torn_bytes = manifest_report.torn_tail_bytes;
 
         let mut segments = Segments::default();
@@ -96,8 +133,14 @@ impl Store {
             report.segments_loaded += 1;
         }
 
-        let now_ms = clock.now_ms();
-        let (aof, log, aof_report) = AofWriter::recover(vfs.clone(), dir, AOF_FILE, options.fsync, now_ms)?;
+        let (aof, log, aof_report) = if read_only {
+            let (log, aof_report) = AofWriter::recover_read_only(vfs.clone(), dir, AOF_FILE)?;
+            (None, log, aof_report)
+        } else {
+            let now_ms = clock.now_ms();
+            let (aof, log, aof_report) = AofWriter::recover(vfs.clone(), dir, AOF_FILE, options.fsync, now_ms)?;
+            (Some(aof), log, aof_report)
+        };
         report.aof = aof_report;
 
         let mut store = Store {
@@ -112,7 +155,9 @@ impl Store {
             windows: Default::default(),
             used_memory: 0,
             poisoned: None,
+            lock,
         };
+        assert_eq!(store.aof.is_none(), store.is_read_only());
         let mut named = BTreeSet::new();
         // Records are read in place from the log's bytes, one at a time;
         // `args` is reused so a command's argument list costs nothing.
@@ -126,13 +171,16 @@ impl Store {
         }
         assert_eq!(report.frames_replayed, log.frames(), "replay read what recovery counted");
         store.segments.settle_dead_counts();
-        store.sweep(&named, &mut report)?;
+        if !read_only {
+            store.sweep(&named, &mut report)?;
+        }
         store.vfs.mark(Phase::OpenDone);
         Ok((store, report))
     }
 
     fn replay_error(&self, index: usize, why: impl std::fmt::Display) -> Error {
-        Error::corrupt(self.aof.path(), 0, format!("frame #{index} (after the header) does not replay: {why}"))
+        let path = self.dir.join(AOF_FILE);
+        Error::corrupt(path, 0, format!("frame #{index} (after the header) does not replay: {why}"))
     }
 
     fn replay<'a>(
@@ -258,5 +306,18 @@ impl Store {
             self.poison_on_error(synced)?;
         }
         Ok(())
+    }
+}
+
+/// Take `dir`'s lock in `mode`, or say who is in the way: another holder is
+/// [`Error::Locked`], anything else an I/O error naming the directory.
+fn lock_dir(vfs: &dyn Vfs, dir: &Path, mode: LockMode) -> Result<LockGuard> {
+    match vfs.lock(dir, mode) {
+        Ok(guard) => {
+            assert_eq!(guard.mode(), mode, "the Vfs locked in the mode asked for");
+            Ok(guard)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Err(Error::Locked { dir: dir.to_path_buf() }),
+        Err(e) => Err(Error::io("lock", dir, e)),
     }
 }

@@ -245,6 +245,13 @@ impl SimVfs {
         self.disk().io_index
     }
 
+    /// A counter that every change a power loss could see bumps (data
+    /// written or cut, entries changed, anything made durable): equal
+    /// before and after a call means the call changed nothing on the disk.
+    pub fn changes(&self) -> u64 {
+        self.disk().fs.version()
+    }
+
     /// Who holds `dir`'s lock now, if anyone: for a driver that checks a
     /// refused second open left the first holder's lock alone.
     pub fn lock_holders(&self, dir: &Path) -> Option<Holders> {

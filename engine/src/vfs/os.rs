@@ -113,12 +113,12 @@ impl Vfs for OsVfs {
     /// where it may not write) and creates it only if it is missing.
     fn lock(&self, dir: &Path, mode: LockMode) -> io::Result<LockGuard> {
         let path = dir.join(LOCK_FILE);
+        // Never truncated: another opener may hold a lock on this file.
+        let create = || OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path);
         let file = match mode {
-            LockMode::Exclusive => OpenOptions::new().read(true).write(true).create(true).open(&path)?,
+            LockMode::Exclusive => create()?,
             LockMode::Shared => match File::open(&path) {
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    OpenOptions::new().read(true).write(true).create(true).open(&path)?
-                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => create()?,
                 other => other?,
             },
         };

@@ -13,7 +13,8 @@
 //!    process that created it died before its directory fsync.
 //!
 //! Only then does the caller get a writer, so no append can follow an
-//! invalid frame.
+//! invalid frame. A read-only recovery ([`AofWriter::recover_read_only`])
+//! runs step 1 alone and hands out no writer.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -2,8 +2,14 @@
 //! can try it and watch a restart recover.
 //!
 //! ```text
-//! cargo run -p engine --example kv -- --dir /tmp/kvdemo [--fsync always|everysec|no]
+//! cargo run -p engine --example kv -- --dir /tmp/kvdemo [--fsync always|everysec|no] [--read-only]
 //! ```
+//!
+//! The store directory has one owner: while one `kv` (or any program) has
+//! it open, another is refused with "store directory is in use by another
+//! process" and exit status 1. `--read-only` opens it for inspection: it
+//! shares the directory with other read-only openers (never a writer),
+//! changes no byte of it even when damaged, and refuses every write.
 //!
 //! Reads one command per line from stdin (`SET k v`, `HSET k f v ...`,
 //! `HGETALL k`, `WINDOW t ts 10`, ..., plus `EVICT`, `SYNC`, `REWRITE`,
@@ -18,14 +24,23 @@ use std::sync::Arc;
 
 use engine::aof::FsyncPolicy;
 use engine::clock::SystemClock;
-use engine::store::{Options, Reply, Store};
+use engine::store::{Options, RecoveryReport, Reply, Store};
 use engine::vfs::OsVfs;
+use engine::Error;
 
-const USAGE: &str = "usage: kv --dir PATH [--fsync always|everysec|no]";
+const USAGE: &str = "usage: kv --dir PATH [--fsync always|everysec|no] [--read-only]";
 
-fn parse_args() -> Result<(PathBuf, FsyncPolicy), String> {
+/// What the command line asks for.
+struct Args {
+    dir: PathBuf,
+    fsync: FsyncPolicy,
+    read_only: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
     let mut dir = None;
     let mut fsync = FsyncPolicy::Always;
+    let mut read_only = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -34,11 +49,21 @@ fn parse_args() -> Result<(PathBuf, FsyncPolicy), String> {
                 let name = args.next().ok_or("--fsync needs a policy")?;
                 fsync = FsyncPolicy::parse(&name).ok_or(format!("unknown fsync policy {name:?}"))?;
             }
+            "--read-only" => read_only = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    Ok((dir.ok_or("--dir is required")?, fsync))
+    Ok(Args { dir: dir.ok_or("--dir is required")?, fsync, read_only })
+}
+
+fn open(args: &Args) -> engine::Result<(Store, RecoveryReport)> {
+    let (vfs, clock) = (Arc::new(OsVfs), Arc::new(SystemClock));
+    if args.read_only {
+        Store::open_read_only(vfs, clock, &args.dir)
+    } else {
+        Store::open(vfs, clock, &args.dir, Options { fsync: args.fsync, ..Options::default() })
+    }
 }
 
 /// Split a line into arguments: whitespace separates, double quotes group.
@@ -117,7 +142,7 @@ fn run_line(store: &mut Store, args: &[Vec<u8>]) -> String {
 }
 
 fn main() -> ExitCode {
-    let (dir, fsync) = match parse_args() {
+    let args = match parse_args() {
         Ok(parsed) => parsed,
         Err(why) => {
             if !why.is_empty() {
@@ -127,25 +152,45 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let (mut store, report) =
-        match Store::open(Arc::new(OsVfs), Arc::new(SystemClock), &dir, Options { fsync, ..Options::default() }) {
-            Ok(opened) => opened,
-            Err(e) => {
-                eprintln!("kv: cannot open {}: {e}", dir.display());
-                return ExitCode::from(1);
-            }
-        };
-    println!(
-        "# recovered {}: {} frames replayed, {} segments loaded, {} stubs stitched, {} stubs inserted, \
-         {} orphan segments swept, {} bytes quarantined",
-        dir.display(),
-        report.frames_replayed,
-        report.segments_loaded,
-        report.stubs_stitched,
-        report.stubs_inserted,
-        report.orphan_segments_swept,
-        report.aof.dropped_bytes
-    );
+    let dir = &args.dir;
+    let (mut store, report) = match open(&args) {
+        Ok(opened) => opened,
+        Err(Error::Locked { .. }) => {
+            eprintln!("kv: store directory is in use by another process: {}", dir.display());
+            eprintln!("kv: (one writer at a time; --read-only openers share it with each other only)");
+            return ExitCode::from(1);
+        }
+        Err(e) => {
+            eprintln!("kv: cannot open {}: {e}", dir.display());
+            return ExitCode::from(1);
+        }
+    };
+    if args.read_only {
+        println!(
+            "# opened {} read-only: {} frames replayed, {} segments loaded, {} stubs stitched, {} stubs inserted, \
+             {} bytes past the valid log not replayed (left in place), {} bytes of torn manifest tail; nothing \
+             is written",
+            dir.display(),
+            report.frames_replayed,
+            report.segments_loaded,
+            report.stubs_stitched,
+            report.stubs_inserted,
+            report.aof.dropped_bytes,
+            report.manifest_torn_bytes
+        );
+    } else {
+        println!(
+            "# recovered {}: {} frames replayed, {} segments loaded, {} stubs stitched, {} stubs inserted, \
+             {} orphan segments swept, {} bytes quarantined",
+            dir.display(),
+            report.frames_replayed,
+            report.segments_loaded,
+            report.stubs_stitched,
+            report.stubs_inserted,
+            report.orphan_segments_swept,
+            report.aof.dropped_bytes
+        );
+    }
     let stdin = io::stdin();
     let mut stdout = io::stdout().lock();
     for line in stdin.lock().lines() {

@@ -37,6 +37,19 @@ pub enum Error {
     /// The caller asked for something the engine does not do: a bad
     /// command, a key out of order, a wrong type. Nothing was changed.
     Invalid(String),
+    /// Another opener (in this process or another) holds the store
+    /// directory's lock: a writer excludes everyone, read-only openers
+    /// exclude writers. The refused open read and changed nothing.
+    Locked {
+        /// The store directory.
+        dir: PathBuf,
+    },
+    /// The store was opened read-only ([`crate::store::Store::open_read_only`])
+    /// and the call would write: refused, nothing changed.
+    ReadOnly {
+        /// The store directory.
+        dir: PathBuf,
+    },
 }
 
 /// Shorthand for the engine's results.
@@ -70,6 +83,14 @@ impl fmt::Display for Error {
                 write!(f, "store is poisoned by an earlier failure ({cause}); reopen it")
             }
             Error::Invalid(why) => write!(f, "invalid: {why}"),
+            Error::Locked { dir } => write!(
+                f,
+                "store directory is in use by another process (or another opener in this one): {} is locked",
+                dir.display()
+            ),
+            Error::ReadOnly { dir } => {
+                write!(f, "store {} is opened read-only: writes are refused", dir.display())
+            }
         }
     }
 }

@@ -45,6 +45,9 @@ pub enum RecoveryMode {
     /// explicit choice to open a damaged log at the last point before the
     /// damage. The cut bytes go to a quarantine file, never the void.
     PointInTime,
+    /// Inspection: replay up to the first invalid frame and report what is
+    /// past it, damage included; the caller writes nothing at all.
+    ReadOnly,
 }
 
 /// What recovering a log found and did.
@@ -163,7 +166,8 @@ impl LogRead {
         let dropped_bytes = file_len_bytes - valid_len_bytes;
         assert_eq!(walk.invalid().is_some(), dropped_bytes > 0);
         let damage = walk.damage().map(str::to_string);
-        if let (Some(why), Some((at_bytes, reason)), true) = (&damage, walk.invalid(), walk.inside_snapshot()) {
+        let inside_snapshot = walk.inside_snapshot() && mode != RecoveryMode::ReadOnly;
+        if let (Some(why), Some((at_bytes, reason)), true) = (&damage, walk.invalid(), inside_snapshot) {
             return Err(Error::corrupt(
                 &path,
                 at_bytes,

@@ -118,7 +118,9 @@ pub struct ManifestState {
 /// An open manifest: the live set in memory, and the file to append to.
 pub struct Manifest {
     path: PathBuf,
-    file: Box<dyn VfsFile>,
+    /// `None` when opened read-only (nothing is ever written then), or
+    /// until [`Manifest::finish_recovery`] creates a missing file.
+    file: Option<Box<dyn VfsFile>>,
     /// The end of the last whole record: where the next one is written.
     append_offset_bytes: u64,
     ledger: Ledger,
@@ -184,11 +186,15 @@ impl ManifestRead {
         }
     }
 
-    /// Open the file (creating it if missing) as a manifest to append to,
-    /// its opening writes pending until [`Manifest::finish_recovery`].
+    /// Open the file as a manifest to append to, its opening writes pending
+    /// until [`Manifest::finish_recovery`] — which also creates the file if
+    /// it is missing: nothing is created before then.
     pub fn open(&self, vfs: Arc<dyn Vfs>) -> Result<Manifest> {
         let path = self.path.clone();
-        let file = vfs.open(&path, OpenMode::Create).map_err(|e| Error::io("open", &path, e))?;
+        let file = match self.exists {
+            true => Some(vfs.open(&path, OpenMode::Write).map_err(|e| Error::io("open", &path, e))?),
+            false => None,
+        };
         let valid_len_bytes = self.replayed.valid_len_bytes;
         let torn_tail_bytes = self.len_bytes - valid_len_bytes;
         // Planted: the torn tail stays, and appends follow it.
@@ -205,6 +211,23 @@ impl ManifestRead {
         let ledger = self.replayed.ledger.clone();
         let next_free_seq = ledger.next_seq();
         Ok(Manifest { path, file, append_offset_bytes, ledger, next_free_seq, poisoned: None, pending: Some(pending) })
+    }
+
+    /// The manifest as read, to look at only (a store opened read-only):
+    /// [`Manifest::add`] and [`Manifest::drop_seg`] are refused with
+    /// [`Error::ReadOnly`], and a torn tail stays where it is.
+    pub fn read_only(&self) -> Manifest {
+        let ledger = self.replayed.ledger.clone();
+        let next_free_seq = ledger.next_seq();
+        Manifest {
+            path: self.path.clone(),
+            file: None,
+            append_offset_bytes: self.replayed.valid_len_bytes,
+            ledger,
+            next_free_seq,
+            poisoned: None,
+            pending: None,
+        }
     }
 }
 
@@ -233,6 +256,14 @@ impl Manifest {
         Ok((manifest, read.report()))
     }
 
+    /// Open `dir/MANIFEST` to read it only (see [`ManifestRead::read_only`]):
+    /// damage is refused as by [`Manifest::open`]; a missing file is an
+    /// empty ledger; nothing is written or fsynced.
+    pub fn open_read_only(vfs: &dyn Vfs, dir: &Path) -> Result<(Manifest, ManifestReport)> {
+        let read = Manifest::read(vfs, dir)?;
+        Ok((read.read_only(), read.report()))
+    }
+
     /// Read and check `dir/MANIFEST`, changing nothing: its registry, or
     /// [`Error::Corrupt`] for damage to durable records. A missing file
     /// reads as an empty manifest.
@@ -257,22 +288,29 @@ impl Manifest {
     pub fn finish_recovery(&mut self, vfs: &dyn Vfs) -> Result<()> {
         let Some(pending) = self.pending.take() else { return Ok(()) };
         let path = self.path.clone();
+        if self.file.is_none() {
+            // Created only now: its name must not reach the disk before
+            // whatever the caller made durable first (the store's log).
+            let created = vfs.open(&path, OpenMode::Create).map_err(|e| Error::io("create", &path, e))?;
+            self.file = Some(created);
+        }
+        let file = self.file.as_mut().expect("opened or created above");
         if pending.write_header {
             // A new file, or a crash right after creating one tore its
             // header: either way nothing was ever registered in it.
-            self.append_offset_bytes = write_header(vfs, self.file.as_mut(), &path, &pending.dir, pending.len_bytes)?;
+            self.append_offset_bytes = write_header(vfs, file.as_mut(), &path, &pending.dir, pending.len_bytes)?;
             return Ok(());
         }
         if let Some(len_bytes) = pending.cut_to_bytes {
             // Cut before the first append: a record written after torn
             // bytes would read as damage followed by a valid record.
-            self.file.set_len(len_bytes).map_err(|e| Error::io("truncate", &path, e))?;
+            file.set_len(len_bytes).map_err(|e| Error::io("truncate", &path, e))?;
         }
         // Always fsync what was replayed: after a process crash it may be
         // page cache the dead process never fsynced (an ADD whose fsync
         // never ran), and the store is about to log frames that name those
         // segments.
-        self.file.sync().map_err(|e| Error::io("sync", &path, e))
+        file.sync().map_err(|e| Error::io("sync", &path, e))
     }
 
     /// The live segments, in ascending seq.
@@ -307,7 +345,7 @@ impl Manifest {
     /// that a live entry already holds, `min_key > max_key`, or keys too
     /// large for one frame. Nothing is written for an invalid entry.
     pub fn add(&mut self, entry: SegEntry) -> Result<()> {
-        self.refuse_if_poisoned()?;
+        self.refuse_unless_writable()?;
         if let Err(why) = self.ledger.check_add(&entry) {
             return Err(Error::Invalid(format!("manifest ADD of seq {} ({}): {why}", entry.seq, entry.file)));
         }
@@ -323,7 +361,7 @@ impl Manifest {
 
     /// Append DROP and fsync. Unknown/not-live seq → Error::Invalid.
     pub fn drop_seg(&mut self, seq: u64) -> Result<()> {
-        self.refuse_if_poisoned()?;
+        self.refuse_unless_writable()?;
         if let Err(why) = self.ledger.check_drop(seq) {
             return Err(Error::Invalid(format!("manifest DROP of seq {seq}: {why}")));
         }
@@ -339,8 +377,13 @@ impl Manifest {
         &self.path
     }
 
-    fn refuse_if_poisoned(&self) -> Result<()> {
+    fn refuse_unless_writable(&self) -> Result<()> {
         assert!(self.pending.is_none(), "a manifest append before opening's writes are done");
+        // With nothing pending, only a read-only manifest has no file.
+        if self.file.is_none() {
+            let dir = self.path.parent().unwrap_or(Path::new(""));
+            return Err(Error::ReadOnly { dir: dir.to_path_buf() });
+        }
         match &self.poisoned {
             Some(cause) => Err(Error::Poisoned { cause: cause.clone() }),
             None => Ok(()),
@@ -352,7 +395,7 @@ impl Manifest {
     fn append(&mut self, frame: &[u8]) -> Result<()> {
         assert!(self.poisoned.is_none(), "append on a poisoned manifest");
         let path = &self.path;
-        let file = &mut self.file;
+        let file = self.file.as_mut().expect("refuse_unless_writable checked the manifest is writable");
         let written = file
             .write_at(self.append_offset_bytes, frame)
             .map_err(|e| Error::io("write", path, e))

@@ -41,10 +41,43 @@ fn a_new_manifest_is_created_with_a_durable_header() {
 }
 
 #[test]
+fn a_read_only_manifest_replays_what_is_there_writes_nothing_and_refuses_appends() {
+    let vfs = Arc::new(FaultyVfs::new());
+    let path = dir().join(MANIFEST_FILE);
+    let (mut manifest, report) = Manifest::open_read_only(vfs.as_ref(), dir()).unwrap();
+    assert_eq!(report, ManifestReport::default());
+    assert!(!vfs.exists(&path).unwrap(), "a missing manifest stays missing");
+    assert!(matches!(manifest.add(entry(1)), Err(Error::ReadOnly { .. })));
+
+    let (mut writer, _) = Manifest::open(vfs.clone(), dir()).unwrap();
+    writer.add(entry(1)).unwrap();
+    writer.add(entry(2)).unwrap();
+    drop(writer);
+    let whole = manifest_bytes(vfs.as_ref());
+    let torn = &whole[..whole.len() - 3];
+    vfs.open(&path, OpenMode::Write).unwrap().set_len(torn.len() as u64).unwrap();
+    vfs.faults.clear_log();
+
+    let (mut manifest, report) = Manifest::open_read_only(vfs.as_ref(), dir()).unwrap();
+    assert_eq!(live_seqs(&manifest), [1]);
+    assert_eq!(report, ManifestReport { records_replayed: 1, torn_tail_bytes: torn.len() as u64 - report_valid(torn) });
+    assert!(matches!(manifest.add(entry(3)), Err(Error::ReadOnly { .. })));
+    assert!(matches!(manifest.drop_seg(1), Err(Error::ReadOnly { .. })));
+    assert_eq!(manifest.allocate_seq(), 2, "the torn ADD of seq 2 never counted");
+    assert!(vfs.faults.log().is_empty(), "a read-only manifest wrote: {:?}", vfs.faults.log());
+    assert_eq!(manifest_bytes(vfs.as_ref()), torn, "the torn tail stays");
+}
+
+/// Where the valid records of `bytes` end.
+fn report_valid(bytes: &[u8]) -> u64 {
+    Manifest::parse(&dir().join(MANIFEST_FILE), bytes).unwrap().valid_len_bytes
+}
+
+#[test]
 fn a_missing_directory_is_an_io_error() {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
     let err = Manifest::open(vfs, Path::new("/nowhere")).unwrap_err();
-    assert!(matches!(err, Error::Io { op: "open", .. }), "{err}");
+    assert!(matches!(err, Error::Io { op: "create" | "stat", .. }), "{err}");
 }
 
 #[test]

@@ -47,7 +47,7 @@ pub use view::{EntryView, FieldsIter, FieldsView, ValueView};
 use crate::aof::{AofWriter, FsyncPolicy, Record};
 use crate::clock::Clock;
 use crate::manifest::Manifest;
-use crate::vfs::Vfs;
+use crate::vfs::{LockGuard, LockMode, Vfs};
 use crate::{Error, Result};
 use segments::Segments;
 use value::{Entry, Value};
@@ -94,12 +94,16 @@ impl Window {
 }
 
 /// An open store. Single-threaded: one caller at a time (`&mut self`).
+///
+/// It holds its directory's lock for its whole life (exclusive, or shared
+/// when opened read-only) and releases it when dropped or closed.
 pub struct Store {
     vfs: Arc<dyn Vfs>,
     clock: Arc<dyn Clock>,
     dir: PathBuf,
     options: Options,
-    aof: AofWriter,
+    /// The log's writer; `None` exactly when the store is read-only.
+    aof: Option<AofWriter>,
     manifest: Manifest,
     map: BTreeMap<Vec<u8>, Entry>,
     segments: Segments,
@@ -109,9 +113,14 @@ pub struct Store {
     /// Set by the first fatal failure (a failed fsync): writes are refused
     /// until the store is reopened.
     poisoned: Option<String>,
-    /// The open skipped its sweep (after a point-in-time cut): orphan and
-    /// stray segment files may remain until a rewrite or the next open.
+    /// A point-in-time open skipped its sweep: orphan and stray segment
+    /// files may remain until a rewrite or the next open, and the audit
+    /// does not count them.
     sweep_pending: bool,
+    /// The directory's lock: `Exclusive`, or `Shared` for a read-only
+    /// store. Declared last because fields drop in order: the lock goes
+    /// only after every file the store holds is closed.
+    lock: LockGuard,
 }
 
 impl Store {
@@ -147,7 +156,7 @@ impl Store {
     pub fn sync(&mut self) -> Result<()> {
         self.check_writable()?;
         let now_ms = self.clock.now_ms();
-        let result = self.aof.sync(now_ms);
+        let result = self.writer().sync(now_ms);
         self.poison_on_error(result)
     }
 
@@ -156,7 +165,7 @@ impl Store {
     /// it; a caller with idle periods (the simulator, a server's timer)
     /// calls it when time passes.
     pub fn tick(&mut self) -> Result<()> {
-        if self.poisoned.is_some() {
+        if self.poisoned.is_some() || self.is_read_only() {
             return Ok(());
         }
         let now_ms = self.clock.now_ms();
@@ -165,11 +174,15 @@ impl Store {
 
     /// Close cleanly: the log is fsynced whatever the policy, and marked
     /// so that every byte of it is vouched durable (see the module doc of
-    /// `aof`).
+    /// `aof`). A read-only store has nothing to fsync. The directory's lock
+    /// is released either way.
     pub fn close(mut self) -> Result<()> {
+        if self.is_read_only() {
+            return Ok(());
+        }
         self.check_writable()?;
         let now_ms = self.clock.now_ms();
-        let result = self.aof.sync_and_vouch(now_ms);
+        let result = self.writer().sync_and_vouch(now_ms);
         self.poison_on_error(result)
     }
 
@@ -209,7 +222,22 @@ impl Store {
         self.options
     }
 
+    /// Whether the store was opened with [`Store::open_read_only`]: it
+    /// refuses every write with [`Error::ReadOnly`].
+    pub fn is_read_only(&self) -> bool {
+        self.lock.mode() == LockMode::Shared
+    }
+
+    /// The log's writer. Only write paths call this, after
+    /// [`Store::check_writable`], so a read-only store never gets here.
+    fn writer(&mut self) -> &mut AofWriter {
+        self.aof.as_mut().expect("a write path on a read-only store passed check_writable")
+    }
+
     fn check_writable(&self) -> Result<()> {
+        if self.is_read_only() {
+            return Err(Error::ReadOnly { dir: self.dir.clone() });
+        }
         match &self.poisoned {
             Some(cause) => Err(Error::Poisoned { cause: cause.clone() }),
             None => Ok(()),
@@ -217,7 +245,7 @@ impl Store {
     }
 
     fn tick_at(&mut self, now_ms: u64) -> Result<()> {
-        let result = self.aof.tick(now_ms);
+        let result = self.writer().tick(now_ms);
         self.poison_on_error(result)
     }
 
@@ -225,25 +253,28 @@ impl Store {
     /// unknown (a failed fsync, a write that could not be cut back)
     /// poisons the store.
     fn log(&mut self, records: &[Record], now_ms: u64) -> Result<()> {
+        let aof = self.writer();
         let result = match records {
-            [record] => self.aof.append(record, now_ms),
-            _ => self.aof.append_all(records, now_ms),
+            [record] => aof.append(record, now_ms),
+            _ => aof.append_all(records, now_ms),
         };
         self.logged(result)
     }
 
     /// [`Store::log`] of one command, encoded from the command as it is.
     fn log_command(&mut self, command: &Command, now_ms: u64) -> Result<()> {
-        let result = command.with_args(|args| self.aof.append_command(args, now_ms));
+        let aof = self.writer();
+        let result = command.with_args(|args| aof.append_command(args, now_ms));
         self.logged(result)
     }
 
     /// What an append's `result` means for the store.
     fn logged(&mut self, result: Result<()>) -> Result<()> {
-        if result.is_err() && self.aof.is_poisoned() {
+        let aof_poisoned = self.writer().is_poisoned();
+        if result.is_err() && aof_poisoned {
             self.poison_with(&result);
         }
-        if canary!(AckFailedAppend) && matches!(result, Err(Error::Io { op: "write", .. })) && !self.aof.is_poisoned() {
+        if canary!(AckFailedAppend) && matches!(result, Err(Error::Io { op: "write", .. })) && !aof_poisoned {
             // Planted: the write was cut back, and acknowledged anyway.
             return Ok(());
         }

@@ -1,6 +1,10 @@
 //! Open: rebuild a store from its directory.
 //!
-//! It runs in two phases, so that a refusal changes nothing on disk:
+//! First the directory is locked (`Vfs::lock`), before anything in it is
+//! read: exclusively to write, shared to read only. A holder in the way
+//! makes the open fail with [`Error::Locked`], having touched nothing; the
+//! store keeps the guard for its life. Then it runs in two phases, so that
+//! a refusal changes nothing on disk:
 //!
 //! **Read** (nothing is written):
 //! 1. Read the manifest and the AOF and check every record
@@ -33,6 +37,11 @@
 //!    (and reported), because the cut frames may have been the ones naming
 //!    those segments.
 //!
+//! A read-only open ([`Store::open_read_only`]) runs the read phase alone,
+//! for inspection: it reports damage instead of refusing it (replaying up
+//! to the first invalid frame), and writes, creates, cuts, quarantines,
+//! fsyncs and sweeps nothing.
+//!
 //! Anything inconsistent — a frame naming an unregistered segment, a
 //! logged command that no longer applies, a stub for a key its segment
 //! lacks — is refused as corruption, never papered over.
@@ -49,7 +58,7 @@ use crate::aof::{AofRecovery, LogRead, RecordRef, RecoveryMode};
 use crate::clock::Clock;
 use crate::manifest::{Manifest, ManifestRead};
 use crate::seg::Seg;
-use crate::vfs::Vfs;
+use crate::vfs::{LockGuard, LockMode, Vfs};
 use crate::{Error, Phase, Result};
 
 /// What [`Store::open`] found and did.
@@ -80,21 +89,52 @@ pub struct RecoveryReport {
 }
 
 impl Store {
-    /// Open (or create) the store in `dir` (see the module doc).
+    /// Open (or create) the store in `dir` (see the module doc), holding its
+    /// lock exclusively until the store is dropped: [`Error::Locked`] if
+    /// anyone else holds it.
     pub fn open(
         vfs: Arc<dyn Vfs>,
         clock: Arc<dyn Clock>,
         dir: &Path,
         options: Options,
     ) -> Result<(Store, RecoveryReport)> {
-        let mut report = RecoveryReport::default();
+        // The lock lives in the directory, so the directory comes first.
         Self::io("create_dir_all", dir, vfs.create_dir_all(dir))?;
+        let lock = lock_dir(vfs.as_ref(), dir, LockMode::Exclusive)?;
         let mode = if options.point_in_time { RecoveryMode::PointInTime } else { RecoveryMode::Consistent };
+        Self::open_locked(vfs, clock, dir, options, mode, lock)
+    }
+
+    /// Open the existing store in `dir` for inspection, sharing its lock
+    /// with other read-only openers (never with a writer: [`Error::Locked`]).
+    /// Damage is reported, not refused: the log is replayed up to its first
+    /// invalid frame, a missing log is an empty one. Nothing on disk is
+    /// written, created, cut, quarantined, fsynced or swept. Every write is
+    /// refused with [`Error::ReadOnly`].
+    pub fn open_read_only(vfs: Arc<dyn Vfs>, clock: Arc<dyn Clock>, dir: &Path) -> Result<(Store, RecoveryReport)> {
+        let lock = lock_dir(vfs.as_ref(), dir, LockMode::Shared)?;
+        Self::open_locked(vfs, clock, dir, Options::default(), RecoveryMode::ReadOnly, lock)
+    }
+
+    fn open_locked(
+        vfs: Arc<dyn Vfs>,
+        clock: Arc<dyn Clock>,
+        dir: &Path,
+        options: Options,
+        mode: RecoveryMode,
+        lock: LockGuard,
+    ) -> Result<(Store, RecoveryReport)> {
+        assert_eq!(lock.dir(), dir, "the lock is on the store's own directory");
+        let read_only = lock.mode() == LockMode::Shared;
+        assert_eq!(read_only, mode == RecoveryMode::ReadOnly);
+        let mut report = RecoveryReport::default();
 
         // Read: nothing below changes the disk until every check passed.
         let manifest_read = Manifest::read(vfs.as_ref(), dir)?;
         let log_read = LogRead::read(vfs.as_ref(), dir, AOF_FILE, mode)?;
-        check_history(&manifest_read, &log_read, mode)?;
+        if !read_only {
+            check_history(&manifest_read, &log_read, mode)?;
+        }
         report.manifest_torn_bytes = manifest_read.report().torn_tail_bytes;
         report.aof = log_read.report().clone();
         let segments = load_segments(vfs.as_ref(), dir, &manifest_read)?;
@@ -103,8 +143,11 @@ impl Store {
         // The files are opened (created only where missing, and then
         // nothing a replay reads can refuse), their writes held back.
         let now_ms = clock.now_ms();
-        let aof = log_read.open_writer(vfs.clone(), options.fsync, now_ms)?;
-        let manifest = manifest_read.open(vfs.clone())?;
+        let (aof, manifest) = if read_only {
+            (None, manifest_read.read_only())
+        } else {
+            (Some(log_read.open_writer(vfs.clone(), options.fsync, now_ms)?), manifest_read.open(vfs.clone())?)
+        };
         let mut store = Store {
             vfs,
             clock,
@@ -118,7 +161,9 @@ impl Store {
             used_memory: 0,
             poisoned: None,
             sweep_pending: false,
+            lock,
         };
+        assert_eq!(store.aof.is_none(), store.is_read_only());
         let mut named = BTreeSet::new();
         // Records are read in place from the log's bytes, one at a time;
         // `args` is reused so a command's argument list costs nothing.
@@ -133,14 +178,24 @@ impl Store {
         assert_eq!(report.frames_replayed, report.aof.frames, "replay read what recovery counted");
         store.segments.settle_dead_counts();
 
+        if read_only {
+            // Not `sweep_pending`: an inspector's audit lists what a writer
+            // would sweep.
+            report.sweep_skipped = true;
+            store.vfs.mark(Phase::OpenDone);
+            return Ok((store, report));
+        }
+
         // Write: the log first (a new store's log is durable before its
         // manifest exists), then the manifest, then the sweep.
-        report.aof.quarantine_file = store.aof.finish_recovery(store.vfs.as_ref())?;
-        store.manifest.finish_recovery(store.vfs.as_ref())?;
-        let damaged_cut =
-            report.aof.damage.is_some() || (mode == RecoveryMode::PointInTime && report.aof.dropped_bytes > 0);
-        // Planted: the sweep runs after a point-in-time cut of damage.
-        if damaged_cut && !canary!(SweepAfterDamage) {
+        let vfs = store.vfs.clone();
+        report.aof.quarantine_file = store.writer().finish_recovery(vfs.as_ref())?;
+        store.manifest.finish_recovery(vfs.as_ref())?;
+        // A point-in-time open never unlinks or drops anything: the frames
+        // it cut may have been the ones naming a segment. Planted: it
+        // sweeps anyway after cutting damage.
+        let sweep_anyway = canary!(SweepAfterDamage) && report.aof.damage.is_some();
+        if mode == RecoveryMode::PointInTime && !sweep_anyway {
             report.sweep_skipped = true;
             store.sweep_pending = true;
         } else {
@@ -151,7 +206,8 @@ impl Store {
     }
 
     fn replay_error(&self, index: usize, why: impl std::fmt::Display) -> Error {
-        Error::corrupt(self.aof.path(), 0, format!("frame #{index} (after the header) does not replay: {why}"))
+        let path = self.dir.join(AOF_FILE);
+        Error::corrupt(path, 0, format!("frame #{index} (after the header) does not replay: {why}"))
     }
 
     fn replay<'a>(
@@ -336,4 +392,17 @@ fn load_segments(vfs: &dyn Vfs, dir: &Path, manifest: &ManifestRead) -> Result<S
         segments.insert(entry.seq, seg, entry.file.clone());
     }
     Ok(segments)
+}
+
+/// Take `dir`'s lock in `mode`, or say who is in the way: another holder is
+/// [`Error::Locked`], anything else an I/O error naming the directory.
+fn lock_dir(vfs: &dyn Vfs, dir: &Path, mode: LockMode) -> Result<LockGuard> {
+    match vfs.lock(dir, mode) {
+        Ok(guard) => {
+            assert_eq!(guard.mode(), mode, "the Vfs locked in the mode asked for");
+            Ok(guard)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Err(Error::Locked { dir: dir.to_path_buf() }),
+        Err(e) => Err(Error::io("lock", dir, e)),
+    }
 }

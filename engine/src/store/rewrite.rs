@@ -71,7 +71,7 @@ impl Store {
         }
         self.vfs.mark(Phase::RewriteDirSynced);
         writer.set_path(aof_path);
-        self.aof = writer;
+        self.aof = Some(writer);
 
         if self.retire_unnamed(&named)? > 0 {
             let synced = Self::io("sync_dir", &self.dir, self.vfs.sync_dir(&self.dir));

@@ -17,7 +17,7 @@
 use std::io;
 use std::path::Path;
 
-use super::{Mapping, OpenMode, Vfs, VfsFile};
+use super::{LockGuard, LockMode, Mapping, OpenMode, Vfs, VfsFile};
 use crate::Phase;
 
 /// Steps in on some calls to an inner [`Vfs`]; a type implementing it is a
@@ -51,6 +51,13 @@ pub trait Interpose: Clone + Send + Sync + 'static {
     fn on_sync_dir(&self, dir: &Path) -> io::Result<()> {
         self.inner().sync_dir(dir)
     }
+
+    /// [`Vfs::lock`]. Forwarded by default: the lock is the inner file
+    /// system's, so two interposers over one disk conflict as two openers
+    /// of it would.
+    fn on_lock(&self, dir: &Path, mode: LockMode) -> io::Result<LockGuard> {
+        self.inner().lock(dir, mode)
+    }
 }
 
 impl<T: Interpose> Vfs for T {
@@ -78,6 +85,9 @@ impl<T: Interpose> Vfs for T {
     }
     fn exists(&self, path: &Path) -> io::Result<bool> {
         self.inner().exists(path)
+    }
+    fn lock(&self, dir: &Path, mode: LockMode) -> io::Result<LockGuard> {
+        self.on_lock(dir, mode)
     }
     fn mark(&self, phase: Phase) {
         self.inner().mark(phase)
@@ -179,6 +189,16 @@ mod tests {
         probe.unlink(b).unwrap();
         assert!(!probe.inner.exists(b).unwrap());
         assert_eq!(*probe.seen.lock().unwrap(), ["write_at", "set_len", "sync", "sync_dir"]);
+
+        // The lock is the inner disk's: held through the interposer, it
+        // shuts out an opener of the disk underneath, and the other way.
+        let held = probe.lock(dir, LockMode::Exclusive).unwrap();
+        assert_eq!(probe.inner.lock(dir, LockMode::Shared).unwrap_err().kind(), io::ErrorKind::WouldBlock);
+        drop(held);
+        let held = probe.inner.lock(dir, LockMode::Shared).unwrap();
+        assert_eq!(probe.lock(dir, LockMode::Exclusive).unwrap_err().kind(), io::ErrorKind::WouldBlock);
+        drop(held);
+        drop(probe.lock(dir, LockMode::Exclusive).unwrap());
     }
 
     #[test]

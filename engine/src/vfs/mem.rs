@@ -1,7 +1,9 @@
 //! [`MemVfs`]: a fault-free file system in memory.
 //!
 //! Everything is durable the instant it is written, nothing ever fails and
-//! nothing crashes. It exists for unit and property tests that want speed
+//! nothing crashes. Directory locks are modelled in a [`LockTable`] (no
+//! `LOCK` file appears): a second exclusive lock on a directory is refused
+//! while the first guard lives, as it would be on a real disk. It exists for unit and property tests that want speed
 //! rather than faults, and as the "bare engine" baseline the simulator's
 //! overhead is measured against. The fault-injecting disk lives in `sim`.
 
@@ -10,7 +12,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::{Mapping, OpenMode, Vfs, VfsFile};
+use super::{LockGuard, LockMode, LockTable, Mapping, OpenMode, Vfs, VfsFile};
 
 type Bytes = Arc<Mutex<Vec<u8>>>;
 
@@ -18,6 +20,22 @@ type Bytes = Arc<Mutex<Vec<u8>>>;
 #[derive(Debug, Default)]
 pub struct MemVfs {
     state: Mutex<MemState>,
+    /// Shared with every guard handed out, so a guard can release its lock
+    /// without borrowing the file system.
+    locks: Arc<Mutex<LockTable>>,
+}
+
+/// What a [`LockGuard`] of [`MemVfs`] holds: its place in the table.
+struct MemLock {
+    locks: Arc<Mutex<LockTable>>,
+    dir: PathBuf,
+    mode: LockMode,
+}
+
+impl Drop for MemLock {
+    fn drop(&mut self) {
+        self.locks.lock().unwrap_or_else(|e| e.into_inner()).release(&self.dir, self.mode);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -130,6 +148,15 @@ impl Vfs for MemVfs {
         let state = self.state();
         Ok(state.files.contains_key(path) || state.dirs.contains(path))
     }
+
+    fn lock(&self, dir: &Path, mode: LockMode) -> io::Result<LockGuard> {
+        if !self.state().dirs.contains(dir) {
+            return Err(not_found(dir));
+        }
+        self.locks.lock().unwrap_or_else(|e| e.into_inner()).acquire(dir, mode)?;
+        let held = MemLock { locks: self.locks.clone(), dir: dir.to_path_buf(), mode };
+        Ok(LockGuard::new(dir, mode, held))
+    }
 }
 
 impl VfsFile for MemFile {
@@ -198,6 +225,31 @@ mod tests {
         assert_eq!(&*vfs.map_readonly(&dir.join("b")).unwrap(), b"\0\0\0xyz");
         vfs.unlink(&dir.join("b")).unwrap();
         assert!(vfs.list_dir(dir).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_directory_lock_lives_as_long_as_its_guard() {
+        let vfs = MemVfs::new();
+        let (dir, other) = (Path::new("/db"), Path::new("/other"));
+        assert_eq!(vfs.lock(dir, LockMode::Exclusive).unwrap_err().kind(), io::ErrorKind::NotFound);
+        vfs.create_dir_all(dir).unwrap();
+        vfs.create_dir_all(other).unwrap();
+
+        let writer = vfs.lock(dir, LockMode::Exclusive).unwrap();
+        assert_eq!((writer.dir(), writer.mode()), (dir, LockMode::Exclusive));
+        for mode in [LockMode::Exclusive, LockMode::Shared] {
+            assert_eq!(vfs.lock(dir, mode).unwrap_err().kind(), io::ErrorKind::WouldBlock, "{mode:?}");
+        }
+        let elsewhere = vfs.lock(other, LockMode::Exclusive).unwrap();
+        drop(writer);
+        assert!(vfs.list_dir(dir).unwrap().is_empty(), "no LOCK file is modelled");
+
+        let readers = [vfs.lock(dir, LockMode::Shared).unwrap(), vfs.lock(dir, LockMode::Shared).unwrap()];
+        assert_eq!(vfs.lock(dir, LockMode::Exclusive).unwrap_err().kind(), io::ErrorKind::WouldBlock);
+        drop(readers);
+        drop(vfs.lock(dir, LockMode::Exclusive).unwrap());
+        drop(elsewhere);
+        drop(vfs.lock(other, LockMode::Exclusive).unwrap());
     }
 
     #[test]

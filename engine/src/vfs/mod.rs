@@ -19,10 +19,15 @@
 //! - a rename is atomic (after a crash the name holds the old file or the
 //!   new one, never a mix).
 //!
+//! Beside files, the seam carries one thing that is not on the disk: the
+//! advisory lock a store holds on its directory ([`Vfs::lock`], `lock.rs`),
+//! so a second opener is refused by the real and the simulated disk alike.
+//!
 //! Errors are plain [`std::io::Error`]s: the engine wraps them into its
 //! typed [`crate::Error::Io`] with the operation and the path.
 
 mod interpose;
+mod lock;
 mod mapping;
 mod mem;
 mod os;
@@ -33,6 +38,7 @@ use std::path::Path;
 use crate::Phase;
 
 pub use interpose::Interpose;
+pub use lock::{lock_conflict, Holders, LockGuard, LockMode, LockTable, LOCK_FILE};
 pub use mapping::Mapping;
 pub use mem::MemVfs;
 pub use os::OsVfs;
@@ -80,6 +86,19 @@ pub trait Vfs: Send + Sync {
 
     /// Whether `path` names an existing file.
     fn exists(&self, path: &Path) -> io::Result<bool>;
+
+    /// Lock the directory `dir` (which must exist) in `mode`, without
+    /// waiting, until the returned guard is dropped. A holder whose mode
+    /// conflicts (`Exclusive` with anyone, `Shared` with an `Exclusive`),
+    /// in this process or any other, makes it fail with kind
+    /// [`io::ErrorKind::WouldBlock`] ([`lock_conflict`]); nothing changes
+    /// then. Locks are not durable: a crash or restart of the holder
+    /// releases them.
+    ///
+    /// There is deliberately no default: a file system that cannot lock
+    /// must say so with an error, never hand out a guard that holds
+    /// nothing, or two writers would share a store unnoticed.
+    fn lock(&self, dir: &Path, mode: LockMode) -> io::Result<LockGuard>;
 
     /// Names the phase the engine just reached ([`Phase`]). The simulator
     /// records it in the trace and can aim a crash at it; on a real disk it

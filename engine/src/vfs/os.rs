@@ -1,16 +1,17 @@
 //! [`OsVfs`]: the real file system, through `std::fs`, with segments read
-//! through a read-only memory map.
+//! through a read-only memory map, and a store directory's lock held as an
+//! advisory lock on its `LOCK` file.
 //!
 //! This module and `clock` are the only places in the engine allowed to
 //! touch `std::fs`, `memmap2` or the wall clock (a test enforces it).
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{Mapping, OpenMode, Vfs, VfsFile};
+use super::{lock_conflict, LockGuard, LockMode, Mapping, OpenMode, Vfs, VfsFile, LOCK_FILE};
 
 /// The operating system's file system.
 #[derive(Clone, Copy, Debug, Default)]
@@ -18,6 +19,19 @@ pub struct OsVfs;
 
 struct OsFile {
     file: File,
+}
+
+/// The open `LOCK` file a [`LockGuard`] of [`OsVfs`] holds.
+struct OsLock {
+    file: File,
+}
+
+impl Drop for OsLock {
+    fn drop(&mut self) {
+        // Closing the file releases the lock too; unlocking first also
+        // releases it if the descriptor was ever duplicated (a fork).
+        let _ = self.file.unlock();
+    }
 }
 
 impl Vfs for OsVfs {
@@ -87,6 +101,36 @@ impl Vfs for OsVfs {
 
     fn exists(&self, path: &Path) -> io::Result<bool> {
         path.try_exists()
+    }
+
+    /// An advisory lock (`flock` on Unix, through `File::try_lock`) on
+    /// `dir/LOCK`, held by its open file. The lock belongs to the open
+    /// file, not the process, so a second open in this same process
+    /// conflicts too, and it dies with the process however it ends.
+    ///
+    /// `LOCK` is created if missing and never deleted or written. A shared
+    /// lock opens an existing `LOCK` read-only (so a read-only opener works
+    /// where it may not write) and creates it only if it is missing.
+    fn lock(&self, dir: &Path, mode: LockMode) -> io::Result<LockGuard> {
+        let path = dir.join(LOCK_FILE);
+        // Never truncated: another opener may hold a lock on this file.
+        let create = || OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path);
+        let file = match mode {
+            LockMode::Exclusive => create()?,
+            LockMode::Shared => match File::open(&path) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => create()?,
+                other => other?,
+            },
+        };
+        let locked = match mode {
+            LockMode::Exclusive => file.try_lock(),
+            LockMode::Shared => file.try_lock_shared(),
+        };
+        match locked {
+            Ok(()) => Ok(LockGuard::new(dir, mode, OsLock { file })),
+            Err(TryLockError::WouldBlock) => Err(lock_conflict(dir)),
+            Err(TryLockError::Error(e)) => Err(e),
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use engine::store::Command;
-use engine::vfs::{Interpose, Mapping, OpenMode, Vfs, VfsFile};
+use engine::vfs::{Interpose, LockGuard, LockMode, Mapping, OpenMode, Vfs, VfsFile};
 use engine::Phase;
 
 /// Parse a command from words.
@@ -93,6 +93,10 @@ impl Vfs for CrashAfter {
         self.check()?;
         self.inner.exists(path)
     }
+    fn lock(&self, dir: &Path, mode: LockMode) -> io::Result<LockGuard> {
+        self.check()?;
+        self.inner.lock(dir, mode)
+    }
     fn mark(&self, phase: Phase) {
         if phase == self.target {
             self.crashed.store(true, Ordering::SeqCst);
@@ -164,5 +168,29 @@ impl Interpose for Faulty {
             return Err(io::Error::other("injected fsync EIO"));
         }
         file.sync()
+    }
+}
+
+/// A planted bug: a Vfs whose `lock` always succeeds and holds nothing,
+/// as a file system that cannot lock would if it pretended to. Tests use
+/// it to show what the lock prevents (two writers losing an acknowledged
+/// write), so the checks that the lock passes are checks that can fail.
+#[derive(Clone)]
+pub struct NoLock {
+    inner: Arc<dyn Vfs>,
+}
+
+impl NoLock {
+    pub fn new(inner: Arc<dyn Vfs>) -> Self {
+        Self { inner }
+    }
+}
+
+impl Interpose for NoLock {
+    fn inner(&self) -> &dyn Vfs {
+        self.inner.as_ref()
+    }
+    fn on_lock(&self, dir: &Path, mode: LockMode) -> io::Result<LockGuard> {
+        Ok(LockGuard::new(dir, mode, ()))
     }
 }

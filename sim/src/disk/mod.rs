@@ -61,6 +61,14 @@
 //! operation, or a marked [`Phase`](engine::Phase)) makes that operation and every later one
 //! fail with "simulated power loss" without touching the disk.
 //!
+//! # Locks
+//! [`Vfs::lock`] is modelled (`lock.rs`): a conflicting lock on a directory
+//! is refused while its guard lives; power loss and process restart release
+//! every lock, and a guard from before them releases nothing when dropped.
+//! Taking a lock is not an I/O operation: not indexed, not traced, never
+//! faulted, so the trace of a run that opens one store at a time is what it
+//! was before locks existed.
+//!
 //! # Snapshots and crash states
 //! For exhaustive exploration, [`SimVfs::start_recording`] keeps a
 //! [`DiskSnapshot`] of the disk as each I/O operation finds it (shared
@@ -82,6 +90,7 @@ mod faults;
 mod file;
 mod image;
 mod inode;
+mod lock;
 mod ops;
 mod sectors;
 mod snapshot;
@@ -94,7 +103,7 @@ use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use engine::vfs::{Mapping, OpenMode, Vfs, VfsFile};
+use engine::vfs::{Holders, LockGuard, LockMode, Mapping, OpenMode, Vfs, VfsFile};
 use engine::Phase;
 
 pub use config::{CrashMode, CrashOutcome, CrashPoint, DiskConfig, MAX_SECTOR_BYTES};
@@ -208,7 +217,7 @@ impl SimVfs {
         self.disk().marks.clone()
     }
 
-    /// Power loss (see the module doc): every handle dies; the next disk
+    /// Power loss (see the module doc): every handle and lock dies; the next disk
     /// is built from the durable images plus a choice over every pending
     /// operation, drawn from `crash_seed`'s stream; media corruption may
     /// strike; then the volatile views are the durable ones, nothing is
@@ -219,8 +228,8 @@ impl SimVfs {
         self.disk().power_loss(crash_seed)
     }
 
-    /// The process restarts without losing power: every handle dies and
-    /// the crash point is disarmed (and no longer reached); the page
+    /// The process restarts without losing power: every handle and lock
+    /// dies and the crash point is disarmed (and no longer reached); the page
     /// cache — every volatile image and pending change — survives.
     pub fn process_restart(&self) {
         self.disk().process_restart();
@@ -234,6 +243,19 @@ impl SimVfs {
     /// The next I/O operation's global index (= operations so far).
     pub fn io_count(&self) -> u64 {
         self.disk().io_index
+    }
+
+    /// A counter that every change a power loss could see bumps (data
+    /// written or cut, entries changed, anything made durable): equal
+    /// before and after a call means the call changed nothing on the disk.
+    pub fn changes(&self) -> u64 {
+        self.disk().fs.version()
+    }
+
+    /// Who holds `dir`'s lock now, if anyone: for a driver that checks a
+    /// refused second open left the first holder's lock alone.
+    pub fn lock_holders(&self, dir: &Path) -> Option<Holders> {
+        self.disk().locks.holders(dir)
     }
 
     /// The sum of all files' volatile lengths. A file unlinked but still
@@ -310,6 +332,11 @@ impl Vfs for SimVfs {
         let mut disk = self.disk();
         let name = disk.name_of(path);
         disk.run(IoKind::Exists, name, 0, 0, |disk, _| Ok(disk.fs.exists(path)))
+    }
+
+    fn lock(&self, dir: &Path, mode: LockMode) -> io::Result<LockGuard> {
+        let mut disk = self.disk();
+        lock::acquire(&self.disk, &mut disk, dir, mode)
     }
 
     fn mark(&self, phase: Phase) {

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
 
+use engine::vfs::LockTable;
 use engine::Phase;
 
 use rand::SeedableRng;
@@ -45,6 +46,9 @@ pub(super) struct Disk {
     pub fault_counts: BTreeMap<FaultKind, u64>,
     /// While recording, the disk as each I/O finds it (`snapshot.rs`).
     pub recorder: Option<Recorder>,
+    /// Directory locks held in this epoch (`lock.rs`): not on the disk,
+    /// gone at every power loss and restart.
+    pub locks: LockTable,
 }
 
 pub(super) fn power_lost() -> io::Error {
@@ -68,6 +72,7 @@ impl Disk {
             marks: Vec::new(),
             fault_counts: BTreeMap::new(),
             recorder: None,
+            locks: LockTable::new(),
         }
     }
 
@@ -141,6 +146,7 @@ impl Disk {
             self.note_fault(self.io_index, FaultKind::MediaCorruption);
         }
         self.fs.reset_to_durable();
+        self.locks.clear();
         self.epoch += 1;
         self.crash_point = None;
         self.crash_reached = false;
@@ -149,6 +155,7 @@ impl Disk {
 
     pub fn process_restart(&mut self) {
         self.fs.forget_handles();
+        self.locks.clear();
         self.epoch += 1;
         self.crash_point = None;
         self.crash_reached = false;

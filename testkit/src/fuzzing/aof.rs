@@ -75,6 +75,15 @@ fn check_recovery(data: &[u8], scan: &Result<LogScan>) {
             assert_eq!(names(vfs.as_ref()), [AOF_FILE], "a refused recovery left files behind");
             return;
         }
+        (Ok(scan), Err(error)) if scan.damage.is_some() => {
+            // Damage to durable frames: the default recovery refuses it
+            // and changes nothing.
+            assert!(error.is_corrupt(), "damage refused with something other than Corrupt: {error}");
+            assert_eq!(read(vfs.as_ref(), AOF_FILE), data, "a refused log was changed");
+            assert_eq!(names(vfs.as_ref()), [AOF_FILE], "a refused recovery left files behind");
+            return;
+        }
+        (Ok(scan), Ok(_)) if scan.damage.is_some() => panic!("damage was cut, not refused: {scan:?}"),
         (Ok(scan), Ok((writer, log, report))) => {
             let records = log.to_records();
             assert_eq!(log.frames(), records.len() as u64, "the recovered log miscounts its records");
@@ -90,7 +99,11 @@ fn check_recovery(data: &[u8], scan: &Result<LogScan>) {
     assert_eq!(report.dropped_bytes, (data.len() - valid_len_bytes) as u64);
     let log = read(vfs.as_ref(), AOF_FILE);
     if valid_len_bytes > 0 {
-        assert_eq!(log, data[..valid_len_bytes], "the log is not its valid prefix after recovery");
+        // The valid prefix, then at most the marks recovery vouches with.
+        assert_eq!(log[..valid_len_bytes], data[..valid_len_bytes], "the log is not its valid prefix after recovery");
+        let whole = scan_log(&path_of(AOF_FILE), &log).expect("a recovered log scans");
+        assert_eq!(whole.records, records, "recovery added records after the valid prefix");
+        assert_eq!(whole.invalid, None, "recovery left an invalid frame");
     } else {
         let fresh = scan_log(&path_of(AOF_FILE), &log).expect("a fresh header scans");
         assert!(!log.is_empty() && fresh.records.is_empty() && fresh.invalid.is_none(), "no fresh header written");

@@ -3,11 +3,13 @@
 //! keeps exactly what it may (`strict.rs`, `prefix.rs`, `reorder.rs`),
 //! faults do what the config says (`faults.rs`), crash points and traces
 //! are exact and deterministic (`points.rs`), the engine survives on it
-//! (`store.rs`), and snapshots enumerate exactly the crash states the modes
+//! (`store.rs`), a store directory has one owner while it lives and none
+//! after a crash (`lock.rs`), and snapshots enumerate exactly the crash states the modes
 //! allow (`crash_states.rs`).
 
 mod crash_states;
 mod faults;
+mod lock;
 mod model;
 mod points;
 mod prefix;

@@ -2,8 +2,14 @@
 //! can try it and watch a restart recover.
 //!
 //! ```text
-//! cargo run -p engine --example kv -- --dir /tmp/kvdemo [--fsync always|everysec|no] [--read-only]
+//! cargo run -p engine --example kv -- --dir /tmp/kvdemo [--fsync always|everysec|no] [--read-only | --point-in-time]
 //! ```
+//!
+//! A damaged store (bit rot in the log, a missing log, junk before its
+//! header) is refused by default, and nothing on disk changes; kv says so
+//! and exits 1. `--point-in-time` opens it anyway as of the last frame
+//! before the damage: everything after moves to a quarantine file, no
+//! segment is removed in that open, and kv prints what was cut.
 //!
 //! The store directory has one owner: while one `kv` (or any program) has
 //! it open, another is refused with "store directory is in use by another
@@ -28,19 +34,21 @@ use engine::store::{Options, RecoveryReport, Reply, Store};
 use engine::vfs::OsVfs;
 use engine::Error;
 
-const USAGE: &str = "usage: kv --dir PATH [--fsync always|everysec|no] [--read-only]";
+const USAGE: &str = "usage: kv --dir PATH [--fsync always|everysec|no] [--read-only | --point-in-time]";
 
 /// What the command line asks for.
 struct Args {
     dir: PathBuf,
     fsync: FsyncPolicy,
     read_only: bool,
+    point_in_time: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut dir = None;
     let mut fsync = FsyncPolicy::Always;
     let mut read_only = false;
+    let mut point_in_time = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -50,11 +58,15 @@ fn parse_args() -> Result<Args, String> {
                 fsync = FsyncPolicy::parse(&name).ok_or(format!("unknown fsync policy {name:?}"))?;
             }
             "--read-only" => read_only = true,
+            "--point-in-time" => point_in_time = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    Ok(Args { dir: dir.ok_or("--dir is required")?, fsync, read_only })
+    if read_only && point_in_time {
+        return Err("--read-only and --point-in-time exclude each other (a read-only open never cuts)".to_string());
+    }
+    Ok(Args { dir: dir.ok_or("--dir is required")?, fsync, read_only, point_in_time })
 }
 
 fn open(args: &Args) -> engine::Result<(Store, RecoveryReport)> {
@@ -62,7 +74,7 @@ fn open(args: &Args) -> engine::Result<(Store, RecoveryReport)> {
     if args.read_only {
         Store::open_read_only(vfs, clock, &args.dir)
     } else {
-        Store::open(vfs, clock, &args.dir, Options { fsync: args.fsync, ..Options::default() })
+        Store::open(vfs, clock, &args.dir, Options { fsync: args.fsync, point_in_time: args.point_in_time })
     }
 }
 
@@ -141,6 +153,34 @@ fn run_line(store: &mut Store, args: &[Vec<u8>]) -> String {
     result.unwrap_or_else(|e| format!("(error) {e}"))
 }
 
+/// Say plainly what recovery did not replay, and why.
+fn print_cut(report: &RecoveryReport, read_only: bool) {
+    let aof = &report.aof;
+    if aof.dropped_bytes > 0 {
+        let what = if aof.damage.is_some() { "DAMAGE to durable data" } else { "a torn tail (never durable)" };
+        let done = match (&aof.quarantine_file, read_only) {
+            (_, true) => "not replayed, left in place".to_string(),
+            (Some(file), false) => format!("moved to {file}"),
+            (None, false) => "cut".to_string(),
+        };
+        println!(
+            "# the log ends at byte {}: {what}, {} bytes {done} ({})",
+            aof.valid_len_bytes,
+            aof.dropped_bytes,
+            aof.reason.as_deref().unwrap_or("no reason given")
+        );
+        if let Some(why) = &aof.damage {
+            println!("# damage: {why}");
+        }
+    }
+    if aof.missing && report.segments_loaded > 0 {
+        println!("# the log was MISSING beside {} registered segments: opened as empty", report.segments_loaded);
+    }
+    if report.sweep_skipped && !read_only {
+        println!("# nothing was swept or removed in this open (point-in-time recovery); orphans wait for a rewrite");
+    }
+}
+
 fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(parsed) => parsed,
@@ -158,6 +198,16 @@ fn main() -> ExitCode {
         Err(Error::Locked { .. }) => {
             eprintln!("kv: store directory is in use by another process: {}", dir.display());
             eprintln!("kv: (one writer at a time; --read-only openers share it with each other only)");
+            return ExitCode::from(1);
+        }
+        Err(e @ Error::Corrupt { .. }) => {
+            eprintln!("kv: cannot open {}: {e}", dir.display());
+            eprintln!(
+                "kv: the store is damaged and nothing on disk was changed. Look at it with --read-only, or open it"
+            );
+            eprintln!(
+                "kv: with --point-in-time to recover up to the damage (what follows is moved to a quarantine file)."
+            );
             return ExitCode::from(1);
         }
         Err(e) => {
@@ -191,6 +241,7 @@ fn main() -> ExitCode {
             report.aof.dropped_bytes
         );
     }
+    print_cut(&report, args.read_only);
     let stdin = io::stdin();
     let mut stdout = io::stdout().lock();
     for line in stdin.lock().lines() {

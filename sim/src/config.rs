@@ -35,11 +35,12 @@ pub enum OpKind {
     Advance,
     Crash,
     Restart,
+    SecondOpen,
 }
 
 impl OpKind {
     /// Every kind, with its base weight (before the swarm switches some off).
-    pub const BASE_WEIGHTS: [(OpKind, u32); 17] = [
+    pub const BASE_WEIGHTS: [(OpKind, u32); 18] = [
         (OpKind::Set, 6),
         (OpKind::Get, 5),
         (OpKind::Del, 3),
@@ -57,6 +58,7 @@ impl OpKind {
         (OpKind::Advance, 6),
         (OpKind::Crash, 1),
         (OpKind::Restart, 1),
+        (OpKind::SecondOpen, 1),
     ];
 
     /// Kinds the swarm never switches off: without them a run tests little.
@@ -99,6 +101,9 @@ pub struct Config {
     pub audit_every: u64,
     /// Largest generated value, in bytes.
     pub max_value_bytes: usize,
+    /// The store opens with point-in-time recovery (`Options::point_in_time`):
+    /// damage is cut, not refused, and nothing is swept in that open.
+    pub point_in_time: bool,
 }
 
 /// Command-line overrides of the swarm's choices, and the planted bug a
@@ -111,6 +116,8 @@ pub struct Overrides {
     pub fsync: Option<FsyncPolicy>,
     /// `--crash-mode`.
     pub crash_mode: Option<CrashMode>,
+    /// `--point-in-time`: force point-in-time recovery on.
+    pub point_in_time: bool,
     /// `--canary`: the engine bug to plant. Only the runner reads it, to
     /// switch it on in the engine; [`Config::from_seed`] ignores it, so
     /// the workload, the disk and the checker are the same with or
@@ -134,7 +141,8 @@ impl Config {
     /// The configuration of `seed`, with `overrides` applied (all but the
     /// canary, which is none of the configuration's business).
     pub fn from_seed(seed: u64, overrides: Overrides) -> Config {
-        let Overrides { ops, fsync: fsync_override, crash_mode: crash_mode_override, canary: _ } = overrides;
+        let Overrides { ops, fsync: fsync_override, crash_mode: crash_mode_override, point_in_time, canary: _ } =
+            overrides;
         let mut rng = ChaCha8Rng::seed_from_u64(crate::seeds::config(seed));
         let fsync = match rng.gen_range(0..3) {
             0 => FsyncPolicy::Always,
@@ -158,6 +166,7 @@ impl Config {
             capacity_bytes: if rng.gen_bool(0.15) { rng.gen_range(32 << 10..512 << 10) } else { u64::MAX },
             p_media_corruption: maybe(&mut rng, 0.02, 0.2),
             p_torn_garbage: rng.gen_range(0.0..0.5),
+            p_env_damage: 0.0,
         };
         let tables = (0..rng.gen_range(1..=3))
             .map(|i| TableSpec { name: format!("t{i}"), column: "ts".to_string(), span: rng.gen_range(0..40) })
@@ -169,7 +178,7 @@ impl Config {
                 (kind, if off { 0 } else { weight })
             })
             .collect();
-        Config {
+        let mut config = Config {
             seed,
             ops: ops.unwrap_or(DEFAULT_OPS),
             fsync: fsync_override.unwrap_or(fsync),
@@ -180,7 +189,14 @@ impl Config {
             inner_crash_rate: rng.gen_range(0.0..0.03),
             audit_every: rng.gen_range(16..64),
             max_value_bytes: if rng.gen_bool(0.1) { 4096 } else { 24 },
-        }
+            point_in_time: false,
+        };
+        // Drawn last, so the draws above mean what they meant before these
+        // existed: damage no crash causes (rare, like media corruption),
+        // and point-in-time recovery for a quarter of the seeds.
+        config.disk.p_env_damage = if rng.gen_bool(0.3) { rng.gen_range(0.01..0.06) } else { 0.0 };
+        config.point_in_time = point_in_time || rng.gen_bool(0.25);
+        config
     }
 
     /// The arguments that pin this configuration's overrides on a command
@@ -195,6 +211,9 @@ impl Config {
         }
         if let Some(mode) = overrides.crash_mode {
             out.push_str(&format!(" --crash-mode {}", mode.name()));
+        }
+        if overrides.point_in_time {
+            out.push_str(" --point-in-time");
         }
         if let Some(canary) = overrides.canary {
             out.push_str(&format!(" --canary {}", canary.name()));
@@ -233,6 +252,7 @@ mod tests {
             ops: Some(7),
             fsync: Some(FsyncPolicy::EverySec),
             crash_mode: Some(CrashMode::Strict),
+            point_in_time: false,
             canary: None,
         };
         let c = Config::from_seed(3, pinned);

@@ -17,18 +17,41 @@
 //! went (at a planned crash point or the workload's own `CRASH`) and the
 //! recovery was checked, and whether the store is poisoned now. A failed
 //! check is a [`Failure`], typed by its [`Check`].
+//!
+//! # Recovery's rule
+//! Without damage, the store must open and hold the model after some
+//! prefix `p` of the acknowledged writes, `D <= p <= A` (or `A` plus the
+//! write in flight), with a clean audit. Damage no crash causes — media
+//! corruption, a file lost, cut to zero or with junk before it, a stray
+//! file — is announced by the disk, and then exactly these outcomes pass:
+//!
+//! - a refusal (`Corrupt`: at open, on a read, or as an audit finding),
+//!   and an open that refuses must have changed no byte of the directory;
+//! - the full state, `D <= p <= A`, as without damage;
+//! - with point-in-time recovery, any prefix since the log's base (its
+//!   last rewrite): the cut is the operator's choice;
+//! - media damage to the log's newest durable bytes — which no later
+//!   durable write vouched for, so no file format tells them from a torn
+//!   write — may lose writes back to the last recovery, never before.
+//!
+//! A reported loss is never taken as the new truth. Every open after
+//! damage, and every point-in-time open, also keeps what it must: a file
+//! the store does not own is never removed, a point-in-time open removes no
+//! file at all, and every byte it cuts from the log is in its quarantine
+//! file.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use engine::clock::{Clock, ManualClock};
-use engine::store::{Command, Options, RecoveryReport, Reply, Store};
+use engine::store::{Command, Options, RecoveryReport, Reply, Store, AOF_FILE};
 use engine::vfs::Vfs;
 use engine::{Error, Phase};
 
-use crate::checker::{diff, Checker};
+use crate::checker::{diff, Checker, Floor, LogPosition};
 use crate::config::{Config, Overrides};
-use crate::disk::{CrashOutcome, CrashPoint, SimVfs};
+use crate::disk::{CrashOutcome, CrashPoint, Damage, DamageKind, SimVfs};
 use crate::failure::{Check, Failure};
 use crate::outcome::SeedOutcome;
 use crate::seeds;
@@ -78,17 +101,25 @@ impl Observer for Unobserved {
 }
 
 /// What a clean restart must reproduce beyond the logical content: where
-/// the rows live. Replay rebuilds memory from the log, so after a clean
-/// close the same rows are cold, in the same number of segments.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// the rows live, and what the next eviction would seal. Replay rebuilds
+/// memory from the log, so after a clean close the same rows are cold, in
+/// the same number of segments, and every window's high-water mark is
+/// where it was — even if a rewrite wrote the log anew and the rows that
+/// raised the mark are gone.
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Layout {
     cold_rows: usize,
     segments: usize,
+    eviction_candidates: Vec<Vec<u8>>,
 }
 
 impl Layout {
     fn of(store: &Store) -> Layout {
-        Layout { cold_rows: store.cold_count(), segments: store.segment_count() }
+        Layout {
+            cold_rows: store.cold_count(),
+            segments: store.segment_count(),
+            eviction_candidates: store.eviction_candidates(),
+        }
     }
 }
 
@@ -116,10 +147,6 @@ pub struct Driver<'a> {
     /// never landed), which no reader can see but a reopen undoes: the
     /// layout is compared across a clean restart only when this is false.
     call_failed_since_open: bool,
-    /// List the directory after each recovery to count quarantine files
-    /// (the random mode's loss report; exploration's recording skips it so
-    /// its I/O indices are the workload's own).
-    count_quarantine: bool,
 }
 
 impl<'a> Driver<'a> {
@@ -145,14 +172,7 @@ impl<'a> Driver<'a> {
             op_index: 0,
             planned_crash: None,
             call_failed_since_open: false,
-            count_quarantine: true,
         }
-    }
-
-    /// Skip the quarantine count after recoveries (see the field).
-    pub fn without_quarantine_count(mut self) -> Self {
-        self.count_quarantine = false;
-        self
     }
 
     /// The seed.
@@ -214,12 +234,8 @@ impl<'a> Driver<'a> {
     }
 
     fn open_store(&self) -> engine::Result<(Store, RecoveryReport)> {
-        Store::open(
-            self.engine_vfs.clone(),
-            self.clock.clone(),
-            Path::new(DB_DIR),
-            Options { fsync: self.config.fsync, ..Options::default() },
-        )
+        let options = Options { fsync: self.config.fsync, point_in_time: self.config.point_in_time };
+        Store::open(self.engine_vfs.clone(), self.clock.clone(), Path::new(DB_DIR), options)
     }
 
     /// Open the store on the disk as it is, with faults off (the run's
@@ -283,7 +299,11 @@ impl<'a> Driver<'a> {
                     _ => self.store_mut().sync(),
                 };
                 if result.is_ok() && !self.vfs.crash_point_reached() {
-                    self.checker.all_durable();
+                    match planned.op {
+                        // The log now starts from this state.
+                        Op::Rewrite => self.checker.log_rewritten(),
+                        _ => self.checker.all_durable(),
+                    }
                 }
                 self.admin_result(&planned.op, was_poisoned, result)
             }
@@ -300,6 +320,10 @@ impl<'a> Driver<'a> {
                 self.power_loss(&planned.op).map(|()| true)
             }
             Op::Restart => self.restart(planned, observer),
+            Op::SecondOpen => {
+                observer.op_begins(self, planned, Moment::Begins, None);
+                self.second_open(planned)
+            }
         };
         self.vfs.arm_crash(None);
         let power_lost = result?;
@@ -338,7 +362,8 @@ impl<'a> Driver<'a> {
         }
         match result {
             Ok(got) => {
-                let want = self.checker.acknowledged(command, now_ms);
+                let log_at = self.log_position();
+                let want = self.checker.acknowledged_at(command, now_ms, log_at);
                 self.check_reply(command, &got, want)?;
                 self.checker.call_succeeded(now_ms);
             }
@@ -432,6 +457,38 @@ impl<'a> Driver<'a> {
         Ok(false)
     }
 
+    /// A second opener tries the live store's directory — to write on even
+    /// indices, read-only on odd ones — and must be refused as locked,
+    /// having changed nothing: no byte on disk, not the first holder's lock.
+    fn second_open(&mut self, planned: &PlannedOp) -> Step<bool> {
+        let dir = Path::new(DB_DIR);
+        let (changes, holders) = (self.vfs.changes(), self.vfs.lock_holders(dir));
+        let read_only = planned.index % 2 == 1;
+        let result = if read_only {
+            Store::open_read_only(self.engine_vfs.clone(), self.clock.clone(), dir)
+        } else {
+            let options = Options { fsync: self.config.fsync, point_in_time: self.config.point_in_time };
+            Store::open(self.engine_vfs.clone(), self.clock.clone(), dir, options)
+        };
+        if self.vfs.crash_point_reached() {
+            drop(result);
+            return self.power_loss(&planned.op).map(|()| true);
+        }
+        let how = if read_only { "a read-only" } else { "a writing" };
+        match result {
+            Err(Error::Locked { .. }) => {}
+            Err(_) if self.vfs.faults_injected_this_op() => {}
+            Err(e) => {
+                return Err(self.fail(Check::Lock, format!("{how} second opener was refused, but not as locked: {e}")))
+            }
+            Ok(_) => return Err(self.fail(Check::Lock, format!("{how} second opener of a live store was let in"))),
+        }
+        if self.vfs.changes() != changes || self.vfs.lock_holders(dir) != holders {
+            return Err(self.fail(Check::Lock, format!("{how} refused second opener changed the disk or the lock")));
+        }
+        Ok(false)
+    }
+
     /// Cut the power during `op` and check the recovery.
     pub fn power_loss(&mut self, op: &Op) -> Step {
         self.store = None;
@@ -458,13 +515,17 @@ impl<'a> Driver<'a> {
     }
 
     /// Reopen after a power loss (`crash`) or a restart, and check what
-    /// came back: the durability rule, then the audit.
+    /// came back (see "Recovery's rule" in the module doc).
     fn recover(&mut self, crash: Option<&CrashOutcome>) -> Step {
         self.outcome.restarts += 1;
-        let media_corrupted = crash.is_some_and(|c| !c.media_corrupted.is_empty());
-        let quarantined_before = self.quarantine_files();
+        let damage: Vec<Damage> = crash.map_or_else(Vec::new, |c| c.damage.clone());
+        let damaged = !damage.is_empty();
+        // What the directory held before each open attempt, when a refusal
+        // must have changed nothing or a point-in-time open lost nothing.
+        let watch = damaged || self.config.point_in_time;
         let mut opened = None;
         for attempt in 0..=OPEN_ATTEMPTS_WITH_FAULTS {
+            let before = watch.then(|| self.vfs.files(Path::new(DB_DIR)));
             self.vfs.begin_op(seeds::open_attempt(self.config.seed, self.op_index, attempt));
             self.vfs.set_faults_enabled(attempt < OPEN_ATTEMPTS_WITH_FAULTS);
             let result = self.open_store();
@@ -472,41 +533,53 @@ impl<'a> Driver<'a> {
             self.vfs.set_faults_enabled(true);
             match result {
                 Ok(ok) => {
-                    opened = Some(ok);
+                    opened = Some((ok, before));
                     break;
                 }
+                // A transient fault is no damage: it may fail the open, but
+                // only as what it is, never as a refusal of corrupt data.
+                Err(e @ Error::Corrupt { .. }) if injected && !damaged => {
+                    return Err(self.fail(
+                        Check::Open,
+                        format!("a transient fault during the open was reported as corruption: {e}"),
+                    ));
+                }
                 Err(_) if injected && attempt < OPEN_ATTEMPTS_WITH_FAULTS => continue,
-                Err(Error::Corrupt { .. }) if media_corrupted => return self.accept_refusal(),
+                Err(Error::Corrupt { .. }) if damaged => {
+                    self.check_untouched(before.as_ref().expect("watched when damaged"))?;
+                    return self.accept_refusal();
+                }
                 Err(e) => {
-                    return Err(self.fail(Check::Open, format!("the store refused to open after a crash: {e}")));
+                    let why = if damaged { format!(" (damage injected: {damage:?})") } else { String::new() };
+                    return Err(self.fail(Check::Open, format!("the store refused to open after a crash: {e}{why}")));
                 }
             }
         }
-        let (store, report) = opened.expect("the loop either opened or returned");
+        let ((store, report), before) = opened.expect("the loop either opened or returned");
         self.store = Some(store);
         self.call_failed_since_open = false;
+        if let Some(before) = &before {
+            self.check_nothing_destroyed(&report, before, &damage)?;
+        }
+        let floor = self.floor(&damage);
         let now_ms = self.now_ms();
-        if media_corrupted {
-            self.recover_after_media_corruption(&report, now_ms, crash.is_some(), quarantined_before)?;
-        } else {
-            // Read as the store walks its content (no dump), then the
-            // quarantine count — in that order, as the trace records it.
-            let store = self.store.as_ref().expect("opened above");
-            let verdict = match self.checker.recovered_store(store, now_ms, crash.is_some()) {
-                Ok(verdict) => verdict,
-                Err(e) => return Err(self.fail(Check::Dump, format!("logical_dump failed after recovery: {e}"))),
-            };
-            // Without media corruption a loss report excuses nothing, but
-            // asking lists the directory, a traced I/O: it stays, after
-            // the read as before, so every seed's trace stays what it was.
-            self.loss_reported(&report, quarantined_before);
-            if let Err(mismatch) = verdict {
-                return Err(self.fail(Check::Durability, mismatch.detail));
+        let store = self.store.as_ref().expect("opened above");
+        // Read as the store walks its content (no dump).
+        match self.checker.recovered_store(store, now_ms, crash.is_some(), floor) {
+            Ok(Ok(_)) => {}
+            Ok(Err(mismatch)) => {
+                let why =
+                    if damaged { format!("\n    damage injected: {damage:?}, floor {floor:?}") } else { String::new() };
+                return Err(self.fail(Check::Durability, format!("{}{why}", mismatch.detail)));
             }
+            // Damaged bytes refused on read, as they must be.
+            Err(Error::Corrupt { .. }) if damaged => return self.accept_refusal(),
+            Err(e) => return Err(self.fail(Check::Dump, format!("logical_dump failed after recovery: {e}"))),
         }
         let violations = self.store().audit();
         if !violations.is_empty() {
-            if media_corrupted {
+            if damaged {
+                // The audit found the damage: a refusal to trust it.
                 return self.accept_refusal();
             }
             return Err(self.fail(Check::Audit, format!("after recovery: {violations:?}")));
@@ -514,55 +587,97 @@ impl<'a> Driver<'a> {
         Ok(())
     }
 
-    /// [`Driver::recover`]'s check of the content when media corruption
-    /// was injected: a refusal to read it is accepted, and a loss the
-    /// store reported becomes the new truth.
-    fn recover_after_media_corruption(
-        &mut self,
-        report: &RecoveryReport,
-        now_ms: u64,
-        power_lost: bool,
-        quarantined_before: usize,
-    ) -> Step {
-        let dump = match self.store().logical_dump() {
-            Ok(dump) => dump,
-            Err(Error::Corrupt { .. }) => return self.accept_refusal(),
-            Err(e) => return Err(self.fail(Check::Dump, format!("logical_dump failed after recovery: {e}"))),
+    /// How far back a recovery after `damage` may go (see [`Floor`]): to
+    /// the damaged byte of the log, where a point-in-time recovery cuts,
+    /// and so may the default one where the damage was unvouched (no later
+    /// durable write could have recorded that the bytes were durable, so no
+    /// file format tells the damage from a torn write). Everywhere else
+    /// nothing may be lost.
+    fn floor(&self, damage: &[Damage]) -> Floor {
+        let log = Path::new(DB_DIR).join(AOF_FILE);
+        let cut_there = |d: &&Damage| {
+            Path::new(&d.path) == log
+                && match d.kind {
+                    DamageKind::Media => self.config.point_in_time || !d.vouched,
+                    DamageKind::JunkPrepended => self.config.point_in_time,
+                    _ => false,
+                }
         };
-        if self.loss_reported(report, quarantined_before) {
-            // Durable bytes were damaged and recovery said it cut data:
-            // loss is expected and was not silent. Go on from what came
-            // back (its audit below must still be clean).
-            self.outcome.refusals_accepted += 1;
-            self.checker.rebase(dump);
-        } else if let Err(mismatch) = self.checker.recovered(&dump, now_ms, power_lost) {
-            return Err(self.fail(
-                Check::Durability,
-                format!("{} (media corruption was injected, but not reported)", mismatch.detail),
-            ));
+        let Some(damage) = damage.iter().find(cut_there) else { return Floor::Durable };
+        match self.vfs.identity(&log) {
+            Some((file, _)) => Floor::DamagedAt(LogPosition { file, len_bytes: damage.offset_bytes }),
+            None => Floor::Durable,
         }
-        Ok(())
     }
 
-    /// Whether the open reported a loss: bytes cut from the log or the
-    /// manifest. A failed open attempt may already have cut the log; the
-    /// quarantine file it left is its durable report of the loss (counting
-    /// them lists the directory: one traced I/O).
-    fn loss_reported(&self, report: &RecoveryReport, quarantined_before: usize) -> bool {
-        report.aof.dropped_bytes > 0 || report.manifest_torn_bytes > 0 || self.quarantine_files() > quarantined_before
+    /// Where the log ends now: for each acknowledged write, so a damage
+    /// floor knows which writes lie wholly before the damage.
+    fn log_position(&self) -> Option<LogPosition> {
+        let (file, len_bytes) = self.vfs.identity(&Path::new(DB_DIR).join(AOF_FILE))?;
+        Some(LogPosition { file, len_bytes })
     }
 
-    /// How many AOF quarantine files the store directory holds.
-    fn quarantine_files(&self) -> usize {
-        if !self.count_quarantine {
-            return 0;
+    /// A refused open after damage changed nothing on disk.
+    fn check_untouched(&self, before: &BTreeMap<String, Vec<u8>>) -> Step {
+        let after = self.vfs.files(Path::new(DB_DIR));
+        if after == *before {
+            return Ok(());
         }
-        let names = self.vfs.list_dir(Path::new(DB_DIR)).unwrap_or_default();
-        names.iter().filter(|n| n.contains(".quarantine.")).count()
+        let changed: Vec<&String> =
+            before.keys().chain(after.keys()).filter(|name| before.get(*name) != after.get(*name)).collect();
+        Err(self.fail(Check::Untouched, format!("an open that refused damage changed the directory: {changed:?}")))
     }
 
-    /// Media corruption made the store refuse, as it must: start over on
-    /// an empty directory (the refusal itself was the check).
+    /// After an open that watched the directory: a file the store does not
+    /// own (a stray) is never removed; a point-in-time open removes no file
+    /// at all, and every byte it cut from the log is in its quarantine file.
+    fn check_nothing_destroyed(
+        &self,
+        report: &RecoveryReport,
+        before: &BTreeMap<String, Vec<u8>>,
+        damage: &[Damage],
+    ) -> Step {
+        let after = self.vfs.files(Path::new(DB_DIR));
+        for stray in damage.iter().filter(|d| d.kind == DamageKind::StrayFile) {
+            let name = Path::new(&stray.path).file_name().map(|n| n.to_string_lossy().into_owned());
+            if name.is_some_and(|name| !after.contains_key(&name)) {
+                return Err(
+                    self.fail(Check::Destroyed, format!("the open removed {}, a file it does not own", stray.path))
+                );
+            }
+        }
+        if !self.config.point_in_time {
+            return Ok(());
+        }
+        let gone: Vec<&String> = before.keys().filter(|name| !after.contains_key(*name)).collect();
+        if !gone.is_empty() {
+            return Err(self.fail(Check::Destroyed, format!("a point-in-time open removed {gone:?}")));
+        }
+        let cut_bytes = report.aof.dropped_bytes;
+        if cut_bytes == 0 {
+            return Ok(());
+        }
+        let log_before = before.get(AOF_FILE).map_or(&[][..], Vec::as_slice);
+        let log_after = after.get(AOF_FILE).map_or(&[][..], Vec::as_slice);
+        let valid_len = report.aof.valid_len_bytes as usize;
+        let quarantined = report.aof.quarantine_file.as_ref().and_then(|name| after.get(name));
+        let kept = valid_len <= log_before.len() && log_after.get(..valid_len) == log_before.get(..valid_len);
+        let moved = quarantined.is_some_and(|q| log_before.get(valid_len..) == Some(q.as_slice()));
+        if kept && moved {
+            return Ok(());
+        }
+        Err(self.fail(
+            Check::Destroyed,
+            format!(
+                "a point-in-time cut at byte {valid_len} lost bytes: the log's prefix kept: {kept}, the {cut_bytes} \
+                 bytes after it in the quarantine file ({:?}): {moved}",
+                report.aof.quarantine_file
+            ),
+        ))
+    }
+
+    /// Damage made the store refuse, as it may: start over on an empty
+    /// directory (the refusal itself was the check).
     fn accept_refusal(&mut self) -> Step {
         self.outcome.refusals_accepted += 1;
         self.store = None;

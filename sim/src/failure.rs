@@ -35,6 +35,14 @@ pub enum Check {
     Poisoned,
     /// Exploration's probe: a recovered store did not go on working.
     Probe,
+    /// An open that refused damage changed the directory anyway.
+    Untouched,
+    /// An open destroyed what it must keep: a file it does not own, or (a
+    /// point-in-time open) any file or any byte it cut.
+    Destroyed,
+    /// A second opener of a live store was not refused as locked, or its
+    /// attempt changed something.
+    Lock,
     /// A panic in the engine or the harness.
     Panic,
     /// Two runs of one seed differ.
@@ -43,7 +51,7 @@ pub enum Check {
 
 impl Check {
     /// Every check, in a fixed order.
-    pub const ALL: [Check; 12] = [
+    pub const ALL: [Check; 15] = [
         Check::Reply,
         Check::Durability,
         Check::Audit,
@@ -54,6 +62,9 @@ impl Check {
         Check::Layout,
         Check::Poisoned,
         Check::Probe,
+        Check::Untouched,
+        Check::Destroyed,
+        Check::Lock,
         Check::Panic,
         Check::Determinism,
     ];
@@ -71,6 +82,9 @@ impl Check {
             Check::Layout => "layout",
             Check::Poisoned => "poisoned",
             Check::Probe => "probe",
+            Check::Untouched => "untouched",
+            Check::Destroyed => "destroyed",
+            Check::Lock => "lock",
             Check::Panic => "panic",
             Check::Determinism => "determinism",
         }

@@ -88,6 +88,11 @@ struct Cli {
     #[arg(long, value_parser = parse_crash_mode)]
     crash_mode: Option<CrashMode>,
 
+    /// Open the store with point-in-time recovery in every seed (a quarter
+    /// of the seeds draw it anyway): damage is cut, not refused.
+    #[arg(long)]
+    point_in_time: bool,
+
     /// Plant this bug in the engine (a build with `--features canaries`
     /// only; `sim canaries` lists them).
     #[arg(long, value_name = "NAME", value_parser = sim::canary::parse_name)]
@@ -248,7 +253,13 @@ fn main() -> ExitCode {
         }
         None => {}
     }
-    let overrides = Overrides { ops: cli.ops, fsync: cli.fsync, crash_mode: cli.crash_mode, canary: cli.canary };
+    let overrides = Overrides {
+        ops: cli.ops,
+        fsync: cli.fsync,
+        crash_mode: cli.crash_mode,
+        point_in_time: cli.point_in_time,
+        canary: cli.canary,
+    };
     if cli.jobs == 0 {
         return usage_error("--jobs must be at least 1");
     }

@@ -29,8 +29,8 @@ pub struct OpList {
 }
 
 impl OpList {
-    /// The file format: `#` comments, `seed N`, optional `fsync X` and
-    /// `crash-mode Y`, then one operation per line.
+    /// The file format: `#` comments, `seed N`, optional `fsync X`,
+    /// `crash-mode Y` and `point-in-time`, then one operation per line.
     pub fn to_text(&self, comment: &str) -> String {
         let mut out = String::new();
         for line in comment.lines() {
@@ -42,6 +42,9 @@ impl OpList {
         }
         if let Some(mode) = self.overrides.crash_mode {
             out.push_str(&format!("crash-mode {}\n", mode.name()));
+        }
+        if self.overrides.point_in_time {
+            out.push_str("point-in-time\n");
         }
         for op in &self.ops {
             out.push_str(&format!("{op}\n"));
@@ -65,6 +68,8 @@ impl OpList {
             } else if let Some(value) = line.strip_prefix("fsync ") {
                 overrides.fsync =
                     Some(FsyncPolicy::parse(value.trim()).ok_or_else(|| at(format!("bad fsync {value:?}")))?);
+            } else if line == "point-in-time" {
+                overrides.point_in_time = true;
             } else if let Some(value) = line.strip_prefix("crash-mode ") {
                 overrides.crash_mode =
                     Some(CrashMode::parse(value.trim()).ok_or_else(|| at(format!("bad crash mode {value:?}")))?);
@@ -145,6 +150,7 @@ mod tests {
                 ops: Some(2),
                 fsync: Some(FsyncPolicy::No),
                 crash_mode: Some(CrashMode::Reorder),
+                point_in_time: true,
                 canary: None,
             },
             ops: vec![

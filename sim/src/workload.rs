@@ -39,6 +39,10 @@ pub enum Op {
     Crash,
     /// Clean close and reopen.
     Restart,
+    /// While the store is open, a second opener tries the same directory
+    /// (to write on even indices, read-only on odd ones): it must be
+    /// refused as locked, and change nothing.
+    SecondOpen,
 }
 
 /// An operation at its place in the list, maybe with a crash inside it.
@@ -74,6 +78,7 @@ impl Op {
             Op::Advance(_) => "advance",
             Op::Crash => "crash",
             Op::Restart => "restart",
+            Op::SecondOpen => "second_open",
         }
     }
 }
@@ -100,6 +105,7 @@ impl fmt::Display for PlannedOp {
             Op::Advance(ms) => write!(f, " ADVANCE {ms}"),
             Op::Crash => write!(f, " CRASH"),
             Op::Restart => write!(f, " RESTART"),
+            Op::SecondOpen => write!(f, " SECOND-OPEN"),
         }
     }
 }
@@ -127,6 +133,7 @@ impl PlannedOp {
             ["SYNC"] => Op::Sync,
             ["CRASH"] => Op::Crash,
             ["RESTART"] => Op::Restart,
+            ["SECOND-OPEN"] => Op::SecondOpen,
             ["ADVANCE", ms] => Op::Advance(ms.parse().map_err(|_| format!("bad advance {ms:?}"))?),
             args => {
                 let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
@@ -261,6 +268,7 @@ impl<'a> Generator<'a> {
             }
             OpKind::Crash => Op::Crash,
             OpKind::Restart => Op::Restart,
+            OpKind::SecondOpen => Op::SecondOpen,
         }
     }
 

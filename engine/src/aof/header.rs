@@ -1,10 +1,18 @@
 //! The header frame that opens every log: it says "this is a segsim AOF,
-//! in format version N" before any record is trusted.
+//! in format version N" before any record is trusted, and where the
+//! snapshot a rewrite wrote ends, if one did.
 //!
 //! A file that is not an AOF (a segment, a manifest, another program's
 //! file put here by mistake) fails the magic check rather than replaying
-//! garbage commands, and a log written by a future format fails the
+//! garbage commands, and a log written by another format version fails the
 //! version check rather than being misread.
+//!
+//! A rewrite's log is made whole and durable before it is renamed into
+//! place, so every byte of its snapshot was durable the moment the file
+//! became the log: damage there can never be a torn write. The header
+//! says how far that snapshot reaches (`snapshot_end_bytes`; 0 for a log
+//! no rewrite made), so recovery refuses damage to it even when the damage
+//! took every later frame that could have vouched for it.
 
 use super::KIND_HEADER;
 use crate::codec::{ByteReader, DecodeError};
@@ -13,27 +21,36 @@ use crate::frame::{encode_frame, FRAME_HEADER_BYTES};
 /// Identifies an AOF (the first bytes of the header payload).
 const AOF_MAGIC: [u8; 8] = *b"SEGS-AOF";
 
-/// The only format version this code reads and writes.
-const AOF_VERSION: u32 = 1;
+/// The only format version this code reads and writes. Version 1 had no
+/// snapshot end and no durability marks.
+const AOF_VERSION: u32 = 2;
 
-/// Bytes of the header payload: magic and version.
-const HEADER_PAYLOAD_BYTES: usize = AOF_MAGIC.len() + 4;
+/// Bytes of the header payload: magic, version, snapshot end.
+const HEADER_PAYLOAD_BYTES: usize = AOF_MAGIC.len() + 4 + 8;
 
 /// Bytes of the whole header frame; a log is never shorter once recovered.
 pub(crate) const HEADER_FRAME_BYTES: u64 = (FRAME_HEADER_BYTES + HEADER_PAYLOAD_BYTES) as u64;
 
-/// Append the header frame to `out`.
+/// Append the header frame of a log no rewrite made to `out`.
 pub(super) fn encode_header(out: &mut Vec<u8>) {
+    encode_snapshot_header(out, 0);
+}
+
+/// Append the header frame of a rewrite's log, whose snapshot ends at
+/// `snapshot_end_bytes`, to `out`.
+pub(super) fn encode_snapshot_header(out: &mut Vec<u8>, snapshot_end_bytes: u64) {
     let mut payload = [0u8; HEADER_PAYLOAD_BYTES];
     payload[..AOF_MAGIC.len()].copy_from_slice(&AOF_MAGIC);
-    payload[AOF_MAGIC.len()..].copy_from_slice(&AOF_VERSION.to_le_bytes());
+    payload[AOF_MAGIC.len()..AOF_MAGIC.len() + 4].copy_from_slice(&AOF_VERSION.to_le_bytes());
+    payload[AOF_MAGIC.len() + 4..].copy_from_slice(&snapshot_end_bytes.to_le_bytes());
     let start = out.len();
     encode_frame(out, KIND_HEADER, &payload);
     assert_eq!((out.len() - start) as u64, HEADER_FRAME_BYTES);
 }
 
-/// Check a header frame's payload, which starts at `payload_offset_bytes`.
-pub(super) fn check_header(payload: &[u8], payload_offset_bytes: u64) -> Result<(), DecodeError> {
+/// Check a header frame's payload, which starts at `payload_offset_bytes`,
+/// and return where its snapshot ends (0: no rewrite made the log).
+pub(super) fn check_header(payload: &[u8], payload_offset_bytes: u64) -> Result<u64, DecodeError> {
     let mut reader = ByteReader::new(payload, payload_offset_bytes);
     if reader.bytes(AOF_MAGIC.len())? != AOF_MAGIC {
         return Err(DecodeError { offset_bytes: payload_offset_bytes, reason: "not an AOF: wrong magic" });
@@ -43,7 +60,9 @@ pub(super) fn check_header(payload: &[u8], payload_offset_bytes: u64) -> Result<
     if version != AOF_VERSION {
         return Err(DecodeError { offset_bytes: version_at, reason: "unsupported AOF format version" });
     }
-    reader.finish()
+    let snapshot_end_bytes = reader.u64()?;
+    reader.finish()?;
+    Ok(snapshot_end_bytes)
 }
 
 #[cfg(test)]
@@ -59,7 +78,7 @@ mod tests {
         assert_eq!(bytes.len() as u64, HEADER_FRAME_BYTES);
         let frame = decode_frame(&bytes).unwrap();
         assert_eq!(frame.kind, KIND_HEADER);
-        assert_eq!(check_header(frame.payload, FRAME_HEADER_BYTES as u64), Ok(()));
+        assert_eq!(check_header(frame.payload, FRAME_HEADER_BYTES as u64), Ok(0));
     }
 
     #[test]
@@ -67,6 +86,8 @@ mod tests {
         let base = FRAME_HEADER_BYTES as u64;
         let mut good = AOF_MAGIC.to_vec();
         put_u32(&mut good, AOF_VERSION);
+        good.extend_from_slice(&7u64.to_le_bytes());
+        assert_eq!(check_header(&good, base), Ok(7));
 
         let mut magic = good.clone();
         magic[0] ^= 1;
@@ -80,7 +101,7 @@ mod tests {
 
         let mut long = good.clone();
         long.push(0);
-        assert_eq!(check_header(&long, base).unwrap_err().offset_bytes, base + 12);
+        assert_eq!(check_header(&long, base).unwrap_err().offset_bytes, base + 20);
 
         for len in 0..good.len() {
             assert!(check_header(&good[..len], base).is_err(), "a {len}-byte header passed");

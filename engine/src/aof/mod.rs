@@ -15,16 +15,16 @@
 //! log        := HEADER frame, then zero or more COMMAND | SEGMENTED | STUB frames
 //! frame      := [len u32][crc32 u32][kind u8][payload: len bytes]
 //!
-//! kind 1  HEADER       magic "SEGS-AOF" (8 bytes), format version u32 (= 1)
+//! kind 1  HEADER       magic "SEGS-AOF" (8 bytes), format version u32 (= 2),
+//!                      snapshot_end_bytes u64 (0 unless a rewrite made the log)
 //! kind 2  COMMAND      argc u32, then argc × ([len u32][argument bytes])
 //! kind 3  SEGMENTED    seq u64, [len u32][segment file name, UTF-8]
 //! kind 4  STUB         [len u32][key bytes], seq u64, weight u64
 //! kind 5  SYNCED       durable_len_bytes u64
 //! kind 6  WINDOW_MARK  [len u32][table bytes], max_seen i64
-//! kind 7  SNAPSHOT     its own offset u64
 //! ```
 //!
-//! Kinds 5 to 7 came after the first logs were written; a reader that does
+//! Kinds 5 and 6 came after the first logs were written; a reader that does
 //! not know them refuses the log (an unknown kind with a valid checksum is
 //! corruption), it never misreads it.
 //!
@@ -45,13 +45,13 @@
 //! "when this frame was written, the log's first `n` bytes were durable".
 //! The writer puts one at the head of each append batch whenever an fsync
 //! has moved the durable end since its last one; recovery and a clean
-//! close put one after their fsync and fsync it too. A rewrite ends the log
-//! it writes with a `SNAPSHOT` frame instead: everything before it is one
-//! snapshot of the store, made durable before the rename makes it the log,
-//! so the frame vouches for every byte before it. So:
+//! close put one after their fsync and fsync it too. A rewrite's log needs
+//! none for its snapshot: it is made whole and durable before the rename
+//! makes it the log, and its header says where the snapshot ends. So:
 //!
 //! - an invalid frame at byte `i` with a valid `SYNCED n` after it, `n >
-//!   i`, was durable: **damage**. So is an invalid header with any valid
+//!   i`, was durable: **damage**. So is one inside a rewrite's snapshot (`i`
+//!   below the header's snapshot end), an invalid header with any valid
 //!   frame after it (the header is durable before any frame is written),
 //!   and a second header frame (junk prepended to a log).
 //! - otherwise it is a **torn tail**: written, never durable, maybe with
@@ -67,9 +67,9 @@
 //! and then silently skipped by the next recovery. In
 //! [`RecoveryMode::PointInTime`], an operator's explicit choice, damage is
 //! cut the same way (quarantined, never destroyed) and reported — unless it
-//! lies inside a rewrite's snapshot (a `SNAPSHOT` frame follows it): a cut
-//! there would leave part of a snapshot, which is no point in time at all,
-//! so that is refused in both modes.
+//! lies inside a rewrite's snapshot: a cut there would leave part of a
+//! snapshot, which is no point in time at all, so that is refused in both
+//! modes.
 //!
 //! One case no log can tell apart: damage to the last durable frames that
 //! no later frame vouches for (the newest acknowledged writes, before the
@@ -118,8 +118,6 @@ const KIND_STUB: u8 = 4;
 const KIND_SYNCED: u8 = 5;
 /// Frame kind of [`Record::WindowMark`].
 const KIND_WINDOW_MARK: u8 = 6;
-/// Frame kind of the mark that ends a rewrite's snapshot; never a record.
-const KIND_SNAPSHOT: u8 = 7;
 
 /// Bytes of one `SYNCED` frame (header and its u64).
 #[cfg(test)]
@@ -127,8 +125,5 @@ const SYNCED_FRAME_BYTES: u64 = crate::frame::FRAME_HEADER_BYTES as u64 + 8;
 
 /// Whether `kind` is a frame kind this log ever writes.
 fn is_known_kind(kind: u8) -> bool {
-    matches!(
-        kind,
-        KIND_HEADER | KIND_COMMAND | KIND_SEGMENTED | KIND_STUB | KIND_SYNCED | KIND_WINDOW_MARK | KIND_SNAPSHOT
-    )
+    matches!(kind, KIND_HEADER | KIND_COMMAND | KIND_SEGMENTED | KIND_STUB | KIND_SYNCED | KIND_WINDOW_MARK)
 }

@@ -7,14 +7,15 @@
 //! record after it can ever be returned. What lies beyond is only
 //! *looked at*, with a bounded search, to tell a torn tail from damage to
 //! durable bytes (see "Torn tails, damage" in the module doc of `aof`):
-//! damage is proven by a valid frame after the invalid one that vouches it
-//! was durable — a `SYNCED n` with `n` past its start, or any valid frame
-//! after an invalid header, or a second header.
+//! damage is proven by the header (the invalid frame lies inside a
+//! rewrite's snapshot) or by a valid frame after the invalid one that
+//! vouches it was durable — a `SYNCED n` with `n` past its start, or any
+//! valid frame after an invalid header, or a second header.
 
 use std::path::Path;
 
 use super::header::check_header;
-use super::{is_known_kind, Record, RecordRef, KIND_HEADER, KIND_SNAPSHOT, KIND_SYNCED};
+use super::{is_known_kind, Record, RecordRef, KIND_HEADER, KIND_SYNCED};
 use crate::codec::ByteReader;
 use crate::frame::{decode_frame, find_valid_frame_within, Scan, FRAME_HEADER_BYTES};
 use crate::{Error, Result};
@@ -81,6 +82,8 @@ pub struct LogWalk<'a> {
     valid_frames_after_invalid: bool,
     damage: Option<String>,
     inside_snapshot: bool,
+    /// Where the snapshot a rewrite wrote ends (the header says; 0 if none).
+    snapshot_end_bytes: u64,
     /// Valid frames after the header, `SYNCED` marks included.
     frames: u64,
     /// The most any mark in the valid prefix vouches durable.
@@ -104,6 +107,7 @@ impl<'a> LogWalk<'a> {
             valid_frames_after_invalid: false,
             damage: None,
             inside_snapshot: false,
+            snapshot_end_bytes: 0,
             frames: 0,
             vouched_len_bytes: 0,
             data_end_bytes: 0,
@@ -120,7 +124,14 @@ impl<'a> LogWalk<'a> {
             let frame = match decode_frame(&bytes[at..]) {
                 Ok(frame) => frame,
                 Err(invalid) => {
-                    let beyond = look_past(bytes, at);
+                    let mut beyond = look_past(bytes, at);
+                    if (at as u64) < self.snapshot_end_bytes {
+                        let end = self.snapshot_end_bytes;
+                        let why =
+                            format!("it lies inside the snapshot a rewrite made durable, which ends at byte {end}");
+                        beyond.damage = Some(why);
+                        beyond.inside_snapshot = true;
+                    }
                     if let (Some(next), true) = (beyond.first_valid, at > 0 && canary!(ReplayPastInvalid)) {
                         // Planted: skip the damage and replay what follows.
                         self.at = next;
@@ -141,23 +152,28 @@ impl<'a> LogWalk<'a> {
                 if frame.kind != KIND_HEADER {
                     return Err(Error::corrupt(self.path, 0, "log does not start with a header frame"));
                 }
-                check_header(frame.payload, payload_offset_bytes).map_err(|e| e.in_file(self.path))?;
+                let snapshot_end_bytes =
+                    check_header(frame.payload, payload_offset_bytes).map_err(|e| e.in_file(self.path))?;
+                if snapshot_end_bytes > bytes.len() as u64 {
+                    // Cut short by truncation, or damaged: a rewrite wrote
+                    // the whole snapshot durably before it was the log.
+                    let why = format!("the header says a snapshot runs to byte {snapshot_end_bytes}, past the end");
+                    return Err(Error::corrupt(self.path, 0, why));
+                }
+                self.snapshot_end_bytes = snapshot_end_bytes;
+                // What a rewrite made durable is vouched for, marks aside.
+                self.vouched_len_bytes = snapshot_end_bytes;
+                self.data_end_bytes = snapshot_end_bytes;
                 None
-            } else if frame.kind == KIND_SYNCED || frame.kind == KIND_SNAPSHOT {
-                // A durability mark: read, checked, never a record. A
-                // snapshot's end vouches for exactly the bytes before it.
+            } else if frame.kind == KIND_SYNCED {
+                // A durability mark: read, checked, never a record.
                 let durable_len_bytes = decode_mark(frame.payload, payload_offset_bytes, self.path)?;
-                let claims_too_much = durable_len_bytes > at as u64;
-                if claims_too_much || (frame.kind == KIND_SNAPSHOT && durable_len_bytes != at as u64) {
+                if durable_len_bytes > at as u64 {
                     let why = format!("a mark at byte {at} claims the first {durable_len_bytes} bytes durable");
                     return Err(Error::corrupt(self.path, at as u64, why));
                 }
                 self.frames += 1;
                 self.vouched_len_bytes = self.vouched_len_bytes.max(durable_len_bytes);
-                if frame.kind == KIND_SNAPSHOT {
-                    // A snapshot's end is part of what its rewrite made durable.
-                    self.data_end_bytes = (at + frame.total_bytes) as u64;
-                }
                 None
             } else {
                 let record = RecordRef::decode(frame.kind, frame.payload, payload_offset_bytes)
@@ -217,8 +233,8 @@ impl<'a> LogWalk<'a> {
         self.damage.as_deref()
     }
 
-    /// Whether the invalid frame lies inside a rewrite's snapshot (a
-    /// `SNAPSHOT` frame follows it): no point in time to cut back to.
+    /// Whether the invalid frame lies inside a rewrite's snapshot (the
+    /// header says where it ends): no point in time to cut back to.
     pub fn inside_snapshot(&self) -> bool {
         self.inside_snapshot
     }
@@ -240,7 +256,7 @@ impl<'a> LogWalk<'a> {
     }
 }
 
-/// A `SYNCED` or `SNAPSHOT` frame's payload: the durable length it vouches for.
+/// A `SYNCED` frame's payload: the durable length it vouches for.
 fn decode_mark(payload: &[u8], payload_offset_bytes: u64, path: &Path) -> Result<u64> {
     let mut reader = ByteReader::new(payload, payload_offset_bytes);
     let durable_len_bytes = reader.u64().map_err(|e| e.in_file(path))?;
@@ -254,8 +270,7 @@ struct Beyond {
     first_valid: Option<usize>,
     /// Why the invalid frame must be damage, if it must.
     damage: Option<String>,
-    /// A rewrite's `SNAPSHOT` frame follows: the invalid frame lies inside
-    /// a snapshot.
+    /// The invalid frame lies inside a rewrite's snapshot.
     inside_snapshot: bool,
 }
 
@@ -265,10 +280,13 @@ struct Beyond {
 fn look_past(bytes: &[u8], invalid_at: usize) -> Beyond {
     let mut budget_bytes = FIND_BUDGET_BYTES;
     let mut first_valid = None;
+    // The first proof of damage found; the walk goes on to the end anyway,
+    // to learn whether a rewrite's snapshot ends after the invalid frame.
+    let mut damage: Option<String> = None;
     let mut from = invalid_at + 1;
     loop {
         let next = match find_valid_frame_within(bytes, from, &mut budget_bytes, is_known_kind) {
-            Scan::NotFound => return Beyond { first_valid, damage: None, inside_snapshot: false },
+            Scan::NotFound => return Beyond { first_valid, damage, inside_snapshot: false },
             Scan::GaveUp => {
                 // Refusing costs an operator a look; guessing could cost
                 // acknowledged writes.
@@ -282,34 +300,30 @@ fn look_past(bytes: &[u8], invalid_at: usize) -> Beyond {
             Scan::Found(next) => next,
         };
         first_valid.get_or_insert(next);
-        if invalid_at == 0 {
-            let why = format!("the header is invalid, yet a valid frame follows at byte {next} (a header is durable before any frame is written)");
-            return Beyond { first_valid, damage: Some(why), inside_snapshot: false };
+        if invalid_at == 0 && damage.is_none() {
+            damage = Some(format!(
+                "the header is invalid, yet a valid frame follows at byte {next} (a header is durable before any \
+                 frame is written)"
+            ));
         }
         let mut at = next;
         while at < bytes.len() {
             let Ok(frame) = decode_frame(&bytes[at..]) else { break };
-            if frame.kind == KIND_HEADER {
-                let why = format!("a second header frame at byte {at}");
-                return Beyond { first_valid, damage: Some(why), inside_snapshot: false };
+            if frame.kind == KIND_HEADER && damage.is_none() {
+                damage = Some(format!("a second header frame at byte {at}"));
             }
-            if frame.kind == KIND_SNAPSHOT {
-                let why = format!("a rewrite's snapshot ends after it, at byte {at}: the whole snapshot was durable");
-                return Beyond { first_valid, damage: Some(why), inside_snapshot: true };
-            }
-            if frame.kind == KIND_SYNCED && frame.payload.len() == 8 {
+            if frame.kind == KIND_SYNCED && frame.payload.len() == 8 && damage.is_none() {
                 let durable_len_bytes = u64::from_le_bytes(frame.payload.try_into().expect("8 bytes"));
                 if durable_len_bytes > invalid_at as u64 {
-                    let why = format!(
+                    damage = Some(format!(
                         "the SYNCED frame at byte {at} vouches that the first {durable_len_bytes} bytes were durable"
-                    );
-                    return Beyond { first_valid, damage: Some(why), inside_snapshot: false };
+                    ));
                 }
             }
             at += frame.total_bytes;
         }
         if at >= bytes.len() {
-            return Beyond { first_valid, damage: None, inside_snapshot: false };
+            return Beyond { first_valid, damage, inside_snapshot: false };
         }
         from = at + 1;
     }

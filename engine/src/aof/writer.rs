@@ -26,10 +26,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::header::encode_header;
+use super::header::{encode_header, encode_snapshot_header};
 use super::record::{command_payload_len_bytes, encode_command_payload};
 use super::recover::PendingRecovery;
-use super::{FsyncPolicy, Record, KIND_COMMAND, KIND_SNAPSHOT, KIND_SYNCED};
+use super::{FsyncPolicy, Record, KIND_COMMAND, KIND_SYNCED};
 use crate::frame::{encode_frame, MAX_FRAME_PAYLOAD_BYTES};
 use crate::vfs::{OpenMode, Vfs, VfsFile};
 use crate::{Error, Result};
@@ -230,15 +230,19 @@ impl AofWriter {
         Ok(())
     }
 
-    /// End the pending batch with a `SNAPSHOT` mark: every byte before it
-    /// is one snapshot, vouched durable. Only for a log the caller makes
-    /// durable *before* it becomes the store's log (a rewrite: fsync, then
-    /// rename): then the claim is true whenever the file is read as the log.
-    pub fn batch_snapshot_end(&mut self) -> Result<()> {
+    /// Say in the header that everything up to the end of the pending
+    /// batch is one snapshot, vouched durable. Only for a log the caller
+    /// makes durable *before* it becomes the store's log (a rewrite: fsync,
+    /// then rename), made with [`AofWriter::create`]: then the claim is
+    /// true whenever the file is read as the log.
+    pub fn mark_snapshot_end(&mut self) -> Result<()> {
         self.check_not_poisoned()?;
-        let at_bytes = self.len_bytes + self.frame_buf.len() as u64;
-        encode_frame(&mut self.frame_buf, KIND_SNAPSHOT, &at_bytes.to_le_bytes());
-        self.batch_has_data = true;
+        let snapshot_end_bytes = self.len_bytes + self.frame_buf.len() as u64;
+        let mut header = Vec::new();
+        encode_snapshot_header(&mut header, snapshot_end_bytes);
+        assert!(header.len() as u64 <= self.len_bytes, "the header was written by create");
+        self.file.write_at(0, &header).map_err(|e| Error::io("write", &self.path, e))?;
+        self.unsynced = true;
         Ok(())
     }
 

@@ -16,9 +16,10 @@
 
 use super::apply::table_holds;
 use super::command::parse_i64;
+use super::command::Command;
 use super::row::Row;
 use super::segments::segment_file_name;
-use super::value::{encode_row, Entry, Value};
+use super::value::{encode_row, Entry, Field, Value};
 use super::Store;
 use crate::aof::Record;
 use crate::manifest::SegEntry;
@@ -56,7 +57,19 @@ impl Store {
         let tables: Vec<Vec<u8>> = self.windows.keys().cloned().collect();
         let mut report = EvictReport::default();
         for table in tables {
-            let rows = self.evictable_rows(&table);
+            // A row whose TTL'd fields have all expired is TTL-free to a
+            // reader: purge those fields first (logged, as every purge is),
+            // so the hot row is exactly what the segment will hold.
+            let stale: Vec<Vec<u8>> = self
+                .out_of_window(&table, false, now_ms)
+                .into_iter()
+                .filter(|(_, row)| row.values().any(|slot| slot.is_expired(now_ms)))
+                .map(|(key, _)| key.to_vec())
+                .collect();
+            for key in stale {
+                self.purge_expired(&Command::HDel { key, fields: Vec::new() }, now_ms)?;
+            }
+            let rows = self.evictable_rows(&table, now_ms);
             if rows.is_empty() {
                 continue;
             }
@@ -71,21 +84,24 @@ impl Store {
     }
 
     /// The keys [`Store::evict`] would seal now: each windowed table's
-    /// out-of-window rows without a TTL, tables in name order, keys
-    /// ascending. For checkers (a clean restart, with or without a rewrite
-    /// before it, must not change it) and operators.
+    /// out-of-window rows without a live TTL, tables in name order, keys
+    /// ascending. A function of what a reader sees and of the windows'
+    /// high-water marks alone, so a clean restart (with or without a
+    /// rewrite before it) never changes it. For checkers and operators.
     pub fn eviction_candidates(&self) -> Vec<Vec<u8>> {
+        let now_ms = self.clock.now_ms();
         let mut keys = Vec::new();
         for table in self.windows.keys() {
-            keys.extend(self.out_of_window(table, false).into_iter().map(|(key, _)| key.to_vec()));
+            keys.extend(self.out_of_window(table, false, now_ms).into_iter().map(|(key, _)| key.to_vec()));
         }
         keys
     }
 
     /// The table's rows that may go cold now, key-ascending, each with its
-    /// encoded payload: the out-of-window rows without any TTL.
-    fn evictable_rows(&self, table: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let rows = self.out_of_window(table, false);
+    /// encoded payload: the out-of-window rows without any TTL (purged of
+    /// expired fields by the caller).
+    fn evictable_rows(&self, table: &[u8], now_ms: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let rows = self.out_of_window(table, false, now_ms);
         rows.into_iter()
             .map(|(key, row)| {
                 let mut payload = Vec::new();
@@ -95,11 +111,13 @@ impl Store {
             .collect()
     }
 
-    /// The table's hot hash rows whose window column is a number below the
-    /// window's threshold, key-ascending: those carrying a key or field TTL
-    /// if `with_ttl`, else those carrying none (a segment record keeps no
-    /// TTL, so only these may be sealed).
-    fn out_of_window(&self, table: &[u8], with_ttl: bool) -> Vec<(&[u8], &Row)> {
+    /// The table's hot hash rows, as a reader at `now_ms` sees them, whose
+    /// window column is a number below the window's threshold,
+    /// key-ascending: those carrying a live key or field TTL if `with_ttl`,
+    /// else those carrying none (a segment record keeps no TTL, so only
+    /// these may be sealed). Expired keys and rows with no live field are
+    /// no rows at all.
+    fn out_of_window(&self, table: &[u8], with_ttl: bool, now_ms: u64) -> Vec<(&[u8], &Row)> {
         let window = &self.windows[table];
         let Some(threshold) = window.threshold() else { return Vec::new() };
         let prefix = super::apply::table_prefix(table);
@@ -109,9 +127,14 @@ impl Store {
                 break;
             }
             let Entry { value: Value::Hash(fields), expire_at_ms } = entry else { continue };
-            let has_ttl = expire_at_ms.is_some() || fields.values().any(|f| f.expire_at_ms.is_some());
+            if entry.is_expired(now_ms) || fields.values().all(|slot| slot.is_expired(now_ms)) {
+                continue;
+            }
+            let live = |slot: &&Field| !slot.is_expired(now_ms);
+            let has_ttl = expire_at_ms.is_some() || fields.values().filter(live).any(|f| f.expire_at_ms.is_some());
             let out = fields
                 .get(&window.column)
+                .filter(live)
                 .and_then(|f| parse_i64("window column", &f.value).ok())
                 .is_some_and(|v| v < threshold);
             if out && has_ttl == with_ttl {
@@ -203,7 +226,9 @@ impl Store {
         self.demote_all(&sealed.keys, sealed.seq);
         if canary!(GhostStubs) {
             // Planted: the out-of-window rows again, without the seal's TTL filter.
-            let ghosts: Vec<Vec<u8>> = self.out_of_window(table, true).into_iter().map(|(k, _)| k.to_vec()).collect();
+            let now_ms = self.clock.now_ms();
+            let ghosts: Vec<Vec<u8>> =
+                self.out_of_window(table, true, now_ms).into_iter().map(|(k, _)| k.to_vec()).collect();
             self.demote_all(&ghosts, sealed.seq);
         }
         self.vfs.mark(Phase::CommitDone);

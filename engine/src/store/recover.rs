@@ -133,7 +133,7 @@ impl Store {
         let manifest_read = Manifest::read(vfs.as_ref(), dir)?;
         let log_read = LogRead::read(vfs.as_ref(), dir, AOF_FILE, mode)?;
         if !read_only {
-            check_history(&manifest_read, &log_read, mode)?;
+            check_history(&manifest_read, &log_read)?;
         }
         report.manifest_torn_bytes = manifest_read.report().torn_tail_bytes;
         report.aof = log_read.report().clone();
@@ -344,11 +344,11 @@ impl Store {
 }
 
 /// Step 2 of the module doc: the log and the manifest agree on the store's
-/// history, or one of them was damaged. A point-in-time recovery opens a
-/// missing log as an empty one (nothing is swept in that open).
-fn check_history(manifest: &ManifestRead, log: &LogRead, mode: RecoveryMode) -> Result<()> {
+/// history, or one of them was damaged (in every mode that writes).
+fn check_history(manifest: &ManifestRead, log: &LogRead) -> Result<()> {
     let log_missing = log.report().missing || log.report().valid_len_bytes == 0 && !log.has_frames();
-    if manifest.exists() && log_missing && mode == RecoveryMode::Consistent && !canary!(MissingLogIsEmpty) {
+    // A point-in-time recovery cuts a log; it does not invent one.
+    if manifest.exists() && log_missing && !canary!(MissingLogIsEmpty) {
         let why = "the log is missing or empty, but the manifest exists: a store's log is durable before its \
                    manifest is created, so this is damage. Nothing on disk was changed";
         return Err(Error::corrupt(log.path(), 0, why));

@@ -6,9 +6,9 @@
 //! as `STUB key seq weight` frames, so a rewrite never reads cold data
 //! back into memory; each windowed table's high-water mark follows its
 //! `WINDOW` as a `WINDOW_MARK` frame (eviction must decide the same after
-//! a rewrite and restart), and a `SNAPSHOT` mark closes it (the whole new
-//! log is durable before it becomes the log, so damage to any of it is
-//! refused rather than cut). It is written to a temp file, fsynced, renamed over
+//! a rewrite and restart), and the header says where the snapshot ends (the
+//! whole new log is durable before it becomes the log, so damage to any of
+//! it is refused rather than cut). It is written to a temp file, fsynced, renamed over
 //! the AOF, and the directory fsynced; only then is the old log gone for
 //! good, and only then may a segment that only the old log named be
 //! dropped from the manifest and unlinked. Retiring it earlier would make
@@ -39,8 +39,8 @@ impl Store {
         let written = (|| {
             let mut writer = AofWriter::create(self.vfs.clone(), &temp_path, self.options.fsync, now_ms)?;
             let named = self.snapshot(now_ms, &mut writer)?;
-            // Durable before the rename makes it the log: every frame vouched.
-            writer.batch_snapshot_end()?;
+            // Durable before the rename makes it the log: all of it vouched.
+            writer.mark_snapshot_end()?;
             writer.write_batch(now_ms)?;
             if !canary!(RewriteNoFsync) {
                 writer.sync(now_ms)?;

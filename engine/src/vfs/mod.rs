@@ -135,7 +135,7 @@ pub trait VfsFile: Send {
 }
 
 /// How many times [`read_stable`] reads before giving up on agreement.
-pub const STABLE_READ_ATTEMPTS: usize = 4;
+pub const STABLE_READ_ATTEMPTS: usize = 6;
 
 /// Read the whole file at `path` into memory, with [`read_stable`]. The
 /// size comes from the file system, not from bytes inside the file, so it
@@ -146,21 +146,32 @@ pub fn read_whole(vfs: &dyn Vfs, path: &Path) -> io::Result<Vec<u8>> {
     read_stable(file.as_ref(), len_bytes)
 }
 
-/// Read the first `len_bytes` of `file` until two reads in a row agree.
+/// Read the first `len_bytes` of `file` until two reads in a row agree —
+/// three, once any two have disagreed.
 ///
 /// Recovery *acts* on what it reads: an invalid frame in the log is taken
-/// for a torn tail and cut off. A transient fault on the read path (a bit
-/// flipped on the bus, a bad DMA) must therefore not be mistaken for bytes
-/// on the disk, or a healthy log would lose its tail. Bytes that read the
-/// same twice are the disk's; bytes that never settle are an I/O error.
+/// for a torn tail and cut off, an invalid header for damage. A transient
+/// fault on the read path (a bit flipped on the bus, a bad DMA) must
+/// therefore not be mistaken for bytes on the disk, or a healthy log would
+/// lose its tail or be refused. Bytes that read the same twice are the
+/// disk's, unless reads have been seen to flip: then two flips of the same
+/// bit in a row could agree (in a small file, one time in `8 × len`), and
+/// a third read must agree too. Bytes that never settle are an I/O error.
 pub fn read_stable(file: &dyn VfsFile, len_bytes: u64) -> io::Result<Vec<u8>> {
     let len = usize::try_from(len_bytes).map_err(|_| io::Error::other("file too large"))?;
     let mut bytes = vec![0u8; len];
     read_exact_at(file, 0, &mut bytes)?;
     let mut piece = vec![0u8; len.min(STABLE_PIECE_BYTES)];
+    let mut agreeing_needed = 1;
+    let mut agreeing = 0;
     for _ in 1..STABLE_READ_ATTEMPTS {
         if reread_agrees(file, &mut bytes, &mut piece)? {
-            return Ok(bytes);
+            agreeing += 1;
+            if agreeing == agreeing_needed {
+                return Ok(bytes);
+            }
+        } else {
+            (agreeing_needed, agreeing) = (2, 0);
         }
     }
     Err(io::Error::other(format!("{STABLE_READ_ATTEMPTS} reads of the same bytes never agreed")))
@@ -217,14 +228,18 @@ mod tests {
     struct Noisy {
         bytes: Vec<u8>,
         noisy_at: usize,
+        /// Read calls `first_noisy..noisy_calls` flip a bit.
+        first_noisy: u64,
         noisy_calls: u64,
+        /// Flip the same bit every time (else a different bit per call).
+        same_bit: bool,
         calls: Cell<u64>,
     }
 
     impl Noisy {
         fn new(len: usize, noisy_at: usize, noisy_calls: u64) -> Noisy {
             let bytes = (0..len).map(|i| (i * 7 + i / 251) as u8).collect();
-            Noisy { bytes, noisy_at, noisy_calls, calls: Cell::new(0) }
+            Noisy { bytes, noisy_at, first_noisy: 0, noisy_calls, same_bit: false, calls: Cell::new(0) }
         }
     }
 
@@ -235,8 +250,9 @@ mod tests {
             let start = offset_bytes as usize;
             let len = buf.len().min(self.bytes.len().saturating_sub(start));
             buf[..len].copy_from_slice(&self.bytes[start..start + len]);
-            if call < self.noisy_calls && (start..start + len).contains(&self.noisy_at) {
-                buf[self.noisy_at - start] ^= 1 << (call % 8);
+            let noisy = (self.first_noisy..self.noisy_calls).contains(&call);
+            if noisy && (start..start + len).contains(&self.noisy_at) {
+                buf[self.noisy_at - start] ^= 1 << if self.same_bit { 3 } else { call % 8 };
             }
             Ok(len)
         }
@@ -276,6 +292,16 @@ mod tests {
         // that holds it: two rereads later, two reads agree.
         let file = Noisy::new(LEN, STABLE_PIECE_BYTES + 7, 3);
         assert_eq!(read_stable(&file, LEN as u64).unwrap(), file.bytes);
+    }
+
+    #[test]
+    fn two_reads_flipping_the_same_bit_do_not_pass_for_the_disk() {
+        // A small file: the first read is clean, the next two flip the
+        // same bit and agree with each other. Once reads have disagreed,
+        // a third must agree too.
+        let len = 21;
+        let file = Noisy { first_noisy: 1, noisy_calls: 3, same_bit: true, ..Noisy::new(len, 5, 0) };
+        assert_eq!(read_stable(&file, len as u64).unwrap(), file.bytes);
     }
 
     #[test]

@@ -13,6 +13,16 @@
 //! reached the disk). No holes, no resurrected deletes, no reverted values.
 //! The model is then reset to the recovered prefix and the run goes on.
 //!
+//! A recovery after damage to the log the checker was told of may go
+//! further back (see [`Floor`]): a point-in-time recovery cuts at the
+//! damage, and so does the default one where no file format can tell the
+//! damage from a torn write. Either may lose the writes whose log bytes lie
+//! at or after the damage, never one that lies wholly before it. So each
+//! acknowledged write remembers where the log ended when it was
+//! acknowledged ([`LogPosition`]), and the history is kept from the log's
+//! base (the start, or its last rewrite) on, not only since the last
+//! recovery: every prefix since then stays reachable through the undos.
+//!
 //! This file keeps the bookkeeping — the model of what reads must see
 //! now, the acknowledged writes since the last recovery (each with the
 //! undo that takes it back), the durable mark, the uncertain write — and
@@ -40,6 +50,29 @@ use prefix::Content;
 /// `everysec`: a write is due on disk this long after it was acknowledged.
 pub const EVERYSEC_DUE_MS: u64 = 1_000;
 
+/// Where the log ended (which file, how long) when a write was
+/// acknowledged: its frame lies wholly before that.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogPosition {
+    /// The log file's identity on the disk (an inode number).
+    pub file: u64,
+    /// The log's length just after the write was acknowledged.
+    pub len_bytes: u64,
+}
+
+/// How far back a recovery may go: the lowest prefix it may equal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Floor {
+    /// The durable prefix `D`: the rule for every crash and restart.
+    Durable,
+    /// The log was damaged from this byte of this file on, and the
+    /// recovery may cut there: every write whose frame lies wholly before
+    /// it must come back; a write acknowledged while a different file was
+    /// the log (before a rewrite made this one) lies in this one's
+    /// snapshot, vouched durable, and must come back too.
+    DamagedAt(LogPosition),
+}
+
 /// The model and the durability bookkeeping of one run.
 ///
 /// There is no copy of the state at the last recovery: each acknowledged
@@ -51,10 +84,12 @@ pub const EVERYSEC_DUE_MS: u64 = 1_000;
 #[derive(Clone, Debug)]
 pub struct Checker {
     fsync: FsyncPolicy,
-    /// Acknowledged writes since the last recovery (or the start).
+    /// Acknowledged writes since the log's base (the start, or the last
+    /// successful rewrite): `current` is the base plus all of them.
     history: Vec<Acked>,
     /// `history[..durable]` is known durable.
     durable: usize,
+
     /// A write whose outcome is unknown (at most one: after it the store
     /// is either gone or poisoned).
     uncertain: Option<(u64, Command)>,
@@ -68,6 +103,8 @@ pub struct Checker {
 struct Acked {
     /// The clock when it was acknowledged.
     at_ms: u64,
+    /// Where the log ended then, if the driver said.
+    log_at: Option<LogPosition>,
     /// Takes `current` from the state after this write to the one before.
     undo: Undo,
 }
@@ -87,8 +124,18 @@ impl Checker {
     /// The store acknowledged `command`: apply it to the model and return
     /// the model's reply (which the store's must equal).
     pub fn acknowledged(&mut self, command: &Command, now_ms: u64) -> engine::Result<Reply> {
+        self.acknowledged_at(command, now_ms, None)
+    }
+
+    /// [`Checker::acknowledged`], with where the log ended once it was.
+    pub fn acknowledged_at(
+        &mut self,
+        command: &Command,
+        now_ms: u64,
+        log_at: Option<LogPosition>,
+    ) -> engine::Result<Reply> {
         let (reply, undo) = self.current.execute_undoable(command, now_ms)?;
-        self.history.push(Acked { at_ms: now_ms, undo });
+        self.history.push(Acked { at_ms: now_ms, undo, log_at });
         if self.fsync == FsyncPolicy::Always {
             self.durable = self.history.len();
         }
@@ -110,6 +157,30 @@ impl Checker {
     /// rewrite or clean close).
     pub fn all_durable(&mut self) {
         self.durable = self.history.len();
+    }
+
+    /// A rewrite succeeded: the log now starts from the current state, and
+    /// no recovery can go back past it. The history before it is dropped.
+    pub fn log_rewritten(&mut self) {
+        self.all_durable();
+        self.history.clear();
+        self.durable = 0;
+    }
+
+    /// The lowest prefix a recovery under `floor` may equal.
+    fn lowest(&self, floor: Floor) -> usize {
+        match floor {
+            Floor::Durable => self.durable,
+            Floor::DamagedAt(damage) => {
+                // The first write whose frame may reach the damage (or
+                // whose place in the log is unknown).
+                let reaches = |acked: &Acked| match acked.log_at {
+                    None => true,
+                    Some(at) => at.file == damage.file && at.len_bytes > damage.len_bytes,
+                };
+                self.history.iter().position(reaches).unwrap_or(self.history.len()).min(self.durable)
+            }
+        }
     }
 
     /// A store call succeeded at `now_ms`: under `everysec`, writes a
@@ -150,7 +221,7 @@ impl Checker {
     /// [`Checker::recovered`] is this plus the reset; exhaustive
     /// exploration asks it of many dumps in one context.
     pub fn allows(&self, dump: &BTreeMap<Vec<u8>, LogicalEntry>, now_ms: u64) -> Result<usize, Mismatch> {
-        self.find_prefix(&Content::whole(dump, &self.current, now_ms), now_ms)
+        self.find_prefix(&Content::whole(dump, &self.current, now_ms), now_ms, self.durable)
             .ok_or_else(|| self.mismatch(dump, now_ms))
     }
 
@@ -168,8 +239,20 @@ impl Checker {
         now_ms: u64,
         power_lost: bool,
     ) -> Result<usize, Mismatch> {
+        self.recovered_from(dump, now_ms, power_lost, Floor::Durable)
+    }
+
+    /// [`Checker::recovered`], allowing prefixes down to `floor`.
+    pub fn recovered_from(
+        &mut self,
+        dump: &BTreeMap<Vec<u8>, LogicalEntry>,
+        now_ms: u64,
+        power_lost: bool,
+        floor: Floor,
+    ) -> Result<usize, Mismatch> {
         let content = Content::whole(dump, &self.current, now_ms);
-        let Some(p) = self.find_prefix(&content, now_ms) else { return Err(self.mismatch(dump, now_ms)) };
+        let lowest = self.lowest(floor);
+        let Some(p) = self.find_prefix(&content, now_ms, lowest) else { return Err(self.mismatch(dump, now_ms)) };
         self.reset_to(p, power_lost);
         debug_assert!(self.current.same_as(dump, now_ms), "the search matched the state after {p} writes");
         Ok(p)
@@ -185,13 +268,15 @@ impl Checker {
         store: &Store,
         now_ms: u64,
         power_lost: bool,
+        floor: Floor,
     ) -> engine::Result<Result<usize, Mismatch>> {
-        // Keys the search may look up: those the undos from the durable
-        // prefix on name, and the uncertain write's. A FLUSHALL among them
-        // would need the whole content: then it is dumped after all.
+        // Keys the search may look up: those the undos from the lowest
+        // allowed prefix on name, and the uncertain write's. A FLUSHALL
+        // among them would need the whole content: then it is dumped.
+        let lowest = self.lowest(floor);
         let mut wanted: BTreeSet<&[u8]> = BTreeSet::new();
         let mut needs_whole = false;
-        for acked in &self.history[self.durable..] {
+        for acked in &self.history[lowest..] {
             match &acked.undo {
                 Undo::Keys(before) => wanted.extend(before.iter().map(|(key, _)| key.as_slice())),
                 Undo::All(_) => needs_whole = true,
@@ -205,7 +290,7 @@ impl Checker {
         }
         if needs_whole {
             let dump = store.logical_dump()?;
-            return Ok(self.recovered(&dump, now_ms, power_lost));
+            return Ok(self.recovered_from(&dump, now_ms, power_lost, floor));
         }
         let mut entries = BTreeMap::new();
         let mut in_order = self.current.count_in_order(now_ms);
@@ -218,7 +303,7 @@ impl Checker {
             }
         })?;
         let content = Content { entries: &entries, differing_at_newest: in_order.finish(), is_empty, whole: None };
-        let Some(p) = self.find_prefix(&content, now_ms) else {
+        let Some(p) = self.find_prefix(&content, now_ms, lowest) else {
             // Only a report needs the whole content.
             let dump = store.logical_dump()?;
             return Ok(Err(self.mismatch(&dump, now_ms)));
@@ -238,19 +323,15 @@ impl Checker {
             let (at_ms, command) = self.uncertain.take().expect("p past the history means the uncertain write");
             let (_, undo) =
                 self.current.execute_undoable(&command, at_ms).expect("the uncertain write applied in the search");
-            self.history.push(Acked { at_ms, undo });
+            self.history.push(Acked { at_ms, undo, log_at: None });
         }
         // Roll `current` back to the state after p writes.
         while self.history.len() > p {
             let acked = self.history.pop().expect("longer than p");
             self.current.undo(acked.undo);
         }
-        if power_lost {
-            self.history.clear();
-            self.durable = 0;
-        } else {
-            self.durable = self.durable.min(p);
-        }
+        // After a power loss what came back is what the disk held: durable.
+        self.durable = if power_lost { p } else { self.durable.min(p) };
         self.uncertain = None;
     }
 

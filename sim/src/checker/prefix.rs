@@ -28,10 +28,9 @@ impl Checker {
     /// count that a write's undo changes only at its own keys; the last
     /// (lowest) prefix with no difference wins, as if they had been tried
     /// from the bottom up.
-    pub(super) fn find_prefix(&self, content: &Content<'_>, now_ms: u64) -> Option<usize> {
-        let lowest = self.durable;
+    pub(super) fn find_prefix(&self, content: &Content<'_>, now_ms: u64, lowest: usize) -> Option<usize> {
         let newest = self.history.len();
-        assert!(lowest <= newest, "the durable mark is within the history");
+        assert!(lowest <= newest, "the lowest prefix is within the history");
         let mut view = PrefixView {
             content,
             now_ms,

@@ -81,17 +81,13 @@ impl ForwardSearch {
 
     fn recovered(&mut self, dump: &BTreeMap<Vec<u8>, LogicalEntry>, now_ms: u64, power_lost: bool) -> Option<usize> {
         let (p, state) = self.find_prefix(dump, now_ms)?;
-        if power_lost {
-            self.base = state.clone();
-            self.history.clear();
-            self.durable = 0;
-        } else {
-            if p > self.history.len() {
-                self.history.push(self.uncertain.clone().unwrap());
-            }
-            self.history.truncate(p);
-            self.durable = self.durable.min(p);
+        // The history is kept across recoveries (a recovery after damage
+        // may go back further than the durable prefix): cut to the match.
+        if p > self.history.len() {
+            self.history.push(self.uncertain.clone().unwrap());
         }
+        self.history.truncate(p);
+        self.durable = if power_lost { p } else { self.durable.min(p) };
         self.current = state;
         self.uncertain = None;
         Some(p)
@@ -222,7 +218,7 @@ fn the_rule_is_the_forward_search_bit_for_bit() {
                     let mut streamed = checker.clone();
                     let store = store_holding(&dump, now_ms);
                     let got = checker.recovered(&dump, now_ms, power_lost);
-                    let got_streamed = streamed.recovered_store(&store, now_ms, power_lost).unwrap();
+                    let got_streamed = streamed.recovered_store(&store, now_ms, power_lost, Floor::Durable).unwrap();
                     if let (Err(a), Err(b), Err(c)) = (&allowed, &got, &got_streamed) {
                         assert_eq!(a.detail, b.detail, "{at}");
                         assert_eq!(b.detail, c.detail, "{at}");
@@ -302,4 +298,49 @@ fn everysec_makes_writes_due_a_second_later() {
     checker.call_succeeded(1_100);
     assert_eq!(checker.counts(), (2, 1));
     assert!(checker.clone().recovered(&dump_of(&[]), 2_000, true).is_err());
+}
+
+/// The damage floor: a recovery after damage to the log at byte `b` may
+/// lose the writes whose frames reach `b`, never one wholly before it, nor
+/// one acknowledged while another file was the log.
+#[test]
+fn a_damage_floor_keeps_every_write_wholly_before_the_damage() {
+    let set = |key: &str| Command::Set { key: key.as_bytes().to_vec(), value: b"v".to_vec() };
+    let log = |file, len_bytes| Some(LogPosition { file, len_bytes });
+    let mut checker = Checker::new(FsyncPolicy::Always);
+    let mut model = Model::new();
+    let mut states = vec![model.dump(0)];
+    // Two writes while file 1 was the log, then four in file 2.
+    let writes = [
+        ("a", log(1, 100)),
+        ("b", log(1, 200)),
+        ("c", log(2, 50)),
+        ("d", log(2, 150)),
+        ("e", log(2, 250)),
+        ("f", log(2, 350)),
+    ];
+    for (key, at) in writes {
+        checker.acknowledged_at(&set(key), 0, at).unwrap();
+        model.execute(&set(key), 0).unwrap();
+        states.push(model.dump(0));
+    }
+    // Everything is durable under `always`: only the newest state is allowed.
+    assert!(checker.allows(&states[4], 0).is_err());
+    let damaged_at = |len_bytes| Floor::DamagedAt(LogPosition { file: 2, len_bytes });
+    // Damage at byte 160 of file 2: c and d end before it; e and f may go.
+    assert_eq!(checker.clone().recovered_from(&states[4], 0, true, damaged_at(160)).ok(), Some(4));
+    assert_eq!(checker.clone().recovered_from(&states[5], 0, true, damaged_at(160)).ok(), Some(5));
+    assert!(checker.clone().recovered_from(&states[3], 0, true, damaged_at(160)).is_err());
+    // Damage at byte 0 of file 2: what file 1 held stays.
+    assert_eq!(checker.clone().recovered_from(&states[2], 0, true, damaged_at(0)).ok(), Some(2));
+    assert!(checker.clone().recovered_from(&states[1], 0, true, damaged_at(0)).is_err());
+    // A write whose place is unknown may reach anything.
+    checker.acknowledged(&set("g"), 0).unwrap();
+    model.execute(&set("g"), 0).unwrap();
+    states.push(model.dump(0));
+    assert_eq!(checker.clone().recovered_from(&states[6], 0, true, damaged_at(10_000)).ok(), Some(6));
+    // A rewrite moves the log's base to the newest state.
+    checker.log_rewritten();
+    assert!(checker.clone().recovered_from(&states[6], 0, true, damaged_at(0)).is_err());
+    assert_eq!(checker.recovered_from(&states[7], 0, true, damaged_at(0)).ok(), Some(0));
 }

@@ -73,6 +73,10 @@ pub struct DiskConfig {
     pub p_media_corruption: f64,
     /// A torn sector holds random garbage instead of old or new bytes.
     pub p_torn_garbage: f64,
+    /// Per power loss: the environment damages the disk — one durable file
+    /// lost, cut to zero or with junk before its first byte, or a stray
+    /// file appears — and the damage is named in the outcome.
+    pub p_env_damage: f64,
 }
 
 /// The largest sector size a disk accepts.
@@ -93,6 +97,7 @@ impl DiskConfig {
             capacity_bytes: u64::MAX,
             p_media_corruption: 0.0,
             p_torn_garbage: 0.0,
+            p_env_damage: 0.0,
         }
     }
 
@@ -112,6 +117,7 @@ impl DiskConfig {
             ("p_bitflip", self.p_bitflip),
             ("p_media_corruption", self.p_media_corruption),
             ("p_torn_garbage", self.p_torn_garbage),
+            ("p_env_damage", self.p_env_damage),
         ];
         for (name, p) in probabilities {
             assert!((0.0..=1.0).contains(&p), "{name} must be a probability, not {p}");
@@ -134,12 +140,49 @@ pub enum CrashPoint {
     AtMark(Phase),
 }
 
+/// Damage to durable state that no crash causes, announced to the checker
+/// (it expects a refusal, or no loss at all, never silent loss).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DamageKind {
+    /// Media corruption: one durable sector garbage, or one bit flipped.
+    Media,
+    /// A whole file gone (its directory entry and its data).
+    FileLost,
+    /// A file cut to zero bytes.
+    FileTruncated,
+    /// Junk written before a file's first byte.
+    JunkPrepended,
+    /// A file no engine wrote appeared in a directory.
+    StrayFile,
+}
+
+/// One piece of damage one power loss did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Damage {
+    /// What happened.
+    pub kind: DamageKind,
+    /// The file's full path.
+    pub path: String,
+    /// The first byte that may differ (0 for whole-file damage).
+    pub offset_bytes: u64,
+    /// Whether that byte was vouched: durable before some later write to
+    /// the file was durable too (see `Inode::vouched`). Media damage
+    /// above the vouched length is indistinguishable from a torn write to
+    /// any file format; below it, an engine has had the chance to record
+    /// that the byte was durable, and must refuse the damage.
+    pub vouched: bool,
+}
+
 /// What one power loss did to the disk, for the checker and the report.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CrashOutcome {
     /// The full paths of files whose durable bytes were damaged (media
     /// corruption): the engine must refuse them, never serve them.
     pub media_corrupted: Vec<String>,
+    /// Every piece of damage to durable state (media corruption and the
+    /// environment's: a file lost, truncated, junk prepended, a stray
+    /// file), with where it is.
+    pub damage: Vec<Damage>,
     /// Sectors left holding garbage by a torn write.
     pub torn_sectors: u64,
     /// Unsynced directory changes (create, rename, unlink) that did not

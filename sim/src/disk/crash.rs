@@ -20,8 +20,11 @@ use std::ops::Range;
 use rand::{Rng, RngCore};
 use rand_chacha::ChaCha8Rng;
 
-use super::config::{CrashMode, CrashOutcome, DiskConfig};
+use std::path::PathBuf;
+
+use super::config::{CrashMode, CrashOutcome, Damage, DamageKind, DiskConfig};
 use super::dir::Dir;
+use super::inode::InodeId;
 use super::inode::{to_usize, write_into, DataOp, Inode};
 use super::sectors::{inner_cuts, sector_end, sectors_spanned};
 use super::state::FileSystem;
@@ -49,9 +52,70 @@ pub(super) fn build_next_disk(fs: &mut FileSystem, config: &DiskConfig, rng: &mu
         outcome.torn_sectors += settled.torn_sectors;
     }
     if config.p_media_corruption > 0.0 && rng.gen_bool(config.p_media_corruption) {
-        outcome.media_corrupted.extend(corrupt_one_sector(fs, config.sector_bytes, rng));
+        if let Some(damage) = corrupt_one_sector(fs, config.sector_bytes, rng) {
+            outcome.media_corrupted.push(damage.path.clone());
+            outcome.damage.push(damage);
+        }
+    }
+    if config.p_env_damage > 0.0 && rng.gen_bool(config.p_env_damage) {
+        outcome.damage.extend(damage_environment(fs, rng));
     }
     outcome
+}
+
+/// Every durable file: (directory, name, inode), in path order.
+fn durable_files(fs: &FileSystem) -> Vec<(PathBuf, String, InodeId)> {
+    fs.dirs
+        .iter()
+        .flat_map(|(path, dir)| dir.durable.iter().map(move |(name, id)| (path.clone(), name.clone(), *id)))
+        .collect()
+}
+
+/// The environment's damage (see `DiskConfig::p_env_damage`): one kind,
+/// to one random durable file, or a stray file beside it.
+fn damage_environment(fs: &mut FileSystem, rng: &mut ChaCha8Rng) -> Option<Damage> {
+    let files = durable_files(fs);
+    if files.is_empty() {
+        return None;
+    }
+    let (dir_path, name, id) = files[rng.gen_range(0..files.len())].clone();
+    let path = dir_path.join(&name);
+    let kind = [DamageKind::FileLost, DamageKind::FileTruncated, DamageKind::JunkPrepended, DamageKind::StrayFile]
+        [rng.gen_range(0..4)];
+    let inode = fs.inodes.get_mut(&id).expect("a durable entry's inode is alive");
+    let path = match kind {
+        DamageKind::FileLost => {
+            fs.dirs.get_mut(&dir_path).expect("listed above").durable.remove(&name);
+            path
+        }
+        DamageKind::FileTruncated => {
+            inode.durable.clear();
+            inode.vouchers.clear();
+            inode.whole_bytes = 0;
+            path
+        }
+        DamageKind::JunkPrepended => {
+            let mut junk = vec![0u8; rng.gen_range(1..=64)];
+            rng.fill_bytes(&mut junk);
+            junk.append(&mut inode.durable);
+            inode.durable = junk;
+            inode.vouchers.clear();
+            inode.whole_bytes = 0;
+            path
+        }
+        DamageKind::StrayFile => {
+            let stray = format!("stray-{:08x}.bin", rng.next_u32());
+            let mut bytes = vec![0u8; rng.gen_range(0..=256)];
+            rng.fill_bytes(&mut bytes);
+            let stray_path = dir_path.join(&stray);
+            if !fs.dirs[&dir_path].durable.contains_key(&stray) {
+                fs.add_durable_file(&dir_path, &stray, bytes);
+            }
+            stray_path
+        }
+        DamageKind::Media => unreachable!("media corruption is drawn apart"),
+    };
+    Some(Damage { kind, path: path.to_string_lossy().into_owned(), offset_bytes: 0, vouched: false })
 }
 
 /// Apply the surviving pending ops of `dir` to its durable entries; the
@@ -231,7 +295,7 @@ fn settle_reorder(inode: &mut Inode, config: &DiskConfig, rng: &mut ChaCha8Rng) 
 /// checksum over every byte read catches, and which a reader that skips
 /// its checksum serves as data). The file's path, or `None` if every
 /// durable file is empty.
-fn corrupt_one_sector(fs: &mut FileSystem, sector_bytes: u64, rng: &mut ChaCha8Rng) -> Option<String> {
+fn corrupt_one_sector(fs: &mut FileSystem, sector_bytes: u64, rng: &mut ChaCha8Rng) -> Option<Damage> {
     let candidates: Vec<_> = fs
         .dirs
         .iter()
@@ -243,22 +307,30 @@ fn corrupt_one_sector(fs: &mut FileSystem, sector_bytes: u64, rng: &mut ChaCha8R
     }
     let (dir_path, name, id) = candidates[rng.gen_range(0..candidates.len())];
     let path = dir_path.join(name).to_string_lossy().into_owned();
-    let image = &mut fs.inodes.get_mut(&id).expect("a durable entry's inode is alive").durable;
-    let len_bytes = image.len() as u64;
+    let inode = fs.inodes.get_mut(&id).expect("a durable entry's inode is alive");
+    let len_bytes = inode.durable.len() as u64;
     let sector = rng.gen_range(0..sectors_spanned(len_bytes, sector_bytes));
     let start = to_usize(sector * sector_bytes);
     let end = to_usize(((sector + 1) * sector_bytes).min(len_bytes));
     if rng.gen_bool(0.5) {
         let bit = rng.gen_range(0..(end - start) * 8);
-        image[start + bit / 8] ^= 1 << (bit % 8);
-        return Some(path);
+        let at = start + bit / 8;
+        inode.durable[at] ^= 1 << (bit % 8);
+        let vouched = inode.vouched(at as u64..at as u64 + 1);
+        return Some(Damage { kind: DamageKind::Media, path, offset_bytes: at as u64, vouched });
     }
+    let vouched = inode.vouched(start as u64..end as u64);
+    let image = &mut inode.durable;
+    let damaged_at =
+        |at: usize| Damage { kind: DamageKind::Media, path: path.clone(), offset_bytes: at as u64, vouched };
     let before = image[start..end].to_vec();
     rng.fill_bytes(&mut image[start..end]);
-    if image[start..end] == before[..] {
-        // Random bytes may equal the old ones (a one-byte tail sector does
-        // so one time in 256); corruption must be real to be announced.
+    // The first byte that changed (random bytes may equal the old ones: a
+    // one-byte tail sector does so one time in 256, and then a byte is
+    // flipped, since corruption must be real to be announced).
+    let changed = (start..end).find(|&i| image[i] != before[i - start]).unwrap_or_else(|| {
         image[start] ^= 0xff;
-    }
-    Some(path)
+        start
+    });
+    Some(damaged_at(changed))
 }

@@ -90,6 +90,52 @@ pub(super) struct Inode {
     pub open_handles: u32,
     /// The last fsync failed: the next one succeeds (fsyncgate).
     pub fsync_failed: bool,
+    /// For the first write after each fsync (the earliest moment a writer
+    /// can record what that fsync made durable): where it starts, and the
+    /// file's durable length then. Pending until the write is durable.
+    pub pending_vouchers: Vec<Voucher>,
+    /// A write was made since the last fsync (or since power came back).
+    pub written_since_sync: bool,
+    /// The same, for such writes that are durable: each could carry a record
+    /// that the bytes durable before it were durable, so damage to those
+    /// bytes is damage a file format can tell from a torn write (see
+    /// [`Inode::vouched`]). Durable metadata: survives power loss.
+    pub vouchers: Vec<Voucher>,
+    /// The file was renamed into place whole and durable at this length:
+    /// none of those bytes was ever a torn write, and the file could say so
+    /// at its start (durable metadata too).
+    pub whole_bytes: u64,
+}
+
+/// A write, as far as vouching goes: it starts at `start_bytes`, and the
+/// file's first `durable_at_bytes` were durable when it was made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Voucher {
+    pub start_bytes: u64,
+    pub durable_at_bytes: u64,
+}
+
+impl Inode {
+    /// Whether damage to `range` of the durable image is one a file format
+    /// could tell from a torn write: a durable write made when the damaged
+    /// bytes were already durable, and lying wholly after them (so the
+    /// damage did not take its record with it), vouches for them.
+    pub fn vouched(&self, range: Range<u64>) -> bool {
+        range.start < self.whole_bytes
+            || self.vouchers.iter().any(|v| v.start_bytes >= range.end && v.durable_at_bytes > range.start)
+    }
+
+    /// Everything durable now is vouched for in full (a file renamed into
+    /// place whole and durable: nothing in it was ever a torn write).
+    pub fn vouch_all(&mut self) {
+        self.whole_bytes = self.durable.len() as u64;
+    }
+
+    /// Forget vouchers for bytes the durable image no longer has.
+    pub fn forget_vouchers_past(&mut self, len_bytes: u64) {
+        self.vouchers.retain(|v| v.start_bytes <= len_bytes && v.durable_at_bytes <= len_bytes);
+        self.whole_bytes = self.whole_bytes.min(len_bytes);
+    }
 }
 
 #[cfg(test)]

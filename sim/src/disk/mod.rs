@@ -106,7 +106,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use engine::vfs::{Holders, LockGuard, LockMode, Mapping, OpenMode, Vfs, VfsFile};
 use engine::Phase;
 
-pub use config::{CrashMode, CrashOutcome, CrashPoint, DiskConfig, MAX_SECTOR_BYTES};
+pub use config::{CrashMode, CrashOutcome, CrashPoint, Damage, DamageKind, DiskConfig, MAX_SECTOR_BYTES};
 pub use crash_states::{CrashState, ALL_DIR_SUBSETS_UP_TO};
 pub use image::DiskImage;
 pub use snapshot::{DiskRecording, DiskSnapshot};
@@ -250,6 +250,30 @@ impl SimVfs {
     /// before and after a call means the call changed nothing on the disk.
     pub fn changes(&self) -> u64 {
         self.disk().fs.version()
+    }
+
+    /// Every file in `dir` by name with the bytes a read sees now: the
+    /// harness's own look, not an I/O (nothing is traced or faulted). For
+    /// a driver that checks what a recovery changed.
+    pub fn files(&self, dir: &Path) -> BTreeMap<String, Vec<u8>> {
+        let disk = self.disk();
+        let Ok(names) = disk.fs.list_dir(dir) else { return BTreeMap::new() };
+        names
+            .into_iter()
+            .map(|name| {
+                let id = disk.fs.lookup(&dir.join(&name)).expect("a listed name");
+                let bytes = disk.fs.inode(id).volatile.clone();
+                (name, bytes)
+            })
+            .collect()
+    }
+
+    /// The file at `path` as the harness sees it now — its inode number and
+    /// the length a read sees — or `None` if there is none. Not an I/O.
+    pub fn identity(&self, path: &Path) -> Option<(u64, u64)> {
+        let disk = self.disk();
+        let id = disk.fs.lookup(path).ok()?;
+        Some((id, disk.fs.inode(id).volatile.len() as u64))
     }
 
     /// Who holds `dir`'s lock now, if anyone: for a driver that checks a

@@ -17,7 +17,7 @@ use engine::Phase;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::config::{CrashOutcome, CrashPoint, DiskConfig};
+use super::config::{CrashOutcome, CrashPoint, DamageKind, DiskConfig};
 use super::crash::build_next_disk;
 use super::faults::Faults;
 use super::snapshot::Recorder;
@@ -142,8 +142,15 @@ impl Disk {
         for _ in 0..outcome.torn_sectors {
             self.note_fault(self.io_index, FaultKind::TornSector);
         }
-        for _ in &outcome.media_corrupted {
-            self.note_fault(self.io_index, FaultKind::MediaCorruption);
+        for damage in &outcome.damage {
+            let kind = match damage.kind {
+                DamageKind::Media => FaultKind::MediaCorruption,
+                DamageKind::FileLost => FaultKind::FileLost,
+                DamageKind::FileTruncated => FaultKind::FileTruncated,
+                DamageKind::JunkPrepended => FaultKind::JunkPrepended,
+                DamageKind::StrayFile => FaultKind::StrayFile,
+            };
+            self.note_fault(self.io_index, kind);
         }
         self.fs.reset_to_durable();
         self.locks.clear();

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use engine::vfs::OpenMode;
 
 use super::dir::{Dir, DirOp};
-use super::inode::{DataOp, Inode, InodeId, MAX_FILE_BYTES};
+use super::inode::{DataOp, Inode, InodeId, Voucher, MAX_FILE_BYTES};
 
 /// Every inode and directory on the disk.
 #[derive(Debug, Default)]
@@ -168,9 +168,27 @@ impl FileSystem {
         end_bytes.saturating_sub(self.inode(id).volatile.len() as u64)
     }
 
+    /// A file that appears durable at once in `dir` (the environment's stray
+    /// file after a power loss; the volatile views are reset after).
+    pub fn add_durable_file(&mut self, dir: &Path, name: &str, bytes: Vec<u8>) {
+        let id = self.next_inode;
+        self.next_inode += 1;
+        let mut inode = Inode { durable: bytes, ..Inode::default() };
+        inode.vouch_all();
+        self.inodes.insert(id, inode);
+        self.dirs.get_mut(dir).expect("an existing directory").durable.insert(name.to_string(), id);
+        self.version += 1;
+    }
+
     /// Write to the volatile image and remember the write as pending.
     pub fn write(&mut self, id: InodeId, offset_bytes: u64, data: &[u8]) {
         assert!(offset_bytes + data.len() as u64 <= MAX_FILE_BYTES);
+        let inode = self.inode_mut(id);
+        if !inode.written_since_sync {
+            let durable_at_bytes = inode.durable.len() as u64;
+            inode.pending_vouchers.push(Voucher { start_bytes: offset_bytes, durable_at_bytes });
+            inode.written_since_sync = true;
+        }
         self.push_data_op(id, DataOp::Write { offset_bytes, data: data.to_vec() });
     }
 
@@ -202,6 +220,11 @@ impl FileSystem {
         }
         inode.pending.clear();
         assert_eq!(inode.durable.len(), inode.volatile.len());
+        let durable_bytes = inode.durable.len() as u64;
+        let made_durable = std::mem::take(&mut inode.pending_vouchers);
+        inode.vouchers.extend(made_durable);
+        inode.written_since_sync = false;
+        inode.forget_vouchers_past(durable_bytes);
     }
 
     /// A failed fsync: the dirty data is gone, reads see the durable image.
@@ -210,6 +233,8 @@ impl FileSystem {
         let len_before = inode.volatile.len() as u64;
         inode.volatile.clone_from(&inode.durable);
         inode.pending.clear();
+        inode.pending_vouchers.clear();
+        inode.written_since_sync = false;
         let len_after = inode.volatile.len() as u64;
         self.volatile_bytes = self.volatile_bytes - len_before + len_after;
         self.version += 1;
@@ -230,6 +255,12 @@ impl FileSystem {
         }
         if from_name == to_name {
             return Ok(());
+        }
+        // A file renamed into place whole and durable (a rewrite's new
+        // log) is vouched in full: nothing in it was ever a torn write.
+        let inode = self.inode_mut(id);
+        if inode.pending.is_empty() {
+            inode.vouch_all();
         }
         let dir = self.dir_mut(from_dir)?;
         dir.volatile.remove(from_name);
@@ -328,6 +359,10 @@ impl FileSystem {
             inode.volatile.clone_from(&inode.durable);
             inode.pending.clear();
             inode.fsync_failed = false;
+            inode.pending_vouchers.clear();
+            inode.written_since_sync = false;
+            let durable_bytes = inode.durable.len() as u64;
+            inode.forget_vouchers_past(durable_bytes);
         }
         self.forget_handles();
         self.volatile_bytes = self.inodes.values().map(|inode| inode.volatile.len() as u64).sum();

@@ -71,7 +71,7 @@ fn recover(
     let vfs = Arc::new(SimVfs::from_image(disk_config.clone(), image, Trace::new(false)));
     let clock = Arc::new(ManualClock::new(now_ms));
     let overrides = Overrides { canary, ..Overrides::default() };
-    let mut driver = Driver::new(config, overrides, vfs.clone(), wrap(vfs), clock).without_quarantine_count();
+    let mut driver = Driver::new(config, overrides, vfs.clone(), wrap(vfs), clock);
     let recovered = catch_panic(|| {
         driver.open().map_err(|e| (Check::Open, format!("the store refused to open after a crash: {e}")))?;
         let store = driver.store();

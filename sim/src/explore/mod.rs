@@ -146,7 +146,7 @@ pub fn explore(seed: u64, ops: u64, options: &ExploreOptions) -> Result<ExploreR
 pub fn explore_with(seed: u64, ops: u64, options: &ExploreOptions, wrap: &VfsWrap) -> Result<ExploreReport, String> {
     assert!(options.jobs >= 1 && options.max_dir_subsets >= 1, "checked by the caller");
     let started = Instant::now();
-    let overrides = Overrides { ops: Some(ops), fsync: options.fsync, crash_mode: None, canary: options.canary };
+    let overrides = Overrides { ops: Some(ops), fsync: options.fsync, canary: options.canary, ..Overrides::default() };
     let config = Config::from_seed(seed, overrides);
     let mut workload = generate(&config);
     for planned in &mut workload {

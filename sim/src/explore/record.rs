@@ -71,7 +71,7 @@ pub(super) fn record(
     vfs.start_recording();
     let clock = Arc::new(ManualClock::new(T0_MS));
     let overrides = Overrides { canary, ..Overrides::default() };
-    let mut driver = Driver::new(config, overrides, vfs.clone(), wrap(vfs.clone()), clock).without_quarantine_count();
+    let mut driver = Driver::new(config, overrides, vfs.clone(), wrap(vfs.clone()), clock);
     let mut contexts = Contexts(Vec::new());
     let failure = match catch_panic(|| run(&mut driver, &mut contexts, workload)) {
         Ok(result) => result.err(),

@@ -310,6 +310,7 @@ fn fuzz_op(op: &Op, now_ms: &mut u64) -> Option<FuzzOp> {
         }
         Op::Cmd(Command::FlushAll) => FuzzOp::FlushAll,
         Op::Cmd(Command::Window { .. }) => return None,
+        Op::SecondOpen => FuzzOp::SecondOpen,
         Op::Evict => FuzzOp::Evict,
         Op::Rewrite => FuzzOp::Rewrite,
         Op::Sync => FuzzOp::Sync,
@@ -404,6 +405,7 @@ impl Driver {
                 self.store.take().expect("open").close().expect("close on MemVfs");
                 self.reopen();
             }
+            Op::SecondOpen => {}
         }
     }
 }

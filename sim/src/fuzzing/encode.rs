@@ -95,7 +95,7 @@ impl Encoder {
     }
 
     fn op(&mut self, op: &FuzzOp) {
-        const VARIANTS: u32 = 17;
+        const VARIANTS: u32 = 18;
         match op {
             FuzzOp::Set { key, value } => {
                 self.variant(0, VARIANTS);
@@ -159,6 +159,7 @@ impl Encoder {
             }
             FuzzOp::Crash => self.variant(15, VARIANTS),
             FuzzOp::Restart => self.variant(16, VARIANTS),
+            FuzzOp::SecondOpen => self.variant(17, VARIANTS),
         }
     }
 

@@ -149,6 +149,7 @@ pub enum FuzzOp {
     },
     Crash,
     Restart,
+    SecondOpen,
 }
 
 /// A key: a windowed table's row, a plain hash, or a plain key (a string,
@@ -297,6 +298,7 @@ impl FuzzOp {
             }
             FuzzOp::Crash => return Op::Crash,
             FuzzOp::Restart => return Op::Restart,
+            FuzzOp::SecondOpen => return Op::SecondOpen,
         };
         Op::Cmd(command)
     }

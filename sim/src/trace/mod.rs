@@ -54,11 +54,15 @@ pub enum FaultKind {
     BitFlip,
     MediaCorruption,
     TornSector,
+    FileLost,
+    FileTruncated,
+    JunkPrepended,
+    StrayFile,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 8] = [
+    pub const ALL: [FaultKind; 12] = [
         FaultKind::WriteEio,
         FaultKind::ShortWrite,
         FaultKind::FsyncEio,
@@ -67,6 +71,10 @@ impl FaultKind {
         FaultKind::BitFlip,
         FaultKind::MediaCorruption,
         FaultKind::TornSector,
+        FaultKind::FileLost,
+        FaultKind::FileTruncated,
+        FaultKind::JunkPrepended,
+        FaultKind::StrayFile,
     ];
 
     /// The name used in summaries and JSON.
@@ -80,6 +88,10 @@ impl FaultKind {
             FaultKind::BitFlip => "read_bitflip",
             FaultKind::MediaCorruption => "media_corruption",
             FaultKind::TornSector => "torn_sector",
+            FaultKind::FileLost => "file_lost",
+            FaultKind::FileTruncated => "file_truncated",
+            FaultKind::JunkPrepended => "junk_prepended",
+            FaultKind::StrayFile => "stray_file",
         }
     }
 }

@@ -23,5 +23,6 @@ pub mod planted;
 pub mod run;
 pub mod shrink;
 pub mod summary;
+pub mod target;
 pub mod trace;
 pub mod workload;

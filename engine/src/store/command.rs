@@ -162,7 +162,7 @@ impl Command {
                 Command::Del { keys: all_from(1) }
             }
             b"HSET" => {
-                arity("HSET", n, n >= 4 && n % 2 == 0)?;
+                arity("HSET", n, n >= 4 && n.is_multiple_of(2))?;
                 let pairs =
                     args[2..].chunks_exact(2).map(|p| (p[0].as_ref().to_vec(), p[1].as_ref().to_vec())).collect();
                 Command::HSet { key: a(1), pairs }

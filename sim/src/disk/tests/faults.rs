@@ -49,7 +49,7 @@ fn a_failed_write_leaves_nothing_or_a_sector_aligned_strict_prefix() {
         assert!(file.write_at(100, &data).is_err());
         let got = contents(&vfs, "f").unwrap();
         if short {
-            assert!(got.len() > 100 && got.len() < 3100 && got.len() % 512 == 0, "len {}", got.len());
+            assert!(got.len() > 100 && got.len() < 3100 && got.len().is_multiple_of(512), "len {}", got.len());
             assert_eq!(&got[100..], &data[..got.len() - 100]);
             assert_eq!(vfs.fault_counts()[&FaultKind::ShortWrite], 1);
         } else {

@@ -187,7 +187,11 @@ fn repro<T: Target>(
     let mut command =
         format!("cargo run --release -p sim -- explore --target {} --seed {seed} --ops {ops}", target.name());
     for (key, value) in target.settings() {
-        command.push_str(&format!(" --{key} {value}"));
+        // A switch is `key on` in an `.ops` file and a bare flag here.
+        match value.as_str() {
+            "on" => command.push_str(&format!(" --{key}")),
+            _ => command.push_str(&format!(" --{key} {value}")),
+        }
     }
     if options.max_dir_subsets != DEFAULT_MAX_DIR_SUBSETS {
         command.push_str(&format!(" --max-dir-subsets {}", options.max_dir_subsets));
@@ -271,7 +275,11 @@ fn plan<T: Target>(target: &T, recording: &Recording<T::Context>, options: &Expl
         }
         let states = run.snapshot.crash_states(options.max_dir_subsets);
         let hashes = states.iter().map(|state| run.snapshot.image(state).hash()).collect();
-        let per_index = if options.only_state.is_some() { 1 } else { states.len() as u64 };
+        let per_index = if options.only_state.is_some() {
+            1
+        } else {
+            states.iter().filter(|s| target.torn_garbage() || !s.has_garbage()).count() as u64
+        };
         enumerated.fetch_add(per_index * run.len, Ordering::Relaxed);
         Some((states, hashes))
     });
@@ -309,6 +317,9 @@ fn plan<T: Target>(target: &T, recording: &Recording<T::Context>, options: &Expl
             }
             plan.io_indices += 1;
             for state in chosen.clone() {
+                if !target.torn_garbage() && states[state].has_garbage() {
+                    continue;
+                }
                 if plan.states >= cap {
                     plan.capped = true;
                     break 'runs;

@@ -130,6 +130,12 @@ pub trait Target: Sync {
     /// The sector size of `seed`'s disk (where explored writes are cut).
     fn sector_bytes(&self, seed: u64) -> u64;
 
+    /// Whether crash states with a torn sector holding garbage are
+    /// explored (they are skipped, keeping their numbers, when not).
+    fn torn_garbage(&self) -> bool {
+        true
+    }
+
     /// Run `workload` once, fault-free, on a disk that keeps a snapshot
     /// before every I/O, noting the context of every operation.
     fn record(&self, seed: u64, workload: &[Self::Op]) -> Recording<Self::Context>;

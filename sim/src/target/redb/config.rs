@@ -150,7 +150,7 @@ impl RedbConfig {
             p_fsync_eio: maybe(&mut rng, 0.001, 0.02),
             p_read_eio: maybe(&mut rng, 0.001, 0.02),
             p_bitflip: maybe(&mut rng, 0.001, 0.02),
-            capacity_bytes: if rng.gen_bool(0.1) { rng.gen_range(256 << 10..4 << 20) } else { u64::MAX },
+            capacity_bytes: if rng.gen_bool(0.1) { rng.gen_range(64 << 10..512 << 10) } else { u64::MAX },
             p_media_corruption: if check_integrity_on_open { maybe(&mut rng, 0.02, 0.2) } else { 0.0 },
             p_torn_garbage: rng.gen_range(0.0..0.5),
         };

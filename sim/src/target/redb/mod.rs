@@ -142,6 +142,10 @@ impl Target for RedbTarget {
         self.config(seed).disk.sector_bytes
     }
 
+    fn torn_garbage(&self) -> bool {
+        self.harsh.torn_garbage
+    }
+
     fn record(&self, seed: u64, workload: &[PlannedRedbOp]) -> Recording<RedbContext> {
         explore::record(&self.config(seed), self.plant, workload)
     }

@@ -70,8 +70,9 @@ pub struct Model {
     durable: usize,
     /// The open write transaction's view, if one is open.
     working: Option<State>,
-    /// The operation in flight's possible publication.
-    pending: Option<Pending>,
+    /// What the operation in flight may have published (a failed commit,
+    /// then the close that follows it, may each publish something).
+    pending: Vec<Pending>,
 }
 
 /// How a recovered state was accepted.
@@ -94,7 +95,7 @@ impl Default for Model {
 impl Model {
     /// An empty database, durable.
     pub fn new() -> Model {
-        Model { history: vec![Arc::new(State::default())], durable: 0, working: None, pending: None }
+        Model { history: vec![Arc::new(State::default())], durable: 0, working: None, pending: Vec::new() }
     }
 
     /// The last committed state (what a read transaction sees).
@@ -145,14 +146,15 @@ impl Model {
         Arc::new(self.visible().clone())
     }
 
-    /// An operation that may make `pending` durable is about to run.
+    /// An operation that may make `pending` durable is about to run (on
+    /// top of whatever an earlier step of the same operation may have).
     pub fn set_pending(&mut self, pending: Pending) {
-        self.pending = Some(pending);
+        self.pending.push(pending);
     }
 
     /// The operation in flight finished without leaving doubt.
     pub fn clear_pending(&mut self) {
-        self.pending = None;
+        self.pending.clear();
     }
 
     /// The write transaction committed (`durable`: with `Immediate`).
@@ -164,7 +166,7 @@ impl Model {
         if durable {
             self.durable = self.history.len() - 1;
         }
-        self.pending = None;
+        self.pending.clear();
     }
 
     /// The write transaction was aborted (or lost).
@@ -176,7 +178,7 @@ impl Model {
     /// returned `Ok`).
     pub fn all_durable(&mut self) {
         self.durable = self.history.len() - 1;
-        self.pending = None;
+        self.pending.clear();
     }
 
     /// Judge `recovered` after a power loss or a reopen (see the module
@@ -194,7 +196,7 @@ impl Model {
             self.durable = self.history.len() - 1;
         }
         self.working = None;
-        self.pending = None;
+        self.pending.clear();
         verdict.map(|(accepted, _)| accepted)
     }
 
@@ -204,15 +206,15 @@ impl Model {
         if *self.history[self.durable] == *recovered {
             return Ok((Accepted::Durable, Some(self.durable)));
         }
-        match &self.pending {
-            Some(Pending::Commit(target)) if **target == *recovered => {
-                let at = (**target == *self.committed()).then_some(self.history.len() - 1);
+        for pending in &self.pending {
+            let target = match pending {
+                Pending::Commit(target) => &**target,
+                Pending::PublishAll => self.committed(),
+            };
+            if *target == *recovered {
+                let at = (*target == *self.committed()).then_some(self.history.len() - 1);
                 return Ok((Accepted::InFlight, at));
             }
-            Some(Pending::PublishAll) if *recovered == *self.committed() => {
-                return Ok((Accepted::InFlight, Some(self.history.len() - 1)));
-            }
-            _ => {}
         }
         let found = self.history.iter().rposition(|state| **state == *recovered);
         if media_corrupted {
@@ -230,10 +232,18 @@ impl Model {
              the last acknowledged, in flight: {}",
             self.history.len(),
             self.durable,
-            match &self.pending {
-                None => "nothing that could publish",
-                Some(Pending::Commit(_)) => "an Immediate commit",
-                Some(Pending::PublishAll) => "a close or compaction (publishes #last)",
+            if self.pending.is_empty() {
+                "nothing that could publish".to_string()
+            } else {
+                let what: Vec<&str> = self
+                    .pending
+                    .iter()
+                    .map(|p| match p {
+                        Pending::Commit(_) => "an Immediate commit",
+                        Pending::PublishAll => "a close or compaction (publishes the last acknowledged)",
+                    })
+                    .collect();
+                what.join(" and ")
             }
         );
         match found {

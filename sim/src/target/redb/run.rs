@@ -334,10 +334,15 @@ impl<'a> Runner<'a> {
 
     /// redb failed under an injected fault: close and reopen, half the time
     /// after a power loss (the page cache may be no better than the disk).
+    /// Otherwise the database is dropped, which is a close: if redb did not
+    /// latch the error (a corruption it read, say), the close commits the
+    /// pending `Durability::None` transactions, so the acknowledged state
+    /// may come back too.
     fn restart_after_error(&mut self) -> Step {
         if fault_seed(self.config.seed, self.op_index) & 1 == 0 {
             return self.power_loss("after_error");
         }
+        self.model.set_pending(Pending::PublishAll);
         self.txn = None;
         self.db = None;
         self.vfs.process_restart();

@@ -84,6 +84,9 @@ pub struct RedbConfig {
     pub weights: Vec<(OpKind, u32)>,
     /// Probability that an operation carries a crash inside it.
     pub inner_crash_rate: f64,
+    /// Probability that a recovery (an open after a power loss or a
+    /// restart) loses power itself, part way through.
+    pub p_crash_in_recovery: f64,
     /// Compare the whole content with the model every this many operations.
     pub audit_every: u64,
 }
@@ -189,6 +192,7 @@ impl RedbConfig {
             weights,
             inner_crash_rate: rng.gen_range(0.0..0.05),
             audit_every: rng.gen_range(16..64),
+            p_crash_in_recovery: one_of(&mut rng, &[0.0, 0.0, 0.2]),
         }
     }
 }

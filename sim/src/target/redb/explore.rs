@@ -37,9 +37,14 @@ const PROBE_KEY: &[u8] = b"explore-probe";
 pub type RedbRecovered = Result<(State, Result<(), String>), (&'static str, String)>;
 
 /// `config` on a fault-free disk whose power losses keep exactly what was
-/// synced: the recording's disk.
+/// synced, with no power loss of its own inside a recovery (every crash
+/// index is explored instead): the recording's disk.
 fn recording_config(config: &RedbConfig) -> RedbConfig {
-    RedbConfig { disk: DiskConfig::fault_free(CrashMode::Strict, config.disk.sector_bytes), ..config.clone() }
+    RedbConfig {
+        disk: DiskConfig::fault_free(CrashMode::Strict, config.disk.sector_bytes),
+        p_crash_in_recovery: 0.0,
+        ..config.clone()
+    }
 }
 
 /// Run `workload` once on a recording disk (see the module doc).

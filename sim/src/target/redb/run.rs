@@ -33,6 +33,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use engine::vfs::{OpenMode, Vfs};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use redb::{Builder, Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction};
 
 use super::backend::{Plant, VfsBackend};
@@ -56,6 +58,10 @@ const T1: TableDefinition<&[u8], &[u8]> = TableDefinition::new("t1");
 /// Open attempts with faults on before the last one without them (an
 /// injected read error is transient, not a refusal).
 const OPEN_ATTEMPTS_WITH_FAULTS: u64 = 3;
+
+/// Power losses inside one operation's recovery, at most (each recovery
+/// may be cut again, a few times, then it runs to the end).
+const MAX_CRASHES_IN_RECOVERY: u64 = 3;
 
 /// The crash stream of operation `index` (apart from its fault stream).
 pub(super) fn crash_seed(seed: u64, index: u64) -> u64 {
@@ -315,20 +321,22 @@ impl<'a> Runner<'a> {
     }
 
     /// Power is lost: drop every handle with every I/O failing (see the
-    /// module doc), then build the next disk.
-    fn lose_power(&mut self) -> CrashOutcome {
+    /// module doc), then build the next disk. `depth` counts power losses
+    /// inside the recovery from an earlier one (each draws its own choice
+    /// of surviving writes).
+    fn lose_power(&mut self, depth: u64) -> CrashOutcome {
         self.vfs.arm_crash(Some(CrashPoint::AfterIos(0)));
         self.txn = None;
         self.db = None;
         self.outcome.crashes += 1;
-        let crash = self.vfs.power_loss(crash_seed(self.config.seed, self.op_index));
+        let crash = self.vfs.power_loss(crash_seed(self.config.seed, self.op_index) ^ depth);
         self.vfs.with_trace(|t| t.push(Event::Restart { clean: false }));
         crash
     }
 
     fn power_loss(&mut self, gap: &'static str) -> Step {
         *self.outcome.crash_gaps.entry(gap).or_default() += 1;
-        let crash = self.lose_power();
+        let crash = self.lose_power(0);
         self.recover(Some(&crash))
     }
 
@@ -353,14 +361,43 @@ impl<'a> Runner<'a> {
     /// Reopen after a power loss or a restart and hold what came back to
     /// the model.
     fn recover(&mut self, crash: Option<&CrashOutcome>) -> Step {
-        self.outcome.restarts += 1;
         let media_corrupted = crash.is_some_and(|c| !c.media_corrupted.is_empty());
+        self.recover_from(media_corrupted, 0)
+    }
+
+    /// Where power fails inside the recovery numbered `depth` of this
+    /// operation, if it does: after that many of the open's I/Os. Drawn
+    /// from the operation's crash stream, so shrinking keeps it.
+    fn crash_in_recovery(&self, depth: u64) -> Option<CrashPoint> {
+        if depth >= MAX_CRASHES_IN_RECOVERY || self.config.p_crash_in_recovery == 0.0 {
+            return None;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(crash_seed(self.config.seed, self.op_index) ^ (0x7EC0 + depth));
+        rng.gen_bool(self.config.p_crash_in_recovery).then(|| CrashPoint::AfterIos(rng.gen_range(0..32)))
+    }
+
+    /// [`Runner::recover`], `depth` power losses into it: redb's repair
+    /// writes (it rewrites the header, commits the repaired state), so a
+    /// power loss there is one more crash to survive, judged by the same
+    /// rule (media corruption, once injected, stays in the file).
+    fn recover_from(&mut self, media_corrupted: bool, depth: u64) -> Step {
+        self.outcome.restarts += 1;
         for attempt in 0..=OPEN_ATTEMPTS_WITH_FAULTS {
-            self.vfs.begin_op(fault_seed(self.config.seed, self.op_index) ^ (0xA77E_0000 + attempt));
+            self.vfs.begin_op(fault_seed(self.config.seed, self.op_index) ^ (0xA77E_0000 + attempt + (depth << 8)));
             self.vfs.set_faults_enabled(attempt < OPEN_ATTEMPTS_WITH_FAULTS);
+            if attempt == 0 {
+                self.vfs.arm_crash(self.crash_in_recovery(depth));
+            }
             let opened = open_db(&self.vfs, self.config, self.plant);
             let injected = self.vfs.faults_injected_this_op();
             self.vfs.set_faults_enabled(true);
+            if self.vfs.crash_point_reached() {
+                *self.outcome.crash_gaps.entry("recovery").or_default() += 1;
+                self.db = opened.ok();
+                let crash = self.lose_power(depth + 1);
+                return self.recover_from(media_corrupted || !crash.media_corrupted.is_empty(), depth + 1);
+            }
+            self.vfs.arm_crash(None);
             match opened {
                 Ok(db) => {
                     self.db = Some(db);

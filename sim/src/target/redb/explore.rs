@@ -22,8 +22,8 @@ use redb::Database;
 
 use super::backend::Plant;
 use super::config::RedbConfig;
-use super::model::{diff, State};
-use super::run::{create_tables, open_db, panic_message, read_committed, RedbContext, Runner};
+use super::model::{diff, Model, State};
+use super::run::{create_tables, open_db, panic_message, read_committed, Runner};
 use super::workload::PlannedRedbOp;
 use crate::disk::{CrashMode, DiskConfig, DiskImage, SimVfs};
 use crate::target::{RecordedContext, Recording};
@@ -48,17 +48,17 @@ fn recording_config(config: &RedbConfig) -> RedbConfig {
 }
 
 /// Run `workload` once on a recording disk (see the module doc).
-pub(super) fn record(config: &RedbConfig, plant: Option<Plant>, workload: &[PlannedRedbOp]) -> Recording<RedbContext> {
+pub(super) fn record(config: &RedbConfig, plant: Option<Plant>, workload: &[PlannedRedbOp]) -> Recording<Model> {
     let config = recording_config(config);
     let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::new(false)));
     let mut runner = Runner::new(&config, plant, String::new(), vfs.clone());
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<(), crate::run::Failure> {
         runner.start()?;
         vfs.start_recording();
-        runner.contexts = Some(vec![RedbContext {
+        runner.contexts = Some(vec![RecordedContext {
             first_io_index: vfs.io_count(),
             what: "the database as created".to_string(),
-            model: runner.model.clone(),
+            context: runner.model.clone(),
         }]);
         runner.drive(workload)
     }));
@@ -77,10 +77,6 @@ pub(super) fn record(config: &RedbConfig, plant: Option<Plant>, workload: &[Plan
         vfs.start_recording();
         vfs.take_recording()
     };
-    let contexts = contexts
-        .into_iter()
-        .map(|c| RecordedContext { first_io_index: c.first_io_index, what: c.what.clone(), context: c })
-        .collect();
     Recording { disk, contexts, failure }
 }
 
@@ -130,8 +126,8 @@ fn probe(db: Database, state: &State, vfs: &SimVfs, config: &RedbConfig, plant: 
 
 /// The verdict on `recovered` in `context`: the random mode's rule, then
 /// the probe.
-pub(super) fn judge(recovered: &RedbRecovered, context: &RedbContext) -> Result<(), (&'static str, String)> {
+pub(super) fn judge(recovered: &RedbRecovered, context: &Model) -> Result<(), (&'static str, String)> {
     let (state, probe) = recovered.as_ref().map_err(|(check, detail)| (*check, detail.clone()))?;
-    context.model.allows(state, false).map_err(|detail| ("durability", detail))?;
+    context.allows(state, false).map_err(|detail| ("durability", detail))?;
     probe.clone().map_err(|detail| ("probe", detail))
 }

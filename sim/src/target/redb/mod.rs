@@ -24,7 +24,7 @@ pub use backend::{Plant, VfsBackend};
 pub use config::{HarshDisk, OpKind, RedbConfig, DEFAULT_OPS};
 pub use explore::RedbRecovered;
 pub use model::{Accepted, Model, Pending, State};
-pub use run::{run_ops, RedbContext, DB_DIR, DB_FILE};
+pub use run::{run_ops, DB_DIR, DB_FILE};
 pub use workload::{generate, CommitMode, Key, PlannedRedbOp, RedbOp, Table};
 
 use crate::disk::{CrashMode, DiskImage};
@@ -76,7 +76,7 @@ impl RedbTarget {
 
 impl Target for RedbTarget {
     type Op = PlannedRedbOp;
-    type Context = RedbContext;
+    type Context = Model;
     type Recovered = RedbRecovered;
 
     fn name(&self) -> &'static str {
@@ -146,11 +146,11 @@ impl Target for RedbTarget {
         self.harsh.torn_garbage
     }
 
-    fn record(&self, seed: u64, workload: &[PlannedRedbOp]) -> Recording<RedbContext> {
+    fn record(&self, seed: u64, workload: &[PlannedRedbOp]) -> Recording<Model> {
         explore::record(&self.config(seed), self.plant, workload)
     }
 
-    fn recovery_key(&self, _context: &RedbContext) -> u64 {
+    fn recovery_key(&self, _context: &Model) -> u64 {
         // redb reads no clock: a recovery depends on the image alone.
         0
     }
@@ -159,7 +159,7 @@ impl Target for RedbTarget {
         explore::recover(&self.config(seed), self.plant, image)
     }
 
-    fn judge(&self, recovered: &RedbRecovered, context: &RedbContext) -> Result<(), (&'static str, String)> {
+    fn judge(&self, recovered: &RedbRecovered, context: &Model) -> Result<(), (&'static str, String)> {
         explore::judge(recovered, context)
     }
 }

@@ -39,10 +39,11 @@ use redb::{Builder, Database, Durability, ReadableDatabase, ReadableTable, Table
 
 use super::backend::{Plant, VfsBackend};
 use super::config::RedbConfig;
-use super::model::{diff, show_value, Accepted, Model, Pending, State};
+use super::model::{diff, show_value, Accepted, Model, Pending, State, TableContent};
 use super::workload::{CommitMode, Key, PlannedRedbOp, RedbOp, Table};
 use crate::disk::{CrashOutcome, CrashPoint, SimVfs};
 use crate::run::{fault_seed, Failure, SeedOutcome};
+use crate::target::RecordedContext;
 use crate::trace::{hash_debug, Event, Trace};
 
 /// The database's directory on the simulated disk.
@@ -86,6 +87,30 @@ fn owned(value: &[u8]) -> Arc<[u8]> {
     Arc::from(value)
 }
 
+/// One table's whole content, keys as the model holds them.
+fn table_content<K: redb::Key + 'static>(
+    table: &impl ReadableTable<K, &'static [u8]>,
+    model_key: impl for<'k> Fn(K::SelfType<'k>) -> Vec<u8>,
+) -> Result<TableContent, redb::Error> {
+    let mut content = TableContent::new();
+    for entry in table.iter()? {
+        let (key, value) = entry?;
+        content.insert(model_key(key.value()), owned(value.value()));
+    }
+    Ok(content)
+}
+
+/// `t0`'s keys as the model holds them (big-endian, so byte order is
+/// numeric order).
+fn t0_key(key: u64) -> Vec<u8> {
+    key.to_be_bytes().to_vec()
+}
+
+/// `t1`'s keys as the model holds them.
+fn t1_key(key: &[u8]) -> Vec<u8> {
+    key.to_vec()
+}
+
 /// The committed content, through a read transaction. A table that does
 /// not exist is empty (a rollback after media corruption may return to
 /// the file's first commit, before the tables were created).
@@ -93,22 +118,12 @@ pub(super) fn read_committed(db: &Database) -> Result<State, redb::Error> {
     let txn = db.begin_read()?;
     let mut state = State::default();
     match txn.open_table(T0) {
-        Ok(t0) => {
-            for entry in t0.iter()? {
-                let (key, value) = entry?;
-                state.tables[0].insert(key.value().to_be_bytes().to_vec(), owned(value.value()));
-            }
-        }
+        Ok(t0) => state.tables[0] = table_content(&t0, t0_key)?,
         Err(redb::TableError::TableDoesNotExist(_)) => {}
         Err(e) => return Err(e.into()),
     }
     match txn.open_table(T1) {
-        Ok(t1) => {
-            for entry in t1.iter()? {
-                let (key, value) = entry?;
-                state.tables[1].insert(key.value().to_vec(), owned(value.value()));
-            }
-        }
+        Ok(t1) => state.tables[1] = table_content(&t1, t1_key)?,
         Err(redb::TableError::TableDoesNotExist(_)) => {}
         Err(e) => return Err(e.into()),
     }
@@ -183,36 +198,12 @@ fn read_get(db: &Database, key: &Key) -> Result<Option<Vec<u8>>, redb::Error> {
 /// read transaction.
 fn scan(db: &Database, txn: Option<&WriteTransaction>, table: Table) -> Result<State, redb::Error> {
     let mut state = State::default();
-    match (txn, table) {
-        (Some(txn), Table::Numbers) => {
-            let t0 = txn.open_table(T0)?;
-            for entry in t0.iter()? {
-                let (k, v) = entry?;
-                state.tables[0].insert(k.value().to_be_bytes().to_vec(), owned(v.value()));
-            }
-        }
-        (Some(txn), Table::Bytes) => {
-            let t1 = txn.open_table(T1)?;
-            for entry in t1.iter()? {
-                let (k, v) = entry?;
-                state.tables[1].insert(k.value().to_vec(), owned(v.value()));
-            }
-        }
-        (None, Table::Numbers) => {
-            let read = db.begin_read()?;
-            for entry in read.open_table(T0)?.iter()? {
-                let (k, v) = entry?;
-                state.tables[0].insert(k.value().to_be_bytes().to_vec(), owned(v.value()));
-            }
-        }
-        (None, Table::Bytes) => {
-            let read = db.begin_read()?;
-            for entry in read.open_table(T1)?.iter()? {
-                let (k, v) = entry?;
-                state.tables[1].insert(k.value().to_vec(), owned(v.value()));
-            }
-        }
-    }
+    state.tables[table.index()] = match (txn, table) {
+        (Some(txn), Table::Numbers) => table_content(&txn.open_table(T0)?, t0_key)?,
+        (Some(txn), Table::Bytes) => table_content(&txn.open_table(T1)?, t1_key)?,
+        (None, Table::Numbers) => table_content(&db.begin_read()?.open_table(T0)?, t0_key)?,
+        (None, Table::Bytes) => table_content(&db.begin_read()?.open_table(T1)?, t1_key)?,
+    };
     Ok(state)
 }
 
@@ -223,17 +214,6 @@ fn commit(mut txn: WriteTransaction, mode: CommitMode) -> Result<(), redb::Error
     txn.set_quick_repair(mode.quick_repair);
     txn.commit()?;
     Ok(())
-}
-
-/// What a recovery at a crash index of an explore recording is held to.
-#[derive(Clone, Debug)]
-pub struct RedbContext {
-    /// The first crash index it applies to.
-    pub first_io_index: u64,
-    /// The operation under way, as its line prints.
-    pub what: String,
-    /// The model as the operation began, with what it may publish pending.
-    pub model: Model,
 }
 
 type Step = Result<(), Failure>;
@@ -250,8 +230,10 @@ pub(super) struct Runner<'a> {
     pub model: Model,
     pub outcome: SeedOutcome,
     pub op_index: u64,
-    /// While recording for `sim explore`: the model at every operation.
-    pub contexts: Option<Vec<RedbContext>>,
+    /// While recording for `sim explore`: the model at every operation
+    /// (what a recovery there is held to, with what the operation may
+    /// publish pending).
+    pub contexts: Option<Vec<RecordedContext<Model>>>,
 }
 
 impl<'a> Runner<'a> {
@@ -290,7 +272,7 @@ impl<'a> Runner<'a> {
     /// it is now.
     fn note_context(&mut self, what: String) {
         if let Some(contexts) = &mut self.contexts {
-            contexts.push(RedbContext { first_io_index: self.vfs.io_count(), what, model: self.model.clone() });
+            contexts.push(RecordedContext { first_io_index: self.vfs.io_count(), what, context: self.model.clone() });
         }
     }
 

@@ -3,7 +3,7 @@
 CARGO ?= cargo
 SIM = $(CARGO) run --release -q -p sim --
 
-.PHONY: help test lint fmt check sweep determinism soak crash-os canaries test-canaries explore bench ci kv fuzz corpus
+.PHONY: help test lint fmt check sweep determinism soak crash-os canaries test-canaries explore redb bench ci kv fuzz corpus
 
 help:
 	@echo "make test         - the whole test suite (unit, property, integration, replayed regressions)"
@@ -16,8 +16,9 @@ help:
 	@echo "make canaries     - plant each engine bug (--features canaries); the simulator must catch every one within BUDGET s (default 60)"
 	@echo "make test-canaries - the canary tests: each planted bug caught within its seed cap, by a seed that passes without it"
 	@echo "make explore      - exhaustive crash exploration of ESEED's (default 1) EOPS-op (default 40) workload"
+	@echo "make redb         - the redb target (REDB.md): RSEEDS (default 0..2000) swept, determinism-checked, seeds 1..3 explored"
 	@echo "make bench        - the harness and the engine measured side by side (BENCHMARKS.md)"
-	@echo "make ci           - what .ci/run runs: lint, test, sweep, determinism, explore, crash-os, canaries, test-canaries"
+	@echo "make ci           - what .ci/run runs: lint, test, sweep, determinism, explore, redb, crash-os, canaries, test-canaries"
 	@echo "make kv DIR=/tmp/kvdemo - the engine's interactive shell on a real directory"
 	@echo "make fuzz TARGET=name TIME=secs - one cargo-fuzz target (aof_recover seg_read manifest_open store_ops), seeded from corpus/TARGET"
 	@echo "make corpus       - regenerate the fuzz seed corpus corpus/<target>/ from what the engine writes"
@@ -66,10 +67,17 @@ EOPS ?= 40
 explore:
 	$(SIM) explore --seed $(ESEED) --ops $(EOPS) --jobs $(JOBS)
 
+# The redb target (REDB.md): a sweep, a determinism sample, three explored seeds.
+RSEEDS ?= 0..2000
+redb:
+	$(SIM) --target redb --seeds $(RSEEDS) --jobs $(JOBS)
+	$(SIM) --target redb --seeds 0..200 --jobs $(JOBS) --check-determinism
+	for seed in 1 2 3; do $(SIM) explore --target redb --seed $$seed --jobs $(JOBS) || exit 1; done
+
 bench:
 	$(SIM) bench
 
-ci: lint test sweep determinism explore crash-os canaries test-canaries
+ci: lint test sweep determinism explore redb crash-os canaries test-canaries
 
 DIR ?= /tmp/segsim-kv
 kv:

@@ -38,5 +38,6 @@ pub mod run;
 pub mod seeds;
 pub mod shrink;
 pub mod summary;
+pub mod target;
 pub mod trace;
 pub mod workload;

@@ -17,6 +17,8 @@ use sim::output::{emit, verdict};
 use sim::run::run_seed;
 use sim::shrink::{shrink, OpList};
 use sim::summary::Summary;
+use sim::target::redb::{Plant, RedbTarget};
+use sim::target::{Target, TargetName};
 use sim::workload::generate;
 
 /// Deterministic simulation testing for the segsim engine: runs the engine
@@ -97,6 +99,26 @@ struct Cli {
     /// only; `sim canaries` lists them).
     #[arg(long, value_name = "NAME", value_parser = sim::canary::parse_name)]
     canary: Option<Canary>,
+
+    /// The system under test: segsim (the default) or redb (see REDB.md).
+    #[arg(long, value_name = "NAME", value_parser = TargetName::parse, default_value = "segsim")]
+    target: TargetName,
+
+    /// With --target redb: plant a bug under redb (redb-no-sync: sync_data
+    /// does nothing; redb-late-write: the last write before each sync
+    /// lands after it).
+    #[arg(long, value_name = "NAME", value_parser = Plant::parse)]
+    plant: Option<Plant>,
+
+    /// With --target redb: torn sectors may hold garbage (off by default:
+    /// redb relies on its header sector being written atomically; REDB.md).
+    #[arg(long)]
+    torn_garbage: bool,
+
+    /// With --target redb: reads may return a flipped bit (off by default:
+    /// redb takes reads to be right or an error; REDB.md).
+    #[arg(long)]
+    read_bitflips: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -181,6 +203,7 @@ const EXAMPLES: &str = "Examples:
   sim --time 600 --jobs 2                    a ten-minute soak from a random base
   sim --seeds 0..400 --shard 1/4             this machine's quarter of a sweep
   sim --seed 17 --shrink --save              minimize a failure, keep it as a regression
+  sim --target redb --seeds 0..2000 --jobs 2 test redb through the same simulated disk (REDB.md)
   sim --replay corpus/regressions/x.ops      re-run a saved operation list
   sim canaries --jobs 2                      prove every planted bug is caught (--features canaries)
   sim explore --seed 1 --ops 40              crash at every I/O index, check every crash state
@@ -266,6 +289,27 @@ fn main() -> ExitCode {
     if cli.save && cli.canary.is_some() {
         return usage_error("--save keeps engine regressions; a failure under --canary is the planted bug's");
     }
+    let redb = match cli.target {
+        TargetName::Segsim if cli.plant.is_some() || cli.torn_garbage || cli.read_bitflips => {
+            return usage_error("--plant, --torn-garbage and --read-bitflips are the redb target's: add --target redb")
+        }
+        TargetName::Segsim => None,
+        TargetName::Redb if cli.fsync.is_some() => {
+            return usage_error("--fsync is the segsim store's policy; redb's durability is per commit")
+        }
+        TargetName::Redb if cli.canary.is_some() => {
+            return usage_error("--canary plants a bug in the segsim engine; under redb use --plant")
+        }
+        TargetName::Redb if cli.save && cli.plant.is_some() => {
+            return usage_error("--save keeps redb findings; a failure under --plant is the planted bug's")
+        }
+        TargetName::Redb => Some(RedbTarget {
+            ops: cli.ops,
+            crash_mode: cli.crash_mode,
+            plant: cli.plant,
+            harsh: sim::target::redb::HarshDisk { torn_garbage: cli.torn_garbage, read_bitflips: cli.read_bitflips },
+        }),
+    };
     if let Some(path) = &cli.replay {
         return replay(path, cli.json, cli.canary);
     }
@@ -294,7 +338,10 @@ fn main() -> ExitCode {
     }
     if cli.trace {
         let Seeds::List(list) = &seeds else { unreachable!() };
-        let outcome = run_seed(list[0], overrides, true);
+        let outcome = match &redb {
+            Some(target) => sim::target::run_seed(target, list[0], true),
+            None => run_seed(list[0], overrides, true),
+        };
         let trace = outcome.trace.as_ref().expect("kept");
         for event in trace.all() {
             println!("{}", trace.describe(event));
@@ -304,12 +351,24 @@ fn main() -> ExitCode {
     }
 
     let started = Instant::now();
-    let summary = run_many(&seeds, overrides, cli.jobs, cli.check_determinism, cli.shard.map(|(_, n)| n));
+    let runner: SeedRunner = match &redb {
+        Some(target) => SeedRunner {
+            run: &|seed| sim::target::run_seed(target, seed, false),
+            repro: &|seed, extra| target.repro(seed, extra),
+        },
+        None => SeedRunner {
+            run: &|seed| run_seed(seed, overrides, false),
+            repro: &|seed, extra| Config::repro(seed, &overrides, extra),
+        },
+    };
+    let summary = run_many(&seeds, &runner, cli.jobs, cli.check_determinism, cli.shard.map(|(_, n)| n));
     let mut summary = summary;
     summary.elapsed_sec = started.elapsed().as_secs_f64();
     emit(&summary.to_text(), cli.json.then(|| summary.to_json()).as_ref());
     if cli.shrink {
-        if let Some(failure) = summary.failures.first() {
+        if let (Some(failure), Some(target)) = (summary.failures.first(), &redb) {
+            shrink_target(target, failure.seed, failure.check, cli.save);
+        } else if let Some(failure) = summary.failures.first() {
             shrink_and_report(failure.seed, failure.check, overrides, cli.save);
         } else {
             eprintln!("sim: --shrink: nothing failed, nothing to shrink");
@@ -326,11 +385,18 @@ fn random_base() -> u64 {
     nanos % 1_000_000_000_000
 }
 
+/// How to run one seed of the chosen target, and the command line that
+/// reruns it with extra flags.
+struct SeedRunner<'a> {
+    run: &'a (dyn Fn(u64) -> SeedOutcome + Sync),
+    repro: &'a (dyn Fn(u64, &str) -> String + Sync),
+}
+
 /// Run one seed, or twice with `check_determinism`.
-fn run_checked(seed: u64, overrides: Overrides, check_determinism: bool) -> SeedOutcome {
-    let mut outcome = run_seed(seed, overrides, false);
+fn run_checked(seed: u64, runner: &SeedRunner, check_determinism: bool) -> SeedOutcome {
+    let mut outcome = (runner.run)(seed);
     if check_determinism {
-        let again = run_seed(seed, overrides, false);
+        let again = (runner.run)(seed);
         let same_failure = outcome.failure.as_ref().map(|f| (f.check, f.op_index))
             == again.failure.as_ref().map(|f| (f.check, f.op_index));
         if (again.trace_hash != outcome.trace_hash || !same_failure) && outcome.failure.is_none() {
@@ -343,20 +409,14 @@ fn run_checked(seed: u64, overrides: Overrides, check_determinism: bool) -> Seed
                     outcome.trace_hash, again.trace_hash
                 ),
                 recent: Vec::new(),
-                repro: Config::repro(seed, &overrides, " --check-determinism"),
+                repro: (runner.repro)(seed, " --check-determinism"),
             });
         }
     }
     outcome
 }
 
-fn run_many(
-    seeds: &Seeds,
-    overrides: Overrides,
-    jobs: usize,
-    check_determinism: bool,
-    shard_n: Option<u64>,
-) -> Summary {
+fn run_many(seeds: &Seeds, runner: &SeedRunner, jobs: usize, check_determinism: bool, shard_n: Option<u64>) -> Summary {
     let summary = Mutex::new(Summary::default());
     let next = AtomicU64::new(0);
     let running = AtomicUsize::new(jobs);
@@ -383,7 +443,7 @@ fn run_many(
                             base.wrapping_add(position * step)
                         }
                     };
-                    let outcome = run_checked(seed, overrides, check_determinism);
+                    let outcome = run_checked(seed, runner, check_determinism);
                     summary.lock().unwrap_or_else(|e| e.into_inner()).add(&outcome);
                 }
                 running.fetch_sub(1, Ordering::Relaxed);
@@ -433,6 +493,26 @@ fn shrink_and_report(seed: u64, check: sim::failure::Check, overrides: Overrides
     }
 }
 
+/// `--shrink` for a target other than segsim: minimize `seed`'s list,
+/// print it, and with `save` keep it under `corpus/<target>/`.
+fn shrink_target<T: Target>(target: &T, seed: u64, check: sim::failure::Check, save: bool) {
+    let ops = target.generate(seed);
+    eprintln!("sim: shrinking {} seed {seed} ({} ops, check '{check}') ...", target.name(), ops.len());
+    let (minimal, runs) = sim::target::shrink(target, seed, ops, check);
+    let comment =
+        format!("{} seed {seed} fails check '{check}'; shrunk in {runs} runs to {} ops", target.name(), minimal.len());
+    let text = sim::target::ops_file(target, seed, &minimal, &comment);
+    println!("minimal failing op list ({} ops, {runs} shrink runs):\n{text}", minimal.len());
+    if save {
+        let dir = std::path::Path::new("corpus").join(target.name());
+        let path = dir.join(format!("seed-{seed}-{check}.ops"));
+        match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, &text)) {
+            Ok(()) => eprintln!("sim: saved {}", path.display()),
+            Err(e) => eprintln!("sim: could not save {}: {e}", path.display()),
+        }
+    }
+}
+
 fn replay(path: &std::path::Path, json: bool, canary: Option<Canary>) -> ExitCode {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
@@ -441,26 +521,33 @@ fn replay(path: &std::path::Path, json: bool, canary: Option<Canary>) -> ExitCod
             return ExitCode::from(2);
         }
     };
-    let mut list = match OpList::parse(&text) {
-        Ok(list) => list,
+    let replayed = match sim::target::ops_file_target(&text) {
+        Ok(Some(TargetName::Redb)) => sim::target::parse_ops_file(RedbTarget::default(), &text)
+            .map(|(target, seed, ops)| (ops.len(), target.run(seed, &ops, false).failure)),
+        Ok(_) => OpList::parse(&text).map(|mut list| {
+            list.overrides.canary = canary;
+            (list.ops.len(), list.run())
+        }),
+        Err(e) => Err(e),
+    };
+    let (op_count, failure) = match replayed {
+        Ok(replayed) => replayed,
         Err(e) => {
             eprintln!("sim: {}: {e}", path.display());
             return ExitCode::from(2);
         }
     };
-    list.overrides.canary = canary;
-    let failure = list.run();
     if json {
         let value = serde_json::json!({
             "file": path.display().to_string(),
-            "ops": list.ops.len(),
+            "ops": op_count,
             "failure": failure.as_ref().map(|f| serde_json::json!({"check": f.check.as_str(), "detail": f.detail})),
         });
         println!("{value}");
     }
     match failure {
         None => {
-            eprintln!("sim: {} ({} ops): no failure", path.display(), list.ops.len());
+            eprintln!("sim: {} ({op_count} ops): no failure", path.display());
             ExitCode::SUCCESS
         }
         Some(f) => {

@@ -83,6 +83,15 @@ struct Torn {
     garbage: bool,
 }
 
+impl CrashState {
+    /// Whether this state leaves a torn sector holding garbage: a target
+    /// whose disk model leaves that out (see `crate::target::redb`) skips
+    /// such states.
+    pub fn has_garbage(&self) -> bool {
+        matches!(self.data, DataFate::OneFile { torn: Some(Torn { garbage: true, .. }), .. })
+    }
+}
+
 /// The fixed garbage a torn sector holds, by position in the file: not
 /// random, so the same state always gives the same bytes; not constant,
 /// so it does not pass for zero padding.

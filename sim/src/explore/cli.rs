@@ -12,6 +12,8 @@ use engine::aof::FsyncPolicy;
 use super::{explore, ExploreOptions, DEFAULT_MAX_DIR_SUBSETS, DEFAULT_OPS};
 use crate::canary::{parse_name, Canary};
 use crate::output::{emit, verdict};
+use crate::target::redb::{HarshDisk, Plant, RedbTarget};
+use crate::target::TargetName;
 
 /// Exhaustive crash exploration: run one seed's short workload once,
 /// fault-free, then crash it at every I/O index and recover every crash
@@ -62,13 +64,29 @@ struct ExploreArgs {
     /// only; `sim canaries` lists them).
     #[arg(long, value_name = "NAME", value_parser = parse_name)]
     canary: Option<Canary>,
+
+    /// The system under test: segsim (the default) or redb (see REDB.md).
+    #[arg(long, value_name = "NAME", value_parser = TargetName::parse, default_value = "segsim")]
+    target: TargetName,
+
+    /// With --target redb: plant a bug under redb (redb-no-sync,
+    /// redb-late-write).
+    #[arg(long, value_name = "NAME", value_parser = Plant::parse)]
+    plant: Option<Plant>,
+
+    /// With --target redb: explore torn sectors holding garbage too (left
+    /// out by default: redb relies on its header sector being written
+    /// atomically; REDB.md).
+    #[arg(long)]
+    torn_garbage: bool,
 }
 
 const EXAMPLES: &str = "Examples:
   sim explore --seed 1                          every crash state of seed 1's 40-op workload
   sim explore --seed 1 --ops 40 --json          the same, JSON on stdout
   sim explore --seed 7 --jobs 2 --max-states 50000
-  sim explore --seed 7 --only-io 118 --only-state 5   recover exactly one state (a failure's repro)";
+  sim explore --seed 7 --only-io 118 --only-state 5   recover exactly one state (a failure's repro)
+  sim explore --target redb --seed 1            the same method on redb (REDB.md)";
 
 fn parse_fsync(s: &str) -> Result<FsyncPolicy, String> {
     FsyncPolicy::parse(s).ok_or_else(|| format!("{s:?}: expected always, everysec or no"))
@@ -77,8 +95,8 @@ fn parse_fsync(s: &str) -> Result<FsyncPolicy, String> {
 /// What the command line asks for, or why it cannot be run.
 #[derive(Debug)]
 pub(super) enum Invocation {
-    /// Explore this seed.
-    Run { seed: u64, ops: u64, options: ExploreOptions, json: bool },
+    /// Explore this seed (of the redb target, if given).
+    Run { seed: u64, ops: u64, options: ExploreOptions, json: bool, redb: Option<RedbTarget> },
     /// `--help` or `--version`: print this and succeed.
     Info(String),
     /// Bad usage: print this and exit 2.
@@ -103,6 +121,21 @@ pub(super) fn parse(args: &[String]) -> Invocation {
     if parsed.max_states == Some(0) {
         return usage("--max-states must be at least 1");
     }
+    let redb = match parsed.target {
+        TargetName::Segsim if parsed.plant.is_some() || parsed.torn_garbage => {
+            return usage("--plant and --torn-garbage are the redb target's: add --target redb")
+        }
+        TargetName::Segsim => None,
+        TargetName::Redb if parsed.fsync.is_some() || parsed.canary.is_some() => {
+            return usage("--fsync and --canary are the segsim target's; redb's durability is per commit (--plant plants a bug under redb)")
+        }
+        TargetName::Redb => Some(RedbTarget {
+            ops: None,
+            crash_mode: None,
+            plant: parsed.plant,
+            harsh: HarshDisk { torn_garbage: parsed.torn_garbage, read_bitflips: false },
+        }),
+    };
     let options = ExploreOptions {
         fsync: parsed.fsync,
         max_dir_subsets: parsed.max_dir_subsets,
@@ -113,14 +146,14 @@ pub(super) fn parse(args: &[String]) -> Invocation {
         progress: true,
         canary: parsed.canary,
     };
-    Invocation::Run { seed: parsed.seed, ops: parsed.ops, options, json: parsed.json }
+    Invocation::Run { seed: parsed.seed, ops: parsed.ops, options, json: parsed.json, redb }
 }
 
 /// Run `sim explore` with `args`, the arguments after `explore`: exit 0
 /// if no state failed, 1 if one did, 2 on bad usage.
 pub fn cli(args: &[String]) -> ExitCode {
-    let (seed, ops, options, json) = match parse(args) {
-        Invocation::Run { seed, ops, options, json } => (seed, ops, options, json),
+    let (seed, ops, options, json, redb) = match parse(args) {
+        Invocation::Run { seed, ops, options, json, redb } => (seed, ops, options, json, redb),
         Invocation::Info(text) => {
             print!("{text}");
             return ExitCode::SUCCESS;
@@ -130,6 +163,23 @@ pub fn cli(args: &[String]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(target) = redb {
+        let report = match crate::target::explore::explore(&target, seed, ops, &options) {
+            Ok(report) => report,
+            Err(message) => {
+                eprintln!("sim explore: {message}");
+                return ExitCode::from(2);
+            }
+        };
+        let text = report.to_text();
+        if json {
+            eprint!("{text}");
+            println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("a JSON value serializes"));
+        } else {
+            print!("{text}");
+        }
+        return if report.failures_total == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) };
+    }
     let report = match explore(seed, ops, &options) {
         Ok(report) => report,
         Err(message) => {

@@ -64,7 +64,7 @@
 
 mod check;
 mod cli;
-mod parallel;
+pub(crate) mod parallel;
 mod plan;
 mod record;
 mod report;

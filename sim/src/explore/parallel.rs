@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 /// `f` over every item, on `jobs` threads, results in item order. With a
 /// `progress` label, a line on stderr about once a second says how far it is.
-pub(super) fn map_in_order<T, R>(items: &[T], jobs: usize, progress: Option<&str>, f: impl Fn(&T) -> R + Sync) -> Vec<R>
+pub(crate) fn map_in_order<T, R>(items: &[T], jobs: usize, progress: Option<&str>, f: impl Fn(&T) -> R + Sync) -> Vec<R>
 where
     T: Sync,
     R: Send,

@@ -139,7 +139,7 @@ fn the_command_line_parses_refuses_and_exits_by_the_verdict() {
     refused(&["--seed", "1", "--max-dir-subsets", "0"], "--max-dir-subsets");
     refused(&["--seed", "1", "--only-state", "3"], "--only-io");
     refused(&["--seed", "1", "--fsync", "sometimes"], "expected always, everysec or no");
-    let Invocation::Run { seed, ops, options, json } = parse(&["--seed", "9", "--jobs", "2", "--json"]) else {
+    let Invocation::Run { seed, ops, options, json, .. } = parse(&["--seed", "9", "--jobs", "2", "--json"]) else {
         panic!("a valid command line")
     };
     assert_eq!((seed, ops, options.jobs, options.max_dir_subsets, json), (9, DEFAULT_OPS, 2, 16, true));

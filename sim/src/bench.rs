@@ -153,7 +153,7 @@ fn run_bare(config: &Config, ops: &[PlannedOp], vfs: Arc<dyn Vfs>, dir: &Path) -
                 clock.advance(*ms);
                 let _ = store.tick();
             }
-            Op::Crash | Op::Restart => {
+            Op::Crash | Op::Restart | Op::Kill => {
                 drop(store);
                 store = open();
             }

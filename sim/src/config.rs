@@ -36,11 +36,12 @@ pub enum OpKind {
     Crash,
     Restart,
     SecondOpen,
+    Kill,
 }
 
 impl OpKind {
     /// Every kind, with its base weight (before the swarm switches some off).
-    pub const BASE_WEIGHTS: [(OpKind, u32); 18] = [
+    pub const BASE_WEIGHTS: [(OpKind, u32); 19] = [
         (OpKind::Set, 6),
         (OpKind::Get, 5),
         (OpKind::Del, 3),
@@ -59,6 +60,7 @@ impl OpKind {
         (OpKind::Crash, 1),
         (OpKind::Restart, 1),
         (OpKind::SecondOpen, 1),
+        (OpKind::Kill, 1),
     ];
 
     /// Kinds the swarm never switches off: without them a run tests little.

@@ -45,6 +45,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use engine::clock::{Clock, ManualClock};
+use engine::manifest::MANIFEST_FILE;
 use engine::store::{Command, Options, RecoveryReport, Reply, Store, AOF_FILE};
 use engine::vfs::Vfs;
 use engine::{Error, Phase};
@@ -142,6 +143,18 @@ pub struct Driver<'a> {
     op_index: u64,
     /// The crash point armed for the current operation.
     planned_crash: Option<CrashPoint>,
+    /// Every registered segment the run has seen, by seq: the file (name
+    /// and inode) that bore the seq. A segment file counts as registered
+    /// once a clean audit has seen it (the audit holds the directory to
+    /// the manifest). Seqs are never reused: a later file with the same seq
+    /// is a failure, however the store got there (a crash that brings back
+    /// an unlinked file brings back the same inode). A file a crash left
+    /// before its registration was durable is no use of its seq.
+    segment_seqs: BTreeMap<u64, (String, u64)>,
+    /// The last open skipped its sweep (point-in-time): unregistered
+    /// segment files may stay, and the audit does not hold the directory
+    /// to the manifest, so it vouches for no file's registration.
+    sweep_skipped: bool,
     /// A store call failed since the last open. Its memory may then hold
     /// what its log does not (a row promoted for a write whose frame
     /// never landed), which no reader can see but a reopen undoes: the
@@ -172,6 +185,8 @@ impl<'a> Driver<'a> {
             op_index: 0,
             planned_crash: None,
             call_failed_since_open: false,
+            segment_seqs: BTreeMap::new(),
+            sweep_skipped: false,
         }
     }
 
@@ -324,9 +339,14 @@ impl<'a> Driver<'a> {
                 observer.op_begins(self, planned, Moment::Begins, None);
                 self.second_open(planned)
             }
+            Op::Kill => {
+                observer.op_begins(self, planned, Moment::Begins, None);
+                self.process_crash().map(|()| false)
+            }
         };
         self.vfs.arm_crash(None);
         let power_lost = result?;
+        self.check_seqs(false)?;
         Ok(Stepped { power_lost, poisoned: self.store().poisoned().is_some() })
     }
 
@@ -556,6 +576,14 @@ impl<'a> Driver<'a> {
             }
         }
         let ((store, report), before) = opened.expect("the loop either opened or returned");
+        self.sweep_skipped = report.sweep_skipped;
+        // Damage to the manifest's newest records, which nothing later
+        // vouched for, may take a registration with it undetectably (a
+        // torn tail to any format): its seq may then be handed out again.
+        let manifest = Path::new(DB_DIR).join(MANIFEST_FILE);
+        if damage.iter().any(|d| Path::new(&d.path) == manifest && !d.vouched) {
+            self.segment_seqs.clear();
+        }
         self.store = Some(store);
         self.call_failed_since_open = false;
         if let Some(before) = &before {
@@ -583,6 +611,30 @@ impl<'a> Driver<'a> {
                 return self.accept_refusal();
             }
             return Err(self.fail(Check::Audit, format!("after recovery: {violations:?}")));
+        }
+        self.check_seqs(true)
+    }
+
+    /// Fail if a segment file now bears a seq the run-wide ledger knows
+    /// from a different file; with `registered` (a clean audit just saw
+    /// the directory), note every segment file in it in the ledger.
+    fn check_seqs(&mut self, registered: bool) -> Step {
+        for (name, inode) in self.vfs.entries(Path::new(DB_DIR)) {
+            let Some(seq) = segment_seq(&name) else { continue };
+            match self.segment_seqs.get(&seq) {
+                None if registered && !self.sweep_skipped => {
+                    self.segment_seqs.insert(seq, (name, inode));
+                }
+                Some((first_name, first_inode)) if (first_name, *first_inode) != (&name, inode) => {
+                    return Err(self.fail(
+                        Check::SeqReuse,
+                        format!(
+                            "segment seq {seq} was {first_name} (inode {first_inode}); now it is {name} (inode {inode})"
+                        ),
+                    ));
+                }
+                _ => {}
+            }
         }
         Ok(())
     }
@@ -698,6 +750,8 @@ impl<'a> Driver<'a> {
         }
         self.call_failed_since_open = false;
         self.checker.reset_empty();
+        // A new store: its seqs start afresh.
+        self.segment_seqs.clear();
         self.declare_windows()
     }
 
@@ -708,6 +762,7 @@ impl<'a> Driver<'a> {
         if !violations.is_empty() {
             return Err(self.fail(Check::Audit, format!("{violations:?}")));
         }
+        self.check_seqs(true)?;
         let now_ms = self.now_ms();
         let store = self.store();
         let mut in_order = self.checker.shows_in_order(now_ms);
@@ -721,6 +776,12 @@ impl<'a> Driver<'a> {
             Err(e) => Err(self.fail(Check::Content, format!("logical_dump failed: {e}"))),
         }
     }
+}
+
+/// The seq in a segment file's name (`row-<hex table>-<seq>.seg`).
+fn segment_seq(name: &str) -> Option<u64> {
+    let stem = name.strip_prefix("row-")?.strip_suffix(".seg")?;
+    stem.rsplit_once('-')?.1.parse().ok()
 }
 
 /// Where a crash landed, for the gap counters.

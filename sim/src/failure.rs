@@ -43,6 +43,8 @@ pub enum Check {
     /// A second opener of a live store was not refused as locked, or its
     /// attempt changed something.
     Lock,
+    /// A segment seq was used for a second file after its first was gone.
+    SeqReuse,
     /// A panic in the engine or the harness.
     Panic,
     /// Two runs of one seed differ.
@@ -51,7 +53,7 @@ pub enum Check {
 
 impl Check {
     /// Every check, in a fixed order.
-    pub const ALL: [Check; 15] = [
+    pub const ALL: [Check; 16] = [
         Check::Reply,
         Check::Durability,
         Check::Audit,
@@ -65,6 +67,7 @@ impl Check {
         Check::Untouched,
         Check::Destroyed,
         Check::Lock,
+        Check::SeqReuse,
         Check::Panic,
         Check::Determinism,
     ];
@@ -85,6 +88,7 @@ impl Check {
             Check::Untouched => "untouched",
             Check::Destroyed => "destroyed",
             Check::Lock => "lock",
+            Check::SeqReuse => "seq-reuse",
             Check::Panic => "panic",
             Check::Determinism => "determinism",
         }

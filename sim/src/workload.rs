@@ -39,6 +39,12 @@ pub enum Op {
     Crash,
     /// Clean close and reopen.
     Restart,
+    /// The process dies: memory is lost, the page cache (every write the
+    /// process made, synced or not) survives, nothing is fsynced. The
+    /// store is reopened. Half the time the generator follows it with an
+    /// `ADVANCE` and a `CRASH`: a power loss then takes what the reopen
+    /// replayed but did not make durable.
+    Kill,
     /// While the store is open, a second opener tries the same directory
     /// (to write on even indices, read-only on odd ones): it must be
     /// refused as locked, and change nothing.
@@ -79,6 +85,7 @@ impl Op {
             Op::Crash => "crash",
             Op::Restart => "restart",
             Op::SecondOpen => "second_open",
+            Op::Kill => "kill",
         }
     }
 }
@@ -106,6 +113,7 @@ impl fmt::Display for PlannedOp {
             Op::Crash => write!(f, " CRASH"),
             Op::Restart => write!(f, " RESTART"),
             Op::SecondOpen => write!(f, " SECOND-OPEN"),
+            Op::Kill => write!(f, " KILL"),
         }
     }
 }
@@ -134,6 +142,7 @@ impl PlannedOp {
             ["CRASH"] => Op::Crash,
             ["RESTART"] => Op::Restart,
             ["SECOND-OPEN"] => Op::SecondOpen,
+            ["KILL"] => Op::Kill,
             ["ADVANCE", ms] => Op::Advance(ms.parse().map_err(|_| format!("bad advance {ms:?}"))?),
             args => {
                 let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
@@ -269,6 +278,7 @@ impl<'a> Generator<'a> {
             OpKind::Crash => Op::Crash,
             OpKind::Restart => Op::Restart,
             OpKind::SecondOpen => Op::SecondOpen,
+            OpKind::Kill => Op::Kill,
         }
     }
 
@@ -325,7 +335,16 @@ pub fn generate(config: &Config) -> Vec<PlannedOp> {
         let kind = generator.pick_kind();
         let op = generator.op(index, kind);
         let crash = generator.crash_point(&op);
+        let killed = op == Op::Kill;
         ops.push(PlannedOp { index, op, crash });
+        if killed && generator.rng.gen_bool(0.5) {
+            // Kill, time passes, power loss: what the reopen replayed from
+            // the dead process's page cache must have been made durable.
+            let ms = generator.rng.gen_range(1..2_500);
+            generator.now_ms += ms;
+            ops.push(PlannedOp { index: index + 1, op: Op::Advance(ms), crash: None });
+            ops.push(PlannedOp { index: index + 2, op: Op::Crash, crash: None });
+        }
     }
     ops
 }

@@ -71,11 +71,20 @@ pub enum Canary {
     SweepAfterDamage,
     /// Rewrite leaves the windows' high-water marks out of the new log.
     RewriteDropsHwm,
+    /// Recovery does not fsync what it replayed when it cut nothing: a
+    /// dead process's unsynced page cache is built on as if durable.
+    RecoveryNoFsync,
+    /// A new segment's seq is one past the highest live one: a dropped
+    /// seq is used again.
+    SeqFromLiveSet,
+    /// Recovery's cut of a torn tail is not fsynced before the store
+    /// appends.
+    CutNoFsync,
 }
 
 impl Canary {
     /// Every canary, in table order.
-    pub const ALL: [Canary; 24] = [
+    pub const ALL: [Canary; 27] = [
         Canary::SegNoFsync,
         Canary::SealNoDirSync,
         Canary::FrameBeforeRegister,
@@ -100,6 +109,9 @@ impl Canary {
         Canary::MissingLogIsEmpty,
         Canary::SweepAfterDamage,
         Canary::RewriteDropsHwm,
+        Canary::RecoveryNoFsync,
+        Canary::SeqFromLiveSet,
+        Canary::CutNoFsync,
     ];
 
     /// The kebab-case name the command line uses.
@@ -129,6 +141,9 @@ impl Canary {
             Canary::MissingLogIsEmpty => "missing-log-is-empty",
             Canary::SweepAfterDamage => "sweep-after-damage",
             Canary::RewriteDropsHwm => "rewrite-drops-hwm",
+            Canary::RecoveryNoFsync => "recovery-no-fsync",
+            Canary::SeqFromLiveSet => "seq-from-live-set",
+            Canary::CutNoFsync => "cut-no-fsync",
         }
     }
 
@@ -164,6 +179,9 @@ impl Canary {
             Canary::MissingLogIsEmpty => "a missing log beside an existing manifest opens as a new store",
             Canary::SweepAfterDamage => "open sweeps orphan segments after a point-in-time cut of damage",
             Canary::RewriteDropsHwm => "rewrite drops the windows' high-water marks: eviction changes after restart",
+            Canary::RecoveryNoFsync => "recovery does not fsync what it replayed when it cut nothing",
+            Canary::SeqFromLiveSet => "a new segment's seq is one past the highest live one (dropped seqs reused)",
+            Canary::CutNoFsync => "recovery's cut of a torn tail is not fsynced before the next append",
         }
     }
 }

@@ -331,6 +331,11 @@ impl Manifest {
     /// Hand out a fresh seq: strictly greater than every seq ever ADDed
     /// (live or dropped) and every seq handed out before by this instance.
     pub fn allocate_seq(&mut self) -> u64 {
+        // Planted: one past the highest *live* seq, as if the dropped ones
+        // were free again.
+        if canary!(SeqFromLiveSet) {
+            return self.ledger.live().keys().max().map_or(1, |seq| seq + 1);
+        }
         let seq = self.next_free_seq.max(self.ledger.next_seq());
         // Replay caps seqs at half the u64 range, so this overflows only
         // after 2^63 allocations by one instance.

@@ -268,6 +268,20 @@ impl SimVfs {
             .collect()
     }
 
+    /// Every name in `dir` with its inode number, as a read sees them now:
+    /// the harness's own look, not an I/O.
+    pub fn entries(&self, dir: &Path) -> Vec<(String, u64)> {
+        let disk = self.disk();
+        let Ok(names) = disk.fs.list_dir(dir) else { return Vec::new() };
+        names
+            .into_iter()
+            .map(|name| {
+                let id = disk.fs.lookup(&dir.join(&name)).expect("a listed name");
+                (name, id)
+            })
+            .collect()
+    }
+
     /// The file at `path` as the harness sees it now — its inode number and
     /// the length a read sees — or `None` if there is none. Not an I/O.
     pub fn identity(&self, path: &Path) -> Option<(u64, u64)> {

@@ -311,6 +311,7 @@ fn fuzz_op(op: &Op, now_ms: &mut u64) -> Option<FuzzOp> {
         Op::Cmd(Command::FlushAll) => FuzzOp::FlushAll,
         Op::Cmd(Command::Window { .. }) => return None,
         Op::SecondOpen => FuzzOp::SecondOpen,
+        Op::Kill => FuzzOp::Kill,
         Op::Evict => FuzzOp::Evict,
         Op::Rewrite => FuzzOp::Rewrite,
         Op::Sync => FuzzOp::Sync,
@@ -400,7 +401,7 @@ impl Driver {
                 self.clock.advance(*ms);
                 self.store().tick().expect("tick on MemVfs");
             }
-            Op::Crash => self.reopen(),
+            Op::Crash | Op::Kill => self.reopen(),
             Op::Restart => {
                 self.store.take().expect("open").close().expect("close on MemVfs");
                 self.reopen();

@@ -95,7 +95,7 @@ impl Encoder {
     }
 
     fn op(&mut self, op: &FuzzOp) {
-        const VARIANTS: u32 = 18;
+        const VARIANTS: u32 = 19;
         match op {
             FuzzOp::Set { key, value } => {
                 self.variant(0, VARIANTS);
@@ -160,6 +160,7 @@ impl Encoder {
             FuzzOp::Crash => self.variant(15, VARIANTS),
             FuzzOp::Restart => self.variant(16, VARIANTS),
             FuzzOp::SecondOpen => self.variant(17, VARIANTS),
+            FuzzOp::Kill => self.variant(18, VARIANTS),
         }
     }
 

@@ -150,6 +150,7 @@ pub enum FuzzOp {
     Crash,
     Restart,
     SecondOpen,
+    Kill,
 }
 
 /// A key: a windowed table's row, a plain hash, or a plain key (a string,
@@ -299,6 +300,7 @@ impl FuzzOp {
             FuzzOp::Crash => return Op::Crash,
             FuzzOp::Restart => return Op::Restart,
             FuzzOp::SecondOpen => return Op::SecondOpen,
+            FuzzOp::Kill => return Op::Kill,
         };
         Op::Cmd(command)
     }

@@ -619,24 +619,28 @@ impl<'a> Driver<'a> {
     /// from a different file; with `registered` (a clean audit just saw
     /// the directory), note every segment file in it in the ledger.
     fn check_seqs(&mut self, registered: bool) -> Step {
-        for (name, inode) in self.vfs.entries(Path::new(DB_DIR)) {
-            let Some(seq) = segment_seq(&name) else { continue };
+        let mut reused = None;
+        let record = registered && !self.sweep_skipped;
+        self.vfs.visit_entries(Path::new(DB_DIR), |name, inode| {
+            let Some(seq) = segment_seq(name) else { return };
             match self.segment_seqs.get(&seq) {
-                None if registered && !self.sweep_skipped => {
-                    self.segment_seqs.insert(seq, (name, inode));
+                None if record => {
+                    self.segment_seqs.insert(seq, (name.to_string(), inode));
                 }
-                Some((first_name, first_inode)) if (first_name, *first_inode) != (&name, inode) => {
-                    return Err(self.fail(
-                        Check::SeqReuse,
-                        format!(
-                            "segment seq {seq} was {first_name} (inode {first_inode}); now it is {name} (inode {inode})"
-                        ),
+                Some((first_name, first_inode))
+                    if reused.is_none() && (first_name.as_str(), *first_inode) != (name, inode) =>
+                {
+                    reused = Some(format!(
+                        "segment seq {seq} was {first_name} (inode {first_inode}); now it is {name} (inode {inode})"
                     ));
                 }
                 _ => {}
             }
+        });
+        match reused {
+            Some(why) => Err(self.fail(Check::SeqReuse, why)),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// How far back a recovery after `damage` may go (see [`Floor`]): to

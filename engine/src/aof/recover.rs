@@ -30,7 +30,7 @@ use std::sync::Arc;
 use super::header::encode_header;
 use super::quarantine::quarantine;
 use super::{AofWriter, FsyncPolicy, LogWalk, Record};
-use crate::vfs::{read_whole, OpenMode, Vfs};
+use crate::vfs::{read_once, read_whole, OpenMode, Vfs};
 use crate::{Error, Result};
 
 /// What recovery may do with an invalid frame that is damage rather than a
@@ -137,6 +137,44 @@ pub(super) struct PendingRecovery {
     write_header: bool,
 }
 
+/// What one walk over a whole log's bytes found (the [`LogWalk`]
+/// accessors, kept once the bytes are handed on).
+#[derive(Debug)]
+struct Walked {
+    /// Records (marks not counted).
+    records: u64,
+    /// Valid frames after the header, marks included.
+    frames: u64,
+    valid_len_bytes: u64,
+    invalid: Option<(u64, &'static str)>,
+    valid_frames_after_invalid: bool,
+    damage: Option<String>,
+    inside_snapshot: bool,
+    vouched_len_bytes: u64,
+    data_end_bytes: u64,
+}
+
+impl Walked {
+    fn of(path: &Path, bytes: &[u8]) -> Result<Walked> {
+        let mut walk = LogWalk::new(path, bytes);
+        let mut records = 0u64;
+        while walk.next_record()?.is_some() {
+            records += 1;
+        }
+        Ok(Walked {
+            records,
+            frames: walk.frames(),
+            valid_len_bytes: walk.valid_len_bytes(),
+            invalid: walk.invalid(),
+            valid_frames_after_invalid: walk.valid_frames_after_invalid(),
+            damage: walk.damage().map(str::to_string),
+            inside_snapshot: walk.inside_snapshot(),
+            vouched_len_bytes: walk.vouched_len_bytes(),
+            data_end_bytes: walk.data_end_bytes(),
+        })
+    }
+}
+
 impl LogRead {
     /// Read and check the log at `dir/name` (a missing file is an empty
     /// log); change nothing. Damage is refused in
@@ -145,29 +183,43 @@ impl LogRead {
         check_file_name(name)?;
         let path = dir.join(name);
         let exists = vfs.exists(&path).map_err(|e| Error::io("stat", &path, e))?;
-        // Planted: one read is taken for the disk's bytes.
-        let read = if canary!(SingleReadRecovery) { crate::canary::read_once } else { read_whole };
-        let bytes = match exists.then(|| read(vfs, &path)) {
+        let read_error = |e| if canary!(ReadErrorEmptyLog) { Ok(Vec::new()) } else { Err(Error::io("read", &path, e)) };
+        // Planted (`ReadErrorEmptyLog`): a log that cannot be read is taken
+        // for an empty one.
+        let bytes = match exists.then(|| read_once(vfs, &path)) {
             None => Vec::new(),
             Some(Ok(bytes)) => bytes,
-            // Planted: a log that cannot be read is taken for an empty one.
-            Some(Err(_)) if canary!(ReadErrorEmptyLog) => Vec::new(),
-            Some(Err(e)) => return Err(Error::io("read", &path, e)),
+            Some(Err(e)) => read_error(e)?,
         };
-        // Check every frame before anything changes on disk.
-        let mut walk = LogWalk::new(&path, &bytes);
-        let mut frames = 0u64;
-        while walk.next_record()?.is_some() {
-            frames += 1;
-        }
+        // Check every frame before anything changes on disk. One read is
+        // trusted only if every frame in it checks: a transient flip on
+        // the read path that still passes a frame's CRC-32 is a 2^-32
+        // event. Anything else is decided on bytes that read the same
+        // twice (`read_stable`), because recovery acts on it: an invalid
+        // frame may be a torn tail (cut), damage (refused), or a flip on
+        // the read path that is neither.
+        let first = Walked::of(&path, &bytes);
+        // Planted (`SingleReadRecovery`): the one read is taken for the
+        // disk's bytes even when a frame in it is invalid.
+        let (bytes, walked) = match first {
+            Ok(walked) if walked.invalid.is_none() => (bytes, walked),
+            first if canary!(SingleReadRecovery) => (bytes, first?),
+            _ => {
+                let stable = match read_whole(vfs, &path) {
+                    Ok(bytes) => bytes,
+                    Err(e) => read_error(e)?,
+                };
+                let walked = Walked::of(&path, &stable)?;
+                (stable, walked)
+            }
+        };
         let file_len_bytes = bytes.len() as u64;
-        let valid_len_bytes = walk.valid_len_bytes();
+        let valid_len_bytes = walked.valid_len_bytes;
         assert!(valid_len_bytes <= file_len_bytes);
         let dropped_bytes = file_len_bytes - valid_len_bytes;
-        assert_eq!(walk.invalid().is_some(), dropped_bytes > 0);
-        let damage = walk.damage().map(str::to_string);
-        let inside_snapshot = walk.inside_snapshot() && mode != RecoveryMode::ReadOnly;
-        if let (Some(why), Some((at_bytes, reason)), true) = (&damage, walk.invalid(), inside_snapshot) {
+        assert_eq!(walked.invalid.is_some(), dropped_bytes > 0);
+        let inside_snapshot = walked.inside_snapshot && mode != RecoveryMode::ReadOnly;
+        if let (Some(why), Some((at_bytes, reason)), true) = (&walked.damage, walked.invalid, inside_snapshot) {
             return Err(Error::corrupt(
                 &path,
                 at_bytes,
@@ -177,7 +229,8 @@ impl LogRead {
                 ),
             ));
         }
-        if let (Some(why), Some((at_bytes, reason)), RecoveryMode::Consistent) = (&damage, walk.invalid(), mode) {
+        if let (Some(why), Some((at_bytes, reason)), RecoveryMode::Consistent) = (&walked.damage, walked.invalid, mode)
+        {
             // Planted: damage taken for a torn tail, and cut.
             if !canary!(CutVouchedDamage) {
                 return Err(Error::corrupt(
@@ -192,18 +245,17 @@ impl LogRead {
             }
         }
         let report = AofRecovery {
-            frames,
+            frames: walked.records,
             valid_len_bytes,
             dropped_bytes,
-            reason: walk.invalid().map(|(at_bytes, why)| format!("{why} at byte {at_bytes}")),
-            valid_frames_after_invalid: walk.valid_frames_after_invalid(),
-            damage,
+            reason: walked.invalid.map(|(at_bytes, why)| format!("{why} at byte {at_bytes}")),
+            valid_frames_after_invalid: walked.valid_frames_after_invalid,
+            damage: walked.damage,
             quarantine_file: None,
             missing: !exists,
         };
         let (frames_walked, vouched_len_bytes, data_end_bytes) =
-            (walk.frames(), walk.vouched_len_bytes(), walk.data_end_bytes());
-        drop(walk);
+            (walked.frames, walked.vouched_len_bytes, walked.data_end_bytes);
         Ok(LogRead {
             dir: dir.to_path_buf(),
             name: name.to_string(),
@@ -229,7 +281,8 @@ impl LogRead {
 
     /// The records to replay: the valid prefix, in order.
     pub fn records(&self) -> LogWalk<'_> {
-        LogWalk::new(&self.path, &self.bytes[..self.report.valid_len_bytes as usize])
+        // `read` walked these very bytes, which nothing changes after it.
+        LogWalk::checked(&self.path, &self.bytes[..self.report.valid_len_bytes as usize])
     }
 
     /// The log's path.
@@ -329,7 +382,8 @@ impl AofWriter {
         // they are on disk). Replaying is vouching. Planted: no fsync when
         // nothing was cut or written (and then no mark), or after a cut.
         let changed = pending.cut_to_bytes.is_some() || pending.write_header;
-        if (canary!(RecoveryNoFsync) && !changed) || (canary!(CutNoFsync) && pending.cut_to_bytes.is_some()) {
+        let planted_skip = canary!(RecoveryNoFsync) && !changed;
+        if planted_skip || (canary!(CutNoFsync) && pending.cut_to_bytes.is_some()) {
             self.recovered_durable();
             return Ok(quarantined);
         }
@@ -495,6 +549,65 @@ mod tests {
         for cut in 0..=len {
             check_cut(&records, cut, &more);
         }
+    }
+
+    /// Flips one bit of every read call numbered `flip_reads` (from 0)
+    /// that covers byte `at`: a transient fault on the read path.
+    #[derive(Clone)]
+    struct FlakyReads {
+        inner: Arc<MemVfs>,
+        at: u64,
+        flip_reads: std::ops::Range<u64>,
+        reads: Arc<std::sync::atomic::AtomicU64>,
+    }
+
+    impl crate::vfs::Interpose for FlakyReads {
+        fn inner(&self) -> &dyn Vfs {
+            self.inner.as_ref()
+        }
+        fn on_read_at(
+            &self,
+            file: &dyn crate::vfs::VfsFile,
+            offset_bytes: u64,
+            buf: &mut [u8],
+        ) -> std::io::Result<usize> {
+            let call = self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let len = file.read_at(offset_bytes, buf)?;
+            let covered = offset_bytes..offset_bytes + len as u64;
+            if self.flip_reads.contains(&call) && covered.contains(&self.at) {
+                buf[(self.at - offset_bytes) as usize] ^= 0x10;
+            }
+            Ok(len)
+        }
+    }
+
+    /// The log is read once while every frame of that read checks; a frame
+    /// that fails is decided on a stable reread. A transient flip is then
+    /// read past — nothing cut, nothing refused — in every frame, the
+    /// header and the last one included.
+    #[test]
+    fn a_flip_on_the_first_read_is_read_past() {
+        let records = sample_records();
+        let bytes = log_bytes(&records);
+        for at in [0, HEADER_FRAME_BYTES + 3, bytes.len() as u64 - 1] {
+            let inner = mem_vfs();
+            put_file(inner.as_ref(), LOG, &bytes);
+            let reads = Arc::new(std::sync::atomic::AtomicU64::new(0));
+            let vfs = Arc::new(FlakyReads { inner: inner.clone(), at, flip_reads: 0..1, reads: reads.clone() });
+            let read = LogRead::read(vfs.as_ref(), Path::new(DIR), "aof", RecoveryMode::Consistent).unwrap();
+            assert_eq!(read.report().dropped_bytes, 0, "flip at byte {at}");
+            assert_eq!(read.records().collect_records().unwrap(), records, "flip at byte {at}");
+            // The first read, then a stable read: at least two more.
+            assert!(reads.load(std::sync::atomic::Ordering::Relaxed) >= 3, "flip at byte {at}");
+        }
+        // A clean first read is the only one.
+        let reads = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let inner = mem_vfs();
+        put_file(inner.as_ref(), LOG, &bytes);
+        let vfs = Arc::new(FlakyReads { inner, at: 0, flip_reads: 0..0, reads: reads.clone() });
+        let read = LogRead::read(vfs.as_ref(), Path::new(DIR), "aof", RecoveryMode::Consistent).unwrap();
+        assert_eq!(read.records().collect_records().unwrap(), records);
+        assert_eq!(reads.load(std::sync::atomic::Ordering::Relaxed), 1);
     }
 
     #[test]

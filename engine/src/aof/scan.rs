@@ -17,7 +17,7 @@ use std::path::Path;
 use super::header::check_header;
 use super::{is_known_kind, Record, RecordRef, KIND_HEADER, KIND_SYNCED};
 use crate::codec::ByteReader;
-use crate::frame::{decode_frame, find_valid_frame_within, Scan, FRAME_HEADER_BYTES};
+use crate::frame::{decode_checked_frame, decode_frame, find_valid_frame_within, Scan, FRAME_HEADER_BYTES};
 use crate::{Error, Result};
 
 /// The most bytes the search past an invalid frame checksums before it
@@ -92,6 +92,9 @@ pub struct LogWalk<'a> {
     /// nothing a mark needs to vouch for (a header is covered otherwise).
     data_end_bytes: u64,
     ended: bool,
+    /// The bytes were walked whole before, checksums included, and have
+    /// not changed since: skip the checksums ([`LogWalk::checked`]).
+    crc_verified: bool,
 }
 
 impl<'a> LogWalk<'a> {
@@ -112,7 +115,18 @@ impl<'a> LogWalk<'a> {
             vouched_len_bytes: 0,
             data_end_bytes: 0,
             ended: false,
+            crc_verified: false,
         }
+    }
+
+    /// A walk over bytes an earlier walk over the same, unchanged buffer
+    /// found valid up to their end: it decodes every frame again but does
+    /// not recompute checksums (recovery checks the log whole before it
+    /// replays it; one CRC per frame is enough). Frames are still checked
+    /// for length and kind, and a frame that fails either still ends the
+    /// walk.
+    pub(crate) fn checked(path: &'a Path, bytes: &'a [u8]) -> Self {
+        LogWalk { crc_verified: true, ..LogWalk::new(path, bytes) }
     }
 
     /// The next record, `None` once the log (or its valid prefix) ends.
@@ -121,7 +135,9 @@ impl<'a> LogWalk<'a> {
         let bytes = self.bytes;
         while !self.ended && self.at < bytes.len() {
             let at = self.at;
-            let frame = match decode_frame(&bytes[at..]) {
+            let decoded =
+                if self.crc_verified { decode_checked_frame(&bytes[at..]) } else { decode_frame(&bytes[at..]) };
+            let frame = match decoded {
                 Ok(frame) => frame,
                 Err(invalid) => {
                     let mut beyond = look_past(bytes, at);

@@ -11,23 +11,22 @@
 //! # Discipline
 //! - Each site is one guard expression, `if canary!(Name) { ... }` or a
 //!   `&& !canary!(Name)` in a condition, beside the correct code, and its
-//!   body is a line or two. Planted code longer than that lives in
-//!   `planted.rs`, named for what it does wrong, so the engine's own files
-//!   read as the correct protocol with a few marked detours.
+//!   body is a line or two, so the engine's own files read as the correct
+//!   protocol with a few marked detours. (Planted code longer than that
+//!   would live in a `planted.rs` here, named for what it does wrong; no
+//!   canary needs one today.)
 //! - No canary lives under `vfs/`: the seam is the simulator's ground
 //!   truth, and a bug planted there would be a bug in the disk, not in the
 //!   engine.
 //! - Only the engine reads the switch (`switch.rs`, which exists only in a
 //!   build with the `canaries` cargo feature). Without the feature,
 //!   `canary!(Name)` is the constant `false` (see `lib.rs`): no canary
-//!   state exists, and every planted branch and the functions of
-//!   `planted.rs` it calls are dead code the compiler drops.
+//!   state exists, and every planted branch is dead code the compiler
+//!   drops.
 
-mod planted;
 #[cfg(feature = "canaries")]
 mod switch;
 
-pub(crate) use planted::*;
 #[cfg(feature = "canaries")]
 pub(crate) use switch::is_on;
 #[cfg(feature = "canaries")]

@@ -10,8 +10,8 @@ use std::collections::{btree_map, BTreeMap};
 
 use super::accounting::promote_entry;
 use super::command::{parse_i64, Command, Reply};
-use super::row::Row;
-use super::value::{Entry, Field, Value};
+use super::row::{packed_bytes, Row};
+use super::value::{Entry, Value};
 use super::{Store, Window};
 use crate::aof::Record;
 use crate::{Error, Result};
@@ -58,12 +58,12 @@ impl Store {
             },
             Command::HGet { key, field } => match self.visible_fields(key, now_ms)? {
                 None => Ok(Reply::Nil),
-                Some(fields) => Ok(fields.get(field).map_or(Reply::Nil, |f| Reply::Bulk(f.value.clone()))),
+                Some(fields) => Ok(fields.get(field).map_or(Reply::Nil, |f| Reply::Bulk(f.value.to_vec()))),
             },
             Command::HGetAll { key } => {
                 let pairs = self
                     .visible_fields(key, now_ms)?
-                    .map(|fields| fields.into_iter().map(|(f, slot)| (f, slot.value)).collect())
+                    .map(|fields| fields.iter().map(|(f, slot)| (f.to_vec(), slot.value.to_vec())).collect())
                     .unwrap_or_default();
                 Ok(Reply::Pairs(pairs))
             }
@@ -81,11 +81,7 @@ impl Store {
         let fields = match &entry.value {
             Value::Str(_) => return Err(wrong_type(key, "hash")),
             Value::Cold(stub) => self.segments.read_row(key, *stub)?,
-            Value::Hash(fields) => fields
-                .iter()
-                .filter(|(_, slot)| !slot.is_expired(now_ms))
-                .map(|(f, slot)| (f.clone(), slot.clone()))
-                .collect(),
+            Value::Hash(fields) => fields.iter().filter(|(_, slot)| !slot.is_expired(now_ms)).collect(),
         };
         Ok((!fields.is_empty()).then_some(fields))
     }
@@ -103,7 +99,7 @@ impl Store {
             }
             if let Value::Hash(fields) = &entry.value {
                 let expired: Vec<Vec<u8>> =
-                    fields.iter().filter(|(_, slot)| slot.is_expired(now_ms)).map(|(f, _)| f.clone()).collect();
+                    fields.iter().filter(|(_, slot)| slot.is_expired(now_ms)).map(|(f, _)| f.to_vec()).collect();
                 if !expired.is_empty() {
                     purges.push(Command::HDel { key: key.clone(), fields: expired });
                 }
@@ -191,7 +187,7 @@ impl Store {
                 Reply::Int(removed as i64)
             }
             Command::HSet { key, pairs } => {
-                let added = self.apply_hset(key, pairs)?;
+                let added = self.apply_hset(key, pairs.iter().map(|(f, v)| (f.as_slice(), v.as_slice())))?;
                 Reply::Int(added)
             }
             Command::HDel { key, fields } => {
@@ -214,8 +210,7 @@ impl Store {
                 let mut set = 0;
                 if let Some(Entry { value: Value::Hash(row), .. }) = self.map.get_mut(&key) {
                     for field in &fields {
-                        if let Some(slot) = row.get_mut(field) {
-                            slot.expire_at_ms = Some(at_ms);
+                        if row.set_expiry(field, Some(at_ms)) {
                             set += 1;
                         }
                     }
@@ -244,7 +239,13 @@ impl Store {
     /// HSET with one map lookup. It refuses a string and promotes a cold
     /// row itself, so replay can skip `check` and `promote_for` for it
     /// (the live path still runs them first, to refuse before logging).
-    fn apply_hset(&mut self, key: Vec<u8>, pairs: Vec<(Vec<u8>, Vec<u8>)>) -> Result<i64> {
+    /// The pairs are borrowed, so replay can pass them straight from the
+    /// log: a new row is then the key's allocation and the row's, no more.
+    pub(super) fn apply_hset<'p>(
+        &mut self,
+        key: Vec<u8>,
+        pairs: impl Iterator<Item = (&'p [u8], &'p [u8])> + Clone,
+    ) -> Result<i64> {
         let mut entry = self.map.entry(key);
         if let btree_map::Entry::Occupied(occupied) = &mut entry {
             match occupied.get().value {
@@ -259,7 +260,7 @@ impl Store {
                 Value::Hash(_) => {}
             }
         }
-        for (field, value) in &pairs {
+        for (field, value) in pairs.clone() {
             note_window_value(&mut self.windows, entry.key(), field, value);
         }
         // Bytes charged and refunded, settled once the entry is let go.
@@ -268,8 +269,9 @@ impl Store {
         let row = match entry {
             btree_map::Entry::Vacant(vacant) => {
                 charged_bytes += vacant.key().len() as u64;
-                let entry =
-                    vacant.insert(Entry { value: Value::Hash(Row::with_capacity(pairs.len())), expire_at_ms: None });
+                let size_bytes = pairs.clone().map(|(field, value)| packed_bytes(field, value)).sum();
+                let row = Row::with_capacity_bytes(size_bytes);
+                let entry = vacant.insert(Entry { value: Value::Hash(row), expire_at_ms: None });
                 let Value::Hash(row) = &mut entry.value else { unreachable!("inserted as a hash") };
                 row
             }
@@ -282,9 +284,9 @@ impl Store {
         for (field, value) in pairs {
             let value_len_bytes = value.len() as u64;
             let field_len_bytes = field.len() as u64;
-            match row.insert(field, Field { value, expire_at_ms: None }) {
-                Some(old) => {
-                    refunded_bytes += old.value.len() as u64;
+            match row.insert(field, value, None) {
+                Some(old_value_len_bytes) => {
+                    refunded_bytes += old_value_len_bytes as u64;
                     charged_bytes += value_len_bytes;
                 }
                 None => {
@@ -306,8 +308,8 @@ impl Store {
         let mut removed = 0;
         let mut refunded_bytes = 0u64;
         for field in fields {
-            if let Some(old) = row.remove(field) {
-                refunded_bytes += (field.len() + old.value.len()) as u64;
+            if let Some(old_value_len_bytes) = row.remove(field) {
+                refunded_bytes += (field.len() + old_value_len_bytes) as u64;
                 removed += 1;
             }
         }
@@ -327,7 +329,7 @@ impl Store {
             .range(prefix.clone()..)
             .take_while(|(k, _)| k.starts_with(&prefix))
             .filter_map(|(_, e)| match &e.value {
-                Value::Hash(row) => row.get(column).and_then(|f| parse_i64("", &f.value).ok()),
+                Value::Hash(row) => row.get(column).and_then(|f| parse_i64("", f.value).ok()),
                 _ => None,
             })
             .max()

@@ -127,11 +127,38 @@ fn parse_ms(bytes: &[u8]) -> Result<u64> {
     u64::try_from(ms).map_err(|_| Error::Invalid(format!("expiry time is negative: {ms}")))
 }
 
+/// A command parsed but for an `HSET`, whose arguments stay borrowed:
+/// what replay applies, since most of a log is `HSET`s and copying each
+/// field and value into its own `Vec` only to pack them into a row was
+/// most of replay's allocations.
+#[derive(Debug)]
+pub(super) enum Parsed<'a, A> {
+    /// `HSET key field value [field value ...]`, its arity checked.
+    HSet {
+        /// The key.
+        key: &'a [u8],
+        /// Fields and values alternating, an even number of them.
+        pairs: &'a [A],
+    },
+    /// Any other command.
+    Other(Command),
+}
+
 impl Command {
     /// Parse `args` (the first is the command name, any case). Each
-    /// argument the command keeps is copied once; nothing else allocates,
-    /// so replay can parse straight from arguments borrowed from the log.
+    /// argument the command keeps is copied once; nothing else allocates.
     pub fn parse<A: AsRef<[u8]>>(args: &[A]) -> Result<Command> {
+        Ok(match Command::parse_borrowed(args)? {
+            Parsed::HSet { key, pairs } => Command::HSet {
+                key: key.to_vec(),
+                pairs: pairs.chunks_exact(2).map(|p| (p[0].as_ref().to_vec(), p[1].as_ref().to_vec())).collect(),
+            },
+            Parsed::Other(command) => command,
+        })
+    }
+
+    /// [`Command::parse`], leaving an `HSET` borrowed from `args`.
+    pub(super) fn parse_borrowed<A: AsRef<[u8]>>(args: &[A]) -> Result<Parsed<'_, A>> {
         let Some(name) = args.first().map(AsRef::as_ref) else {
             return Err(Error::Invalid("empty command".into()));
         };
@@ -163,9 +190,7 @@ impl Command {
             }
             b"HSET" => {
                 arity("HSET", n, n >= 4 && n.is_multiple_of(2))?;
-                let pairs =
-                    args[2..].chunks_exact(2).map(|p| (p[0].as_ref().to_vec(), p[1].as_ref().to_vec())).collect();
-                Command::HSet { key: a(1), pairs }
+                return Ok(Parsed::HSet { key: arg(1), pairs: &args[2..] });
             }
             b"HGET" => {
                 arity("HGET", n, n == 3)?;
@@ -211,7 +236,7 @@ impl Command {
                 return Err(Error::Invalid(format!("unknown command '{name}'")));
             }
         };
-        Ok(command)
+        Ok(Parsed::Other(command))
     }
 
     /// Whether the command may change state (and so is logged).

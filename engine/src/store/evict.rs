@@ -17,9 +17,9 @@
 use super::apply::table_holds;
 use super::command::parse_i64;
 use super::command::Command;
-use super::row::Row;
+use super::row::{FieldRef, Row};
 use super::segments::segment_file_name;
-use super::value::{encode_row, Entry, Field, Value};
+use super::value::{encode_row, Entry, Value};
 use super::Store;
 use crate::aof::Record;
 use crate::manifest::SegEntry;
@@ -130,12 +130,12 @@ impl Store {
             if entry.is_expired(now_ms) || fields.values().all(|slot| slot.is_expired(now_ms)) {
                 continue;
             }
-            let live = |slot: &&Field| !slot.is_expired(now_ms);
+            let live = |slot: &FieldRef<'_>| !slot.is_expired(now_ms);
             let has_ttl = expire_at_ms.is_some() || fields.values().filter(live).any(|f| f.expire_at_ms.is_some());
             let out = fields
                 .get(&window.column)
                 .filter(live)
-                .and_then(|f| parse_i64("window column", &f.value).ok())
+                .and_then(|f| parse_i64("window column", f.value).ok())
                 .is_some_and(|v| v < threshold);
             if out && has_ttl == with_ttl {
                 rows.push((key.as_slice(), fields));

@@ -58,12 +58,12 @@ impl Store {
                 Found::Hot(row) => LogicalValue::Hash(
                     row.iter()
                         .filter(|(_, slot)| !slot.is_expired(now_ms))
-                        .map(|(f, slot)| (f.clone(), (slot.value.clone(), slot.expire_at_ms)))
+                        .map(|(f, slot)| (f.to_vec(), (slot.value.to_vec(), slot.expire_at_ms)))
                         .collect(),
                 ),
-                Found::Cold(row) => {
-                    LogicalValue::Hash(row.into_iter().map(|(f, slot)| (f, (slot.value, slot.expire_at_ms))).collect())
-                }
+                Found::Cold(row) => LogicalValue::Hash(
+                    row.iter().map(|(f, slot)| (f.to_vec(), (slot.value.to_vec(), slot.expire_at_ms))).collect(),
+                ),
             };
             dump.insert(key.to_vec(), LogicalEntry { value, expire_at_ms });
         })?;

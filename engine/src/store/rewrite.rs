@@ -137,13 +137,13 @@ impl Store {
                             chunk_bytes = 0;
                         }
                         chunk_bytes += field.len() + slot.value.len();
-                        pairs.push(((*field).clone(), slot.value.clone()));
+                        pairs.push((field.to_vec(), slot.value.to_vec()));
                     }
                     emit(writer, Command::HSet { key: key.clone(), pairs })?;
                     let mut by_expiry: BTreeMap<u64, Vec<Vec<u8>>> = BTreeMap::new();
                     for (field, slot) in &live {
                         if let Some(at_ms) = slot.expire_at_ms {
-                            by_expiry.entry(at_ms).or_default().push((*field).clone());
+                            by_expiry.entry(at_ms).or_default().push(field.to_vec());
                         }
                     }
                     for (at_ms, fields) in by_expiry {

@@ -6,7 +6,7 @@
 //! never carry a key TTL or field TTLs (the eviction filter guarantees it),
 //! which is why a stub has room for neither.
 
-use super::row::Row;
+use super::row::{packed_bytes, Row};
 use crate::codec::{put_len_prefixed, put_u32, ByteReader, DecodeError};
 
 /// One hash field.
@@ -92,7 +92,7 @@ pub fn encode_row(fields: &Row, out: &mut Vec<u8>) {
     for (field, slot) in fields {
         debug_assert!(slot.expire_at_ms.is_none(), "an evicted row carries no field TTL");
         put_len_prefixed(out, field);
-        put_len_prefixed(out, &slot.value);
+        put_len_prefixed(out, slot.value);
     }
 }
 
@@ -108,11 +108,14 @@ pub fn decode_row(payload: &[u8], offset_bytes: u64) -> Result<Row, DecodeError>
     if count == 0 {
         return Err(reader.error("row has no fields"));
     }
-    let mut fields = Row::with_capacity(count);
+    // The row's packed size: its bytes here less the two length prefixes
+    // per field, plus a packed header per field (`count` is bounded above).
+    let size_bytes = (reader.remaining() - 8 * count) + count * packed_bytes(b"", b"");
+    let mut fields = Row::with_capacity_bytes(size_bytes);
     for _ in 0..count {
-        let field = reader.len_prefixed()?.to_vec();
-        let value = reader.len_prefixed()?.to_vec();
-        if fields.insert(field, Field { value, expire_at_ms: None }).is_some() {
+        let field = reader.len_prefixed()?;
+        let value = reader.len_prefixed()?;
+        if fields.insert(field, value, None).is_some() {
             return Err(reader.error("row repeats a field"));
         }
     }
@@ -133,10 +136,10 @@ mod tests {
             proptest::collection::vec(any::<u8>(), 0..12),
             1..8,
         )) {
-            let fields: Row = row
-                .into_iter()
-                .map(|(f, v)| (f, Field { value: v, expire_at_ms: None }))
-                .collect();
+            let mut fields = Row::new();
+            for (f, v) in &row {
+                fields.insert(f, v, None);
+            }
             let mut payload = Vec::new();
             encode_row(&fields, &mut payload);
             prop_assert_eq!(decode_row(&payload, 0).unwrap(), fields);

@@ -81,7 +81,7 @@ impl<'a> Iterator for FieldsIter<'a> {
             IterSource::Logical(iter) => iter.next().map(|(f, (v, at))| (f.as_slice(), v.as_slice(), *at)),
             IterSource::Row { iter, live_at_ms } => iter
                 .find(|(_, slot)| live_at_ms.is_none_or(|now_ms| alive(slot.expire_at_ms, now_ms)))
-                .map(|(f, slot)| (f.as_slice(), slot.value.as_slice(), slot.expire_at_ms)),
+                .map(|(f, slot)| (f, slot.value, slot.expire_at_ms)),
         }
     }
 }

@@ -23,14 +23,19 @@ use crate::Phase;
 /// Steps in on some calls to an inner [`Vfs`]; a type implementing it is a
 /// `Vfs`. Each `on_*` method stands for the call of that name and by
 /// default just makes it; override it to fail, count, record or skip the
-/// call. `on_write_at`, `on_set_len` and `on_sync` run for every file
-/// opened through this interposer, with `file` the inner file.
+/// call. `on_read_at`, `on_write_at`, `on_set_len` and `on_sync` run for
+/// every file opened through this interposer, with `file` the inner file.
 ///
 /// The `Vfs` comes from a blanket impl, so a type implements either this
 /// trait or `Vfs` by hand, never both.
 pub trait Interpose: Clone + Send + Sync + 'static {
     /// The file system underneath, which every call goes on to.
     fn inner(&self) -> &dyn Vfs;
+
+    /// [`VfsFile::read_at`].
+    fn on_read_at(&self, file: &dyn VfsFile, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
+        file.read_at(offset_bytes, buf)
+    }
 
     /// [`VfsFile::write_at`].
     fn on_write_at(&self, file: &mut dyn VfsFile, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
@@ -103,7 +108,7 @@ struct Interposed<T> {
 
 impl<T: Interpose> VfsFile for Interposed<T> {
     fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.read_at(offset_bytes, buf)
+        self.hooks.on_read_at(self.inner.as_ref(), offset_bytes, buf)
     }
     fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
         self.hooks.on_write_at(self.inner.as_mut(), offset_bytes, data)

@@ -146,6 +146,17 @@ pub fn read_whole(vfs: &dyn Vfs, path: &Path) -> io::Result<Vec<u8>> {
     read_stable(file.as_ref(), len_bytes)
 }
 
+/// Read the whole file at `path` once. Only for bytes whose every part a
+/// checksum covers, and whose reader falls back to [`read_whole`] when one
+/// does not check (a transient flip on the read path looks like damage).
+pub fn read_once(vfs: &dyn Vfs, path: &Path) -> io::Result<Vec<u8>> {
+    let file = vfs.open(path, OpenMode::Read)?;
+    let len = usize::try_from(file.len()?).map_err(|_| io::Error::other("file too large"))?;
+    let mut bytes = vec![0u8; len];
+    read_exact_at(file.as_ref(), 0, &mut bytes)?;
+    Ok(bytes)
+}
+
 /// Read the first `len_bytes` of `file` until two reads in a row agree —
 /// three, once any two have disagreed.
 ///

@@ -270,16 +270,14 @@ impl SimVfs {
 
     /// Every name in `dir` with its inode number, as a read sees them now:
     /// the harness's own look, not an I/O.
-    pub fn entries(&self, dir: &Path) -> Vec<(String, u64)> {
+    /// Called after every step, so it copies nothing: `visit` sees each
+    /// name borrowed, in name order (none if `dir` is missing).
+    pub fn visit_entries(&self, dir: &Path, mut visit: impl FnMut(&str, u64)) {
         let disk = self.disk();
-        let Ok(names) = disk.fs.list_dir(dir) else { return Vec::new() };
-        names
-            .into_iter()
-            .map(|name| {
-                let id = disk.fs.lookup(&dir.join(&name)).expect("a listed name");
-                (name, id)
-            })
-            .collect()
+        let Ok(entries) = disk.fs.entries(dir) else { return };
+        for (name, id) in entries {
+            visit(name, id);
+        }
     }
 
     /// The file at `path` as the harness sees it now — its inode number and

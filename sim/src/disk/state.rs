@@ -286,6 +286,12 @@ impl FileSystem {
         Ok(self.dir(dir)?.volatile.keys().cloned().collect())
     }
 
+    /// The names in `dir` as a read sees them, with their inodes, in name
+    /// order: [`FileSystem::list_dir`] without a copy of every name.
+    pub fn entries(&self, dir: &Path) -> io::Result<impl Iterator<Item = (&str, InodeId)>> {
+        Ok(self.dir(dir)?.volatile.iter().map(|(name, id)| (name.as_str(), *id)))
+    }
+
     /// Create `dir` and its missing ancestors, durably at once.
     pub fn create_dir_all(&mut self, dir: &Path) {
         for ancestor in dir.ancestors() {

@@ -33,6 +33,7 @@ use serde_json::{json, Value};
 use crate::config::{Config, Overrides};
 use crate::explore::{explore, ExploreOptions};
 use crate::run::run_ops;
+use crate::target::segsim::SegsimTarget;
 use crate::workload::{generate, Op, PlannedOp, T0_MS};
 
 /// What to measure, and how much.
@@ -251,7 +252,8 @@ pub fn run(options: BenchOptions) -> BenchReport {
 fn explore_figures(report: &mut BenchReport, ops: u64) {
     let (mut states, mut distinct, mut secs, mut check_secs) = (0u64, 0u64, 0f64, 0f64);
     for seed in 1..=3 {
-        let explored = explore(seed, ops, &ExploreOptions::default()).expect("a plain exploration");
+        let explored =
+            explore(&SegsimTarget::default(), seed, ops, &ExploreOptions::default()).expect("a plain exploration");
         assert_eq!(explored.failures_total, 0, "bench exploration of seed {seed} failed: rerun sim explore");
         states += explored.states;
         distinct += explored.distinct_states;

@@ -10,16 +10,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use clap::{CommandFactory, Parser, Subcommand};
 use engine::aof::FsyncPolicy;
 use sim::canary::{Canary, BUILT_WITH_CANARIES, HOW_TO_BUILD};
-use sim::config::{Config, Overrides};
+use sim::config::Overrides;
 use sim::disk::CrashMode;
+use sim::failure::{Check, Failure};
 use sim::outcome::SeedOutcome;
 use sim::output::{emit, verdict};
-use sim::run::run_seed;
-use sim::shrink::{shrink, OpList};
+use sim::shrink::{ops_file, shrink};
 use sim::summary::Summary;
-use sim::target::redb::{Plant, RedbTarget};
-use sim::target::{Target, TargetName};
-use sim::workload::generate;
+use sim::target::redb::{HarshDisk, RedbTarget};
+use sim::target::segsim::SegsimTarget;
+use sim::target::{run_seed, Target, TargetArgs, TargetName};
 
 /// Deterministic simulation testing for the segsim engine: runs the engine
 /// on a simulated disk that crashes, tears writes and injects I/O faults,
@@ -100,20 +100,8 @@ struct Cli {
     #[arg(long, value_name = "NAME", value_parser = sim::canary::parse_name)]
     canary: Option<Canary>,
 
-    /// The system under test: segsim (the default) or redb (see REDB.md).
-    #[arg(long, value_name = "NAME", value_parser = TargetName::parse, default_value = "segsim")]
-    target: TargetName,
-
-    /// With --target redb: plant a bug under redb (redb-no-sync: sync_data
-    /// does nothing; redb-late-write: the last write before each sync
-    /// lands after it).
-    #[arg(long, value_name = "NAME", value_parser = Plant::parse)]
-    plant: Option<Plant>,
-
-    /// With --target redb: torn sectors may hold garbage (off by default:
-    /// redb relies on its header sector being written atomically; REDB.md).
-    #[arg(long)]
-    torn_garbage: bool,
+    #[command(flatten)]
+    target: TargetArgs,
 
     /// With --target redb: reads may return a flipped bit (off by default:
     /// redb takes reads to be right or an error; REDB.md).
@@ -276,41 +264,54 @@ fn main() -> ExitCode {
         }
         None => {}
     }
-    let overrides = Overrides {
-        ops: cli.ops,
-        fsync: cli.fsync,
-        crash_mode: cli.crash_mode,
-        point_in_time: cli.point_in_time,
-        canary: cli.canary,
-    };
     if cli.jobs == 0 {
         return usage_error("--jobs must be at least 1");
     }
     if cli.save && cli.canary.is_some() {
         return usage_error("--save keeps engine regressions; a failure under --canary is the planted bug's");
     }
-    let redb = match cli.target {
-        TargetName::Segsim if cli.plant.is_some() || cli.torn_garbage || cli.read_bitflips => {
-            return usage_error("--plant, --torn-garbage and --read-bitflips are the redb target's: add --target redb")
+    let TargetArgs { target, plant, torn_garbage } = cli.target;
+    match target {
+        TargetName::Segsim if plant.is_some() || torn_garbage || cli.read_bitflips => {
+            usage_error("--plant, --torn-garbage and --read-bitflips are the redb target's: add --target redb")
         }
-        TargetName::Segsim => None,
+        TargetName::Segsim => run_target(
+            &cli,
+            SegsimTarget::new(Overrides {
+                ops: cli.ops,
+                fsync: cli.fsync,
+                crash_mode: cli.crash_mode,
+                point_in_time: cli.point_in_time,
+                canary: cli.canary,
+            }),
+        ),
         TargetName::Redb if cli.fsync.is_some() => {
-            return usage_error("--fsync is the segsim store's policy; redb's durability is per commit")
+            usage_error("--fsync is the segsim store's policy; redb's durability is per commit")
         }
         TargetName::Redb if cli.canary.is_some() => {
-            return usage_error("--canary plants a bug in the segsim engine; under redb use --plant")
+            usage_error("--canary plants a bug in the segsim engine; under redb use --plant")
         }
-        TargetName::Redb if cli.save && cli.plant.is_some() => {
-            return usage_error("--save keeps redb findings; a failure under --plant is the planted bug's")
+        TargetName::Redb if cli.save && plant.is_some() => {
+            usage_error("--save keeps redb findings; a failure under --plant is the planted bug's")
         }
-        TargetName::Redb => Some(RedbTarget {
-            ops: cli.ops,
-            crash_mode: cli.crash_mode,
-            plant: cli.plant,
-            harsh: sim::target::redb::HarshDisk { torn_garbage: cli.torn_garbage, read_bitflips: cli.read_bitflips },
-        }),
-    };
+        TargetName::Redb => run_target(
+            &cli,
+            RedbTarget {
+                ops: cli.ops,
+                crash_mode: cli.crash_mode,
+                plant,
+                harsh: HarshDisk { torn_garbage, read_bitflips: cli.read_bitflips },
+            },
+        ),
+    }
+}
+
+/// Everything but the subcommands, for the target the command line picked:
+/// replay, or run the seeds (one with its trace, many, a soak) and shrink
+/// the first failure.
+fn run_target<T: Target>(cli: &Cli, target: T) -> ExitCode {
     if let Some(path) = &cli.replay {
+        // The file names its target; `--canary` plants a bug in segsim's.
         return replay(path, cli.json, cli.canary);
     }
     let in_shard = |seed: &u64| cli.shard.is_none_or(|(k, n)| seed % n == k);
@@ -333,45 +334,26 @@ fn main() -> ExitCode {
         }
         (None, None, None) => return usage_error("say which seeds to run: --seed N, --seeds A..B or --time SECS"),
     };
-    if cli.trace && !matches!(&seeds, Seeds::List(list) if list.len() == 1) {
-        return usage_error("--trace needs exactly one seed (--seed N)");
-    }
     if cli.trace {
-        let Seeds::List(list) = &seeds else { unreachable!() };
-        let outcome = match &redb {
-            Some(target) => sim::target::run_seed(target, list[0], true),
-            None => run_seed(list[0], overrides, true),
-        };
+        let Seeds::List(list) = &seeds else { return usage_error("--trace needs exactly one seed (--seed N)") };
+        let [seed] = list[..] else { return usage_error("--trace needs exactly one seed (--seed N)") };
+        let outcome = run_seed(&target, seed, true);
         let trace = outcome.trace.as_ref().expect("kept");
         for event in trace.all() {
             println!("{}", trace.describe(event));
         }
         println!("trace hash {:016x}", outcome.trace_hash);
-        return if outcome.failure.is_some() { ExitCode::from(1) } else { ExitCode::SUCCESS };
+        return verdict(outcome.failure.is_some());
     }
 
     let started = Instant::now();
-    let runner: SeedRunner = match &redb {
-        Some(target) => SeedRunner {
-            run: &|seed| sim::target::run_seed(target, seed, false),
-            repro: &|seed, extra| target.repro(seed, extra),
-        },
-        None => SeedRunner {
-            run: &|seed| run_seed(seed, overrides, false),
-            repro: &|seed, extra| Config::repro(seed, &overrides, extra),
-        },
-    };
-    let summary = run_many(&seeds, &runner, cli.jobs, cli.check_determinism, cli.shard.map(|(_, n)| n));
-    let mut summary = summary;
+    let mut summary = run_many(&seeds, &target, cli.jobs, cli.check_determinism, cli.shard.map(|(_, n)| n));
     summary.elapsed_sec = started.elapsed().as_secs_f64();
     emit(&summary.to_text(), cli.json.then(|| summary.to_json()).as_ref());
     if cli.shrink {
-        if let (Some(failure), Some(target)) = (summary.failures.first(), &redb) {
-            shrink_target(target, failure.seed, failure.check, cli.save);
-        } else if let Some(failure) = summary.failures.first() {
-            shrink_and_report(failure.seed, failure.check, overrides, cli.save);
-        } else {
-            eprintln!("sim: --shrink: nothing failed, nothing to shrink");
+        match summary.failures.first() {
+            Some(failure) => shrink_and_report(&target, failure.seed, failure.check, cli.canary, cli.save),
+            None => eprintln!("sim: --shrink: nothing failed, nothing to shrink"),
         }
     }
     verdict(!summary.failures.is_empty())
@@ -385,38 +367,37 @@ fn random_base() -> u64 {
     nanos % 1_000_000_000_000
 }
 
-/// How to run one seed of the chosen target, and the command line that
-/// reruns it with extra flags.
-struct SeedRunner<'a> {
-    run: &'a (dyn Fn(u64) -> SeedOutcome + Sync),
-    repro: &'a (dyn Fn(u64, &str) -> String + Sync),
-}
-
 /// Run one seed, or twice with `check_determinism`.
-fn run_checked(seed: u64, runner: &SeedRunner, check_determinism: bool) -> SeedOutcome {
-    let mut outcome = (runner.run)(seed);
+fn run_checked<T: Target>(seed: u64, target: &T, check_determinism: bool) -> SeedOutcome {
+    let mut outcome = run_seed(target, seed, false);
     if check_determinism {
-        let again = (runner.run)(seed);
+        let again = run_seed(target, seed, false);
         let same_failure = outcome.failure.as_ref().map(|f| (f.check, f.op_index))
             == again.failure.as_ref().map(|f| (f.check, f.op_index));
         if (again.trace_hash != outcome.trace_hash || !same_failure) && outcome.failure.is_none() {
-            outcome.failure = Some(sim::failure::Failure {
+            outcome.failure = Some(Failure {
                 seed,
                 op_index: 0,
-                check: sim::failure::Check::Determinism,
+                check: Check::Determinism,
                 detail: format!(
                     "two runs of the seed differ: trace hash {:016x} vs {:016x}",
                     outcome.trace_hash, again.trace_hash
                 ),
                 recent: Vec::new(),
-                repro: (runner.repro)(seed, " --check-determinism"),
+                repro: target.repro(seed, " --check-determinism"),
             });
         }
     }
     outcome
 }
 
-fn run_many(seeds: &Seeds, runner: &SeedRunner, jobs: usize, check_determinism: bool, shard_n: Option<u64>) -> Summary {
+fn run_many<T: Target>(
+    seeds: &Seeds,
+    target: &T,
+    jobs: usize,
+    check_determinism: bool,
+    shard_n: Option<u64>,
+) -> Summary {
     let summary = Mutex::new(Summary::default());
     let next = AtomicU64::new(0);
     let running = AtomicUsize::new(jobs);
@@ -443,7 +424,7 @@ fn run_many(seeds: &Seeds, runner: &SeedRunner, jobs: usize, check_determinism: 
                             base.wrapping_add(position * step)
                         }
                     };
-                    let outcome = run_checked(seed, runner, check_determinism);
+                    let outcome = run_checked(seed, target, check_determinism);
                     summary.lock().unwrap_or_else(|e| e.into_inner()).add(&outcome);
                 }
                 running.fetch_sub(1, Ordering::Relaxed);
@@ -472,42 +453,31 @@ fn run_many(seeds: &Seeds, runner: &SeedRunner, jobs: usize, check_determinism: 
     summary.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
-fn shrink_and_report(seed: u64, check: sim::failure::Check, overrides: Overrides, save: bool) {
-    let config = Config::from_seed(seed, overrides);
-    let ops = generate(&config);
-    eprintln!("sim: shrinking seed {seed} ({} ops, check '{check}') ...", ops.len());
-    let (minimal, runs) = shrink(&config, overrides, ops, check);
-    let list = OpList { seed, overrides: Overrides { ops: None, ..overrides }, ops: minimal };
-    let planted =
-        overrides.canary.map_or(String::new(), |c| format!(" with canary {} planted (replay with --canary)", c.name()));
-    let comment =
-        format!("seed {seed} fails check '{check}'{planted}; shrunk in {runs} runs to {} ops", list.ops.len());
-    let text = list.to_text(&comment);
-    println!("minimal failing op list ({} ops, {runs} shrink runs):\n{text}", list.ops.len());
-    if save {
-        let path = std::path::Path::new("corpus/regressions").join(format!("seed-{seed}-{check}.ops"));
-        match std::fs::create_dir_all("corpus/regressions").and_then(|()| std::fs::write(&path, &text)) {
-            Ok(()) => eprintln!("sim: saved {} (cargo test replays it)", path.display()),
-            Err(e) => eprintln!("sim: could not save {}: {e}", path.display()),
-        }
-    }
-}
-
-/// `--shrink` for a target other than segsim: minimize `seed`'s list,
-/// print it, and with `save` keep it under `corpus/<target>/`.
-fn shrink_target<T: Target>(target: &T, seed: u64, check: sim::failure::Check, save: bool) {
+/// `--shrink`: minimize `seed`'s list to one that still fails `check`,
+/// print it as an `.ops` file, and with `save` keep it (segsim's under
+/// `corpus/regressions/`, which `cargo test` replays; another target's
+/// under `corpus/<target>/`).
+fn shrink_and_report<T: Target>(target: &T, seed: u64, check: Check, canary: Option<Canary>, save: bool) {
+    let name = target.name();
+    // Only a target other than the default names itself.
+    let named = if name.is_default() { String::new() } else { format!("{} ", name.name()) };
     let ops = target.generate(seed);
-    eprintln!("sim: shrinking {} seed {seed} ({} ops, check '{check}') ...", target.name(), ops.len());
-    let (minimal, runs) = sim::target::shrink(target, seed, ops, check);
+    eprintln!("sim: shrinking {named}seed {seed} ({} ops, check '{check}') ...", ops.len());
+    let (minimal, runs) = shrink(target, seed, ops, check);
+    // A canary is no setting of the file: say so, and how to replay it.
+    let planted = canary.map_or(String::new(), |c| format!(" with canary {} planted (replay with --canary)", c.name()));
     let comment =
-        format!("{} seed {seed} fails check '{check}'; shrunk in {runs} runs to {} ops", target.name(), minimal.len());
-    let text = sim::target::ops_file(target, seed, &minimal, &comment);
+        format!("{named}seed {seed} fails check '{check}'{planted}; shrunk in {runs} runs to {} ops", minimal.len());
+    let text = ops_file(target, seed, &minimal, &comment);
     println!("minimal failing op list ({} ops, {runs} shrink runs):\n{text}", minimal.len());
     if save {
-        let dir = std::path::Path::new("corpus").join(target.name());
-        let path = dir.join(format!("seed-{seed}-{check}.ops"));
+        let (dir, replayed) = match name {
+            TargetName::Segsim => ("corpus/regressions".to_string(), " (cargo test replays it)"),
+            _ => (format!("corpus/{}", name.name()), ""),
+        };
+        let path = std::path::Path::new(&dir).join(format!("seed-{seed}-{check}.ops"));
         match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, &text)) {
-            Ok(()) => eprintln!("sim: saved {}", path.display()),
+            Ok(()) => eprintln!("sim: saved {}{replayed}", path.display()),
             Err(e) => eprintln!("sim: could not save {}: {e}", path.display()),
         }
     }
@@ -521,16 +491,7 @@ fn replay(path: &std::path::Path, json: bool, canary: Option<Canary>) -> ExitCod
             return ExitCode::from(2);
         }
     };
-    let replayed = match sim::target::ops_file_target(&text) {
-        Ok(Some(TargetName::Redb)) => sim::target::parse_ops_file(RedbTarget::default(), &text)
-            .map(|(target, seed, ops)| (ops.len(), target.run(seed, &ops, false).failure)),
-        Ok(_) => OpList::parse(&text).map(|mut list| {
-            list.overrides.canary = canary;
-            (list.ops.len(), list.run())
-        }),
-        Err(e) => Err(e),
-    };
-    let (op_count, failure) = match replayed {
+    let (op_count, failure) = match sim::target::replay(&text, canary) {
         Ok(replayed) => replayed,
         Err(e) => {
             eprintln!("sim: {}: {e}", path.display());

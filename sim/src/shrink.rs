@@ -1,114 +1,30 @@
 //! Shrinking a failing seed to a short operation list (delta debugging,
-//! Zeller's ddmin), and the text file such a list is saved in.
+//! Zeller's ddmin), for any [`Target`], and the `.ops` text file such a
+//! list is saved in (`sim --shrink --save`) and replayed from
+//! (`sim --replay`, and `cargo test` for `corpus/regressions/`).
 //!
-//! Each operation keeps its original index, and its faults come from a
-//! stream keyed by that index, so a sub-list replays the same faults for
-//! the operations it keeps. A candidate counts as failing when it fails
-//! the same check as the original.
+//! Each operation keeps its original index, and a target draws its faults
+//! from streams keyed by that index, so a sub-list replays the same faults
+//! for the operations it keeps. A candidate counts as failing when it
+//! fails the same check as the original.
+//!
+//! # The `.ops` file
+//! `#` comment lines; `target NAME` unless the target is the default
+//! (segsim: so every file written before there were targets still reads
+//! as segsim's); `seed N`; the target's settings, one `key value` (or a
+//! bare `key`) per line; then one operation per line, as the target
+//! prints it (each begins with its index). Segsim's settings are `fsync
+//! X`, `crash-mode Y` and `point-in-time`; a planted canary is not one —
+//! `--replay` takes it from the command line.
 
-use crate::config::{Config, Overrides};
-use crate::disk::CrashMode;
-use std::sync::Arc;
+use crate::failure::Check;
+use crate::target::{Target, TargetName};
 
-use crate::failure::{Check, Failure};
-use crate::run::{run_ops, run_ops_with};
-use crate::workload::PlannedOp;
-use engine::aof::FsyncPolicy;
-use engine::vfs::Vfs;
-
-/// A saved operation list: the seed (its configuration), the overrides,
-/// and the operations.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OpList {
-    /// The seed whose configuration (faults, crash mode, ...) applies.
-    pub seed: u64,
-    /// Overrides in force when it was found.
-    pub overrides: Overrides,
-    /// The operations, in order.
-    pub ops: Vec<PlannedOp>,
-}
-
-impl OpList {
-    /// The file format: `#` comments, `seed N`, optional `fsync X`,
-    /// `crash-mode Y` and `point-in-time`, then one operation per line.
-    pub fn to_text(&self, comment: &str) -> String {
-        let mut out = String::new();
-        for line in comment.lines() {
-            out.push_str(&format!("# {line}\n"));
-        }
-        out.push_str(&format!("seed {}\n", self.seed));
-        if let Some(fsync) = self.overrides.fsync {
-            out.push_str(&format!("fsync {}\n", fsync.name()));
-        }
-        if let Some(mode) = self.overrides.crash_mode {
-            out.push_str(&format!("crash-mode {}\n", mode.name()));
-        }
-        if self.overrides.point_in_time {
-            out.push_str("point-in-time\n");
-        }
-        for op in &self.ops {
-            out.push_str(&format!("{op}\n"));
-        }
-        out
-    }
-
-    /// Parse the file format; errors name the line.
-    pub fn parse(text: &str) -> Result<OpList, String> {
-        let mut seed = None;
-        let mut overrides = Overrides::default();
-        let mut ops = Vec::new();
-        for (number, line) in text.lines().enumerate() {
-            let line = line.trim();
-            let at = |e: String| format!("line {}: {e}", number + 1);
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            if let Some(value) = line.strip_prefix("seed ") {
-                seed = Some(value.trim().parse().map_err(|_| at(format!("bad seed {value:?}")))?);
-            } else if let Some(value) = line.strip_prefix("fsync ") {
-                overrides.fsync =
-                    Some(FsyncPolicy::parse(value.trim()).ok_or_else(|| at(format!("bad fsync {value:?}")))?);
-            } else if line == "point-in-time" {
-                overrides.point_in_time = true;
-            } else if let Some(value) = line.strip_prefix("crash-mode ") {
-                overrides.crash_mode =
-                    Some(CrashMode::parse(value.trim()).ok_or_else(|| at(format!("bad crash mode {value:?}")))?);
-            } else {
-                ops.push(PlannedOp::parse(line).map_err(at)?);
-            }
-        }
-        let seed = seed.ok_or("no `seed N` line")?;
-        overrides.ops = Some(ops.len() as u64);
-        Ok(OpList { seed, overrides, ops })
-    }
-
-    /// Run the list; the failure, if any.
-    pub fn run(&self) -> Option<Failure> {
-        let config = Config::from_seed(self.seed, self.overrides);
-        run_ops(&config, self.overrides, &self.ops, false).failure
-    }
-}
-
-/// Shrink `ops` to a shorter list that still fails `check`; `runs` counts
-/// the candidate runs. Deterministic: same input, same result.
-pub fn shrink(config: &Config, overrides: Overrides, ops: Vec<PlannedOp>, check: Check) -> (Vec<PlannedOp>, u64) {
-    shrink_with(config, overrides, ops, check, &|disk| disk)
-}
-
-/// [`shrink`] with the engine seeing `wrap(disk)` (see
-/// [`crate::run::run_ops_with`]).
-pub fn shrink_with(
-    config: &Config,
-    overrides: Overrides,
-    ops: Vec<PlannedOp>,
-    check: Check,
-    wrap: &dyn Fn(Arc<dyn Vfs>) -> Arc<dyn Vfs>,
-) -> (Vec<PlannedOp>, u64) {
+/// Delta debugging over any list: the shortest sub-list found on which
+/// `fails` still holds, and how many candidates were run. Deterministic:
+/// same list, same predicate, same result.
+pub fn ddmin<O: Clone>(ops: Vec<O>, mut fails: impl FnMut(&[O]) -> bool) -> (Vec<O>, u64) {
     let mut runs = 0u64;
-    let mut fails = |candidate: &[PlannedOp]| {
-        runs += 1;
-        run_ops_with(config, overrides, candidate, false, wrap).failure.is_some_and(|f| f.check == check)
-    };
     let mut current = ops;
     let mut chunks = 2usize;
     while current.len() >= 2 {
@@ -119,11 +35,15 @@ pub fn shrink_with(
             let end = (start + chunk_len).min(current.len());
             let mut candidate = current[..start].to_vec();
             candidate.extend_from_slice(&current[end..]);
-            if !candidate.is_empty() && fails(&candidate) {
-                current = candidate;
-                reduced = true;
-                chunks = (chunks - 1).max(2);
-                break;
+            // An empty list cannot fail; it is not run (nor counted).
+            if !candidate.is_empty() {
+                runs += 1;
+                if fails(&candidate) {
+                    current = candidate;
+                    reduced = true;
+                    chunks = (chunks - 1).max(2);
+                    break;
+                }
             }
             start = end;
         }
@@ -137,29 +57,96 @@ pub fn shrink_with(
     (current, runs)
 }
 
+/// Shrink `ops` (of `seed`) to a shorter list on which `target` still
+/// fails `check`; with the number of candidate runs.
+pub fn shrink<T: Target>(target: &T, seed: u64, ops: Vec<T::Op>, check: Check) -> (Vec<T::Op>, u64) {
+    ddmin(ops, |candidate| target.run(seed, candidate, false).failure.is_some_and(|f| f.check == check))
+}
+
+/// The `.ops` file of `ops` (see the module doc), `comment` first.
+pub fn ops_file<T: Target>(target: &T, seed: u64, ops: &[T::Op], comment: &str) -> String {
+    let mut out = String::new();
+    for line in comment.lines() {
+        out.push_str(&format!("# {line}\n"));
+    }
+    if !target.name().is_default() {
+        out.push_str(&format!("target {}\n", target.name().name()));
+    }
+    out.push_str(&format!("seed {seed}\n"));
+    for (key, value) in target.settings() {
+        match value.as_str() {
+            "" => out.push_str(&format!("{key}\n")),
+            _ => out.push_str(&format!("{key} {value}\n")),
+        }
+    }
+    for op in ops {
+        out.push_str(&format!("{op}\n"));
+    }
+    out
+}
+
+/// The target an `.ops` file names (its `target` line), if any.
+pub fn ops_file_target(text: &str) -> Result<Option<TargetName>, String> {
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        return match line.strip_prefix("target ") {
+            Some(name) => TargetName::parse(name.trim()).map(Some),
+            None => Ok(None),
+        };
+    }
+    Ok(None)
+}
+
+/// Read an `.ops` file written by [`ops_file`]: the target with the
+/// file's settings applied, the seed and the operations. Errors name the
+/// line.
+pub fn parse_ops_file<T: Target>(mut target: T, text: &str) -> Result<(T, u64, Vec<T::Op>), String> {
+    let mut seed = None;
+    let mut ops = Vec::new();
+    let mut in_header = true;
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        let at = |e: String| format!("line {}: {e}", number + 1);
+        if line.is_empty() || line.starts_with('#') || line.starts_with("target ") {
+            continue;
+        }
+        if let Some(value) = line.strip_prefix("seed ") {
+            seed = Some(value.trim().parse().map_err(|_| at(format!("bad seed {value:?}")))?);
+            continue;
+        }
+        // Before the first operation, a line that does not begin with an
+        // index is a setting.
+        let first = line.split_whitespace().next().unwrap_or("");
+        if in_header && first.parse::<u64>().is_err() {
+            let (key, value) = line.split_once(' ').unwrap_or((line, ""));
+            target = target.with_setting(key, value.trim()).map_err(at)?;
+            continue;
+        }
+        in_header = false;
+        ops.push(target.parse_op(line).map_err(at)?);
+    }
+    let seed = seed.ok_or("no `seed N` line")?;
+    Ok((target, seed, ops))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::Op;
 
     #[test]
-    fn op_lists_round_trip_through_text() {
-        let list = OpList {
-            seed: 7,
-            overrides: Overrides {
-                ops: Some(2),
-                fsync: Some(FsyncPolicy::No),
-                crash_mode: Some(CrashMode::Reorder),
-                point_in_time: true,
-                canary: None,
-            },
-            ops: vec![
-                PlannedOp { index: 0, op: Op::Evict, crash: None },
-                PlannedOp { index: 5, op: Op::Advance(12), crash: None },
-            ],
-        };
-        assert_eq!(OpList::parse(&list.to_text("found by a test\nsecond line")).unwrap(), list);
-        assert!(OpList::parse("0 EVICT").unwrap_err().contains("seed"));
-        assert!(OpList::parse("seed 1\nfrob").unwrap_err().starts_with("line 2"));
+    fn ddmin_finds_the_two_culprits() {
+        let ops: Vec<u32> = (0..100).collect();
+        let (minimal, runs) = ddmin(ops, |c| c.contains(&17) && c.contains(&71));
+        assert_eq!(minimal, vec![17, 71]);
+        assert!(runs > 0);
+    }
+
+    #[test]
+    fn the_target_line_names_the_target() {
+        assert_eq!(ops_file_target("# x\n\ntarget redb\nseed 1\n"), Ok(Some(TargetName::Redb)));
+        assert_eq!(ops_file_target("seed 1\n0 EVICT\n"), Ok(None));
+        assert!(ops_file_target("target sqlite\n").unwrap_err().contains("sqlite"));
     }
 }

@@ -6,7 +6,9 @@ use engine::aof::FsyncPolicy;
 use sim::config::{Config, Overrides};
 use sim::planted::skip_fsync;
 use sim::run::run_ops_with;
-use sim::shrink::shrink_with;
+use sim::shrink::shrink;
+use sim::target::segsim::SegsimTarget;
+use sim::target::Target;
 use sim::workload::generate;
 
 #[test]
@@ -29,12 +31,11 @@ fn a_vfs_that_skips_fsync_is_caught_with_a_repro() {
     eprintln!("caught at seed {seed}: check '{}'", failure.check);
 
     // The shrinker keeps the failure while cutting the list down.
-    let config = Config::from_seed(seed, overrides);
-    let ops = generate(&config);
-    let planted = skip_fsync;
-    let (minimal, runs) = shrink_with(&config, overrides, ops.clone(), failure.check, &planted);
+    let planted = SegsimTarget { wrap: skip_fsync, ..SegsimTarget::new(overrides) };
+    let ops = planted.generate(seed);
+    let (minimal, runs) = shrink(&planted, seed, ops.clone(), failure.check);
     assert!(minimal.len() < ops.len() / 4, "shrunk only from {} to {} ops", ops.len(), minimal.len());
-    let again = run_ops_with(&config, overrides, &minimal, false, &planted);
+    let again = planted.run(seed, &minimal, false);
     assert_eq!(again.failure.map(|f| f.check), Some(failure.check));
     eprintln!("shrunk {} ops to {} in {runs} runs", ops.len(), minimal.len());
 }

@@ -4,8 +4,9 @@
 //! failure with a repro within a few seeds, the shrinker must keep it while
 //! cutting the list down, and the same seeds must pass on the honest disk.
 
+use sim::shrink::shrink;
 use sim::target::redb::{Plant, RedbTarget};
-use sim::target::{run_seed, shrink, Target};
+use sim::target::{run_seed, Target};
 
 /// Seeds tried before giving up on catching a plant.
 const SEEDS: u64 = 50;

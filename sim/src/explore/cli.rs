@@ -2,7 +2,9 @@
 //! status (0 no failure, 1 a failure found, 2 bad usage).
 //!
 //! It lives here rather than in `main.rs` so the simulator's entry point
-//! only has to route `sim explore ...` to [`cli`].
+//! only has to route `sim explore ...` to [`cli`]. The flags build the
+//! target (`--target` and its settings) and the [`ExploreOptions`]; the
+//! rest is the one generic explorer.
 
 use std::process::ExitCode;
 
@@ -11,9 +13,11 @@ use engine::aof::FsyncPolicy;
 
 use super::{explore, ExploreOptions, DEFAULT_MAX_DIR_SUBSETS, DEFAULT_OPS};
 use crate::canary::{parse_name, Canary};
+use crate::config::Overrides;
 use crate::output::{emit, verdict};
-use crate::target::redb::{HarshDisk, Plant, RedbTarget};
-use crate::target::TargetName;
+use crate::target::redb::{HarshDisk, RedbTarget};
+use crate::target::segsim::SegsimTarget;
+use crate::target::{Target, TargetArgs, TargetName};
 
 /// Exhaustive crash exploration: run one seed's short workload once,
 /// fault-free, then crash it at every I/O index and recover every crash
@@ -65,20 +69,8 @@ struct ExploreArgs {
     #[arg(long, value_name = "NAME", value_parser = parse_name)]
     canary: Option<Canary>,
 
-    /// The system under test: segsim (the default) or redb (see REDB.md).
-    #[arg(long, value_name = "NAME", value_parser = TargetName::parse, default_value = "segsim")]
-    target: TargetName,
-
-    /// With --target redb: plant a bug under redb (redb-no-sync,
-    /// redb-late-write).
-    #[arg(long, value_name = "NAME", value_parser = Plant::parse)]
-    plant: Option<Plant>,
-
-    /// With --target redb: explore torn sectors holding garbage too (left
-    /// out by default: redb relies on its header sector being written
-    /// atomically; REDB.md).
-    #[arg(long)]
-    torn_garbage: bool,
+    #[command(flatten)]
+    target: TargetArgs,
 }
 
 const EXAMPLES: &str = "Examples:
@@ -92,11 +84,18 @@ fn parse_fsync(s: &str) -> Result<FsyncPolicy, String> {
     FsyncPolicy::parse(s).ok_or_else(|| format!("{s:?}: expected always, everysec or no"))
 }
 
+/// The target the command line picked, with its settings.
+#[derive(Debug)]
+pub(super) enum Explored {
+    Segsim(SegsimTarget),
+    Redb(RedbTarget),
+}
+
 /// What the command line asks for, or why it cannot be run.
 #[derive(Debug)]
 pub(super) enum Invocation {
-    /// Explore this seed (of the redb target, if given).
-    Run { seed: u64, ops: u64, options: ExploreOptions, json: bool, redb: Option<RedbTarget> },
+    /// Explore this seed of this target.
+    Run { seed: u64, ops: u64, options: ExploreOptions, json: bool, target: Explored },
     /// `--help` or `--version`: print this and succeed.
     Info(String),
     /// Bad usage: print this and exit 2.
@@ -121,66 +120,62 @@ pub(super) fn parse(args: &[String]) -> Invocation {
     if parsed.max_states == Some(0) {
         return usage("--max-states must be at least 1");
     }
-    let redb = match parsed.target {
-        TargetName::Segsim if parsed.plant.is_some() || parsed.torn_garbage => {
+    let TargetArgs { target, plant, torn_garbage } = parsed.target;
+    let target = match target {
+        TargetName::Segsim if plant.is_some() || torn_garbage => {
             return usage("--plant and --torn-garbage are the redb target's: add --target redb")
         }
-        TargetName::Segsim => None,
+        TargetName::Segsim => Explored::Segsim(SegsimTarget::new(Overrides {
+            fsync: parsed.fsync,
+            canary: parsed.canary,
+            ..Overrides::default()
+        })),
         TargetName::Redb if parsed.fsync.is_some() || parsed.canary.is_some() => {
             return usage("--fsync and --canary are the segsim target's; redb's durability is per commit (--plant plants a bug under redb)")
         }
-        TargetName::Redb => Some(RedbTarget {
+        TargetName::Redb => Explored::Redb(RedbTarget {
             ops: None,
             crash_mode: None,
-            plant: parsed.plant,
-            harsh: HarshDisk { torn_garbage: parsed.torn_garbage, read_bitflips: false },
+            plant,
+            harsh: HarshDisk { torn_garbage, read_bitflips: false },
         }),
     };
     let options = ExploreOptions {
-        fsync: parsed.fsync,
         max_dir_subsets: parsed.max_dir_subsets,
         max_states: parsed.max_states,
         jobs: parsed.jobs,
         only_io: parsed.only_io,
         only_state: parsed.only_state,
         progress: true,
-        canary: parsed.canary,
     };
-    Invocation::Run { seed: parsed.seed, ops: parsed.ops, options, json: parsed.json, redb }
+    Invocation::Run { seed: parsed.seed, ops: parsed.ops, options, json: parsed.json, target }
 }
 
 /// Run `sim explore` with `args`, the arguments after `explore`: exit 0
 /// if no state failed, 1 if one did, 2 on bad usage.
 pub fn cli(args: &[String]) -> ExitCode {
-    let (seed, ops, options, json, redb) = match parse(args) {
-        Invocation::Run { seed, ops, options, json, redb } => (seed, ops, options, json, redb),
+    match parse(args) {
+        Invocation::Run { seed, ops, options, json, target: Explored::Segsim(target) } => {
+            run(&target, seed, ops, &options, json)
+        }
+        Invocation::Run { seed, ops, options, json, target: Explored::Redb(target) } => {
+            run(&target, seed, ops, &options, json)
+        }
         Invocation::Info(text) => {
             print!("{text}");
-            return ExitCode::SUCCESS;
+            ExitCode::SUCCESS
         }
         Invocation::Usage(text) => {
             eprint!("{text}");
-            return ExitCode::from(2);
+            ExitCode::from(2)
         }
-    };
-    if let Some(target) = redb {
-        let report = match crate::target::explore::explore(&target, seed, ops, &options) {
-            Ok(report) => report,
-            Err(message) => {
-                eprintln!("sim explore: {message}");
-                return ExitCode::from(2);
-            }
-        };
-        let text = report.to_text();
-        if json {
-            eprint!("{text}");
-            println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("a JSON value serializes"));
-        } else {
-            print!("{text}");
-        }
-        return if report.failures_total == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) };
     }
-    let report = match explore(seed, ops, &options) {
+}
+
+/// Explore and print the report: exit 1 if a state failed, 2 if the
+/// options name a crash index or state that does not exist.
+fn run<T: Target>(target: &T, seed: u64, ops: u64, options: &ExploreOptions, json: bool) -> ExitCode {
+    let report = match explore(target, seed, ops, options) {
         Ok(report) => report,
         Err(message) => {
             eprintln!("sim explore: {message}");

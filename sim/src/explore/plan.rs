@@ -1,26 +1,26 @@
 //! Enumeration and dedupe: from the recording to the list of distinct disk
-//! images to recover, each with the distinct checker contexts to check it
-//! in.
+//! images to recover, each with the distinct contexts to judge it in.
 //!
 //! Consecutive crash indices often share one snapshot (reads change
 //! nothing), and then they share their crash states and images too: those
 //! are built and hashed once per snapshot, in parallel, and the merge then
 //! walks every index in order, counting every state and keeping the first
-//! index and state number at which each (image, time) and each (image,
-//! context) appears. First occurrences in index order are what make the
-//! plan, and so the report, independent of the thread count.
+//! index and state number at which each (image, recovery key) and each
+//! (image, context) appears. First occurrences in index order are what
+//! make the plan, and so the report, independent of the thread count.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::parallel::map_in_order;
-use super::record::Recording;
 use super::ExploreOptions;
 use crate::disk::{CrashState, DiskSnapshot};
+use crate::target::{Recording, Target};
 
-/// One check of a recovered image: against the context of crash index
-/// `io_index`, where state number `state` first gave this image in it.
+/// One check of a recovered image: against the context numbered
+/// `context`, where crash index `io_index`'s state number `state` first
+/// gave this image in it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct CheckAt {
     pub context: usize,
@@ -28,18 +28,18 @@ pub(super) struct CheckAt {
     pub state: usize,
 }
 
-/// One distinct (image, time) to recover, as state `state` of crash index
-/// `io_index` first produced it.
+/// One distinct (image, recovery key) to recover, as its first check's
+/// state first produced it.
 #[derive(Clone, Debug)]
 pub(super) struct Recovery {
     pub snapshot: Arc<DiskSnapshot>,
     pub crash_state: CrashState,
-    pub now_ms: u64,
+    pub key: u64,
     /// Non-empty: the recovery's own first occurrence is its first check.
     pub checks: Vec<CheckAt>,
 }
 
-/// What to recover and check.
+/// What to recover and check, and the counts for the report.
 #[derive(Debug)]
 pub(super) struct Plan {
     /// In order of first occurrence.
@@ -69,14 +69,18 @@ type Hashed = Option<(Vec<CrashState>, Vec<u64>)>;
 
 /// Build the plan (see the module doc). `Err` names a crash index or state
 /// number that does not exist.
-pub(super) fn plan(recording: &Recording, options: &ExploreOptions) -> Result<Plan, String> {
+pub(super) fn plan<T: Target>(
+    target: &T,
+    recording: &Recording<T::Context>,
+    options: &ExploreOptions,
+) -> Result<Plan, String> {
     let indices = recording.disk.io_indices();
     let indices = match options.only_io {
         Some(io) if !indices.contains(&io) => {
             return Err(format!(
                 "--only-io {io}: the recorded crash indices are {}..={}",
                 indices.start,
-                indices.end - 1
+                indices.end.saturating_sub(1)
             ));
         }
         Some(io) => io..io + 1,
@@ -90,6 +94,10 @@ pub(super) fn plan(recording: &Recording, options: &ExploreOptions) -> Result<Pl
             _ => runs.push(Run { first_io_index: io_index, len: 1, snapshot: snapshot.clone() }),
         }
     }
+    // States a target leaves out (torn sectors holding garbage, for one
+    // that relies on atomic sector writes) keep their numbers: the
+    // numbering is the disk's, whatever the target explores.
+    let explored = |state: &CrashState| target.torn_garbage() || !state.has_garbage();
 
     // Stop taking runs once the finished ones hold enough states: runs are
     // taken in order, so every run the merge needs was taken.
@@ -103,7 +111,8 @@ pub(super) fn plan(recording: &Recording, options: &ExploreOptions) -> Result<Pl
         let states = run.snapshot.crash_states(options.max_dir_subsets);
         let hashes = states.iter().map(|state| run.snapshot.image(state).hash()).collect();
         // Count as the merge will: one state per index with `only_state`.
-        let per_index = if options.only_state.is_some() { 1 } else { states.len() as u64 };
+        let per_index =
+            if options.only_state.is_some() { 1 } else { states.iter().filter(|s| explored(s)).count() as u64 };
         enumerated.fetch_add(per_index * run.len, Ordering::Relaxed);
         Some((states, hashes))
     });
@@ -134,13 +143,16 @@ pub(super) fn plan(recording: &Recording, options: &ExploreOptions) -> Result<Pl
         }
         for io_index in run.first_io_index..run.first_io_index + run.len {
             let context = recording.context_at(io_index);
-            let now_ms = recording.contexts[context].now_ms;
+            let key = target.recovery_key(&recording.contexts[context].context);
             if plan.states >= cap {
                 plan.capped = true;
                 break 'runs;
             }
             plan.io_indices += 1;
             for state in chosen.clone() {
+                if !explored(&states[state]) {
+                    continue;
+                }
                 if plan.states >= cap {
                     plan.capped = true;
                     break 'runs;
@@ -148,12 +160,12 @@ pub(super) fn plan(recording: &Recording, options: &ExploreOptions) -> Result<Pl
                 plan.states += 1;
                 let hash = hashes[state];
                 let next = plan.recoveries.len();
-                let recovery = *recovery_of.entry((hash, now_ms)).or_insert(next);
+                let recovery = *recovery_of.entry((hash, key)).or_insert(next);
                 if recovery == next {
                     plan.recoveries.push(Recovery {
                         snapshot: run.snapshot.clone(),
                         crash_state: states[state].clone(),
-                        now_ms,
+                        key,
                         checks: Vec::new(),
                     });
                 }

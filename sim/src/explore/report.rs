@@ -1,16 +1,16 @@
 //! What an exploration found, for a person (`to_text`) and for a machine
-//! (`to_json`).
+//! (`to_json`), and the command line that repeats one crash state.
 //!
-//! Everything but the timings is a function of the seed and the options,
-//! so two reports of the same exploration compare equal once their
-//! timings are cleared ([`ExploreReport::without_timings`]) — the
-//! determinism tests and `--jobs` rely on it.
+//! Everything but the timings is a function of the target's settings, the
+//! seed and the options, so two reports of the same exploration compare
+//! equal once their timings are cleared ([`ExploreReport::without_timings`])
+//! — the determinism tests and `--jobs` rely on it.
 
-use engine::aof::FsyncPolicy;
-use serde_json::json;
+use serde_json::{json, Value};
 
-use crate::config::Config;
+use super::{ExploreOptions, DEFAULT_MAX_DIR_SUBSETS};
 use crate::failure::Check;
+use crate::target::{Target, TargetName};
 
 /// Failures kept in full in a report; the rest are only counted (a planted
 /// bug fails thousands of states, and the first ones say it all).
@@ -28,8 +28,9 @@ pub struct ExploreFailure {
     pub op: String,
     /// Which writes and directory changes survived, which were torn.
     pub description: String,
-    /// `open`, `dump`, `durability`, `audit`, `probe` or `panic` (or, for
-    /// the recording, the check of the driver that failed).
+    /// The check that failed (segsim: `open`, `dump`, `durability`,
+    /// `audit`, `probe` or `panic`; for the recording, the check of the
+    /// run that failed).
     pub check: Check,
     /// The mismatch, with a diff against the model.
     pub detail: String,
@@ -51,12 +52,15 @@ pub struct PhaseSeconds {
 /// The outcome of one exploration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExploreReport {
+    /// The target explored.
+    pub target: TargetName,
     /// The seed.
     pub seed: u64,
-    /// Workload operations drawn (the window declarations come on top).
+    /// Workload operations drawn (segsim's window declarations come on top).
     pub ops: u64,
-    /// The fsync policy the store ran with.
-    pub fsync: FsyncPolicy,
+    /// What the target states about the run (segsim: its fsync policy),
+    /// as `key value`.
+    pub facts: Vec<(&'static str, String)>,
     /// The simulated disk's sector size.
     pub sector_bytes: u64,
     /// I/O operations in the recording run.
@@ -66,9 +70,9 @@ pub struct ExploreReport {
     /// Crash states enumerated, byte-identical ones included: each got a
     /// verdict, directly or through its twin.
     pub states: u64,
-    /// Distinct (disk image, clock) pairs recovered with `Store::open`.
+    /// Distinct (disk image, recovery key) pairs recovered.
     pub distinct_states: u64,
-    /// Distinct (disk image, checker context) pairs checked.
+    /// Distinct (disk image, context) pairs judged.
     pub checks: u64,
     /// `--max-states` stopped the enumeration before the last index.
     pub capped: bool,
@@ -85,13 +89,39 @@ pub struct ExploreReport {
     pub phase_sec: PhaseSeconds,
 }
 
+/// The command that explores exactly `(io_index, state)` of `target`'s
+/// `seed` again (or, with neither, the whole seed).
+pub(super) fn repro<T: Target>(
+    target: &T,
+    seed: u64,
+    ops: u64,
+    options: &ExploreOptions,
+    io_index: Option<u64>,
+    state: Option<usize>,
+) -> String {
+    let mut extra = String::new();
+    // The state numbering depends on the subset bound.
+    if options.max_dir_subsets != DEFAULT_MAX_DIR_SUBSETS {
+        extra.push_str(&format!(" --max-dir-subsets {}", options.max_dir_subsets));
+    }
+    if let Some(io_index) = io_index {
+        extra.push_str(&format!(" --only-io {io_index}"));
+    }
+    if let Some(state) = state {
+        extra.push_str(&format!(" --only-state {state}"));
+    }
+    target.explore_repro(seed, ops, &extra)
+}
+
 impl ExploreReport {
-    pub(super) fn new(seed: u64, ops: u64, config: &Config) -> Self {
+    /// An empty report of `target`'s `seed`, `ops` operations.
+    pub(super) fn new<T: Target>(target: &T, seed: u64, ops: u64) -> Self {
         ExploreReport {
+            target: target.name(),
             seed,
             ops,
-            fsync: config.fsync,
-            sector_bytes: config.disk.sector_bytes,
+            facts: target.explore_facts(seed),
+            sector_bytes: target.sector_bytes(seed),
             recorded_ios: 0,
             io_indices: 0,
             states: 0,
@@ -129,11 +159,12 @@ impl ExploreReport {
 
     /// The human report.
     pub fn to_text(&self) -> String {
+        let facts: String = self.facts.iter().map(|(key, value)| format!(", {key} {value}")).collect();
         let mut out = format!(
-            "sim explore: seed {} ({} ops, fsync {}, {}-byte sectors): {} I/Os recorded\n",
+            "sim explore{}: seed {} ({} ops{facts}, {}-byte sectors): {} I/Os recorded\n",
+            self.target.flag(),
             self.seed,
             self.ops,
-            self.fsync.name(),
             self.sector_bytes,
             self.recorded_ios
         );
@@ -191,9 +222,10 @@ impl ExploreReport {
         out
     }
 
-    /// The machine report.
-    pub fn to_json(&self) -> serde_json::Value {
-        let failures: Vec<serde_json::Value> = self
+    /// The machine report: the counts, the timings, the target and its
+    /// facts (segsim: `fsync`), and the failures kept.
+    pub fn to_json(&self) -> Value {
+        let failures: Vec<Value> = self
             .failures
             .iter()
             .map(|f| {
@@ -208,10 +240,10 @@ impl ExploreReport {
                 })
             })
             .collect();
-        json!({
+        let mut value = json!({
+            "target": self.target.name(),
             "seed": self.seed,
             "ops": self.ops,
-            "fsync": self.fsync.name(),
             "sector_bytes": self.sector_bytes,
             "recorded_ios": self.recorded_ios,
             "io_indices": self.io_indices,
@@ -230,6 +262,10 @@ impl ExploreReport {
             },
             "failures_total": self.failures_total,
             "failures": failures,
-        })
+        });
+        for (key, fact) in &self.facts {
+            value[*key] = Value::from(fact.as_str());
+        }
+        value
     }
 }

@@ -1,23 +1,33 @@
-//! Exploration end to end: the real engine survives every crash state of
-//! a few short workloads; reports are the same twice and for any `--jobs`;
-//! a planted bug is caught, and its repro recovers exactly the failing
-//! state; the cap, the usage errors and the command line behave.
+//! Exploration end to end, on the segsim target: the real engine survives
+//! every crash state of a few short workloads; reports are the same twice
+//! and for any `--jobs`; a planted bug is caught, and its repro recovers
+//! exactly the failing state; the cap, the usage errors and the command
+//! line behave. (The redb target's are in `target/redb/tests.rs`.)
 
 use std::process::ExitCode;
 
-use super::cli::Invocation;
+use engine::aof::FsyncPolicy;
+
+use super::cli::{Explored, Invocation};
 use super::*;
+use crate::config::Overrides;
 use crate::planted::skip_fsync;
+use crate::target::segsim::SegsimTarget;
 use crate::workload::PlannedOp;
 
 fn options() -> ExploreOptions {
     ExploreOptions::default()
 }
 
+/// The segsim store with its fsync policy forced (or the seed's).
+fn segsim(fsync: Option<FsyncPolicy>) -> SegsimTarget {
+    SegsimTarget::new(Overrides { fsync, ..Overrides::default() })
+}
+
 #[test]
 fn the_engine_survives_every_crash_state_of_short_workloads() {
     for (seed, fsync) in [(1, None), (2, Some(FsyncPolicy::Always)), (3, Some(FsyncPolicy::EverySec))] {
-        let report = explore(seed, 20, &ExploreOptions { fsync, ..options() }).unwrap();
+        let report = explore(&segsim(fsync), seed, 20, &options()).unwrap();
         assert_eq!(report.failures_total, 0, "seed {seed}:\n{}", report.to_text());
         assert_eq!(report.io_indices, report.recorded_ios + 1, "every index, and the one after the last I/O");
         assert!(report.states >= report.io_indices && report.checks >= report.distinct_states);
@@ -30,26 +40,36 @@ fn the_engine_survives_every_crash_state_of_short_workloads() {
 
 #[test]
 fn a_report_is_the_same_twice_and_for_any_number_of_jobs() {
-    let one = explore(4, 20, &options()).unwrap().without_timings();
-    let again = explore(4, 20, &options()).unwrap().without_timings();
-    let two = explore(4, 20, &ExploreOptions { jobs: 2, ..options() }).unwrap().without_timings();
+    let target = segsim(None);
+    let one = explore(&target, 4, 20, &options()).unwrap().without_timings();
+    let again = explore(&target, 4, 20, &options()).unwrap().without_timings();
+    let two = explore(&target, 4, 20, &ExploreOptions { jobs: 2, ..options() }).unwrap().without_timings();
     assert_eq!(one, again);
     assert_eq!(one, two);
     assert!(one.states > 0);
 }
 
-/// Every file fsync returns success without syncing anything.
+#[test]
+fn the_report_states_the_fsync_policy() {
+    let report = explore(&segsim(Some(FsyncPolicy::EverySec)), 1, 5, &options()).unwrap();
+    let text = report.to_text();
+    assert!(text.starts_with("sim explore: seed 1 (5 ops, fsync everysec, "), "{text}");
+    let json = report.to_json();
+    assert_eq!((json["fsync"].as_str(), json["target"].as_str()), (Some("everysec"), Some("segsim")));
+    assert_eq!(json["states"].as_u64(), Some(report.states));
+}
 
 #[test]
 fn a_vfs_that_skips_fsync_is_caught_and_its_repro_recovers_that_state() {
-    let pinned = ExploreOptions { fsync: Some(FsyncPolicy::Always), ..options() };
+    // Every file fsync returns success without syncing anything.
+    let planted = SegsimTarget { wrap: skip_fsync, ..segsim(Some(FsyncPolicy::Always)) };
     // Every seed catches it at once: the recording itself (a workload
     // CRASH finds the log's header gone beside a manifest, a refusal no
     // crash can cause), or a crash state. Take the first seed where a
     // crash state fails, to prove its repro recovers exactly that state.
     let mut caught_in_a_crash_state = None;
     for seed in 1..=16 {
-        let report = explore_with(seed, 20, &pinned, &skip_fsync).unwrap();
+        let report = explore(&planted, seed, 20, &options()).unwrap();
         assert!(report.failures_total > 0, "seed {seed}:\n{}", report.to_text());
         if let Some(first) = report.failures.iter().find(|f| f.io_index.is_some()) {
             caught_in_a_crash_state = Some((seed, report.clone(), first.clone()));
@@ -65,33 +85,35 @@ fn a_vfs_that_skips_fsync_is_caught_and_its_repro_recovers_that_state() {
     assert!(text.contains(&first.repro) && text.contains(&report.failures[0].repro), "{text}");
 
     // The repro's options recover exactly that state, and it fails the same way.
-    let only = ExploreOptions { only_io: Some(io), only_state: Some(state), ..pinned.clone() };
-    let again = explore_with(seed, 20, &only, &skip_fsync).unwrap();
+    let only = ExploreOptions { only_io: Some(io), only_state: Some(state), ..options() };
+    let again = explore(&planted, seed, 20, &only).unwrap();
     assert_eq!((again.io_indices, again.states, again.distinct_states), (1, 1, 1));
     assert_eq!(again.examined.as_deref(), Some(&first.description[..]));
     assert_eq!(again.failures, vec![first]);
 
     // The same seed passes on the honest disk.
-    assert_eq!(explore(seed, 20, &pinned).unwrap().failures_total, 0);
+    assert_eq!(explore(&segsim(Some(FsyncPolicy::Always)), seed, 20, &options()).unwrap().failures_total, 0);
 }
 
 #[test]
 fn the_state_cap_cuts_the_same_prefix_for_any_number_of_jobs() {
-    let full = explore(5, 20, &options()).unwrap();
+    let target = segsim(None);
+    let full = explore(&target, 5, 20, &options()).unwrap();
     let cap = full.states / 2;
-    let capped = explore(5, 20, &ExploreOptions { max_states: Some(cap), ..options() }).unwrap();
+    let capped = explore(&target, 5, 20, &ExploreOptions { max_states: Some(cap), ..options() }).unwrap();
     assert_eq!(capped.states, cap);
     assert!(capped.capped && !full.capped);
     assert!(capped.io_indices < full.io_indices && capped.distinct_states <= full.distinct_states);
-    let capped_two = explore(5, 20, &ExploreOptions { max_states: Some(cap), jobs: 2, ..options() }).unwrap();
+    let capped_two = explore(&target, 5, 20, &ExploreOptions { max_states: Some(cap), jobs: 2, ..options() }).unwrap();
     assert_eq!(capped.without_timings(), capped_two.without_timings());
 }
 
 #[test]
 fn an_index_or_state_that_does_not_exist_is_a_usage_error() {
-    let too_far = explore(1, 5, &ExploreOptions { only_io: Some(1 << 40), ..options() }).unwrap_err();
+    let target = segsim(None);
+    let too_far = explore(&target, 1, 5, &ExploreOptions { only_io: Some(1 << 40), ..options() }).unwrap_err();
     assert!(too_far.contains("--only-io"), "{too_far}");
-    let no_state = explore(1, 5, &ExploreOptions { only_io: Some(0), only_state: Some(1 << 20), ..options() });
+    let no_state = explore(&target, 1, 5, &ExploreOptions { only_io: Some(0), only_state: Some(1 << 20), ..options() });
     assert!(no_state.unwrap_err().contains("--only-state"));
 }
 
@@ -100,11 +122,10 @@ fn an_index_or_state_that_does_not_exist_is_a_usage_error() {
 /// before the operation.
 #[test]
 fn crashes_inside_the_workloads_own_crash_and_restart_are_explored_too() {
-    let config = Config::from_seed(6, Overrides { fsync: Some(FsyncPolicy::No), ..Overrides::default() });
+    let target = segsim(Some(FsyncPolicy::No));
     let lines = ["0 SET a 1", "1 SYNC", "2 SET b 2", "3 CRASH", "4 SET c 3", "5 RESTART", "6 HSET h f v"];
     let workload: Vec<PlannedOp> = lines.iter().map(|line| PlannedOp::parse(line).unwrap()).collect();
-    let disk_config = DiskConfig::fault_free(CrashMode::Strict, 512);
-    let recording = record::record(&config, &disk_config, &workload, None, &|disk| disk);
+    let recording = target.record(6, &workload);
     assert!(recording.failure.is_none(), "{:?}", recording.failure);
     let contexts = &recording.contexts;
     assert_eq!(contexts[0].first_io_index, 0);
@@ -112,21 +133,14 @@ fn crashes_inside_the_workloads_own_crash_and_restart_are_explored_too() {
     let crash = contexts.iter().position(|c| c.what == "3 CRASH").expect("a context for the crash");
     let next = &contexts[crash + 1];
     assert!(next.first_io_index > contexts[crash].first_io_index + 2, "the reopen did I/O inside the crash op");
-    let (acked, durable) = contexts[crash].checker.counts();
+    let (acked, durable) = contexts[crash].context.checker.counts();
     assert_eq!((acked, durable), (2, 1), "b was acknowledged but never synced");
     assert!(contexts.iter().any(|c| c.what == "5 RESTART (reopening)"));
 
-    let plan = plan::plan(&recording, &options()).unwrap();
-    let with = check::Checking {
-        recording: &recording,
-        config: &config,
-        disk_config: &disk_config,
-        options: &options(),
-        wrap: &|disk| disk,
-    };
-    let failures = check::check_all(&plan, &with);
-    assert!(failures.is_empty(), "{failures:?}");
-    assert!(plan.io_indices == recording.disk.snapshots.len() as u64 && plan.recoveries.len() > 10);
+    let ops = workload.len() as u64;
+    let report = explore_workload(&target, 6, ops, &workload, &options(), std::time::Instant::now()).unwrap();
+    assert_eq!(report.failures_total, 0, "{}", report.to_text());
+    assert!(report.io_indices == recording.disk.snapshots.len() as u64 && report.distinct_states > 10);
 }
 
 #[test]
@@ -134,6 +148,7 @@ fn the_command_line_parses_refuses_and_exits_by_the_verdict() {
     let parse = |list: &[&str]| cli::parse(&list.iter().map(|s| s.to_string()).collect::<Vec<String>>());
     let Invocation::Info(help) = parse(&["--help"]) else { panic!("--help is not an error") };
     assert!(help.contains("--max-dir-subsets") && help.contains("--only-state"), "{help}");
+    assert!(help.contains("--target") && help.contains("--plant") && help.contains("--canary"), "{help}");
     let refused = |list: &[&str], why: &str| match parse(list) {
         Invocation::Usage(text) => assert!(text.contains(why), "{list:?}: {text}"),
         other => panic!("{list:?} was accepted: {other:?}"),
@@ -143,10 +158,21 @@ fn the_command_line_parses_refuses_and_exits_by_the_verdict() {
     refused(&["--seed", "1", "--max-dir-subsets", "0"], "--max-dir-subsets");
     refused(&["--seed", "1", "--only-state", "3"], "--only-io");
     refused(&["--seed", "1", "--fsync", "sometimes"], "expected always, everysec or no");
-    let Invocation::Run { seed, ops, options, json, .. } = parse(&["--seed", "9", "--jobs", "2", "--json"]) else {
+    refused(&["--seed", "1", "--plant", "redb-no-sync"], "add --target redb");
+    refused(&["--seed", "1", "--target", "redb", "--fsync", "no"], "segsim target's");
+    let Invocation::Run { seed, ops, options, json, target: Explored::Segsim(target) } =
+        parse(&["--seed", "9", "--jobs", "2", "--json", "--fsync", "always"])
+    else {
         panic!("a valid command line")
     };
     assert_eq!((seed, ops, options.jobs, options.max_dir_subsets, json), (9, DEFAULT_OPS, 2, 16, true));
+    assert_eq!(target.overrides, Overrides { fsync: Some(FsyncPolicy::Always), ..Overrides::default() });
+    let Invocation::Run { target: Explored::Redb(redb), .. } =
+        parse(&["--seed", "1", "--target", "redb", "--torn-garbage"])
+    else {
+        panic!("a valid redb command line")
+    };
+    assert!(redb.harsh.torn_garbage && redb.plant.is_none());
 
     let args = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<String>>();
     assert_eq!(cli(&args(&["--seed", "1", "--ops", "3", "--only-io", "999999"])), ExitCode::from(2));
@@ -160,6 +186,7 @@ fn the_command_line_parses_refuses_and_exits_by_the_verdict() {
 #[cfg(feature = "canaries")]
 #[test]
 fn every_canary_a_crash_state_can_expose_is_caught() {
+    use crate::canary::Canary;
     let exposable = [
         ("seg-no-fsync", 2),
         ("seal-no-dir-sync", 2),
@@ -180,11 +207,11 @@ fn every_canary_a_crash_state_can_expose_is_caught() {
     for (name, seeds) in exposable {
         let canary = Some(Canary::parse(name).expect("a canary of the engine"));
         let caught = (0..seeds).flat_map(|seed| policies.map(|fsync| (seed, fsync))).find(|&(seed, fsync)| {
-            let planted = ExploreOptions { canary, fsync, ..options() };
-            explore(seed, 40, &planted).unwrap().failures_total > 0
+            let planted = SegsimTarget::new(Overrides { canary, fsync, ..Overrides::default() });
+            explore(&planted, seed, 40, &options()).unwrap().failures_total > 0
         });
         let Some((seed, fsync)) = caught else { panic!("{name} survived {seeds} seeds of exploration") };
-        let honest = explore(seed, 40, &ExploreOptions { fsync, ..options() }).unwrap();
+        let honest = explore(&segsim(fsync), seed, 40, &options()).unwrap();
         assert_eq!(honest.failures_total, 0, "{name}: seed {seed} fails without the canary too");
     }
 }

@@ -15,7 +15,8 @@ pub mod plan;
 pub mod replay;
 
 use crate::run::run_ops;
-use crate::shrink::OpList;
+use crate::shrink::ops_file;
+use crate::target::segsim::SegsimTarget;
 use plan::FuzzPlan;
 
 /// One fuzz target: its name (the cargo-fuzz binary, the directory
@@ -53,7 +54,7 @@ pub fn store_ops(data: &[u8]) {
     let (config, overrides, ops) = plan.to_run();
     let outcome = run_ops(&config, overrides, &ops, false);
     let Some(failure) = outcome.failure else { return };
-    let list = OpList { seed: config.seed, overrides, ops }.to_text("found by the store_ops fuzz target");
+    let list = ops_file(&SegsimTarget::new(overrides), config.seed, &ops, "found by the store_ops fuzz target");
     panic!(
         "store_ops: check '{}' failed at op {}: {}\nlast events:\n  {}\nas an .ops list (save it and run \
          `sim --replay FILE`):\n{list}",

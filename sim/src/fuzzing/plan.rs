@@ -198,7 +198,7 @@ impl FuzzPlan {
     }
 
     /// The overrides the plan pins: its fsync policy and crash mode, and
-    /// the operation count of the whole list (as `OpList::parse` sets it).
+    /// the operation count of the whole list (the `--ops` its repro pins).
     pub fn overrides(&self, ops: usize) -> Overrides {
         Overrides {
             ops: Some(ops as u64),

@@ -1,37 +1,43 @@
-//! Targets: what the simulator tests. The segsim store is the default
-//! target; [`redb`] is a database nobody here wrote, tested through the
-//! same simulated disk, fault model and crash explorer.
+//! Targets: what the simulator tests. The segsim store ([`segsim`]) is
+//! the default target; [`redb`] is a database nobody here wrote, tested
+//! through the same simulated disk, fault model and crash explorer.
 //!
 //! A target is whatever can do the few things the random mode, the
 //! shrinker and the explorer need, and nothing more:
 //!
 //! - **generate** a seed's operation list (all randomness from the seed);
 //! - **run** an operation list on a fresh simulated disk and report a
-//!   [`SeedOutcome`] — the same counters, failure and trace hash as the
-//!   segsim runner's, so `summary.rs`, `--json`, `sim merge`,
+//!   [`SeedOutcome`] — the same counters, failure and trace hash for every
+//!   target, so `summary.rs`, `--json`, `sim merge`,
 //!   `--check-determinism` and sharding work unchanged;
-//! - **print and parse** one operation per line (the `.ops` files of
-//!   `--shrink --save` and `--replay`);
+//! - **print and parse** one operation per line, and name the settings
+//!   that pin a run beyond its seed (the `.ops` files of `--shrink --save`
+//!   and `--replay`, see `crate::shrink`);
 //! - for `sim explore`: **record** one fault-free run with a snapshot of
 //!   the disk before every I/O and what a recovery there is held to, then
 //!   **recover** a crash image and **judge** what came back
-//!   ([`explore`] is the generic driver: enumerate, dedupe, recover in
+//!   (`crate::explore` is the one explorer: enumerate, dedupe, recover in
 //!   parallel, report).
 //!
 //! The trait keeps the target's own types (its operation, its checker
 //! context, what a recovery returns) as associated types, so each target
 //! keeps its own vocabulary; the command line picks one by
-//! [`TargetName`] and calls the generic functions here with it.
+//! [`TargetName`] and calls the generic functions with it.
 
-pub mod explore;
 pub mod redb;
+pub mod segsim;
 
 use std::fmt;
 
-use crate::failure::Check;
+use clap::Args;
 
+use self::redb::{Plant, RedbTarget};
+use self::segsim::SegsimTarget;
+use crate::canary::Canary;
 use crate::disk::{DiskImage, DiskRecording};
+use crate::failure::{Check, Failure};
 use crate::outcome::SeedOutcome;
+use crate::shrink::{ops_file_target, parse_ops_file};
 
 /// The targets the command line knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -62,6 +68,42 @@ impl TargetName {
             format!("no target is called {name:?}; the targets are: {}", names.join(", "))
         })
     }
+
+    /// Whether this is the default target, which commands and files need
+    /// not name (`--target`, an `.ops` file's `target` line).
+    pub fn is_default(self) -> bool {
+        self == TargetName::default()
+    }
+
+    /// The `--target` flag that picks this target, if it is not the default.
+    pub fn flag(self) -> String {
+        if self.is_default() {
+            String::new()
+        } else {
+            format!(" --target {}", self.name())
+        }
+    }
+}
+
+/// The command-line flags that pick the target and the redb target's own
+/// settings, shared by `sim` and `sim explore` (each adds the rest).
+#[derive(Args, Debug, Clone)]
+pub struct TargetArgs {
+    /// The system under test: segsim (the default) or redb (see REDB.md).
+    #[arg(long, value_name = "NAME", value_parser = TargetName::parse, default_value = "segsim")]
+    pub target: TargetName,
+
+    /// With --target redb: plant a bug under redb (redb-no-sync: sync_data
+    /// does nothing; redb-late-write: the last write before each sync
+    /// lands after it).
+    #[arg(long, value_name = "NAME", value_parser = Plant::parse)]
+    pub plant: Option<Plant>,
+
+    /// With --target redb: torn sectors may hold garbage (and `sim explore`
+    /// explores those crash states too); off by default: redb relies on
+    /// its header sector being written atomically (REDB.md).
+    #[arg(long)]
+    pub torn_garbage: bool,
 }
 
 /// One recording context: from `first_io_index` on (until the next
@@ -83,11 +125,22 @@ pub struct Recording<C> {
     /// The disk before every I/O.
     pub disk: DiskRecording,
     /// In order of `first_io_index`; the first starts at or before the
-    /// first recorded I/O.
+    /// first recorded I/O. Operations that do no I/O begin a context no
+    /// index falls in, which is right: power cannot fail between two I/Os
+    /// twice.
     pub contexts: Vec<RecordedContext<C>>,
-    /// The recording run itself failed: `(check, detail)`. Nothing is
+    /// The recording run itself failed: the check and why. Nothing is
     /// explored then.
-    pub failure: Option<(&'static str, String)>,
+    pub failure: Option<(Check, String)>,
+}
+
+impl<C> Recording<C> {
+    /// The context of crash index `io_index`: the last one begun at or
+    /// before it.
+    pub fn context_at(&self, io_index: u64) -> usize {
+        let after = self.contexts.partition_point(|c| c.first_io_index <= io_index);
+        after.saturating_sub(1)
+    }
 }
 
 /// What the simulator needs from a system under test (see the module doc).
@@ -100,14 +153,16 @@ pub trait Target: Sync {
     /// the image appeared in).
     type Recovered: Send + Sync;
 
-    /// The name on the command line.
-    fn name(&self) -> &'static str;
+    /// Which target this is.
+    fn name(&self) -> TargetName;
 
     /// The settings that pin a run beyond its seed (forced crash mode, a
-    /// planted bug, ...), as `key value` pairs for an `.ops` file header.
+    /// planted bug, ...), as `key value` lines of an `.ops` file header;
+    /// an empty value is a line with the key alone.
     fn settings(&self) -> Vec<(&'static str, String)>;
 
-    /// This target with one setting read back from an `.ops` file.
+    /// This target with one setting read back from an `.ops` file (`value`
+    /// empty for a line with the key alone).
     fn with_setting(self, key: &str, value: &str) -> Result<Self, String>
     where
         Self: Sized;
@@ -129,8 +184,19 @@ pub trait Target: Sync {
     /// crash points dropped (every point is explored).
     fn explore_workload(&self, seed: u64, ops: u64) -> Vec<Self::Op>;
 
+    /// The command line that explores `seed`'s `ops`-operation workload
+    /// with these settings again, then `extra` (`--only-io I`, ...).
+    fn explore_repro(&self, seed: u64, ops: u64, extra: &str) -> String;
+
     /// The sector size of `seed`'s disk (where explored writes are cut).
     fn sector_bytes(&self, seed: u64) -> u64;
+
+    /// What an exploration report states about `seed`'s run besides its
+    /// sector size, as `key value` (segsim: the fsync policy the store ran
+    /// with); the JSON report carries each as a field.
+    fn explore_facts(&self, _seed: u64) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
 
     /// Whether crash states with a torn sector holding garbage are
     /// explored (they are skipped, keeping their numbers, when not).
@@ -148,11 +214,11 @@ pub trait Target: Sync {
 
     /// Open the system on `image` (recovery key `key`) and take what it
     /// returns, plus whatever follow-up checks need no context. Never
-    /// panics.
+    /// panics. Called on the explorer's worker threads.
     fn recover(&self, seed: u64, image: &DiskImage, key: u64) -> Self::Recovered;
 
     /// Whether `recovered` is allowed in `context`: `Err((check, detail))`.
-    fn judge(&self, recovered: &Self::Recovered, context: &Self::Context) -> Result<(), (&'static str, String)>;
+    fn judge(&self, recovered: &Self::Recovered, context: &Self::Context) -> Result<(), (Check, String)>;
 }
 
 /// Run `seed`'s generated workload.
@@ -160,106 +226,23 @@ pub fn run_seed<T: Target>(target: &T, seed: u64, keep_trace: bool) -> SeedOutco
     target.run(seed, &target.generate(seed), keep_trace)
 }
 
-/// Delta debugging (Zeller's ddmin) over any list: the shortest sub-list
-/// found on which `fails` still holds, and how many candidates were run.
-/// Deterministic: same list, same predicate, same result.
-pub fn ddmin<O: Clone>(ops: Vec<O>, mut fails: impl FnMut(&[O]) -> bool) -> (Vec<O>, u64) {
-    let mut runs = 0u64;
-    let mut current = ops;
-    let mut chunks = 2usize;
-    while current.len() >= 2 {
-        let chunk_len = current.len().div_ceil(chunks);
-        let mut reduced = false;
-        let mut start = 0;
-        while start < current.len() {
-            let end = (start + chunk_len).min(current.len());
-            let mut candidate = current[..start].to_vec();
-            candidate.extend_from_slice(&current[end..]);
-            runs += 1;
-            if !candidate.is_empty() && fails(&candidate) {
-                current = candidate;
-                reduced = true;
-                chunks = (chunks - 1).max(2);
-                break;
-            }
-            start = end;
-        }
-        if !reduced {
-            if chunks >= current.len() {
-                break;
-            }
-            chunks = (chunks * 2).min(current.len());
-        }
+/// A replayed `.ops` file: how many operations it holds, and the failure
+/// its run found, if any.
+pub type Replayed = (usize, Option<Failure>);
+
+/// Replay an `.ops` file under the target its `target` line names (none:
+/// segsim, with `canary` planted — the file cannot name one, see
+/// `crate::shrink`). Errors say what in the file is wrong.
+pub fn replay(text: &str, canary: Option<Canary>) -> Result<Replayed, String> {
+    match ops_file_target(text)?.unwrap_or_default() {
+        TargetName::Segsim => replay_as(SegsimTarget::with_canary(canary), text),
+        TargetName::Redb => replay_as(RedbTarget::default(), text),
     }
-    (current, runs)
 }
 
-/// Shrink `ops` (of `seed`) to a shorter list that still fails `check`.
-pub fn shrink<T: Target>(target: &T, seed: u64, ops: Vec<T::Op>, check: Check) -> (Vec<T::Op>, u64) {
-    ddmin(ops, |candidate| target.run(seed, candidate, false).failure.is_some_and(|f| f.check == check))
-}
-
-/// The `.ops` file of a target other than segsim: `#` comments, `target
-/// NAME`, `seed N`, the target's settings as `key value` lines, then one
-/// operation per line. (A file without a `target` line is segsim's, read
-/// by `crate::shrink::OpList`.)
-pub fn ops_file<T: Target>(target: &T, seed: u64, ops: &[T::Op], comment: &str) -> String {
-    let mut out = String::new();
-    for line in comment.lines() {
-        out.push_str(&format!("# {line}\n"));
-    }
-    out.push_str(&format!("target {}\nseed {seed}\n", target.name()));
-    for (key, value) in target.settings() {
-        out.push_str(&format!("{key} {value}\n"));
-    }
-    for op in ops {
-        out.push_str(&format!("{op}\n"));
-    }
-    out
-}
-
-/// The target an `.ops` file names (its `target` line), if any.
-pub fn ops_file_target(text: &str) -> Result<Option<TargetName>, String> {
-    for line in text.lines().map(str::trim) {
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        return match line.strip_prefix("target ") {
-            Some(name) => TargetName::parse(name.trim()).map(Some),
-            None => Ok(None),
-        };
-    }
-    Ok(None)
-}
-
-/// Read an `.ops` file written by [`ops_file`]: the target with the
-/// file's settings applied, the seed and the operations. Errors name the
-/// line.
-pub fn parse_ops_file<T: Target>(mut target: T, text: &str) -> Result<(T, u64, Vec<T::Op>), String> {
-    let mut seed = None;
-    let mut ops = Vec::new();
-    let mut in_header = true;
-    for (number, line) in text.lines().enumerate() {
-        let line = line.trim();
-        let at = |e: String| format!("line {}: {e}", number + 1);
-        if line.is_empty() || line.starts_with('#') || line.starts_with("target ") {
-            continue;
-        }
-        if let Some(value) = line.strip_prefix("seed ") {
-            seed = Some(value.trim().parse().map_err(|_| at(format!("bad seed {value:?}")))?);
-            continue;
-        }
-        let first = line.split_whitespace().next().unwrap_or("");
-        if in_header && first.parse::<u64>().is_err() {
-            let (key, value) = line.split_once(' ').ok_or_else(|| at(format!("not a setting: {line:?}")))?;
-            target = target.with_setting(key, value.trim()).map_err(at)?;
-            continue;
-        }
-        in_header = false;
-        ops.push(target.parse_op(line).map_err(at)?);
-    }
-    let seed = seed.ok_or("no `seed N` line")?;
-    Ok((target, seed, ops))
+fn replay_as<T: Target>(target: T, text: &str) -> Result<Replayed, String> {
+    let (target, seed, ops) = parse_ops_file(target, text)?;
+    Ok((ops.len(), target.run(seed, &ops, false).failure))
 }
 
 #[cfg(test)]
@@ -267,20 +250,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ddmin_finds_the_two_culprits() {
-        let ops: Vec<u32> = (0..100).collect();
-        let (minimal, runs) = ddmin(ops, |c| c.contains(&17) && c.contains(&71));
-        assert_eq!(minimal, vec![17, 71]);
-        assert!(runs > 0);
-    }
-
-    #[test]
     fn target_names_round_trip() {
         for target in TargetName::ALL {
             assert_eq!(TargetName::parse(target.name()), Ok(target));
         }
         assert!(TargetName::parse("sqlite").unwrap_err().contains("redb"));
-        assert_eq!(ops_file_target("# x\n\ntarget redb\nseed 1\n"), Ok(Some(TargetName::Redb)));
-        assert_eq!(ops_file_target("seed 1\n0 EVICT\n"), Ok(None));
+        assert_eq!(TargetName::Segsim.flag(), "");
+        assert_eq!(TargetName::Redb.flag(), " --target redb");
     }
 }

@@ -1,6 +1,6 @@
 //! What `sim explore --target redb` needs from this target: the recording
 //! run, the recovery of one crash image, and the verdict on it in one
-//! context (the generic driver, `crate::target::explore`, does the rest).
+//! context (the one explorer, `crate::explore`, does the rest).
 //!
 //! The recording is the random mode's runner on a fault-free disk in
 //! `strict` mode, with no planned crash points, noting the model at every
@@ -23,9 +23,10 @@ use redb::Database;
 use super::backend::Plant;
 use super::config::RedbConfig;
 use super::model::{diff, Model, State};
-use super::run::{create_tables, open_db, panic_message, read_committed, Runner};
+use super::run::{create_tables, open_db, read_committed, Runner};
 use super::workload::PlannedRedbOp;
 use crate::disk::{CrashMode, DiskConfig, DiskImage, SimVfs};
+use crate::failure::{catch_panic, Check, Failure};
 use crate::target::{RecordedContext, Recording};
 use crate::trace::Trace;
 
@@ -34,7 +35,7 @@ const PROBE_KEY: &[u8] = b"explore-probe";
 
 /// What one crash image gave back: the content, and the probe's verdict;
 /// or the check that failed before there was content (`open`, `panic`).
-pub type RedbRecovered = Result<(State, Result<(), String>), (&'static str, String)>;
+pub type RedbRecovered = Result<(State, Result<(), String>), (Check, String)>;
 
 /// `config` on a fault-free disk whose power losses keep exactly what was
 /// synced, with no power loss of its own inside a recovery (every crash
@@ -52,7 +53,7 @@ pub(super) fn record(config: &RedbConfig, plant: Option<Plant>, workload: &[Plan
     let config = recording_config(config);
     let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::new(false)));
     let mut runner = Runner::new(&config, plant, String::new(), vfs.clone());
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<(), crate::failure::Failure> {
+    let result = catch_panic(|| -> Result<(), Failure> {
         runner.start()?;
         vfs.start_recording();
         runner.contexts = Some(vec![RecordedContext {
@@ -61,11 +62,11 @@ pub(super) fn record(config: &RedbConfig, plant: Option<Plant>, workload: &[Plan
             context: runner.model.clone(),
         }]);
         runner.drive(workload)
-    }));
+    });
     let failure = match result {
         Ok(Ok(())) => None,
-        Ok(Err(failure)) => Some((failure.check.as_str(), failure.detail)),
-        Err(panic) => Some(("panic", panic_message(panic.as_ref()))),
+        Ok(Err(failure)) => Some((failure.check, failure.detail)),
+        Err(message) => Some((Check::Panic, message)),
     };
     let contexts = runner.contexts.take().unwrap_or_default();
     let recording_started = !contexts.is_empty();
@@ -83,16 +84,16 @@ pub(super) fn record(config: &RedbConfig, plant: Option<Plant>, workload: &[Plan
 /// Open redb on `image` and take its content and the probe's verdict.
 pub(super) fn recover(config: &RedbConfig, plant: Option<Plant>, image: &DiskImage) -> RedbRecovered {
     let config = recording_config(config);
-    let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let attempt = catch_panic(|| {
         let vfs = SimVfs::from_image(config.disk.clone(), image, Trace::new(false));
-        let db =
-            open_db(&vfs, &config, plant).map_err(|e| ("open", format!("redb refused to open after a crash: {e}")))?;
-        let state =
-            read_committed(&db).map_err(|e| ("open", format!("redb opened but reading its content failed: {e}")))?;
+        let db = open_db(&vfs, &config, plant)
+            .map_err(|e| (Check::Open, format!("redb refused to open after a crash: {e}")))?;
+        let state = read_committed(&db)
+            .map_err(|e| (Check::Open, format!("redb opened but reading its content failed: {e}")))?;
         let probe = probe(db, &state, &vfs, &config, plant);
         Ok((state, probe))
-    }));
-    attempt.unwrap_or_else(|panic| Err(("panic", panic_message(panic.as_ref()))))
+    });
+    attempt.unwrap_or_else(|message| Err((Check::Panic, message)))
 }
 
 /// The probe (see the module doc) on a just recovered `db` holding `state`.
@@ -126,8 +127,8 @@ fn probe(db: Database, state: &State, vfs: &SimVfs, config: &RedbConfig, plant: 
 
 /// The verdict on `recovered` in `context`: the random mode's rule, then
 /// the probe.
-pub(super) fn judge(recovered: &RedbRecovered, context: &Model) -> Result<(), (&'static str, String)> {
+pub(super) fn judge(recovered: &RedbRecovered, context: &Model) -> Result<(), (Check, String)> {
     let (state, probe) = recovered.as_ref().map_err(|(check, detail)| (*check, detail.clone()))?;
-    context.allows(state, false).map_err(|detail| ("durability", detail))?;
-    probe.clone().map_err(|detail| ("probe", detail))
+    context.allows(state, false).map_err(|detail| (Check::Durability, detail))?;
+    probe.clone().map_err(|detail| (Check::Probe, detail))
 }

@@ -28,9 +28,10 @@ pub use run::{run_ops, DB_DIR, DB_FILE};
 pub use workload::{generate, CommitMode, Key, PlannedRedbOp, RedbOp, Table};
 
 use crate::disk::{CrashMode, DiskImage};
+use crate::failure::Check;
 use crate::outcome::SeedOutcome;
 
-use super::{Recording, Target};
+use super::{Recording, Target, TargetName};
 
 /// The redb target with its settings (see [`Target::settings`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -52,12 +53,10 @@ impl RedbTarget {
         RedbConfig::from_seed(seed, self.ops, self.crash_mode, self.harsh)
     }
 
-    /// The flags that pin these settings on a command line.
+    /// The flags that pin these settings, but the op count, on a command
+    /// line.
     fn flags(&self) -> String {
         let mut out = String::new();
-        if let Some(ops) = self.ops {
-            out.push_str(&format!(" --ops {ops}"));
-        }
         if let Some(mode) = self.crash_mode {
             out.push_str(&format!(" --crash-mode {}", mode.name()));
         }
@@ -79,8 +78,8 @@ impl Target for RedbTarget {
     type Context = Model;
     type Recovered = RedbRecovered;
 
-    fn name(&self) -> &'static str {
-        "redb"
+    fn name(&self) -> TargetName {
+        TargetName::Redb
     }
 
     fn settings(&self) -> Vec<(&'static str, String)> {
@@ -126,7 +125,8 @@ impl Target for RedbTarget {
     }
 
     fn repro(&self, seed: u64, extra: &str) -> String {
-        format!("cargo run --release -p sim -- --target redb --seed {seed}{}{extra}", self.flags())
+        let ops = self.ops.map_or(String::new(), |ops| format!(" --ops {ops}"));
+        format!("cargo run --release -p sim -- --target redb --seed {seed}{ops}{}{extra}", self.flags())
     }
 
     fn explore_workload(&self, seed: u64, ops: u64) -> Vec<PlannedRedbOp> {
@@ -136,6 +136,10 @@ impl Target for RedbTarget {
             planned.crash = None;
         }
         workload
+    }
+
+    fn explore_repro(&self, seed: u64, ops: u64, extra: &str) -> String {
+        format!("cargo run --release -p sim -- explore --target redb --seed {seed} --ops {ops}{}{extra}", self.flags())
     }
 
     fn sector_bytes(&self, seed: u64) -> u64 {
@@ -159,7 +163,7 @@ impl Target for RedbTarget {
         explore::recover(&self.config(seed), self.plant, image)
     }
 
-    fn judge(&self, recovered: &RedbRecovered, context: &Model) -> Result<(), (&'static str, String)> {
+    fn judge(&self, recovered: &RedbRecovered, context: &Model) -> Result<(), (Check, String)> {
         explore::judge(recovered, context)
     }
 }

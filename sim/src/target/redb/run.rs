@@ -42,7 +42,7 @@ use super::config::RedbConfig;
 use super::model::{diff, show_value, Accepted, Model, Pending, State, TableContent};
 use super::workload::{CommitMode, Key, PlannedRedbOp, RedbOp, Table};
 use crate::disk::{CrashOutcome, CrashPoint, SimVfs};
-use crate::failure::{Check, Failure};
+use crate::failure::{catch_panic, Check, Failure};
 use crate::outcome::SeedOutcome;
 use crate::seeds::faults as fault_seed;
 use crate::target::RecordedContext;
@@ -254,12 +254,12 @@ impl<'a> Runner<'a> {
         }
     }
 
-    pub fn fail(&self, check: &'static str, detail: impl Into<String>) -> Failure {
+    pub fn fail(&self, check: Check, detail: impl Into<String>) -> Failure {
         let recent = self.vfs.with_trace(|t| t.recent().iter().map(|e| t.describe(e)).collect());
         Failure {
             seed: self.config.seed,
             op_index: self.op_index,
-            check: Check::parse(check).unwrap_or_else(|| panic!("redb names an unknown check {check:?}")),
+            check,
             detail: detail.into(),
             recent,
             repro: self.repro.clone(),
@@ -298,7 +298,7 @@ impl<'a> Runner<'a> {
         });
         match created {
             Ok(db) => self.db = Some(db),
-            Err(e) => return Err(self.fail("open", format!("a fresh database could not be created: {e}"))),
+            Err(e) => return Err(self.fail(Check::Open, format!("a fresh database could not be created: {e}"))),
         }
         self.model = Model::new();
         Ok(())
@@ -391,7 +391,7 @@ impl<'a> Runner<'a> {
                 Err(e) if media_corrupted && is_corruption(&e) => return self.accept_refusal(),
                 Err(e) => {
                     let media = if media_corrupted { " (media corruption was injected)" } else { "" };
-                    return Err(self.fail("open", format!("redb refused to open after a crash{media}: {e}")));
+                    return Err(self.fail(Check::Open, format!("redb refused to open after a crash{media}: {e}")));
                 }
             }
         }
@@ -400,7 +400,9 @@ impl<'a> Runner<'a> {
             Ok(state) => state,
             Err(e) if media_corrupted && is_corruption(&e) => return self.accept_refusal(),
             Err(e) => {
-                return Err(self.fail("open", format!("redb opened but reading its content failed, fault-free: {e}")))
+                return Err(
+                    self.fail(Check::Open, format!("redb opened but reading its content failed, fault-free: {e}"))
+                )
             }
         };
         match self.model.recovered(&state, media_corrupted) {
@@ -409,7 +411,7 @@ impl<'a> Runner<'a> {
                 Ok(())
             }
             Ok(_) => Ok(()),
-            Err(detail) => Err(self.fail("durability", detail)),
+            Err(detail) => Err(self.fail(Check::Durability, detail)),
         }
     }
 
@@ -428,7 +430,7 @@ impl<'a> Runner<'a> {
         });
         match fresh {
             Ok(db) => self.db = Some(db),
-            Err(e) => return Err(self.fail("open", format!("a fresh database could not be created: {e}"))),
+            Err(e) => return Err(self.fail(Check::Open, format!("a fresh database could not be created: {e}"))),
         }
         self.model.reset_empty();
         Ok(())
@@ -449,7 +451,7 @@ impl<'a> Runner<'a> {
                 Ok(None)
             }
             Err(e) => {
-                let check = if matches!(op, RedbOp::Compact | RedbOp::Restart) { "admin" } else { "reply" };
+                let check = if matches!(op, RedbOp::Compact | RedbOp::Restart) { Check::Admin } else { Check::Reply };
                 Err(self.fail(check, format!("{}: failed with no fault injected: {e}", op_line(op))))
             }
         }
@@ -476,7 +478,7 @@ impl<'a> Runner<'a> {
         }
         let got = got.as_ref().map(|v| owned(v));
         Err(self.fail(
-            "reply",
+            Check::Reply,
             format!(
                 "{}: {what}\n    expected {}\n    got      {}",
                 op_line(op),
@@ -554,7 +556,7 @@ impl<'a> Runner<'a> {
                     if got != want {
                         let where_ = if self.model.in_transaction() { "in the write transaction" } else { "committed" };
                         return Err(self.fail(
-                            "reply",
+                            Check::Reply,
                             format!(
                                 "{}: the table read differs from the model ({where_}):\n{}",
                                 op_line(op),
@@ -646,10 +648,10 @@ impl<'a> Runner<'a> {
         match read {
             Ok(got) if got == *self.model.committed() => Ok(()),
             Ok(got) => Err(self.fail(
-                "content",
+                Check::Content,
                 format!("the committed content differs from the model:\n{}", diff(self.model.committed(), &got)),
             )),
-            Err(e) => Err(self.fail("content", format!("reading the committed content failed, fault-free: {e}"))),
+            Err(e) => Err(self.fail(Check::Content, format!("reading the committed content failed, fault-free: {e}"))),
         }
     }
 
@@ -681,15 +683,6 @@ fn op_line(op: &RedbOp) -> String {
     line.trim_start_matches("0 ").to_string()
 }
 
-/// A panic's message, for a report.
-pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_else(|| "a panic with no message".to_string())
-}
-
 /// Run `ops` for `config`'s seed on a fresh simulated disk (see the module
 /// doc). Never panics: a panic in redb or the harness is a failure.
 pub fn run_ops(
@@ -701,21 +694,20 @@ pub fn run_ops(
 ) -> SeedOutcome {
     let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::new(keep_trace)));
     let mut runner = Runner::new(config, plant, repro, vfs.clone());
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runner.run(ops)));
-    let failure = match result {
+    let failure = match catch_panic(|| runner.run(ops)) {
         Ok(Ok(())) => None,
         Ok(Err(failure)) => Some(failure),
-        Err(panic) => Some(runner.fail("panic", panic_message(panic.as_ref()))),
+        Err(message) => Some(runner.fail(Check::Panic, message)),
     };
     let mut outcome = std::mem::take(&mut runner.outcome);
     // Drop redb's handles before reading the trace (a close may write).
-    let closing = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(runner)));
+    let closing = catch_panic(move || drop(runner));
     outcome.failure = failure.or_else(|| {
-        closing.err().map(|panic| Failure {
+        closing.err().map(|message| Failure {
             seed: config.seed,
             op_index: u64::MAX,
             check: Check::Panic,
-            detail: format!("dropping the database at the end of the run: {}", panic_message(panic.as_ref())),
+            detail: format!("dropping the database at the end of the run: {message}"),
             recent: Vec::new(),
             repro: String::new(),
         })

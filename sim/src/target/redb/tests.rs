@@ -2,7 +2,9 @@
 //! planted bugs are caught, op lists shrink and replay, explore runs.
 
 use super::*;
-use crate::target::{ops_file, parse_ops_file, run_seed};
+use crate::explore::{explore, ExploreOptions};
+use crate::shrink::{ops_file, parse_ops_file};
+use crate::target::run_seed;
 
 #[test]
 fn a_few_seeds_pass_and_replay_bit_for_bit() {
@@ -26,6 +28,7 @@ fn ops_files_round_trip() {
     };
     let ops = target.generate(3);
     let text = ops_file(&target, 3, &ops, "a test");
+    assert!(text.contains("\ntarget redb\nseed 3\ncrash-mode prefix\nplant redb-no-sync\ntorn-garbage on\n"), "{text}");
     let (back, seed, parsed) = parse_ops_file(RedbTarget::default(), &text).unwrap();
     assert_eq!(
         RedbTarget { ops: target.ops, ..back },
@@ -38,8 +41,6 @@ fn ops_files_round_trip() {
 
 #[test]
 fn explore_runs_clean_and_catches_a_plant() {
-    use crate::explore::ExploreOptions;
-    use crate::target::explore::explore;
     let options = ExploreOptions { jobs: 2, ..ExploreOptions::default() };
     let honest = RedbTarget::default();
     let report = explore(&honest, 1, 12, &options).unwrap();
@@ -57,8 +58,6 @@ fn explore_runs_clean_and_catches_a_plant() {
 
 #[test]
 fn torn_garbage_states_are_explored_only_when_asked() {
-    use crate::explore::ExploreOptions;
-    use crate::target::explore::explore;
     let options = ExploreOptions::default();
     let mild = explore(&RedbTarget::default(), 1, 12, &options).unwrap();
     let harsh = RedbTarget { harsh: HarshDisk { torn_garbage: true, read_bitflips: false }, ..RedbTarget::default() };

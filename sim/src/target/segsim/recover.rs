@@ -1,0 +1,120 @@
+//! Recovering one crash image and judging it: the store must open, its
+//! logical dump must be one the checker allows in each context the image
+//! appeared in, and its audit must be clean — in that order, as in the
+//! random mode's recovery, so a failure is named by the same check.
+//!
+//! Then the probe: the recovered store must also go on working. The
+//! random mode drives a recovered store on, and some bugs only show then —
+//! an append after a torn tail that was never cut, a sweep that dropped a
+//! segment the log still names. Exploration checks one crash per state, so
+//! it asks for the next steps explicitly, through the same [`Driver`] the
+//! random mode runs, its checker based on the recovered content: one more
+//! write, an eviction, a clean restart (the recovered content plus that
+//! write must come back, with the same rows cold in as many segments, and
+//! a clean audit) and a strict power loss (a clean close left nothing
+//! unsynced, so again exactly that).
+//!
+//! A recovery is a pure function of the image's bytes and the clock: a
+//! fresh disk, a fresh clock, a fresh store. The explorer calls it on its
+//! worker threads, so the canary is switched on here, per recovery, on
+//! whichever thread runs it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use engine::clock::ManualClock;
+use engine::store::{Command, LogicalEntry};
+
+use super::record::RecoveryContext;
+use super::VfsWrap;
+use crate::canary::CanarySwitch;
+use crate::config::{Config, Overrides};
+use crate::disk::{DiskConfig, DiskImage, SimVfs};
+use crate::drive::{Driver, Unobserved};
+use crate::failure::{catch_panic, Check};
+use crate::trace::Trace;
+use crate::workload::{Op, PlannedOp};
+
+/// What came back from one image, or the check it failed before the
+/// checker could look (`open`, `dump`, `panic`) and why.
+pub type Outcome = Result<Recovered, (Check, String)>;
+
+/// A recovered store's logical content, its audit, and how the probe went.
+#[derive(Debug)]
+pub struct Recovered {
+    dump: BTreeMap<Vec<u8>, LogicalEntry>,
+    violations: Vec<String>,
+    /// `Err` says what went wrong after the recovery (see the module doc).
+    probe: Result<(), String>,
+}
+
+/// The key the probe writes. No workload draws it: theirs are `k<n>`,
+/// `h<n>` and `<table>:<n>`.
+const PROBE_KEY: &[u8] = b"explore-probe";
+
+/// The probe's operations take indices far past any workload's.
+const PROBE_FIRST_INDEX: u64 = 1 << 40;
+
+/// Open the store on `image` at `now_ms`, with `overrides`' canary planted
+/// and the engine seeing `wrap(disk)`: its dump, its audit and the probe's
+/// verdict. Never panics: a panic in the engine is the `panic` check
+/// failing.
+pub(super) fn recover(
+    config: &Config,
+    disk_config: &DiskConfig,
+    overrides: Overrides,
+    wrap: VfsWrap,
+    image: &DiskImage,
+    now_ms: u64,
+) -> Outcome {
+    let _canary = CanarySwitch::on(overrides.canary);
+    let vfs = Arc::new(SimVfs::from_image(disk_config.clone(), image, Trace::new(false)));
+    let clock = Arc::new(ManualClock::new(now_ms));
+    let mut driver = Driver::new(config, overrides, vfs.clone(), wrap(vfs), clock);
+    let recovered = catch_panic(|| {
+        driver.open().map_err(|e| (Check::Open, format!("the store refused to open after a crash: {e}")))?;
+        let store = driver.store();
+        let dump =
+            store.logical_dump().map_err(|e| (Check::Dump, format!("logical_dump failed after recovery: {e}")))?;
+        let violations = store.audit().into_iter().map(|v| v.0).collect();
+        driver.checker_mut().rebase(dump.clone());
+        let probe = probe(&mut driver);
+        Ok(Recovered { dump, violations, probe })
+    });
+    recovered.unwrap_or_else(|message| Err((Check::Panic, message)))
+}
+
+/// The probe (see the module doc), through the driver whose checker holds
+/// the recovered content: one write, an eviction, a clean restart (content
+/// and layout must come back), a power loss (everything was durable).
+fn probe(driver: &mut Driver<'_>) -> Result<(), String> {
+    let write = Command::Set { key: PROBE_KEY.to_vec(), value: b"1".to_vec() };
+    let steps = [Op::Cmd(write), Op::Evict, Op::Restart, Op::Crash];
+    for (offset, op) in steps.into_iter().enumerate() {
+        let planned = PlannedOp { index: PROBE_FIRST_INDEX + offset as u64, op, crash: None };
+        let stepped = driver.step(&planned, &mut Unobserved).map_err(|failure| {
+            format!(
+                "after one write, an eviction, a clean restart and a power loss: `{planned}`: check '{}': {}",
+                failure.check, failure.detail
+            )
+        })?;
+        if stepped.poisoned {
+            return Err(format!("`{planned}` poisoned the recovered store on a fault-free disk"));
+        }
+    }
+    Ok(())
+}
+
+/// The verdict on `recovered` in `context`: the random mode's rule — the
+/// very code `Checker::recovered` runs before it resets the model — then
+/// the audit, then the probe.
+pub(super) fn judge(recovered: &Outcome, context: &RecoveryContext) -> Result<(), (Check, String)> {
+    let recovered = recovered.as_ref().map_err(|(check, detail)| (*check, detail.clone()))?;
+    if let Err(mismatch) = context.checker.allows(&recovered.dump, context.now_ms) {
+        return Err((Check::Durability, mismatch.detail));
+    }
+    if !recovered.violations.is_empty() {
+        return Err((Check::Audit, format!("after recovery: {:?}", recovered.violations)));
+    }
+    recovered.probe.clone().map_err(|detail| (Check::Probe, detail))
+}

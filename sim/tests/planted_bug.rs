@@ -1,50 +1,73 @@
-//! The checker must be able to fail. Plant a bug under the engine — a Vfs
-//! whose file fsync silently does nothing — and the simulator must report a
-//! failure, with a repro command, within a few hundred seeds.
+//! Every target's checks must be able to fail. Plant a bug under the
+//! system under test — under the segsim engine a Vfs whose file fsync
+//! silently does nothing; under redb a backend whose `sync_data` does
+//! nothing, or one that issues the last write before each sync after it —
+//! and the random mode must report a failure with a repro within a few
+//! seeds, the shrinker must keep it while cutting the list down, and the
+//! same seeds must pass on the honest disk.
 
 use engine::aof::FsyncPolicy;
-use sim::config::{Config, Overrides};
+use sim::config::Overrides;
+use sim::failure::{Check, Failure};
 use sim::planted::skip_fsync;
-use sim::run::run_ops_with;
 use sim::shrink::shrink;
+use sim::target::redb::{Plant, RedbTarget};
 use sim::target::segsim::SegsimTarget;
-use sim::target::Target;
-use sim::workload::generate;
+use sim::target::{run_seed, Target};
+
+/// The first of `seeds` seeds whose run fails, and its failure.
+fn first_caught<T: Target>(target: &T, seeds: u64) -> Option<(u64, Failure)> {
+    (0..seeds).find_map(|seed| run_seed(target, seed, false).failure.map(|failure| (seed, failure)))
+}
+
+/// `seed`'s list shrinks to under a quarter of its length, still failing
+/// `check`.
+fn shrinks<T: Target>(target: &T, seed: u64, check: Check) {
+    let ops = target.generate(seed);
+    let (minimal, runs) = shrink(target, seed, ops.clone(), check);
+    assert!(minimal.len() < ops.len() / 4, "shrunk only from {} to {} ops", ops.len(), minimal.len());
+    let again = target.run(seed, &minimal, false);
+    assert_eq!(again.failure.map(|f| f.check), Some(check));
+    eprintln!("{}: shrunk {} ops to {} in {runs} runs", target.name().name(), ops.len(), minimal.len());
+}
+
+/// The segsim store, every write fsynced.
+fn always() -> SegsimTarget {
+    SegsimTarget::new(Overrides { fsync: Some(FsyncPolicy::Always), ..Overrides::default() })
+}
 
 #[test]
-fn a_vfs_that_skips_fsync_is_caught_with_a_repro() {
-    let overrides = Overrides { fsync: Some(FsyncPolicy::Always), ..Overrides::default() };
-    let mut caught = None;
-    for seed in 0..300 {
-        let config = Config::from_seed(seed, overrides);
-        let ops = generate(&config);
-        let outcome = run_ops_with(&config, overrides, &ops, false, &skip_fsync);
-        if let Some(failure) = outcome.failure {
-            caught = Some((seed, failure));
-            break;
-        }
-    }
-    let (seed, failure) = caught.expect("300 seeds never noticed that fsync does nothing");
+fn a_vfs_that_skips_fsync_is_caught_with_a_repro_and_shrunk() {
+    let planted = SegsimTarget { wrap: skip_fsync, ..always() };
+    let (seed, failure) = first_caught(&planted, 300).expect("300 seeds never noticed that fsync does nothing");
     assert!(failure.repro.contains(&format!("--seed {seed}")), "{}", failure.repro);
     assert!(failure.repro.contains("--fsync always"), "{}", failure.repro);
     assert!(!failure.detail.is_empty());
     eprintln!("caught at seed {seed}: check '{}'", failure.check);
+    shrinks(&planted, seed, failure.check);
+}
 
-    // The shrinker keeps the failure while cutting the list down.
-    let planted = SegsimTarget { wrap: skip_fsync, ..SegsimTarget::new(overrides) };
-    let ops = planted.generate(seed);
-    let (minimal, runs) = shrink(&planted, seed, ops.clone(), failure.check);
-    assert!(minimal.len() < ops.len() / 4, "shrunk only from {} to {} ops", ops.len(), minimal.len());
-    let again = planted.run(seed, &minimal, false);
-    assert_eq!(again.failure.map(|f| f.check), Some(failure.check));
-    eprintln!("shrunk {} ops to {} in {runs} runs", ops.len(), minimal.len());
+#[test]
+fn a_backend_that_skips_sync_data_is_caught_and_shrunk() {
+    let planted = RedbTarget { plant: Some(Plant::NoSync), ..RedbTarget::default() };
+    let (seed, failure) = first_caught(&planted, 50).expect("50 seeds never noticed that sync_data does nothing");
+    assert_eq!(failure.check, Check::Durability, "{}", failure.detail);
+    assert!(failure.repro.contains(&format!("--seed {seed}")) && failure.repro.contains("--plant redb-no-sync"));
+    eprintln!("redb-no-sync caught at seed {seed}: {}", failure.detail.lines().next().unwrap_or(""));
+    shrinks(&planted, seed, failure.check);
+}
+
+#[test]
+fn a_backend_that_writes_after_the_sync_is_caught() {
+    let planted = RedbTarget { plant: Some(Plant::LateWrite), ..RedbTarget::default() };
+    let (seed, failure) = first_caught(&planted, 50).expect("50 seeds never noticed writes landing after the sync");
+    assert_eq!(failure.check, Check::Durability, "{}", failure.detail);
+    eprintln!("redb-late-write caught at seed {seed}");
 }
 
 #[test]
 fn the_same_seeds_pass_on_the_honest_disk() {
-    let overrides = Overrides { fsync: Some(FsyncPolicy::Always), ..Overrides::default() };
-    for seed in 0..20 {
-        let outcome = sim::run::run_seed(seed, overrides, false);
-        assert!(outcome.failure.is_none(), "seed {seed}: {:?}", outcome.failure);
-    }
+    let honest = |(seed, failure): (u64, Failure)| (seed, failure.detail);
+    assert_eq!(first_caught(&always(), 20).map(honest), None);
+    assert_eq!(first_caught(&RedbTarget::default(), 20).map(honest), None);
 }

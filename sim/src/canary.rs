@@ -8,11 +8,12 @@
 //! without it, an enum with no values, so an `Option<Canary>` is always
 //! `None` and every path that would switch a bug on is unreachable.
 //!
-//! Naming a canary, and [`CanarySwitch`], are all this module does. A
+//! Naming a canary, and `CanarySwitch`, are all this module does. A
 //! canary is switched on per thread by whoever runs the engine — a seed
-//! run (`run.rs`), the explore recording and each explore worker — once,
-//! through `CanarySwitch`; the workload, the fault model, the driver and
-//! the checker never learn which bug, if any, is planted.
+//! run (`run.rs`), the explore recording and each recovery on an explore
+//! worker (`target/segsim/`) — once, through `CanarySwitch`; the workload,
+//! the fault model, the driver and the checker never learn which bug, if
+//! any, is planted.
 
 #[cfg(feature = "canaries")]
 pub use engine::canary::Canary;
@@ -65,8 +66,8 @@ pub fn parse_name(name: &str) -> Result<Canary, String> {
 
 /// The planted bug switched on in the engine for this thread while it
 /// lives, and off again when dropped (a panic included). The engine's
-/// switch is per thread: a seed run (`run.rs`) and each explore worker
-/// (`explore/`) hold one. Nothing else in the simulator touches the
+/// switch is per thread: a seed run (`run.rs`), the explore recording and
+/// each recovery (`target/segsim/`) hold one. Nothing else in the simulator touches the
 /// engine's switch, and nothing in the simulator reads it.
 pub(crate) struct CanarySwitch;
 

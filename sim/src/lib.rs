@@ -10,11 +10,14 @@
 //! - [`run`], the random mode: the driver plus the fault schedule, audits
 //!   and the policy for a poisoned store; [`outcome`] is what a seed
 //!   produced and [`summary`] adds seeds up;
-//! - [`explore`], exhaustive crash exploration: the driver watched while
-//!   it records, then every crash state of every I/O index recovered;
-//! - [`shrink`], which minimizes a failing list; [`hunt`], which hunts
+//! - [`target`], what the simulator tests behind one trait: the segsim
+//!   store (the default, the driver and the modes above) or redb;
+//! - [`explore`], exhaustive crash exploration of any target: one run
+//!   recorded, then every crash state of every I/O index recovered;
+//! - [`shrink`], which minimizes a failing list of any target and keeps
+//!   it as an `.ops` file; [`hunt`], which hunts
 //!   every planted engine bug ([`canary`]); [`fuzzing`], the `store_ops`
-//!   fuzz target and the corpus; [`bench`], the figures.
+//!   fuzz target and the corpus; [`bench`](mod@bench), the figures.
 //!
 //! [`failure`] names the checks a run can fail; [`trace`] folds every event
 //! into a hash that proves two runs identical; [`planted`] holds bugs

@@ -3,7 +3,7 @@
 //!
 //! [`skip_fsync`] wraps a disk so every file fsync reports success and
 //! syncs nothing: acknowledged writes then vanish at the next power loss,
-//! and the simulator (`run_ops_with`) and the explorer (`explore_with`)
+//! and the simulator and the explorer (a `SegsimTarget` whose `wrap` is it)
 //! must both say so.
 
 use std::io;

@@ -4,9 +4,9 @@
 //! Every mode of the simulator drives the store through this type: the
 //! random mode (`run.rs`, which adds the fault schedule, periodic audits
 //! and what to do with a poisoned store), exhaustive exploration's
-//! recording run (`explore/record.rs`, which watches each operation begin
-//! through an [`Observer`]) and its probe of each recovered crash state
-//! (`explore/check.rs`). The durability bounds therefore come from one
+//! recording run (`target/segsim/record.rs`, which watches each operation
+//! begin through an [`Observer`]) and its probe of each recovered crash
+//! state (`target/segsim/recover.rs`). The durability bounds therefore come from one
 //! piece of code: `acknowledged` after a write's reply, `call_succeeded`
 //! after every successful store call, `uncertain` for a write whose fate a
 //! crash or a poisoning left open, `all_durable` after a sync, a rewrite

@@ -5,8 +5,17 @@
 //! syncs nothing: acknowledged writes then vanish at the next power loss,
 //! and the simulator and the explorer (a `SegsimTarget` whose `wrap` is it)
 //! must both say so.
+//!
+//! [`unsynced_cut`] is subtler: after a file is cut (`set_len`, which only
+//! recovery's cut of a torn tail does on a fault-free disk), that file's
+//! fsyncs do nothing until another file is fsynced. The next open cuts the
+//! tail again, so one crash shows nothing; only a crash *during* the
+//! recovery, after the manifest was made durable beside a log that is not,
+//! does — the proof that `sim explore --depth 2` reaches what depth 1
+//! cannot, without the `canaries` feature.
 
 use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use engine::vfs::{Interpose, Vfs, VfsFile};
@@ -25,5 +34,48 @@ impl Interpose for SkipFsync {
     }
     fn on_sync(&self, _file: &mut dyn VfsFile) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// `disk`, except that a file cut with `set_len` is not fsynced (each
+/// fsync of it silently does nothing) until some other file is.
+pub fn unsynced_cut(disk: Arc<dyn Vfs>) -> Arc<dyn Vfs> {
+    Arc::new(UnsyncedCut { disk, cut: Arc::new(AtomicUsize::new(NONE)) })
+}
+
+/// No file is cut and unsynced.
+const NONE: usize = 0;
+
+#[derive(Clone)]
+struct UnsyncedCut {
+    disk: Arc<dyn Vfs>,
+    /// The cut file, by the address of its open handle: it stays open (the
+    /// log's writer holds it) for as long as the address is compared, so no
+    /// other live handle shares it. Only ever compared, never ordered.
+    cut: Arc<AtomicUsize>,
+}
+
+/// A handle's identity while it is open.
+fn handle_id(file: &dyn VfsFile) -> usize {
+    (file as *const dyn VfsFile).cast::<u8>() as usize
+}
+
+impl Interpose for UnsyncedCut {
+    fn inner(&self) -> &dyn Vfs {
+        self.disk.as_ref()
+    }
+    fn on_set_len(&self, file: &mut dyn VfsFile, len_bytes: u64) -> io::Result<()> {
+        file.set_len(len_bytes)?;
+        self.cut.store(handle_id(file), Ordering::Relaxed);
+        Ok(())
+    }
+    fn on_sync(&self, file: &mut dyn VfsFile) -> io::Result<()> {
+        let cut = self.cut.load(Ordering::Relaxed);
+        if cut != NONE && cut == handle_id(file) {
+            // Planted: the cut (and what followed it) stays unsynced.
+            return Ok(());
+        }
+        self.cut.store(NONE, Ordering::Relaxed);
+        file.sync()
     }
 }

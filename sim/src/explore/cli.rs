@@ -64,6 +64,27 @@ struct ExploreArgs {
     #[arg(long, value_name = "J", requires = "only_io")]
     only_state: Option<usize>,
 
+    /// 1: one crash per state. 2: also crash every distinct recovered
+    /// state again at every I/O index of its recovery and probe (a
+    /// recovery interrupted; second crashes are judged in the first
+    /// one's contexts).
+    #[arg(long, value_name = "D", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    depth: u8,
+
+    /// With --depth 2: stop after this many second-crash states (in the
+    /// order of the first crashes, then crash index, then state).
+    #[arg(long, value_name = "S")]
+    max_depth2_states: Option<u64>,
+
+    /// With --only-io and --only-state (implies --depth 2): crash that
+    /// state's recovery only at its I/O index K.
+    #[arg(long, value_name = "K", requires = "only_state")]
+    then_io: Option<u64>,
+
+    /// With --then-io: recover only this crash state of that index.
+    #[arg(long, value_name = "L", requires = "then_io")]
+    then_state: Option<usize>,
+
     /// Plant this bug in the engine (a build with `--features canaries`
     /// only; `sim canaries` lists them).
     #[arg(long, value_name = "NAME", value_parser = parse_name)]
@@ -78,6 +99,8 @@ const EXAMPLES: &str = "Examples:
   sim explore --seed 1 --ops 40 --json          the same, JSON on stdout
   sim explore --seed 7 --jobs 2 --max-states 50000
   sim explore --seed 7 --only-io 118 --only-state 5   recover exactly one state (a failure's repro)
+  sim explore --seed 0 --ops 100 --depth 2      also crash every recovery (and probe) at every I/O
+  sim explore --seed 0 --only-io 9 --only-state 2 --then-io 14 --then-state 3   one second crash
   sim explore --target redb --seed 1            the same method on redb (REDB.md)";
 
 fn parse_fsync(s: &str) -> Result<FsyncPolicy, String> {
@@ -120,6 +143,18 @@ pub(super) fn parse(args: &[String]) -> Invocation {
     if parsed.max_states == Some(0) {
         return usage("--max-states must be at least 1");
     }
+    if parsed.max_depth2_states == Some(0) {
+        return usage("--max-depth2-states must be at least 1");
+    }
+    // A depth-2 repro names its second crash: that is depth 2.
+    let depth_given = args.iter().any(|arg| arg == "--depth" || arg.starts_with("--depth="));
+    let depth = if parsed.then_io.is_some() { 2 } else { parsed.depth };
+    if parsed.then_io.is_some() && depth_given && parsed.depth != 2 {
+        return usage("--then-io names a crash inside a recovery: that is --depth 2");
+    }
+    if parsed.max_depth2_states.is_some() && depth != 2 {
+        return usage("--max-depth2-states bounds --depth 2");
+    }
     let TargetArgs { target, plant, torn_garbage } = parsed.target;
     let target = match target {
         TargetName::Segsim if plant.is_some() || torn_garbage => {
@@ -130,6 +165,9 @@ pub(super) fn parse(args: &[String]) -> Invocation {
             canary: parsed.canary,
             ..Overrides::default()
         })),
+        TargetName::Redb if depth == 2 => {
+            return usage("--depth 2: the redb target does not record its recoveries yet; explore it at depth 1")
+        }
         TargetName::Redb if parsed.fsync.is_some() || parsed.canary.is_some() => {
             return usage("--fsync and --canary are the segsim target's; redb's durability is per commit (--plant plants a bug under redb)")
         }
@@ -146,6 +184,10 @@ pub(super) fn parse(args: &[String]) -> Invocation {
         jobs: parsed.jobs,
         only_io: parsed.only_io,
         only_state: parsed.only_state,
+        depth,
+        max_depth2_states: parsed.max_depth2_states,
+        then_io: parsed.then_io,
+        then_state: parsed.then_state,
         progress: true,
     };
     Invocation::Run { seed: parsed.seed, ops: parsed.ops, options, json: parsed.json, target }

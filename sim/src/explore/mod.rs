@@ -62,6 +62,7 @@
 //! `disk/crash_states.rs`).
 
 mod cli;
+mod depth2;
 pub(crate) mod parallel;
 mod plan;
 mod report;
@@ -74,7 +75,7 @@ use crate::target::{Recording, Target};
 use parallel::map_in_order;
 
 pub use cli::cli;
-pub use report::{ExploreFailure, ExploreReport, PhaseSeconds, MAX_FAILURES_KEPT};
+pub use report::{Depth2Report, ExploreFailure, ExploreReport, PhaseSeconds, MAX_FAILURES_KEPT};
 
 /// Workload operations by default: short enough to explore every index.
 pub const DEFAULT_OPS: u64 = 40;
@@ -97,6 +98,17 @@ pub struct ExploreOptions {
     pub only_io: Option<u64>,
     /// With `only_io`: only this crash state of that index.
     pub only_state: Option<usize>,
+    /// 1: crash once per state; 2: also crash each distinct recovered
+    /// state's recovery and probe at every I/O index (`depth2.rs`).
+    pub depth: u8,
+    /// At depth 2: stop enumerating second crashes after this many states
+    /// (in the order of the depth-1 recoveries, then index, then state).
+    pub max_depth2_states: Option<u64>,
+    /// At depth 2, with `only_io` and `only_state`: crash that state's
+    /// recovery only at this index.
+    pub then_io: Option<u64>,
+    /// With `then_io`: only this crash state of that index.
+    pub then_state: Option<usize>,
     /// Print progress on stderr about once a second.
     pub progress: bool,
 }
@@ -109,6 +121,10 @@ impl Default for ExploreOptions {
             jobs: 1,
             only_io: None,
             only_state: None,
+            depth: 1,
+            max_depth2_states: None,
+            then_io: None,
+            then_state: None,
             progress: false,
         }
     }
@@ -134,6 +150,14 @@ fn explore_workload<T: Target>(
     started: Instant,
 ) -> Result<ExploreReport, String> {
     assert!(options.jobs >= 1 && options.max_dir_subsets >= 1, "checked by the caller");
+    assert!(matches!(options.depth, 1 | 2), "checked by the caller");
+    assert!(options.then_io.is_none() || (options.depth == 2 && options.only_state.is_some()), "checked by the caller");
+    if options.depth == 2 && !target.records_recoveries() {
+        return Err(format!(
+            "--depth 2: the {} target does not record its recoveries; explore it at depth 1",
+            target.name().name()
+        ));
+    }
     let mut report = ExploreReport::new(target, seed, ops);
     let recording = target.record(seed, workload);
     report.recorded_ios = (recording.disk.snapshots.len() as u64).saturating_sub(1);
@@ -147,7 +171,8 @@ fn explore_workload<T: Target>(
             description: "the recording run itself, before any explored crash".to_string(),
             check: *check,
             detail: detail.clone(),
-            repro: report::repro(target, seed, ops, options, None, None),
+            then: None,
+            repro: report::repro(target, seed, ops, options, None, None, None),
         }]);
         report.elapsed_sec = started.elapsed().as_secs_f64();
         return Ok(report);
@@ -164,16 +189,29 @@ fn explore_workload<T: Target>(
     report.examined = plan.examined.clone();
 
     let check_started = Instant::now();
-    let failures = check_all(target, seed, ops, &recording, &plan, options);
+    let checked = check_all(target, seed, ops, &recording, &plan, options);
     report.phase_sec.check = check_started.elapsed().as_secs_f64();
+    let (failures, outcomes): (Vec<Vec<ExploreFailure>>, Vec<Option<T::Recovered>>) = checked.into_iter().unzip();
+    let failed: Vec<bool> = failures.iter().map(|f| !f.is_empty()).collect();
+    let mut failures: Vec<ExploreFailure> = failures.into_iter().flatten().collect();
+    failures.sort_by_key(|failure| (failure.io_index, failure.state));
     report.add_failures(failures);
     report.elapsed_sec = started.elapsed().as_secs_f64();
+
+    if options.depth == 2 {
+        let outcomes = outcomes.into_iter().map(|outcome| outcome.expect("kept at depth 2")).collect();
+        let parents = depth2::Parents { recording: &recording, plan: &plan, outcomes, failed };
+        let (depth2, failures) = depth2::explore(target, seed, ops, parents, options)?;
+        report.depth2 = Some(depth2);
+        report.add_failures(failures);
+    }
     Ok(report)
 }
 
 /// Recover every distinct image of `plan` on `options.jobs` threads and
-/// judge each in its contexts; the failures in crash-index order, then
-/// state order, each at its first occurrence.
+/// judge each in its contexts: per recovery, in plan order, its failures
+/// (each at its first occurrence) and what it recovered (depth 2 judges
+/// it again in new contexts).
 fn check_all<T: Target>(
     target: &T,
     seed: u64,
@@ -181,9 +219,9 @@ fn check_all<T: Target>(
     recording: &Recording<T::Context>,
     plan: &plan::Plan,
     options: &ExploreOptions,
-) -> Vec<ExploreFailure> {
+) -> Vec<(Vec<ExploreFailure>, Option<T::Recovered>)> {
     let progress = options.progress.then_some("recovering distinct crash states");
-    let per_recovery = map_in_order(&plan.recoveries, options.jobs, progress, |recovery| {
+    map_in_order(&plan.recoveries, options.jobs, progress, |recovery| {
         let image = recovery.snapshot.image(&recovery.crash_state);
         let recovered = target.recover(seed, &image, recovery.key);
         let mut failures = Vec::new();
@@ -199,12 +237,11 @@ fn check_all<T: Target>(
                 description: snapshot.describe(state),
                 check,
                 detail,
-                repro: report::repro(target, seed, ops, options, Some(at.io_index), Some(at.state)),
+                then: None,
+                repro: report::repro(target, seed, ops, options, Some(at.io_index), Some(at.state), None),
             });
         }
-        failures
-    });
-    let mut failures: Vec<ExploreFailure> = per_recovery.into_iter().flatten().collect();
-    failures.sort_by_key(|failure| (failure.io_index, failure.state));
-    failures
+        // Kept only for depth 2: a dump per distinct state adds up.
+        (failures, (options.depth == 2).then_some(recovered))
+    })
 }

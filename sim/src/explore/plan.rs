@@ -10,12 +10,13 @@
 //! make the plan, and so the report, independent of the thread count.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::parallel::map_in_order;
 use super::ExploreOptions;
-use crate::disk::{CrashState, DiskSnapshot};
+use crate::disk::{CrashState, DiskRecording, DiskSnapshot};
 use crate::target::{Recording, Target};
 
 /// One check of a recovered image: against the context numbered
@@ -34,6 +35,8 @@ pub(super) struct CheckAt {
 pub(super) struct Recovery {
     pub snapshot: Arc<DiskSnapshot>,
     pub crash_state: CrashState,
+    /// The image's hash ([`crate::disk::DiskImage::hash`]).
+    pub hash: u64,
     pub key: u64,
     /// Non-empty: the recovery's own first occurrence is its first check.
     pub checks: Vec<CheckAt>,
@@ -57,10 +60,31 @@ pub(super) struct Plan {
 }
 
 /// A run of consecutive crash indices that share one snapshot.
-struct Run {
-    first_io_index: u64,
-    len: u64,
-    snapshot: Arc<DiskSnapshot>,
+pub(super) struct Run {
+    pub first_io_index: u64,
+    pub len: u64,
+    pub snapshot: Arc<DiskSnapshot>,
+}
+
+/// `indices` of `disk` (all inside it) as runs of consecutive indices that
+/// share one snapshot, in index order.
+pub(super) fn runs(disk: &DiskRecording, indices: Range<u64>) -> Vec<Run> {
+    let mut runs: Vec<Run> = Vec::new();
+    for io_index in indices {
+        let snapshot = disk.before_io(io_index).expect("inside the recording");
+        match runs.last_mut() {
+            Some(run) if Arc::ptr_eq(&run.snapshot, snapshot) => run.len += 1,
+            _ => runs.push(Run { first_io_index: io_index, len: 1, snapshot: snapshot.clone() }),
+        }
+    }
+    runs
+}
+
+/// The crash states of `run`'s snapshot and their images' hashes.
+pub(super) fn hash_states(run: &Run, max_dir_subsets: usize) -> (Vec<CrashState>, Vec<u64>) {
+    let states = run.snapshot.crash_states(max_dir_subsets);
+    let hashes = states.iter().map(|state| run.snapshot.image(state).hash()).collect();
+    (states, hashes)
 }
 
 /// A run's crash states and their images' hashes, or `None` if the cap was
@@ -86,14 +110,7 @@ pub(super) fn plan<T: Target>(
         Some(io) => io..io + 1,
         None => indices,
     };
-    let mut runs: Vec<Run> = Vec::new();
-    for io_index in indices {
-        let snapshot = recording.disk.before_io(io_index).expect("inside the recording");
-        match runs.last_mut() {
-            Some(run) if Arc::ptr_eq(&run.snapshot, snapshot) => run.len += 1,
-            _ => runs.push(Run { first_io_index: io_index, len: 1, snapshot: snapshot.clone() }),
-        }
-    }
+    let runs = runs(&recording.disk, indices);
     // States a target leaves out (torn sectors holding garbage, for one
     // that relies on atomic sector writes) keep their numbers: the
     // numbering is the disk's, whatever the target explores.
@@ -108,8 +125,7 @@ pub(super) fn plan<T: Target>(
         if enumerated.load(Ordering::Relaxed) >= cap {
             return None;
         }
-        let states = run.snapshot.crash_states(options.max_dir_subsets);
-        let hashes = states.iter().map(|state| run.snapshot.image(state).hash()).collect();
+        let (states, hashes) = hash_states(run, options.max_dir_subsets);
         // Count as the merge will: one state per index with `only_state`.
         let per_index =
             if options.only_state.is_some() { 1 } else { states.iter().filter(|s| explored(s)).count() as u64 };
@@ -165,6 +181,7 @@ pub(super) fn plan<T: Target>(
                     plan.recoveries.push(Recovery {
                         snapshot: run.snapshot.clone(),
                         crash_state: states[state].clone(),
+                        hash,
                         key,
                         checks: Vec::new(),
                     });

@@ -24,6 +24,9 @@ pub struct ExploreFailure {
     pub io_index: Option<u64>,
     /// The crash state's number at that index.
     pub state: Option<usize>,
+    /// Depth 2: the crash index inside that state's recovery (and probe)
+    /// where the power went again, and the crash state's number there.
+    pub then: Option<(u64, usize)>,
     /// The workload operation under way at the crash.
     pub op: String,
     /// Which writes and directory changes survived, which were torn.
@@ -47,6 +50,44 @@ pub struct PhaseSeconds {
     pub enumerate: f64,
     /// Recovering and checking the distinct ones.
     pub check: f64,
+}
+
+/// What depth 2 added (`sim explore --depth 2`): second crashes inside
+/// the recovery and probe of every distinct recovered state that passed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Depth2Report {
+    /// Distinct depth-1 recoveries recorded and crashed again.
+    pub recoveries_recorded: u64,
+    /// Crash indices explored inside those recordings.
+    pub io_indices: u64,
+    /// Second-crash states enumerated, byte-identical ones included.
+    pub states: u64,
+    /// Distinct (image, recovery key) pairs recovered that depth 1 (or an
+    /// earlier depth-2 state) had not recovered already.
+    pub distinct_states: u64,
+    /// Distinct (image, context) pairs judged that were not judged before.
+    pub checks: u64,
+    /// `--max-depth2-states` stopped the enumeration early.
+    pub capped: bool,
+    /// With `--then-state`: the description of the one state examined.
+    pub examined: Option<String>,
+    /// Wall-clock seconds of depth 2, all phases.
+    pub elapsed_sec: f64,
+    /// Per phase: recording the recoveries, enumerating, recovering and
+    /// judging.
+    pub phase_sec: PhaseSeconds,
+}
+
+impl Depth2Report {
+    /// Second-crash states per second of depth 2's wall-clock time.
+    pub fn states_per_sec(&self) -> f64 {
+        self.states as f64 / self.elapsed_sec.max(1e-9)
+    }
+
+    /// Distinct states recovered per second of depth 2's check phase.
+    pub fn recoveries_per_sec(&self) -> f64 {
+        self.distinct_states as f64 / self.phase_sec.check.max(1e-9)
+    }
 }
 
 /// The outcome of one exploration.
@@ -83,10 +124,12 @@ pub struct ExploreReport {
     pub failures_total: u64,
     /// The first [`MAX_FAILURES_KEPT`] of them, in crash-index order.
     pub failures: Vec<ExploreFailure>,
-    /// Wall-clock seconds, all phases.
+    /// Wall-clock seconds of depth 1, all phases.
     pub elapsed_sec: f64,
-    /// Wall-clock seconds per phase.
+    /// Wall-clock seconds per phase of depth 1.
     pub phase_sec: PhaseSeconds,
+    /// With `--depth 2`: what the second crashes added.
+    pub depth2: Option<Depth2Report>,
 }
 
 /// The command that explores exactly `(io_index, state)` of `target`'s
@@ -98,6 +141,7 @@ pub(super) fn repro<T: Target>(
     options: &ExploreOptions,
     io_index: Option<u64>,
     state: Option<usize>,
+    then: Option<(u64, usize)>,
 ) -> String {
     let mut extra = String::new();
     // The state numbering depends on the subset bound.
@@ -109,6 +153,10 @@ pub(super) fn repro<T: Target>(
     }
     if let Some(state) = state {
         extra.push_str(&format!(" --only-state {state}"));
+    }
+    // `--then-io` implies depth 2.
+    if let Some((then_io, then_state)) = then {
+        extra.push_str(&format!(" --then-io {then_io} --then-state {then_state}"));
     }
     target.explore_repro(seed, ops, &extra)
 }
@@ -133,6 +181,7 @@ impl ExploreReport {
             failures: Vec::new(),
             elapsed_sec: 0.0,
             phase_sec: PhaseSeconds::default(),
+            depth2: None,
         }
     }
 
@@ -142,7 +191,8 @@ impl ExploreReport {
         self.failures.extend(failures.into_iter().take(room));
     }
 
-    /// Crash states per second of wall-clock time, all phases counted.
+    /// Crash states per second of depth 1's wall-clock time, all its
+    /// phases counted.
     pub fn states_per_sec(&self) -> f64 {
         self.states as f64 / self.elapsed_sec.max(1e-9)
     }
@@ -154,7 +204,12 @@ impl ExploreReport {
 
     /// The same report with every timing zeroed, for comparisons.
     pub fn without_timings(&self) -> Self {
-        ExploreReport { elapsed_sec: 0.0, phase_sec: PhaseSeconds::default(), ..self.clone() }
+        let depth2 = self.depth2.as_ref().map(|depth2| Depth2Report {
+            elapsed_sec: 0.0,
+            phase_sec: PhaseSeconds::default(),
+            ..depth2.clone()
+        });
+        ExploreReport { elapsed_sec: 0.0, phase_sec: PhaseSeconds::default(), depth2, ..self.clone() }
     }
 
     /// The human report.
@@ -188,6 +243,31 @@ impl ExploreReport {
         if let Some(examined) = &self.examined {
             out.push_str(&format!("  state examined: {examined}\n"));
         }
+        if let Some(depth2) = &self.depth2 {
+            out.push_str(&format!(
+                "  depth 2: {} recoveries crashed again: {} crash indices, {} crash states, {} newly recovered, {} \
+                 new checks{}\n",
+                depth2.recoveries_recorded,
+                depth2.io_indices,
+                depth2.states,
+                depth2.distinct_states,
+                depth2.checks,
+                if depth2.capped { " (capped by --max-depth2-states)" } else { "" }
+            ));
+            out.push_str(&format!(
+                "  depth 2: {:.2} s: {:.0} states/s, {:.0} recoveries/s (record {:.2} s, enumerate {:.2} s, check \
+                 {:.2} s)\n",
+                depth2.elapsed_sec,
+                depth2.states_per_sec(),
+                depth2.recoveries_per_sec(),
+                depth2.phase_sec.record,
+                depth2.phase_sec.enumerate,
+                depth2.phase_sec.check
+            ));
+            if let Some(examined) = &depth2.examined {
+                out.push_str(&format!("  depth-2 state examined: {examined}\n"));
+            }
+        }
         if self.failures_total == 0 {
             out.push_str("  no failure\n");
             return out;
@@ -201,8 +281,11 @@ impl ExploreReport {
         // each: one lead per kind of failure is what a person reads.
         let mut shown_in_full = Vec::new();
         for (n, failure) in self.failures.iter().enumerate() {
-            let at = match (failure.io_index, failure.state) {
-                (Some(io), Some(state)) => format!("crash index {io}, state {state}"),
+            let at = match (failure.io_index, failure.state, failure.then) {
+                (Some(io), Some(state), None) => format!("crash index {io}, state {state}"),
+                (Some(io), Some(state), Some((then_io, then_state))) => {
+                    format!("crash index {io}, state {state}, then recovery crash index {then_io}, state {then_state}")
+                }
                 _ => "recording".to_string(),
             };
             if !shown_in_full.contains(&failure.check) {
@@ -232,6 +315,8 @@ impl ExploreReport {
                 json!({
                     "io_index": f.io_index,
                     "state": f.state,
+                    "then_io": f.then.map(|(io, _)| io),
+                    "then_state": f.then.map(|(_, state)| state),
                     "op": f.op,
                     "description": f.description,
                     "check": f.check.as_str(),
@@ -262,7 +347,27 @@ impl ExploreReport {
             },
             "failures_total": self.failures_total,
             "failures": failures,
+            "depth": if self.depth2.is_some() { 2 } else { 1 },
         });
+        if let Some(depth2) = &self.depth2 {
+            value["depth2"] = json!({
+                "recoveries_recorded": depth2.recoveries_recorded,
+                "io_indices": depth2.io_indices,
+                "states": depth2.states,
+                "distinct_states": depth2.distinct_states,
+                "checks": depth2.checks,
+                "capped": depth2.capped,
+                "examined": depth2.examined,
+                "states_per_sec": depth2.states_per_sec(),
+                "recoveries_per_sec": depth2.recoveries_per_sec(),
+                "elapsed_sec": depth2.elapsed_sec,
+                "phase_sec": {
+                    "record": depth2.phase_sec.record,
+                    "enumerate": depth2.phase_sec.enumerate,
+                    "check": depth2.phase_sec.check,
+                },
+            });
+        }
         for (key, fact) in &self.facts {
             value[*key] = Value::from(fact.as_str());
         }

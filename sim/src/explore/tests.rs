@@ -11,7 +11,7 @@ use engine::aof::FsyncPolicy;
 use super::cli::{Explored, Invocation};
 use super::*;
 use crate::config::Overrides;
-use crate::planted::skip_fsync;
+use crate::planted::{skip_fsync, unsynced_cut};
 use crate::target::segsim::SegsimTarget;
 use crate::workload::PlannedOp;
 
@@ -143,6 +143,124 @@ fn crashes_inside_the_workloads_own_crash_and_restart_are_explored_too() {
     assert!(report.io_indices == recording.disk.snapshots.len() as u64 && report.distinct_states > 10);
 }
 
+/// Depth 2 on the honest engine: every distinct recovered state is
+/// recorded and crashed again at every I/O of its recovery and probe, and
+/// the engine survives all of it; the report is the same for any `--jobs`.
+#[test]
+fn depth_two_crashes_every_recovery_and_the_engine_survives() {
+    for (seed, fsync) in [(1, None), (2, Some(FsyncPolicy::Always)), (3, Some(FsyncPolicy::EverySec))] {
+        let depth2 = ExploreOptions { depth: 2, ..options() };
+        let report = explore(&segsim(fsync), seed, 20, &depth2).unwrap();
+        assert_eq!(report.failures_total, 0, "seed {seed}:\n{}", report.to_text());
+        let second = report.depth2.as_ref().expect("a depth-2 report");
+        assert_eq!(second.recoveries_recorded, report.distinct_states, "every parent passed, so every one is recorded");
+        // Each recovery does a few dozen I/Os (open, probe: write, evict,
+        // restart, crash), and most second crashes land on new disks.
+        assert!(second.io_indices > 10 * second.recoveries_recorded, "{second:?}");
+        assert!(second.states >= second.io_indices && second.distinct_states > report.distinct_states, "{second:?}");
+        assert!(!second.capped && second.checks >= second.distinct_states);
+        // Depth 1 is the same with or without depth 2.
+        let first = explore(&segsim(fsync), seed, 20, &options()).unwrap();
+        assert_eq!(ExploreReport { depth2: None, ..report.without_timings() }, first.without_timings());
+        let text = report.to_text();
+        assert!(text.contains("depth 2: ") && text.contains("states/s"), "{text}");
+        let json = report.to_json();
+        assert_eq!((json["depth"].as_u64(), json["depth2"]["states"].as_u64()), (Some(2), Some(second.states)));
+    }
+}
+
+#[test]
+fn a_depth_two_report_is_the_same_for_any_number_of_jobs_and_its_cap_cuts_a_prefix() {
+    let target = segsim(None);
+    let depth2 = ExploreOptions { depth: 2, ..options() };
+    let one = explore(&target, 4, 15, &depth2).unwrap().without_timings();
+    let two = explore(&target, 4, 15, &ExploreOptions { jobs: 2, ..depth2.clone() }).unwrap().without_timings();
+    assert_eq!(one, two);
+    let full = one.depth2.expect("depth 2");
+    let cap = full.states / 3;
+    let capped = ExploreOptions { max_depth2_states: Some(cap), ..depth2 };
+    let capped_one = explore(&target, 4, 15, &capped).unwrap().without_timings();
+    let capped_two = explore(&target, 4, 15, &ExploreOptions { jobs: 2, ..capped }).unwrap().without_timings();
+    assert_eq!(capped_one, capped_two);
+    let second = capped_one.depth2.expect("depth 2");
+    assert_eq!(second.states, cap);
+    assert!(second.capped && !full.capped && second.distinct_states < full.distinct_states);
+}
+
+/// A recovery recorded for depth 2: its crash indices before the open
+/// returned are the image's own contexts'; after it, the probe's, each
+/// named; a crash in the probe recovers at the same clock.
+#[test]
+fn a_recorded_recovery_hands_over_to_the_probe_where_the_open_returned() {
+    let target = segsim(Some(FsyncPolicy::No));
+    let lines = ["0 SET a 1", "1 SYNC", "2 SET b 2"];
+    let workload: Vec<PlannedOp> = lines.iter().map(|line| PlannedOp::parse(line).unwrap()).collect();
+    let recording = target.record(6, &workload);
+    let last = recording.disk.io_indices().end - 1;
+    let snapshot = recording.disk.before_io(last).unwrap();
+    let image = snapshot.image(&snapshot.crash_states(DEFAULT_MAX_DIR_SUBSETS)[0]);
+    let now_ms = recording.contexts.last().unwrap().context.now_ms;
+    let recorded = target.record_recovery(6, &image, now_ms);
+    assert!(recorded.recovered_at_io > 0, "the open does I/O");
+    assert!(recorded.recovered_at_io < recorded.disk.io_indices().end, "and the probe after it");
+    assert_eq!(recorded.context_at(0), None);
+    assert_eq!(recorded.context_at(recorded.recovered_at_io - 1), None);
+    assert_eq!(recorded.context_at(recorded.recovered_at_io), Some(0));
+    let whats: Vec<&str> = recorded.contexts.iter().map(|c| c.what.as_str()).collect();
+    assert_eq!(whats[0], "probe: the recovered store (dump, audit)");
+    assert!(whats.iter().all(|what| what.starts_with("probe: ")), "{whats:?}");
+    assert!(whats.iter().any(|what| what.ends_with("SET explore-probe 1")), "{whats:?}");
+    assert!(whats.iter().any(|what| what.ends_with("CRASH")), "{whats:?}");
+    assert!(recorded.contexts.iter().all(|c| target.recovery_key(&c.context) == now_ms));
+    // The recovered content is the base: nothing acknowledged after it yet.
+    assert_eq!(recorded.contexts[0].context.checker.counts(), (0, 0));
+}
+
+/// A Vfs that leaves a cut file unsynced until another file is synced
+/// (`planted::unsynced_cut`, recovery's cut of a torn tail left unsynced):
+/// one crash shows nothing, since the next open cuts again, so depth 1
+/// passes; a second crash inside the recovery, after the manifest was
+/// made durable beside a log that is not, finds a store that no longer
+/// opens. The failure names itself with a repro (`--then-io K
+/// --then-state L`) that recovers exactly that state again.
+#[test]
+fn a_recovery_that_leaves_its_cut_unsynced_is_caught_at_depth_two_only_with_a_repro() {
+    let planted = SegsimTarget { wrap: unsynced_cut, ..segsim(Some(FsyncPolicy::Always)) };
+    let depth2 = ExploreOptions { depth: 2, ..options() };
+    let seed = 1;
+    assert_eq!(explore(&planted, seed, 10, &options()).unwrap().failures_total, 0, "invisible at depth 1");
+    let report = explore(&planted, seed, 10, &depth2).unwrap();
+    assert!(report.failures_total > 0, "{}", report.to_text());
+    assert!(report.failures.iter().all(|f| f.then.is_some()), "{}", report.to_text());
+    let first = report.failures[0].clone();
+    assert_eq!(first.check, crate::failure::Check::Open, "{first:?}");
+    assert_eq!(explore(&segsim(Some(FsyncPolicy::Always)), seed, 10, &depth2).unwrap().failures_total, 0);
+    let (Some(io), Some(state), Some((then_io, then_state))) = (first.io_index, first.state, first.then) else {
+        unreachable!("a depth-2 failure")
+    };
+    let want = format!("--only-io {io} --only-state {state} --then-io {then_io} --then-state {then_state}");
+    assert!(first.repro.contains(&want), "{}", first.repro);
+    assert!(first.description.contains("; then, in its recovery: "), "{}", first.description);
+    let only = ExploreOptions {
+        only_io: Some(io),
+        only_state: Some(state),
+        then_io: Some(then_io),
+        then_state: Some(then_state),
+        ..depth2
+    };
+    let again = explore(&planted, seed, 10, &only).unwrap();
+    let second = again.depth2.as_ref().expect("depth 2");
+    assert_eq!((second.recoveries_recorded, second.io_indices, second.states), (1, 1, 1));
+    assert!(second.examined.as_deref().is_some_and(|examined| first.description.ends_with(examined)));
+    let failures: Vec<&ExploreFailure> = again.failures.iter().filter(|f| f.then.is_some()).collect();
+    assert_eq!(failures, vec![&first]);
+    // Numbers that do not exist are usage errors.
+    let too_far = ExploreOptions { then_io: Some(1 << 40), then_state: None, ..only.clone() };
+    assert!(explore(&planted, seed, 10, &too_far).unwrap_err().contains("--then-io"));
+    let no_state = ExploreOptions { then_state: Some(1 << 20), ..only };
+    assert!(explore(&planted, seed, 10, &no_state).unwrap_err().contains("--then-state"));
+}
+
 #[test]
 fn the_command_line_parses_refuses_and_exits_by_the_verdict() {
     let parse = |list: &[&str]| cli::parse(&list.iter().map(|s| s.to_string()).collect::<Vec<String>>());
@@ -160,6 +278,18 @@ fn the_command_line_parses_refuses_and_exits_by_the_verdict() {
     refused(&["--seed", "1", "--fsync", "sometimes"], "expected always, everysec or no");
     refused(&["--seed", "1", "--plant", "redb-no-sync"], "add --target redb");
     refused(&["--seed", "1", "--target", "redb", "--fsync", "no"], "segsim target's");
+    refused(&["--seed", "1", "--depth", "3"], "--depth");
+    refused(&["--seed", "1", "--depth", "0"], "--depth");
+    refused(&["--seed", "1", "--max-depth2-states", "5"], "--max-depth2-states bounds --depth 2");
+    refused(&["--seed", "1", "--depth", "2", "--max-depth2-states", "0"], "at least 1");
+    refused(&["--seed", "1", "--only-io", "3", "--then-io", "2"], "--only-state");
+    refused(&["--seed", "1", "--only-io", "3", "--only-state", "0", "--then-io", "2", "--depth", "1"], "--depth 2");
+    let Invocation::Run { options, .. } =
+        parse(&["--seed", "1", "--only-io", "3", "--only-state", "0", "--then-io", "2"])
+    else {
+        panic!("a depth-2 repro")
+    };
+    assert_eq!((options.depth, options.then_io, options.then_state), (2, Some(2), None));
     let Invocation::Run { seed, ops, options, json, target: Explored::Segsim(target) } =
         parse(&["--seed", "9", "--jobs", "2", "--json", "--fsync", "always"])
     else {
@@ -214,4 +344,25 @@ fn every_canary_a_crash_state_can_expose_is_caught() {
         let honest = explore(&segsim(fsync), seed, 40, &options()).unwrap();
         assert_eq!(honest.failures_total, 0, "{name}: seed {seed} fails without the canary too");
     }
+}
+
+/// With the `canaries` feature: a recovery whose cut of a torn tail (and
+/// the header it writes) is not fsynced (`cut-no-fsync`) leaves nothing
+/// wrong that one crash can show — the next open cuts again — so depth 1
+/// passes; a second crash inside that recovery, after the manifest was
+/// created beside a log that is not durable yet, finds a store that no
+/// longer opens. Depth 2 catches it, on the first seed, at depth 2 only.
+#[cfg(feature = "canaries")]
+#[test]
+fn a_recovery_that_does_not_fsync_its_cut_is_caught_at_depth_two_only() {
+    use crate::canary::Canary;
+    let canary = Some(Canary::parse("cut-no-fsync").expect("a canary of the engine"));
+    let planted = SegsimTarget::new(Overrides { canary, fsync: Some(FsyncPolicy::Always), ..Overrides::default() });
+    let first = explore(&planted, 0, 40, &options()).unwrap();
+    assert_eq!(first.failures_total, 0, "{}", first.to_text());
+    let second = explore(&planted, 0, 40, &ExploreOptions { depth: 2, ..options() }).unwrap();
+    assert!(second.failures_total > 0, "{}", second.to_text());
+    assert!(second.failures.iter().all(|f| f.then.is_some()), "{}", second.to_text());
+    let honest = explore(&segsim(Some(FsyncPolicy::Always)), 0, 40, &ExploreOptions { depth: 2, ..options() });
+    assert_eq!(honest.unwrap().failures_total, 0);
 }

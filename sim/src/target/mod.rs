@@ -138,8 +138,46 @@ impl<C> Recording<C> {
     /// The context of crash index `io_index`: the last one begun at or
     /// before it.
     pub fn context_at(&self, io_index: u64) -> usize {
-        let after = self.contexts.partition_point(|c| c.first_io_index <= io_index);
-        after.saturating_sub(1)
+        context_at(&self.contexts, io_index)
+    }
+}
+
+/// The last of `contexts` (in order of `first_io_index`) begun at or
+/// before `io_index` (the first, if none is).
+fn context_at<C>(contexts: &[RecordedContext<C>], io_index: u64) -> usize {
+    let after = contexts.partition_point(|c| c.first_io_index <= io_index);
+    after.saturating_sub(1)
+}
+
+/// One recovery of a crash image recorded for `sim explore --depth 2`:
+/// the same open (and probe) as [`Target::recover`], on a disk that keeps
+/// a snapshot before every I/O, so that the explorer can crash it again.
+///
+/// Crash indices below `recovered_at_io` fall inside the recovery itself:
+/// nothing was returned to anyone yet, so what a second recovery brings
+/// back is held to the contexts the crash image itself was judged in.
+/// From `recovered_at_io` on, the recovered system is in use (the probe),
+/// and each crash index is judged by the context noted there.
+#[derive(Clone, Debug)]
+pub struct RecoveryRecording<C> {
+    /// The disk before every I/O of the recovery and of what follows it;
+    /// its indices start at 0 (a fresh disk holding the image).
+    pub disk: DiskRecording,
+    /// The first crash index after the recovery returned; every index if
+    /// it never did (a refused open).
+    pub recovered_at_io: u64,
+    /// In order of `first_io_index`, all at or after `recovered_at_io`.
+    pub contexts: Vec<RecordedContext<C>>,
+}
+
+impl<C> RecoveryRecording<C> {
+    /// The context of crash index `io_index`, or `None` if it falls inside
+    /// the recovery itself (judged in the crash image's own contexts).
+    pub fn context_at(&self, io_index: u64) -> Option<usize> {
+        if io_index < self.recovered_at_io || self.contexts.is_empty() {
+            return None;
+        }
+        Some(context_at(&self.contexts, io_index))
     }
 }
 
@@ -219,6 +257,21 @@ pub trait Target: Sync {
 
     /// Whether `recovered` is allowed in `context`: `Err((check, detail))`.
     fn judge(&self, recovered: &Self::Recovered, context: &Self::Context) -> Result<(), (Check, String)>;
+
+    /// Whether [`Target::record_recovery`] is implemented: `sim explore
+    /// --depth 2` refuses a target that says no.
+    fn records_recoveries(&self) -> bool {
+        false
+    }
+
+    /// For `sim explore --depth 2`: [`Target::recover`] once more, on a
+    /// disk that keeps a snapshot before every I/O, noting where the
+    /// recovery returned and the context of every later operation (see
+    /// [`RecoveryRecording`]). Called on the explorer's worker threads,
+    /// only if [`Target::records_recoveries`]. Never panics.
+    fn record_recovery(&self, _seed: u64, _image: &DiskImage, _key: u64) -> RecoveryRecording<Self::Context> {
+        unreachable!("{} does not record recoveries: records_recoveries() says so", self.name().name())
+    }
 }
 
 /// Run `seed`'s generated workload.

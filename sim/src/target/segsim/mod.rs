@@ -23,7 +23,7 @@ use std::sync::Arc;
 use engine::aof::FsyncPolicy;
 use engine::vfs::Vfs;
 
-use super::{Recording, Target, TargetName};
+use super::{Recording, RecoveryRecording, Target, TargetName};
 use crate::canary::Canary;
 use crate::config::{Config, Overrides};
 use crate::disk::{CrashMode, DiskConfig, DiskImage};
@@ -186,6 +186,16 @@ impl Target for SegsimTarget {
 
     fn judge(&self, recovered: &Outcome, context: &RecoveryContext) -> Result<(), (Check, String)> {
         recover::judge(recovered, context)
+    }
+
+    fn records_recoveries(&self) -> bool {
+        true
+    }
+
+    fn record_recovery(&self, seed: u64, image: &DiskImage, now_ms: u64) -> RecoveryRecording<RecoveryContext> {
+        let config = self.config(seed);
+        let disk = SegsimTarget::explore_disk(&config);
+        recover::record_recovery(&config, &disk, self.overrides, self.wrap, image, now_ms)
     }
 }
 

@@ -52,20 +52,24 @@ pub(super) fn record(
     vfs.start_recording();
     let clock = Arc::new(ManualClock::new(T0_MS));
     let mut driver = Driver::new(config, overrides, vfs.clone(), wrap(vfs.clone()), clock);
-    let mut contexts = Contexts(Vec::new());
+    let mut contexts = Contexts { prefix: "", contexts: Vec::new() };
     let failure = match catch_panic(|| run(&mut driver, &mut contexts, workload)) {
         Ok(result) => result.err(),
         Err(message) => Some(driver.fail(Check::Panic, message)),
     };
     drop(driver);
     let failure = failure.map(|failure| (failure.check, failure.detail));
-    Recording { disk: vfs.take_recording(), contexts: contexts.0, failure }
+    Recording { disk: vfs.take_recording(), contexts: contexts.contexts, failure }
 }
 
 /// The recording's observer: from each operation's first I/O on, a crash
 /// is judged by the checker as it stood then, with the write in flight
-/// (if any) uncertain.
-struct Contexts(Vec<RecordedContext<RecoveryContext>>);
+/// (if any) uncertain. Also the observer of a recovery's probe recorded
+/// for depth 2 (`recover.rs`), whose operations it names after `prefix`.
+pub(super) struct Contexts {
+    pub prefix: &'static str,
+    pub contexts: Vec<RecordedContext<RecoveryContext>>,
+}
 
 impl Observer for Contexts {
     fn op_begins(&mut self, driver: &Driver<'_>, planned: &PlannedOp, moment: Moment, in_flight: Option<&Command>) {
@@ -74,18 +78,19 @@ impl Observer for Contexts {
         if let Some(command) = in_flight {
             checker.uncertain(command, now_ms);
         }
+        let prefix = self.prefix;
         let what = match moment {
-            Moment::Begins => planned.to_string(),
-            Moment::Reopening => format!("{planned} (reopening)"),
+            Moment::Begins => format!("{prefix}{planned}"),
+            Moment::Reopening => format!("{prefix}{planned} (reopening)"),
         };
         let context = RecoveryContext { now_ms, checker };
-        self.0.push(RecordedContext { first_io_index: driver.vfs().io_count(), what, context });
+        self.contexts.push(RecordedContext { first_io_index: driver.vfs().io_count(), what, context });
     }
 }
 
 fn run(driver: &mut Driver<'_>, contexts: &mut Contexts, workload: &[PlannedOp]) -> Result<(), Failure> {
     let context = RecoveryContext { now_ms: driver.now_ms(), checker: driver.checker().clone() };
-    contexts.0.push(RecordedContext { first_io_index: 0, what: "the initial open".to_string(), context });
+    contexts.contexts.push(RecordedContext { first_io_index: 0, what: "the initial open".to_string(), context });
     driver.open_empty()?;
     // The end, as in the random mode: a clean restart must bring back
     // exactly the model. Its I/Os are crash indices like any other.

@@ -25,13 +25,14 @@ use std::sync::Arc;
 use engine::clock::ManualClock;
 use engine::store::{Command, LogicalEntry};
 
-use super::record::RecoveryContext;
+use super::record::{Contexts, RecoveryContext};
 use super::VfsWrap;
 use crate::canary::CanarySwitch;
 use crate::config::{Config, Overrides};
 use crate::disk::{DiskConfig, DiskImage, SimVfs};
-use crate::drive::{Driver, Unobserved};
+use crate::drive::{Driver, Observer, Unobserved};
 use crate::failure::{catch_panic, Check};
+use crate::target::{RecordedContext, RecoveryRecording};
 use crate::trace::Trace;
 use crate::workload::{Op, PlannedOp};
 
@@ -67,32 +68,108 @@ pub(super) fn recover(
     image: &DiskImage,
     now_ms: u64,
 ) -> Outcome {
-    let _canary = CanarySwitch::on(overrides.canary);
     let vfs = Arc::new(SimVfs::from_image(disk_config.clone(), image, Trace::new(false)));
+    recover_on(config, overrides, wrap, vfs, now_ms, &mut Unobserved, None)
+}
+
+/// [`recover`] on a disk that keeps a snapshot before every I/O, for
+/// `sim explore --depth 2`: the crash indices of the open are judged in
+/// the image's own contexts; from the moment the open returned, by the
+/// checker of the recovered store — its content is then all that may come
+/// back, plus the probe's write once acknowledged — as each probe step
+/// begins (the recording's own observer, [`Contexts`]).
+pub(super) fn record_recovery(
+    config: &Config,
+    disk_config: &DiskConfig,
+    overrides: Overrides,
+    wrap: VfsWrap,
+    image: &DiskImage,
+    now_ms: u64,
+) -> RecoveryRecording<RecoveryContext> {
+    let vfs = Arc::new(SimVfs::from_image(disk_config.clone(), image, Trace::new(false)));
+    vfs.start_recording();
+    let mut contexts = Contexts { prefix: "probe: ", contexts: Vec::new() };
+    let mut recovered_at_io = None;
+    // The verdict is the plain recovery's (the same bytes, the same
+    // clock): only the snapshots are wanted here.
+    let _ = recover_on(config, overrides, wrap, vfs.clone(), now_ms, &mut contexts, Some(&mut recovered_at_io));
+    let disk = vfs.take_recording();
+    // A recovery that never returned (a refused open, a panic) is all
+    // recovery: every index is judged in the image's contexts.
+    assert!(recovered_at_io.is_some() || contexts.contexts.is_empty(), "no probe without a recovery");
+    let recovered_at_io = recovered_at_io.unwrap_or(disk.io_indices().end);
+    assert!(contexts.contexts.iter().all(|c| c.first_io_index >= recovered_at_io), "contexts follow the recovery");
+    RecoveryRecording { disk, recovered_at_io, contexts: contexts.contexts }
+}
+
+/// The recovery of [`recover`] on `vfs` (a disk holding a crash image),
+/// the probe watched by `observer`. With `recovered_at_io`, also note
+/// there the first I/O index after the open returned, and tell the
+/// observer of the recovered store as a context of its own (from that
+/// index to the probe's first step).
+fn recover_on(
+    config: &Config,
+    overrides: Overrides,
+    wrap: VfsWrap,
+    vfs: Arc<SimVfs>,
+    now_ms: u64,
+    observer: &mut dyn ContextObserver,
+    recovered_at_io: Option<&mut Option<u64>>,
+) -> Outcome {
+    let _canary = CanarySwitch::on(overrides.canary);
     let clock = Arc::new(ManualClock::new(now_ms));
     let mut driver = Driver::new(config, overrides, vfs.clone(), wrap(vfs), clock);
     let recovered = catch_panic(|| {
         driver.open().map_err(|e| (Check::Open, format!("the store refused to open after a crash: {e}")))?;
+        let opened_at_io = driver.vfs().io_count();
         let store = driver.store();
         let dump =
             store.logical_dump().map_err(|e| (Check::Dump, format!("logical_dump failed after recovery: {e}")))?;
         let violations = store.audit().into_iter().map(|v| v.0).collect();
         driver.checker_mut().rebase(dump.clone());
-        let probe = probe(&mut driver);
+        if let Some(at) = recovered_at_io {
+            *at = Some(opened_at_io);
+            let context = RecoveryContext { now_ms: driver.now_ms(), checker: driver.checker().clone() };
+            observer.note(opened_at_io, "the recovered store (dump, audit)", context);
+        }
+        let probe = probe(&mut driver, observer.as_observer());
         Ok(Recovered { dump, violations, probe })
     });
     recovered.unwrap_or_else(|message| Err((Check::Panic, message)))
 }
 
+/// An [`Observer`] of the probe that can also be told of a context
+/// directly (the recovered store, before the probe's first step).
+trait ContextObserver {
+    fn note(&mut self, first_io_index: u64, what: &str, context: RecoveryContext);
+    fn as_observer(&mut self) -> &mut dyn Observer;
+}
+
+impl ContextObserver for Unobserved {
+    fn note(&mut self, _: u64, _: &str, _: RecoveryContext) {}
+    fn as_observer(&mut self) -> &mut dyn Observer {
+        self
+    }
+}
+
+impl ContextObserver for Contexts {
+    fn note(&mut self, first_io_index: u64, what: &str, context: RecoveryContext) {
+        self.contexts.push(RecordedContext { first_io_index, what: format!("{}{what}", self.prefix), context });
+    }
+    fn as_observer(&mut self) -> &mut dyn Observer {
+        self
+    }
+}
+
 /// The probe (see the module doc), through the driver whose checker holds
 /// the recovered content: one write, an eviction, a clean restart (content
 /// and layout must come back), a power loss (everything was durable).
-fn probe(driver: &mut Driver<'_>) -> Result<(), String> {
+fn probe(driver: &mut Driver<'_>, observer: &mut dyn Observer) -> Result<(), String> {
     let write = Command::Set { key: PROBE_KEY.to_vec(), value: b"1".to_vec() };
     let steps = [Op::Cmd(write), Op::Evict, Op::Restart, Op::Crash];
     for (offset, op) in steps.into_iter().enumerate() {
         let planned = PlannedOp { index: PROBE_FIRST_INDEX + offset as u64, op, crash: None };
-        let stepped = driver.step(&planned, &mut Unobserved).map_err(|failure| {
+        let stepped = driver.step(&planned, observer).map_err(|failure| {
             format!(
                 "after one write, an eviction, a clean restart and a power loss: `{planned}`: check '{}': {}",
                 failure.check, failure.detail

@@ -1,0 +1,297 @@
+//! Depth 2 (`sim explore --depth 2`): the power fails again while a crash
+//! state is being recovered, or while the recovered system takes its
+//! probe.
+//!
+//! A recovery writes: it cuts torn tails, quarantines them, makes what it
+//! replayed durable, sweeps orphans, and the probe then writes, evicts,
+//! restarts and loses power once more. Each of those writes is a point
+//! where a second power loss leaves a disk that no single crash of the
+//! workload leaves. So for every distinct recovered state of depth 1 that
+//! passed its checks (a *parent*), the target records its recovery again
+//! on a disk that keeps a snapshot before every I/O
+//! ([`Target::record_recovery`]), and the explorer does with that
+//! recording what it did with the workload's: every crash index, every
+//! crash state there, each image hashed.
+//!
+//! What a second crash is held to:
+//! - inside the recovery itself (before the open returned), to the very
+//!   contexts the parent's image was judged in: nothing was returned to
+//!   anyone yet, so the second recovery must bring back a state the
+//!   original crash allows;
+//! - after the open returned, to the context the target noted there
+//!   (segsim: the recovered content is now the durable base, plus the
+//!   probe's write once acknowledged).
+//!
+//! Then the probe must pass, as at depth 1. Dedupe is global: an image
+//! recovered once under a recovery key — at depth 1 or at depth 2, from
+//! any parent — is not recovered again, and an (image, context) pair
+//! judged once is not judged again, so a second crash before the recovery
+//! has written anything costs nothing.
+//!
+//! Parents are taken in plan order, in batches (recorded, enumerated,
+//! recovered and judged together, then dropped, which bounds the memory
+//! the recordings hold); the merge of each batch walks parents, then crash
+//! indices, then states in order, exactly like depth 1's, so the report
+//! is the same for every `--jobs`. `--max-depth2-states` cuts the
+//! enumeration at a fixed point of that order.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::parallel::map_in_order;
+use super::plan::{hash_states, runs, CheckAt, Plan, Run};
+use super::report::{self, Depth2Report, ExploreFailure};
+use super::ExploreOptions;
+use crate::disk::{CrashState, DiskSnapshot};
+use crate::target::{Recording, RecoveryRecording, Target};
+
+/// Parents recorded per batch: enough to keep every thread busy, few
+/// enough that their recordings' snapshots stay small.
+const PARENTS_PER_BATCH: usize = 64;
+
+/// What depth 1 leaves for depth 2: the workload's recording, its plan,
+/// what each of the plan's recoveries returned, and which of them failed
+/// a check (those are reported already and not explored deeper).
+pub(super) struct Parents<'a, T: Target> {
+    pub recording: &'a Recording<T::Context>,
+    pub plan: &'a Plan,
+    /// By plan recovery.
+    pub outcomes: Vec<T::Recovered>,
+    /// By plan recovery.
+    pub failed: Vec<bool>,
+}
+
+/// A context a state is judged in, named across both depths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum ContextId {
+    /// One of the workload recording's contexts.
+    Recorded(usize),
+    /// One of the contexts of the recovery recording of the plan's
+    /// recovery `parent`.
+    Probe { parent: usize, context: usize },
+}
+
+/// A depth-2 image no earlier state recovered under its key.
+struct NewRecovery {
+    snapshot: Arc<DiskSnapshot>,
+    crash_state: CrashState,
+    key: u64,
+}
+
+/// One (image, context) pair to judge, where it first appeared.
+struct Check2 {
+    /// Into the outcomes: depth 1's recoveries first, then depth 2's.
+    slot: usize,
+    context: ContextId,
+    /// The parent's crash index and state, judged in this context (a
+    /// second crash inside the recovery) or where it first appeared (in
+    /// the probe): the first half of the repro.
+    parent_at: CheckAt,
+    /// The parent's recording, in the batch.
+    batch_pos: usize,
+    then_io: u64,
+    then_state: usize,
+}
+
+/// Explore depth 2 over `parents` (see the module doc): the counts, and
+/// the failures in merge order. `Err` names a `--then-io` or
+/// `--then-state` that does not exist.
+pub(super) fn explore<T: Target>(
+    target: &T,
+    seed: u64,
+    ops: u64,
+    parents: Parents<'_, T>,
+    options: &ExploreOptions,
+) -> Result<(Depth2Report, Vec<ExploreFailure>), String> {
+    let started = Instant::now();
+    let Parents { recording, plan, mut outcomes, failed } = parents;
+    assert_eq!(outcomes.len(), plan.recoveries.len());
+    assert_eq!(failed.len(), plan.recoveries.len());
+    let mut report = Depth2Report::default();
+    // Depth 1's recoveries and checks, so that depth 2 repeats none.
+    let mut slots: BTreeMap<(u64, u64), usize> =
+        plan.recoveries.iter().enumerate().map(|(slot, r)| ((r.hash, r.key), slot)).collect();
+    let mut checked: BTreeSet<(u64, ContextId)> = plan
+        .recoveries
+        .iter()
+        .flat_map(|r| r.checks.iter().map(move |at| (r.hash, ContextId::Recorded(at.context))))
+        .collect();
+    let explored = |state: &CrashState| target.torn_garbage() || !state.has_garbage();
+    let cap = options.max_depth2_states.unwrap_or(u64::MAX);
+    let passed: Vec<usize> = (0..plan.recoveries.len()).filter(|&parent| !failed[parent]).collect();
+    let mut failures = Vec::new();
+
+    for batch in passed.chunks(PARENTS_PER_BATCH) {
+        if report.capped {
+            break;
+        }
+        let record_started = Instant::now();
+        let progress = options.progress.then_some("depth 2: recording recoveries");
+        let recordings: Vec<RecoveryRecording<T::Context>> = map_in_order(batch, options.jobs, progress, |&parent| {
+            let recovery = &plan.recoveries[parent];
+            target.record_recovery(seed, &recovery.snapshot.image(&recovery.crash_state), recovery.key)
+        });
+        report.recoveries_recorded += batch.len() as u64;
+        report.phase_sec.record += record_started.elapsed().as_secs_f64();
+
+        let enumerate_started = Instant::now();
+        let mut batch_runs: Vec<(usize, Run)> = Vec::new();
+        for (batch_pos, recorded) in recordings.iter().enumerate() {
+            let indices = recorded.disk.io_indices();
+            let indices = match options.then_io {
+                Some(io) if !indices.contains(&io) => {
+                    return Err(format!(
+                        "--then-io {io}: the recovery's crash indices are {}..={}",
+                        indices.start,
+                        indices.end.saturating_sub(1)
+                    ));
+                }
+                Some(io) => io..io + 1,
+                None => indices,
+            };
+            batch_runs.extend(runs(&recorded.disk, indices).into_iter().map(|run| (batch_pos, run)));
+        }
+        // As in `plan.rs`: stop taking runs once finished ones (all
+        // before the one being taken) hold enough states.
+        let enumerated = AtomicU64::new(report.states);
+        let hashed: Vec<Option<(Vec<CrashState>, Vec<u64>)>> =
+            map_in_order(&batch_runs, options.jobs, None, |(_, run)| {
+                if enumerated.load(Ordering::Relaxed) >= cap {
+                    return None;
+                }
+                let (states, hashes) = hash_states(run, options.max_dir_subsets);
+                let per_index =
+                    if options.then_state.is_some() { 1 } else { states.iter().filter(|s| explored(s)).count() as u64 };
+                enumerated.fetch_add(per_index * run.len, Ordering::Relaxed);
+                Some((states, hashes))
+            });
+
+        let mut new_recoveries: Vec<NewRecovery> = Vec::new();
+        let mut checks: Vec<Check2> = Vec::new();
+        'runs: for ((batch_pos, run), hashed) in batch_runs.iter().zip(&hashed) {
+            if report.states >= cap {
+                report.capped = true;
+                break;
+            }
+            let (states, hashes) = hashed.as_ref().expect("a run before the cap was enumerated");
+            let chosen = match options.then_state {
+                Some(state) if state >= states.len() => {
+                    return Err(format!(
+                        "--then-state {state}: recovery crash index {} has {} crash states (0..={})",
+                        run.first_io_index,
+                        states.len(),
+                        states.len().saturating_sub(1)
+                    ));
+                }
+                Some(state) => state..state + 1,
+                None => 0..states.len(),
+            };
+            if let Some(state) = options.then_state {
+                report.examined = Some(run.snapshot.describe(&states[state]));
+            }
+            let parent = batch[*batch_pos];
+            let recovery = &plan.recoveries[parent];
+            let recorded = &recordings[*batch_pos];
+            for then_io in run.first_io_index..run.first_io_index + run.len {
+                if report.states >= cap {
+                    report.capped = true;
+                    break 'runs;
+                }
+                report.io_indices += 1;
+                // Inside the recovery: every context the parent's image
+                // was judged in, each with where it was; after it: the
+                // one noted there (its parent named by its first place).
+                let (contexts, key): (Vec<(ContextId, &CheckAt)>, u64) = match recorded.context_at(then_io) {
+                    None => {
+                        let contexts = recovery.checks.iter().map(|at| (ContextId::Recorded(at.context), at));
+                        (contexts.collect(), recovery.key)
+                    }
+                    Some(context) => {
+                        let id = ContextId::Probe { parent, context };
+                        (vec![(id, &recovery.checks[0])], target.recovery_key(&recorded.contexts[context].context))
+                    }
+                };
+                for state in chosen.clone() {
+                    if !explored(&states[state]) {
+                        continue;
+                    }
+                    if report.states >= cap {
+                        report.capped = true;
+                        break 'runs;
+                    }
+                    report.states += 1;
+                    let hash = hashes[state];
+                    let next = outcomes.len() + new_recoveries.len();
+                    let slot = *slots.entry((hash, key)).or_insert(next);
+                    if slot == next {
+                        let crash_state = states[state].clone();
+                        new_recoveries.push(NewRecovery { snapshot: run.snapshot.clone(), crash_state, key });
+                    }
+                    for (context, parent_at) in &contexts {
+                        if checked.insert((hash, *context)) {
+                            checks.push(Check2 {
+                                slot,
+                                context: *context,
+                                parent_at: (*parent_at).clone(),
+                                batch_pos: *batch_pos,
+                                then_io,
+                                then_state: state,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        report.distinct_states += new_recoveries.len() as u64;
+        report.checks += checks.len() as u64;
+        report.phase_sec.enumerate += enumerate_started.elapsed().as_secs_f64();
+
+        let check_started = Instant::now();
+        let progress = options.progress.then_some("depth 2: recovering distinct crash states");
+        let recovered = map_in_order(&new_recoveries, options.jobs, progress, |new| {
+            target.recover(seed, &new.snapshot.image(&new.crash_state), new.key)
+        });
+        outcomes.extend(recovered);
+        let context_of = |check: &Check2| match check.context {
+            ContextId::Recorded(context) => &recording.contexts[context].context,
+            ContextId::Probe { context, .. } => &recordings[check.batch_pos].contexts[context].context,
+        };
+        let verdicts = map_in_order(&checks, options.jobs, None, |check| {
+            target.judge(&outcomes[check.slot], context_of(check)).err()
+        });
+        for (check, verdict) in checks.iter().zip(verdicts) {
+            let Some((failed_check, detail)) = verdict else { continue };
+            let recorded = &recordings[check.batch_pos];
+            let parent_snapshot = recording.disk.before_io(check.parent_at.io_index).expect("a recorded index");
+            let parent_state = &parent_snapshot.crash_states(options.max_dir_subsets)[check.parent_at.state];
+            let snapshot = recorded.disk.before_io(check.then_io).expect("a recorded index");
+            let state = &snapshot.crash_states(options.max_dir_subsets)[check.then_state];
+            let crashed_in = &recording.contexts[check.parent_at.context].what;
+            let op = match check.context {
+                ContextId::Recorded(_) => format!("{crashed_in}; then its recovery"),
+                ContextId::Probe { context, .. } => format!("{crashed_in}; then `{}`", recorded.contexts[context].what),
+            };
+            let then = Some((check.then_io, check.then_state));
+            let (io, state_number) = (Some(check.parent_at.io_index), Some(check.parent_at.state));
+            failures.push(ExploreFailure {
+                io_index: io,
+                state: state_number,
+                then,
+                op,
+                description: format!(
+                    "{}; then, in its recovery: {}",
+                    parent_snapshot.describe(parent_state),
+                    snapshot.describe(state)
+                ),
+                check: failed_check,
+                detail,
+                repro: report::repro(target, seed, ops, options, io, state_number, then),
+            });
+        }
+        report.phase_sec.check += check_started.elapsed().as_secs_f64();
+    }
+    report.elapsed_sec = started.elapsed().as_secs_f64();
+    Ok((report, failures))
+}

@@ -165,9 +165,6 @@ pub(super) fn parse(args: &[String]) -> Invocation {
             canary: parsed.canary,
             ..Overrides::default()
         })),
-        TargetName::Redb if depth == 2 => {
-            return usage("--depth 2: the redb target does not record its recoveries yet; explore it at depth 1")
-        }
         TargetName::Redb if parsed.fsync.is_some() || parsed.canary.is_some() => {
             return usage("--fsync and --canary are the segsim target's; redb's durability is per commit (--plant plants a bug under redb)")
         }

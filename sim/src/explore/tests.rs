@@ -278,6 +278,12 @@ fn the_command_line_parses_refuses_and_exits_by_the_verdict() {
     refused(&["--seed", "1", "--fsync", "sometimes"], "expected always, everysec or no");
     refused(&["--seed", "1", "--plant", "redb-no-sync"], "add --target redb");
     refused(&["--seed", "1", "--target", "redb", "--fsync", "no"], "segsim target's");
+    let Invocation::Run { options, target: Explored::Redb(_), .. } =
+        parse(&["--seed", "1", "--target", "redb", "--depth", "2"])
+    else {
+        panic!("redb explores at depth 2 too")
+    };
+    assert_eq!(options.depth, 2);
     refused(&["--seed", "1", "--depth", "3"], "--depth");
     refused(&["--seed", "1", "--depth", "0"], "--depth");
     refused(&["--seed", "1", "--max-depth2-states", "5"], "--max-depth2-states bounds --depth 2");

@@ -15,6 +15,13 @@
 //! power loss and a reopen must give back what was recovered plus that
 //! write — the next step the random mode would take, where a recovery
 //! that left the allocator or the header inconsistent shows.
+//!
+//! For `--depth 2` the same recovery runs on a recording disk
+//! (`record_recovery`): a second crash inside redb's open is judged in the
+//! image's own contexts (by the explorer); from the open's return on, by
+//! the model of the recovered database — that state durable, then the
+//! probe's commit in flight, then everything durable for the close and
+//! the reopen after the power loss.
 
 use std::sync::Arc;
 
@@ -22,12 +29,12 @@ use redb::Database;
 
 use super::backend::Plant;
 use super::config::RedbConfig;
-use super::model::{diff, Model, State};
+use super::model::{diff, Model, Pending, State};
 use super::run::{create_tables, open_db, read_committed, Runner};
 use super::workload::PlannedRedbOp;
 use crate::disk::{CrashMode, DiskConfig, DiskImage, SimVfs};
 use crate::failure::{catch_panic, Check, Failure};
-use crate::target::{RecordedContext, Recording};
+use crate::target::{RecordedContext, Recording, RecoveryRecording};
 use crate::trace::Trace;
 
 /// The probe's key in `t1`. No workload draws it: theirs are `k<n>`.
@@ -84,20 +91,73 @@ pub(super) fn record(config: &RedbConfig, plant: Option<Plant>, workload: &[Plan
 /// Open redb on `image` and take its content and the probe's verdict.
 pub(super) fn recover(config: &RedbConfig, plant: Option<Plant>, image: &DiskImage) -> RedbRecovered {
     let config = recording_config(config);
+    let vfs = SimVfs::from_image(config.disk.clone(), image, Trace::new(false));
+    recover_on(&vfs, &config, plant, &mut |_, _, _| {})
+}
+
+/// [`recover`] on a disk that keeps a snapshot before every I/O, for
+/// `sim explore --depth 2`: crash indices inside the open are judged in
+/// the image's own contexts; from the moment it returned, by the model of
+/// the recovered database as each probe step begins.
+pub(super) fn record_recovery(
+    config: &RedbConfig,
+    plant: Option<Plant>,
+    image: &DiskImage,
+) -> RecoveryRecording<Model> {
+    let config = recording_config(config);
+    let vfs = SimVfs::from_image(config.disk.clone(), image, Trace::new(false));
+    vfs.start_recording();
+    let mut contexts = Vec::new();
+    let mut note = |first_io_index: u64, what: &str, model: &Model| {
+        let what = format!("probe: {what}");
+        contexts.push(RecordedContext { first_io_index, what, context: model.clone() });
+    };
+    // The verdict is the plain recovery's: only the snapshots are wanted.
+    let _ = recover_on(&vfs, &config, plant, &mut note);
+    let disk = vfs.take_recording();
+    let recovered_at_io = contexts.first().map_or(disk.io_indices().end, |first| first.first_io_index);
+    RecoveryRecording { disk, recovered_at_io, contexts }
+}
+
+/// How a recovery tells of each context from the moment the open
+/// returned: the first crash index it applies to, what is under way, the
+/// model.
+type Note<'a> = &'a mut dyn FnMut(u64, &str, &Model);
+
+/// The recovery of [`recover`] on `vfs` (a disk holding a crash image),
+/// telling `note` of each context from the moment the open returned.
+fn recover_on(vfs: &SimVfs, config: &RedbConfig, plant: Option<Plant>, note: Note<'_>) -> RedbRecovered {
     let attempt = catch_panic(|| {
-        let vfs = SimVfs::from_image(config.disk.clone(), image, Trace::new(false));
-        let db = open_db(&vfs, &config, plant)
+        let db = open_db(vfs, config, plant)
             .map_err(|e| (Check::Open, format!("redb refused to open after a crash: {e}")))?;
+        let opened_at_io = vfs.io_count();
         let state = read_committed(&db)
             .map_err(|e| (Check::Open, format!("redb opened but reading its content failed: {e}")))?;
-        let probe = probe(db, &state, &vfs, &config, plant);
+        // Reading changes nothing on the disk: the recovered model holds
+        // from the open's return on.
+        note(opened_at_io, "the recovered database", &Model::recovered_at(state.clone()));
+        let probe = probe(db, &state, vfs, config, plant, note);
         Ok((state, probe))
     });
     attempt.unwrap_or_else(|message| Err((Check::Panic, message)))
 }
 
-/// The probe (see the module doc) on a just recovered `db` holding `state`.
-fn probe(db: Database, state: &State, vfs: &SimVfs, config: &RedbConfig, plant: Option<Plant>) -> Result<(), String> {
+/// The probe (see the module doc) on a just recovered `db` holding `state`;
+/// `note` hears the model each step is judged by, as it begins.
+fn probe(
+    db: Database,
+    state: &State,
+    vfs: &SimVfs,
+    config: &RedbConfig,
+    plant: Option<Plant>,
+    note: Note<'_>,
+) -> Result<(), String> {
+    let mut model = Model::recovered_at(state.clone());
+    // The tables' creation publishes nothing new; the write's commit may.
+    model.begin();
+    model.put(1, PROBE_KEY.to_vec(), b"1");
+    model.set_pending(Pending::Commit(model.commit_target()));
+    note(vfs.io_count(), "a durable commit of one write", &model);
     let write = || -> Result<(), redb::Error> {
         // The tables exist unless the state is the file's first commit;
         // opening them in a write transaction creates them either way.
@@ -108,7 +168,12 @@ fn probe(db: Database, state: &State, vfs: &SimVfs, config: &RedbConfig, plant: 
         Ok(())
     };
     write().map_err(|e| format!("the recovered database refused a durable commit: {e}"))?;
+    model.commit(true);
+    model.set_pending(Pending::PublishAll);
+    note(vfs.io_count(), "a clean close", &model);
     db.close().map_err(|e| format!("the recovered database failed to close: {e}"))?;
+    model.all_durable();
+    note(vfs.io_count(), "a power loss and a reopen", &model);
     vfs.power_loss(0);
     let again = open_db(vfs, config, plant)
         .map_err(|e| format!("after one durable commit, a clean close and power loss: open refused: {e}"))?;

@@ -31,7 +31,7 @@ use crate::disk::{CrashMode, DiskImage};
 use crate::failure::Check;
 use crate::outcome::SeedOutcome;
 
-use super::{Recording, Target, TargetName};
+use super::{Recording, RecoveryRecording, Target, TargetName};
 
 /// The redb target with its settings (see [`Target::settings`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -165,6 +165,14 @@ impl Target for RedbTarget {
 
     fn judge(&self, recovered: &RedbRecovered, context: &Model) -> Result<(), (Check, String)> {
         explore::judge(recovered, context)
+    }
+
+    fn records_recoveries(&self) -> bool {
+        true
+    }
+
+    fn record_recovery(&self, seed: u64, image: &DiskImage, _key: u64) -> RecoveryRecording<Model> {
+        explore::record_recovery(&self.config(seed), self.plant, image)
     }
 }
 

@@ -98,6 +98,12 @@ impl Model {
         Model { history: vec![Arc::new(State::default())], durable: 0, working: None, pending: Vec::new() }
     }
 
+    /// A database just recovered holding `state`: that state, durable,
+    /// nothing in flight (where a recovery's probe starts).
+    pub fn recovered_at(state: State) -> Model {
+        Model { history: vec![Arc::new(state)], durable: 0, working: None, pending: Vec::new() }
+    }
+
     /// The last committed state (what a read transaction sees).
     pub fn committed(&self) -> &State {
         self.history.last().expect("the history is never empty")

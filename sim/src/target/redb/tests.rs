@@ -56,6 +56,27 @@ fn explore_runs_clean_and_catches_a_plant() {
     assert!(first.repro.contains("--target redb") && first.repro.contains("--plant redb-no-sync"), "{}", first.repro);
 }
 
+/// Depth 2 on redb: every recovery (and probe) crashed again at every
+/// I/O, the same for any `--jobs`; a planted late write is caught there
+/// too, its second crashes named with their repro.
+#[test]
+fn depth_two_runs_clean_and_catches_a_plant() {
+    let options = ExploreOptions { jobs: 2, depth: 2, ..ExploreOptions::default() };
+    let honest = RedbTarget::default();
+    let report = explore(&honest, 1, 8, &options).unwrap();
+    assert_eq!(report.failures_total, 0, "{}", report.to_text());
+    let second = report.depth2.as_ref().expect("depth 2");
+    assert_eq!(second.recoveries_recorded, report.distinct_states);
+    assert!(second.states > second.io_indices && second.distinct_states > 0, "{second:?}");
+    let again = explore(&honest, 1, 8, &ExploreOptions { jobs: 1, ..options.clone() }).unwrap();
+    assert_eq!(again.without_timings(), report.without_timings(), "the report does not depend on --jobs");
+
+    let planted = RedbTarget { plant: Some(Plant::LateWrite), ..RedbTarget::default() };
+    let report = explore(&planted, 1, 12, &options).unwrap();
+    let deeper = report.failures.iter().find(|f| f.then.is_some()).expect("a second crash fails");
+    assert!(deeper.repro.contains("--target redb") && deeper.repro.contains("--then-io"), "{}", deeper.repro);
+}
+
 #[test]
 fn torn_garbage_states_are_explored_only_when_asked() {
     let options = ExploreOptions::default();

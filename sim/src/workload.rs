@@ -159,6 +159,9 @@ struct Generator<'a> {
     rng: ChaCha8Rng,
     now_ms: u64,
     total_weight: u32,
+    /// The highest window-column value a cold cycle wrote (explore only):
+    /// the next one slides the window past it.
+    cycle_ts: i64,
 }
 
 impl<'a> Generator<'a> {
@@ -302,6 +305,124 @@ impl<'a> Generator<'a> {
     }
 }
 
+/// `sim explore`'s bias (see [`generate_for_explore`]): at each slot, the
+/// chance that a motif begins there instead of one drawn operation.
+const MOTIF_CHANCE: f64 = 0.08;
+
+/// Of the motifs, the share of kill cycles (the rest are cold cycles).
+const KILL_CYCLE_SHARE: f64 = 0.3;
+
+impl Generator<'_> {
+    /// One of exploration's motifs (see [`generate_for_explore`]).
+    fn motif(&mut self, index: u64) -> Vec<Op> {
+        if self.rng.gen_bool(KILL_CYCLE_SHARE) {
+            self.kill_cycle()
+        } else {
+            self.cold_cycle(index)
+        }
+    }
+
+    /// A kill cycle: writes the policy has not synced yet, a process
+    /// crash (its page cache survives, and the reopen replays it), time
+    /// passing — under `everysec` the writes are then due on disk, which
+    /// only the reopen can have seen to — and a write, whose I/O is where
+    /// exploration cuts the power.
+    fn kill_cycle(&mut self) -> Vec<Op> {
+        let mut ops = Vec::new();
+        for _ in 0..self.rng.gen_range(1..=2) {
+            let key = self.hash_key();
+            let field = format!("f{}", self.rng.gen_range(0..4)).into_bytes();
+            ops.push(Op::Cmd(Command::HSet { key, pairs: vec![(field, self.token(24))] }));
+        }
+        ops.push(Op::Kill);
+        let ms = self.rng.gen_range(1_000..2_500);
+        self.now_ms += ms;
+        ops.push(Op::Advance(ms));
+        let key = self.any_key();
+        ops.push(Op::Cmd(Command::Set { key, value: self.token(24) }));
+        ops
+    }
+
+    /// A cold cycle (see [`generate_for_explore`]) on one table: rows
+    /// written, the window slid past them, an eviction, writes to the rows
+    /// it sealed (promotions, deletes, TTLs), a rewrite, maybe a restart of
+    /// some kind, and a second eviction (a new seal, whose seq must not be
+    /// one the rewrite just retired).
+    fn cold_cycle(&mut self, index: u64) -> Vec<Op> {
+        let table = self.rng.gen_range(0..self.config.tables.len());
+        let name = self.config.tables[table].name.clone();
+        let span = self.config.tables[table].span;
+        let row = |id: u32| format!("{name}:{id}").into_bytes();
+        // Rows at the highest value yet, then one row far enough above it
+        // that they all fall out of the window.
+        let base = ((index / 4) as i64 + 8).max(self.cycle_ts);
+        let slide = base + span + 1;
+        self.cycle_ts = slide;
+        let ids: Vec<u32> =
+            (0..self.rng.gen_range(1..=3)).map(|_| self.rng.gen_range(0..self.config.key_space)).collect();
+        let mut ops = Vec::new();
+        for &id in &ids {
+            let field = format!("f{}", self.rng.gen_range(0..4)).into_bytes();
+            let pairs = vec![(b"ts".to_vec(), base.to_string().into_bytes()), (field, self.token(24))];
+            ops.push(Op::Cmd(Command::HSet { key: row(id), pairs }));
+        }
+        let slider = self.rng.gen_range(0..self.config.key_space);
+        ops.push(Op::Cmd(Command::HSet {
+            key: row(slider),
+            pairs: vec![(b"ts".to_vec(), slide.to_string().into_bytes())],
+        }));
+        ops.push(Op::Evict);
+        // Change the cold rows: each one, or (half the time) every one, so
+        // that the segment may end up holding no live row at all.
+        let every = self.rng.gen_bool(0.5);
+        for &id in &ids {
+            if !every && self.rng.gen_bool(0.5) {
+                continue;
+            }
+            let key = row(id);
+            let ahead_ms = self.now_ms + self.rng.gen_range(5_000..60_000);
+            ops.push(Op::Cmd(match self.rng.gen_range(0..5) {
+                0 => Command::Del { keys: vec![key] },
+                1 => Command::PExpireAt { key, at_ms: ahead_ms },
+                2 => Command::HPExpireAt { key, at_ms: ahead_ms, fields: vec![b"ts".to_vec()] },
+                _ => Command::HSet { key, pairs: vec![(b"f0".to_vec(), self.token(24))] },
+            }));
+        }
+        ops.push(Op::Rewrite);
+        match self.rng.gen_range(0..5) {
+            0 => ops.push(Op::Crash),
+            1 => ops.push(Op::Kill),
+            2 => ops.push(Op::Restart),
+            _ => {}
+        }
+        ops.push(Op::Evict);
+        ops
+    }
+}
+
+/// The operation list `sim explore` records for `config`'s seed: as
+/// [`generate`] draws it, except that at each slot, with a small chance, a
+/// *motif* comes instead of one drawn operation. The motifs are the
+/// sequences that bugs past the first crash need and that a hundred drawn
+/// operations rarely build:
+///
+/// - a *cold cycle* (most of them): rows evicted, then changed while cold
+///   (promoted, deleted, given a TTL), a rewrite, maybe a crash, kill or
+///   restart, and another eviction — for eviction, retirement, TTLs
+///   across a rewrite and seq bookkeeping (and seeds whose window span
+///   outruns the workload, which never evict otherwise);
+/// - a *kill cycle*: unsynced writes, a process crash, time passing, a
+///   write — for a recovery that must make what it replayed durable.
+///
+/// The whole list counts `config.ops` operations (a motif cut short at
+/// the end).
+///
+/// Only exploration draws this way: [`generate`] makes no draw for it, so
+/// the random mode's lists, and every trace hash, are what they were.
+pub fn generate_for_explore(config: &Config) -> Vec<PlannedOp> {
+    generate_with(config, true)
+}
+
 /// The `WINDOW` declaration of each of `config`'s tables, at indices 0,
 /// 1, ...: how every operation list starts (generated, or a fuzz plan's).
 pub fn window_declarations(config: &Config) -> Vec<PlannedOp> {
@@ -320,6 +441,11 @@ pub fn window_declarations(config: &Config) -> Vec<PlannedOp> {
 /// The operation list of `config`'s seed: window declarations, then
 /// `config.ops` drawn operations.
 pub fn generate(config: &Config) -> Vec<PlannedOp> {
+    generate_with(config, false)
+}
+
+/// [`generate`], with exploration's motifs or without.
+fn generate_with(config: &Config, motifs: bool) -> Vec<PlannedOp> {
     let total_weight = config.weights.iter().map(|(_, w)| *w).sum();
     assert!(total_weight > 0, "the swarm always keeps some operation kinds");
     let mut generator = Generator {
@@ -327,11 +453,25 @@ pub fn generate(config: &Config) -> Vec<PlannedOp> {
         rng: ChaCha8Rng::seed_from_u64(crate::seeds::workload(config.seed)),
         now_ms: T0_MS,
         total_weight,
+        cycle_ts: i64::MIN,
     };
     let mut ops = window_declarations(config);
     ops.reserve(config.ops as usize);
-    for _ in 0..config.ops {
+    let mut drawn = 0;
+    while drawn < config.ops {
         let index = ops.len() as u64;
+        // No draw at all without motifs: the random mode's stream is the
+        // one it always was.
+        if motifs && generator.rng.gen_bool(MOTIF_CHANCE) {
+            let cycle = generator.motif(index);
+            let room = (config.ops - drawn) as usize;
+            for op in cycle.into_iter().take(room) {
+                ops.push(PlannedOp { index: ops.len() as u64, op, crash: None });
+                drawn += 1;
+            }
+            continue;
+        }
+        drawn += 1;
         let kind = generator.pick_kind();
         let op = generator.op(index, kind);
         let crash = generator.crash_point(&op);
@@ -363,6 +503,34 @@ mod tests {
                 assert_eq!(PlannedOp::parse(&line).unwrap(), planned, "{line}");
             }
         }
+    }
+
+    /// Exploration's list: the motifs are there, the list still counts
+    /// `ops` operations past the window declarations (plus the random
+    /// mode's own kill follow-ups), indices run in order, every line
+    /// parses back.
+    #[test]
+    fn explore_lists_carry_motifs_and_count_their_ops() {
+        let (mut cold_cycles, mut kill_cycles) = (0, 0);
+        for seed in 0..32 {
+            let config = Config::from_seed(seed, Overrides { ops: Some(100), ..Overrides::default() });
+            let explored = generate_for_explore(&config);
+            let windows = config.tables.len();
+            let follow_ups = explored.windows(3).filter(|w| w[0].op == Op::Kill && w[2].op == Op::Crash).count();
+            assert!(explored.len() >= windows + 100 && explored.len() <= windows + 100 + 2 * follow_ups, "seed {seed}");
+            assert!(explored.iter().enumerate().all(|(i, planned)| planned.index == i as u64), "seed {seed}");
+            for planned in &explored {
+                assert_eq!(PlannedOp::parse(&planned.to_string()).unwrap(), *planned);
+            }
+            let ops: Vec<&Op> = explored.iter().map(|planned| &planned.op).collect();
+            // A cold cycle: evict, then a rewrite within a few ops, then evict.
+            cold_cycles += ops
+                .windows(12)
+                .filter(|w| w[0] == &Op::Evict && w[1..].contains(&&Op::Rewrite) && w[1..].contains(&&Op::Evict))
+                .count();
+            kill_cycles += ops.windows(2).filter(|w| w[0] == &Op::Kill && matches!(w[1], Op::Advance(1_000..))).count();
+        }
+        assert!(cold_cycles >= 32 && kill_cycles >= 8, "{cold_cycles} cold cycles, {kill_cycles} kill cycles");
     }
 
     #[test]

@@ -30,7 +30,7 @@ use crate::disk::{CrashMode, DiskConfig, DiskImage};
 use crate::failure::Check;
 use crate::outcome::SeedOutcome;
 use crate::run::run_ops_with;
-use crate::workload::{generate, PlannedOp};
+use crate::workload::{generate, generate_for_explore, PlannedOp};
 
 pub use record::RecoveryContext;
 pub use recover::{Outcome, Recovered};
@@ -140,7 +140,8 @@ impl Target for SegsimTarget {
 
     fn explore_workload(&self, seed: u64, ops: u64) -> Vec<PlannedOp> {
         let config = Config::from_seed(seed, Overrides { ops: Some(ops), ..self.overrides });
-        let mut workload = generate(&config);
+        // Biased toward evict → change a cold row → rewrite → crash.
+        let mut workload = generate_for_explore(&config);
         for planned in &mut workload {
             planned.crash = None;
         }

@@ -9,7 +9,11 @@
 //! the checker as the operation began, with its write (if it is one) in
 //! flight: nothing is acknowledged before the reply. A `CRASH` in the
 //! workload is a strict power loss, a `RESTART` a clean close and reopen,
-//! so later crash indices fall inside recoveries too.
+//! a `KILL` a process crash and reopen, so later crash indices fall inside
+//! recoveries too. The store is audited after every operation (the random
+//! mode does it every few): a broken invariant, or a segment seq used
+//! twice (the driver's run-wide ledger learns each segment at an audit),
+//! fails the recording itself.
 
 use std::sync::Arc;
 
@@ -101,6 +105,12 @@ fn run(driver: &mut Driver<'_>, contexts: &mut Contexts, workload: &[PlannedOp])
             let why = driver.store().poisoned().unwrap_or_default().to_string();
             return Err(driver.fail(Check::Poisoned, format!("the store poisoned itself on a fault-free disk: {why}")));
         }
+        // The random mode audits every few operations; one run can afford
+        // an audit after each. It also registers every segment in the
+        // run-wide seq ledger as soon as it exists, so a seq a rewrite
+        // retired and the next eviction hands out again is seen (check
+        // `seq-reuse`). Its one I/O, a directory listing, changes nothing.
+        driver.audit()?;
     }
-    driver.audit()
+    Ok(())
 }

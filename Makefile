@@ -15,7 +15,7 @@ help:
 	@echo "make crash-os     - the engine on the real disk, SIGKILLed CYCLES times (default 200), checked each time"
 	@echo "make canaries     - plant each engine bug (--features canaries); the simulator must catch every one within BUDGET s (default 60)"
 	@echo "make test-canaries - the canary tests: each planted bug caught within its seed cap, by a seed that passes without it"
-	@echo "make explore      - exhaustive crash exploration of ESEED's (default 1) EOPS-op (default 40) workload"
+	@echo "make explore      - exhaustive crash exploration of ESEED's (default 10: fsync everysec) EOPS-op (default 100) workload at depth EDEPTH (default 2: every recovery crashed again too); EFSYNC=always|everysec|no forces the policy"
 	@echo "make redb         - the redb target (REDB.md): RSEEDS (default 0..2000) swept, determinism-checked, seeds 1..3 explored"
 	@echo "make bench        - the harness and the engine measured side by side (BENCHMARKS.md)"
 	@echo "make ci           - what .ci/run runs: lint, test, sweep, determinism, explore, redb, crash-os, canaries, test-canaries"
@@ -62,10 +62,15 @@ canaries:
 test-canaries:
 	$(CARGO) test --release -p sim --features canaries --test canaries
 
-ESEED ?= 1
-EOPS ?= 40
+# Seed 10 draws fsync everysec (4 KiB sectors), seed 8 always (512-byte
+# sectors): between them, at 100 ops, every planted bug a crash state can
+# expose is caught (CANARIES.md). EFSYNC empty: the seed's own policy.
+ESEED ?= 10
+EOPS ?= 100
+EDEPTH ?= 2
+EFSYNC ?=
 explore:
-	$(SIM) explore --seed $(ESEED) --ops $(EOPS) --jobs $(JOBS)
+	$(SIM) explore --seed $(ESEED) --ops $(EOPS) --depth $(EDEPTH) $(if $(EFSYNC),--fsync $(EFSYNC)) --jobs $(JOBS)
 
 # The redb target (REDB.md): a sweep, a determinism sample, three explored seeds.
 RSEEDS ?= 0..2000

@@ -345,9 +345,10 @@ impl Generator<'_> {
 
     /// A cold cycle (see [`generate_for_explore`]) on one table: rows
     /// written, the window slid past them, an eviction, writes to the rows
-    /// it sealed (promotions, deletes, TTLs), a rewrite, maybe a restart of
-    /// some kind, and a second eviction (a new seal, whose seq must not be
-    /// one the rewrite just retired).
+    /// it sealed (promotions, deletes, TTLs), maybe the sliding row
+    /// deleted, a rewrite, maybe a restart of some kind, and a second
+    /// eviction (a new seal, whose seq must not be one the rewrite just
+    /// retired).
     fn cold_cycle(&mut self, index: u64) -> Vec<Op> {
         let table = self.rng.gen_range(0..self.config.tables.len());
         let name = self.config.tables[table].name.clone();
@@ -388,6 +389,12 @@ impl Generator<'_> {
                 _ => Command::HSet { key, pairs: vec![(b"f0".to_vec(), self.token(24))] },
             }));
         }
+        // Half the time the row that slid the window is gone before the
+        // rewrite: the window's mark then lives only in the log's record of
+        // it, and a restart must still evict what it evicted before.
+        if self.rng.gen_bool(0.5) {
+            ops.push(Op::Cmd(Command::Del { keys: vec![row(slider)] }));
+        }
         ops.push(Op::Rewrite);
         match self.rng.gen_range(0..5) {
             0 => ops.push(Op::Crash),
@@ -407,10 +414,11 @@ impl Generator<'_> {
 /// operations rarely build:
 ///
 /// - a *cold cycle* (most of them): rows evicted, then changed while cold
-///   (promoted, deleted, given a TTL), a rewrite, maybe a crash, kill or
-///   restart, and another eviction — for eviction, retirement, TTLs
-///   across a rewrite and seq bookkeeping (and seeds whose window span
-///   outruns the workload, which never evict otherwise);
+///   (promoted, deleted, given a TTL), maybe the row that slid the window
+///   deleted, a rewrite, maybe a crash, kill or restart, and another
+///   eviction — for eviction, retirement, TTLs and window marks across a
+///   rewrite, and seq bookkeeping (and seeds whose window span outruns
+///   the workload, which never evict otherwise);
 /// - a *kill cycle*: unsynced writes, a process crash, time passing, a
 ///   write — for a recovery that must make what it replayed durable.
 ///

@@ -95,11 +95,12 @@ struct ExploreArgs {
 }
 
 const EXAMPLES: &str = "Examples:
-  sim explore --seed 1                          every crash state of seed 1's 40-op workload
-  sim explore --seed 1 --ops 40 --json          the same, JSON on stdout
+  sim explore --seed 1                          every crash state of seed 1's 100-op workload
+  sim explore --seed 1 --ops 40 --json          a 40-op workload, JSON on stdout
+  sim explore --seed 1 --fsync always           the same workload, every write fsynced
   sim explore --seed 7 --jobs 2 --max-states 50000
   sim explore --seed 7 --only-io 118 --only-state 5   recover exactly one state (a failure's repro)
-  sim explore --seed 0 --ops 100 --depth 2      also crash every recovery (and probe) at every I/O
+  sim explore --seed 10 --depth 2               also crash every recovery (and probe) at every I/O
   sim explore --seed 0 --only-io 9 --only-state 2 --then-io 14 --then-state 3   one second crash
   sim explore --target redb --seed 1            the same method on redb (REDB.md)";
 

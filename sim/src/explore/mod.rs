@@ -77,8 +77,10 @@ use parallel::map_in_order;
 pub use cli::cli;
 pub use report::{Depth2Report, ExploreFailure, ExploreReport, PhaseSeconds, MAX_FAILURES_KEPT};
 
-/// Workload operations by default: short enough to explore every index.
-pub const DEFAULT_OPS: u64 = 40;
+/// Workload operations by default: long enough for a few of the
+/// workload's motifs (evict, change a cold row, rewrite; kill, time,
+/// write), short enough to explore every index at depth 2 in seconds.
+pub const DEFAULT_OPS: u64 = 100;
 
 /// Directory-change subsets per crash index by default, when there are
 /// too many to take them all.

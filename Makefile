@@ -16,7 +16,7 @@ help:
 	@echo "make canaries     - plant each engine bug (--features canaries); the simulator must catch every one within BUDGET s (default 60)"
 	@echo "make test-canaries - the canary tests: each planted bug caught within its seed cap, by a seed that passes without it"
 	@echo "make explore      - exhaustive crash exploration of ESEED's (default 10: fsync everysec) EOPS-op (default 100) workload at depth EDEPTH (default 2: every recovery crashed again too); EFSYNC=always|everysec|no forces the policy"
-	@echo "make redb         - the redb target (REDB.md): RSEEDS (default 0..2000) swept, determinism-checked, seeds 1..3 explored"
+	@echo "make redb         - the redb target (REDB.md): RSEEDS (default 0..2000) swept, determinism-checked, seeds 1..3 explored (40 ops, depth 2)"
 	@echo "make bench        - the harness and the engine measured side by side (BENCHMARKS.md)"
 	@echo "make ci           - what .ci/run runs: lint, test, sweep, determinism, explore, redb, crash-os, canaries, test-canaries"
 	@echo "make kv DIR=/tmp/kvdemo - the engine's interactive shell on a real directory"
@@ -72,12 +72,13 @@ EFSYNC ?=
 explore:
 	$(SIM) explore --seed $(ESEED) --ops $(EOPS) --depth $(EDEPTH) $(if $(EFSYNC),--fsync $(EFSYNC)) --jobs $(JOBS)
 
-# The redb target (REDB.md): a sweep, a determinism sample, three explored seeds.
+# The redb target (REDB.md): a sweep, a determinism sample, three explored
+# seeds at 40 ops (REDB.md's figures) and depth 2.
 RSEEDS ?= 0..2000
 redb:
 	$(SIM) --target redb --seeds $(RSEEDS) --jobs $(JOBS)
 	$(SIM) --target redb --seeds 0..200 --jobs $(JOBS) --check-determinism
-	for seed in 1 2 3; do $(SIM) explore --target redb --seed $$seed --jobs $(JOBS) || exit 1; done
+	for seed in 1 2 3; do $(SIM) explore --target redb --seed $$seed --ops 40 --depth 2 --jobs $(JOBS) || exit 1; done
 
 bench:
 	$(SIM) bench

@@ -27,11 +27,23 @@
 //!    cut at its start or at any of those boundaries with the rest of
 //!    that sector holding a fixed garbage pattern. Each comes with no
 //!    pending directory change applied, then with all of them.
+//! 3. **Two files' data, the others strict.** For each pair of files with
+//!    pending operations (by inode), each keeps its first `k` whole
+//!    (`k` from 1 to all, or — past [`WHOLE_OP_CUTS`] operations — that
+//!    many evenly spaced `k`s ending at all), skipping the combination
+//!    family 1 already has (everything surviving, when these are the only
+//!    two files); at most [`MAX_TWO_FILE_STATES`] combinations per
+//!    snapshot, in that order. Each comes with no pending directory change
+//!    applied, then with all of them. (The log half-written while the
+//!    manifest, a segment or the rewrite's new log is half-written too:
+//!    what `prefix` mode draws per file, independently.)
 //!
-//! Not enumerated: two files cut at once, a directory subset combined
-//! with a cut file, and the `reorder` mode's sector-by-sector choices; the
-//! count would grow as a product, and the random mode samples those. The
-//! first state is always the strict one (every pending change lost).
+//! Not enumerated: torn writes in two files at once, three files cut at
+//! once, a directory subset combined with a cut file, and the `reorder`
+//! mode's sector-by-sector choices; the count would grow as a product, and
+//! the random mode samples those. The first state is always the strict
+//! one (every pending change lost). Families are appended in this order,
+//! so a family added later never renumbers an earlier one's states.
 //! Different states may leave byte-identical disks; the explorer dedupes
 //! them by [`DiskImage::hash`].
 
@@ -50,6 +62,14 @@ use super::snapshot::{DiskSnapshot, FileSnapshot};
 /// Every subset of this many pending directory changes is enumerated,
 /// whatever `max_dir_subsets` says (16 subsets at most).
 pub const ALL_DIR_SUBSETS_UP_TO: usize = 4;
+
+/// Family 3: a file with more pending operations than this is cut at this
+/// many evenly spaced whole-operation points (the last one: all of them).
+pub const WHOLE_OP_CUTS: usize = 4;
+
+/// Family 3: combinations of two files' cuts per snapshot, at most (each
+/// then with and without the pending directory changes).
+pub const MAX_TWO_FILE_STATES: usize = 64;
 
 /// One crash state of a snapshot (see the module doc).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,6 +90,9 @@ enum DataFate {
     /// One file keeps its first `whole_ops` pending operations and maybe
     /// part of the next; every other file keeps only its durable bytes.
     OneFile { inode: InodeId, whole_ops: usize, torn: Option<Torn> },
+    /// Two files (`first.0 < second.0`) each keep their first `.1` pending
+    /// operations whole; every other file keeps only its durable bytes.
+    TwoFiles { first: (InodeId, usize), second: (InodeId, usize) },
 }
 
 /// The write after the surviving ones, cut short.
@@ -89,6 +112,11 @@ impl CrashState {
     /// such states.
     pub fn has_garbage(&self) -> bool {
         matches!(self.data, DataFate::OneFile { torn: Some(Torn { garbage: true, .. }), .. })
+    }
+
+    /// Whether this state cuts two files at once (family 3).
+    pub fn cuts_two_files(&self) -> bool {
+        matches!(self.data, DataFate::TwoFiles { .. })
     }
 }
 
@@ -122,7 +150,36 @@ impl DiskSnapshot {
                 }
             }
         }
+        for fate in self.two_file_fates() {
+            for kept in &ends {
+                states.push(CrashState { dir_changes_kept: kept.clone(), data: fate });
+            }
+        }
         states
+    }
+
+    /// Family 3 (see the module doc), in order, bounded.
+    fn two_file_fates(&self) -> Vec<DataFate> {
+        let pending: Vec<(InodeId, usize)> =
+            self.files.iter().filter(|(_, f)| !f.pending.is_empty()).map(|(id, f)| (*id, f.pending.len())).collect();
+        let mut fates = Vec::new();
+        for (i, &(first, first_ops)) in pending.iter().enumerate() {
+            for &(second, second_ops) in &pending[i + 1..] {
+                for first_cut in whole_op_cuts(first_ops) {
+                    for second_cut in whole_op_cuts(second_ops) {
+                        let everything = pending.len() == 2 && first_cut == first_ops && second_cut == second_ops;
+                        if everything {
+                            continue;
+                        }
+                        if fates.len() == MAX_TWO_FILE_STATES {
+                            return fates;
+                        }
+                        fates.push(DataFate::TwoFiles { first: (first, first_cut), second: (second, second_cut) });
+                    }
+                }
+            }
+        }
+        fates
     }
 
     /// The disk `state` leaves: directories settled first (they decide
@@ -153,6 +210,10 @@ impl DiskSnapshot {
                 DataFate::AllSurvive => file_after(file, all, None, self.sector_bytes),
                 DataFate::OneFile { inode, whole_ops, torn } if inode == *id => {
                     file_after(file, whole_ops, torn, self.sector_bytes)
+                }
+                DataFate::TwoFiles { first, second } => {
+                    let cut = [first, second].into_iter().find(|(inode, _)| inode == id);
+                    file_after(file, cut.map_or(0, |(_, whole_ops)| whole_ops), None, self.sector_bytes)
                 }
                 DataFate::Strict | DataFate::OneFile { .. } => file_after(file, 0, None, self.sector_bytes),
             };
@@ -194,6 +255,13 @@ impl DiskSnapshot {
             DataFate::Strict => format!("{ops} {is} lost"),
             DataFate::AllSurvive => format!("{ops} {survive}"),
             DataFate::OneFile { inode, whole_ops, torn } => self.describe_one_file(inode, whole_ops, torn),
+            DataFate::TwoFiles { first, second } => {
+                let cut = |(inode, whole_ops): (InodeId, usize)| {
+                    let ops = self.files[&inode].pending.len();
+                    format!("{}: the first {whole_ops} of its {ops} unsynced ops survive", self.name_of(inode))
+                };
+                format!("{}; {}; other files keep only synced data", cut(first), cut(second))
+            }
         };
         parts.push(data);
         parts.join("; ")
@@ -294,6 +362,17 @@ fn dir_subsets(changes: usize, max_subsets: usize) -> Vec<Vec<bool>> {
         offer((0..changes).map(|_| rng.gen_bool(0.5)).collect());
     }
     chosen
+}
+
+/// The whole-operation cut points of a file with `ops` pending operations
+/// in family 3: every count from 1 to `ops`, or [`WHOLE_OP_CUTS`] evenly
+/// spaced ones ending at `ops`.
+fn whole_op_cuts(ops: usize) -> Vec<usize> {
+    assert!(ops >= 1, "only files with pending operations");
+    if ops <= WHOLE_OP_CUTS {
+        return (1..=ops).collect();
+    }
+    (1..=WHOLE_OP_CUTS).map(|i| (i * ops / WHOLE_OP_CUTS).max(1)).collect()
 }
 
 /// Family 2 for one file (see the module doc), in order: for each pending

@@ -22,8 +22,10 @@ use crate::target::{Target, TargetArgs, TargetName};
 /// Exhaustive crash exploration: run one seed's short workload once,
 /// fault-free, then crash it at every I/O index and recover every crash
 /// state the disk model allows there (each file's unsynced writes cut at
-/// every write and sector boundary, torn sectors holding garbage, subsets
-/// of unsynced directory changes), checking each by the random mode's rule.
+/// every write and sector boundary, torn sectors holding garbage, two
+/// files cut together at whole writes, subsets of unsynced directory
+/// changes), checking each by the random mode's rule; `--depth 2` crashes
+/// every recovery again.
 #[derive(Parser, Debug)]
 #[command(name = "sim explore", after_help = EXAMPLES)]
 struct ExploreArgs {

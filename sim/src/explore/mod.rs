@@ -83,8 +83,9 @@
 //! faults and no media corruption: EIO, short writes, fsyncgate, bit flips
 //! and rot are the random mode's, and so are the planted bugs only they
 //! expose (`cut-vouched-damage`, `seg-no-checksum`, ...). The enumeration
-//! varies one file or the directories at a time (see
-//! `disk/crash_states.rs`), and the recording disk is `strict` (the
+//! varies the directories, one file, or two files at whole operations,
+//! never more at once (see `disk/crash_states.rs`), and the recording disk
+//! is `strict` (the
 //! workload's own crashes keep exactly what was synced). The workload is
 //! one seed's, biased but not searched: a sequence neither the swarm nor
 //! the motifs draw is not explored.

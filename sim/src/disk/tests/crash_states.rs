@@ -216,6 +216,47 @@ fn apply_dir_steps(vfs: &SimVfs, steps: &[DirStep]) {
     }
 }
 
+/// Family 3: two files cut at once, each at every whole-operation point
+/// (the combination where both keep everything is family 1's), with the
+/// bytes a `prefix` power loss of each would leave; a file with many
+/// pending operations is cut at a few evenly spaced points.
+#[test]
+fn two_files_are_cut_together_at_whole_operations() {
+    let vfs = disk(CrashMode::Prefix, 512);
+    create_durable(&vfs, "a", &[1; 10]);
+    create_durable(&vfs, "b", &[2; 10]);
+    let mut a = open_write(&vfs, "a");
+    a.write_at(10, &[3; 5]).unwrap();
+    a.write_at(15, &[4; 5]).unwrap();
+    let mut b = open_write(&vfs, "b");
+    b.write_at(10, &[5; 5]).unwrap();
+    let snapshot = vfs.snapshot();
+    let states = snapshot.crash_states(16);
+    let two: Vec<_> = states.iter().filter(|s| s.cuts_two_files()).collect();
+    // a after 1 op with b after 1; a after 2 with b after 1 is everything.
+    assert_eq!(two.len(), 1);
+    assert!(states.iter().position(|s| s.cuts_two_files()).unwrap() == states.len() - 1, "appended last");
+    let image = snapshot.image(two[0]);
+    let mut a_after_one = vec![1; 10];
+    a_after_one.extend([3; 5]);
+    let mut b_after_one = vec![2; 10];
+    b_after_one.extend([5; 5]);
+    assert_eq!(file_of(&image, "a"), Some(&a_after_one[..]));
+    assert_eq!(file_of(&image, "b"), Some(&b_after_one[..]));
+    let text = snapshot.describe(two[0]);
+    assert!(text.contains("a: the first 1 of its 2 unsynced ops survive; b: the first 1 of its 1"), "{text}");
+
+    // Many pending writes: a few cut points each, and a bound overall.
+    for i in 0..20u64 {
+        a.write_at(20 + i, &[6]).unwrap();
+        b.write_at(15 + i, &[7]).unwrap();
+    }
+    let states = vfs.snapshot().crash_states(16);
+    let two = states.iter().filter(|s| s.cuts_two_files()).count();
+    assert_eq!(two, crate::disk::WHOLE_OP_CUTS * crate::disk::WHOLE_OP_CUTS - 1);
+    assert!(two <= crate::disk::MAX_TWO_FILE_STATES);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
@@ -274,10 +315,13 @@ proptest! {
         prop_assert_eq!(&first, &again);
         let durable_other = pattern(4, 3000);
         let states = snapshot.crash_states(16);
-        let varied_other =
-            states.iter().filter(|s| file_of(&snapshot.image(s), "other") != Some(&durable_other[..])).count();
+        let varied_other = states
+            .iter()
+            .filter(|s| !s.cuts_two_files())
+            .filter(|s| file_of(&snapshot.image(s), "other") != Some(&durable_other[..]))
+            .count();
         // Family 1's "all survive", then "other"'s own variants: whole and
-        // one garbage sector.
+        // one garbage sector (family 3 cuts it with "f").
         prop_assert_eq!(varied_other, 3);
     }
 }

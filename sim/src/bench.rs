@@ -14,7 +14,8 @@
 //! - **sim vs OS** — the same operation lists on `OsVfs` in a temp
 //!   directory (same fsync policy, real fsyncs) ÷ the simulator's time;
 //! - **explore rate** — crash states enumerated and checked per second by
-//!   `sim explore` over three seeds' workloads;
+//!   `sim explore` over three seeds' workloads, at depth 1 and (capped)
+//!   at depth 2;
 //! - **engine on OsVfs** — AOF replay MB/s from the page cache, segment
 //!   point-get latency (p50, p99) through the mapping, seal (build +
 //!   fsync) MB/s, hot-path write ops/s under each fsync policy.
@@ -248,7 +249,13 @@ pub fn run(options: BenchOptions) -> BenchReport {
     report
 }
 
-/// Exhaustive crash-state exploration of three seeds' workloads, one job.
+/// Depth-2 states per seed in the explore figure: a fixed prefix of the
+/// second crashes, so the figure takes seconds at any `--explore-ops`.
+const DEPTH2_STATES_PER_SEED: u64 = 100_000;
+
+/// Exhaustive crash-state exploration of three seeds' workloads, one job:
+/// at depth 1, then at depth 2 (the first [`DEPTH2_STATES_PER_SEED`]
+/// second crashes of each, timed on their own).
 fn explore_figures(report: &mut BenchReport, ops: u64) {
     let (mut states, mut distinct, mut secs, mut check_secs) = (0u64, 0u64, 0f64, 0f64);
     for seed in 1..=3 {
@@ -271,6 +278,26 @@ fn explore_figures(report: &mut BenchReport, ops: u64) {
         distinct as f64 / check_secs.max(1e-9),
         "states/s",
         format!("same, {distinct} distinct images each recovered and checked"),
+    );
+
+    let depth2 = ExploreOptions { depth: 2, max_depth2_states: Some(DEPTH2_STATES_PER_SEED), ..Default::default() };
+    let (mut states, mut distinct, mut secs) = (0u64, 0u64, 0f64);
+    for seed in 1..=3 {
+        let explored = explore(&SegsimTarget::default(), seed, ops, &depth2).expect("a plain exploration");
+        assert_eq!(explored.failures_total, 0, "bench exploration of seed {seed} failed: rerun sim explore");
+        let second = explored.depth2.expect("explored at depth 2");
+        states += second.states;
+        distinct += second.distinct_states;
+        secs += second.elapsed_sec;
+    }
+    report.push(
+        "explore_depth2_states_per_sec",
+        states as f64 / secs.max(1e-9),
+        "states/s",
+        format!(
+            "seeds 1-3, {ops} ops, --depth 2: {states} second-crash states (at most {DEPTH2_STATES_PER_SEED} a \
+             seed), {distinct} newly recovered, all depth-2 phases"
+        ),
     );
 }
 
@@ -408,6 +435,7 @@ mod tests {
             "sim_vs_os",
             "explore_states_per_sec",
             "explore_recoveries_per_sec",
+            "explore_depth2_states_per_sec",
             "seal_mb_per_sec",
             "seg_get_p50_ns",
             "seg_get_p99_ns",

@@ -71,7 +71,7 @@ use super::{Manifest, MANIFEST_TEMP_FILE};
 
 /// Compaction waits until the file holds at least this many ADD and DROP
 /// records (about a kilobyte). A ledger that short replays in
-/// microseconds, while compacting costs two fsyncs and a directory fsync:
+/// microseconds, while compacting costs a file fsync and a directory fsync:
 /// a store that keeps a handful of segments and churns them should pay
 /// that at most once per eight retirements (each of which fsyncs the
 /// manifest once and came with a rewrite), not on every rewrite. It is kept

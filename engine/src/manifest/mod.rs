@@ -132,7 +132,7 @@ pub struct ManifestState {
     pub valid_len_bytes: u64,
     /// ADD and DROP records replayed.
     pub records: u64,
-    /// The file is a compacted ledger (it holds a `COMPACTED` record).
+    /// The file is a compacted ledger (it opens with a whole snapshot).
     pub compacted: bool,
 }
 

@@ -61,7 +61,7 @@ pub(super) struct Replayed {
     /// ADD and DROP records replayed (the header and `COMPACTED` are not
     /// counted): what compaction weighs against the live set.
     pub(super) records: u64,
-    /// The file is a compacted ledger (it holds a whole snapshot).
+    /// The file is a compacted ledger (it opens with a whole snapshot).
     pub(super) compacted: bool,
 }
 

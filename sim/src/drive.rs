@@ -790,6 +790,11 @@ fn segment_seq(name: &str) -> Option<u64> {
 
 /// Where a crash landed, for the gap counters.
 fn crash_gap(op: &Op, last_mark: Option<Phase>) -> &'static str {
+    // Compaction ends a rewrite (a FLUSHALL's too) or an open: wherever it
+    // ran, a crash after one of its marks is in its gaps.
+    if last_mark.is_some_and(|mark| Phase::MANIFEST_COMPACT.contains(&mark)) {
+        return "compact";
+    }
     match op {
         Op::Crash => "boundary",
         Op::Evict => match last_mark {

@@ -21,7 +21,7 @@ pub struct SeedOutcome {
     /// Faults injected, by kind.
     pub faults: BTreeMap<FaultKind, u64>,
     /// Crashes by where they landed (`seal`, `frame`, `commit`, `rewrite`,
-    /// `flushall`, `boundary`, `in_op`, ...).
+    /// `flushall`, `compact`, `boundary`, `in_op`, ...).
     pub crash_gaps: BTreeMap<&'static str, u64>,
     /// Recoveries whose refusal was expected (media corruption) and accepted.
     pub refusals_accepted: u64,

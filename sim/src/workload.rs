@@ -22,6 +22,10 @@ use crate::disk::CrashPoint;
 /// The simulated clock's start: 2023-11-14, so TTLs look like real ones.
 pub const T0_MS: u64 = 1_700_000_000_000;
 
+/// The share of rewrites and FLUSHALLs without a crash of their own that
+/// are aimed at one of manifest compaction's phases (see [`aim_at_compaction`]).
+const COMPACTION_AIM_RATE: f64 = 0.25;
+
 /// One workload operation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -302,6 +306,33 @@ impl<'a> Generator<'a> {
     }
 }
 
+/// Manifest compaction's crash gaps (`Phase::MANIFEST_COMPACT`) get crashes
+/// of their own: a rewrite or FLUSHALL (compaction runs at the end of a
+/// rewrite, when the manifest is due) that drew no crash is aimed, a
+/// quarter of the time, at one of compaction's marks, drawn from a stream
+/// of its own (`seeds::compaction_aim`). Compaction is rare (a few times a
+/// run at most, in under a third of seeds), so the swarm's own inner-crash
+/// rate, a few percent, would almost never land in it, and its marks are
+/// in no list `crash_point` draws from.
+///
+/// This moves no seed that never compacts in an aimed operation: the
+/// workload stream is not drawn from, so every operation list is what it
+/// was, and a crash aimed at a mark the operation never passes never
+/// happens (the armed point is not traced). What moves is a seed whose
+/// aimed rewrite compacts — and those seeds moved anyway with compaction's
+/// own I/O.
+fn aim_at_compaction(seed: u64, index: u64, op: &Op) -> Option<CrashPoint> {
+    if !matches!(op, Op::Rewrite | Op::Cmd(Command::FlushAll)) {
+        return None;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(crate::seeds::compaction_aim(seed, index));
+    if !rng.gen_bool(COMPACTION_AIM_RATE) {
+        return None;
+    }
+    let phases = &Phase::MANIFEST_COMPACT;
+    Some(CrashPoint::AtMark(phases[rng.gen_range(0..phases.len())]))
+}
+
 /// The `WINDOW` declaration of each of `config`'s tables, at indices 0,
 /// 1, ...: how every operation list starts (generated, or a fuzz plan's).
 pub fn window_declarations(config: &Config) -> Vec<PlannedOp> {
@@ -320,6 +351,11 @@ pub fn window_declarations(config: &Config) -> Vec<PlannedOp> {
 /// The operation list of `config`'s seed: window declarations, then
 /// `config.ops` drawn operations.
 pub fn generate(config: &Config) -> Vec<PlannedOp> {
+    generate_ops(config, true)
+}
+
+/// [`generate`], with or without crashes aimed at compaction.
+fn generate_ops(config: &Config, aim_compaction: bool) -> Vec<PlannedOp> {
     let total_weight = config.weights.iter().map(|(_, w)| *w).sum();
     assert!(total_weight > 0, "the swarm always keeps some operation kinds");
     let mut generator = Generator {
@@ -334,7 +370,10 @@ pub fn generate(config: &Config) -> Vec<PlannedOp> {
         let index = ops.len() as u64;
         let kind = generator.pick_kind();
         let op = generator.op(index, kind);
-        let crash = generator.crash_point(&op);
+        let mut crash = generator.crash_point(&op);
+        if aim_compaction && crash.is_none() {
+            crash = aim_at_compaction(config.seed, index, &op);
+        }
         let killed = op == Op::Kill;
         ops.push(PlannedOp { index, op, crash });
         if killed && generator.rng.gen_bool(0.5) {
@@ -369,6 +408,38 @@ mod tests {
     fn the_same_seed_generates_the_same_ops() {
         let config = Config::from_seed(9, Overrides::default());
         assert_eq!(generate(&config), generate(&config));
+    }
+
+    #[test]
+    fn compaction_is_aimed_at_from_a_stream_of_its_own() {
+        let (mut aimed, mut rewrites) = (0, 0);
+        for seed in 0..64 {
+            let config = Config::from_seed(seed, Overrides::default());
+            let ops = generate(&config);
+            for planned in &ops {
+                if let Some(CrashPoint::AtMark(phase)) = planned.crash {
+                    if Phase::MANIFEST_COMPACT.contains(&phase) {
+                        assert!(matches!(planned.op, Op::Rewrite | Op::Cmd(Command::FlushAll)), "{planned}");
+                        aimed += 1;
+                    }
+                }
+                rewrites += u64::from(matches!(planned.op, Op::Rewrite | Op::Cmd(Command::FlushAll)));
+            }
+            // Without the aim the list is exactly what the workload stream
+            // alone makes: the same operations, the same crash points
+            // elsewhere.
+            let stripped: Vec<PlannedOp> = ops
+                .iter()
+                .map(|planned| match planned.crash {
+                    Some(CrashPoint::AtMark(phase)) if Phase::MANIFEST_COMPACT.contains(&phase) => {
+                        PlannedOp { crash: None, ..planned.clone() }
+                    }
+                    _ => planned.clone(),
+                })
+                .collect();
+            assert_eq!(stripped, generate_ops(&config, false), "seed {seed}");
+        }
+        assert!(aimed > 0 && aimed < rewrites, "{aimed} of {rewrites} rewrites aimed");
     }
 
     #[test]

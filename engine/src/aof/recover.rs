@@ -382,8 +382,11 @@ impl AofWriter {
         // they are on disk). Replaying is vouching. Planted: no fsync when
         // nothing was cut or written (and then no mark), or after a cut.
         let changed = pending.cut_to_bytes.is_some() || pending.write_header;
-        let planted_skip = canary!(RecoveryNoFsync) && !changed;
-        if planted_skip || (canary!(CutNoFsync) && pending.cut_to_bytes.is_some()) {
+        // Two lets, not one condition: without the feature both are the
+        // constant `false`, and clippy would ask to simplify the whole.
+        let skip_unchanged = canary!(RecoveryNoFsync) && !changed;
+        let skip_after_cut = canary!(CutNoFsync) && pending.cut_to_bytes.is_some();
+        if skip_unchanged || skip_after_cut {
             self.recovered_durable();
             return Ok(quarantined);
         }

@@ -613,6 +613,30 @@ mod tests {
         assert_eq!(reads.load(std::sync::atomic::Ordering::Relaxed), 1);
     }
 
+    /// A log with no valid frame is a torn creation only while it is no
+    /// longer than a header; beyond that it is damage (a sector lost over
+    /// the whole of a small log, say), refused — or, at a point in time,
+    /// cut to nothing with every byte quarantined.
+    #[test]
+    fn a_log_of_garbage_longer_than_a_header_is_damage() {
+        for len_bytes in [1, HEADER_FRAME_BYTES, HEADER_FRAME_BYTES + 1, 228] {
+            let garbage: Vec<u8> = (0..len_bytes).map(|i| (i * 89 + 7) as u8).collect();
+            let vfs = mem_vfs();
+            put_file(vfs.as_ref(), LOG, &garbage);
+            let read = |mode| LogRead::read(vfs.as_ref(), Path::new(DIR), "aof", mode);
+            if len_bytes <= HEADER_FRAME_BYTES {
+                let report = read(RecoveryMode::Consistent).unwrap().report().clone();
+                assert_eq!((report.dropped_bytes, report.damage), (len_bytes, None), "{len_bytes} bytes");
+            } else {
+                let err = read(RecoveryMode::Consistent).unwrap_err();
+                assert!(err.is_corrupt() && err.to_string().contains("no valid frame"), "{len_bytes} bytes: {err}");
+                let report = read(RecoveryMode::PointInTime).unwrap().report().clone();
+                assert_eq!(report.dropped_bytes, len_bytes);
+                assert!(report.damage.is_some());
+            }
+        }
+    }
+
     #[test]
     fn every_single_bit_flip_of_a_small_log_is_caught() {
         let records = sample_records();

@@ -72,7 +72,8 @@
 //! cut the same way (quarantined, never destroyed) and reported — unless it
 //! lies inside a rewrite's snapshot: a cut there would leave part of a
 //! snapshot, which is no point in time at all, so that is refused in both
-//! modes.
+//! modes. So is damage to the header itself, the one frame that would say
+//! whether a snapshot follows.
 //!
 //! One case no log can tell apart: damage to the last durable frames that
 //! no later frame vouches for (the newest acknowledged writes, before the

@@ -223,10 +223,18 @@ impl LogRead {
             return Err(Error::corrupt(
                 &path,
                 at_bytes,
-                format!(
-                    "{reason}, and {why}: damage inside a rewritten snapshot, which has no earlier point in time to \
-                     recover to, in either mode. Nothing on disk was changed"
-                ),
+                if at_bytes == 0 {
+                    format!(
+                        "{reason}, and {why}: damage to the header, which says whether a rewrite's snapshot follows \
+                         it, so no earlier point in time is known to recover to, in either mode. Nothing on disk \
+                         was changed"
+                    )
+                } else {
+                    format!(
+                        "{reason}, and {why}: damage inside a rewritten snapshot, which has no earlier point in time \
+                         to recover to, in either mode. Nothing on disk was changed"
+                    )
+                },
             ));
         }
         if let (Some(why), Some((at_bytes, reason)), RecoveryMode::Consistent) = (&walked.damage, walked.invalid, mode)
@@ -615,8 +623,9 @@ mod tests {
 
     /// A log with no valid frame is a torn creation only while it is no
     /// longer than a header; beyond that it is damage (a sector lost over
-    /// the whole of a small log, say), refused — or, at a point in time,
-    /// cut to nothing with every byte quarantined.
+    /// the whole of a small log, say), refused in every mode that writes:
+    /// the header that is lost would have said whether a snapshot follows,
+    /// so not even a point in time is known (a read-only look reports it).
     #[test]
     fn a_log_of_garbage_longer_than_a_header_is_damage() {
         for len_bytes in [1, HEADER_FRAME_BYTES, HEADER_FRAME_BYTES + 1, 228] {
@@ -628,9 +637,11 @@ mod tests {
                 let report = read(RecoveryMode::Consistent).unwrap().report().clone();
                 assert_eq!((report.dropped_bytes, report.damage), (len_bytes, None), "{len_bytes} bytes");
             } else {
-                let err = read(RecoveryMode::Consistent).unwrap_err();
-                assert!(err.is_corrupt() && err.to_string().contains("no valid frame"), "{len_bytes} bytes: {err}");
-                let report = read(RecoveryMode::PointInTime).unwrap().report().clone();
+                for mode in [RecoveryMode::Consistent, RecoveryMode::PointInTime] {
+                    let err = read(mode).unwrap_err();
+                    assert!(err.is_corrupt() && err.to_string().contains("no valid frame"), "{len_bytes} bytes: {err}");
+                }
+                let report = read(RecoveryMode::ReadOnly).unwrap().report().clone();
                 assert_eq!(report.dropped_bytes, len_bytes);
                 assert!(report.damage.is_some());
             }

@@ -168,7 +168,10 @@ impl<'a> LogWalk<'a> {
                     self.invalid = Some((at as u64, invalid.reason()));
                     self.valid_frames_after_invalid = beyond.first_valid.is_some();
                     self.damage = beyond.damage;
-                    self.inside_snapshot = beyond.inside_snapshot;
+                    // Damage to the header is damage to what says whether
+                    // a snapshot follows it: cut at byte 0, a rewritten
+                    // log would lose its whole snapshot, no point in time.
+                    self.inside_snapshot = beyond.inside_snapshot || (at == 0 && self.damage.is_some());
                     self.ended = true;
                     break;
                 }
@@ -262,7 +265,8 @@ impl<'a> LogWalk<'a> {
     }
 
     /// Whether the invalid frame lies inside a rewrite's snapshot (the
-    /// header says where it ends): no point in time to cut back to.
+    /// header says where it ends), or is a damaged header (which would
+    /// have said): no point in time to cut back to.
     pub fn inside_snapshot(&self) -> bool {
         self.inside_snapshot
     }

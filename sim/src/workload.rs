@@ -13,11 +13,12 @@ use std::fmt;
 
 use engine::store::Command;
 use engine::Phase;
-use rand::{Rng, RngCore, SeedableRng};
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::config::{Config, OpKind};
 use crate::disk::CrashPoint;
+use crate::draw::{self, Weighted};
 
 /// The simulated clock's start: 2023-11-14, so TTLs look like real ones.
 pub const T0_MS: u64 = 1_700_000_000_000;
@@ -158,35 +159,13 @@ struct Generator<'a> {
     config: &'a Config,
     rng: ChaCha8Rng,
     now_ms: u64,
-    total_weight: u32,
+    kinds: Weighted<'a, OpKind>,
 }
 
 impl<'a> Generator<'a> {
-    fn pick_kind(&mut self) -> OpKind {
-        let mut roll = self.rng.gen_range(0..self.total_weight);
-        for &(kind, weight) in &self.config.weights {
-            if roll < weight {
-                return kind;
-            }
-            roll -= weight;
-        }
-        unreachable!("roll is below the total weight")
-    }
-
-    /// A printable token of 1..=max_len bytes. The bytes come from one
-    /// bulk draw, a byte each, mapped onto the alphabet: a 4 KiB value
-    /// costs 4 KiB of the generator's stream, not thousands of rejection-
-    /// sampled draws (which made generating the workload cost as much as
-    /// running it). The slight bias of `% 36` does not matter here.
+    /// A printable value of 1..=max_len bytes (see [`draw::token`]).
     fn token(&mut self, max_len: usize) -> Vec<u8> {
-        const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-        let len = self.rng.gen_range(1..=max_len.max(1));
-        let mut token = vec![0u8; len];
-        self.rng.fill_bytes(&mut token);
-        for byte in &mut token {
-            *byte = ALPHABET[usize::from(*byte) % ALPHABET.len()];
-        }
-        token
+        draw::token(&mut self.rng, max_len)
     }
 
     fn table_row(&mut self) -> Vec<u8> {
@@ -320,19 +299,17 @@ pub fn window_declarations(config: &Config) -> Vec<PlannedOp> {
 /// The operation list of `config`'s seed: window declarations, then
 /// `config.ops` drawn operations.
 pub fn generate(config: &Config) -> Vec<PlannedOp> {
-    let total_weight = config.weights.iter().map(|(_, w)| *w).sum();
-    assert!(total_weight > 0, "the swarm always keeps some operation kinds");
     let mut generator = Generator {
         config,
         rng: ChaCha8Rng::seed_from_u64(crate::seeds::workload(config.seed)),
         now_ms: T0_MS,
-        total_weight,
+        kinds: Weighted::new(&config.weights),
     };
     let mut ops = window_declarations(config);
     ops.reserve(config.ops as usize);
     for _ in 0..config.ops {
         let index = ops.len() as u64;
-        let kind = generator.pick_kind();
+        let kind = generator.kinds.pick(&mut generator.rng);
         let op = generator.op(index, kind);
         let crash = generator.crash_point(&op);
         let killed = op == Op::Kill;

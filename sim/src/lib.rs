@@ -20,7 +20,8 @@
 //!   fuzz target and the corpus; [`bench`](mod@bench), the figures.
 //!
 //! [`draw`] holds the random draws both targets' configurations and
-//! workloads make the same way.
+//! workloads make the same way; [`op_line`] the head (index, crash point)
+//! both targets' operation lines start with.
 //!
 //! [`failure`] names the checks a run can fail; [`trace`] folds every event
 //! into a hash that proves two runs identical; [`planted`] holds bugs
@@ -38,6 +39,7 @@ pub mod explore;
 pub mod failure;
 pub mod fuzzing;
 pub mod hunt;
+pub mod op_line;
 pub mod outcome;
 pub mod output;
 pub mod planted;

@@ -19,6 +19,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::config::{Config, OpKind};
 use crate::disk::CrashPoint;
 use crate::draw::{self, Weighted};
+use crate::op_line::{parse_head, write_head};
 
 /// The simulated clock's start: 2023-11-14, so TTLs look like real ones.
 pub const T0_MS: u64 = 1_700_000_000_000;
@@ -93,13 +94,7 @@ impl Op {
 
 impl fmt::Display for PlannedOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.index)?;
-        match self.crash {
-            None => {}
-            Some(CrashPoint::AfterIos(n)) => write!(f, " @ios={n}")?,
-            Some(CrashPoint::AtIo(i)) => write!(f, " @io={i}")?,
-            Some(CrashPoint::AtMark(label)) => write!(f, " @mark={label}")?,
-        }
+        write_head(f, self.index, self.crash)?;
         match &self.op {
             Op::Cmd(command) => {
                 for arg in command.to_args() {
@@ -122,20 +117,7 @@ impl fmt::Display for PlannedOp {
 impl PlannedOp {
     /// Parse a line printed by `Display`.
     pub fn parse(line: &str) -> Result<PlannedOp, String> {
-        let mut words = line.split_whitespace().peekable();
-        let index: u64 = words.next().ok_or("empty line")?.parse().map_err(|_| format!("bad op index in {line:?}"))?;
-        let mut crash = None;
-        if let Some(word) = words.peek().filter(|w| w.starts_with('@')) {
-            let (key, value) = word[1..].split_once('=').ok_or(format!("bad crash point {word:?}"))?;
-            crash = Some(match key {
-                "ios" => CrashPoint::AfterIos(value.parse().map_err(|_| format!("bad count {value:?}"))?),
-                "io" => CrashPoint::AtIo(value.parse().map_err(|_| format!("bad index {value:?}"))?),
-                "mark" => CrashPoint::AtMark(Phase::parse(value).ok_or(format!("unknown mark {value:?}"))?),
-                _ => return Err(format!("bad crash point {word:?}")),
-            });
-            words.next();
-        }
-        let rest: Vec<&str> = words.collect();
+        let (index, crash, rest) = parse_head(line, true)?;
         let op = match rest.as_slice() {
             ["EVICT"] => Op::Evict,
             ["REWRITE"] => Op::Rewrite,

@@ -22,6 +22,7 @@ use rand_chacha::ChaCha8Rng;
 use super::config::{OpKind, RedbConfig};
 use crate::disk::CrashPoint;
 use crate::draw::{self, Weighted};
+use crate::op_line::{parse_head, write_head};
 
 /// One of the two tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -157,13 +158,7 @@ pub struct PlannedRedbOp {
 
 impl fmt::Display for PlannedRedbOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.index)?;
-        match self.crash {
-            None => {}
-            Some(CrashPoint::AfterIos(n)) => write!(f, " @ios={n}")?,
-            Some(CrashPoint::AtIo(i)) => write!(f, " @io={i}")?,
-            Some(CrashPoint::AtMark(label)) => write!(f, " @mark={label}")?,
-        }
+        write_head(f, self.index, self.crash)?;
         match &self.op {
             RedbOp::Put { table, key, value } => {
                 write!(f, " PUT {} {key} {}", table.name(), String::from_utf8_lossy(value))
@@ -192,19 +187,8 @@ impl fmt::Display for PlannedRedbOp {
 impl PlannedRedbOp {
     /// Parse a line printed by `Display`; errors say what is wrong.
     pub fn parse(line: &str) -> Result<PlannedRedbOp, String> {
-        let mut words = line.split_whitespace().peekable();
-        let index: u64 = words.next().ok_or("empty line")?.parse().map_err(|_| format!("bad op index in {line:?}"))?;
-        let mut crash = None;
-        if let Some(word) = words.peek().filter(|w| w.starts_with('@')) {
-            let (key, value) = word[1..].split_once('=').ok_or(format!("bad crash point {word:?}"))?;
-            crash = Some(match key {
-                "ios" => CrashPoint::AfterIos(value.parse().map_err(|_| format!("bad count {value:?}"))?),
-                "io" => CrashPoint::AtIo(value.parse().map_err(|_| format!("bad index {value:?}"))?),
-                _ => return Err(format!("bad crash point {word:?} (the redb target has no marks)")),
-            });
-            words.next();
-        }
-        let rest: Vec<&str> = words.collect();
+        // redb names no phases: a crash point is never a mark.
+        let (index, crash, rest) = parse_head(line, false)?;
         let op = match rest.as_slice() {
             ["PUT", table, key, value] => {
                 let table = Table::parse(table)?;

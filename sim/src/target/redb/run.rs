@@ -254,16 +254,10 @@ impl<'a> Runner<'a> {
         }
     }
 
+    /// A failure of `check` at the current operation, with the trace's
+    /// last events and the seed's repro.
     pub fn fail(&self, check: Check, detail: impl Into<String>) -> Failure {
-        let recent = self.vfs.with_trace(|t| t.recent().iter().map(|e| t.describe(e)).collect());
-        Failure {
-            seed: self.config.seed,
-            op_index: self.op_index,
-            check,
-            detail: detail.into(),
-            recent,
-            repro: self.repro.clone(),
-        }
+        Failure::in_run(&self.vfs, self.config.seed, self.op_index, check, detail.into(), self.repro.clone())
     }
 
     fn db(&self) -> &Database {
@@ -712,11 +706,6 @@ pub fn run_ops(
             repro: String::new(),
         })
     });
-    outcome.faults = vfs.fault_counts();
-    let trace = vfs.take_trace();
-    outcome.trace_hash = trace.hash();
-    if keep_trace {
-        outcome.trace = Some(trace);
-    }
+    outcome.take_disk(&vfs, keep_trace);
     outcome
 }

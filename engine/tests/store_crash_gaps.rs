@@ -63,23 +63,28 @@ fn populate(store: &mut Store, model: &mut Model, clock: &ManualClock) {
     both(store, model, clock, &cmd(&["SET", "plain", "string"]));
 }
 
-/// More writes after a recovery: to cold rows, hot rows, deletes, another
-/// eviction and a rewrite; then a second reopen.
-fn continue_and_reopen(dir: &Path, clock: &Arc<ManualClock>, mut model: Model) {
+/// More writes after a recovery from a crash after `crashed_after`: to
+/// cold rows, hot rows, deletes, another eviction and a rewrite; then a
+/// second reopen. Every check names the crash, so the gap a failure
+/// belongs to is in its message.
+fn continue_and_reopen(dir: &Path, clock: &Arc<ManualClock>, mut model: Model, crashed_after: Phase) {
+    let check = |store: &Store, model: &Model, when: &str| {
+        assert_matches(store, model, clock, &format!("{when} (the crash was after {crashed_after})"));
+    };
     let os: Arc<dyn Vfs> = Arc::new(OsVfs);
     let mut store = open(os.clone(), clock, dir);
-    assert_matches(&store, &model, clock, "after the first reopen");
+    check(&store, &model, "after the first reopen");
     both(&mut store, &mut model, clock, &cmd(&["HSET", "t:01", "payload", "rewritten"]));
     both(&mut store, &mut model, clock, &cmd(&["DEL", "t:02", "t:05"]));
     both(&mut store, &mut model, clock, &cmd(&["HSET", "t:40", "ts", "40"]));
     store.evict().expect("evict");
-    assert_matches(&store, &model, clock, "after a second eviction");
+    check(&store, &model, "after a second eviction");
     store.rewrite().expect("rewrite");
-    assert_matches(&store, &model, clock, "after a rewrite");
+    check(&store, &model, "after a rewrite");
     both(&mut store, &mut model, clock, &cmd(&["HDEL", "t:06", "payload"]));
     drop(store);
     let store = open(os, clock, dir);
-    assert_matches(&store, &model, clock, "after the second reopen");
+    check(&store, &model, "after the second reopen");
 }
 
 /// A populated store on the real disk whose process "dies" right after
@@ -114,7 +119,7 @@ impl Armed {
     fn recover(self) {
         assert!(self.crash.crashed(), "the engine never reached {}", self.target);
         drop(self.store);
-        continue_and_reopen(self.dir.path(), &self.clock, self.model);
+        continue_and_reopen(self.dir.path(), &self.clock, self.model, self.target);
     }
 }
 
@@ -126,31 +131,6 @@ fn crash_during_evict(target: Phase) {
         assert!(result.is_err(), "evict should fail once the process is gone after {target}");
     }
     armed.recover();
-}
-
-#[test]
-fn crash_after_the_segment_is_built() {
-    crash_during_evict(Phase::SealBuilt);
-}
-
-#[test]
-fn crash_after_the_segment_name_is_durable() {
-    crash_during_evict(Phase::SealDirSynced);
-}
-
-#[test]
-fn crash_after_the_segment_is_registered() {
-    crash_during_evict(Phase::SealRegistered);
-}
-
-#[test]
-fn crash_after_the_frame_is_logged() {
-    crash_during_evict(Phase::FrameLogged);
-}
-
-#[test]
-fn crash_after_commit() {
-    crash_during_evict(Phase::CommitDone);
 }
 
 /// Evict cleanly, write to cold rows, then crash inside the rewrite.
@@ -176,26 +156,6 @@ fn crash_during_rewrite(target: Phase) {
     armed.recover();
 }
 
-#[test]
-fn crash_after_the_rewrite_temp_is_durable() {
-    crash_during_rewrite(Phase::RewriteSynced);
-}
-
-#[test]
-fn crash_after_the_rewrite_rename() {
-    crash_during_rewrite(Phase::RewriteRenamed);
-}
-
-#[test]
-fn crash_after_the_rewrite_rename_is_durable() {
-    crash_during_rewrite(Phase::RewriteDirSynced);
-}
-
-#[test]
-fn crash_after_the_rewrite_retired_segments() {
-    crash_during_rewrite(Phase::RewriteRetired);
-}
-
 fn crash_during_flushall(target: Phase) {
     let mut armed = Armed::new(target);
     armed.store.evict().expect("evict");
@@ -206,19 +166,34 @@ fn crash_during_flushall(target: Phase) {
     armed.recover();
 }
 
+/// Every gap of the eviction protocol, in its order: after the segment
+/// is built, after its name is durable, after the manifest registers it,
+/// after the frame naming it is logged, and after the commit.
 #[test]
-fn crash_after_flushall_is_logged() {
-    crash_during_flushall(Phase::FlushallLogged);
+fn a_crash_in_every_gap_of_an_eviction_recovers() {
+    let gaps = [Phase::SealBuilt, Phase::SealDirSynced, Phase::SealRegistered, Phase::FrameLogged, Phase::CommitDone];
+    for target in gaps {
+        crash_during_evict(target);
+    }
 }
 
+/// Every gap of the rewrite: after its temp file is durable, after the
+/// rename over the log, after that rename is durable, and after the
+/// stranded segments are retired.
 #[test]
-fn crash_after_flushall_rewrite_rename() {
-    crash_during_flushall(Phase::RewriteRenamed);
+fn a_crash_in_every_gap_of_a_rewrite_recovers() {
+    for target in [Phase::RewriteSynced, Phase::RewriteRenamed, Phase::RewriteDirSynced, Phase::RewriteRetired] {
+        crash_during_rewrite(target);
+    }
 }
 
+/// FLUSHALL's gaps: after it is logged, after its rewrite's rename, and
+/// after the segments it empties are retired.
 #[test]
-fn crash_after_flushall_retired_segments() {
-    crash_during_flushall(Phase::RewriteRetired);
+fn a_crash_in_every_gap_of_a_flushall_recovers() {
+    for target in [Phase::FlushallLogged, Phase::RewriteRenamed, Phase::RewriteRetired] {
+        crash_during_flushall(target);
+    }
 }
 
 /// The seqs of the segment files in `dir`.

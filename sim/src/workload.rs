@@ -13,11 +13,13 @@ use std::fmt;
 
 use engine::store::Command;
 use engine::Phase;
-use rand::{Rng, RngCore, SeedableRng};
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::config::{Config, OpKind};
 use crate::disk::CrashPoint;
+use crate::draw::{self, Weighted};
+use crate::op_line::{parse_head, write_head};
 
 /// The simulated clock's start: 2023-11-14, so TTLs look like real ones.
 pub const T0_MS: u64 = 1_700_000_000_000;
@@ -96,13 +98,7 @@ impl Op {
 
 impl fmt::Display for PlannedOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.index)?;
-        match self.crash {
-            None => {}
-            Some(CrashPoint::AfterIos(n)) => write!(f, " @ios={n}")?,
-            Some(CrashPoint::AtIo(i)) => write!(f, " @io={i}")?,
-            Some(CrashPoint::AtMark(label)) => write!(f, " @mark={label}")?,
-        }
+        write_head(f, self.index, self.crash)?;
         match &self.op {
             Op::Cmd(command) => {
                 for arg in command.to_args() {
@@ -125,20 +121,7 @@ impl fmt::Display for PlannedOp {
 impl PlannedOp {
     /// Parse a line printed by `Display`.
     pub fn parse(line: &str) -> Result<PlannedOp, String> {
-        let mut words = line.split_whitespace().peekable();
-        let index: u64 = words.next().ok_or("empty line")?.parse().map_err(|_| format!("bad op index in {line:?}"))?;
-        let mut crash = None;
-        if let Some(word) = words.peek().filter(|w| w.starts_with('@')) {
-            let (key, value) = word[1..].split_once('=').ok_or(format!("bad crash point {word:?}"))?;
-            crash = Some(match key {
-                "ios" => CrashPoint::AfterIos(value.parse().map_err(|_| format!("bad count {value:?}"))?),
-                "io" => CrashPoint::AtIo(value.parse().map_err(|_| format!("bad index {value:?}"))?),
-                "mark" => CrashPoint::AtMark(Phase::parse(value).ok_or(format!("unknown mark {value:?}"))?),
-                _ => return Err(format!("bad crash point {word:?}")),
-            });
-            words.next();
-        }
-        let rest: Vec<&str> = words.collect();
+        let (index, crash, rest) = parse_head(line, true)?;
         let op = match rest.as_slice() {
             ["EVICT"] => Op::Evict,
             ["REWRITE"] => Op::Rewrite,
@@ -162,35 +145,13 @@ struct Generator<'a> {
     config: &'a Config,
     rng: ChaCha8Rng,
     now_ms: u64,
-    total_weight: u32,
+    kinds: Weighted<'a, OpKind>,
 }
 
 impl<'a> Generator<'a> {
-    fn pick_kind(&mut self) -> OpKind {
-        let mut roll = self.rng.gen_range(0..self.total_weight);
-        for &(kind, weight) in &self.config.weights {
-            if roll < weight {
-                return kind;
-            }
-            roll -= weight;
-        }
-        unreachable!("roll is below the total weight")
-    }
-
-    /// A printable token of 1..=max_len bytes. The bytes come from one
-    /// bulk draw, a byte each, mapped onto the alphabet: a 4 KiB value
-    /// costs 4 KiB of the generator's stream, not thousands of rejection-
-    /// sampled draws (which made generating the workload cost as much as
-    /// running it). The slight bias of `% 36` does not matter here.
+    /// A printable value of 1..=max_len bytes (see [`draw::token`]).
     fn token(&mut self, max_len: usize) -> Vec<u8> {
-        const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-        let len = self.rng.gen_range(1..=max_len.max(1));
-        let mut token = vec![0u8; len];
-        self.rng.fill_bytes(&mut token);
-        for byte in &mut token {
-            *byte = ALPHABET[usize::from(*byte) % ALPHABET.len()];
-        }
-        token
+        draw::token(&mut self.rng, max_len)
     }
 
     fn table_row(&mut self) -> Vec<u8> {
@@ -356,19 +317,17 @@ pub fn generate(config: &Config) -> Vec<PlannedOp> {
 
 /// [`generate`], with or without crashes aimed at compaction.
 fn generate_ops(config: &Config, aim_compaction: bool) -> Vec<PlannedOp> {
-    let total_weight = config.weights.iter().map(|(_, w)| *w).sum();
-    assert!(total_weight > 0, "the swarm always keeps some operation kinds");
     let mut generator = Generator {
         config,
         rng: ChaCha8Rng::seed_from_u64(crate::seeds::workload(config.seed)),
         now_ms: T0_MS,
-        total_weight,
+        kinds: Weighted::new(&config.weights),
     };
     let mut ops = window_declarations(config);
     ops.reserve(config.ops as usize);
     for _ in 0..config.ops {
         let index = ops.len() as u64;
-        let kind = generator.pick_kind();
+        let kind = generator.kinds.pick(&mut generator.rng);
         let op = generator.op(index, kind);
         let mut crash = generator.crash_point(&op);
         if aim_compaction && crash.is_none() {

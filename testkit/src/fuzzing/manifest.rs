@@ -138,6 +138,7 @@ fn expect_ok_or_invalid(result: Result<()>, what: &str) {
 mod tests {
     use super::*;
     use crate::fuzzing::fixture;
+    use crate::fuzzing::flips::{byte_flips, flipped};
     use proptest::prelude::*;
 
     fn fixture_manifest() -> Vec<u8> {
@@ -157,14 +158,9 @@ mod tests {
 
         #[test]
         fn flipped_bytes_in_the_fixture_manifest_never_break_a_property(
-            flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+            flips in byte_flips(),
         ) {
-            let mut manifest = fixture_manifest();
-            for (at, value) in flips {
-                let at = at.index(manifest.len());
-                manifest[at] = value;
-            }
-            manifest_open(&manifest);
+            manifest_open(&flipped(fixture_manifest(), &flips));
         }
     }
 }

@@ -269,7 +269,7 @@ fn crash_during_compaction(target: Phase) {
     assert!(fresh > highest_seq, "seq {fresh} handed out again (the directory held up to {highest_seq})");
     assert_matches(&store, &model, &clock, "after an eviction");
     drop(store);
-    continue_and_reopen(&dir, &clock, model);
+    continue_and_reopen(&dir, &clock, model, target);
 }
 
 #[test]

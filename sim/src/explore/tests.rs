@@ -222,7 +222,7 @@ fn every_canary_a_crash_state_can_expose_is_caught() {
 /// of it, compaction's own included, recovers.
 #[test]
 fn the_engine_survives_every_crash_state_of_a_workload_that_compacts_the_manifest() {
-    let report = explore(COMPACTING_SEED, COMPACTING_OPS, &options()).unwrap();
+    let report = explore(&segsim(None), COMPACTING_SEED, COMPACTING_OPS, &options()).unwrap();
     assert_eq!(report.failures_total, 0, "{}", report.to_text());
     assert!(!report.capped);
 }
@@ -237,7 +237,8 @@ const COMPACTING_OPS: u64 = 100;
 #[cfg(feature = "canaries")]
 #[test]
 fn a_compaction_that_renames_before_it_fsyncs_is_caught_by_exploration() {
-    let canary = Some(Canary::parse("compact-rename-before-fsync").expect("a canary of the engine"));
-    let planted = explore(COMPACTING_SEED, COMPACTING_OPS, &ExploreOptions { canary, ..options() }).unwrap();
+    let canary = Some(crate::canary::Canary::parse("compact-rename-before-fsync").expect("a canary of the engine"));
+    let planted = SegsimTarget::new(Overrides { canary, ..Overrides::default() });
+    let planted = explore(&planted, COMPACTING_SEED, COMPACTING_OPS, &options()).unwrap();
     assert!(planted.failures_total > 0, "{}", planted.to_text());
 }

@@ -18,6 +18,8 @@
 //! bit. It exists to show the engine's fsync discipline holds on a real
 //! kernel and file system, not just on the simulated disk.
 
+mod cli;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command as Process, ExitCode, Stdio};
@@ -255,13 +257,7 @@ fn parent(args: &Args) -> Result<String, String> {
 fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(args) => args,
-        Err(why) => {
-            if !why.is_empty() {
-                eprintln!("crash_os: {why}");
-            }
-            eprintln!("{USAGE}");
-            return ExitCode::from(2);
-        }
+        Err(why) => return cli::usage_error("crash_os", USAGE, &why),
     };
     if let Some(start) = args.child_start {
         let Some(dir) = &args.dir else {

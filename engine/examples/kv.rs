@@ -23,6 +23,8 @@
 //! whitespace; wrap an argument in double quotes to keep spaces in it.
 //! The recovery report is printed first, as a `#` comment line.
 
+mod cli;
+
 use std::io::{self, BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -184,13 +186,7 @@ fn print_cut(report: &RecoveryReport, read_only: bool) {
 fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(parsed) => parsed,
-        Err(why) => {
-            if !why.is_empty() {
-                eprintln!("kv: {why}");
-            }
-            eprintln!("{USAGE}");
-            return ExitCode::from(2);
-        }
+        Err(why) => return cli::usage_error("kv", USAGE, &why),
     };
     let dir = &args.dir;
     let (mut store, report) = match open(&args) {

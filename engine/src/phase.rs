@@ -3,7 +3,7 @@
 //!
 //! A crash between two phases leaves a different disk than a crash
 //! between two others, and each gap has its own recovery rule (see
-//! `store/evict.rs` and `store/rewrite.rs`). Naming them lets a test aim a
+//! `store/evict.rs`, `store/rewrite.rs` and `manifest/compact.rs`). Naming them lets a test aim a
 //! crash at exactly one gap, and lets the simulator say which gap a crash
 //! landed in. They are a closed enum rather than strings so that a typo is
 //! a compile error, and each has an explicit, stable code: saved inputs
@@ -40,11 +40,20 @@ pub enum Phase {
     FlushallLogged = 9,
     /// Open: recovery is complete.
     OpenDone = 10,
+    /// Manifest compaction: the new ledger is written and fsynced under its
+    /// temp name (`MANIFEST.tmp`); `MANIFEST` is untouched.
+    ManifestCompactSynced = 11,
+    /// Manifest compaction: the new ledger is renamed over `MANIFEST`, not
+    /// yet durably (a power loss leaves either ledger, both whole).
+    ManifestCompactRenamed = 12,
+    /// Manifest compaction: the directory is fsynced (the rename is
+    /// durable); appends may now go to the new ledger.
+    ManifestCompactDirSynced = 13,
 }
 
 impl Phase {
     /// Every phase, in code order.
-    pub const ALL: [Phase; 11] = [
+    pub const ALL: [Phase; 14] = [
         Phase::SealBuilt,
         Phase::SealDirSynced,
         Phase::SealRegistered,
@@ -56,6 +65,9 @@ impl Phase {
         Phase::RewriteRetired,
         Phase::FlushallLogged,
         Phase::OpenDone,
+        Phase::ManifestCompactSynced,
+        Phase::ManifestCompactRenamed,
+        Phase::ManifestCompactDirSynced,
     ];
 
     /// The phases an eviction passes, in order (the simulator draws from
@@ -78,6 +90,14 @@ impl Phase {
         Phase::RewriteRetired,
         Phase::FlushallLogged,
     ];
+
+    /// The phases a manifest compaction passes, in order. Compaction runs
+    /// at the end of a rewrite (so of a FLUSHALL too) and of an open, when
+    /// it is due. A list of its own rather than an extension of the ones
+    /// above: the simulator draws from those by position, and a longer
+    /// list would move every seed that draws from it.
+    pub const MANIFEST_COMPACT: [Phase; 3] =
+        [Phase::ManifestCompactSynced, Phase::ManifestCompactRenamed, Phase::ManifestCompactDirSynced];
 
     /// The stable code.
     pub fn code(self) -> u8 {
@@ -104,6 +124,9 @@ impl Phase {
             Phase::RewriteRetired => "rewrite.retired",
             Phase::FlushallLogged => "flushall.logged",
             Phase::OpenDone => "open.done",
+            Phase::ManifestCompactSynced => "manifest.compact_synced",
+            Phase::ManifestCompactRenamed => "manifest.compact_renamed",
+            Phase::ManifestCompactDirSynced => "manifest.compact_dir_synced",
         }
     }
 
@@ -139,6 +162,9 @@ mod tests {
             (8, "rewrite.retired"),
             (9, "flushall.logged"),
             (10, "open.done"),
+            (11, "manifest.compact_synced"),
+            (12, "manifest.compact_renamed"),
+            (13, "manifest.compact_dir_synced"),
         ];
         assert_eq!(Phase::ALL.len(), expected.len());
         for (phase, (code, name)) in Phase::ALL.into_iter().zip(expected) {
@@ -147,7 +173,7 @@ mod tests {
             assert_eq!(Phase::parse(name), Some(phase));
             assert_eq!(phase.to_string(), name);
         }
-        assert_eq!(Phase::from_code(11), None);
+        assert_eq!(Phase::from_code(14), None);
         assert_eq!(Phase::parse("seal"), None);
     }
 }

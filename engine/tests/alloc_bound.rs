@@ -112,6 +112,15 @@ fn u32le(value: u32) -> [u8; 4] {
     value.to_le_bytes()
 }
 
+/// The header frame a file of frames starts with: frame type
+/// `header_type`, eight magic bytes and format version 1. The log and the
+/// manifest both open this way.
+fn header_frame(header_type: u8, magic: &[u8; 8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_frame(&mut out, header_type, &[magic.as_slice(), &u32le(1)].concat());
+    out
+}
+
 // ---- the AOF -------------------------------------------------------------
 
 const AOF_HEADER: u8 = 1;
@@ -119,9 +128,7 @@ const AOF_COMMAND: u8 = 2;
 const AOF_STUB: u8 = 4;
 
 fn aof_header() -> Vec<u8> {
-    let mut out = Vec::new();
-    encode_frame(&mut out, AOF_HEADER, &[b"SEGS-AOF".as_slice(), &u32le(1)].concat());
-    out
+    header_frame(AOF_HEADER, b"SEGS-AOF")
 }
 
 fn scan(bytes: &[u8]) {
@@ -238,9 +245,7 @@ const MANIFEST_ADD: u8 = 2;
 const MANIFEST_DROP: u8 = 3;
 
 fn manifest_header() -> Vec<u8> {
-    let mut out = Vec::new();
-    encode_frame(&mut out, MANIFEST_HEADER, &[b"SEGSMANI".as_slice(), &u32le(1)].concat());
-    out
+    header_frame(MANIFEST_HEADER, b"SEGSMANI")
 }
 
 /// An ADD payload: seq, records, then file, table, min and max as

@@ -1,5 +1,5 @@
-//! Each crash gap of the eviction protocol, the rewrite and FLUSHALL,
-//! built on a real directory: the process "dies" right after a named phase
+//! Each crash gap of the eviction protocol, the rewrite, FLUSHALL and the
+//! manifest's compaction, built on a real directory: the process "dies" right after a named phase
 //! (every later file operation fails), the store is reopened on the plain
 //! OS file system, and the logical content must equal the model with a
 //! clean audit — and keep doing so through more writes and a second
@@ -11,6 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use engine::clock::ManualClock;
+use engine::manifest::COMPACT_MIN_RECORDS;
 use engine::store::{Command, Options, Store};
 use engine::vfs::{OsVfs, Vfs};
 use engine::Phase;
@@ -62,23 +63,28 @@ fn populate(store: &mut Store, model: &mut Model, clock: &ManualClock) {
     both(store, model, clock, &cmd(&["SET", "plain", "string"]));
 }
 
-/// More writes after a recovery: to cold rows, hot rows, deletes, another
-/// eviction and a rewrite; then a second reopen.
-fn continue_and_reopen(dir: &Path, clock: &Arc<ManualClock>, mut model: Model) {
+/// More writes after a recovery from a crash after `crashed_after`: to
+/// cold rows, hot rows, deletes, another eviction and a rewrite; then a
+/// second reopen. Every check names the crash, so the gap a failure
+/// belongs to is in its message.
+fn continue_and_reopen(dir: &Path, clock: &Arc<ManualClock>, mut model: Model, crashed_after: Phase) {
+    let check = |store: &Store, model: &Model, when: &str| {
+        assert_matches(store, model, clock, &format!("{when} (the crash was after {crashed_after})"));
+    };
     let os: Arc<dyn Vfs> = Arc::new(OsVfs);
     let mut store = open(os.clone(), clock, dir);
-    assert_matches(&store, &model, clock, "after the first reopen");
+    check(&store, &model, "after the first reopen");
     both(&mut store, &mut model, clock, &cmd(&["HSET", "t:01", "payload", "rewritten"]));
     both(&mut store, &mut model, clock, &cmd(&["DEL", "t:02", "t:05"]));
     both(&mut store, &mut model, clock, &cmd(&["HSET", "t:40", "ts", "40"]));
     store.evict().expect("evict");
-    assert_matches(&store, &model, clock, "after a second eviction");
+    check(&store, &model, "after a second eviction");
     store.rewrite().expect("rewrite");
-    assert_matches(&store, &model, clock, "after a rewrite");
+    check(&store, &model, "after a rewrite");
     both(&mut store, &mut model, clock, &cmd(&["HDEL", "t:06", "payload"]));
     drop(store);
     let store = open(os, clock, dir);
-    assert_matches(&store, &model, clock, "after the second reopen");
+    check(&store, &model, "after the second reopen");
 }
 
 /// A populated store on the real disk whose process "dies" right after
@@ -113,7 +119,7 @@ impl Armed {
     fn recover(self) {
         assert!(self.crash.crashed(), "the engine never reached {}", self.target);
         drop(self.store);
-        continue_and_reopen(self.dir.path(), &self.clock, self.model);
+        continue_and_reopen(self.dir.path(), &self.clock, self.model, self.target);
     }
 }
 
@@ -125,31 +131,6 @@ fn crash_during_evict(target: Phase) {
         assert!(result.is_err(), "evict should fail once the process is gone after {target}");
     }
     armed.recover();
-}
-
-#[test]
-fn crash_after_the_segment_is_built() {
-    crash_during_evict(Phase::SealBuilt);
-}
-
-#[test]
-fn crash_after_the_segment_name_is_durable() {
-    crash_during_evict(Phase::SealDirSynced);
-}
-
-#[test]
-fn crash_after_the_segment_is_registered() {
-    crash_during_evict(Phase::SealRegistered);
-}
-
-#[test]
-fn crash_after_the_frame_is_logged() {
-    crash_during_evict(Phase::FrameLogged);
-}
-
-#[test]
-fn crash_after_commit() {
-    crash_during_evict(Phase::CommitDone);
 }
 
 /// Evict cleanly, write to cold rows, then crash inside the rewrite.
@@ -175,26 +156,6 @@ fn crash_during_rewrite(target: Phase) {
     armed.recover();
 }
 
-#[test]
-fn crash_after_the_rewrite_temp_is_durable() {
-    crash_during_rewrite(Phase::RewriteSynced);
-}
-
-#[test]
-fn crash_after_the_rewrite_rename() {
-    crash_during_rewrite(Phase::RewriteRenamed);
-}
-
-#[test]
-fn crash_after_the_rewrite_rename_is_durable() {
-    crash_during_rewrite(Phase::RewriteDirSynced);
-}
-
-#[test]
-fn crash_after_the_rewrite_retired_segments() {
-    crash_during_rewrite(Phase::RewriteRetired);
-}
-
 fn crash_during_flushall(target: Phase) {
     let mut armed = Armed::new(target);
     armed.store.evict().expect("evict");
@@ -205,19 +166,125 @@ fn crash_during_flushall(target: Phase) {
     armed.recover();
 }
 
+/// Every gap of the eviction protocol, in its order: after the segment
+/// is built, after its name is durable, after the manifest registers it,
+/// after the frame naming it is logged, and after the commit.
 #[test]
-fn crash_after_flushall_is_logged() {
-    crash_during_flushall(Phase::FlushallLogged);
+fn a_crash_in_every_gap_of_an_eviction_recovers() {
+    let gaps = [Phase::SealBuilt, Phase::SealDirSynced, Phase::SealRegistered, Phase::FrameLogged, Phase::CommitDone];
+    for target in gaps {
+        crash_during_evict(target);
+    }
+}
+
+/// Every gap of the rewrite: after its temp file is durable, after the
+/// rename over the log, after that rename is durable, and after the
+/// stranded segments are retired.
+#[test]
+fn a_crash_in_every_gap_of_a_rewrite_recovers() {
+    for target in [Phase::RewriteSynced, Phase::RewriteRenamed, Phase::RewriteDirSynced, Phase::RewriteRetired] {
+        crash_during_rewrite(target);
+    }
+}
+
+/// FLUSHALL's gaps: after it is logged, after its rewrite's rename, and
+/// after the segments it empties are retired.
+#[test]
+fn a_crash_in_every_gap_of_a_flushall_recovers() {
+    for target in [Phase::FlushallLogged, Phase::RewriteRenamed, Phase::RewriteRetired] {
+        crash_during_flushall(target);
+    }
+}
+
+/// The seqs of the segment files in `dir`.
+fn segment_seqs(dir: &Path) -> Vec<u64> {
+    let mut seqs: Vec<u64> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter_map(|name| name.strip_suffix(".seg")?.rsplit_once('-')?.1.parse().ok())
+        .collect();
+    seqs.sort_unstable();
+    seqs
+}
+
+/// Rounds of churn until the crash: each round writes three rows of table
+/// `c`, evicts (sealing the previous round's rows: one ADD), deletes those
+/// rows and rewrites (retiring their segment: one DROP). The manifest is
+/// due for compaction after about `COMPACT_MIN_RECORDS / 2` rounds, and compacts inside that
+/// rewrite. Returns the highest segment seq the directory held.
+fn churn_until_crash(armed: &mut Armed) -> u64 {
+    armed.both(&["WINDOW", "c", "ts", "10"]);
+    let mut highest_seq = 0;
+    for round in 0..100u64 {
+        for i in 0..3 {
+            let ts = (100 * (round + 1) + i).to_string();
+            armed.both(&["HSET", &format!("c:{round}:{i}"), "ts", &ts, "payload", "x"]);
+        }
+        let evicted = armed.store.evict().expect("evict");
+        highest_seq = highest_seq.max(segment_seqs(armed.dir.path()).last().copied().unwrap_or(0));
+        if round > 0 {
+            assert_eq!(evicted.rows_evicted, 3, "round {round}: the previous round's rows go cold");
+            for i in 0..3 {
+                armed.both(&["DEL", &format!("c:{}:{i}", round - 1)]);
+            }
+        }
+        let result = armed.store.rewrite();
+        if armed.crash.crashed() {
+            // The last mark of compaction is its last step: the rewrite
+            // succeeded before the process went.
+            assert_eq!(result.is_ok(), armed.target == Phase::ManifestCompactDirSynced, "{result:?}");
+            return highest_seq;
+        }
+        result.expect("rewrite");
+    }
+    panic!("the manifest never compacted in 100 rounds of churn");
+}
+
+/// Crash inside the manifest's compaction (a process crash: what was
+/// written stays), recover, and check that no seq is handed out again and
+/// the temp file is swept.
+fn crash_during_compaction(target: Phase) {
+    let mut armed = Armed::new(target);
+    let highest_seq = churn_until_crash(&mut armed);
+    assert!(highest_seq >= COMPACT_MIN_RECORDS / 2, "a compaction needs a retired segment per two records");
+    let temp_left = armed.dir.path().join(engine::manifest::MANIFEST_TEMP_FILE).exists();
+    assert_eq!(temp_left, target == Phase::ManifestCompactSynced, "the temp file exists only before the rename");
+    let dir = armed.dir.path().to_path_buf();
+    let clock = armed.clock.clone();
+    let mut model = armed.model;
+    drop(armed.store);
+
+    let os: Arc<dyn Vfs> = Arc::new(OsVfs);
+    let (mut store, report) = Store::open(os.clone(), clock.clone(), &dir, Options::default()).expect("open");
+    assert_eq!(report.stray_files_swept, u64::from(temp_left), "{report:?}");
+    // Before the rename the old, long ledger is the manifest, and the open
+    // compacts it; after, the compacted one is.
+    assert_eq!(report.manifest_compacted, target == Phase::ManifestCompactSynced, "{report:?}");
+    assert!(report.manifest_records_replayed < COMPACT_MIN_RECORDS || temp_left, "{report:?}");
+    assert_matches(&store, &model, &clock, "after the compaction crash");
+    both(&mut store, &mut model, &clock, &cmd(&["HSET", "c:500:0", "ts", "50000", "payload", "y"]));
+    both(&mut store, &mut model, &clock, &cmd(&["HSET", "c:501:0", "ts", "50100", "payload", "y"]));
+    store.evict().expect("evict after recovery");
+    let fresh = segment_seqs(&dir).last().copied().unwrap();
+    assert!(fresh > highest_seq, "seq {fresh} handed out again (the directory held up to {highest_seq})");
+    assert_matches(&store, &model, &clock, "after an eviction");
+    drop(store);
+    continue_and_reopen(&dir, &clock, model, target);
 }
 
 #[test]
-fn crash_after_flushall_rewrite_rename() {
-    crash_during_flushall(Phase::RewriteRenamed);
+fn crash_after_the_compacted_manifest_is_durable_under_its_temp_name() {
+    crash_during_compaction(Phase::ManifestCompactSynced);
 }
 
 #[test]
-fn crash_after_flushall_retired_segments() {
-    crash_during_flushall(Phase::RewriteRetired);
+fn crash_after_the_compacted_manifest_is_renamed() {
+    crash_during_compaction(Phase::ManifestCompactRenamed);
+}
+
+#[test]
+fn crash_after_the_compacted_manifest_rename_is_durable() {
+    crash_during_compaction(Phase::ManifestCompactDirSynced);
 }
 
 #[test]

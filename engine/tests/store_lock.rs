@@ -16,7 +16,7 @@ use engine::clock::ManualClock;
 use engine::store::{Options, Reply, Store, AOF_FILE, REWRITE_TEMP_FILE};
 use engine::vfs::{read_whole, MemVfs, OsVfs, Vfs, LOCK_FILE};
 use engine::{Error, Phase};
-use support::{cmd, CrashAfter, NoLock};
+use support::{cmd, os_files, CrashAfter, NoLock};
 
 const T0_MS: u64 = 1_700_000_000_000;
 
@@ -57,6 +57,16 @@ fn populate(store: &mut Store) {
     assert_eq!(store.cold_count(), 2);
 }
 
+/// A fresh `MemVfs` with a store open on `/db`, [`populate`]d: what
+/// most tests below start from.
+fn populated_in_memory() -> (Arc<dyn Vfs>, &'static Path, Store) {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let dir = Path::new("/db");
+    let mut store = open(vfs.clone(), dir).unwrap();
+    populate(&mut store);
+    (vfs, dir, store)
+}
+
 /// Every file in `dir`, by name, with its bytes.
 fn files(vfs: &dyn Vfs, dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let names = vfs.list_dir(dir).unwrap();
@@ -73,10 +83,7 @@ fn assert_locked(result: engine::Result<Store>, dir: &Path) {
 
 #[test]
 fn a_second_opener_is_refused_with_a_clear_error_and_touches_nothing() {
-    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
-    let dir = Path::new("/db");
-    let mut first = open(vfs.clone(), dir).unwrap();
-    populate(&mut first);
+    let (vfs, dir, mut first) = populated_in_memory();
     let before = files(vfs.as_ref(), dir);
 
     let refused = open(vfs.clone(), dir);
@@ -99,11 +106,8 @@ fn a_second_opener_is_refused_with_a_clear_error_and_touches_nothing() {
 
 #[test]
 fn the_lock_goes_with_the_store_however_it_ends() {
-    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
-    let dir = Path::new("/db");
+    let (vfs, dir, store) = populated_in_memory();
     let other = Path::new("/other");
-    let mut store = open(vfs.clone(), dir).unwrap();
-    populate(&mut store);
     // Another directory is another store.
     drop(open(vfs.clone(), other).unwrap());
     drop(store);
@@ -121,10 +125,7 @@ fn the_lock_goes_with_the_store_however_it_ends() {
 
 #[test]
 fn read_only_openers_share_the_directory_with_each_other_and_not_with_a_writer() {
-    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
-    let dir = Path::new("/db");
-    let mut writer = open(vfs.clone(), dir).unwrap();
-    populate(&mut writer);
+    let (vfs, dir, writer) = populated_in_memory();
     drop(writer);
 
     let mut first = open_read_only(vfs.clone(), dir).unwrap();
@@ -145,10 +146,7 @@ fn read_only_openers_share_the_directory_with_each_other_and_not_with_a_writer()
 
 #[test]
 fn a_read_only_store_serves_reads_and_refuses_every_write() {
-    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
-    let dir = Path::new("/db");
-    let mut writer = open(vfs.clone(), dir).unwrap();
-    populate(&mut writer);
+    let (vfs, dir, writer) = populated_in_memory();
     let written = writer.logical_dump().unwrap();
     drop(writer);
     let before = files(vfs.as_ref(), dir);
@@ -228,16 +226,6 @@ fn damaged_store(dir: &Path) -> BTreeMap<Vec<u8>, engine::store::LogicalEntry> {
     std::fs::copy(&seg, dir.join("row-74-99.seg")).unwrap();
     std::fs::write(dir.join(REWRITE_TEMP_FILE), b"half a rewrite").unwrap();
     content
-}
-
-/// Every file in `dir` by name with its bytes, read with `std::fs`.
-fn os_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let entry = entry.unwrap();
-        files.insert(entry.file_name().to_string_lossy().into_owned(), std::fs::read(entry.path()).unwrap());
-    }
-    files
 }
 
 #[test]

@@ -15,7 +15,6 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Lines, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -24,7 +23,7 @@ use std::sync::Arc;
 use engine::clock::SystemClock;
 use engine::store::{Options, Reply, Store};
 use engine::vfs::{OsVfs, Vfs};
-use support::NoLock;
+use support::{os_files, NoLock};
 
 /// The part a child process plays: `holder` or `intruder`.
 const ROLE_ENV: &str = "ENGINE_TWO_PROCESSES_ROLE";
@@ -163,16 +162,6 @@ fn intrude(dir: &Path, unlocked: bool) -> Vec<String> {
     said
 }
 
-/// Every file in `dir` by name, with its bytes.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let entry = entry.unwrap();
-        files.insert(entry.file_name().to_string_lossy().into_owned(), std::fs::read(entry.path()).unwrap());
-    }
-    files
-}
-
 /// What one run of the scenario saw.
 struct Outcome {
     /// What B said.
@@ -196,9 +185,9 @@ fn scenario(unlocked: bool) -> Outcome {
     assert_eq!(a.run("SET a 1"), OK);
     acknowledged.push(("a", "1"));
 
-    let before = files(dir);
+    let before = os_files(dir);
     let intruder_said = intrude(dir, unlocked);
-    let intruder_changed_nothing = files(dir) == before;
+    let intruder_changed_nothing = os_files(dir) == before;
     if intruder_said.iter().any(|line| line == OK) {
         acknowledged.push(("b", "2"));
     }

@@ -13,6 +13,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::canary::Canary;
 use crate::disk::{CrashMode, DiskConfig};
+use crate::draw::{maybe, swarm_weights};
 
 /// The workload operation kinds whose weights the swarm draws.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -130,15 +131,6 @@ pub struct Overrides {
 /// Default workload length per seed.
 pub const DEFAULT_OPS: u64 = 400;
 
-/// A probability that is zero half the time (swarm), else in `lo..hi`.
-fn maybe(rng: &mut ChaCha8Rng, lo: f64, hi: f64) -> f64 {
-    if rng.gen_bool(0.5) {
-        0.0
-    } else {
-        rng.gen_range(lo..hi)
-    }
-}
-
 impl Config {
     /// The configuration of `seed`, with `overrides` applied (all but the
     /// canary, which is none of the configuration's business).
@@ -173,13 +165,7 @@ impl Config {
         let tables = (0..rng.gen_range(1..=3))
             .map(|i| TableSpec { name: format!("t{i}"), column: "ts".to_string(), span: rng.gen_range(0..40) })
             .collect();
-        let weights = OpKind::BASE_WEIGHTS
-            .iter()
-            .map(|&(kind, weight)| {
-                let off = !kind.essential() && rng.gen_bool(0.2);
-                (kind, if off { 0 } else { weight })
-            })
-            .collect();
+        let weights = swarm_weights(&mut rng, &OpKind::BASE_WEIGHTS, OpKind::essential);
         let mut config = Config {
             seed,
             ops: ops.unwrap_or(DEFAULT_OPS),

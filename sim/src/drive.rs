@@ -237,15 +237,8 @@ impl<'a> Driver<'a> {
     /// A failure of `check` at the current operation, with the trace's
     /// last events and the seed's repro.
     pub fn fail(&self, check: Check, detail: impl Into<String>) -> Failure {
-        let recent = self.vfs.with_trace(|t| t.recent().iter().map(|e| t.describe(e)).collect());
-        Failure {
-            seed: self.config.seed,
-            op_index: self.op_index,
-            check,
-            detail: detail.into(),
-            recent,
-            repro: Config::repro(self.config.seed, &self.overrides, ""),
-        }
+        let repro = Config::repro(self.config.seed, &self.overrides, "");
+        Failure::in_run(&self.vfs, self.config.seed, self.op_index, check, detail.into(), repro)
     }
 
     fn open_store(&self) -> engine::Result<(Store, RecoveryReport)> {
@@ -790,6 +783,11 @@ fn segment_seq(name: &str) -> Option<u64> {
 
 /// Where a crash landed, for the gap counters.
 fn crash_gap(op: &Op, last_mark: Option<Phase>) -> &'static str {
+    // Compaction ends a rewrite (a FLUSHALL's too) or an open: wherever it
+    // ran, a crash after one of its marks is in its gaps.
+    if last_mark.is_some_and(|mark| Phase::MANIFEST_COMPACT.contains(&mark)) {
+        return "compact";
+    }
     match op {
         Op::Crash => "boundary",
         Op::Evict => match last_mark {

@@ -12,6 +12,8 @@ use std::any::Any;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use crate::disk::SimVfs;
+
 /// A check the simulator holds the engine to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Check {
@@ -121,6 +123,16 @@ pub struct Failure {
     pub recent: Vec<String>,
     /// The one command line that reproduces it.
     pub repro: String,
+}
+
+impl Failure {
+    /// A failure of `check` found in operation `op_index` of `seed`'s run
+    /// on `vfs`, with the last events of that run's trace (what led up to
+    /// it) and `repro`, the command line that runs it again.
+    pub fn in_run(vfs: &SimVfs, seed: u64, op_index: u64, check: Check, detail: String, repro: String) -> Failure {
+        let recent = vfs.with_trace(|t| t.recent().iter().map(|e| t.describe(e)).collect());
+        Failure { seed, op_index, check, detail, recent, repro }
+    }
 }
 
 /// A panic's message, for a report.

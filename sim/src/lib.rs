@@ -19,6 +19,10 @@
 //!   every planted engine bug ([`canary`]); [`fuzzing`], the `store_ops`
 //!   fuzz target and the corpus; [`bench`](mod@bench), the figures.
 //!
+//! [`draw`] holds the random draws both targets' configurations and
+//! workloads make the same way; [`op_line`] the head (index, crash point)
+//! both targets' operation lines start with.
+//!
 //! [`failure`] names the checks a run can fail; [`trace`] folds every event
 //! into a hash that proves two runs identical; [`planted`] holds bugs
 //! planted under the engine; [`output`] is how commands end. `main.rs` is
@@ -29,11 +33,13 @@ pub mod canary;
 pub mod checker;
 pub mod config;
 pub mod disk;
+pub mod draw;
 pub mod drive;
 pub mod explore;
 pub mod failure;
 pub mod fuzzing;
 pub mod hunt;
+pub mod op_line;
 pub mod outcome;
 pub mod output;
 pub mod planted;

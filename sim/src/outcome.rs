@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::disk::SimVfs;
 use crate::failure::Failure;
 use crate::trace::{FaultKind, Trace};
 
@@ -21,7 +22,7 @@ pub struct SeedOutcome {
     /// Faults injected, by kind.
     pub faults: BTreeMap<FaultKind, u64>,
     /// Crashes by where they landed (`seal`, `frame`, `commit`, `rewrite`,
-    /// `flushall`, `boundary`, `in_op`, ...).
+    /// `flushall`, `compact`, `boundary`, `in_op`, ...).
     pub crash_gaps: BTreeMap<&'static str, u64>,
     /// Recoveries whose refusal was expected (media corruption) and accepted.
     pub refusals_accepted: u64,
@@ -31,4 +32,18 @@ pub struct SeedOutcome {
     pub failure: Option<Failure>,
     /// The whole trace, when asked for.
     pub trace: Option<Trace>,
+}
+
+impl SeedOutcome {
+    /// At the end of a run, what only the disk knows: the faults it
+    /// injected, the hash of its trace and, with `keep_trace`, the trace
+    /// itself (the disk is left with an empty one).
+    pub fn take_disk(&mut self, vfs: &SimVfs, keep_trace: bool) {
+        self.faults = vfs.fault_counts();
+        let trace = vfs.take_trace();
+        self.trace_hash = trace.hash();
+        if keep_trace {
+            self.trace = Some(trace);
+        }
+    }
 }

@@ -87,12 +87,7 @@ pub fn run_ops_with(
     let mut outcome = driver.into_outcome();
     drop(switch);
     outcome.failure = failure;
-    outcome.faults = vfs.fault_counts();
-    let trace = vfs.take_trace();
-    outcome.trace_hash = trace.hash();
-    if keep_trace {
-        outcome.trace = Some(trace);
-    }
+    outcome.take_disk(&vfs, keep_trace);
     outcome
 }
 

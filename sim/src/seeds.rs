@@ -20,6 +20,9 @@ const CRASH_SALT: u64 = 0xC4A5_0000;
 /// Added to an operation's fault seed, plus the attempt, for each open
 /// attempt of a recovery ([`open_attempt`]).
 const OPEN_ATTEMPT_SALT: u64 = 0xA77E_0000;
+/// Mixed into an operation's fault seed for aiming a crash at manifest
+/// compaction ([`compaction_aim`]).
+const COMPACTION_AIM_SALT: u64 = 0xC0_3BAC_0000;
 
 /// The ChaCha seed of the swarm configuration (`config.rs`).
 pub fn config(seed: u64) -> u64 {
@@ -52,6 +55,15 @@ pub fn crash(seed: u64, index: u64) -> u64 {
 /// operation `index`.
 pub fn open_attempt(seed: u64, index: u64, attempt: u64) -> u64 {
     faults(seed, index) ^ (OPEN_ATTEMPT_SALT + attempt)
+}
+
+/// The stream that decides whether operation `index`, a rewrite or FLUSHALL
+/// that drew no crash from the workload stream, is aimed at one of manifest
+/// compaction's phases (`workload.rs`). A stream of its own, so that the
+/// workload stream, and with it every operation list, is what it was before
+/// compaction existed.
+pub fn compaction_aim(seed: u64, index: u64) -> u64 {
+    splitmix64(faults(seed, index) ^ COMPACTION_AIM_SALT)
 }
 
 /// Whether a store poisoned during operation `index` is restarted by a
@@ -87,6 +99,8 @@ mod tests {
             crash(seed, 0),
             open_attempt(seed, 0, 0),
             open_attempt(seed, 0, 1),
+            compaction_aim(seed, 0),
+            compaction_aim(seed, 1),
         ];
         let mut sorted = streams.to_vec();
         sorted.sort_unstable();

@@ -13,14 +13,20 @@ use std::fmt;
 
 use engine::store::Command;
 use engine::Phase;
-use rand::{Rng, RngCore, SeedableRng};
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::config::{Config, OpKind};
 use crate::disk::CrashPoint;
+use crate::draw::{self, Weighted};
+use crate::op_line::{parse_head, write_head};
 
 /// The simulated clock's start: 2023-11-14, so TTLs look like real ones.
 pub const T0_MS: u64 = 1_700_000_000_000;
+
+/// The share of rewrites and FLUSHALLs without a crash of their own that
+/// are aimed at one of manifest compaction's phases (see [`aim_at_compaction`]).
+const COMPACTION_AIM_RATE: f64 = 0.25;
 
 /// One workload operation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,13 +98,7 @@ impl Op {
 
 impl fmt::Display for PlannedOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.index)?;
-        match self.crash {
-            None => {}
-            Some(CrashPoint::AfterIos(n)) => write!(f, " @ios={n}")?,
-            Some(CrashPoint::AtIo(i)) => write!(f, " @io={i}")?,
-            Some(CrashPoint::AtMark(label)) => write!(f, " @mark={label}")?,
-        }
+        write_head(f, self.index, self.crash)?;
         match &self.op {
             Op::Cmd(command) => {
                 for arg in command.to_args() {
@@ -121,20 +121,7 @@ impl fmt::Display for PlannedOp {
 impl PlannedOp {
     /// Parse a line printed by `Display`.
     pub fn parse(line: &str) -> Result<PlannedOp, String> {
-        let mut words = line.split_whitespace().peekable();
-        let index: u64 = words.next().ok_or("empty line")?.parse().map_err(|_| format!("bad op index in {line:?}"))?;
-        let mut crash = None;
-        if let Some(word) = words.peek().filter(|w| w.starts_with('@')) {
-            let (key, value) = word[1..].split_once('=').ok_or(format!("bad crash point {word:?}"))?;
-            crash = Some(match key {
-                "ios" => CrashPoint::AfterIos(value.parse().map_err(|_| format!("bad count {value:?}"))?),
-                "io" => CrashPoint::AtIo(value.parse().map_err(|_| format!("bad index {value:?}"))?),
-                "mark" => CrashPoint::AtMark(Phase::parse(value).ok_or(format!("unknown mark {value:?}"))?),
-                _ => return Err(format!("bad crash point {word:?}")),
-            });
-            words.next();
-        }
-        let rest: Vec<&str> = words.collect();
+        let (index, crash, rest) = parse_head(line, true)?;
         let op = match rest.as_slice() {
             ["EVICT"] => Op::Evict,
             ["REWRITE"] => Op::Rewrite,
@@ -158,38 +145,16 @@ struct Generator<'a> {
     config: &'a Config,
     rng: ChaCha8Rng,
     now_ms: u64,
-    total_weight: u32,
     /// The highest window-column value a cold cycle wrote (explore only):
     /// the next one slides the window past it.
     cycle_ts: i64,
+    kinds: Weighted<'a, OpKind>,
 }
 
 impl<'a> Generator<'a> {
-    fn pick_kind(&mut self) -> OpKind {
-        let mut roll = self.rng.gen_range(0..self.total_weight);
-        for &(kind, weight) in &self.config.weights {
-            if roll < weight {
-                return kind;
-            }
-            roll -= weight;
-        }
-        unreachable!("roll is below the total weight")
-    }
-
-    /// A printable token of 1..=max_len bytes. The bytes come from one
-    /// bulk draw, a byte each, mapped onto the alphabet: a 4 KiB value
-    /// costs 4 KiB of the generator's stream, not thousands of rejection-
-    /// sampled draws (which made generating the workload cost as much as
-    /// running it). The slight bias of `% 36` does not matter here.
+    /// A printable value of 1..=max_len bytes (see [`draw::token`]).
     fn token(&mut self, max_len: usize) -> Vec<u8> {
-        const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-        let len = self.rng.gen_range(1..=max_len.max(1));
-        let mut token = vec![0u8; len];
-        self.rng.fill_bytes(&mut token);
-        for byte in &mut token {
-            *byte = ALPHABET[usize::from(*byte) % ALPHABET.len()];
-        }
-        token
+        draw::token(&mut self.rng, max_len)
     }
 
     fn table_row(&mut self) -> Vec<u8> {
@@ -428,7 +393,34 @@ impl Generator<'_> {
 /// Only exploration draws this way: [`generate`] makes no draw for it, so
 /// the random mode's lists, and every trace hash, are what they were.
 pub fn generate_for_explore(config: &Config) -> Vec<PlannedOp> {
-    generate_with(config, true)
+    generate_ops(config, true, true)
+}
+
+/// Manifest compaction's crash gaps (`Phase::MANIFEST_COMPACT`) get crashes
+/// of their own: a rewrite or FLUSHALL (compaction runs at the end of a
+/// rewrite, when the manifest is due) that drew no crash is aimed, a
+/// quarter of the time, at one of compaction's marks, drawn from a stream
+/// of its own (`seeds::compaction_aim`). Compaction is rare (a few times a
+/// run at most, in under a third of seeds), so the swarm's own inner-crash
+/// rate, a few percent, would almost never land in it, and its marks are
+/// in no list `crash_point` draws from.
+///
+/// This moves no seed that never compacts in an aimed operation: the
+/// workload stream is not drawn from, so every operation list is what it
+/// was, and a crash aimed at a mark the operation never passes never
+/// happens (the armed point is not traced). What moves is a seed whose
+/// aimed rewrite compacts — and those seeds moved anyway with compaction's
+/// own I/O.
+fn aim_at_compaction(seed: u64, index: u64, op: &Op) -> Option<CrashPoint> {
+    if !matches!(op, Op::Rewrite | Op::Cmd(Command::FlushAll)) {
+        return None;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(crate::seeds::compaction_aim(seed, index));
+    if !rng.gen_bool(COMPACTION_AIM_RATE) {
+        return None;
+    }
+    let phases = &Phase::MANIFEST_COMPACT;
+    Some(CrashPoint::AtMark(phases[rng.gen_range(0..phases.len())]))
 }
 
 /// The `WINDOW` declaration of each of `config`'s tables, at indices 0,
@@ -449,19 +441,18 @@ pub fn window_declarations(config: &Config) -> Vec<PlannedOp> {
 /// The operation list of `config`'s seed: window declarations, then
 /// `config.ops` drawn operations.
 pub fn generate(config: &Config) -> Vec<PlannedOp> {
-    generate_with(config, false)
+    generate_ops(config, false, true)
 }
 
-/// [`generate`], with exploration's motifs or without.
-fn generate_with(config: &Config, motifs: bool) -> Vec<PlannedOp> {
-    let total_weight = config.weights.iter().map(|(_, w)| *w).sum();
-    assert!(total_weight > 0, "the swarm always keeps some operation kinds");
+/// [`generate`], with exploration's motifs or without, and with or
+/// without crashes aimed at compaction.
+fn generate_ops(config: &Config, motifs: bool, aim_compaction: bool) -> Vec<PlannedOp> {
     let mut generator = Generator {
         config,
         rng: ChaCha8Rng::seed_from_u64(crate::seeds::workload(config.seed)),
         now_ms: T0_MS,
-        total_weight,
         cycle_ts: i64::MIN,
+        kinds: Weighted::new(&config.weights),
     };
     let mut ops = window_declarations(config);
     ops.reserve(config.ops as usize);
@@ -480,9 +471,12 @@ fn generate_with(config: &Config, motifs: bool) -> Vec<PlannedOp> {
             continue;
         }
         drawn += 1;
-        let kind = generator.pick_kind();
+        let kind = generator.kinds.pick(&mut generator.rng);
         let op = generator.op(index, kind);
-        let crash = generator.crash_point(&op);
+        let mut crash = generator.crash_point(&op);
+        if aim_compaction && crash.is_none() {
+            crash = aim_at_compaction(config.seed, index, &op);
+        }
         let killed = op == Op::Kill;
         ops.push(PlannedOp { index, op, crash });
         if killed && generator.rng.gen_bool(0.5) {
@@ -545,6 +539,38 @@ mod tests {
     fn the_same_seed_generates_the_same_ops() {
         let config = Config::from_seed(9, Overrides::default());
         assert_eq!(generate(&config), generate(&config));
+    }
+
+    #[test]
+    fn compaction_is_aimed_at_from_a_stream_of_its_own() {
+        let (mut aimed, mut rewrites) = (0, 0);
+        for seed in 0..64 {
+            let config = Config::from_seed(seed, Overrides::default());
+            let ops = generate(&config);
+            for planned in &ops {
+                if let Some(CrashPoint::AtMark(phase)) = planned.crash {
+                    if Phase::MANIFEST_COMPACT.contains(&phase) {
+                        assert!(matches!(planned.op, Op::Rewrite | Op::Cmd(Command::FlushAll)), "{planned}");
+                        aimed += 1;
+                    }
+                }
+                rewrites += u64::from(matches!(planned.op, Op::Rewrite | Op::Cmd(Command::FlushAll)));
+            }
+            // Without the aim the list is exactly what the workload stream
+            // alone makes: the same operations, the same crash points
+            // elsewhere.
+            let stripped: Vec<PlannedOp> = ops
+                .iter()
+                .map(|planned| match planned.crash {
+                    Some(CrashPoint::AtMark(phase)) if Phase::MANIFEST_COMPACT.contains(&phase) => {
+                        PlannedOp { crash: None, ..planned.clone() }
+                    }
+                    _ => planned.clone(),
+                })
+                .collect();
+            assert_eq!(stripped, generate_ops(&config, false, false), "seed {seed}");
+        }
+        assert!(aimed > 0 && aimed < rewrites, "{aimed} of {rewrites} rewrites aimed");
     }
 
     #[test]

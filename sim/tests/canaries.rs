@@ -39,27 +39,35 @@ mod planted {
     /// Seeds each hunt may take before the test calls the canary a
     /// survivor: four times the seeds it took for the CANARIES.md table,
     /// and never fewer than 16.
-    const CAPS: [(&str, u64); 20] = [
+    const CAPS: [(&str, u64); 28] = [
         ("seg-no-fsync", 16),
         ("seal-no-dir-sync", 16),
-        ("frame-before-register", 16),
+        ("frame-before-register", 20),
         ("ghost-stubs", 16),
-        ("append-after-torn-tail", 64),
-        ("replay-past-invalid", 296),
+        ("append-after-torn-tail", 48),
+        ("replay-past-invalid", 48),
         ("fsync-retry", 16),
         ("rewrite-no-fsync", 16),
         ("rewrite-no-dir-sync", 16),
         ("promote-not-dead", 16),
-        ("seg-no-checksum", 2300),
+        ("seg-no-checksum", 448),
         ("rewrite-drops-ttl", 16),
         ("everysec-no-fsync", 44),
         ("stitch-absent-only", 16),
         ("sweep-named-segment", 16),
-        ("flushall-retire-early", 16),
-        ("manifest-tail-kept", 3072),
-        ("single-read-recovery", 16),
-        ("ack-failed-append", 36),
-        ("read-error-empty-log", 16),
+        ("flushall-retire-early", 244),
+        ("manifest-tail-kept", 1532),
+        ("single-read-recovery", 104),
+        ("ack-failed-append", 16),
+        ("read-error-empty-log", 28),
+        ("cut-vouched-damage", 104),
+        ("missing-log-is-empty", 124),
+        ("sweep-after-damage", 1384),
+        ("rewrite-drops-hwm", 292),
+        ("recovery-no-fsync", 44),
+        ("seq-from-live-set", 16),
+        ("cut-no-fsync", 32188),
+        ("compact-rename-before-fsync", 1488),
     ];
 
     fn caught_within_its_cap(name: &str) {
@@ -210,5 +218,45 @@ mod planted {
     #[test]
     fn read_error_empty_log() {
         caught_within_its_cap("read-error-empty-log");
+    }
+
+    #[test]
+    fn cut_vouched_damage() {
+        caught_within_its_cap("cut-vouched-damage");
+    }
+
+    #[test]
+    fn missing_log_is_empty() {
+        caught_within_its_cap("missing-log-is-empty");
+    }
+
+    #[test]
+    fn sweep_after_damage() {
+        caught_within_its_cap("sweep-after-damage");
+    }
+
+    #[test]
+    fn rewrite_drops_hwm() {
+        caught_within_its_cap("rewrite-drops-hwm");
+    }
+
+    #[test]
+    fn recovery_no_fsync() {
+        caught_within_its_cap("recovery-no-fsync");
+    }
+
+    #[test]
+    fn seq_from_live_set() {
+        caught_within_its_cap("seq-from-live-set");
+    }
+
+    #[test]
+    fn cut_no_fsync() {
+        caught_within_its_cap("cut-no-fsync");
+    }
+
+    #[test]
+    fn compact_rename_before_fsync() {
+        caught_within_its_cap("compact-rename-before-fsync");
     }
 }

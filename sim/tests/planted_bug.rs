@@ -47,22 +47,26 @@ fn a_vfs_that_skips_fsync_is_caught_with_a_repro_and_shrunk() {
     shrinks(&planted, seed, failure.check);
 }
 
+/// redb with `plant` under it, which does `what`: caught within 50 seeds
+/// as a lost durable commit. The planted target, the seed and the failure.
+fn redb_caught(plant: Plant, what: &str) -> (RedbTarget, u64, Failure) {
+    let planted = RedbTarget { plant: Some(plant), ..RedbTarget::default() };
+    let (seed, failure) = first_caught(&planted, 50).unwrap_or_else(|| panic!("50 seeds never noticed {what}"));
+    assert_eq!(failure.check, Check::Durability, "{}", failure.detail);
+    eprintln!("{} caught at seed {seed}: {}", plant.name(), failure.detail.lines().next().unwrap_or(""));
+    (planted, seed, failure)
+}
+
 #[test]
 fn a_backend_that_skips_sync_data_is_caught_and_shrunk() {
-    let planted = RedbTarget { plant: Some(Plant::NoSync), ..RedbTarget::default() };
-    let (seed, failure) = first_caught(&planted, 50).expect("50 seeds never noticed that sync_data does nothing");
-    assert_eq!(failure.check, Check::Durability, "{}", failure.detail);
+    let (planted, seed, failure) = redb_caught(Plant::NoSync, "that sync_data does nothing");
     assert!(failure.repro.contains(&format!("--seed {seed}")) && failure.repro.contains("--plant redb-no-sync"));
-    eprintln!("redb-no-sync caught at seed {seed}: {}", failure.detail.lines().next().unwrap_or(""));
     shrinks(&planted, seed, failure.check);
 }
 
 #[test]
 fn a_backend_that_writes_after_the_sync_is_caught() {
-    let planted = RedbTarget { plant: Some(Plant::LateWrite), ..RedbTarget::default() };
-    let (seed, failure) = first_caught(&planted, 50).expect("50 seeds never noticed writes landing after the sync");
-    assert_eq!(failure.check, Check::Durability, "{}", failure.detail);
-    eprintln!("redb-late-write caught at seed {seed}");
+    redb_caught(Plant::LateWrite, "writes landing after the sync");
 }
 
 #[test]

@@ -44,8 +44,9 @@
 //! was durable, and the log answers it itself: a `SYNCED n` frame says
 //! "when this frame was written, the log's first `n` bytes were durable".
 //! The writer puts one at the head of each append batch whenever an fsync
-//! has moved the durable end since its last one; recovery and a clean
-//! close put one after their fsync and fsync it too. A rewrite's log needs
+//! has moved the durable end since its last one (marks included: rot in a
+//! mark followed by a record is damage too); recovery and a clean close
+//! put one after their fsync, for the data, and fsync it too. A rewrite's log needs
 //! none for its snapshot: it is made whole and durable before the rename
 //! makes it the log, and its header says where the snapshot ends. So:
 //!
@@ -53,7 +54,9 @@
 //!   i`, was durable: **damage**. So is one inside a rewrite's snapshot (`i`
 //!   below the header's snapshot end), an invalid header with any valid
 //!   frame after it (the header is durable before any frame is written),
-//!   and a second header frame (junk prepended to a log).
+//!   a log with no valid frame at all that is longer than a header (a torn
+//!   header leaves at most its own bytes), and a second header frame (junk
+//!   prepended to a log).
 //! - otherwise it is a **torn tail**: written, never durable, maybe with
 //!   valid but unvouched frames after it (a crash in `reorder` mode keeps
 //!   unsynced sectors independently). Those frames were never known
@@ -69,7 +72,8 @@
 //! cut the same way (quarantined, never destroyed) and reported — unless it
 //! lies inside a rewrite's snapshot: a cut there would leave part of a
 //! snapshot, which is no point in time at all, so that is refused in both
-//! modes.
+//! modes. So is damage to the header itself, the one frame that would say
+//! whether a snapshot follows.
 //!
 //! One case no log can tell apart: damage to the last durable frames that
 //! no later frame vouches for (the newest acknowledged writes, before the

@@ -223,10 +223,18 @@ impl LogRead {
             return Err(Error::corrupt(
                 &path,
                 at_bytes,
-                format!(
-                    "{reason}, and {why}: damage inside a rewritten snapshot, which has no earlier point in time to \
-                     recover to, in either mode. Nothing on disk was changed"
-                ),
+                if at_bytes == 0 {
+                    format!(
+                        "{reason}, and {why}: damage to the header, which says whether a rewrite's snapshot follows \
+                         it, so no earlier point in time is known to recover to, in either mode. Nothing on disk \
+                         was changed"
+                    )
+                } else {
+                    format!(
+                        "{reason}, and {why}: damage inside a rewritten snapshot, which has no earlier point in time \
+                         to recover to, in either mode. Nothing on disk was changed"
+                    )
+                },
             ));
         }
         if let (Some(why), Some((at_bytes, reason)), RecoveryMode::Consistent) = (&walked.damage, walked.invalid, mode)
@@ -382,8 +390,11 @@ impl AofWriter {
         // they are on disk). Replaying is vouching. Planted: no fsync when
         // nothing was cut or written (and then no mark), or after a cut.
         let changed = pending.cut_to_bytes.is_some() || pending.write_header;
-        let planted_skip = canary!(RecoveryNoFsync) && !changed;
-        if planted_skip || (canary!(CutNoFsync) && pending.cut_to_bytes.is_some()) {
+        // Two lets, not one condition: without the feature both are the
+        // constant `false`, and clippy would ask to simplify the whole.
+        let skip_unchanged = canary!(RecoveryNoFsync) && !changed;
+        let skip_after_cut = canary!(CutNoFsync) && pending.cut_to_bytes.is_some();
+        if skip_unchanged || skip_after_cut {
             self.recovered_durable();
             return Ok(quarantined);
         }
@@ -608,6 +619,33 @@ mod tests {
         let read = LogRead::read(vfs.as_ref(), Path::new(DIR), "aof", RecoveryMode::Consistent).unwrap();
         assert_eq!(read.records().collect_records().unwrap(), records);
         assert_eq!(reads.load(std::sync::atomic::Ordering::Relaxed), 1);
+    }
+
+    /// A log with no valid frame is a torn creation only while it is no
+    /// longer than a header; beyond that it is damage (a sector lost over
+    /// the whole of a small log, say), refused in every mode that writes:
+    /// the header that is lost would have said whether a snapshot follows,
+    /// so not even a point in time is known (a read-only look reports it).
+    #[test]
+    fn a_log_of_garbage_longer_than_a_header_is_damage() {
+        for len_bytes in [1, HEADER_FRAME_BYTES, HEADER_FRAME_BYTES + 1, 228] {
+            let garbage: Vec<u8> = (0..len_bytes).map(|i| (i * 89 + 7) as u8).collect();
+            let vfs = mem_vfs();
+            put_file(vfs.as_ref(), LOG, &garbage);
+            let read = |mode| LogRead::read(vfs.as_ref(), Path::new(DIR), "aof", mode);
+            if len_bytes <= HEADER_FRAME_BYTES {
+                let report = read(RecoveryMode::Consistent).unwrap().report().clone();
+                assert_eq!((report.dropped_bytes, report.damage), (len_bytes, None), "{len_bytes} bytes");
+            } else {
+                for mode in [RecoveryMode::Consistent, RecoveryMode::PointInTime] {
+                    let err = read(mode).unwrap_err();
+                    assert!(err.is_corrupt() && err.to_string().contains("no valid frame"), "{len_bytes} bytes: {err}");
+                }
+                let report = read(RecoveryMode::ReadOnly).unwrap().report().clone();
+                assert_eq!(report.dropped_bytes, len_bytes);
+                assert!(report.damage.is_some());
+            }
+        }
     }
 
     #[test]

@@ -10,11 +10,12 @@
 //! damage is proven by the header (the invalid frame lies inside a
 //! rewrite's snapshot) or by a valid frame after the invalid one that
 //! vouches it was durable — a `SYNCED n` with `n` past its start, or any
-//! valid frame after an invalid header, or a second header.
+//! valid frame after an invalid header, or a second header — or by a log
+//! longer than a header with no valid frame in it at all.
 
 use std::path::Path;
 
-use super::header::check_header;
+use super::header::{check_header, HEADER_FRAME_BYTES};
 use super::{is_known_kind, Record, RecordRef, KIND_HEADER, KIND_SYNCED};
 use crate::codec::ByteReader;
 use crate::frame::{decode_checked_frame, decode_frame, find_valid_frame_within, Scan, FRAME_HEADER_BYTES};
@@ -141,6 +142,17 @@ impl<'a> LogWalk<'a> {
                 Ok(frame) => frame,
                 Err(invalid) => {
                     let mut beyond = look_past(bytes, at);
+                    if at == 0 && beyond.damage.is_none() && bytes.len() as u64 > HEADER_FRAME_BYTES {
+                        // Nothing valid anywhere, and more bytes than a
+                        // header: a torn header is the only torn write a
+                        // log can hold before its header is durable, and
+                        // it leaves no more than the header's own bytes.
+                        beyond.damage = Some(format!(
+                            "the log holds {} bytes but no valid frame, and a torn header leaves at most \
+                             {HEADER_FRAME_BYTES} (a header is durable before anything else is written)",
+                            bytes.len()
+                        ));
+                    }
                     if (at as u64) < self.snapshot_end_bytes {
                         let end = self.snapshot_end_bytes;
                         let why =
@@ -156,7 +168,10 @@ impl<'a> LogWalk<'a> {
                     self.invalid = Some((at as u64, invalid.reason()));
                     self.valid_frames_after_invalid = beyond.first_valid.is_some();
                     self.damage = beyond.damage;
-                    self.inside_snapshot = beyond.inside_snapshot;
+                    // Damage to the header is damage to what says whether
+                    // a snapshot follows it: cut at byte 0, a rewritten
+                    // log would lose its whole snapshot, no point in time.
+                    self.inside_snapshot = beyond.inside_snapshot || (at == 0 && self.damage.is_some());
                     self.ended = true;
                     break;
                 }
@@ -250,7 +265,8 @@ impl<'a> LogWalk<'a> {
     }
 
     /// Whether the invalid frame lies inside a rewrite's snapshot (the
-    /// header says where it ends): no point in time to cut back to.
+    /// header says where it ends), or is a damaged header (which would
+    /// have said): no point in time to cut back to.
     pub fn inside_snapshot(&self) -> bool {
         self.inside_snapshot
     }

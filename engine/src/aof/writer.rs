@@ -59,8 +59,8 @@ pub struct AofWriter {
     /// The durable length the last `SYNCED` mark in the file vouches for
     /// (as far as this writer knows: 0 until it writes one).
     marked_len_bytes: u64,
-    /// The end of the last frame written that is not a mark: marks need
-    /// vouch only up to here (a mark vouching for marks protects nothing).
+    /// The end of the last frame written that is not a mark: a mark with
+    /// no data after it need vouch only up to here (see `owes_mark`).
     data_end_bytes: u64,
     /// The mark the pending batch opens with, committed once it is written.
     batch_mark: Option<u64>,
@@ -144,9 +144,25 @@ impl AofWriter {
         self.data_end_bytes = data_end_bytes;
     }
 
-    /// Whether a mark is owed: the durable data reaches past the last mark.
-    fn owes_mark(&self) -> bool {
-        self.marked_len_bytes < self.durable_len_bytes.min(self.data_end_bytes)
+    /// Whether a mark is owed before `data` is written (`false`: a mark
+    /// on its own, as a clean close writes).
+    ///
+    /// Before data, a mark is owed for every durable byte past the last
+    /// mark, marks included: damage to an unvouched mark followed by a
+    /// valid record looks like a torn write with a later unsynced frame
+    /// reordered after it, and would cut the record (the simulator found
+    /// this: rot in recovery's own mark cut an acknowledged HSET). On its
+    /// own, a mark is owed only for durable data: with nothing after it,
+    /// damage to an unvouched mark cuts that mark and nothing else. A log
+    /// that holds no record yet needs no mark at all (its header is proven
+    /// durable by any valid frame after it).
+    fn owes_mark(&self, data: bool) -> bool {
+        let durable_end = if data && self.data_end_bytes > 0 {
+            self.durable_len_bytes
+        } else {
+            self.durable_len_bytes.min(self.data_end_bytes)
+        };
+        self.marked_len_bytes < durable_end
     }
 
     /// The caller's clock at the last good fsync.
@@ -183,7 +199,7 @@ impl AofWriter {
         self.check_not_poisoned()?;
         check_fits(record)?;
         assert!(self.frame_buf.is_empty());
-        self.begin_batch();
+        self.begin_batch(true);
         self.encode(record);
         self.write_frame_buf()?;
         self.apply_policy(now_ms)
@@ -196,7 +212,7 @@ impl AofWriter {
         self.check_not_poisoned()?;
         check_payload_len(command_payload_len_bytes(args))?;
         assert!(self.frame_buf.is_empty());
-        self.begin_batch();
+        self.begin_batch(true);
         self.batch_has_data = true;
         self.payload_buf.clear();
         encode_command_payload(args, &mut self.payload_buf);
@@ -212,7 +228,7 @@ impl AofWriter {
     pub fn batch_command(&mut self, args: &[&[u8]]) -> Result<()> {
         self.check_not_poisoned()?;
         check_payload_len(command_payload_len_bytes(args))?;
-        self.begin_batch();
+        self.begin_batch(true);
         self.batch_has_data = true;
         self.payload_buf.clear();
         encode_command_payload(args, &mut self.payload_buf);
@@ -225,7 +241,7 @@ impl AofWriter {
     pub fn batch_record(&mut self, record: &Record) -> Result<()> {
         self.check_not_poisoned()?;
         check_fits(record)?;
-        self.begin_batch();
+        self.begin_batch(true);
         self.encode(record);
         Ok(())
     }
@@ -275,7 +291,7 @@ impl AofWriter {
             check_fits(record)?;
         }
         assert!(self.frame_buf.is_empty());
-        self.begin_batch();
+        self.begin_batch(true);
         for record in records {
             self.encode(record);
         }
@@ -302,11 +318,11 @@ impl AofWriter {
     /// If a mark is owed for the durable data, append one and fsync it.
     pub(super) fn vouch_durable(&mut self, now_ms: u64) -> Result<()> {
         self.check_not_poisoned()?;
-        if !self.owes_mark() {
+        if !self.owes_mark(false) {
             return Ok(());
         }
         assert!(self.frame_buf.is_empty());
-        self.begin_batch();
+        self.begin_batch(false);
         self.write_frame_buf()?;
         self.sync_file(now_ms)
     }
@@ -366,9 +382,10 @@ impl AofWriter {
     }
 
     /// Open a batch (the frame buffer is empty) with a `SYNCED` mark if an
-    /// fsync has moved the durable end past the last mark.
-    fn begin_batch(&mut self) {
-        if !self.frame_buf.is_empty() || !self.owes_mark() {
+    /// fsync has moved the durable end past the last mark (`data`: records
+    /// follow in this batch; see `owes_mark`).
+    fn begin_batch(&mut self, data: bool) {
+        if !self.frame_buf.is_empty() || !self.owes_mark(data) {
             return;
         }
         assert!(self.durable_len_bytes <= self.len_bytes);

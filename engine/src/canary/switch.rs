@@ -80,11 +80,14 @@ pub enum Canary {
     /// Recovery's cut of a torn tail is not fsynced before the store
     /// appends.
     CutNoFsync,
+    /// Manifest compaction renames its new ledger over `MANIFEST` before
+    /// fsyncing it: a power loss may keep the rename and lose the bytes.
+    CompactRenameBeforeFsync,
 }
 
 impl Canary {
     /// Every canary, in table order.
-    pub const ALL: [Canary; 27] = [
+    pub const ALL: [Canary; 28] = [
         Canary::SegNoFsync,
         Canary::SealNoDirSync,
         Canary::FrameBeforeRegister,
@@ -112,6 +115,7 @@ impl Canary {
         Canary::RecoveryNoFsync,
         Canary::SeqFromLiveSet,
         Canary::CutNoFsync,
+        Canary::CompactRenameBeforeFsync,
     ];
 
     /// The kebab-case name the command line uses.
@@ -144,6 +148,7 @@ impl Canary {
             Canary::RecoveryNoFsync => "recovery-no-fsync",
             Canary::SeqFromLiveSet => "seq-from-live-set",
             Canary::CutNoFsync => "cut-no-fsync",
+            Canary::CompactRenameBeforeFsync => "compact-rename-before-fsync",
         }
     }
 
@@ -182,6 +187,7 @@ impl Canary {
             Canary::RecoveryNoFsync => "recovery does not fsync what it replayed when it cut nothing",
             Canary::SeqFromLiveSet => "a new segment's seq is one past the highest live one (dropped seqs reused)",
             Canary::CutNoFsync => "recovery's cut of a torn tail is not fsynced before the next append",
+            Canary::CompactRenameBeforeFsync => "manifest compaction renames its new ledger before fsyncing it",
         }
     }
 }

@@ -6,20 +6,27 @@
 //!
 //! The rules:
 //!
-//! - a seq names one segment for the life of the directory: it is ADDed at
-//!   most once, even after it is DROPped, because a stale `SEGMENTED` frame
-//!   or stub naming a reused seq would silently resolve to the wrong rows;
+//! - a seq names one segment for the life of the directory, because a
+//!   stale `SEGMENTED` frame or stub naming a reused seq would silently
+//!   resolve to the wrong rows. The ledger keeps `next_seq`, one more than
+//!   the highest seq ever registered, and an ADD must be at or above it:
+//!   seqs are registered in ascending order and never again, even after
+//!   their segment is dropped. (Seqs are handed out ascending, so this is
+//!   what the store always did; it needs no memory of which seqs were
+//!   dropped, which is what lets compaction forget the DROPs.)
 //! - seqs lie in `1..=MAX_SEQ`, so 0 never names a segment and `next_seq`
 //!   can never overflow;
 //! - only a live seq can be DROPped;
 //! - a file name is a plain name inside the segment directory (the store
-//!   joins it to the directory and may unlink it), and at most one live
-//!   entry holds it;
-//! - `min_key <= max_key`.
+//!   joins it to the directory and may unlink it), not one of the
+//!   manifest's own, and at most one live entry holds it;
+//! - `min_key <= max_key`;
+//! - a compacted ledger (`compact.rs`) may raise `next_seq` past its live
+//!   set, never lower it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use super::{SegEntry, MANIFEST_FILE};
+use super::{SegEntry, MANIFEST_FILE, MANIFEST_TEMP_FILE};
 
 /// The highest seq a segment may have. Half the u64 range: far more than a
 /// directory will ever use, and it leaves `allocate_seq` room to count past
@@ -37,18 +44,17 @@ pub(super) struct Ledger {
     /// The live entries' file names, so "is this file registered" is a
     /// lookup (the orphan sweep asks it of every file in the directory).
     live_files: BTreeMap<String, u64>,
-    /// Seqs ADDed and later DROPped. The ledger is append-only, so this
-    /// history is in the file anyway; keeping it here is what lets an ADD
-    /// of an old seq be refused rather than believed.
-    dropped: BTreeSet<u64>,
-    /// One more than the highest seq ever ADDed; 1 while none has been.
+    /// One more than the highest seq ever ADDed (or a compacted ledger's
+    /// `next_seq`, if higher); 1 while none has been. Every live seq is
+    /// below it, and no seq below it may be ADDed: that one number is the
+    /// whole memory of dropped seqs.
     next_seq: u64,
 }
 
 impl Ledger {
     /// A ledger with nothing registered.
     pub(super) fn new() -> Self {
-        Self { live: BTreeMap::new(), live_files: BTreeMap::new(), dropped: BTreeSet::new(), next_seq: 1 }
+        Self { live: BTreeMap::new(), live_files: BTreeMap::new(), next_seq: 1 }
     }
 
     /// The live segments by seq.
@@ -78,8 +84,8 @@ impl Ledger {
             return Err("seq is already registered");
         }
         // Planted (with `allocate_seq`'s): a dropped seq is not remembered.
-        if self.dropped.contains(&entry.seq) && !canary!(SeqFromLiveSet) {
-            return Err("seq was registered before and dropped; seqs are never reused");
+        if entry.seq < self.next_seq && !canary!(SeqFromLiveSet) {
+            return Err("seq is below next_seq: a seq at or below it was registered before, and seqs are never reused");
         }
         check_file_name(&entry.file)?;
         if self.live_files.contains_key(&entry.file) {
@@ -94,6 +100,7 @@ impl Ledger {
     /// Register `entry`, which passed [`Ledger::check_add`].
     pub(super) fn apply_add(&mut self, entry: SegEntry) {
         assert_eq!(self.check_add(&entry), Ok(()), "apply_add of an unchecked entry");
+        // `max`, not `entry.seq + 1`, only for the planted SeqFromLiveSet.
         self.next_seq = self.next_seq.max(entry.seq + 1);
         self.live_files.insert(entry.file.clone(), entry.seq);
         self.live.insert(entry.seq, entry);
@@ -103,8 +110,8 @@ impl Ledger {
     pub(super) fn check_drop(&self, seq: u64) -> Result<(), &'static str> {
         if self.live.contains_key(&seq) {
             Ok(())
-        } else if self.dropped.contains(&seq) {
-            Err("seq was already dropped")
+        } else if seq < self.next_seq {
+            Err("seq is not live: it was dropped, or skipped and never registered")
         } else {
             Err("seq was never registered")
         }
@@ -115,7 +122,26 @@ impl Ledger {
         let entry = self.live.remove(&seq).expect("apply_drop of a seq that is not live");
         let removed = self.live_files.remove(&entry.file);
         assert_eq!(removed, Some(seq), "live_files out of step with live");
-        self.dropped.insert(seq);
+        assert!(seq < self.next_seq, "a dropped seq stays below next_seq");
+    }
+
+    /// Why `next_seq` may not be raised to `next_seq` now, if it may not:
+    /// a compacted ledger's `COMPACTED` record, applied once its live
+    /// entries are replayed.
+    pub(super) fn check_raise_next_seq(&self, next_seq: u64) -> Result<(), &'static str> {
+        if next_seq < self.next_seq {
+            return Err("next_seq is not above every live seq");
+        }
+        if next_seq > MAX_SEQ + 1 {
+            return Err("next_seq beyond the highest allowed seq");
+        }
+        Ok(())
+    }
+
+    /// Raise `next_seq`, which passed [`Ledger::check_raise_next_seq`].
+    pub(super) fn raise_next_seq(&mut self, next_seq: u64) {
+        assert_eq!(self.check_raise_next_seq(next_seq), Ok(()), "raise_next_seq of an unchecked value");
+        self.next_seq = next_seq;
     }
 }
 
@@ -130,7 +156,7 @@ fn check_file_name(file: &str) -> Result<(), &'static str> {
     if file.contains(['/', '\\', '\0']) {
         return Err("file name holds a path separator or NUL");
     }
-    if file == MANIFEST_FILE {
+    if file == MANIFEST_FILE || file == MANIFEST_TEMP_FILE {
         return Err("file name is the manifest's own");
     }
     Ok(())
@@ -155,8 +181,8 @@ mod tests {
     fn next_seq_tracks_the_highest_seq_ever_added() {
         let mut ledger = Ledger::new();
         assert_eq!(ledger.next_seq(), 1);
-        ledger.apply_add(entry(5, "a.seg"));
         ledger.apply_add(entry(3, "b.seg"));
+        ledger.apply_add(entry(5, "a.seg"));
         assert_eq!(ledger.next_seq(), 6);
         ledger.apply_drop(5);
         assert_eq!(ledger.next_seq(), 6, "a drop must not give the seq back");
@@ -171,12 +197,28 @@ mod tests {
         ledger.apply_add(entry(4, "a.seg"));
         assert_eq!(ledger.check_add(&entry(4, "other.seg")), Err("seq is already registered"));
         ledger.apply_drop(4);
-        assert_eq!(
-            ledger.check_add(&entry(4, "a.seg")),
-            Err("seq was registered before and dropped; seqs are never reused")
-        );
-        assert_eq!(ledger.check_drop(4), Err("seq was already dropped"));
+        let reused = "seq is below next_seq: a seq at or below it was registered before, and seqs are never reused";
+        assert_eq!(ledger.check_add(&entry(4, "a.seg")), Err(reused));
+        // Below a registered seq, even one never registered itself: seqs
+        // are registered in ascending order.
+        assert_eq!(ledger.check_add(&entry(2, "b.seg")), Err(reused));
+        assert_eq!(ledger.check_drop(4), Err("seq is not live: it was dropped, or skipped and never registered"));
         assert_eq!(ledger.check_drop(9), Err("seq was never registered"));
+        assert_eq!(ledger.check_add(&entry(5, "a.seg")), Ok(()));
+    }
+
+    #[test]
+    fn a_compacted_next_seq_only_ever_raises_and_stays_in_range() {
+        let mut ledger = Ledger::new();
+        ledger.apply_add(entry(4, "a.seg"));
+        assert_eq!(ledger.check_raise_next_seq(4), Err("next_seq is not above every live seq"));
+        assert_eq!(ledger.check_raise_next_seq(MAX_SEQ + 2), Err("next_seq beyond the highest allowed seq"));
+        assert_eq!(ledger.check_raise_next_seq(MAX_SEQ + 1), Ok(()));
+        ledger.raise_next_seq(9);
+        assert_eq!(ledger.next_seq(), 9);
+        assert!(ledger.check_add(&entry(8, "b.seg")).is_err(), "a seq below a raised next_seq");
+        assert_eq!(ledger.check_add(&entry(9, "b.seg")), Ok(()));
+        assert_eq!(ledger.check_drop(6), Err("seq is not live: it was dropped, or skipped and never registered"));
     }
 
     #[test]
@@ -200,7 +242,9 @@ mod tests {
     fn file_names_stay_inside_the_directory() {
         let ledger = Ledger::new();
         let long = "x".repeat(256);
-        for bad in ["", ".", "..", "../a.seg", "d/a.seg", "a\\b", "a\0b", MANIFEST_FILE, long.as_str()] {
+        for bad in
+            ["", ".", "..", "../a.seg", "d/a.seg", "a\\b", "a\0b", MANIFEST_FILE, MANIFEST_TEMP_FILE, long.as_str()]
+        {
             assert!(ledger.check_add(&entry(1, bad)).is_err(), "{bad:?} was accepted");
         }
         assert_eq!(ledger.check_add(&entry(1, &"x".repeat(255))), Ok(()));

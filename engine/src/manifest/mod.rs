@@ -10,11 +10,22 @@
 //! The file `MANIFEST` is an append-only ledger of the shared frames
 //! (`frame.rs`): a header, then ADD and DROP records (byte layout in
 //! `record.rs`). It only ever grows by one fsynced record at a time — the
-//! one exception is open cutting off a torn tail. Replaying it from the
-//! start yields the live set, and because nothing is ever overwritten it
-//! also remembers every seq it ever registered: that is how a seq stays
-//! unique for the life of the directory, even after its segment is dropped
-//! (the rules are in `ledger.rs`).
+//! exceptions are open cutting off a torn tail, and compaction replacing
+//! the whole file. Replaying it from the start yields the live set and
+//! `next_seq`, one more than the highest seq ever registered: an ADD below
+//! it is refused, and that is how a seq stays unique for the life of the
+//! directory, even after its segment is dropped (the rules are in
+//! `ledger.rs`).
+//!
+//! # Compaction
+//!
+//! Dropped segments leave their ADD and DROP behind, so a ledger only
+//! grows. When dead records dominate, [`Manifest::compact`] writes the
+//! live set and `next_seq` to a new file and renames it over the old one
+//! (`compact.rs`: the threshold, the protocol and its crash gaps). The
+//! store compacts after a rewrite's retirement and at the end of an open,
+//! so an open replays a ledger about the size of its live set, however
+//! long the directory has lived.
 //!
 //! # Torn tail or damage
 //!
@@ -47,11 +58,13 @@
 //! A failed write or fsync leaves the tail of the file unknown: the record
 //! may be missing, torn or whole, and after a failed fsync it may vanish
 //! later even though it can be read now. The manifest is then poisoned:
-//! every later [`Manifest::add`] or [`Manifest::drop_seg`] returns
-//! [`Error::Poisoned`] until it is reopened and replay decides what
-//! survived. A caller must treat the record of a failed call as possibly
-//! present after that reopen.
+//! every later [`Manifest::add`], [`Manifest::drop_seg`] or
+//! [`Manifest::compact`] returns [`Error::Poisoned`] until it is reopened
+//! and replay decides what survived. A caller must treat the record of a
+//! failed call as possibly present after that reopen. A failed compaction
+//! poisons too (see `compact.rs`).
 
+mod compact;
 mod ledger;
 mod record;
 mod replay;
@@ -72,6 +85,12 @@ use replay::{replay, SCAN_BUDGET_BYTES};
 
 /// The manifest's file name inside its segment directory.
 pub const MANIFEST_FILE: &str = "MANIFEST";
+/// Compaction's new ledger before its rename over [`MANIFEST_FILE`]. Never
+/// read: at open one is debris of a compaction a crash interrupted, which
+/// the store's sweep unlinks (see `compact.rs`).
+pub const MANIFEST_TEMP_FILE: &str = "MANIFEST.tmp";
+
+pub use compact::{COMPACT_MIN_RECORDS, COMPACT_RECORDS_PER_LIVE};
 
 /// One registered segment, as its ADD record carries it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,6 +132,8 @@ pub struct ManifestState {
     pub valid_len_bytes: u64,
     /// ADD and DROP records replayed.
     pub records: u64,
+    /// The file is a compacted ledger (it opens with a whole snapshot).
+    pub compacted: bool,
 }
 
 /// An open manifest: the live set in memory, and the file to append to.
@@ -123,6 +144,10 @@ pub struct Manifest {
     file: Option<Box<dyn VfsFile>>,
     /// The end of the last whole record: where the next one is written.
     append_offset_bytes: u64,
+    /// ADD and DROP records in the file (replayed, appended since, or
+    /// written by compaction): what [`Manifest::compaction_due`] weighs
+    /// against the live set.
+    file_records: u64,
     ledger: Ledger,
     /// The lowest seq [`Manifest::allocate_seq`] may hand out next. Kept
     /// apart from the ledger because a seq handed out but never ADDed (a
@@ -210,7 +235,17 @@ impl ManifestRead {
         let append_offset_bytes = if keep_torn_tail && !write_header { self.len_bytes } else { valid_len_bytes };
         let ledger = self.replayed.ledger.clone();
         let next_free_seq = ledger.next_seq();
-        Ok(Manifest { path, file, append_offset_bytes, ledger, next_free_seq, poisoned: None, pending: Some(pending) })
+        let file_records = self.replayed.records;
+        Ok(Manifest {
+            path,
+            file,
+            append_offset_bytes,
+            file_records,
+            ledger,
+            next_free_seq,
+            poisoned: None,
+            pending: Some(pending),
+        })
     }
 
     /// The manifest as read, to look at only (a store opened read-only):
@@ -223,6 +258,7 @@ impl ManifestRead {
             path: self.path.clone(),
             file: None,
             append_offset_bytes: self.replayed.valid_len_bytes,
+            file_records: self.replayed.records,
             ledger,
             next_free_seq,
             poisoned: None,
@@ -243,6 +279,7 @@ impl Manifest {
             live: replayed.ledger.live().clone(),
             valid_len_bytes: replayed.valid_len_bytes,
             records: replayed.records,
+            compacted: replayed.compacted,
         })
     }
 
@@ -298,6 +335,7 @@ impl Manifest {
         if pending.write_header {
             // A new file, or a crash right after creating one tore its
             // header: either way nothing was ever registered in it.
+            assert_eq!(self.file_records, 0, "no whole header, yet records replayed");
             self.append_offset_bytes = write_header(vfs, file.as_mut(), &path, &pending.dir, pending.len_bytes)?;
             return Ok(());
         }
@@ -361,6 +399,7 @@ impl Manifest {
         record::encode_add(&mut frame, &entry);
         self.append(&frame)?;
         self.ledger.apply_add(entry);
+        self.file_records += 1;
         Ok(())
     }
 
@@ -374,6 +413,7 @@ impl Manifest {
         record::encode_drop(&mut frame, seq);
         self.append(&frame)?;
         self.ledger.apply_drop(seq);
+        self.file_records += 1;
         Ok(())
     }
 
@@ -423,6 +463,7 @@ impl fmt::Debug for Manifest {
         f.debug_struct("Manifest")
             .field("path", &self.path)
             .field("append_offset_bytes", &self.append_offset_bytes)
+            .field("file_records", &self.file_records)
             .field("live", &self.ledger.live().len())
             .field("next_free_seq", &self.next_free_seq)
             .field("poisoned", &self.poisoned)
@@ -453,5 +494,7 @@ fn write_header(vfs: &dyn Vfs, file: &mut dyn VfsFile, path: &Path, dir: &Path, 
     Ok(record::HEADER_FRAME_BYTES)
 }
 
+#[cfg(test)]
+mod compact_tests;
 #[cfg(test)]
 mod tests;

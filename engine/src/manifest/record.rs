@@ -1,15 +1,29 @@
-//! The manifest's three records and their bytes.
+//! The manifest's five records and their bytes.
 //!
 //! Each record is the payload of one shared frame (`frame.rs`), told apart
 //! by the frame's kind byte. All integers are little-endian; a "bytes"
 //! field is a u32 length followed by that many bytes.
 //!
 //! ```text
-//! HEADER kind 1: magic "SEGSMANI" (8 bytes), version u32 (= 1)
-//! ADD    kind 2: seq u64, records u64, file bytes (UTF-8), table bytes,
-//!                min_key bytes, max_key bytes
-//! DROP   kind 3: seq u64
+//! HEADER    kind 1: magic "SEGSMANI" (8 bytes), version u32 (= 1)
+//! ADD       kind 2: seq u64, records u64, file bytes (UTF-8), table bytes,
+//!                   min_key bytes, max_key bytes
+//! DROP      kind 3: seq u64
+//! COMPACTED kind 4: next_seq u64, live_entries u64
+//! COMPACTED_END
+//!           kind 5: next_seq u64, live_entries u64 (the same as COMPACTED's)
 //! ```
+//!
+//! A ledger is either *appended* — `HEADER`, then ADDs and DROPs — or
+//! *compacted* (`compact.rs`): `HEADER`, then its *snapshot* — `COMPACTED`,
+//! exactly `live_entries` ADDs (one per live segment, in ascending seq,
+//! each below `next_seq`), `COMPACTED_END` — then appends as in any
+//! ledger. The snapshot stands in for the history it replaced: `next_seq`
+//! is one more than the highest seq ever registered, so that no dropped seq
+//! is registered again. It is bracketed so that damage anywhere in it can
+//! be told from a torn write (see `replay.rs`). The version stays 1: a file
+//! without a snapshot means what it always meant, and older code refuses a
+//! compacted file (an unknown record kind) rather than misread it.
 //!
 //! This module only turns records into bytes and back. Whether a record
 //! is allowed where it stands (a header first, a seq never reused) is the
@@ -29,6 +43,11 @@ pub(super) const KIND_HEADER: u8 = 1;
 pub(super) const KIND_ADD: u8 = 2;
 /// Frame kind of a DROP: a registered segment is retired.
 pub(super) const KIND_DROP: u8 = 3;
+/// Frame kind of COMPACTED: the ledger was rewritten as its live set, whose
+/// ADDs follow.
+pub(super) const KIND_COMPACTED: u8 = 4;
+/// Frame kind of COMPACTED_END: the compacted live set is whole.
+pub(super) const KIND_COMPACTED_END: u8 = 5;
 
 /// Says "this file is a segsim manifest", so that another file renamed
 /// over it (an AOF, a segment) is refused rather than misread.
@@ -44,8 +63,12 @@ const HEADER_PAYLOAD_BYTES: usize = MAGIC.len() + 4;
 /// and four u32 length prefixes.
 const ADD_FIXED_BYTES: usize = 8 + 8 + 4 * 4;
 
-/// The bytes a whole header frame takes: where the first ADD or DROP starts.
+/// The bytes a whole header frame takes: where the first ADD or DROP starts
+/// (or, in a compacted ledger, its `COMPACTED` record).
 pub(super) const HEADER_FRAME_BYTES: u64 = (FRAME_HEADER_BYTES + HEADER_PAYLOAD_BYTES) as u64;
+
+/// The whole payload of a COMPACTED or COMPACTED_END record: two u64s.
+const COMPACTED_PAYLOAD_BYTES: usize = 8 + 8;
 
 /// One decoded record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,13 +79,19 @@ pub(super) enum Record {
     Add(SegEntry),
     /// The segment with this seq retired.
     Drop(u64),
+    /// The start of a compacted ledger's snapshot: the next
+    /// `live_entries` records are the live set's ADDs, and no seq below
+    /// `next_seq` may be ADDed after them.
+    Compacted { next_seq: u64, live_entries: u64 },
+    /// The end of the snapshot, repeating its start.
+    CompactedEnd { next_seq: u64, live_entries: u64 },
 }
 
 /// Whether `kind` names one of the manifest's records. Replay only lets a
 /// valid frame of a known kind prove that an invalid frame before it is
 /// mid-file damage rather than a torn tail.
 pub(super) fn is_known_kind(kind: u8) -> bool {
-    matches!(kind, KIND_HEADER | KIND_ADD | KIND_DROP)
+    matches!(kind, KIND_HEADER | KIND_ADD | KIND_DROP | KIND_COMPACTED | KIND_COMPACTED_END)
 }
 
 /// Append a header frame to `out`.
@@ -104,6 +133,24 @@ pub(super) fn encode_drop(out: &mut Vec<u8>, seq: u64) {
     encode_frame(out, KIND_DROP, &payload);
 }
 
+/// Append a COMPACTED frame to `out`.
+pub(super) fn encode_compacted(out: &mut Vec<u8>, next_seq: u64, live_entries: u64) {
+    encode_counts(out, KIND_COMPACTED, next_seq, live_entries);
+}
+
+/// Append a COMPACTED_END frame to `out`.
+pub(super) fn encode_compacted_end(out: &mut Vec<u8>, next_seq: u64, live_entries: u64) {
+    encode_counts(out, KIND_COMPACTED_END, next_seq, live_entries);
+}
+
+fn encode_counts(out: &mut Vec<u8>, kind: u8, next_seq: u64, live_entries: u64) {
+    let mut payload = Vec::with_capacity(COMPACTED_PAYLOAD_BYTES);
+    put_u64(&mut payload, next_seq);
+    put_u64(&mut payload, live_entries);
+    assert_eq!(payload.len(), COMPACTED_PAYLOAD_BYTES);
+    encode_frame(out, kind, &payload);
+}
+
 /// Decode the payload of a checksummed frame of `kind` that starts at
 /// `frame_offset_bytes` in its file. The frame's checksum held, so every
 /// failure here is damage (or a foreign file), never a torn write.
@@ -134,6 +181,11 @@ pub(super) fn decode(kind: u8, payload: &[u8], frame_offset_bytes: u64) -> Resul
             Record::Add(SegEntry { seq, file, table, min_key, max_key, records })
         }
         KIND_DROP => Record::Drop(reader.u64()?),
+        // The two counts are taken as they are: whether they fit the
+        // ledger (and where the record stands) is replay's business, and
+        // neither is ever used as an allocation size.
+        KIND_COMPACTED => Record::Compacted { next_seq: reader.u64()?, live_entries: reader.u64()? },
+        KIND_COMPACTED_END => Record::CompactedEnd { next_seq: reader.u64()?, live_entries: reader.u64()? },
         _ => return Err(DecodeError { offset_bytes: frame_offset_bytes, reason: "unknown manifest record kind" }),
     };
     reader.finish()?;
@@ -192,6 +244,8 @@ mod tests {
         assert_eq!(err, DecodeError { offset_bytes: 40, reason: "unknown manifest record kind" });
         assert!(!is_known_kind(9));
         assert!(is_known_kind(KIND_HEADER) && is_known_kind(KIND_ADD) && is_known_kind(KIND_DROP));
+        assert!(is_known_kind(KIND_COMPACTED) && is_known_kind(KIND_COMPACTED_END));
+        assert!(!is_known_kind(KIND_COMPACTED_END + 1));
     }
 
     #[test]
@@ -229,8 +283,69 @@ mod tests {
         assert_eq!(decode(KIND_ADD, payload, 0), Ok(Record::Add(entry())));
     }
 
+    #[test]
+    fn every_cut_of_a_compacted_payload_is_refused_and_trailing_bytes_too() {
+        for (kind, record) in [
+            (KIND_COMPACTED, Record::Compacted { next_seq: 9, live_entries: 3 }),
+            (KIND_COMPACTED_END, Record::CompactedEnd { next_seq: 9, live_entries: 3 }),
+        ] {
+            let mut out = Vec::new();
+            encode_counts(&mut out, kind, 9, 3);
+            assert_eq!(out.len(), FRAME_HEADER_BYTES + COMPACTED_PAYLOAD_BYTES);
+            let payload = &out[FRAME_HEADER_BYTES..];
+            for cut in 0..payload.len() {
+                let err = decode(kind, &payload[..cut], 0).unwrap_err();
+                assert_eq!(err.reason, "length runs past the end of the data", "cut at {cut}");
+            }
+            assert_eq!(decode(kind, payload, 0), Ok(record));
+            let mut longer = payload.to_vec();
+            longer.push(7);
+            let err = decode(kind, &longer, 0).unwrap_err();
+            assert_eq!(err.reason, "trailing bytes after the record");
+            assert_eq!(err.offset_bytes, (FRAME_HEADER_BYTES + COMPACTED_PAYLOAD_BYTES) as u64);
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn compacted_and_its_end_round_trip(next_seq in any::<u64>(), live_entries in any::<u64>()) {
+            let mut out = Vec::new();
+            encode_compacted(&mut out, next_seq, live_entries);
+            prop_assert_eq!(out.len(), FRAME_HEADER_BYTES + COMPACTED_PAYLOAD_BYTES);
+            prop_assert_eq!(decode_one(&out, 0), Ok(Record::Compacted { next_seq, live_entries }));
+
+            let mut out = Vec::new();
+            encode_compacted_end(&mut out, next_seq, live_entries);
+            prop_assert_eq!(out.len(), FRAME_HEADER_BYTES + COMPACTED_PAYLOAD_BYTES);
+            prop_assert_eq!(decode_one(&out, 0), Ok(Record::CompactedEnd { next_seq, live_entries }));
+        }
+
+        /// Any bytes as a COMPACTED or COMPACTED_END payload: decoded
+        /// exactly when they are sixteen, refused otherwise at an offset
+        /// inside the frame — and a count as large as u64 allows allocates
+        /// nothing.
+        #[test]
+        fn arbitrary_compacted_payloads_never_panic(
+            end in any::<bool>(),
+            payload in proptest::collection::vec(any::<u8>(), 0..40),
+        ) {
+            let kind = if end { KIND_COMPACTED_END } else { KIND_COMPACTED };
+            match decode(kind, &payload, 500) {
+                Ok(Record::Compacted { next_seq, live_entries } | Record::CompactedEnd { next_seq, live_entries }) => {
+                    prop_assert_eq!(payload.len(), COMPACTED_PAYLOAD_BYTES);
+                    prop_assert_eq!(&next_seq.to_le_bytes()[..], &payload[..8]);
+                    prop_assert_eq!(&live_entries.to_le_bytes()[..], &payload[8..]);
+                }
+                Ok(other) => prop_assert!(false, "a COMPACTED payload decoded as {other:?}"),
+                Err(err) => {
+                    prop_assert_ne!(payload.len(), COMPACTED_PAYLOAD_BYTES);
+                    prop_assert!(err.offset_bytes >= 500);
+                    prop_assert!(err.offset_bytes <= 500 + (FRAME_HEADER_BYTES + payload.len()) as u64);
+                }
+            }
+        }
 
         #[test]
         fn add_and_drop_round_trip(
@@ -253,7 +368,7 @@ mod tests {
         }
 
         #[test]
-        fn arbitrary_payloads_never_panic(kind in 0u8..5, payload in proptest::collection::vec(any::<u8>(), 0..200)) {
+        fn arbitrary_payloads_never_panic(kind in 0u8..7, payload in proptest::collection::vec(any::<u8>(), 0..200)) {
             if let Err(err) = decode(kind, &payload, 1000) {
                 prop_assert!(err.offset_bytes >= 1000);
                 prop_assert!(err.offset_bytes <= 1000 + (FRAME_HEADER_BYTES + payload.len()) as u64);

@@ -16,6 +16,26 @@
 //! A frame whose checksum holds but whose payload does not decode, or that
 //! breaks a ledger rule, is always damage (or a foreign file): a torn write
 //! does not produce a valid checksum.
+//!
+//! # A compacted ledger
+//!
+//! A compacted file (`compact.rs`) opens with `HEADER` and its *snapshot*:
+//! `COMPACTED next_seq n`, `n` ADDs, `COMPACTED_END next_seq n`. The whole
+//! file was written and fsynced under a temporary name before it was
+//! renamed into place, so a crash cannot tear the snapshot, and an invalid
+//! byte anywhere in it is damage. The brackets let replay tell so for every
+//! byte: damage to the header or to `COMPACTED` leaves a valid record after
+//! it (refused as above); damage to an ADD or to `COMPACTED_END` leaves the
+//! snapshot open where the valid records end. So:
+//!
+//! - `COMPACTED` stands only right after the header, and only once;
+//! - within the snapshot only its `n` ADDs may stand, each below
+//!   `next_seq` (and ascending, as every ADD must be), then its
+//!   `COMPACTED_END`, repeating its counts;
+//! - an invalid frame inside the snapshot, or a file that ends before its
+//!   `COMPACTED_END`, is damage — refused, never cut as a torn tail;
+//! - at `COMPACTED_END`, `next_seq` is raised to the recorded value, and
+//!   the file continues as an appended ledger (torn tails and all).
 
 use std::path::Path;
 
@@ -38,8 +58,24 @@ pub(super) struct Replayed {
     /// The end of the last whole record: 0 when not even the header is
     /// whole, otherwise where the next append belongs.
     pub(super) valid_len_bytes: u64,
-    /// ADD and DROP records replayed (the header is not counted).
+    /// ADD and DROP records replayed (the header and `COMPACTED` are not
+    /// counted): what compaction weighs against the live set.
     pub(super) records: u64,
+    /// The file is a compacted ledger (it opens with a whole snapshot).
+    pub(super) compacted: bool,
+}
+
+/// A compacted ledger's snapshot, while it is being replayed.
+#[derive(Clone, Copy, Debug)]
+struct Snapshot {
+    /// Where its `COMPACTED` record starts.
+    at_bytes: u64,
+    /// The `next_seq` it records, applied at `COMPACTED_END`.
+    next_seq: u64,
+    /// The ADDs it announced.
+    live_entries: u64,
+    /// The ADDs still to come before `COMPACTED_END`.
+    left: u64,
 }
 
 /// Replay `bytes`, the content of the manifest at `path` (named in errors).
@@ -48,11 +84,22 @@ pub(super) struct Replayed {
 pub(super) fn replay(path: &Path, bytes: &[u8], scan_budget_bytes: usize) -> Result<Replayed> {
     let mut ledger = Ledger::new();
     let mut records = 0u64;
+    let mut compacted = false;
+    let mut snapshot: Option<Snapshot> = None;
     let mut at = 0usize;
     while at < bytes.len() {
         let frame = match decode_frame(&bytes[at..]) {
             Ok(frame) => frame,
             Err(invalid) => {
+                if let Some(snapshot) = snapshot {
+                    let why = format!(
+                        "{} inside the compacted ledger's snapshot (COMPACTED at byte {}), which was durable \
+                         before it became the manifest: damage to durable records",
+                        invalid.reason(),
+                        snapshot.at_bytes
+                    );
+                    return Err(Error::corrupt(path, at as u64, why));
+                }
                 refuse_unless_torn_tail(path, bytes, at, invalid, scan_budget_bytes)?;
                 break;
             }
@@ -63,14 +110,82 @@ pub(super) fn replay(path: &Path, bytes: &[u8], scan_budget_bytes: usize) -> Res
             Record::Header if at == 0 => {}
             Record::Header => return Err(Error::corrupt(path, at_bytes, "a second manifest header")),
             _ if at == 0 => return Err(Error::corrupt(path, 0, "the first record is not the manifest header")),
+            Record::Compacted { next_seq, live_entries } => {
+                if at_bytes != record::HEADER_FRAME_BYTES {
+                    let why = "a COMPACTED record that is not right after the header";
+                    return Err(Error::corrupt(path, at_bytes, why));
+                }
+                assert!(ledger.live().is_empty() && ledger.next_seq() == 1 && records == 0 && snapshot.is_none());
+                if let Err(why) = ledger.check_raise_next_seq(next_seq) {
+                    return Err(Error::corrupt(path, at_bytes, format!("COMPACTED with next_seq {next_seq}: {why}")));
+                }
+                // Every live seq is distinct and in 1..next_seq. This also
+                // bounds the count before anything trusts it.
+                if live_entries > next_seq - 1 {
+                    let why = format!("COMPACTED announces {live_entries} live entries below next_seq {next_seq}");
+                    return Err(Error::corrupt(path, at_bytes, why));
+                }
+                snapshot = Some(Snapshot { at_bytes, next_seq, live_entries, left: live_entries });
+            }
+            Record::CompactedEnd { next_seq, live_entries } => {
+                let Some(open) = snapshot else {
+                    return Err(Error::corrupt(
+                        path,
+                        at_bytes,
+                        "a COMPACTED_END outside a compacted ledger's snapshot",
+                    ));
+                };
+                if open.left > 0 {
+                    let why = format!(
+                        "COMPACTED_END after {} of the snapshot's {} live entries",
+                        open.live_entries - open.left,
+                        open.live_entries
+                    );
+                    return Err(Error::corrupt(path, at_bytes, why));
+                }
+                if (next_seq, live_entries) != (open.next_seq, open.live_entries) {
+                    let why = format!(
+                        "COMPACTED_END (next_seq {next_seq}, {live_entries} live entries) does not match its COMPACTED \
+                         at byte {} (next_seq {}, {} live entries)",
+                        open.at_bytes, open.next_seq, open.live_entries
+                    );
+                    return Err(Error::corrupt(path, at_bytes, why));
+                }
+                // Checked at COMPACTED, and every ADD since was below it.
+                assert_eq!(ledger.live().len() as u64, live_entries, "the snapshot's ADDs are the whole live set");
+                ledger.raise_next_seq(next_seq);
+                snapshot = None;
+                compacted = true;
+            }
             Record::Add(entry) => {
                 if let Err(why) = ledger.check_add(&entry) {
                     return Err(Error::corrupt(path, at_bytes, format!("ADD of seq {}: {why}", entry.seq)));
+                }
+                if let Some(open) = &mut snapshot {
+                    if open.left == 0 {
+                        let why = format!(
+                            "ADD of seq {} past the compacted ledger's {} live entries, before its COMPACTED_END",
+                            entry.seq, open.live_entries
+                        );
+                        return Err(Error::corrupt(path, at_bytes, why));
+                    }
+                    if entry.seq >= open.next_seq {
+                        let why = format!(
+                            "ADD of seq {} in a compacted ledger's snapshot, at or above its next_seq {}",
+                            entry.seq, open.next_seq
+                        );
+                        return Err(Error::corrupt(path, at_bytes, why));
+                    }
+                    open.left -= 1;
                 }
                 ledger.apply_add(entry);
                 records += 1;
             }
             Record::Drop(seq) => {
+                if snapshot.is_some() {
+                    let why = format!("DROP of seq {seq} inside a compacted ledger's snapshot, which holds only ADDs");
+                    return Err(Error::corrupt(path, at_bytes, why));
+                }
                 if let Err(why) = ledger.check_drop(seq) {
                     return Err(Error::corrupt(path, at_bytes, format!("DROP of seq {seq}: {why}")));
                 }
@@ -81,7 +196,17 @@ pub(super) fn replay(path: &Path, bytes: &[u8], scan_budget_bytes: usize) -> Res
         at += frame.total_bytes;
     }
     assert!(at <= bytes.len());
-    Ok(Replayed { ledger, valid_len_bytes: at as u64, records })
+    if let Some(snapshot) = snapshot {
+        let why = format!(
+            "the compacted ledger's snapshot (COMPACTED at byte {}) ends after {} of its {} live entries, without its \
+             COMPACTED_END: it was durable before it became the manifest, so this is damage",
+            snapshot.at_bytes,
+            snapshot.live_entries - snapshot.left,
+            snapshot.live_entries
+        );
+        return Err(Error::corrupt(path, at as u64, why));
+    }
+    Ok(Replayed { ledger, valid_len_bytes: at as u64, records, compacted })
 }
 
 /// The frame at `at` is invalid: succeed if that can only be a torn tail.
@@ -137,7 +262,7 @@ mod tests {
 
     fn state(entries: &[u64], next_seq: u64, valid_len_bytes: usize, records: u64) -> ManifestState {
         let live: BTreeMap<u64, _> = entries.iter().map(|&seq| (seq, entry(seq))).collect();
-        ManifestState { live, next_seq, valid_len_bytes: valid_len_bytes as u64, records }
+        ManifestState { live, next_seq, valid_len_bytes: valid_len_bytes as u64, records, compacted: false }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Test support shared by the manifest's test modules: sample entries,
 //! hand-built ledgers, generated histories with a model to check them
-//! against, and a Vfs that records file operations and fails on command.
+//! against, a Vfs that records file operations and fails on command, and
+//! one whose process stops at a named phase.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -10,7 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use proptest::prelude::*;
 
-use crate::vfs::{Interpose, MemVfs, Vfs, VfsFile};
+use crate::vfs::{Interpose, LockGuard, LockMode, Mapping, MemVfs, OpenMode, Vfs, VfsFile};
+use crate::Phase;
 
 use super::record::{self, Record};
 use super::SegEntry;
@@ -36,6 +38,12 @@ pub(super) fn encode_records(records: &[Record]) -> (Vec<u8>, Vec<usize>) {
             Record::Header => record::encode_header(&mut bytes),
             Record::Add(entry) => record::encode_add(&mut bytes, entry),
             Record::Drop(seq) => record::encode_drop(&mut bytes, *seq),
+            Record::Compacted { next_seq, live_entries } => {
+                record::encode_compacted(&mut bytes, *next_seq, *live_entries)
+            }
+            Record::CompactedEnd { next_seq, live_entries } => {
+                record::encode_compacted_end(&mut bytes, *next_seq, *live_entries)
+            }
         }
         ends.push(bytes.len());
     }
@@ -58,6 +66,9 @@ pub(super) enum Op {
     DropNotLive(usize),
     /// Close the manifest and open it again.
     Reopen,
+    /// Compact the ledger, due or not (histories that track byte offsets
+    /// skip it).
+    Compact,
 }
 
 /// Histories that mostly add and drop, with the odd misuse and reopen.
@@ -71,6 +82,7 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(Op::AddReused),
         1 => any::<usize>().prop_map(Op::DropNotLive),
         1 => Just(Op::Reopen),
+        1 => Just(Op::Compact),
     ]
 }
 
@@ -79,7 +91,9 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
 pub(super) struct Model {
     pub(super) live: BTreeMap<u64, SegEntry>,
     pub(super) ever_added: BTreeSet<u64>,
-    /// ADD and DROP records the manifest accepted (what replay counts).
+    /// ADD and DROP records in the file: those the manifest accepted since
+    /// the last compaction, plus the live entries that compaction wrote
+    /// (what replay counts).
     pub(super) records: u64,
 }
 
@@ -117,6 +131,8 @@ pub(super) struct Faults {
     pub(super) fail_write: AtomicBool,
     /// Every file sync fails (after doing nothing).
     pub(super) fail_sync: AtomicBool,
+    /// Every directory sync fails (after doing nothing).
+    pub(super) fail_sync_dir: AtomicBool,
     log: Mutex<Vec<String>>,
 }
 
@@ -177,6 +193,113 @@ impl Interpose for FaultyVfs {
     }
     fn on_sync_dir(&self, dir: &Path) -> io::Result<()> {
         self.faults.note("sync_dir");
+        if self.faults.fail_sync_dir.load(Ordering::SeqCst) {
+            return Err(io::Error::other("injected directory sync failure"));
+        }
         self.inner.sync_dir(dir)
+    }
+}
+
+/// A process that stops at a named phase: once the code marks `target`,
+/// every later call fails and changes nothing, so the [`MemVfs`] holds
+/// exactly what a killed process leaves (its page cache). What a power
+/// loss could leave besides, a test builds from that by hand.
+#[derive(Clone, Debug)]
+pub(super) struct StopAt {
+    pub(super) inner: Arc<MemVfs>,
+    target: Phase,
+    stopped: Arc<AtomicBool>,
+}
+
+impl StopAt {
+    /// Stop `inner`'s process at `target`.
+    pub(super) fn new(inner: Arc<MemVfs>, target: Phase) -> Self {
+        Self { inner, target, stopped: Arc::new(AtomicBool::new(false)) }
+    }
+
+    /// Whether the process has stopped.
+    pub(super) fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
+    fn check(stopped: &AtomicBool) -> io::Result<()> {
+        match stopped.load(Ordering::SeqCst) {
+            true => Err(io::Error::other("the process stopped")),
+            false => Ok(()),
+        }
+    }
+}
+
+/// A file of a [`StopAt`] process.
+struct StopAtFile {
+    inner: Box<dyn VfsFile>,
+    stopped: Arc<AtomicBool>,
+}
+
+impl Vfs for StopAt {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn VfsFile>> {
+        Self::check(&self.stopped)?;
+        let inner = self.inner.open(path, mode)?;
+        Ok(Box::new(StopAtFile { inner, stopped: self.stopped.clone() }))
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        Self::check(&self.stopped)?;
+        self.inner.rename(from, to)
+    }
+    fn unlink(&self, path: &Path) -> io::Result<()> {
+        Self::check(&self.stopped)?;
+        self.inner.unlink(path)
+    }
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+        Self::check(&self.stopped)?;
+        self.inner.list_dir(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        Self::check(&self.stopped)?;
+        self.inner.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        Self::check(&self.stopped)?;
+        self.inner.sync_dir(dir)
+    }
+    fn map_readonly(&self, path: &Path) -> io::Result<Mapping> {
+        Self::check(&self.stopped)?;
+        self.inner.map_readonly(path)
+    }
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        Self::check(&self.stopped)?;
+        self.inner.exists(path)
+    }
+    fn lock(&self, dir: &Path, mode: LockMode) -> io::Result<LockGuard> {
+        Self::check(&self.stopped)?;
+        self.inner.lock(dir, mode)
+    }
+    fn mark(&self, phase: Phase) {
+        if phase == self.target {
+            self.stopped.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+impl VfsFile for StopAtFile {
+    fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
+        StopAt::check(&self.stopped)?;
+        self.inner.read_at(offset_bytes, buf)
+    }
+    fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
+        StopAt::check(&self.stopped)?;
+        self.inner.write_at(offset_bytes, data)
+    }
+    fn set_len(&mut self, len_bytes: u64) -> io::Result<()> {
+        StopAt::check(&self.stopped)?;
+        self.inner.set_len(len_bytes)
+    }
+    fn len(&self) -> io::Result<u64> {
+        StopAt::check(&self.stopped)?;
+        self.inner.len()
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        StopAt::check(&self.stopped)?;
+        self.inner.sync()
     }
 }

@@ -355,7 +355,13 @@ fn run_history(vfs: Arc<dyn Vfs>, dir: &Path, ops: &[Op]) -> std::result::Result
                 manifest = reopened;
                 highest_handed_out = 0;
             }
+            Op::Compact => {
+                manifest.compact(vfs.as_ref()).unwrap();
+                model.records = model.live.len() as u64;
+                prop_assert!(!manifest.compaction_due());
+            }
         }
+        prop_assert_eq!(manifest.file_records(), model.records);
         prop_assert!(manifest.live().eq(model.live.values()));
         for entry in model.live.values() {
             prop_assert!(manifest.is_live_file(&entry.file));

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use super::segments::seq_of_file_name;
 use super::value::{entry_weight, Value};
 use super::{Store, REWRITE_TEMP_FILE};
+use crate::manifest::MANIFEST_TEMP_FILE;
 
 /// One broken invariant, described for a person.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -30,7 +31,7 @@ impl Store {
     /// - the loaded segments are exactly the manifest's live entries, each
     ///   with the seq of its file name and footer;
     /// - the directory holds exactly the registered `*.seg` files, and no
-    ///   leftover rewrite temp file.
+    ///   leftover rewrite or manifest-compaction temp file.
     pub fn audit(&self) -> Vec<Violation> {
         let mut out = Vec::new();
         let mut v = |s: String| out.push(Violation(s));
@@ -100,6 +101,9 @@ impl Store {
                     }
                     if name == REWRITE_TEMP_FILE {
                         v(format!("leftover rewrite temp file {name}"));
+                    }
+                    if name == MANIFEST_TEMP_FILE {
+                        v(format!("leftover manifest compaction temp file {name}"));
                     }
                 }
                 for entry in self.manifest.live() {

@@ -302,6 +302,24 @@ impl Store {
         }
     }
 
+    /// Compact the manifest if dead records dominate it (see
+    /// `manifest/compact.rs`); whether it did. Called where records were
+    /// just DROPped: after a rewrite's retirement and at the end of an
+    /// open. Never on a read-only store, and never while a point-in-time
+    /// open's sweep is pending: nothing is removed after damage, and
+    /// compaction removes the ledger's history (the DROPs an operator may
+    /// want to read). A failure poisons the store, as the manifest is.
+    fn compact_manifest_if_due(&mut self) -> Result<bool> {
+        if self.is_read_only() || self.sweep_pending || !self.manifest.compaction_due() {
+            return Ok(false);
+        }
+        assert!(self.poisoned.is_none(), "a poisoned store compacts nothing");
+        let vfs = self.vfs.clone();
+        let compacted = self.manifest.compact(vfs.as_ref());
+        self.poison_on_error(compacted)?;
+        Ok(true)
+    }
+
     /// Wrap a Vfs call's error with its operation and path.
     fn io<T>(op: &'static str, path: &Path, result: std::io::Result<T>) -> Result<T> {
         result.map_err(|e| Error::io(op, path, e))

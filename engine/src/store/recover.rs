@@ -30,12 +30,15 @@
 //!    log is durable before its manifest exists.
 //! 6. Sweep: registered segments the log never names (a crash between seal
 //!    and frame) are dropped and unlinked; unregistered `*.seg` files and a
-//!    leftover rewrite temp file are unlinked. A segment the log names
-//!    stays even with no live stub: dropping it would break the *next*
-//!    replay, which meets the same `SEGMENTED` frame again. No destructive
-//!    step follows damage: after a point-in-time cut the sweep is skipped
-//!    (and reported), because the cut frames may have been the ones naming
-//!    those segments.
+//!    leftover rewrite or manifest-compaction temp file are unlinked. A
+//!    segment the log names stays even with no live stub: dropping it would
+//!    break the *next* replay, which meets the same `SEGMENTED` frame
+//!    again. No destructive step follows damage: after a point-in-time cut
+//!    the sweep is skipped (and reported), because the cut frames may have
+//!    been the ones naming those segments.
+//! 7. Compact the manifest if dead records dominate it
+//!    (`manifest/compact.rs`) — only after a sweep, so never in a
+//!    point-in-time open.
 //!
 //! A read-only open ([`Store::open_read_only`]) runs the read phase alone,
 //! for inspection: it reports damage instead of refusing it (replaying up
@@ -56,7 +59,7 @@ use super::value::{decode_row, value_weight, Entry, Stub, Value};
 use super::{Options, Store, AOF_FILE, REWRITE_TEMP_FILE};
 use crate::aof::{AofRecovery, LogRead, RecordRef, RecoveryMode};
 use crate::clock::Clock;
-use crate::manifest::{Manifest, ManifestRead};
+use crate::manifest::{Manifest, ManifestRead, MANIFEST_TEMP_FILE};
 use crate::seg::Seg;
 use crate::vfs::{LockGuard, LockMode, Vfs};
 use crate::{Error, Phase, Result};
@@ -74,7 +77,7 @@ pub struct RecoveryReport {
     pub segments_loaded: u64,
     /// Registered segments no frame names, dropped and unlinked.
     pub orphan_segments_swept: u64,
-    /// Unregistered files (`*.seg`, rewrite temp) unlinked.
+    /// Unregistered files (`*.seg`, rewrite and manifest temp files) unlinked.
     pub stray_files_swept: u64,
     /// The sweep did not run: this open cut the log at damage or at a
     /// point-in-time cut, and nothing is removed after damage. Orphans and
@@ -82,6 +85,11 @@ pub struct RecoveryReport {
     pub sweep_skipped: bool,
     /// Bytes cut from a torn manifest tail.
     pub manifest_torn_bytes: u64,
+    /// Manifest ADD and DROP records replayed: about the live segments'
+    /// count once compaction has run, whatever the directory's age.
+    pub manifest_records_replayed: u64,
+    /// The open compacted the manifest (step 7 of the module doc).
+    pub manifest_compacted: bool,
     /// What AOF recovery found: bytes quarantined, why, whether valid
     /// frames followed the invalid one, and whether it was damage (a
     /// point-in-time cut only; the default refuses damage).
@@ -136,6 +144,7 @@ impl Store {
             check_history(&manifest_read, &log_read)?;
         }
         report.manifest_torn_bytes = manifest_read.report().torn_tail_bytes;
+        report.manifest_records_replayed = manifest_read.report().records_replayed;
         report.aof = log_read.report().clone();
         let segments = load_segments(vfs.as_ref(), dir, &manifest_read)?;
         report.segments_loaded = segments.len() as u64;
@@ -200,6 +209,7 @@ impl Store {
             store.sweep_pending = true;
         } else {
             store.sweep(&named, &mut report)?;
+            report.manifest_compacted = store.compact_manifest_if_due()?;
         }
         store.vfs.mark(Phase::OpenDone);
         Ok((store, report))
@@ -333,7 +343,11 @@ impl Store {
         self.sweep_pending = false;
         let names = Self::io("list_dir", &self.dir, self.vfs.list_dir(&self.dir))?;
         for name in names {
-            let stray = (name.ends_with(".seg") && !self.manifest.is_live_file(&name)) || name == REWRITE_TEMP_FILE;
+            // A compaction's temp file is never the manifest: the rename
+            // that would have made it one is atomic (`manifest/compact.rs`).
+            let stray = (name.ends_with(".seg") && !self.manifest.is_live_file(&name))
+                || name == REWRITE_TEMP_FILE
+                || name == MANIFEST_TEMP_FILE;
             if stray {
                 let path = self.dir.join(&name);
                 let unlinked = Self::io("unlink", &path, self.vfs.unlink(&path));

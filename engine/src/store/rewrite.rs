@@ -13,7 +13,8 @@
 //! good, and only then may a segment that only the old log named be
 //! dropped from the manifest and unlinked. Retiring it earlier would make
 //! a crash before the rename replay a `SEGMENTED` frame for a segment that
-//! no longer exists.
+//! no longer exists. The retirement's DROPs may then make the manifest due
+//! for compaction (`manifest/compact.rs`), which runs last.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -78,6 +79,7 @@ impl Store {
             self.poison_on_error(synced)?;
             self.vfs.mark(Phase::RewriteRetired);
         }
+        self.compact_manifest_if_due()?;
         Ok(())
     }
 

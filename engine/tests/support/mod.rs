@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,6 +15,17 @@ use engine::Phase;
 /// Parse a command from words.
 pub fn cmd(words: &[&str]) -> Command {
     Command::parse(&words.iter().map(|w| w.as_bytes().to_vec()).collect::<Vec<_>>()).expect("test command parses")
+}
+
+/// Every file in `dir` by name with its bytes, read with `std::fs` (not
+/// through a `Vfs`, so a wrapper under test cannot hide a change).
+pub fn os_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        files.insert(entry.file_name().to_string_lossy().into_owned(), std::fs::read(entry.path()).unwrap());
+    }
+    files
 }
 
 /// A process crash at a named phase: once the engine marks `target`,

@@ -24,7 +24,7 @@
 //! recovery: every prefix since then stays reachable through the undos.
 //!
 //! This file keeps the bookkeeping — the model of what reads must see
-//! now, the acknowledged writes since the last recovery (each with the
+//! now, the acknowledged writes since the log's base (each with the
 //! undo that takes it back), the durable mark, the uncertain write — and
 //! the ways in: a recovered dump, or a just-opened store whose rows are
 //! compared where they lie, checked and then reset to. Which prefix a
@@ -194,8 +194,8 @@ impl Checker {
         }
     }
 
-    /// Writes acknowledged since the last recovery, and how many are
-    /// known durable.
+    /// Writes acknowledged since the log's base (its start or last
+    /// rewrite), and how many are known durable.
     pub fn counts(&self) -> (usize, usize) {
         (self.history.len(), self.durable)
     }

@@ -25,8 +25,9 @@ impl Checker {
     pub(super) fn mismatch(&self, dump: &BTreeMap<Vec<u8>, LogicalEntry>, now_ms: u64) -> Mismatch {
         let (acked, durable) = self.counts();
         let detail = format!(
-            "recovered state equals no allowed prefix: {acked} writes acknowledged, {durable} known durable \
-             (fsync {}), in-flight write: {}\n{}",
+            "recovered state equals no allowed prefix: {acked} writes acknowledged since the log's base (its \
+             start or last rewrite, which must survive whole), {durable} of them known durable (fsync {}), \
+             in-flight write: {}\n{}",
             self.fsync.name(),
             self.uncertain.as_ref().map_or("none".to_string(), |(_, c)| format!("{c:?}")),
             diff(&self.current.dump(now_ms), dump)

@@ -14,7 +14,8 @@
 //! - `seg_read`: the fixture's segment, segments sealed by workloads, an
 //!   empty one and one whose binary keys share a long prefix;
 //! - `manifest_open`: the fixture's manifest, workloads' manifests (ADDs
-//!   and DROPs), a header alone and a torn one;
+//!   and DROPs), a header alone and a torn one, and a compacted one with
+//!   appends after its snapshot;
 //! - `store_ops`: simulator workloads (`workload::generate`) as plans, and
 //!   hand-written plans that crash an eviction and a rewrite at each mark.
 //!
@@ -27,7 +28,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use engine::clock::ManualClock;
-use engine::manifest::MANIFEST_FILE;
+use engine::manifest::{Manifest, SegEntry, MANIFEST_FILE};
 use engine::seg::SegBuilder;
 use engine::store::{Command, Options, Store, AOF_FILE};
 use engine::vfs::{read_whole, MemVfs, OpenMode, Vfs};
@@ -201,6 +202,35 @@ fn seg_and_manifest_inputs(inputs: &mut Vec<Input>) {
     for (name, bytes) in manifests {
         push(inputs, MANIFEST, name, bytes);
     }
+    push(inputs, MANIFEST, "compacted", compacted_manifest());
+}
+
+/// What a long-lived store's manifest looks like: twelve segments
+/// registered and most retired, compacted (a snapshot of three live
+/// entries and `next_seq` 13), then an ADD and a DROP appended after it.
+fn compacted_manifest() -> Vec<u8> {
+    let vfs = disk();
+    let entry = |seq: u64| SegEntry {
+        seq,
+        file: engine::store::segment_file_name(b"t0", seq),
+        table: b"t0".to_vec(),
+        min_key: format!("t0:{seq}").into_bytes(),
+        max_key: format!("t0:{seq}:z").into_bytes(),
+        records: seq,
+    };
+    let (mut manifest, _) = Manifest::open(vfs.clone(), Path::new(DIR)).expect("a manifest on MemVfs");
+    for seq in 1..=12 {
+        manifest.add(entry(seq)).expect("an ADD");
+    }
+    for seq in (1..=12).filter(|seq| ![3, 7, 11].contains(seq)) {
+        manifest.drop_seg(seq).expect("a DROP");
+    }
+    assert!(manifest.compaction_due());
+    manifest.compact(vfs.as_ref()).expect("a compaction on MemVfs");
+    manifest.add(entry(13)).expect("an ADD after the snapshot");
+    manifest.drop_seg(7).expect("a DROP after the snapshot");
+    drop(manifest);
+    read(vfs.as_ref(), MANIFEST_FILE)
 }
 
 fn store_ops_inputs(inputs: &mut Vec<Input>) {

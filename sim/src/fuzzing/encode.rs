@@ -10,7 +10,7 @@
 //! same plan back, and the corpus generator asserts it for every input it
 //! writes: a change in `arbitrary`'s format fails loudly, not silently.
 
-use super::plan::{Field, FuzzCrash, FuzzCrashMode, FuzzFsync, FuzzOp, FuzzPlan, FuzzStep, Key, KeySpace, Token};
+use super::plan::{Field, FuzzCrash, FuzzOp, FuzzPlan, FuzzStep, Key, KeySpace, Token};
 
 /// Bytes in the order `arbitrary` reads them.
 #[derive(Default)]
@@ -94,25 +94,21 @@ impl Encoder {
         self.list(more, Self::field);
     }
 
+    /// An operation as the derive reads it: the variant, then its fields
+    /// in declaration order.
     fn op(&mut self, op: &FuzzOp) {
-        const VARIANTS: u32 = 19;
+        self.variant(op_variant(op), FUZZ_OP_VARIANTS);
         match op {
             FuzzOp::Set { key, value } => {
-                self.variant(0, VARIANTS);
                 self.key(key);
                 self.token(value);
             }
-            FuzzOp::Get { key } => {
-                self.variant(1, VARIANTS);
-                self.key(key);
-            }
+            FuzzOp::Get { key } | FuzzOp::HGetAll { key } | FuzzOp::Persist { key } => self.key(key),
             FuzzOp::Del { first, more } => {
-                self.variant(2, VARIANTS);
                 self.key(first);
                 self.list(more, Self::key);
             }
             FuzzOp::HSet { key, ts, pairs } => {
-                self.variant(3, VARIANTS);
                 self.key(key);
                 self.option(ts.as_ref(), |e, ts| e.i16(*ts));
                 self.list(pairs, |e, (field, value)| {
@@ -121,46 +117,31 @@ impl Encoder {
                 });
             }
             FuzzOp::HGet { key, field } => {
-                self.variant(4, VARIANTS);
                 self.key(key);
                 self.field(field);
             }
             FuzzOp::HDel { key, first, more } => {
-                self.variant(5, VARIANTS);
                 self.key(key);
                 self.fields(first, more);
-            }
-            FuzzOp::HGetAll { key } => {
-                self.variant(6, VARIANTS);
-                self.key(key);
             }
             FuzzOp::PExpireAt { key, in_ms } => {
-                self.variant(7, VARIANTS);
                 self.key(key);
                 self.i16(*in_ms);
             }
-            FuzzOp::Persist { key } => {
-                self.variant(8, VARIANTS);
-                self.key(key);
-            }
             FuzzOp::HPExpireAt { key, in_ms, first, more } => {
-                self.variant(9, VARIANTS);
                 self.key(key);
                 self.i16(*in_ms);
                 self.fields(first, more);
             }
-            FuzzOp::FlushAll => self.variant(10, VARIANTS),
-            FuzzOp::Evict => self.variant(11, VARIANTS),
-            FuzzOp::Rewrite => self.variant(12, VARIANTS),
-            FuzzOp::Sync => self.variant(13, VARIANTS),
-            FuzzOp::Advance { ms } => {
-                self.variant(14, VARIANTS);
-                self.u16(*ms);
-            }
-            FuzzOp::Crash => self.variant(15, VARIANTS),
-            FuzzOp::Restart => self.variant(16, VARIANTS),
-            FuzzOp::SecondOpen => self.variant(17, VARIANTS),
-            FuzzOp::Kill => self.variant(18, VARIANTS),
+            FuzzOp::Advance { ms } => self.u16(*ms),
+            FuzzOp::FlushAll
+            | FuzzOp::Evict
+            | FuzzOp::Rewrite
+            | FuzzOp::Sync
+            | FuzzOp::Crash
+            | FuzzOp::Restart
+            | FuzzOp::SecondOpen
+            | FuzzOp::Kill => {}
         }
     }
 
@@ -179,27 +160,44 @@ impl Encoder {
     }
 }
 
+/// How many variants [`FuzzOp`] has (what the derive scales onto).
+const FUZZ_OP_VARIANTS: u32 = 19;
+
+/// `op`'s variant index: its place in [`FuzzOp`]'s declaration, which is
+/// how the derive numbers them.
+fn op_variant(op: &FuzzOp) -> u32 {
+    match op {
+        FuzzOp::Set { .. } => 0,
+        FuzzOp::Get { .. } => 1,
+        FuzzOp::Del { .. } => 2,
+        FuzzOp::HSet { .. } => 3,
+        FuzzOp::HGet { .. } => 4,
+        FuzzOp::HDel { .. } => 5,
+        FuzzOp::HGetAll { .. } => 6,
+        FuzzOp::PExpireAt { .. } => 7,
+        FuzzOp::Persist { .. } => 8,
+        FuzzOp::HPExpireAt { .. } => 9,
+        FuzzOp::FlushAll => 10,
+        FuzzOp::Evict => 11,
+        FuzzOp::Rewrite => 12,
+        FuzzOp::Sync => 13,
+        FuzzOp::Advance { .. } => 14,
+        FuzzOp::Crash => 15,
+        FuzzOp::Restart => 16,
+        FuzzOp::SecondOpen => 17,
+        FuzzOp::Kill => 18,
+    }
+}
+
 impl FuzzPlan {
     /// The bytes that [`FuzzPlan::from_bytes`] decodes to this plan.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut e = Encoder::default();
         e.u64(self.seed);
-        e.option(self.fsync.as_ref(), |e, fsync| {
-            let index = match fsync {
-                FuzzFsync::Always => 0,
-                FuzzFsync::EverySec => 1,
-                FuzzFsync::No => 2,
-            };
-            e.variant(index, 3);
-        });
-        e.option(self.crash_mode.as_ref(), |e, mode| {
-            let index = match mode {
-                FuzzCrashMode::Strict => 0,
-                FuzzCrashMode::Prefix => 1,
-                FuzzCrashMode::Reorder => 2,
-            };
-            e.variant(index, 3);
-        });
+        // Both enums are fieldless with no explicit discriminants, so `as`
+        // gives the declaration index, which is how the derive numbers them.
+        e.option(self.fsync.as_ref(), |e, fsync| e.variant(*fsync as u32, 3));
+        e.option(self.crash_mode.as_ref(), |e, mode| e.variant(*mode as u32, 3));
         e.list(&self.steps, Encoder::step);
         e.out
     }
@@ -208,6 +206,7 @@ impl FuzzPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fuzzing::plan::{FuzzCrashMode, FuzzFsync};
     use proptest::prelude::*;
 
     #[test]
@@ -231,11 +230,19 @@ mod tests {
             FuzzOp::Advance { ms: u16::MAX },
             FuzzOp::Crash,
             FuzzOp::Restart,
+            FuzzOp::SecondOpen,
+            FuzzOp::Kill,
         ];
         let crashes = [None, Some(FuzzCrash::AtMark(4)), Some(FuzzCrash::AfterIos(250))];
         let steps =
             ops.into_iter().enumerate().map(|(i, op)| FuzzStep { op, crash: crashes[i % crashes.len()] }).collect();
-        for (fsync, crash_mode) in [(None, None), (Some(FuzzFsync::No), Some(FuzzCrashMode::Reorder))] {
+        let settings = [
+            (None, None),
+            (Some(FuzzFsync::Always), Some(FuzzCrashMode::Strict)),
+            (Some(FuzzFsync::EverySec), Some(FuzzCrashMode::Prefix)),
+            (Some(FuzzFsync::No), Some(FuzzCrashMode::Reorder)),
+        ];
+        for (fsync, crash_mode) in settings {
             let plan = FuzzPlan { seed: u64::MAX - 1, fsync, crash_mode, steps: Vec::clone(&steps) };
             assert_eq!(FuzzPlan::from_bytes(&plan.to_bytes()), plan);
         }

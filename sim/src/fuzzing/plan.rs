@@ -79,7 +79,11 @@ pub struct FuzzStep {
 pub enum FuzzCrash {
     /// At the engine's [`Phase`] whose code is `n` modulo the number of
     /// phases (no crash if the operation never reaches it). Codes are
-    /// fixed (`Phase::code`), so a saved plan keeps its meaning.
+    /// fixed (`Phase::code`), so a plan that names a phase by its code
+    /// keeps its meaning; a byte at or above the number of phases wraps,
+    /// and names another phase once phases are added (14 since manifest
+    /// compaction, 11 before: the committed corpus holds codes below 11
+    /// only).
     AtMark(u8),
     /// At the n-th I/O operation of the operation.
     AfterIos(u8),

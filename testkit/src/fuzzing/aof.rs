@@ -199,6 +199,7 @@ fn check_content(store: &Store, model: &Model, when: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fuzzing::flips::{byte_flips, flipped};
     use proptest::prelude::*;
 
     #[test]
@@ -228,14 +229,9 @@ mod tests {
 
         #[test]
         fn flipped_bytes_in_the_fixture_log_never_break_a_property(
-            flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+            flips in byte_flips(),
         ) {
-            let mut log = fixture().log.clone();
-            for (at, value) in flips {
-                let at = at.index(log.len());
-                log[at] = value;
-            }
-            aof_recover(&log);
+            aof_recover(&flipped(fixture().log.clone(), &flips));
         }
     }
 }

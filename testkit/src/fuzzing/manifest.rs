@@ -5,14 +5,18 @@
 //! nothing, or both accept the same live set, open cutting exactly the torn
 //! tail parse reported. After an accepting open, a fresh seq is above every
 //! seq the file ever held, and an ADD and a DROP appended to the cut file
-//! are exactly what a reopen reads back.
+//! are exactly what a reopen reads back. Then [`Manifest::compact`] keeps
+//! exactly that live set and `next_seq`: the compacted file parses and
+//! reopens to them, and a seq below `next_seq` is still refused.
 
 use std::collections::BTreeMap;
 
 use super::{dir, disk_with, path_of, read, resealed_frames, with_resealed};
-use engine::manifest::{Manifest, ManifestState, SegEntry, MANIFEST_FILE};
+use engine::manifest::{Manifest, ManifestState, SegEntry, MANIFEST_FILE, MANIFEST_TEMP_FILE};
 use engine::store::segment_file_name;
+use engine::vfs::{MemVfs, Vfs};
 use engine::{Error, Result};
+use std::sync::Arc;
 
 /// Parse and open the bytes as a manifest and append after the open (see
 /// the module doc), as given and with their frames resealed (see [the
@@ -68,9 +72,42 @@ fn check_all(data: &[u8]) {
     let expected = live(&manifest);
     drop(manifest);
 
-    let (reopened, report) = Manifest::open(vfs.clone(), dir()).expect("a manifest reopens after its own appends");
+    let (mut reopened, report) = Manifest::open(vfs.clone(), dir()).expect("a manifest reopens after its own appends");
     assert_eq!(report.torn_tail_bytes, 0, "appends after open left a torn tail");
     assert_eq!(live(&reopened), expected, "a reopen reads back another live set than was appended");
+
+    check_compaction(&vfs, &mut reopened, &expected);
+}
+
+/// Compact `manifest` (open on `vfs`, holding `expected`) and check the
+/// compacted ledger means exactly what the appended one did.
+fn check_compaction(vfs: &Arc<MemVfs>, manifest: &mut Manifest, expected: &BTreeMap<u64, SegEntry>) {
+    let path = path_of(MANIFEST_FILE);
+    let before = Manifest::parse(&path, &read(vfs.as_ref(), MANIFEST_FILE)).expect("an appended manifest parses");
+    manifest.compact(vfs.as_ref()).expect("a compaction on a fault-free disk");
+    assert!(!manifest.compaction_due(), "a compacted ledger is due again");
+    assert_eq!(&live(manifest), expected, "compaction changed the live set in memory");
+    let after = Manifest::parse(&path, &read(vfs.as_ref(), MANIFEST_FILE)).expect("a compacted manifest parses");
+    assert!(after.compacted);
+    assert_eq!(after.live, before.live, "compaction changed the live set on disk");
+    assert_eq!(after.next_seq, before.next_seq, "compaction changed next_seq");
+    assert_eq!(after.records, after.live.len() as u64, "a compacted ledger holds one record per live entry");
+    assert!(!vfs.exists(&path_of(MANIFEST_TEMP_FILE)).unwrap(), "the temp file was left behind");
+    if before.next_seq > 1 {
+        let old = before.next_seq - 1;
+        let entry = SegEntry {
+            seq: old,
+            file: segment_file_name(b"old", old),
+            table: b"old".to_vec(),
+            min_key: b"old:a".to_vec(),
+            max_key: b"old:z".to_vec(),
+            records: 1,
+        };
+        assert!(matches!(manifest.add(entry), Err(Error::Invalid(_))), "seq {old} registered again");
+    }
+    let (reopened, report) = Manifest::open(vfs.clone(), dir()).expect("a compacted manifest reopens");
+    assert_eq!(report.records_replayed, after.records);
+    assert_eq!(&live(&reopened), expected, "a compacted manifest reopens to another live set");
 }
 
 fn check_state(data: &[u8], state: &ManifestState) {
@@ -101,6 +138,7 @@ fn expect_ok_or_invalid(result: Result<()>, what: &str) {
 mod tests {
     use super::*;
     use crate::fuzzing::fixture;
+    use crate::fuzzing::flips::{byte_flips, flipped};
     use proptest::prelude::*;
 
     fn fixture_manifest() -> Vec<u8> {
@@ -120,14 +158,9 @@ mod tests {
 
         #[test]
         fn flipped_bytes_in_the_fixture_manifest_never_break_a_property(
-            flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+            flips in byte_flips(),
         ) {
-            let mut manifest = fixture_manifest();
-            for (at, value) in flips {
-                let at = at.index(manifest.len());
-                manifest[at] = value;
-            }
-            manifest_open(&manifest);
+            manifest_open(&flipped(fixture_manifest(), &flips));
         }
     }
 }

@@ -39,6 +39,8 @@
 
 mod aof;
 mod fixture;
+#[cfg(test)]
+mod flips;
 mod manifest;
 mod seg;
 

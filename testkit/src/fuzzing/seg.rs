@@ -191,6 +191,7 @@ fn put_u32_at(bytes: &mut [u8], at: usize, value: u32) {
 mod tests {
     use super::*;
     use crate::fuzzing::fixture;
+    use crate::fuzzing::flips::{byte_flips, flipped};
     use proptest::prelude::*;
 
     fn fixture_segment() -> Vec<u8> {
@@ -243,14 +244,9 @@ mod tests {
 
         #[test]
         fn flipped_bytes_in_the_fixture_segment_never_break_a_property(
-            flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+            flips in byte_flips(),
         ) {
-            let mut segment = fixture_segment();
-            for (at, value) in flips {
-                let at = at.index(segment.len());
-                segment[at] = value;
-            }
-            seg_read(&segment);
+            seg_read(&flipped(fixture_segment(), &flips));
         }
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use engine::vfs::{OpenMode, Vfs};
 use proptest::prelude::*;
 
-use super::{contents, create_durable, dir, disk, open_write, path, pattern};
+use super::{contents, create_durable, dir, disk, disk_holding, open_write, path, pattern, sector_sizes};
 use crate::disk::{CrashMode, DiskConfig, DiskImage, DiskSnapshot, SimVfs};
 use crate::trace::Trace;
 
@@ -117,8 +117,7 @@ fn directory_subsets_are_all_taken_when_few_and_bounded_when_many() {
 
 #[test]
 fn a_recording_shares_snapshots_while_nothing_changes() {
-    let vfs = disk(CrashMode::Strict, 512);
-    create_durable(&vfs, "f", b"durable");
+    let vfs = disk_holding(CrashMode::Strict, 512, "f", b"durable");
     vfs.start_recording();
     let first = vfs.io_count();
     let mut f = open_write(&vfs, "f"); // 0: an open changes nothing
@@ -140,8 +139,7 @@ fn a_recording_shares_snapshots_while_nothing_changes() {
 
 #[test]
 fn a_disk_made_from_an_image_holds_exactly_it_durably() {
-    let vfs = disk(CrashMode::Prefix, 512);
-    create_durable(&vfs, "kept", &pattern(5, 900));
+    let vfs = disk_holding(CrashMode::Prefix, 512, "kept", &pattern(5, 900));
     let mut f = vfs.open(&path("new"), OpenMode::Create).unwrap();
     f.write_at(0, b"unsynced").unwrap();
     let snapshot = vfs.snapshot();
@@ -265,7 +263,7 @@ proptest! {
     #[test]
     fn every_prefix_crash_of_one_file_is_enumerated(
         steps in proptest::collection::vec(file_step(), 1..10),
-        sector_bytes in prop_oneof![Just(512u64), Just(4096u64)],
+        sector_bytes in sector_sizes(),
     ) {
         let explored = disk(CrashMode::Prefix, sector_bytes);
         apply_file_steps(&explored, &steps);
@@ -304,8 +302,7 @@ proptest! {
     fn the_enumeration_is_deterministic_and_varies_one_file_at_a_time(
         steps in proptest::collection::vec(file_step(), 1..8),
     ) {
-        let vfs = disk(CrashMode::Prefix, 512);
-        create_durable(&vfs, "other", &pattern(4, 3000));
+        let vfs = disk_holding(CrashMode::Prefix, 512, "other", &pattern(4, 3000));
         let mut other = open_write(&vfs, "other");
         other.write_at(10, b"unsynced change to the other file").unwrap();
         apply_file_steps(&vfs, &steps);

@@ -20,7 +20,9 @@ mod strict;
 use std::path::{Path, PathBuf};
 
 use engine::vfs::{read_whole, OpenMode, Vfs, VfsFile};
+use proptest::prelude::*;
 
+use super::inode::DataOp;
 use super::{CrashMode, DiskConfig, SimVfs};
 use crate::trace::Trace;
 
@@ -58,6 +60,53 @@ pub(super) fn create_durable(vfs: &SimVfs, name: &str, bytes: &[u8]) {
     file.write_at(0, bytes).unwrap();
     file.sync().unwrap();
     vfs.sync_dir(dir()).unwrap();
+}
+
+/// A fault-free disk whose `/db/<name>` durably holds `bytes`: where most
+/// crash scenarios start.
+pub(super) fn disk_holding(mode: CrashMode, sector_bytes: u64, name: &str, bytes: &[u8]) -> SimVfs {
+    let vfs = disk(mode, sector_bytes);
+    create_durable(&vfs, name, bytes);
+    vfs
+}
+
+/// A disk with `config` whose file `f` durably holds `base`, with `ops`
+/// done on it since (written, not synced): what a power loss then cuts.
+pub(super) fn with_pending(config: &DiskConfig, base: &[u8], ops: &[DataOp]) -> SimVfs {
+    let vfs = disk_with(config.clone());
+    create_durable(&vfs, "f", base);
+    let mut file = open_write(&vfs, "f");
+    for op in ops {
+        match op {
+            DataOp::Write { offset_bytes, data } => file.write_at(*offset_bytes, data).unwrap(),
+            DataOp::SetLen { len_bytes } => file.set_len(*len_bytes).unwrap(),
+        }
+    }
+    vfs
+}
+
+/// Either sector size the simulated disk is drawn with.
+pub(super) fn sector_sizes() -> impl Strategy<Value = u64> {
+    prop_oneof![Just(512u64), Just(4096u64)]
+}
+
+/// A data op within the first `span_bytes` of a file: four times in five
+/// a write of 1 to `max_write_bytes - 1` [`pattern`] bytes, else a resize.
+pub(super) fn data_op(span_bytes: u64, max_write_bytes: u64) -> impl Strategy<Value = DataOp> {
+    assert!(max_write_bytes > 1, "a write of at least one byte");
+    prop_oneof![
+        4 => (0..span_bytes, 1..max_write_bytes as usize, any::<u8>())
+            .prop_map(|(offset_bytes, len, seed)| DataOp::Write { offset_bytes, data: pattern(seed, len) }),
+        1 => (0..span_bytes).prop_map(|len_bytes| DataOp::SetLen { len_bytes }),
+    ]
+}
+
+/// A sector size and one to seven data ops drawn by `op` for it.
+pub(super) fn sector_and_ops<S: Strategy<Value = DataOp>>(
+    op: impl Fn(u64) -> S,
+) -> impl Strategy<Value = (u64, Vec<DataOp>)> {
+    sector_sizes()
+        .prop_flat_map(move |sector_bytes| (Just(sector_bytes), prop::collection::vec(op(sector_bytes), 1..8)))
 }
 
 /// Open `name` for writing (it must exist).

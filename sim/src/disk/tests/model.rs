@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use engine::vfs::{MemVfs, OpenMode, Vfs, VfsFile};
 use proptest::prelude::*;
 
-use super::{dir, pattern};
+use super::{dir, pattern, sector_sizes};
 use crate::disk::{CrashMode, DiskConfig, SimVfs};
 use crate::trace::Trace;
 
@@ -125,7 +125,7 @@ proptest! {
     #[test]
     fn without_a_crash_it_behaves_like_mem_vfs(
         ops in prop::collection::vec(op(), 1..60),
-        sector_bytes in prop_oneof![Just(512u64), Just(4096u64)],
+        sector_bytes in sector_sizes(),
     ) {
         let mem = MemVfs::new();
         let sim = SimVfs::new(DiskConfig::fault_free(CrashMode::Reorder, sector_bytes), Trace::new(false));

@@ -4,7 +4,7 @@
 use engine::vfs::{OpenMode, Vfs};
 use engine::Phase;
 
-use super::{contents, create_durable, dir, disk, disk_with, open_write, path, pattern};
+use super::{contents, dir, disk, disk_holding, disk_with, open_write, path, pattern};
 use crate::disk::{CrashMode, CrashPoint, DiskConfig, SimVfs};
 use crate::trace::{Event, Trace};
 
@@ -56,8 +56,7 @@ fn at_mark_fails_everything_after_the_label() {
 
 #[test]
 fn a_refused_operation_does_not_touch_the_disk() {
-    let vfs = disk(CrashMode::Strict, 512);
-    create_durable(&vfs, "f", b"before");
+    let vfs = disk_holding(CrashMode::Strict, 512, "f", b"before");
     let mut file = open_write(&vfs, "f");
     vfs.arm_crash(Some(CrashPoint::AfterIos(0)));
     vfs.begin_op(0);

@@ -7,33 +7,10 @@ use std::collections::BTreeSet;
 use engine::vfs::{OpenMode, Vfs};
 use proptest::prelude::*;
 
-use super::{contents, create_durable, dir, disk, disk_with, open_write, path, pattern, resized};
+use super::{contents, data_op, dir, disk, path, pattern, resized, sector_and_ops, with_pending};
 use crate::disk::inode::DataOp;
 use crate::disk::sectors::{inner_cuts, sector_end};
-use crate::disk::{CrashMode, DiskConfig, SimVfs};
-
-fn data_op(sector_bytes: u64) -> impl Strategy<Value = DataOp> {
-    let span = 3 * sector_bytes;
-    prop_oneof![
-        4 => (0..span, 1..(2 * sector_bytes + 100) as usize, any::<u8>())
-            .prop_map(|(offset_bytes, len, seed)| DataOp::Write { offset_bytes, data: pattern(seed, len) }),
-        1 => (0..span).prop_map(|len_bytes| DataOp::SetLen { len_bytes }),
-    ]
-}
-
-/// A disk whose file `f` durably holds `base`, with `ops` pending on it.
-fn prepared(config: &DiskConfig, base: &[u8], ops: &[DataOp]) -> SimVfs {
-    let vfs = disk_with(config.clone());
-    create_durable(&vfs, "f", base);
-    let mut file = open_write(&vfs, "f");
-    for op in ops {
-        match op {
-            DataOp::Write { offset_bytes, data } => file.write_at(*offset_bytes, data).unwrap(),
-            DataOp::SetLen { len_bytes } => file.set_len(*len_bytes).unwrap(),
-        }
-    }
-    vfs
-}
+use crate::disk::{CrashMode, DiskConfig};
 
 /// Whether `got` is one of the states `prefix` allows.
 fn allowed(got: &[u8], base: &[u8], ops: &[DataOp], sector_bytes: u64, garbage: bool) -> bool {
@@ -76,16 +53,15 @@ proptest! {
 
     #[test]
     fn every_outcome_is_a_prefix_up_to_one_torn_sector(
-        (sector_bytes, ops) in prop_oneof![Just(512u64), Just(4096u64)]
-            .prop_flat_map(|s| (Just(s), prop::collection::vec(data_op(s), 1..8))),
+        (sector_bytes, ops) in sector_and_ops(|s| data_op(3 * s, 2 * s + 100)),
         garbage in any::<bool>(),
         base_len in 0..5000usize,
     ) {
-        let mut config = DiskConfig::fault_free(CrashMode::Prefix, sector_bytes);
-        config.p_torn_garbage = if garbage { 0.5 } else { 0.0 };
+        let p_torn_garbage = if garbage { 0.5 } else { 0.0 };
+        let config = DiskConfig { p_torn_garbage, ..DiskConfig::fault_free(CrashMode::Prefix, sector_bytes) };
         let base = pattern(200, base_len);
         for crash_seed in 0..24 {
-            let vfs = prepared(&config, &base, &ops);
+            let vfs = with_pending(&config, &base, &ops);
             let outcome = vfs.power_loss(crash_seed);
             let got = contents(&vfs, "f").unwrap();
             prop_assert!(
@@ -114,7 +90,7 @@ fn the_outcomes_span_nothing_to_everything_and_tears_in_between() {
     let config = DiskConfig::fault_free(CrashMode::Prefix, 512);
     let mut lengths = BTreeSet::new();
     for crash_seed in 0..200 {
-        let vfs = prepared(&config, &base, &ops);
+        let vfs = with_pending(&config, &base, &ops);
         vfs.power_loss(crash_seed);
         let got = contents(&vfs, "f").unwrap();
         assert!(allowed(&got, &base, &ops, 512, false));

@@ -7,40 +7,28 @@ use std::collections::BTreeSet;
 use engine::vfs::{OpenMode, Vfs};
 use proptest::prelude::*;
 
-use super::{contents, create_durable, dir, disk, disk_with, open_write, path, pattern, resized};
+use super::{contents, data_op, dir, disk_holding, open_write, path, pattern, resized, sector_and_ops, with_pending};
+use crate::disk::inode::DataOp;
 use crate::disk::{CrashMode, DiskConfig};
 
-#[derive(Clone, Debug)]
-enum Change {
-    Write { offset_bytes: u64, data: Vec<u8> },
-    SetLen { len_bytes: u64 },
-}
-
-fn change(sector_bytes: u64) -> impl Strategy<Value = Change> {
-    let span = 4 * sector_bytes;
-    prop_oneof![
-        4 => (0..span, 1..(2 * sector_bytes) as usize, any::<u8>())
-            .prop_map(|(offset_bytes, len, seed)| Change::Write { offset_bytes, data: pattern(seed, len) }),
-        1 => (0..span).prop_map(|len_bytes| Change::SetLen { len_bytes }),
-    ]
-}
-
 /// The volatile image after `changes`, and which of its bytes (up to the
-/// largest length the file reached) any change touched.
-fn replay(base: &[u8], changes: &[Change]) -> (Vec<u8>, Vec<bool>) {
+/// largest length the file reached) any change touched. Worked out here,
+/// not with `DataOp`'s own methods, so the oracle is not the code under
+/// test.
+fn replay(base: &[u8], changes: &[DataOp]) -> (Vec<u8>, Vec<bool>) {
     let mut image = base.to_vec();
     let mut touched = vec![false; base.len()];
     for change in changes {
         let len_before = image.len();
         let range = match change {
-            Change::Write { offset_bytes, data } => {
+            DataOp::Write { offset_bytes, data } => {
                 let start = *offset_bytes as usize;
                 let end = start + data.len();
                 image.resize(image.len().max(end), 0);
                 image[start..end].copy_from_slice(data);
                 start.min(len_before)..end
             }
-            Change::SetLen { len_bytes } => {
+            DataOp::SetLen { len_bytes } => {
                 image.resize(*len_bytes as usize, 0);
                 len_before.min(image.len())..len_before.max(image.len())
             }
@@ -58,26 +46,17 @@ proptest! {
 
     #[test]
     fn every_sector_is_old_new_or_garbage_on_written_bytes(
-        (sector_bytes, changes) in prop_oneof![Just(512u64), Just(4096u64)]
-            .prop_flat_map(|s| (Just(s), prop::collection::vec(change(s), 1..8))),
+        (sector_bytes, changes) in sector_and_ops(|s| data_op(4 * s, 2 * s)),
         garbage in any::<bool>(),
         base_len in 0..10_000usize,
     ) {
-        let mut config = DiskConfig::fault_free(CrashMode::Reorder, sector_bytes);
-        config.p_torn_garbage = if garbage { 0.3 } else { 0.0 };
+        let p_torn_garbage = if garbage { 0.3 } else { 0.0 };
+        let config = DiskConfig { p_torn_garbage, ..DiskConfig::fault_free(CrashMode::Reorder, sector_bytes) };
         let base = pattern(99, base_len);
         let (volatile, touched) = replay(&base, &changes);
         let sector = sector_bytes as usize;
         for crash_seed in 0..24 {
-            let vfs = disk_with(config.clone());
-            create_durable(&vfs, "f", &base);
-            let mut file = open_write(&vfs, "f");
-            for change in &changes {
-                match change {
-                    Change::Write { offset_bytes, data } => file.write_at(*offset_bytes, data).unwrap(),
-                    Change::SetLen { len_bytes } => file.set_len(*len_bytes).unwrap(),
-                }
-            }
+            let vfs = with_pending(&config, &base, &changes);
             let outcome = vfs.power_loss(crash_seed);
             let got = contents(&vfs, "f").unwrap();
             prop_assert!(got.len() == base.len() || got.len() == volatile.len(), "length {}", got.len());
@@ -114,8 +93,7 @@ fn sectors_survive_independently() {
         let new = pattern(2, len);
         let mut mixed = 0;
         for crash_seed in 0..20 {
-            let vfs = disk(CrashMode::Reorder, sector_bytes);
-            create_durable(&vfs, "f", &base);
+            let vfs = disk_holding(CrashMode::Reorder, sector_bytes, "f", &base);
             open_write(&vfs, "f").write_at(0, &new).unwrap();
             vfs.power_loss(crash_seed);
             let got = contents(&vfs, "f").unwrap();
@@ -133,8 +111,7 @@ fn sectors_survive_independently() {
 fn a_rename_is_old_or_new_never_both_or_neither() {
     let mut seen = BTreeSet::new();
     for crash_seed in 0..64 {
-        let vfs = disk(CrashMode::Reorder, 512);
-        create_durable(&vfs, "a", b"payload");
+        let vfs = disk_holding(CrashMode::Reorder, 512, "a", b"payload");
         vfs.rename(&path("a"), &path("b")).unwrap();
         vfs.power_loss(crash_seed);
         let names = vfs.list_dir(dir()).unwrap();
@@ -153,8 +130,7 @@ fn a_replacing_rename_never_loses_the_target() {
     // the create it depends on.
     let mut seen = BTreeSet::new();
     for crash_seed in 0..64 {
-        let vfs = disk(CrashMode::Reorder, 4096);
-        create_durable(&vfs, "live", b"old");
+        let vfs = disk_holding(CrashMode::Reorder, 4096, "live", b"old");
         let mut temp = vfs.open(&path("temp"), OpenMode::Create).unwrap();
         temp.write_at(0, b"new").unwrap();
         temp.sync().unwrap();

@@ -3,7 +3,7 @@
 
 use engine::vfs::{OpenMode, Vfs};
 
-use super::{contents, create_durable, dir, disk, open_write, path};
+use super::{contents, create_durable, dir, disk, disk_holding, open_write, path};
 use crate::disk::{CrashMode, CrashOutcome};
 
 #[test]
@@ -20,8 +20,7 @@ fn fsynced_data_without_a_synced_entry_is_gone() {
 
 #[test]
 fn a_synced_entry_keeps_exactly_the_synced_data() {
-    let vfs = disk(CrashMode::Strict, 512);
-    create_durable(&vfs, "f", b"durable");
+    let vfs = disk_holding(CrashMode::Strict, 512, "f", b"durable");
     let mut file = open_write(&vfs, "f");
     file.write_at(7, b" and volatile").unwrap();
     file.set_len(3).unwrap();
@@ -44,8 +43,7 @@ fn an_entry_synced_before_its_data_is_an_empty_file() {
 
 #[test]
 fn a_rename_is_durable_only_after_sync_dir_and_then_whole() {
-    let vfs = disk(CrashMode::Strict, 512);
-    create_durable(&vfs, "current", b"old");
+    let vfs = disk_holding(CrashMode::Strict, 512, "current", b"old");
     create_durable(&vfs, "temp", b"new");
     vfs.rename(&path("temp"), &path("current")).unwrap();
     assert_eq!(contents(&vfs, "current").unwrap(), b"new");
@@ -63,8 +61,7 @@ fn a_rename_is_durable_only_after_sync_dir_and_then_whole() {
 
 #[test]
 fn an_unlink_is_durable_only_after_sync_dir() {
-    let vfs = disk(CrashMode::Strict, 512);
-    create_durable(&vfs, "f", b"bytes");
+    let vfs = disk_holding(CrashMode::Strict, 512, "f", b"bytes");
     vfs.unlink(&path("f")).unwrap();
     assert_eq!(contents(&vfs, "f"), None);
     assert_eq!(vfs.volatile_bytes(), 5, "space is freed when the unlink is durable");
@@ -79,8 +76,7 @@ fn an_unlink_is_durable_only_after_sync_dir() {
 
 #[test]
 fn an_unsynced_truncate_is_lost() {
-    let vfs = disk(CrashMode::Strict, 512);
-    create_durable(&vfs, "f", b"keep me");
+    let vfs = disk_holding(CrashMode::Strict, 512, "f", b"keep me");
     drop(vfs.open(&path("f"), OpenMode::Truncate).unwrap());
     assert_eq!(contents(&vfs, "f").unwrap(), b"");
     vfs.power_loss(8);
@@ -98,8 +94,7 @@ fn directories_are_durable_at_once() {
 
 #[test]
 fn handles_die_at_power_loss_and_at_restart_but_only_power_loss_loses_data() {
-    let vfs = disk(CrashMode::Strict, 512);
-    create_durable(&vfs, "f", b"base");
+    let vfs = disk_holding(CrashMode::Strict, 512, "f", b"base");
     let mut file = open_write(&vfs, "f");
     file.write_at(4, b"+cached").unwrap();
     vfs.process_restart();

@@ -15,6 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::disk::{CrashMode, DiskConfig};
+use crate::draw::{maybe, swarm_weights};
 
 /// The workload operation kinds whose weights the swarm draws.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -119,15 +120,6 @@ pub const DEFAULT_OPS: u64 = 200;
 /// from the segsim target's configuration stream.
 const CONFIG_SALT: u64 = 0x5245_4442_0000_0001;
 
-/// A probability that is zero half the time (swarm), else in `lo..hi`.
-fn maybe(rng: &mut ChaCha8Rng, lo: f64, hi: f64) -> f64 {
-    if rng.gen_bool(0.5) {
-        0.0
-    } else {
-        rng.gen_range(lo..hi)
-    }
-}
-
 /// One of a few fixed probabilities (a swarm dial with recognisable stops).
 fn one_of(rng: &mut ChaCha8Rng, stops: &[f64]) -> f64 {
     stops[rng.gen_range(0..stops.len())]
@@ -167,13 +159,7 @@ impl RedbConfig {
         let p_durability_none = one_of(&mut rng, &[0.0, 0.3, 0.7]);
         let p_two_phase = one_of(&mut rng, &[0.0, 0.5, 1.0]);
         let p_quick_repair = one_of(&mut rng, &[0.0, 0.3]);
-        let weights = OpKind::BASE_WEIGHTS
-            .iter()
-            .map(|&(kind, weight)| {
-                let off = !kind.essential() && rng.gen_bool(0.2);
-                (kind, if off { 0 } else { weight })
-            })
-            .collect();
+        let weights = swarm_weights(&mut rng, &OpKind::BASE_WEIGHTS, OpKind::essential);
         let max_value_bytes = match rng.gen_range(0..20) {
             0 => 20_000,
             1 | 2 => 3_000,

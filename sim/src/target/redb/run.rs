@@ -254,16 +254,10 @@ impl<'a> Runner<'a> {
         }
     }
 
+    /// A failure of `check` at the current operation, with the trace's
+    /// last events and the seed's repro.
     pub fn fail(&self, check: Check, detail: impl Into<String>) -> Failure {
-        let recent = self.vfs.with_trace(|t| t.recent().iter().map(|e| t.describe(e)).collect());
-        Failure {
-            seed: self.config.seed,
-            op_index: self.op_index,
-            check,
-            detail: detail.into(),
-            recent,
-            repro: self.repro.clone(),
-        }
+        Failure::in_run(&self.vfs, self.config.seed, self.op_index, check, detail.into(), self.repro.clone())
     }
 
     fn db(&self) -> &Database {
@@ -289,8 +283,20 @@ impl<'a> Runner<'a> {
     /// The first open, on an empty disk, fault-free.
     pub fn start(&mut self) -> Step {
         self.vfs.begin_op(fault_seed(self.config.seed, u64::MAX));
+        self.create_db(false)?;
+        self.model = Model::new();
+        Ok(())
+    }
+
+    /// Create a fresh database with both tables, fault-free, and open it;
+    /// with `replace`, the database file there is unlinked first. A
+    /// failure here is a failure to open.
+    fn create_db(&mut self, replace: bool) -> Step {
         let vfs = self.vfs.clone();
         let created = self.fault_free(|| -> Result<Database, redb::Error> {
+            if replace {
+                vfs.unlink(Path::new(DB_FILE))?;
+            }
             create_file(&vfs)?;
             let db = open_db(&vfs, self.config, self.plant)?;
             create_tables(&db)?;
@@ -300,7 +306,6 @@ impl<'a> Runner<'a> {
             Ok(db) => self.db = Some(db),
             Err(e) => return Err(self.fail(Check::Open, format!("a fresh database could not be created: {e}"))),
         }
-        self.model = Model::new();
         Ok(())
     }
 
@@ -420,18 +425,7 @@ impl<'a> Runner<'a> {
     fn accept_refusal(&mut self) -> Step {
         self.outcome.refusals_accepted += 1;
         self.db = None;
-        let vfs = self.vfs.clone();
-        let fresh = self.fault_free(|| -> Result<Database, redb::Error> {
-            vfs.unlink(Path::new(DB_FILE))?;
-            create_file(&vfs)?;
-            let db = open_db(&vfs, self.config, self.plant)?;
-            create_tables(&db)?;
-            Ok(db)
-        });
-        match fresh {
-            Ok(db) => self.db = Some(db),
-            Err(e) => return Err(self.fail(Check::Open, format!("a fresh database could not be created: {e}"))),
-        }
+        self.create_db(true)?;
         self.model.reset_empty();
         Ok(())
     }
@@ -712,11 +706,6 @@ pub fn run_ops(
             repro: String::new(),
         })
     });
-    outcome.faults = vfs.fault_counts();
-    let trace = vfs.take_trace();
-    outcome.trace_hash = trace.hash();
-    if keep_trace {
-        outcome.trace = Some(trace);
-    }
+    outcome.take_disk(&vfs, keep_trace);
     outcome
 }

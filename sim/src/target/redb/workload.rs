@@ -16,11 +16,13 @@
 
 use std::fmt;
 
-use rand::{Rng, RngCore, SeedableRng};
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::config::{OpKind, RedbConfig};
 use crate::disk::CrashPoint;
+use crate::draw::{self, Weighted};
+use crate::op_line::{parse_head, write_head};
 
 /// One of the two tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -156,13 +158,7 @@ pub struct PlannedRedbOp {
 
 impl fmt::Display for PlannedRedbOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.index)?;
-        match self.crash {
-            None => {}
-            Some(CrashPoint::AfterIos(n)) => write!(f, " @ios={n}")?,
-            Some(CrashPoint::AtIo(i)) => write!(f, " @io={i}")?,
-            Some(CrashPoint::AtMark(label)) => write!(f, " @mark={label}")?,
-        }
+        write_head(f, self.index, self.crash)?;
         match &self.op {
             RedbOp::Put { table, key, value } => {
                 write!(f, " PUT {} {key} {}", table.name(), String::from_utf8_lossy(value))
@@ -191,19 +187,8 @@ impl fmt::Display for PlannedRedbOp {
 impl PlannedRedbOp {
     /// Parse a line printed by `Display`; errors say what is wrong.
     pub fn parse(line: &str) -> Result<PlannedRedbOp, String> {
-        let mut words = line.split_whitespace().peekable();
-        let index: u64 = words.next().ok_or("empty line")?.parse().map_err(|_| format!("bad op index in {line:?}"))?;
-        let mut crash = None;
-        if let Some(word) = words.peek().filter(|w| w.starts_with('@')) {
-            let (key, value) = word[1..].split_once('=').ok_or(format!("bad crash point {word:?}"))?;
-            crash = Some(match key {
-                "ios" => CrashPoint::AfterIos(value.parse().map_err(|_| format!("bad count {value:?}"))?),
-                "io" => CrashPoint::AtIo(value.parse().map_err(|_| format!("bad index {value:?}"))?),
-                _ => return Err(format!("bad crash point {word:?} (the redb target has no marks)")),
-            });
-            words.next();
-        }
-        let rest: Vec<&str> = words.collect();
+        // redb names no phases: a crash point is never a mark.
+        let (index, crash, rest) = parse_head(line, false)?;
         let op = match rest.as_slice() {
             ["PUT", table, key, value] => {
                 let table = Table::parse(table)?;
@@ -250,34 +235,10 @@ const WORKLOAD_SALT: u64 = 0x5245_4442_574f_524b;
 struct Generator<'a> {
     config: &'a RedbConfig,
     rng: ChaCha8Rng,
-    total_weight: u32,
+    kinds: Weighted<'a, OpKind>,
 }
 
 impl Generator<'_> {
-    fn pick_kind(&mut self) -> OpKind {
-        let mut roll = self.rng.gen_range(0..self.total_weight);
-        for &(kind, weight) in &self.config.weights {
-            if roll < weight {
-                return kind;
-            }
-            roll -= weight;
-        }
-        unreachable!("roll is below the total weight")
-    }
-
-    /// A printable token of 1..=max_len bytes, from one bulk draw (as the
-    /// segsim workload draws its values).
-    fn token(&mut self, max_len: usize) -> Vec<u8> {
-        const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-        let len = self.rng.gen_range(1..=max_len.max(1));
-        let mut token = vec![0u8; len];
-        self.rng.fill_bytes(&mut token);
-        for byte in &mut token {
-            *byte = ALPHABET[usize::from(*byte) % ALPHABET.len()];
-        }
-        token
-    }
-
     fn table(&mut self) -> Table {
         Table::ALL[self.rng.gen_range(0..Table::ALL.len())]
     }
@@ -306,7 +267,7 @@ impl Generator<'_> {
                 let key = self.key(table);
                 // Mostly small values; the large ones spill over pages.
                 let max = if self.rng.gen_bool(0.8) { 24 } else { self.config.max_value_bytes };
-                RedbOp::Put { table, key, value: self.token(max) }
+                RedbOp::Put { table, key, value: draw::token(&mut self.rng, max) }
             }
             OpKind::Remove => {
                 let table = self.table();
@@ -341,12 +302,14 @@ impl Generator<'_> {
 
 /// The operation list of `config`'s seed: `config.ops` drawn operations.
 pub fn generate(config: &RedbConfig) -> Vec<PlannedRedbOp> {
-    let total_weight = config.weights.iter().map(|(_, w)| *w).sum();
-    assert!(total_weight > 0, "the swarm always keeps some operation kinds");
-    let mut generator = Generator { config, rng: ChaCha8Rng::seed_from_u64(config.seed ^ WORKLOAD_SALT), total_weight };
+    let mut generator = Generator {
+        config,
+        rng: ChaCha8Rng::seed_from_u64(config.seed ^ WORKLOAD_SALT),
+        kinds: Weighted::new(&config.weights),
+    };
     let mut ops = Vec::with_capacity(config.ops as usize);
     for index in 0..config.ops {
-        let kind = generator.pick_kind();
+        let kind = generator.kinds.pick(&mut generator.rng);
         let op = generator.op(kind);
         let crash = generator.crash_point(&op);
         ops.push(PlannedRedbOp { index, op, crash });

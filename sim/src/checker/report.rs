@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use engine::store::{LogicalEntry, LogicalValue};
+use engine::store::{Command, LogicalEntry, LogicalValue};
 
 use super::Checker;
 
@@ -29,11 +29,28 @@ impl Checker {
              start or last rewrite, which must survive whole), {durable} of them known durable (fsync {}), \
              in-flight write: {}\n{}",
             self.fsync.name(),
-            self.uncertain.as_ref().map_or("none".to_string(), |(_, c)| format!("{c:?}")),
+            self.uncertain.as_ref().map_or("none".to_string(), |(_, c)| show_command(c)),
             diff(&self.current.dump(now_ms), dump)
         );
         Mismatch { detail }
     }
+}
+
+/// A command as its line would read (`HSET t0:1 ts 5 f1 abc`), each
+/// argument cut to 40 bytes: the in-flight write of a mismatch.
+fn show_command(command: &Command) -> String {
+    const MAX_ARG_BYTES: usize = 40;
+    let args: Vec<String> = command
+        .to_args()
+        .iter()
+        .map(|arg| match arg.get(..MAX_ARG_BYTES) {
+            Some(head) if arg.len() > MAX_ARG_BYTES => {
+                format!("{}…({} bytes)", String::from_utf8_lossy(head), arg.len())
+            }
+            _ => String::from_utf8_lossy(arg).into_owned(),
+        })
+        .collect();
+    format!("`{}`", args.join(" "))
 }
 
 fn show_entry(entry: Option<&LogicalEntry>) -> String {

@@ -60,7 +60,7 @@ canaries:
 
 # In release: it shares the build `make canaries` made.
 test-canaries:
-	$(CARGO) test --release -p sim --features canaries --test canaries
+	$(CARGO) test --release -p sim --features canaries --lib --test canaries
 
 # Seed 10 draws fsync everysec (4 KiB sectors), seed 8 always (512-byte
 # sectors): between them, at 100 ops, every planted bug a crash state can

@@ -36,12 +36,11 @@
 //! enumeration at a fixed point of that order.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::parallel::map_in_order;
-use super::plan::{hash_states, runs, CheckAt, Plan, Run};
+use super::plan::{runs, CheckAt, Plan, Run};
 use super::report::{self, Depth2Report, ExploreFailure};
 use super::ExploreOptions;
 use crate::disk::{CrashState, DiskSnapshot};
@@ -139,34 +138,25 @@ pub(super) fn explore<T: Target>(
         let enumerate_started = Instant::now();
         let mut batch_runs: Vec<(usize, Run)> = Vec::new();
         for (batch_pos, recorded) in recordings.iter().enumerate() {
-            let indices = recorded.disk.io_indices();
-            let indices = match options.then_io {
-                Some(io) if !indices.contains(&io) => {
-                    return Err(format!(
-                        "--then-io {io}: the recovery's crash indices are {}..={}",
-                        indices.start,
-                        indices.end.saturating_sub(1)
-                    ));
-                }
-                Some(io) => io..io + 1,
-                None => indices,
-            };
+            let indices = super::plan::chosen_indices(
+                "--then-io",
+                "the recovery's",
+                options.then_io,
+                recorded.disk.io_indices(),
+            )?;
             batch_runs.extend(runs(&recorded.disk, indices).into_iter().map(|run| (batch_pos, run)));
         }
         // As in `plan.rs`: stop taking runs once finished ones (all
         // before the one being taken) hold enough states.
-        let enumerated = AtomicU64::new(report.states);
-        let hashed: Vec<Option<(Vec<CrashState>, Vec<u64>)>> =
-            map_in_order(&batch_runs, options.jobs, None, |(_, run)| {
-                if enumerated.load(Ordering::Relaxed) >= cap {
-                    return None;
-                }
-                let (states, hashes) = hash_states(run, options.max_dir_subsets);
-                let per_index =
-                    if options.then_state.is_some() { 1 } else { states.iter().filter(|s| explored(s)).count() as u64 };
-                enumerated.fetch_add(per_index * run.len, Ordering::Relaxed);
-                Some((states, hashes))
-            });
+        let hashed = super::plan::hash_runs(
+            &batch_runs,
+            |(_, run)| run,
+            options,
+            None,
+            (report.states, cap),
+            options.then_state.is_some(),
+            &explored,
+        );
 
         let mut new_recoveries: Vec<NewRecovery> = Vec::new();
         let mut checks: Vec<Check2> = Vec::new();
@@ -176,18 +166,13 @@ pub(super) fn explore<T: Target>(
                 break;
             }
             let (states, hashes) = hashed.as_ref().expect("a run before the cap was enumerated");
-            let chosen = match options.then_state {
-                Some(state) if state >= states.len() => {
-                    return Err(format!(
-                        "--then-state {state}: recovery crash index {} has {} crash states (0..={})",
-                        run.first_io_index,
-                        states.len(),
-                        states.len().saturating_sub(1)
-                    ));
-                }
-                Some(state) => state..state + 1,
-                None => 0..states.len(),
-            };
+            let chosen = super::plan::chosen_states(
+                "--then-state",
+                "recovery crash index",
+                options.then_state,
+                run.first_io_index,
+                states.len(),
+            )?;
             if let Some(state) = options.then_state {
                 report.examined = Some(run.snapshot.describe(&states[state]));
             }

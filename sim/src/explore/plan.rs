@@ -89,7 +89,7 @@ pub(super) fn hash_states(run: &Run, max_dir_subsets: usize) -> (Vec<CrashState>
 
 /// A run's crash states and their images' hashes, or `None` if the cap was
 /// reached before the run was taken.
-type Hashed = Option<(Vec<CrashState>, Vec<u64>)>;
+pub(super) type Hashed = Option<(Vec<CrashState>, Vec<u64>)>;
 
 /// Build the plan (see the module doc). `Err` names a crash index or state
 /// number that does not exist.
@@ -98,18 +98,7 @@ pub(super) fn plan<T: Target>(
     recording: &Recording<T::Context>,
     options: &ExploreOptions,
 ) -> Result<Plan, String> {
-    let indices = recording.disk.io_indices();
-    let indices = match options.only_io {
-        Some(io) if !indices.contains(&io) => {
-            return Err(format!(
-                "--only-io {io}: the recorded crash indices are {}..={}",
-                indices.start,
-                indices.end.saturating_sub(1)
-            ));
-        }
-        Some(io) => io..io + 1,
-        None => indices,
-    };
+    let indices = chosen_indices("--only-io", "the recorded", options.only_io, recording.disk.io_indices())?;
     let runs = runs(&recording.disk, indices);
     // States a target leaves out (torn sectors holding garbage, for one
     // that relies on atomic sector writes) keep their numbers: the
@@ -118,20 +107,9 @@ pub(super) fn plan<T: Target>(
 
     // Stop taking runs once the finished ones hold enough states: runs are
     // taken in order, so every run the merge needs was taken.
-    let enumerated = AtomicU64::new(0);
     let cap = options.max_states.unwrap_or(u64::MAX);
     let progress = options.progress.then_some("enumerating crash states (snapshots)");
-    let hashed: Vec<Hashed> = map_in_order(&runs, options.jobs, progress, |run| {
-        if enumerated.load(Ordering::Relaxed) >= cap {
-            return None;
-        }
-        let (states, hashes) = hash_states(run, options.max_dir_subsets);
-        // Count as the merge will: one state per index with `only_state`.
-        let per_index =
-            if options.only_state.is_some() { 1 } else { states.iter().filter(|s| explored(s)).count() as u64 };
-        enumerated.fetch_add(per_index * run.len, Ordering::Relaxed);
-        Some((states, hashes))
-    });
+    let hashed = hash_runs(&runs, |run| run, options, progress, (0, cap), options.only_state.is_some(), &explored);
 
     let mut plan = Plan { recoveries: Vec::new(), io_indices: 0, states: 0, checks: 0, capped: false, examined: None };
     let mut recovery_of: BTreeMap<(u64, u64), usize> = BTreeMap::new();
@@ -142,18 +120,8 @@ pub(super) fn plan<T: Target>(
             break;
         }
         let (states, hashes) = hashed.as_ref().expect("a run before the cap was enumerated");
-        let chosen = match options.only_state {
-            Some(state) if state >= states.len() => {
-                return Err(format!(
-                    "--only-state {state}: crash index {} has {} crash states (0..={})",
-                    run.first_io_index,
-                    states.len(),
-                    states.len().saturating_sub(1)
-                ));
-            }
-            Some(state) => state..state + 1,
-            None => 0..states.len(),
-        };
+        let chosen =
+            chosen_states("--only-state", "crash index", options.only_state, run.first_io_index, states.len())?;
         if let Some(state) = options.only_state {
             plan.examined = Some(run.snapshot.describe(&states[state]));
         }
@@ -194,4 +162,70 @@ pub(super) fn plan<T: Target>(
         }
     }
     Ok(plan)
+}
+
+/// The crash indices to explore: all of `indices`, or the one a `flag`
+/// (`--only-io`, `--then-io`) names, refused with the range there is when
+/// `indices` lacks it.
+pub(super) fn chosen_indices(
+    flag: &str,
+    whose: &str,
+    only: Option<u64>,
+    indices: Range<u64>,
+) -> Result<Range<u64>, String> {
+    match only {
+        Some(io) if !indices.contains(&io) => {
+            Err(format!("{flag} {io}: {whose} crash indices are {}..={}", indices.start, indices.end.saturating_sub(1)))
+        }
+        Some(io) => Ok(io..io + 1),
+        None => Ok(indices),
+    }
+}
+
+/// Each run's crash states and their hashes, in order, on `options.jobs`
+/// workers — until the runs finished hold `cap` states (counting from
+/// `already`): runs are taken in order, so every run the merge needs was
+/// taken, and the ones after are `None`. Counted as the merge will count:
+/// one state per index when a single state was asked for, else the
+/// `explored` ones.
+pub(super) fn hash_runs<R: Sync>(
+    runs: &[R],
+    run_of: impl Fn(&R) -> &Run + Sync,
+    options: &ExploreOptions,
+    progress: Option<&'static str>,
+    (already, cap): (u64, u64),
+    one_state: bool,
+    explored: &(impl Fn(&CrashState) -> bool + Sync),
+) -> Vec<Hashed> {
+    let enumerated = AtomicU64::new(already);
+    map_in_order(runs, options.jobs, progress, |item| {
+        if enumerated.load(Ordering::Relaxed) >= cap {
+            return None;
+        }
+        let run = run_of(item);
+        let (states, hashes) = hash_states(run, options.max_dir_subsets);
+        let per_index = if one_state { 1 } else { states.iter().filter(|s| explored(s)).count() as u64 };
+        enumerated.fetch_add(per_index * run.len, Ordering::Relaxed);
+        Some((states, hashes))
+    })
+}
+
+/// The states of one crash index to recover: all of them, or the one a
+/// `flag` (`--only-state`, `--then-state`) names, refused with the range
+/// there is when the index has no such state.
+pub(super) fn chosen_states(
+    flag: &str,
+    index_kind: &str,
+    only: Option<usize>,
+    io_index: u64,
+    count: usize,
+) -> Result<Range<usize>, String> {
+    match only {
+        Some(state) if state >= count => Err(format!(
+            "{flag} {state}: {index_kind} {io_index} has {count} crash states (0..={})",
+            count.saturating_sub(1)
+        )),
+        Some(state) => Ok(state..state + 1),
+        None => Ok(0..count),
+    }
 }

@@ -69,8 +69,10 @@ ESEED ?= 10
 EOPS ?= 100
 EDEPTH ?= 2
 EFSYNC ?=
+# EFAULTS=1: also fail each read, write and fsync of every recovery (--faults).
+EFAULTS ?=
 explore:
-	$(SIM) explore --seed $(ESEED) --ops $(EOPS) --depth $(EDEPTH) $(if $(EFSYNC),--fsync $(EFSYNC)) --jobs $(JOBS)
+	$(SIM) explore --seed $(ESEED) --ops $(EOPS) --depth $(EDEPTH) $(if $(EFSYNC),--fsync $(EFSYNC)) $(if $(EFAULTS),--faults) --jobs $(JOBS)
 
 # The redb target (REDB.md): a sweep, a determinism sample, three explored
 # seeds at 40 ops (REDB.md's figures) and depth 2.

@@ -13,6 +13,11 @@
 //! recovery, after the manifest was made durable beside a log that is not,
 //! does — the proof that `sim explore --depth 2` reaches what depth 1
 //! cannot, without the `canaries` feature.
+//!
+//! [`swallowed_fsync_error`] reports every fsync as a success, failed or
+//! not: on a fault-free disk it is the honest disk, so only a recovery
+//! whose fsync fails — `sim explore --faults` — can show the acknowledged
+//! data the disk dropped (fsyncgate).
 
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -33,6 +38,26 @@ impl Interpose for SkipFsync {
         self.0.as_ref()
     }
     fn on_sync(&self, _file: &mut dyn VfsFile) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `disk`, except that a failed file fsync reports success.
+pub fn swallowed_fsync_error(disk: Arc<dyn Vfs>) -> Arc<dyn Vfs> {
+    Arc::new(SwallowedFsyncError(disk))
+}
+
+#[derive(Clone)]
+struct SwallowedFsyncError(Arc<dyn Vfs>);
+
+impl Interpose for SwallowedFsyncError {
+    fn inner(&self) -> &dyn Vfs {
+        self.0.as_ref()
+    }
+    fn on_sync(&self, file: &mut dyn VfsFile) -> io::Result<()> {
+        // Planted: the error (and the dirty data the disk dropped with it)
+        // is forgotten.
+        let _ = file.sync();
         Ok(())
     }
 }

@@ -36,11 +36,22 @@ pub(super) struct Faults {
     rng: Option<ChaCha8Rng>,
     seed: u64,
     enabled: bool,
+    /// `sim explore --faults`: the one I/O whose read, write or fsync
+    /// fails (EIO), whatever `enabled` says.
+    armed: Armed,
+}
+
+/// The state of [`Faults::arm_at`]'s fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Armed {
+    Never,
+    At(u64),
+    Fired,
 }
 
 impl Faults {
     pub fn new() -> Self {
-        Faults { rng: None, seed: 0, enabled: true }
+        Faults { rng: None, seed: 0, enabled: true, armed: Armed::Never }
     }
 
     /// Decisions from now on come from `seed`'s stream.
@@ -58,6 +69,31 @@ impl Faults {
 
     pub fn set_enabled(&mut self, on: bool) {
         self.enabled = on;
+    }
+
+    /// Make the read, write or fsync at I/O `index` fail with EIO (once);
+    /// an I/O of another kind there lets it pass unfired.
+    pub fn arm_at(&mut self, index: u64) {
+        self.armed = Armed::At(index);
+    }
+
+    /// `None` if no fault was armed, else whether it fired.
+    pub fn armed_fired(&self) -> Option<bool> {
+        match self.armed {
+            Armed::Never => None,
+            Armed::At(_) => Some(false),
+            Armed::Fired => Some(true),
+        }
+    }
+
+    /// Whether the read, write or fsync at `index` is the armed one (it
+    /// fires now). Draws nothing: the seeded streams are untouched.
+    pub fn take_armed(&mut self, index: u64) -> bool {
+        let fires = self.armed == Armed::At(index);
+        if fires {
+            self.armed = Armed::Fired;
+        }
+        fires
     }
 
     /// Whether an event of probability `p` happens; draws only if it could.
@@ -163,6 +199,19 @@ mod tests {
         }
         faults.reseed(0);
         assert_eq!(faults.write(&config, 100, 50), WriteFault::Eio, "no boundary inside");
+    }
+
+    #[test]
+    fn an_armed_fault_fires_once_at_its_index_even_when_faults_are_off() {
+        let mut faults = Faults::new();
+        faults.set_enabled(false);
+        assert_eq!(faults.armed_fired(), None);
+        faults.arm_at(3);
+        assert!(!faults.take_armed(2));
+        assert_eq!(faults.armed_fired(), Some(false));
+        assert!(faults.take_armed(3));
+        assert!(!faults.take_armed(3));
+        assert_eq!(faults.armed_fired(), Some(true));
     }
 
     #[test]

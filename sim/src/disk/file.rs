@@ -80,7 +80,7 @@ impl VfsFile for SimFile {
         let mut disk = lock(&self.disk);
         disk.run(IoKind::Read, self.name, offset_bytes, buf.len() as u64, |disk, index| {
             self.check_epoch(disk)?;
-            if disk.faults.read(&disk.config) {
+            if disk.faults.take_armed(index) || disk.faults.read(&disk.config) {
                 disk.inject(index, FaultKind::ReadEio);
                 return Err(eio("read failed (simulated EIO)"));
             }
@@ -103,7 +103,12 @@ impl VfsFile for SimFile {
                 disk.inject(index, FaultKind::NoSpace);
                 return Err(no_space());
             }
-            match disk.faults.write(&disk.config, offset_bytes, data.len() as u64) {
+            let fault = if disk.faults.take_armed(index) {
+                WriteFault::Eio
+            } else {
+                disk.faults.write(&disk.config, offset_bytes, data.len() as u64)
+            };
+            match fault {
                 WriteFault::None => {
                     disk.fs.write(self.inode, offset_bytes, data);
                     Ok(())
@@ -152,7 +157,7 @@ impl VfsFile for SimFile {
             // fsyncgate: after a failure the next fsync succeeds — having
             // lost the dirty data, it has nothing left to fail on.
             let retry = std::mem::take(&mut disk.fs.inode_mut(self.inode).fsync_failed);
-            if !retry && disk.faults.fsync(&disk.config) {
+            if !retry && (disk.faults.take_armed(index) || disk.faults.fsync(&disk.config)) {
                 disk.fs.drop_dirty(self.inode);
                 disk.fs.inode_mut(self.inode).fsync_failed = true;
                 disk.inject(index, FaultKind::FsyncEio);

@@ -191,6 +191,19 @@ impl SimVfs {
         self.disk().faults.set_enabled(on);
     }
 
+    /// Make the read, write or fsync at global I/O index `io_index` fail
+    /// with EIO, once, even where faults are turned off (`sim explore
+    /// --faults`). An I/O of another kind at that index lets it pass.
+    pub fn arm_fault_at(&self, io_index: u64) {
+        self.disk().faults.arm_at(io_index);
+    }
+
+    /// `None` if no fault was armed with [`SimVfs::arm_fault_at`], else
+    /// whether it has fired.
+    pub fn armed_fault(&self) -> Option<bool> {
+        self.disk().faults.armed_fired()
+    }
+
     /// Aim (or, with `None`, disarm) the next crash.
     pub fn arm_crash(&self, point: Option<CrashPoint>) {
         self.disk().crash_point = point;

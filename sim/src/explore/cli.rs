@@ -25,7 +25,7 @@ use crate::target::{Target, TargetArgs, TargetName};
 /// every write and sector boundary, torn sectors holding garbage, two
 /// files cut together at whole writes, subsets of unsynced directory
 /// changes), checking each by the random mode's rule; `--depth 2` crashes
-/// every recovery again.
+/// every recovery again, `--faults` fails each of its I/Os in turn.
 #[derive(Parser, Debug)]
 #[command(name = "sim explore", after_help = EXAMPLES)]
 struct ExploreArgs {
@@ -87,6 +87,24 @@ struct ExploreArgs {
     #[arg(long, value_name = "L", requires = "then_io")]
     then_state: Option<usize>,
 
+    /// Also recover every distinct state that passed once per I/O index
+    /// of its recovery and probe, with the read, write or fsync there
+    /// failing (EIO): the open may fail, not as corruption, and must
+    /// succeed the next time; a poisoned store loses the power and what it
+    /// acknowledged must come back.
+    #[arg(long)]
+    faults: bool,
+
+    /// With --faults: stop after this many faulted recoveries (in the
+    /// order of the recovered states, then I/O index).
+    #[arg(long, value_name = "R")]
+    max_fault_runs: Option<u64>,
+
+    /// With --only-io and --only-state (implies --faults): fail only the
+    /// I/O at this index of that state's recovery.
+    #[arg(long, value_name = "K", requires = "only_state")]
+    fault_io: Option<u64>,
+
     /// Plant this bug in the engine (a build with `--features canaries`
     /// only; `sim canaries` lists them).
     #[arg(long, value_name = "NAME", value_parser = parse_name)]
@@ -104,6 +122,8 @@ const EXAMPLES: &str = "Examples:
   sim explore --seed 7 --only-io 118 --only-state 5   recover exactly one state (a failure's repro)
   sim explore --seed 10 --depth 2               also crash every recovery (and probe) at every I/O
   sim explore --seed 0 --only-io 9 --only-state 2 --then-io 14 --then-state 3   one second crash
+  sim explore --seed 10 --faults                also fail each I/O of every recovery, one at a time
+  sim explore --seed 0 --only-io 9 --only-state 2 --fault-io 7   one faulted recovery
   sim explore --target redb --seed 1            the same method on redb (REDB.md)";
 
 fn parse_fsync(s: &str) -> Result<FsyncPolicy, String> {
@@ -158,6 +178,13 @@ pub(super) fn parse(args: &[String]) -> Invocation {
     if parsed.max_depth2_states.is_some() && depth != 2 {
         return usage("--max-depth2-states bounds --depth 2");
     }
+    if parsed.max_fault_runs == Some(0) {
+        return usage("--max-fault-runs must be at least 1");
+    }
+    let faults = parsed.faults || parsed.fault_io.is_some();
+    if parsed.max_fault_runs.is_some() && !faults {
+        return usage("--max-fault-runs bounds --faults");
+    }
     let TargetArgs { target, plant, torn_garbage } = parsed.target;
     let target = match target {
         TargetName::Segsim if plant.is_some() || torn_garbage => {
@@ -188,6 +215,9 @@ pub(super) fn parse(args: &[String]) -> Invocation {
         max_depth2_states: parsed.max_depth2_states,
         then_io: parsed.then_io,
         then_state: parsed.then_state,
+        faults,
+        max_fault_runs: parsed.max_fault_runs,
+        fault_io: parsed.fault_io,
         progress: true,
     };
     Invocation::Run { seed: parsed.seed, ops: parsed.ops, options, json: parsed.json, target }

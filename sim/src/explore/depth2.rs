@@ -219,7 +219,7 @@ pub(super) fn explore<T: Target>(
                             checks.push(Check2 {
                                 slot,
                                 context: *context,
-                                parent_at: (*parent_at).clone(),
+                                parent_at: **parent_at,
                                 batch_pos: *batch_pos,
                                 then_io,
                                 then_state: state,
@@ -264,6 +264,7 @@ pub(super) fn explore<T: Target>(
                 io_index: io,
                 state: state_number,
                 then,
+                fault_io: None,
                 op,
                 description: format!(
                     "{}; then, in its recovery: {}",

@@ -48,12 +48,19 @@
 //!    with everything before them, recovered and judged — inside the
 //!    recovery in the first crash's own contexts, after it in the
 //!    recovered system's.
-//! 5. **Report** (`report.rs`): indices, states enumerated, distinct
+//! 5. **Fail the recoveries' I/Os** (`--faults`, `faults.rs`). Each
+//!    distinct recovered state that passed is recovered once more per
+//!    I/O index of its recovery and probe, with the read, write or fsync
+//!    there failing (EIO) ([`Target::recover_with_fault`]), and judged in
+//!    the image's own contexts: a transient error may fail the open, never
+//!    as corruption, and the next open must succeed; a poisoned store
+//!    loses the power and must bring back what it acknowledged.
+//! 6. **Report** (`report.rs`): indices, states enumerated, distinct
 //!    states recovered, checks, states per second — for depth 2
 //!    separately — and per failure the crash index, the state's number
 //!    and description, the check, the diff, and the command (`--only-io I
-//!    --only-state J`, and at depth 2 `--then-io K --then-state L`) that
-//!    recovers exactly that state again.
+//!    --only-state J`, at depth 2 `--then-io K --then-state L`, with
+//!    faults `--fault-io K`) that recovers exactly that state again.
 //!
 //! # Determinism
 //! The recording is one deterministic run; the enumeration order is fixed;
@@ -63,7 +70,8 @@
 //! order: the report is the same for every `N`, timings aside. Depth 2
 //! merges the same way, parent by parent. `--max-states` and
 //! `--max-depth2-states` cut each enumeration at a fixed point of its
-//! order.
+//! order; `--faults` runs in the order of the recoveries, then I/O index,
+//! and `--max-fault-runs` cuts that.
 //!
 //! # What it costs
 //! At 100 operations (seeds 0..10, one job, a quiet 2-core Xeon) a seed has
@@ -79,19 +87,22 @@
 //! one probe, not a workload (the random mode crashes again and again),
 //! and crashes *during* a recovery are explored only inside the
 //! workload's own `CRASH`, `RESTART` and `KILL`; depth 2 adds one crash
-//! at every I/O of each recovery and its probe, never a third. No I/O
-//! faults and no media corruption: EIO, short writes, fsyncgate, bit flips
-//! and rot are the random mode's, and so are the planted bugs only they
-//! expose (`cut-vouched-damage`, `seg-no-checksum`, ...). The enumeration
-//! varies the directories, one file, or two files at whole operations,
-//! never more at once (see `disk/crash_states.rs`), and the recording disk
-//! is `strict` (the
-//! workload's own crashes keep exactly what was synced). The workload is
+//! at every I/O of each recovery and its probe, never a third. I/O faults
+//! only with `--faults`: one EIO per recovery, on a read, write or fsync
+//! (no short write, no ENOSPC, none in the recorded workload, none
+//! together with a second crash). No media corruption: bit flips, rot and
+//! lost files are the random mode's, and so are the planted bugs only
+//! they expose (`cut-vouched-damage`, `seg-no-checksum`, ...). The
+//! enumeration varies the directories, one file, or two files at whole
+//! operations, never more at once (see `disk/crash_states.rs`), and the
+//! recording disk is `strict` (the workload's own crashes keep exactly
+//! what was synced). The workload is
 //! one seed's, biased but not searched: a sequence neither the swarm nor
 //! the motifs draw is not explored.
 
 mod cli;
 mod depth2;
+mod faults;
 pub(crate) mod parallel;
 mod plan;
 mod report;
@@ -104,7 +115,7 @@ use crate::target::{Recording, Target};
 use parallel::map_in_order;
 
 pub use cli::cli;
-pub use report::{Depth2Report, ExploreFailure, ExploreReport, PhaseSeconds, MAX_FAILURES_KEPT};
+pub use report::{Depth2Report, ExploreFailure, ExploreReport, FaultsReport, PhaseSeconds, MAX_FAILURES_KEPT};
 
 /// Workload operations by default: long enough for a few of the
 /// workload's motifs (evict, change a cold row, rewrite; kill, time,
@@ -140,6 +151,14 @@ pub struct ExploreOptions {
     pub then_io: Option<u64>,
     /// With `then_io`: only this crash state of that index.
     pub then_state: Option<usize>,
+    /// Also recover every distinct state that passed once per I/O index
+    /// of its recovery and probe, with that I/O failing (`faults.rs`).
+    pub faults: bool,
+    /// With `faults`: stop after this many faulted recoveries.
+    pub max_fault_runs: Option<u64>,
+    /// With `faults` (and `only_io`, `only_state`): fail only this I/O
+    /// index of the recovery.
+    pub fault_io: Option<u64>,
     /// Print progress on stderr about once a second.
     pub progress: bool,
 }
@@ -156,6 +175,9 @@ impl Default for ExploreOptions {
             max_depth2_states: None,
             then_io: None,
             then_state: None,
+            faults: false,
+            max_fault_runs: None,
+            fault_io: None,
             progress: false,
         }
     }
@@ -183,6 +205,13 @@ fn explore_workload<T: Target>(
     assert!(options.jobs >= 1 && options.max_dir_subsets >= 1, "checked by the caller");
     assert!(matches!(options.depth, 1 | 2), "checked by the caller");
     assert!(options.then_io.is_none() || (options.depth == 2 && options.only_state.is_some()), "checked by the caller");
+    assert!(options.fault_io.is_none() || options.faults, "checked by the caller");
+    if options.faults && !target.injects_recovery_faults() {
+        return Err(format!(
+            "--faults: the {} target does not inject faults into its recoveries; explore it without",
+            target.name().name()
+        ));
+    }
     if options.depth == 2 && !target.records_recoveries() {
         return Err(format!(
             "--depth 2: the {} target does not record its recoveries; explore it at depth 1",
@@ -203,6 +232,7 @@ fn explore_workload<T: Target>(
             check: *check,
             detail: detail.clone(),
             then: None,
+            fault_io: None,
             repro: report::repro(target, seed, ops, options, None, None, None),
         }]);
         report.elapsed_sec = started.elapsed().as_secs_f64();
@@ -229,6 +259,11 @@ fn explore_workload<T: Target>(
     report.add_failures(failures);
     report.elapsed_sec = started.elapsed().as_secs_f64();
 
+    if options.faults {
+        let (faults, failures) = faults::explore(target, seed, ops, &recording, &plan, &failed, options);
+        report.faults = Some(faults);
+        report.add_failures(failures);
+    }
     if options.depth == 2 {
         let outcomes = outcomes.into_iter().map(|outcome| outcome.expect("kept at depth 2")).collect();
         let parents = depth2::Parents { recording: &recording, plan: &plan, outcomes, failed };
@@ -269,6 +304,7 @@ fn check_all<T: Target>(
                 check,
                 detail,
                 then: None,
+                fault_io: None,
                 repro: report::repro(target, seed, ops, options, Some(at.io_index), Some(at.state), None),
             });
         }

@@ -22,7 +22,7 @@ use crate::target::{Recording, Target};
 /// One check of a recovered image: against the context numbered
 /// `context`, where crash index `io_index`'s state number `state` first
 /// gave this image in it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct CheckAt {
     pub context: usize,
     pub io_index: u64,

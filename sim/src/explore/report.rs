@@ -27,6 +27,9 @@ pub struct ExploreFailure {
     /// Depth 2: the crash index inside that state's recovery (and probe)
     /// where the power went again, and the crash state's number there.
     pub then: Option<(u64, usize)>,
+    /// `--faults`: the I/O index of that state's recovery (and probe)
+    /// whose read, write or fsync failed.
+    pub fault_io: Option<u64>,
     /// The workload operation under way at the crash.
     pub op: String,
     /// Which writes and directory changes survived, which were torn.
@@ -90,6 +93,24 @@ impl Depth2Report {
     }
 }
 
+/// What `--faults` added: every distinct recovered state that passed,
+/// recovered again once per I/O index of its recovery and probe with that
+/// I/O failing (`faults.rs`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FaultsReport {
+    /// Distinct depth-1 recoveries faulted.
+    pub recoveries: u64,
+    /// Recoveries run with one I/O armed to fail.
+    pub runs: u64,
+    /// Of them, the runs whose armed I/O was a read, write or fsync (the
+    /// fault fired); the rest equal the fault-free recovery.
+    pub injected: u64,
+    /// `--max-fault-runs` stopped it early.
+    pub capped: bool,
+    /// Wall-clock seconds, counting and faulted runs together.
+    pub elapsed_sec: f64,
+}
+
 /// The outcome of one exploration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExploreReport {
@@ -130,6 +151,8 @@ pub struct ExploreReport {
     pub phase_sec: PhaseSeconds,
     /// With `--depth 2`: what the second crashes added.
     pub depth2: Option<Depth2Report>,
+    /// With `--faults`: what the faulted recoveries added.
+    pub faults: Option<FaultsReport>,
 }
 
 /// The command that explores exactly `(io_index, state)` of `target`'s
@@ -182,6 +205,7 @@ impl ExploreReport {
             elapsed_sec: 0.0,
             phase_sec: PhaseSeconds::default(),
             depth2: None,
+            faults: None,
         }
     }
 
@@ -209,7 +233,8 @@ impl ExploreReport {
             phase_sec: PhaseSeconds::default(),
             ..depth2.clone()
         });
-        ExploreReport { elapsed_sec: 0.0, phase_sec: PhaseSeconds::default(), depth2, ..self.clone() }
+        let faults = self.faults.as_ref().map(|faults| FaultsReport { elapsed_sec: 0.0, ..faults.clone() });
+        ExploreReport { elapsed_sec: 0.0, phase_sec: PhaseSeconds::default(), depth2, faults, ..self.clone() }
     }
 
     /// The human report.
@@ -268,6 +293,17 @@ impl ExploreReport {
                 out.push_str(&format!("  depth-2 state examined: {examined}\n"));
             }
         }
+        if let Some(faults) = &self.faults {
+            out.push_str(&format!(
+                "  faults: {} recoveries rerun {} times with one I/O failing, {} faults injected (reads, writes, \
+                 fsyncs) in {:.2} s{}\n",
+                faults.recoveries,
+                faults.runs,
+                faults.injected,
+                faults.elapsed_sec,
+                if faults.capped { " (capped by --max-fault-runs)" } else { "" }
+            ));
+        }
         if self.failures_total == 0 {
             out.push_str("  no failure\n");
             return out;
@@ -282,6 +318,10 @@ impl ExploreReport {
         let mut shown_in_full = Vec::new();
         for (n, failure) in self.failures.iter().enumerate() {
             let at = match (failure.io_index, failure.state, failure.then) {
+                (Some(io), Some(state), None) if failure.fault_io.is_some() => {
+                    let fault_io = failure.fault_io.expect("matched");
+                    format!("crash index {io}, state {state}, then I/O {fault_io} of its recovery failed")
+                }
                 (Some(io), Some(state), None) => format!("crash index {io}, state {state}"),
                 (Some(io), Some(state), Some((then_io, then_state))) => {
                     format!("crash index {io}, state {state}, then recovery crash index {then_io}, state {then_state}")
@@ -317,6 +357,7 @@ impl ExploreReport {
                     "state": f.state,
                     "then_io": f.then.map(|(io, _)| io),
                     "then_state": f.then.map(|(_, state)| state),
+                    "fault_io": f.fault_io,
                     "op": f.op,
                     "description": f.description,
                     "check": f.check.as_str(),
@@ -366,6 +407,15 @@ impl ExploreReport {
                     "enumerate": depth2.phase_sec.enumerate,
                     "check": depth2.phase_sec.check,
                 },
+            });
+        }
+        if let Some(faults) = &self.faults {
+            value["faults"] = json!({
+                "recoveries": faults.recoveries,
+                "runs": faults.runs,
+                "injected": faults.injected,
+                "capped": faults.capped,
+                "elapsed_sec": faults.elapsed_sec,
             });
         }
         for (key, fact) in &self.facts {

@@ -289,6 +289,15 @@ fn the_command_line_parses_refuses_and_exits_by_the_verdict() {
     refused(&["--seed", "1", "--max-depth2-states", "5"], "--max-depth2-states bounds --depth 2");
     refused(&["--seed", "1", "--depth", "2", "--max-depth2-states", "0"], "at least 1");
     refused(&["--seed", "1", "--only-io", "3", "--then-io", "2"], "--only-state");
+    refused(&["--seed", "1", "--max-fault-runs", "5"], "--max-fault-runs bounds --faults");
+    refused(&["--seed", "1", "--faults", "--max-fault-runs", "0"], "at least 1");
+    refused(&["--seed", "1", "--only-io", "3", "--fault-io", "2"], "--only-state");
+    let Invocation::Run { options, .. } =
+        parse(&["--seed", "1", "--only-io", "3", "--only-state", "0", "--fault-io", "2"])
+    else {
+        panic!("a faulted recovery's repro")
+    };
+    assert!(options.faults && options.fault_io == Some(2) && options.depth == 1);
     refused(&["--seed", "1", "--only-io", "3", "--only-state", "0", "--then-io", "2", "--depth", "1"], "--depth 2");
     let Invocation::Run { options, .. } =
         parse(&["--seed", "1", "--only-io", "3", "--only-state", "0", "--then-io", "2"])
@@ -360,6 +369,26 @@ fn every_canary_a_crash_state_can_expose_is_caught() {
         let honest = explore(&segsim(fsync), seed, 100, &options).unwrap();
         assert_eq!(honest.failures_total, 0, "{name}: seed {seed} fails without the canary too");
     }
+}
+
+/// With the `canaries` feature: the planted bugs that only a failing
+/// read, write or fsync exposes — a log that failed to read taken for an
+/// empty one, a failed fsync retried and ignored, a failed append
+/// acknowledged — pass plain exploration and are caught with `--faults`,
+/// at seed 0, by a seed that passes without them.
+#[cfg(feature = "canaries")]
+#[test]
+fn every_canary_a_failing_recovery_io_exposes_is_caught_with_faults() {
+    use crate::canary::Canary;
+    let with_faults = ExploreOptions { faults: true, ..options() };
+    for name in ["read-error-empty-log", "fsync-retry", "ack-failed-append"] {
+        let canary = Some(Canary::parse(name).expect("a canary of the engine"));
+        let planted = SegsimTarget::new(Overrides { canary, ..Overrides::default() });
+        assert_eq!(explore(&planted, 0, 40, &options()).unwrap().failures_total, 0, "{name}: seen without faults");
+        let caught = explore(&planted, 0, 40, &with_faults).unwrap();
+        assert!(caught.failures.first().is_some_and(|f| f.fault_io.is_some()), "{name}: {}", caught.to_text());
+    }
+    assert_eq!(explore(&segsim(None), 0, 40, &with_faults).unwrap().failures_total, 0);
 }
 
 /// With the `canaries` feature: a recovery whose cut of a torn tail (and

@@ -181,6 +181,16 @@ impl<C> RecoveryRecording<C> {
     }
 }
 
+/// One recovery with one I/O failing (`sim explore --faults`): what it
+/// returned, whether the armed fault fired (the I/O at that index was a
+/// read, write or fsync), and how many I/Os the recovery and probe made.
+#[derive(Clone, Debug)]
+pub struct FaultedRecovery<R> {
+    pub recovered: R,
+    pub fired: bool,
+    pub ios: u64,
+}
+
 /// What the simulator needs from a system under test (see the module doc).
 pub trait Target: Sync {
     /// One workload operation.
@@ -271,6 +281,29 @@ pub trait Target: Sync {
     /// only if [`Target::records_recoveries`]. Never panics.
     fn record_recovery(&self, _seed: u64, _image: &DiskImage, _key: u64) -> RecoveryRecording<Self::Context> {
         unreachable!("{} does not record recoveries: records_recoveries() says so", self.name().name())
+    }
+
+    /// Whether [`Target::recover_with_fault`] is implemented: `sim
+    /// explore --faults` refuses a target that says no.
+    fn injects_recovery_faults(&self) -> bool {
+        false
+    }
+
+    /// For `sim explore --faults`: [`Target::recover`] once more, with the
+    /// read, write or fsync at I/O index `fault_io` of the recovery and
+    /// probe failing with EIO (`None`: no fault, to count the I/Os). The
+    /// system must treat the error as what it is — a failed open retried,
+    /// a poisoned store recovered — and the result is judged in the image's
+    /// own contexts. Called on the explorer's worker threads, only if
+    /// [`Target::injects_recovery_faults`]. Never panics.
+    fn recover_with_fault(
+        &self,
+        _seed: u64,
+        _image: &DiskImage,
+        _key: u64,
+        _fault_io: Option<u64>,
+    ) -> FaultedRecovery<Self::Recovered> {
+        unreachable!("{} injects no faults into recoveries: injects_recovery_faults() says so", self.name().name())
     }
 }
 

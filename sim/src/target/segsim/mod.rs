@@ -23,7 +23,7 @@ use std::sync::Arc;
 use engine::aof::FsyncPolicy;
 use engine::vfs::Vfs;
 
-use super::{Recording, RecoveryRecording, Target, TargetName};
+use super::{FaultedRecovery, Recording, RecoveryRecording, Target, TargetName};
 use crate::canary::Canary;
 use crate::config::{Config, Overrides};
 use crate::disk::{CrashMode, DiskConfig, DiskImage};
@@ -197,6 +197,22 @@ impl Target for SegsimTarget {
         let config = self.config(seed);
         let disk = SegsimTarget::explore_disk(&config);
         recover::record_recovery(&config, &disk, self.overrides, self.wrap, image, now_ms)
+    }
+
+    fn injects_recovery_faults(&self) -> bool {
+        true
+    }
+
+    fn recover_with_fault(
+        &self,
+        seed: u64,
+        image: &DiskImage,
+        now_ms: u64,
+        fault_io: Option<u64>,
+    ) -> FaultedRecovery<Outcome> {
+        let config = self.config(seed);
+        let disk = SegsimTarget::explore_disk(&config);
+        recover::recover_with_fault(&config, &disk, self.overrides, self.wrap, image, now_ms, fault_io)
     }
 }
 

@@ -31,8 +31,8 @@ use crate::canary::CanarySwitch;
 use crate::config::{Config, Overrides};
 use crate::disk::{DiskConfig, DiskImage, SimVfs};
 use crate::drive::{Driver, Observer, Unobserved};
-use crate::failure::{catch_panic, Check};
-use crate::target::{RecordedContext, RecoveryRecording};
+use crate::failure::{catch_panic, Check, Failure};
+use crate::target::{FaultedRecovery, RecordedContext, RecoveryRecording};
 use crate::trace::Trace;
 use crate::workload::{Op, PlannedOp};
 
@@ -70,6 +70,26 @@ pub(super) fn recover(
 ) -> Outcome {
     let vfs = Arc::new(SimVfs::from_image(disk_config.clone(), image, Trace::new(false)));
     recover_on(config, overrides, wrap, vfs, now_ms, &mut Unobserved, None)
+}
+
+/// [`recover`] with the read, write or fsync at I/O index `fault_io`
+/// failing (EIO) once — `sim explore --faults` — or, with `None`, plainly,
+/// to count the I/Os the recovery and probe make.
+pub(super) fn recover_with_fault(
+    config: &Config,
+    disk_config: &DiskConfig,
+    overrides: Overrides,
+    wrap: VfsWrap,
+    image: &DiskImage,
+    now_ms: u64,
+    fault_io: Option<u64>,
+) -> FaultedRecovery<Outcome> {
+    let vfs = Arc::new(SimVfs::from_image(disk_config.clone(), image, Trace::new(false)));
+    if let Some(io_index) = fault_io {
+        vfs.arm_fault_at(io_index);
+    }
+    let recovered = recover_on(config, overrides, wrap, vfs.clone(), now_ms, &mut Unobserved, None);
+    FaultedRecovery { recovered, fired: vfs.armed_fault() == Some(true), ios: vfs.io_count() }
 }
 
 /// [`recover`] on a disk that keeps a snapshot before every I/O, for
@@ -120,7 +140,7 @@ fn recover_on(
     let clock = Arc::new(ManualClock::new(now_ms));
     let mut driver = Driver::new(config, overrides, vfs.clone(), wrap(vfs), clock);
     let recovered = catch_panic(|| {
-        driver.open().map_err(|e| (Check::Open, format!("the store refused to open after a crash: {e}")))?;
+        open(&mut driver)?;
         let opened_at_io = driver.vfs().io_count();
         let store = driver.store();
         let dump =
@@ -136,6 +156,26 @@ fn recover_on(
         Ok(Recovered { dump, violations, probe })
     });
     recovered.unwrap_or_else(|message| Err((Check::Panic, message)))
+}
+
+/// Open the crash image. With a fault armed (`sim explore --faults`) that
+/// failed this open, as a transient I/O error may, the error must not
+/// call itself corruption, and a second open, the fault spent, must
+/// succeed on whatever the first one left behind.
+fn open(driver: &mut Driver<'_>) -> Result<(), (Check, String)> {
+    let first = match driver.open() {
+        Ok(()) => return Ok(()),
+        Err(e) => e,
+    };
+    if driver.vfs().armed_fault() != Some(true) {
+        return Err((Check::Open, format!("the store refused to open after a crash: {first}")));
+    }
+    if matches!(first, engine::Error::Corrupt { .. }) {
+        return Err((Check::Open, format!("a transient fault during the open was reported as corruption: {first}")));
+    }
+    driver.open().map_err(|e| {
+        (Check::Open, format!("after an open failed on an injected I/O error ({first}), the next open failed: {e}"))
+    })
 }
 
 /// An [`Observer`] of the probe that can also be told of a context
@@ -167,17 +207,25 @@ impl ContextObserver for Contexts {
 fn probe(driver: &mut Driver<'_>, observer: &mut dyn Observer) -> Result<(), String> {
     let write = Command::Set { key: PROBE_KEY.to_vec(), value: b"1".to_vec() };
     let steps = [Op::Cmd(write), Op::Evict, Op::Restart, Op::Crash];
+    let context = |planned: &PlannedOp, failure: Failure| {
+        format!(
+            "after one write, an eviction, a clean restart and a power loss: `{planned}`: check '{}': {}",
+            failure.check, failure.detail
+        )
+    };
     for (offset, op) in steps.into_iter().enumerate() {
         let planned = PlannedOp { index: PROBE_FIRST_INDEX + offset as u64, op, crash: None };
-        let stepped = driver.step(&planned, observer).map_err(|failure| {
-            format!(
-                "after one write, an eviction, a clean restart and a power loss: `{planned}`: check '{}': {}",
-                failure.check, failure.detail
-            )
-        })?;
-        if stepped.poisoned {
+        let armed = driver.vfs().armed_fault() == Some(false);
+        let stepped = driver.step(&planned, observer).map_err(|failure| context(&planned, failure))?;
+        if !stepped.poisoned {
+            continue;
+        }
+        if !(armed && driver.vfs().armed_fault() == Some(true)) {
             return Err(format!("`{planned}` poisoned the recovered store on a fault-free disk"));
         }
+        // The injected fault poisoned the store: as the random mode does,
+        // lose the power and check what comes back. That ends the probe.
+        return driver.power_loss(&planned.op).map_err(|failure| context(&planned, failure));
     }
     Ok(())
 }

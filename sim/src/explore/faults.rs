@@ -1,0 +1,188 @@
+//! Faults in exploration (`sim explore --faults`): a recovery whose own
+//! I/O fails.
+//!
+//! Exploration's crash states come from a fault-free recording, and a
+//! recovery runs on a fault-free disk: so the mistakes an engine makes
+//! only when a read, a write or an fsync of its recovery fails — a log
+//! that failed to read taken for an empty one, an fsync error retried and
+//! ignored, a failed append acknowledged — were left to the random mode's
+//! dice. Here every distinct recovered state that passed its checks is
+//! recovered again once per I/O index of its recovery and probe, with the
+//! read, write or fsync at that index failing with EIO
+//! ([`Target::recover_with_fault`]). An I/O of another kind there (a
+//! rename, a directory sync, a length) lets the run pass unfaulted; it is
+//! counted and not judged (it is the plain recovery again).
+//!
+//! What a faulted recovery is held to: what the plain one is, in the very
+//! contexts the image was judged in — the fault is transient, so the
+//! store may fail the open it hit (not as corruption) but the next open
+//! must succeed and bring back an allowed state; a store the fault
+//! poisoned loses the power, as in the random mode, and what it
+//! acknowledged must come back.
+//!
+//! The runs are taken in the order of the plan's recoveries, then I/O
+//! index, and merged in that order, so the report is the same for every
+//! `--jobs`; `--max-fault-runs` cuts that order at a fixed point.
+
+use std::time::Instant;
+
+use super::parallel::map_in_order;
+use super::plan::Plan;
+use super::report::{self, ExploreFailure, FaultsReport};
+use super::ExploreOptions;
+use crate::target::{Recording, Target};
+
+/// Explore `--faults` over the recoveries of `plan` that passed (`failed`
+/// is by plan recovery): the counts, and the failures in merge order.
+pub(super) fn explore<T: Target>(
+    target: &T,
+    seed: u64,
+    ops: u64,
+    recording: &Recording<T::Context>,
+    plan: &Plan,
+    failed: &[bool],
+    options: &ExploreOptions,
+) -> (FaultsReport, Vec<ExploreFailure>) {
+    let started = Instant::now();
+    assert_eq!(failed.len(), plan.recoveries.len());
+    let passed: Vec<usize> = (0..plan.recoveries.len()).filter(|&recovery| !failed[recovery]).collect();
+    let image = |recovery: usize| {
+        let recovery = &plan.recoveries[recovery];
+        recovery.snapshot.image(&recovery.crash_state)
+    };
+
+    // Each recovery's I/O count, fault-free: the indices to fail.
+    let progress = options.progress.then_some("faults: counting the recoveries' I/Os");
+    let ios = map_in_order(&passed, options.jobs, progress, |&recovery| {
+        target.recover_with_fault(seed, &image(recovery), plan.recoveries[recovery].key, None).ios
+    });
+    let cap = options.max_fault_runs.unwrap_or(u64::MAX);
+    let mut runs: Vec<(usize, u64)> = Vec::new();
+    let mut capped = false;
+    'recoveries: for (&recovery, &count) in passed.iter().zip(&ios) {
+        for io_index in 0..count {
+            if options.fault_io.is_some_and(|only| only != io_index) {
+                continue;
+            }
+            if runs.len() as u64 >= cap {
+                capped = true;
+                break 'recoveries;
+            }
+            runs.push((recovery, io_index));
+        }
+    }
+
+    let progress = options.progress.then_some("faults: recovering with one I/O failing");
+    let verdicts = map_in_order(&runs, options.jobs, progress, |&(recovery, io_index)| {
+        let faulted = target.recover_with_fault(seed, &image(recovery), plan.recoveries[recovery].key, Some(io_index));
+        if !faulted.fired {
+            return None;
+        }
+        let judged = plan.recoveries[recovery].checks.iter().map(|at| {
+            let context = &recording.contexts[at.context].context;
+            target.judge(&faulted.recovered, context).err().map(|verdict| (*at, verdict))
+        });
+        Some(judged.flatten().collect::<Vec<_>>())
+    });
+
+    let mut failures = Vec::new();
+    for (&(_, fault_io), verdict) in runs.iter().zip(&verdicts) {
+        let Some(failed_checks) = verdict else { continue };
+        for (at, (check, detail)) in failed_checks {
+            let snapshot = recording.disk.before_io(at.io_index).expect("a recorded index");
+            let state = &snapshot.crash_states(options.max_dir_subsets)[at.state];
+            let (io, state_number) = (Some(at.io_index), Some(at.state));
+            let repro = report::repro(target, seed, ops, options, io, state_number, None);
+            failures.push(ExploreFailure {
+                io_index: io,
+                state: state_number,
+                then: None,
+                fault_io: Some(fault_io),
+                op: format!("{}; then its recovery, I/O {fault_io} failing", recording.contexts[at.context].what),
+                description: format!(
+                    "{}; then I/O {fault_io} of its recovery or probe failed (EIO)",
+                    snapshot.describe(state)
+                ),
+                check: *check,
+                detail: detail.clone(),
+                repro: format!("{repro} --fault-io {fault_io}"),
+            });
+        }
+    }
+    let report = FaultsReport {
+        recoveries: passed.len() as u64,
+        runs: runs.len() as u64,
+        injected: verdicts.iter().filter(|verdict| verdict.is_some()).count() as u64,
+        capped,
+        elapsed_sec: started.elapsed().as_secs_f64(),
+    };
+    (report, failures)
+}
+
+#[cfg(test)]
+mod tests {
+    use engine::aof::FsyncPolicy;
+
+    use super::super::{explore, ExploreOptions};
+    use crate::config::Overrides;
+    use crate::failure::Check;
+    use crate::planted::swallowed_fsync_error;
+    use crate::target::redb::RedbTarget;
+    use crate::target::segsim::SegsimTarget;
+
+    fn faults() -> ExploreOptions {
+        ExploreOptions { faults: true, ..ExploreOptions::default() }
+    }
+
+    fn segsim(fsync: FsyncPolicy) -> SegsimTarget {
+        SegsimTarget::new(Overrides { fsync: Some(fsync), ..Overrides::default() })
+    }
+
+    /// Every recovery of seed 8's and seed 10's short workloads, each
+    /// read, write and fsync of it failing in turn: the engine survives
+    /// all, and the report is the same for any number of jobs.
+    #[test]
+    fn the_engine_survives_one_failing_io_in_every_recovery() {
+        for (seed, fsync) in [(8, FsyncPolicy::Always), (10, FsyncPolicy::EverySec)] {
+            let report = explore(&segsim(fsync), seed, 20, &faults()).unwrap();
+            assert_eq!(report.failures_total, 0, "seed {seed}:\n{}", report.to_text());
+            let counts = report.faults.clone().expect("--faults reports");
+            assert_eq!(counts.recoveries, report.distinct_states, "every recovery passed at depth 1");
+            assert!(counts.injected > counts.recoveries && counts.runs > counts.injected, "{counts:?}");
+            assert!(!counts.capped);
+            let two = explore(&segsim(fsync), seed, 20, &ExploreOptions { jobs: 2, ..faults() }).unwrap();
+            assert_eq!(two.without_timings(), report.without_timings());
+        }
+    }
+
+    /// A disk layer that forgets failed fsyncs is the honest disk until
+    /// an fsync fails: invisible to plain exploration, caught with
+    /// `--faults`, and the failure's repro fails exactly that I/O again.
+    #[test]
+    fn a_swallowed_fsync_error_is_caught_only_with_faults_and_its_repro_repeats_it() {
+        let planted = SegsimTarget { wrap: swallowed_fsync_error, ..segsim(FsyncPolicy::Always) };
+        let seed = 8;
+        assert_eq!(explore(&planted, seed, 10, &ExploreOptions::default()).unwrap().failures_total, 0);
+        let report = explore(&planted, seed, 10, &faults()).unwrap();
+        assert!(report.failures_total > 0, "{}", report.to_text());
+        let first = report.failures[0].clone();
+        assert!(matches!(first.check, Check::Probe | Check::Durability), "{first:?}");
+        let (Some(io), Some(state), Some(fault_io)) = (first.io_index, first.state, first.fault_io) else {
+            unreachable!("a faulted recovery's failure")
+        };
+        assert!(first.repro.ends_with(&format!("--only-io {io} --only-state {state} --fault-io {fault_io}")));
+        let only = ExploreOptions { only_io: Some(io), only_state: Some(state), fault_io: Some(fault_io), ..faults() };
+        let again = explore(&planted, seed, 10, &only).unwrap();
+        let counts = again.faults.clone().expect("--faults reports");
+        assert_eq!((counts.runs, counts.injected), (1, 1));
+        assert_eq!(again.failures, vec![first]);
+        let capped = explore(&planted, seed, 10, &ExploreOptions { max_fault_runs: Some(3), ..faults() }).unwrap();
+        assert!(capped.faults.is_some_and(|f| f.capped && f.runs == 3));
+    }
+
+    #[test]
+    fn a_target_that_injects_no_recovery_faults_is_refused() {
+        let refused = explore(&RedbTarget::default(), 1, 5, &faults()).unwrap_err();
+        assert!(refused.contains("--faults"), "{refused}");
+    }
+}

@@ -262,10 +262,10 @@ fn explore_figures(report: &mut BenchReport, ops: u64) {
         let explored =
             explore(&SegsimTarget::default(), seed, ops, &ExploreOptions::default()).expect("a plain exploration");
         assert_eq!(explored.failures_total, 0, "bench exploration of seed {seed} failed: rerun sim explore");
-        states += explored.states;
-        distinct += explored.distinct_states;
-        secs += explored.elapsed_sec;
-        check_secs += explored.phase_sec.check;
+        states += explored.counts.states;
+        distinct += explored.counts.distinct_states;
+        secs += explored.counts.elapsed_sec;
+        check_secs += explored.counts.phase_sec.check;
     }
     report.push(
         "explore_states_per_sec",
@@ -286,9 +286,9 @@ fn explore_figures(report: &mut BenchReport, ops: u64) {
         let explored = explore(&SegsimTarget::default(), seed, ops, &depth2).expect("a plain exploration");
         assert_eq!(explored.failures_total, 0, "bench exploration of seed {seed} failed: rerun sim explore");
         let second = explored.depth2.expect("explored at depth 2");
-        states += second.states;
-        distinct += second.distinct_states;
-        secs += second.elapsed_sec;
+        states += second.counts.states;
+        distinct += second.counts.distinct_states;
+        secs += second.counts.elapsed_sec;
     }
     report.push(
         "explore_depth2_states_per_sec",

@@ -27,37 +27,32 @@ use engine::vfs::{Interpose, Vfs, VfsFile};
 
 /// `disk`, except that every file fsync silently does nothing.
 pub fn skip_fsync(disk: Arc<dyn Vfs>) -> Arc<dyn Vfs> {
-    Arc::new(SkipFsync(disk))
-}
-
-#[derive(Clone)]
-struct SkipFsync(Arc<dyn Vfs>);
-
-impl Interpose for SkipFsync {
-    fn inner(&self) -> &dyn Vfs {
-        self.0.as_ref()
-    }
-    fn on_sync(&self, _file: &mut dyn VfsFile) -> io::Result<()> {
-        Ok(())
-    }
+    Arc::new(FsyncLie { disk, syncs: false })
 }
 
 /// `disk`, except that a failed file fsync reports success.
 pub fn swallowed_fsync_error(disk: Arc<dyn Vfs>) -> Arc<dyn Vfs> {
-    Arc::new(SwallowedFsyncError(disk))
+    Arc::new(FsyncLie { disk, syncs: true })
 }
 
+/// A file fsync that always reports success: having synced (`syncs`),
+/// its error forgotten, or having done nothing at all.
 #[derive(Clone)]
-struct SwallowedFsyncError(Arc<dyn Vfs>);
+struct FsyncLie {
+    disk: Arc<dyn Vfs>,
+    syncs: bool,
+}
 
-impl Interpose for SwallowedFsyncError {
+impl Interpose for FsyncLie {
     fn inner(&self) -> &dyn Vfs {
-        self.0.as_ref()
+        self.disk.as_ref()
     }
     fn on_sync(&self, file: &mut dyn VfsFile) -> io::Result<()> {
-        // Planted: the error (and the dirty data the disk dropped with it)
-        // is forgotten.
-        let _ = file.sync();
+        if self.syncs {
+            // Planted: the error (and the dirty data the disk dropped with
+            // it) is forgotten.
+            let _ = file.sync();
+        }
         Ok(())
     }
 }

@@ -123,7 +123,7 @@ pub(super) fn explore<T: Target>(
     let mut failures = Vec::new();
 
     for batch in passed.chunks(PARENTS_PER_BATCH) {
-        if report.capped {
+        if report.counts.capped {
             break;
         }
         let record_started = Instant::now();
@@ -133,7 +133,7 @@ pub(super) fn explore<T: Target>(
             target.record_recovery(seed, &recovery.snapshot.image(&recovery.crash_state), recovery.key)
         });
         report.recoveries_recorded += batch.len() as u64;
-        report.phase_sec.record += record_started.elapsed().as_secs_f64();
+        report.counts.phase_sec.record += record_started.elapsed().as_secs_f64();
 
         let enumerate_started = Instant::now();
         let mut batch_runs: Vec<(usize, Run)> = Vec::new();
@@ -153,7 +153,7 @@ pub(super) fn explore<T: Target>(
             |(_, run)| run,
             options,
             None,
-            (report.states, cap),
+            (report.counts.states, cap),
             options.then_state.is_some(),
             &explored,
         );
@@ -161,8 +161,8 @@ pub(super) fn explore<T: Target>(
         let mut new_recoveries: Vec<NewRecovery> = Vec::new();
         let mut checks: Vec<Check2> = Vec::new();
         'runs: for ((batch_pos, run), hashed) in batch_runs.iter().zip(&hashed) {
-            if report.states >= cap {
-                report.capped = true;
+            if report.counts.states >= cap {
+                report.counts.capped = true;
                 break;
             }
             let (states, hashes) = hashed.as_ref().expect("a run before the cap was enumerated");
@@ -174,17 +174,17 @@ pub(super) fn explore<T: Target>(
                 states.len(),
             )?;
             if let Some(state) = options.then_state {
-                report.examined = Some(run.snapshot.describe(&states[state]));
+                report.counts.examined = Some(run.snapshot.describe(&states[state]));
             }
             let parent = batch[*batch_pos];
             let recovery = &plan.recoveries[parent];
             let recorded = &recordings[*batch_pos];
             for then_io in run.first_io_index..run.first_io_index + run.len {
-                if report.states >= cap {
-                    report.capped = true;
+                if report.counts.states >= cap {
+                    report.counts.capped = true;
                     break 'runs;
                 }
-                report.io_indices += 1;
+                report.counts.io_indices += 1;
                 // Inside the recovery: every context the parent's image
                 // was judged in, each with where it was; after it: the
                 // one noted there (its parent named by its first place).
@@ -202,11 +202,11 @@ pub(super) fn explore<T: Target>(
                     if !explored(&states[state]) {
                         continue;
                     }
-                    if report.states >= cap {
-                        report.capped = true;
+                    if report.counts.states >= cap {
+                        report.counts.capped = true;
                         break 'runs;
                     }
-                    report.states += 1;
+                    report.counts.states += 1;
                     let hash = hashes[state];
                     let next = outcomes.len() + new_recoveries.len();
                     let slot = *slots.entry((hash, key)).or_insert(next);
@@ -229,9 +229,9 @@ pub(super) fn explore<T: Target>(
                 }
             }
         }
-        report.distinct_states += new_recoveries.len() as u64;
-        report.checks += checks.len() as u64;
-        report.phase_sec.enumerate += enumerate_started.elapsed().as_secs_f64();
+        report.counts.distinct_states += new_recoveries.len() as u64;
+        report.counts.checks += checks.len() as u64;
+        report.counts.phase_sec.enumerate += enumerate_started.elapsed().as_secs_f64();
 
         let check_started = Instant::now();
         let progress = options.progress.then_some("depth 2: recovering distinct crash states");
@@ -276,8 +276,8 @@ pub(super) fn explore<T: Target>(
                 repro: report::repro(target, seed, ops, options, io, state_number, then),
             });
         }
-        report.phase_sec.check += check_started.elapsed().as_secs_f64();
+        report.counts.phase_sec.check += check_started.elapsed().as_secs_f64();
     }
-    report.elapsed_sec = started.elapsed().as_secs_f64();
+    report.counts.elapsed_sec = started.elapsed().as_secs_f64();
     Ok((report, failures))
 }

@@ -147,7 +147,7 @@ mod tests {
             let report = explore(&segsim(fsync), seed, 20, &faults()).unwrap();
             assert_eq!(report.failures_total, 0, "seed {seed}:\n{}", report.to_text());
             let counts = report.faults.clone().expect("--faults reports");
-            assert_eq!(counts.recoveries, report.distinct_states, "every recovery passed at depth 1");
+            assert_eq!(counts.recoveries, report.counts.distinct_states, "every recovery passed at depth 1");
             assert!(counts.injected > counts.recoveries && counts.runs > counts.injected, "{counts:?}");
             assert!(!counts.capped);
             let two = explore(&segsim(fsync), seed, 20, &ExploreOptions { jobs: 2, ..faults() }).unwrap();

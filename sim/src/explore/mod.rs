@@ -221,7 +221,7 @@ fn explore_workload<T: Target>(
     let mut report = ExploreReport::new(target, seed, ops);
     let recording = target.record(seed, workload);
     report.recorded_ios = (recording.disk.snapshots.len() as u64).saturating_sub(1);
-    report.phase_sec.record = started.elapsed().as_secs_f64();
+    report.counts.phase_sec.record = started.elapsed().as_secs_f64();
     if let Some((check, detail)) = &recording.failure {
         let what = recording.contexts.last().map_or("the setup".to_string(), |c| c.what.clone());
         report.add_failures(vec![ExploreFailure {
@@ -235,29 +235,29 @@ fn explore_workload<T: Target>(
             fault_io: None,
             repro: report::repro(target, seed, ops, options, None, None, None),
         }]);
-        report.elapsed_sec = started.elapsed().as_secs_f64();
+        report.counts.elapsed_sec = started.elapsed().as_secs_f64();
         return Ok(report);
     }
 
     let enumerate_started = Instant::now();
     let plan = plan::plan(target, &recording, options)?;
-    report.phase_sec.enumerate = enumerate_started.elapsed().as_secs_f64();
-    report.io_indices = plan.io_indices;
-    report.states = plan.states;
-    report.distinct_states = plan.recoveries.len() as u64;
-    report.checks = plan.checks;
-    report.capped = plan.capped;
-    report.examined = plan.examined.clone();
+    report.counts.phase_sec.enumerate = enumerate_started.elapsed().as_secs_f64();
+    report.counts.io_indices = plan.io_indices;
+    report.counts.states = plan.states;
+    report.counts.distinct_states = plan.recoveries.len() as u64;
+    report.counts.checks = plan.checks;
+    report.counts.capped = plan.capped;
+    report.counts.examined = plan.examined.clone();
 
     let check_started = Instant::now();
     let checked = check_all(target, seed, ops, &recording, &plan, options);
-    report.phase_sec.check = check_started.elapsed().as_secs_f64();
+    report.counts.phase_sec.check = check_started.elapsed().as_secs_f64();
     let (failures, outcomes): (Vec<Vec<ExploreFailure>>, Vec<Option<T::Recovered>>) = checked.into_iter().unzip();
     let failed: Vec<bool> = failures.iter().map(|f| !f.is_empty()).collect();
     let mut failures: Vec<ExploreFailure> = failures.into_iter().flatten().collect();
     failures.sort_by_key(|failure| (failure.io_index, failure.state));
     report.add_failures(failures);
-    report.elapsed_sec = started.elapsed().as_secs_f64();
+    report.counts.elapsed_sec = started.elapsed().as_secs_f64();
 
     if options.faults {
         let (faults, failures) = faults::explore(target, seed, ops, &recording, &plan, &failed, options);

@@ -55,42 +55,90 @@ pub struct PhaseSeconds {
     pub check: f64,
 }
 
+/// What one depth of exploration enumerated, recovered and judged, and
+/// how long it took: the workload's crashes (depth 1), or the second
+/// crashes inside their recoveries (depth 2).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Counts {
+    /// Crash indices explored (depth 2: inside the recovery recordings).
+    pub io_indices: u64,
+    /// Crash states enumerated, byte-identical ones included: each got a
+    /// verdict, directly or through its twin.
+    pub states: u64,
+    /// Distinct (disk image, recovery key) pairs recovered (depth 2: that
+    /// no earlier state had recovered already).
+    pub distinct_states: u64,
+    /// Distinct (disk image, context) pairs judged (depth 2: new ones).
+    pub checks: u64,
+    /// `--max-states` (depth 2: `--max-depth2-states`) stopped the
+    /// enumeration early.
+    pub capped: bool,
+    /// With `--only-state` (depth 2: `--then-state`): the description of
+    /// the one state examined.
+    pub examined: Option<String>,
+    /// Wall-clock seconds, all phases.
+    pub elapsed_sec: f64,
+    /// Per phase (depth 2's record phase records the recoveries).
+    pub phase_sec: PhaseSeconds,
+}
+
+impl Counts {
+    /// Crash states per second of wall-clock time, all phases counted.
+    pub fn states_per_sec(&self) -> f64 {
+        self.states as f64 / self.elapsed_sec.max(1e-9)
+    }
+
+    /// Distinct states recovered per second of the check phase.
+    pub fn recoveries_per_sec(&self) -> f64 {
+        self.distinct_states as f64 / self.phase_sec.check.max(1e-9)
+    }
+
+    /// The time and rates, as a report line starting with `lead`.
+    fn rate_line(&self, lead: &str) -> String {
+        let PhaseSeconds { record, enumerate, check } = self.phase_sec;
+        format!(
+            "{lead}{:.2} s: {:.0} states/s, {:.0} recoveries/s (record {record:.2} s, enumerate {enumerate:.2} s, \
+             check {check:.2} s)\n",
+            self.elapsed_sec,
+            self.states_per_sec(),
+            self.recoveries_per_sec(),
+        )
+    }
+
+    /// The counts as JSON fields.
+    fn to_json(&self) -> Value {
+        json!({
+            "io_indices": self.io_indices,
+            "states": self.states,
+            "distinct_states": self.distinct_states,
+            "checks": self.checks,
+            "capped": self.capped,
+            "examined": self.examined,
+            "states_per_sec": self.states_per_sec(),
+            "recoveries_per_sec": self.recoveries_per_sec(),
+            "elapsed_sec": self.elapsed_sec,
+            "phase_sec": {
+                "record": self.phase_sec.record,
+                "enumerate": self.phase_sec.enumerate,
+                "check": self.phase_sec.check,
+            },
+        })
+    }
+
+    /// The same counts with every timing zeroed, for comparisons.
+    fn without_timings(&self) -> Counts {
+        Counts { elapsed_sec: 0.0, phase_sec: PhaseSeconds::default(), ..self.clone() }
+    }
+}
+
 /// What depth 2 added (`sim explore --depth 2`): second crashes inside
 /// the recovery and probe of every distinct recovered state that passed.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Depth2Report {
     /// Distinct depth-1 recoveries recorded and crashed again.
     pub recoveries_recorded: u64,
-    /// Crash indices explored inside those recordings.
-    pub io_indices: u64,
-    /// Second-crash states enumerated, byte-identical ones included.
-    pub states: u64,
-    /// Distinct (image, recovery key) pairs recovered that depth 1 (or an
-    /// earlier depth-2 state) had not recovered already.
-    pub distinct_states: u64,
-    /// Distinct (image, context) pairs judged that were not judged before.
-    pub checks: u64,
-    /// `--max-depth2-states` stopped the enumeration early.
-    pub capped: bool,
-    /// With `--then-state`: the description of the one state examined.
-    pub examined: Option<String>,
-    /// Wall-clock seconds of depth 2, all phases.
-    pub elapsed_sec: f64,
-    /// Per phase: recording the recoveries, enumerating, recovering and
-    /// judging.
-    pub phase_sec: PhaseSeconds,
-}
-
-impl Depth2Report {
-    /// Second-crash states per second of depth 2's wall-clock time.
-    pub fn states_per_sec(&self) -> f64 {
-        self.states as f64 / self.elapsed_sec.max(1e-9)
-    }
-
-    /// Distinct states recovered per second of depth 2's check phase.
-    pub fn recoveries_per_sec(&self) -> f64 {
-        self.distinct_states as f64 / self.phase_sec.check.max(1e-9)
-    }
+    /// The second crashes.
+    pub counts: Counts,
 }
 
 /// What `--faults` added: every distinct recovered state that passed,
@@ -127,28 +175,13 @@ pub struct ExploreReport {
     pub sector_bytes: u64,
     /// I/O operations in the recording run.
     pub recorded_ios: u64,
-    /// Crash indices explored.
-    pub io_indices: u64,
-    /// Crash states enumerated, byte-identical ones included: each got a
-    /// verdict, directly or through its twin.
-    pub states: u64,
-    /// Distinct (disk image, recovery key) pairs recovered.
-    pub distinct_states: u64,
-    /// Distinct (disk image, context) pairs judged.
-    pub checks: u64,
-    /// `--max-states` stopped the enumeration before the last index.
-    pub capped: bool,
-    /// With `--only-state`: the description of the one state examined.
-    pub examined: Option<String>,
+    /// The workload's crashes (depth 1).
+    pub counts: Counts,
     /// How many states failed (first occurrences of each image in each
     /// context).
     pub failures_total: u64,
     /// The first [`MAX_FAILURES_KEPT`] of them, in crash-index order.
     pub failures: Vec<ExploreFailure>,
-    /// Wall-clock seconds of depth 1, all phases.
-    pub elapsed_sec: f64,
-    /// Wall-clock seconds per phase of depth 1.
-    pub phase_sec: PhaseSeconds,
     /// With `--depth 2`: what the second crashes added.
     pub depth2: Option<Depth2Report>,
     /// With `--faults`: what the faulted recoveries added.
@@ -194,16 +227,9 @@ impl ExploreReport {
             facts: target.explore_facts(seed),
             sector_bytes: target.sector_bytes(seed),
             recorded_ios: 0,
-            io_indices: 0,
-            states: 0,
-            distinct_states: 0,
-            checks: 0,
-            capped: false,
-            examined: None,
+            counts: Counts::default(),
             failures_total: 0,
             failures: Vec::new(),
-            elapsed_sec: 0.0,
-            phase_sec: PhaseSeconds::default(),
             depth2: None,
             faults: None,
         }
@@ -215,26 +241,14 @@ impl ExploreReport {
         self.failures.extend(failures.into_iter().take(room));
     }
 
-    /// Crash states per second of depth 1's wall-clock time, all its
-    /// phases counted.
-    pub fn states_per_sec(&self) -> f64 {
-        self.states as f64 / self.elapsed_sec.max(1e-9)
-    }
-
-    /// Distinct states recovered per second of the check phase.
-    pub fn recoveries_per_sec(&self) -> f64 {
-        self.distinct_states as f64 / self.phase_sec.check.max(1e-9)
-    }
-
     /// The same report with every timing zeroed, for comparisons.
     pub fn without_timings(&self) -> Self {
-        let depth2 = self.depth2.as_ref().map(|depth2| Depth2Report {
-            elapsed_sec: 0.0,
-            phase_sec: PhaseSeconds::default(),
-            ..depth2.clone()
-        });
+        let depth2 = self
+            .depth2
+            .as_ref()
+            .map(|depth2| Depth2Report { counts: depth2.counts.without_timings(), ..depth2.clone() });
         let faults = self.faults.as_ref().map(|faults| FaultsReport { elapsed_sec: 0.0, ..faults.clone() });
-        ExploreReport { elapsed_sec: 0.0, phase_sec: PhaseSeconds::default(), depth2, faults, ..self.clone() }
+        ExploreReport { counts: self.counts.without_timings(), depth2, faults, ..self.clone() }
     }
 
     /// The human report.
@@ -248,48 +262,33 @@ impl ExploreReport {
             self.sector_bytes,
             self.recorded_ios
         );
+        let c = &self.counts;
         out.push_str(&format!(
             "  {} crash indices, {} crash states, {} distinct recovered, {} checks{}\n",
-            self.io_indices,
-            self.states,
-            self.distinct_states,
-            self.checks,
-            if self.capped { " (capped by --max-states)" } else { "" }
+            c.io_indices,
+            c.states,
+            c.distinct_states,
+            c.checks,
+            if c.capped { " (capped by --max-states)" } else { "" }
         ));
-        out.push_str(&format!(
-            "  {:.2} s: {:.0} states/s, {:.0} recoveries/s (record {:.2} s, enumerate {:.2} s, check {:.2} s)\n",
-            self.elapsed_sec,
-            self.states_per_sec(),
-            self.recoveries_per_sec(),
-            self.phase_sec.record,
-            self.phase_sec.enumerate,
-            self.phase_sec.check
-        ));
-        if let Some(examined) = &self.examined {
+        out.push_str(&c.rate_line("  "));
+        if let Some(examined) = &c.examined {
             out.push_str(&format!("  state examined: {examined}\n"));
         }
         if let Some(depth2) = &self.depth2 {
+            let c = &depth2.counts;
             out.push_str(&format!(
                 "  depth 2: {} recoveries crashed again: {} crash indices, {} crash states, {} newly recovered, {} \
                  new checks{}\n",
                 depth2.recoveries_recorded,
-                depth2.io_indices,
-                depth2.states,
-                depth2.distinct_states,
-                depth2.checks,
-                if depth2.capped { " (capped by --max-depth2-states)" } else { "" }
+                c.io_indices,
+                c.states,
+                c.distinct_states,
+                c.checks,
+                if c.capped { " (capped by --max-depth2-states)" } else { "" }
             ));
-            out.push_str(&format!(
-                "  depth 2: {:.2} s: {:.0} states/s, {:.0} recoveries/s (record {:.2} s, enumerate {:.2} s, check \
-                 {:.2} s)\n",
-                depth2.elapsed_sec,
-                depth2.states_per_sec(),
-                depth2.recoveries_per_sec(),
-                depth2.phase_sec.record,
-                depth2.phase_sec.enumerate,
-                depth2.phase_sec.check
-            ));
-            if let Some(examined) = &depth2.examined {
+            out.push_str(&c.rate_line("  depth 2: "));
+            if let Some(examined) = &c.examined {
                 out.push_str(&format!("  depth-2 state examined: {examined}\n"));
             }
         }
@@ -366,48 +365,24 @@ impl ExploreReport {
                 })
             })
             .collect();
-        let mut value = json!({
+        let mut value = self.counts.to_json();
+        let fields = json!({
             "target": self.target.name(),
             "seed": self.seed,
             "ops": self.ops,
             "sector_bytes": self.sector_bytes,
             "recorded_ios": self.recorded_ios,
-            "io_indices": self.io_indices,
-            "states": self.states,
-            "distinct_states": self.distinct_states,
-            "checks": self.checks,
-            "capped": self.capped,
-            "examined": self.examined,
-            "states_per_sec": self.states_per_sec(),
-            "recoveries_per_sec": self.recoveries_per_sec(),
-            "elapsed_sec": self.elapsed_sec,
-            "phase_sec": {
-                "record": self.phase_sec.record,
-                "enumerate": self.phase_sec.enumerate,
-                "check": self.phase_sec.check,
-            },
             "failures_total": self.failures_total,
             "failures": failures,
             "depth": if self.depth2.is_some() { 2 } else { 1 },
         });
+        for (key, field) in fields.as_object().expect("an object").clone() {
+            value[key] = field;
+        }
         if let Some(depth2) = &self.depth2 {
-            value["depth2"] = json!({
-                "recoveries_recorded": depth2.recoveries_recorded,
-                "io_indices": depth2.io_indices,
-                "states": depth2.states,
-                "distinct_states": depth2.distinct_states,
-                "checks": depth2.checks,
-                "capped": depth2.capped,
-                "examined": depth2.examined,
-                "states_per_sec": depth2.states_per_sec(),
-                "recoveries_per_sec": depth2.recoveries_per_sec(),
-                "elapsed_sec": depth2.elapsed_sec,
-                "phase_sec": {
-                    "record": depth2.phase_sec.record,
-                    "enumerate": depth2.phase_sec.enumerate,
-                    "check": depth2.phase_sec.check,
-                },
-            });
+            let mut counts = depth2.counts.to_json();
+            counts["recoveries_recorded"] = json!(depth2.recoveries_recorded);
+            value["depth2"] = counts;
         }
         if let Some(faults) = &self.faults {
             value["faults"] = json!({

@@ -29,12 +29,18 @@ fn the_engine_survives_every_crash_state_of_short_workloads() {
     for (seed, fsync) in [(1, None), (2, Some(FsyncPolicy::Always)), (3, Some(FsyncPolicy::EverySec))] {
         let report = explore(&segsim(fsync), seed, 20, &options()).unwrap();
         assert_eq!(report.failures_total, 0, "seed {seed}:\n{}", report.to_text());
-        assert_eq!(report.io_indices, report.recorded_ios + 1, "every index, and the one after the last I/O");
-        assert!(report.states >= report.io_indices && report.checks >= report.distinct_states);
+        assert_eq!(report.counts.io_indices, report.recorded_ios + 1, "every index, and the one after the last I/O");
+        assert!(
+            report.counts.states >= report.counts.io_indices && report.counts.checks >= report.counts.distinct_states
+        );
         // Each seed's store opens, logs, syncs and restarts: dozens of
         // distinct disks at the least.
-        assert!(report.distinct_states >= 30, "seed {seed}: only {} distinct states", report.distinct_states);
-        assert!(!report.capped);
+        assert!(
+            report.counts.distinct_states >= 30,
+            "seed {seed}: only {} distinct states",
+            report.counts.distinct_states
+        );
+        assert!(!report.counts.capped);
     }
 }
 
@@ -46,7 +52,7 @@ fn a_report_is_the_same_twice_and_for_any_number_of_jobs() {
     let two = explore(&target, 4, 20, &ExploreOptions { jobs: 2, ..options() }).unwrap().without_timings();
     assert_eq!(one, again);
     assert_eq!(one, two);
-    assert!(one.states > 0);
+    assert!(one.counts.states > 0);
 }
 
 #[test]
@@ -56,7 +62,7 @@ fn the_report_states_the_fsync_policy() {
     assert!(text.starts_with("sim explore: seed 1 (5 ops, fsync everysec, "), "{text}");
     let json = report.to_json();
     assert_eq!((json["fsync"].as_str(), json["target"].as_str()), (Some("everysec"), Some("segsim")));
-    assert_eq!(json["states"].as_u64(), Some(report.states));
+    assert_eq!(json["states"].as_u64(), Some(report.counts.states));
 }
 
 #[test]
@@ -87,8 +93,8 @@ fn a_vfs_that_skips_fsync_is_caught_and_its_repro_recovers_that_state() {
     // The repro's options recover exactly that state, and it fails the same way.
     let only = ExploreOptions { only_io: Some(io), only_state: Some(state), ..options() };
     let again = explore(&planted, seed, 20, &only).unwrap();
-    assert_eq!((again.io_indices, again.states, again.distinct_states), (1, 1, 1));
-    assert_eq!(again.examined.as_deref(), Some(&first.description[..]));
+    assert_eq!((again.counts.io_indices, again.counts.states, again.counts.distinct_states), (1, 1, 1));
+    assert_eq!(again.counts.examined.as_deref(), Some(&first.description[..]));
     assert_eq!(again.failures, vec![first]);
 
     // The same seed passes on the honest disk.
@@ -99,11 +105,14 @@ fn a_vfs_that_skips_fsync_is_caught_and_its_repro_recovers_that_state() {
 fn the_state_cap_cuts_the_same_prefix_for_any_number_of_jobs() {
     let target = segsim(None);
     let full = explore(&target, 5, 20, &options()).unwrap();
-    let cap = full.states / 2;
+    let cap = full.counts.states / 2;
     let capped = explore(&target, 5, 20, &ExploreOptions { max_states: Some(cap), ..options() }).unwrap();
-    assert_eq!(capped.states, cap);
-    assert!(capped.capped && !full.capped);
-    assert!(capped.io_indices < full.io_indices && capped.distinct_states <= full.distinct_states);
+    assert_eq!(capped.counts.states, cap);
+    assert!(capped.counts.capped && !full.counts.capped);
+    assert!(
+        capped.counts.io_indices < full.counts.io_indices
+            && capped.counts.distinct_states <= full.counts.distinct_states
+    );
     let capped_two = explore(&target, 5, 20, &ExploreOptions { max_states: Some(cap), jobs: 2, ..options() }).unwrap();
     assert_eq!(capped.without_timings(), capped_two.without_timings());
 }
@@ -140,7 +149,7 @@ fn crashes_inside_the_workloads_own_crash_and_restart_are_explored_too() {
     let ops = workload.len() as u64;
     let report = explore_workload(&target, 6, ops, &workload, &options(), std::time::Instant::now()).unwrap();
     assert_eq!(report.failures_total, 0, "{}", report.to_text());
-    assert!(report.io_indices == recording.disk.snapshots.len() as u64 && report.distinct_states > 10);
+    assert!(report.counts.io_indices == recording.disk.snapshots.len() as u64 && report.counts.distinct_states > 10);
 }
 
 /// Depth 2 on the honest engine: every distinct recovered state is
@@ -153,19 +162,26 @@ fn depth_two_crashes_every_recovery_and_the_engine_survives() {
         let report = explore(&segsim(fsync), seed, 20, &depth2).unwrap();
         assert_eq!(report.failures_total, 0, "seed {seed}:\n{}", report.to_text());
         let second = report.depth2.as_ref().expect("a depth-2 report");
-        assert_eq!(second.recoveries_recorded, report.distinct_states, "every parent passed, so every one is recorded");
+        assert_eq!(
+            second.recoveries_recorded, report.counts.distinct_states,
+            "every parent passed, so every one is recorded"
+        );
         // Each recovery does a few dozen I/Os (open, probe: write, evict,
         // restart, crash), and most second crashes land on new disks.
-        assert!(second.io_indices > 10 * second.recoveries_recorded, "{second:?}");
-        assert!(second.states >= second.io_indices && second.distinct_states > report.distinct_states, "{second:?}");
-        assert!(!second.capped && second.checks >= second.distinct_states);
+        assert!(second.counts.io_indices > 10 * second.recoveries_recorded, "{second:?}");
+        assert!(
+            second.counts.states >= second.counts.io_indices
+                && second.counts.distinct_states > report.counts.distinct_states,
+            "{second:?}"
+        );
+        assert!(!second.counts.capped && second.counts.checks >= second.counts.distinct_states);
         // Depth 1 is the same with or without depth 2.
         let first = explore(&segsim(fsync), seed, 20, &options()).unwrap();
         assert_eq!(ExploreReport { depth2: None, ..report.without_timings() }, first.without_timings());
         let text = report.to_text();
         assert!(text.contains("depth 2: ") && text.contains("states/s"), "{text}");
         let json = report.to_json();
-        assert_eq!((json["depth"].as_u64(), json["depth2"]["states"].as_u64()), (Some(2), Some(second.states)));
+        assert_eq!((json["depth"].as_u64(), json["depth2"]["states"].as_u64()), (Some(2), Some(second.counts.states)));
     }
 }
 
@@ -177,14 +193,14 @@ fn a_depth_two_report_is_the_same_for_any_number_of_jobs_and_its_cap_cuts_a_pref
     let two = explore(&target, 4, 15, &ExploreOptions { jobs: 2, ..depth2.clone() }).unwrap().without_timings();
     assert_eq!(one, two);
     let full = one.depth2.expect("depth 2");
-    let cap = full.states / 3;
+    let cap = full.counts.states / 3;
     let capped = ExploreOptions { max_depth2_states: Some(cap), ..depth2 };
     let capped_one = explore(&target, 4, 15, &capped).unwrap().without_timings();
     let capped_two = explore(&target, 4, 15, &ExploreOptions { jobs: 2, ..capped }).unwrap().without_timings();
     assert_eq!(capped_one, capped_two);
     let second = capped_one.depth2.expect("depth 2");
-    assert_eq!(second.states, cap);
-    assert!(second.capped && !full.capped && second.distinct_states < full.distinct_states);
+    assert_eq!(second.counts.states, cap);
+    assert!(second.counts.capped && !full.counts.capped && second.counts.distinct_states < full.counts.distinct_states);
 }
 
 /// A recovery recorded for depth 2: its crash indices before the open
@@ -250,8 +266,8 @@ fn a_recovery_that_leaves_its_cut_unsynced_is_caught_at_depth_two_only_with_a_re
     };
     let again = explore(&planted, seed, 10, &only).unwrap();
     let second = again.depth2.as_ref().expect("depth 2");
-    assert_eq!((second.recoveries_recorded, second.io_indices, second.states), (1, 1, 1));
-    assert!(second.examined.as_deref().is_some_and(|examined| first.description.ends_with(examined)));
+    assert_eq!((second.recoveries_recorded, second.counts.io_indices, second.counts.states), (1, 1, 1));
+    assert!(second.counts.examined.as_deref().is_some_and(|examined| first.description.ends_with(examined)));
     let failures: Vec<&ExploreFailure> = again.failures.iter().filter(|f| f.then.is_some()).collect();
     assert_eq!(failures, vec![&first]);
     // Numbers that do not exist are usage errors.
@@ -422,7 +438,7 @@ fn a_recovery_that_does_not_fsync_its_cut_is_caught_at_depth_two_only() {
 fn the_engine_survives_every_crash_state_of_a_workload_that_compacts_the_manifest() {
     let report = explore(&segsim(None), COMPACTING_SEED, COMPACTING_OPS, &options()).unwrap();
     assert_eq!(report.failures_total, 0, "{}", report.to_text());
-    assert!(!report.capped);
+    assert!(!report.counts.capped);
 }
 
 /// See [`the_engine_survives_every_crash_state_of_a_workload_that_compacts_the_manifest`].

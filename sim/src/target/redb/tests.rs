@@ -45,7 +45,11 @@ fn explore_runs_clean_and_catches_a_plant() {
     let honest = RedbTarget::default();
     let report = explore(&honest, 1, 12, &options).unwrap();
     assert_eq!(report.failures_total, 0, "{}", report.to_text());
-    assert!(report.states > report.distinct_states && report.distinct_states > 0, "{}", report.to_text());
+    assert!(
+        report.counts.states > report.counts.distinct_states && report.counts.distinct_states > 0,
+        "{}",
+        report.to_text()
+    );
     let again = explore(&honest, 1, 12, &ExploreOptions { jobs: 1, ..options.clone() }).unwrap();
     assert_eq!(again.without_timings(), report.without_timings(), "the report does not depend on --jobs");
 
@@ -66,8 +70,8 @@ fn depth_two_runs_clean_and_catches_a_plant() {
     let report = explore(&honest, 1, 8, &options).unwrap();
     assert_eq!(report.failures_total, 0, "{}", report.to_text());
     let second = report.depth2.as_ref().expect("depth 2");
-    assert_eq!(second.recoveries_recorded, report.distinct_states);
-    assert!(second.states > second.io_indices && second.distinct_states > 0, "{second:?}");
+    assert_eq!(second.recoveries_recorded, report.counts.distinct_states);
+    assert!(second.counts.states > second.counts.io_indices && second.counts.distinct_states > 0, "{second:?}");
     let again = explore(&honest, 1, 8, &ExploreOptions { jobs: 1, ..options.clone() }).unwrap();
     assert_eq!(again.without_timings(), report.without_timings(), "the report does not depend on --jobs");
 
@@ -83,7 +87,7 @@ fn torn_garbage_states_are_explored_only_when_asked() {
     let mild = explore(&RedbTarget::default(), 1, 12, &options).unwrap();
     let harsh = RedbTarget { harsh: HarshDisk { torn_garbage: true, read_bitflips: false }, ..RedbTarget::default() };
     let harsh = explore(&harsh, 1, 12, &options).unwrap();
-    assert!(harsh.states > mild.states, "{} vs {}", harsh.states, mild.states);
+    assert!(harsh.counts.states > mild.counts.states, "{} vs {}", harsh.counts.states, mild.counts.states);
 }
 
 /// REDB.md, finding 4, as a test: after an unclean shutdown, one flipped

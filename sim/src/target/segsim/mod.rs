@@ -33,6 +33,7 @@ use crate::run::run_ops_with;
 use crate::workload::{generate, generate_for_explore, PlannedOp};
 
 pub use record::RecoveryContext;
+use recover::Recovery;
 pub use recover::{Outcome, Recovered};
 
 /// What the engine is given instead of the simulated disk: the disk
@@ -76,11 +77,19 @@ impl SegsimTarget {
         Config::from_seed(seed, self.overrides)
     }
 
-    /// The disk of exploration: fault-free (I/O errors are the random
-    /// mode's business) and strict (the workload's own `CRASH` operations
-    /// keep exactly what was synced), with the seed's sector size.
+    /// The disk of exploration: fault-free (the random mode's faults are
+    /// drawn, exploration's one armed fault is not) and strict (the
+    /// workload's own `CRASH` operations keep exactly what was synced),
+    /// with the seed's sector size.
     fn explore_disk(config: &Config) -> DiskConfig {
         DiskConfig::fault_free(CrashMode::Strict, config.disk.sector_bytes)
+    }
+
+    /// `image` of `seed`, to recover at `now_ms` on exploration's disk.
+    fn recovery(&self, seed: u64, image: &DiskImage, now_ms: u64) -> Recovery {
+        let config = self.config(seed);
+        let disk = SegsimTarget::explore_disk(&config);
+        Recovery::new(config, &disk, self.overrides, self.wrap, image, now_ms)
     }
 }
 
@@ -181,8 +190,7 @@ impl Target for SegsimTarget {
     }
 
     fn recover(&self, seed: u64, image: &DiskImage, now_ms: u64) -> Outcome {
-        let config = self.config(seed);
-        recover::recover(&config, &SegsimTarget::explore_disk(&config), self.overrides, self.wrap, image, now_ms)
+        self.recovery(seed, image, now_ms).run()
     }
 
     fn judge(&self, recovered: &Outcome, context: &RecoveryContext) -> Result<(), (Check, String)> {
@@ -194,9 +202,7 @@ impl Target for SegsimTarget {
     }
 
     fn record_recovery(&self, seed: u64, image: &DiskImage, now_ms: u64) -> RecoveryRecording<RecoveryContext> {
-        let config = self.config(seed);
-        let disk = SegsimTarget::explore_disk(&config);
-        recover::record_recovery(&config, &disk, self.overrides, self.wrap, image, now_ms)
+        self.recovery(seed, image, now_ms).record()
     }
 
     fn injects_recovery_faults(&self) -> bool {
@@ -210,9 +216,7 @@ impl Target for SegsimTarget {
         now_ms: u64,
         fault_io: Option<u64>,
     ) -> FaultedRecovery<Outcome> {
-        let config = self.config(seed);
-        let disk = SegsimTarget::explore_disk(&config);
-        recover::recover_with_fault(&config, &disk, self.overrides, self.wrap, image, now_ms, fault_io)
+        self.recovery(seed, image, now_ms).run_with_fault(fault_io)
     }
 }
 

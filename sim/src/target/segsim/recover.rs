@@ -56,106 +56,98 @@ const PROBE_KEY: &[u8] = b"explore-probe";
 /// The probe's operations take indices far past any workload's.
 const PROBE_FIRST_INDEX: u64 = 1 << 40;
 
-/// Open the store on `image` at `now_ms`, with `overrides`' canary planted
-/// and the engine seeing `wrap(disk)`: its dump, its audit and the probe's
-/// verdict. Never panics: a panic in the engine is the `panic` check
-/// failing.
-pub(super) fn recover(
-    config: &Config,
-    disk_config: &DiskConfig,
-    overrides: Overrides,
-    wrap: VfsWrap,
-    image: &DiskImage,
-    now_ms: u64,
-) -> Outcome {
-    let vfs = Arc::new(SimVfs::from_image(disk_config.clone(), image, Trace::new(false)));
-    recover_on(config, overrides, wrap, vfs, now_ms, &mut Unobserved, None)
-}
-
-/// [`recover`] with the read, write or fsync at I/O index `fault_io`
-/// failing (EIO) once — `sim explore --faults` — or, with `None`, plainly,
-/// to count the I/Os the recovery and probe make.
-pub(super) fn recover_with_fault(
-    config: &Config,
-    disk_config: &DiskConfig,
-    overrides: Overrides,
-    wrap: VfsWrap,
-    image: &DiskImage,
-    now_ms: u64,
-    fault_io: Option<u64>,
-) -> FaultedRecovery<Outcome> {
-    let vfs = Arc::new(SimVfs::from_image(disk_config.clone(), image, Trace::new(false)));
-    if let Some(io_index) = fault_io {
-        vfs.arm_fault_at(io_index);
-    }
-    let recovered = recover_on(config, overrides, wrap, vfs.clone(), now_ms, &mut Unobserved, None);
-    FaultedRecovery { recovered, fired: vfs.armed_fault() == Some(true), ios: vfs.io_count() }
-}
-
-/// [`recover`] on a disk that keeps a snapshot before every I/O, for
-/// `sim explore --depth 2`: the crash indices of the open are judged in
-/// the image's own contexts; from the moment the open returned, by the
-/// checker of the recovered store — its content is then all that may come
-/// back, plus the probe's write once acknowledged — as each probe step
-/// begins (the recording's own observer, [`Contexts`]).
-pub(super) fn record_recovery(
-    config: &Config,
-    disk_config: &DiskConfig,
-    overrides: Overrides,
-    wrap: VfsWrap,
-    image: &DiskImage,
-    now_ms: u64,
-) -> RecoveryRecording<RecoveryContext> {
-    let vfs = Arc::new(SimVfs::from_image(disk_config.clone(), image, Trace::new(false)));
-    vfs.start_recording();
-    let mut contexts = Contexts { prefix: "probe: ", contexts: Vec::new() };
-    let mut recovered_at_io = None;
-    // The verdict is the plain recovery's (the same bytes, the same
-    // clock): only the snapshots are wanted here.
-    let _ = recover_on(config, overrides, wrap, vfs.clone(), now_ms, &mut contexts, Some(&mut recovered_at_io));
-    let disk = vfs.take_recording();
-    // A recovery that never returned (a refused open, a panic) is all
-    // recovery: every index is judged in the image's contexts.
-    assert!(recovered_at_io.is_some() || contexts.contexts.is_empty(), "no probe without a recovery");
-    let recovered_at_io = recovered_at_io.unwrap_or(disk.io_indices().end);
-    assert!(contexts.contexts.iter().all(|c| c.first_io_index >= recovered_at_io), "contexts follow the recovery");
-    RecoveryRecording { disk, recovered_at_io, contexts: contexts.contexts }
-}
-
-/// The recovery of [`recover`] on `vfs` (a disk holding a crash image),
-/// the probe watched by `observer`. With `recovered_at_io`, also note
-/// there the first I/O index after the open returned, and tell the
-/// observer of the recovered store as a context of its own (from that
-/// index to the probe's first step).
-fn recover_on(
-    config: &Config,
+/// One crash image to recover: the seed's configuration, the target's
+/// settings (`overrides`' canary planted, the engine seeing `wrap(disk)`),
+/// the clock, and a fresh disk holding the image. A recovery is a pure
+/// function of these.
+pub(super) struct Recovery {
+    config: Config,
     overrides: Overrides,
     wrap: VfsWrap,
     vfs: Arc<SimVfs>,
     now_ms: u64,
-    observer: &mut dyn ContextObserver,
-    recovered_at_io: Option<&mut Option<u64>>,
-) -> Outcome {
-    let _canary = CanarySwitch::on(overrides.canary);
-    let clock = Arc::new(ManualClock::new(now_ms));
-    let mut driver = Driver::new(config, overrides, vfs.clone(), wrap(vfs), clock);
-    let recovered = catch_panic(|| {
-        open(&mut driver)?;
-        let opened_at_io = driver.vfs().io_count();
-        let store = driver.store();
-        let dump =
-            store.logical_dump().map_err(|e| (Check::Dump, format!("logical_dump failed after recovery: {e}")))?;
-        let violations = store.audit().into_iter().map(|v| v.0).collect();
-        driver.checker_mut().rebase(dump.clone());
-        if let Some(at) = recovered_at_io {
-            *at = Some(opened_at_io);
-            let context = RecoveryContext { now_ms: driver.now_ms(), checker: driver.checker().clone() };
-            observer.note(opened_at_io, "the recovered store (dump, audit)", context);
+}
+
+impl Recovery {
+    pub(super) fn new(
+        config: Config,
+        disk_config: &DiskConfig,
+        overrides: Overrides,
+        wrap: VfsWrap,
+        image: &DiskImage,
+        now_ms: u64,
+    ) -> Recovery {
+        let vfs = Arc::new(SimVfs::from_image(disk_config.clone(), image, Trace::new(false)));
+        Recovery { config, overrides, wrap, vfs, now_ms }
+    }
+
+    /// Open the store: its dump, its audit and the probe's verdict. Never
+    /// panics: a panic in the engine is the `panic` check failing.
+    pub(super) fn run(self) -> Outcome {
+        self.run_observed(&mut Unobserved, None)
+    }
+
+    /// [`Recovery::run`] with the read, write or fsync at I/O index
+    /// `fault_io` failing (EIO) once — `sim explore --faults` — or, with
+    /// `None`, plainly, to count the I/Os the recovery and probe make.
+    pub(super) fn run_with_fault(self, fault_io: Option<u64>) -> FaultedRecovery<Outcome> {
+        if let Some(io_index) = fault_io {
+            self.vfs.arm_fault_at(io_index);
         }
-        let probe = probe(&mut driver, observer.as_observer());
-        Ok(Recovered { dump, violations, probe })
-    });
-    recovered.unwrap_or_else(|message| Err((Check::Panic, message)))
+        let recovered = self.run_observed(&mut Unobserved, None);
+        FaultedRecovery { recovered, fired: self.vfs.armed_fault() == Some(true), ios: self.vfs.io_count() }
+    }
+
+    /// [`Recovery::run`] on a disk that keeps a snapshot before every I/O,
+    /// for `sim explore --depth 2`: the crash indices of the open are
+    /// judged in the image's own contexts; from the moment the open
+    /// returned, by the checker of the recovered store — its content is
+    /// then all that may come back, plus the probe's write once
+    /// acknowledged — as each probe step begins (the recording's own
+    /// observer, [`Contexts`]).
+    pub(super) fn record(self) -> RecoveryRecording<RecoveryContext> {
+        self.vfs.start_recording();
+        let mut contexts = Contexts { prefix: "probe: ", contexts: Vec::new() };
+        let mut recovered_at_io = None;
+        // The verdict is the plain recovery's (the same bytes, the same
+        // clock): only the snapshots are wanted here.
+        let _ = self.run_observed(&mut contexts, Some(&mut recovered_at_io));
+        let disk = self.vfs.take_recording();
+        // A recovery that never returned (a refused open, a panic) is all
+        // recovery: every index is judged in the image's contexts.
+        assert!(recovered_at_io.is_some() || contexts.contexts.is_empty(), "no probe without a recovery");
+        let recovered_at_io = recovered_at_io.unwrap_or(disk.io_indices().end);
+        assert!(contexts.contexts.iter().all(|c| c.first_io_index >= recovered_at_io), "contexts follow the recovery");
+        RecoveryRecording { disk, recovered_at_io, contexts: contexts.contexts }
+    }
+
+    /// The recovery, the probe watched by `observer`. With
+    /// `recovered_at_io`, also note there the first I/O index after the
+    /// open returned, and tell the observer of the recovered store as a
+    /// context of its own (from that index to the probe's first step).
+    fn run_observed(&self, observer: &mut dyn ContextObserver, recovered_at_io: Option<&mut Option<u64>>) -> Outcome {
+        let _canary = CanarySwitch::on(self.overrides.canary);
+        let clock = Arc::new(ManualClock::new(self.now_ms));
+        let vfs = self.vfs.clone();
+        let mut driver = Driver::new(&self.config, self.overrides, vfs.clone(), (self.wrap)(vfs), clock);
+        let recovered = catch_panic(|| {
+            open(&mut driver)?;
+            let opened_at_io = driver.vfs().io_count();
+            let store = driver.store();
+            let dump =
+                store.logical_dump().map_err(|e| (Check::Dump, format!("logical_dump failed after recovery: {e}")))?;
+            let violations = store.audit().into_iter().map(|v| v.0).collect();
+            driver.checker_mut().rebase(dump.clone());
+            if let Some(at) = recovered_at_io {
+                *at = Some(opened_at_io);
+                let context = RecoveryContext { now_ms: driver.now_ms(), checker: driver.checker().clone() };
+                observer.note(opened_at_io, "the recovered store (dump, audit)", context);
+            }
+            let probe = probe(&mut driver, observer.as_observer());
+            Ok(Recovered { dump, violations, probe })
+        });
+        recovered.unwrap_or_else(|message| Err((Check::Panic, message)))
+    }
 }
 
 /// Open the crash image. With a fault armed (`sim explore --faults`) that

@@ -41,10 +41,13 @@ pub(super) struct Faults {
     armed: Armed,
 }
 
-/// The state of [`Faults::arm_at`]'s fault.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The state of [`Faults::arm_at`]'s fault, or the list
+/// [`Faults::note_faultable`] keeps.
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Armed {
     Never,
+    /// Noting every index an armed fault could fire at, in order.
+    Noting(Vec<u64>),
     At(u64),
     Fired,
 }
@@ -77,10 +80,25 @@ impl Faults {
         self.armed = Armed::At(index);
     }
 
+    /// Arm nothing, but note every index where an armed fault would fire
+    /// (each read, write and fsync that could fail), for
+    /// [`Faults::faultable`].
+    pub fn note_faultable(&mut self) {
+        self.armed = Armed::Noting(Vec::new());
+    }
+
+    /// The indices [`Faults::note_faultable`] noted since it was called.
+    pub fn faultable(&self) -> &[u64] {
+        match &self.armed {
+            Armed::Noting(indices) => indices,
+            _ => &[],
+        }
+    }
+
     /// `None` if no fault was armed, else whether it fired.
     pub fn armed_fired(&self) -> Option<bool> {
         match self.armed {
-            Armed::Never => None,
+            Armed::Never | Armed::Noting(_) => None,
             Armed::At(_) => Some(false),
             Armed::Fired => Some(true),
         }
@@ -89,11 +107,17 @@ impl Faults {
     /// Whether the read, write or fsync at `index` is the armed one (it
     /// fires now). Draws nothing: the seeded streams are untouched.
     pub fn take_armed(&mut self, index: u64) -> bool {
-        let fires = self.armed == Armed::At(index);
-        if fires {
-            self.armed = Armed::Fired;
+        match &mut self.armed {
+            Armed::At(at) if *at == index => {
+                self.armed = Armed::Fired;
+                true
+            }
+            Armed::Noting(indices) => {
+                indices.push(index);
+                false
+            }
+            _ => false,
         }
-        fires
     }
 
     /// Whether an event of probability `p` happens; draws only if it could.
@@ -212,6 +236,9 @@ mod tests {
         assert!(faults.take_armed(3));
         assert!(!faults.take_armed(3));
         assert_eq!(faults.armed_fired(), Some(true));
+        faults.note_faultable();
+        assert!(!faults.take_armed(4) && !faults.take_armed(9));
+        assert_eq!((faults.faultable(), faults.armed_fired()), (&[4, 9][..], None));
     }
 
     #[test]

@@ -198,6 +198,18 @@ impl SimVfs {
         self.disk().faults.arm_at(io_index);
     }
 
+    /// Arm no fault, but note from now on every I/O index where one armed
+    /// with [`SimVfs::arm_fault_at`] would fire (each read, write and
+    /// fsync that could fail): [`SimVfs::faultable_ios`].
+    pub fn note_faultable_ios(&self) {
+        self.disk().faults.note_faultable();
+    }
+
+    /// The I/O indices noted since [`SimVfs::note_faultable_ios`].
+    pub fn faultable_ios(&self) -> Vec<u64> {
+        self.disk().faults.faultable().to_vec()
+    }
+
     /// `None` if no fault was armed with [`SimVfs::arm_fault_at`], else
     /// whether it has fired.
     pub fn armed_fault(&self) -> Option<bool> {

@@ -148,10 +148,11 @@ pub struct Depth2Report {
 pub struct FaultsReport {
     /// Distinct depth-1 recoveries faulted.
     pub recoveries: u64,
-    /// Recoveries run with one I/O armed to fail.
+    /// Recoveries run with one I/O armed to fail: one per read, write and
+    /// fsync of each fault-free recovery.
     pub runs: u64,
-    /// Of them, the runs whose armed I/O was a read, write or fsync (the
-    /// fault fired); the rest equal the fault-free recovery.
+    /// Of them, the runs whose armed fault fired: all, a recovery being
+    /// deterministic.
     pub injected: u64,
     /// `--max-fault-runs` stopped it early.
     pub capped: bool,
@@ -294,8 +295,8 @@ impl ExploreReport {
         }
         if let Some(faults) = &self.faults {
             out.push_str(&format!(
-                "  faults: {} recoveries rerun {} times with one I/O failing, {} faults injected (reads, writes, \
-                 fsyncs) in {:.2} s{}\n",
+                "  faults: {} recoveries rerun once per read, write and fsync: {} runs, {} faults fired, {:.2} \
+                 s{}\n",
                 faults.recoveries,
                 faults.runs,
                 faults.injected,

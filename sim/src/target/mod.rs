@@ -183,12 +183,13 @@ impl<C> RecoveryRecording<C> {
 
 /// One recovery with one I/O failing (`sim explore --faults`): what it
 /// returned, whether the armed fault fired (the I/O at that index was a
-/// read, write or fsync), and how many I/Os the recovery and probe made.
+/// read, write or fsync), and — for a recovery with no fault armed — the
+/// I/O indices where one could have fired.
 #[derive(Clone, Debug)]
 pub struct FaultedRecovery<R> {
     pub recovered: R,
     pub fired: bool,
-    pub ios: u64,
+    pub faultable_ios: Vec<u64>,
 }
 
 /// What the simulator needs from a system under test (see the module doc).
@@ -291,7 +292,8 @@ pub trait Target: Sync {
 
     /// For `sim explore --faults`: [`Target::recover`] once more, with the
     /// read, write or fsync at I/O index `fault_io` of the recovery and
-    /// probe failing with EIO (`None`: no fault, to count the I/Os). The
+    /// probe failing with EIO (`None`: no fault, noting the indices where
+    /// one could fire). The
     /// system must treat the error as what it is — a failed open retried,
     /// a poisoned store recovered — and the result is judged in the image's
     /// own contexts. Called on the explorer's worker threads, only if

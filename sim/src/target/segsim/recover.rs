@@ -89,13 +89,15 @@ impl Recovery {
 
     /// [`Recovery::run`] with the read, write or fsync at I/O index
     /// `fault_io` failing (EIO) once — `sim explore --faults` — or, with
-    /// `None`, plainly, to count the I/Os the recovery and probe make.
+    /// `None`, plainly, noting the I/O indices where a fault could fire.
     pub(super) fn run_with_fault(self, fault_io: Option<u64>) -> FaultedRecovery<Outcome> {
-        if let Some(io_index) = fault_io {
-            self.vfs.arm_fault_at(io_index);
+        match fault_io {
+            Some(io_index) => self.vfs.arm_fault_at(io_index),
+            None => self.vfs.note_faultable_ios(),
         }
         let recovered = self.run_observed(&mut Unobserved, None);
-        FaultedRecovery { recovered, fired: self.vfs.armed_fault() == Some(true), ios: self.vfs.io_count() }
+        let fired = self.vfs.armed_fault() == Some(true);
+        FaultedRecovery { recovered, fired, faultable_ios: self.vfs.faultable_ios() }
     }
 
     /// [`Recovery::run`] on a disk that keeps a snapshot before every I/O,

@@ -387,8 +387,9 @@ impl Generator<'_> {
 /// - a *kill cycle*: unsynced writes, a process crash, time passing, a
 ///   write — for a recovery that must make what it replayed durable.
 ///
-/// The whole list counts `config.ops` operations (a motif cut short at
-/// the end).
+/// The whole list counts `config.ops` drawn operations (a motif cut short
+/// at the end), plus the two the random mode adds after half its `KILL`s
+/// (time passing, a power loss).
 ///
 /// Only exploration draws this way: [`generate`] makes no draw for it, so
 /// the random mode's lists, and every trace hash, are what they were.

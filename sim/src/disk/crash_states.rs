@@ -10,7 +10,7 @@
 //! one, if a write, may be torn at a sector boundary, and the sector it
 //! was writing may hold garbage — only over bytes that write covered
 //! ("powersafe overwrite"). Exhaustive means the choices multiply, so the
-//! enumeration takes two families that vary one thing each:
+//! enumeration takes three families that vary one or two things each:
 //!
 //! 1. **Directory changes.** Each chosen subset of the pending changes
 //!    (over all directories, by path, oldest first): every subset when

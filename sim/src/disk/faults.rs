@@ -36,7 +36,7 @@ pub(super) struct Faults {
     rng: Option<ChaCha8Rng>,
     seed: u64,
     enabled: bool,
-    /// `sim explore --faults`: the one I/O whose read, write or fsync
+    /// `sim explore --faults`: the one I/O whose read, write, fsync or map
     /// fails (EIO), whatever `enabled` says.
     armed: Armed,
 }
@@ -74,14 +74,14 @@ impl Faults {
         self.enabled = on;
     }
 
-    /// Make the read, write or fsync at I/O `index` fail with EIO (once);
+    /// Make the read, write, fsync or map at I/O `index` fail with EIO (once);
     /// an I/O of another kind there lets it pass unfired.
     pub fn arm_at(&mut self, index: u64) {
         self.armed = Armed::At(index);
     }
 
     /// Arm nothing, but note every index where an armed fault would fire
-    /// (each read, write and fsync that could fail), for
+    /// (each read, write, fsync and map that could fail), for
     /// [`Faults::faultable`].
     pub fn note_faultable(&mut self) {
         self.armed = Armed::Noting(Vec::new());
@@ -104,7 +104,7 @@ impl Faults {
         }
     }
 
-    /// Whether the read, write or fsync at `index` is the armed one (it
+    /// Whether the read, write, fsync or map at `index` is the armed one (it
     /// fires now). Draws nothing: the seeded streams are untouched.
     pub fn take_armed(&mut self, index: u64) -> bool {
         match &mut self.armed {

@@ -191,7 +191,7 @@ impl SimVfs {
         self.disk().faults.set_enabled(on);
     }
 
-    /// Make the read, write or fsync at global I/O index `io_index` fail
+    /// Make the read, write, fsync or map at global I/O index `io_index` fail
     /// with EIO, once, even where faults are turned off (`sim explore
     /// --faults`). An I/O of another kind at that index lets it pass.
     pub fn arm_fault_at(&self, io_index: u64) {
@@ -379,7 +379,7 @@ impl Vfs for SimVfs {
         let name = disk.name_of(path);
         disk.run(IoKind::Map, name, 0, 0, |disk, index| {
             let inode = disk.fs.lookup(path)?;
-            if disk.faults.read(&disk.config) {
+            if disk.faults.take_armed(index) || disk.faults.read(&disk.config) {
                 disk.inject(index, FaultKind::ReadEio);
                 return Err(io::Error::other("map failed (simulated EIO)"));
             }

@@ -123,7 +123,9 @@ pub(super) fn explore<T: Target>(
     let mut failures = Vec::new();
 
     for batch in passed.chunks(PARENTS_PER_BATCH) {
-        if report.counts.capped {
+        // A batch recorded once the cap is reached would enumerate nothing.
+        if report.counts.capped || report.counts.states >= cap {
+            report.counts.capped = true;
             break;
         }
         let record_started = Instant::now();

@@ -8,19 +8,23 @@
 //! ignored, a failed append acknowledged — were left to the random mode's
 //! dice. Here every distinct recovered state that passed its checks is
 //! recovered again once per I/O index of its recovery and probe, with the
-//! read, write or fsync at that index failing with EIO
+//! read, write, fsync or map at that index failing with EIO
 //! ([`Target::recover_with_fault`]). Only those indices are run: a
 //! fault-free run of each recovery first notes where a fault can fire
-//! (its reads, writes and fsyncs, not its renames, lengths or directory
-//! syncs), and since a recovery is deterministic, each faulted run's fault
+//! (its reads, writes, fsyncs and maps, not its renames, lengths or
+//! directory syncs), and since a recovery is deterministic, each faulted run's fault
 //! then fires (the report counts the ones that did, as a check).
 //!
 //! What a faulted recovery is held to: what the plain one is, in the very
-//! contexts the image was judged in — the fault is transient, so the
-//! store may fail the open it hit (not as corruption) but the next open
-//! must succeed and bring back an allowed state; a store the fault
-//! poisoned loses the power, as in the random mode, and what it
-//! acknowledged must come back.
+//! contexts the image was judged in, and more — the fault is transient,
+//! so the store may fail the open it hit (not as corruption), but the
+//! next open must succeed and bring back exactly the content the same
+//! image's recovery without the fault did ([`Target::same_recovery`]; the
+//! contexts alone would let a lax fsync policy excuse writes a read error
+//! dropped). A store the fault poisoned is killed (the page cache
+//! survives), reopened, then loses the power — the random mode's two
+//! reopens of a poisoned store, one after the other — and each recovery
+//! must bring back what it acknowledged.
 //!
 //! The runs are taken in the order of the plan's recoveries, then I/O
 //! index, and merged in that order, so the report is the same for every
@@ -36,6 +40,8 @@ use crate::target::{Recording, Target};
 
 /// Explore `--faults` over the recoveries of `plan` that passed (`failed`
 /// is by plan recovery): the counts, and the failures in merge order.
+/// `Err` names a `--fault-io` that is no read, write, fsync or map of the
+/// recovery.
 pub(super) fn explore<T: Target>(
     target: &T,
     seed: u64,
@@ -44,7 +50,7 @@ pub(super) fn explore<T: Target>(
     plan: &Plan,
     failed: &[bool],
     options: &ExploreOptions,
-) -> (FaultsReport, Vec<ExploreFailure>) {
+) -> Result<(FaultsReport, Vec<ExploreFailure>), String> {
     let started = Instant::now();
     assert_eq!(failed.len(), plan.recoveries.len());
     let passed: Vec<usize> = (0..plan.recoveries.len()).filter(|&recovery| !failed[recovery]).collect();
@@ -56,14 +62,14 @@ pub(super) fn explore<T: Target>(
     // Each recovery run once fault-free, noting the I/O indices where a
     // fault can fire (its reads, writes and fsyncs): the indices to fail.
     let progress = options.progress.then_some("faults: finding the recoveries' reads, writes and fsyncs");
-    let faultable = map_in_order(&passed, options.jobs, progress, |&recovery| {
-        target.recover_with_fault(seed, &image(recovery), plan.recoveries[recovery].key, None).faultable_ios
+    let plain = map_in_order(&passed, options.jobs, progress, |&recovery| {
+        target.recover_with_fault(seed, &image(recovery), plan.recoveries[recovery].key, None)
     });
     let cap = options.max_fault_runs.unwrap_or(u64::MAX);
     let mut runs: Vec<(usize, u64)> = Vec::new();
     let mut capped = false;
-    'recoveries: for (&recovery, indices) in passed.iter().zip(&faultable) {
-        for &io_index in indices {
+    'recoveries: for (pos, plain) in plain.iter().enumerate() {
+        for &io_index in &plain.faultable_ios {
             if options.fault_io.is_some_and(|only| only != io_index) {
                 continue;
             }
@@ -71,21 +77,32 @@ pub(super) fn explore<T: Target>(
                 capped = true;
                 break 'recoveries;
             }
-            runs.push((recovery, io_index));
+            runs.push((pos, io_index));
         }
     }
 
+    if let (Some(fault_io), true, Some(first)) = (options.fault_io, runs.is_empty(), plain.first()) {
+        return Err(format!(
+            "--fault-io {fault_io}: that recovery's reads, writes and fsyncs are at I/O indices {:?}",
+            first.faultable_ios
+        ));
+    }
     let progress = options.progress.then_some("faults: recovering with one I/O failing");
-    let verdicts = map_in_order(&runs, options.jobs, progress, |&(recovery, io_index)| {
-        let faulted = target.recover_with_fault(seed, &image(recovery), plan.recoveries[recovery].key, Some(io_index));
+    let verdicts = map_in_order(&runs, options.jobs, progress, |&(pos, io_index)| {
+        let recovery = &plan.recoveries[passed[pos]];
+        let faulted = target.recover_with_fault(seed, &image(passed[pos]), recovery.key, Some(io_index));
         if !faulted.fired {
             return None;
         }
-        let judged = plan.recoveries[recovery].checks.iter().map(|at| {
+        // The content first (held to the plain recovery's, reported at the
+        // state's first check), then every context the image was judged in.
+        let same = target.same_recovery(&faulted.recovered, &plain[pos].recovered).err();
+        let same = same.and_then(|verdict| recovery.checks.first().map(|at| (*at, verdict)));
+        let judged = recovery.checks.iter().map(|at| {
             let context = &recording.contexts[at.context].context;
             target.judge(&faulted.recovered, context).err().map(|verdict| (*at, verdict))
         });
-        Some(judged.flatten().collect::<Vec<_>>())
+        Some(same.into_iter().chain(judged.flatten()).collect::<Vec<_>>())
     });
 
     let mut failures = Vec::new();
@@ -119,7 +136,7 @@ pub(super) fn explore<T: Target>(
         capped,
         elapsed_sec: started.elapsed().as_secs_f64(),
     };
-    (report, failures)
+    Ok((report, failures))
 }
 
 #[cfg(test)]
@@ -142,7 +159,7 @@ mod tests {
     }
 
     /// Every recovery of seed 8's and seed 10's short workloads, each
-    /// read, write and fsync of it failing in turn: the engine survives
+    /// read, write, fsync and map of it failing in turn: the engine survives
     /// all, and the report is the same for any number of jobs.
     #[test]
     fn the_engine_survives_one_failing_io_in_every_recovery() {
@@ -179,6 +196,8 @@ mod tests {
         let counts = again.faults.clone().expect("--faults reports");
         assert_eq!((counts.runs, counts.injected), (1, 1));
         assert_eq!(again.failures, vec![first]);
+        let not_an_io = ExploreOptions { fault_io: Some(1 << 40), ..only };
+        assert!(explore(&planted, seed, 10, &not_an_io).unwrap_err().contains("--fault-io"));
         let capped = explore(&planted, seed, 10, &ExploreOptions { max_fault_runs: Some(3), ..faults() }).unwrap();
         assert!(capped.faults.is_some_and(|f| f.capped && f.runs == 3));
     }

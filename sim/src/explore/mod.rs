@@ -50,7 +50,7 @@
 //!    recovered system's.
 //! 5. **Fail the recoveries' I/Os** (`--faults`, `faults.rs`). Each
 //!    distinct recovered state that passed is recovered once more per
-//!    I/O index of its recovery and probe, with the read, write or fsync
+//!    I/O index of its recovery and probe, with the read, write, fsync or map
 //!    there failing (EIO) ([`Target::recover_with_fault`]), and judged in
 //!    the image's own contexts: a transient error may fail the open, never
 //!    as corruption, and the next open must succeed; a poisoned store
@@ -88,7 +88,7 @@
 //! and crashes *during* a recovery are explored only inside the
 //! workload's own `CRASH`, `RESTART` and `KILL`; depth 2 adds one crash
 //! at every I/O of each recovery and its probe, never a third. I/O faults
-//! only with `--faults`: one EIO per recovery, on a read, write or fsync
+//! only with `--faults`: one EIO per recovery, on a read, write, fsync or map
 //! (no short write, no ENOSPC, none in the recorded workload, none
 //! together with a second crash). No media corruption: bit flips, rot and
 //! lost files are the random mode's, and so are the planted bugs only
@@ -260,7 +260,7 @@ fn explore_workload<T: Target>(
     report.counts.elapsed_sec = started.elapsed().as_secs_f64();
 
     if options.faults {
-        let (faults, failures) = faults::explore(target, seed, ops, &recording, &plan, &failed, options);
+        let (faults, failures) = faults::explore(target, seed, ops, &recording, &plan, &failed, options)?;
         report.faults = Some(faults);
         report.add_failures(failures);
     }

@@ -28,7 +28,7 @@ pub struct ExploreFailure {
     /// where the power went again, and the crash state's number there.
     pub then: Option<(u64, usize)>,
     /// `--faults`: the I/O index of that state's recovery (and probe)
-    /// whose read, write or fsync failed.
+    /// whose read, write, fsync or map failed.
     pub fault_io: Option<u64>,
     /// The workload operation under way at the crash.
     pub op: String,
@@ -295,7 +295,7 @@ impl ExploreReport {
         }
         if let Some(faults) = &self.faults {
             out.push_str(&format!(
-                "  faults: {} recoveries rerun once per read, write and fsync: {} runs, {} faults fired, {:.2} \
+                "  faults: {} recoveries rerun once per read, write, fsync and map: {} runs, {} faults fired, {:.2} \
                  s{}\n",
                 faults.recoveries,
                 faults.runs,

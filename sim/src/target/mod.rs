@@ -183,7 +183,7 @@ impl<C> RecoveryRecording<C> {
 
 /// One recovery with one I/O failing (`sim explore --faults`): what it
 /// returned, whether the armed fault fired (the I/O at that index was a
-/// read, write or fsync), and — for a recovery with no fault armed — the
+/// read, write, fsync or map), and — for a recovery with no fault armed — the
 /// I/O indices where one could have fired.
 #[derive(Clone, Debug)]
 pub struct FaultedRecovery<R> {
@@ -291,7 +291,7 @@ pub trait Target: Sync {
     }
 
     /// For `sim explore --faults`: [`Target::recover`] once more, with the
-    /// read, write or fsync at I/O index `fault_io` of the recovery and
+    /// read, write, fsync or map at I/O index `fault_io` of the recovery and
     /// probe failing with EIO (`None`: no fault, noting the indices where
     /// one could fire). The
     /// system must treat the error as what it is — a failed open retried,
@@ -305,6 +305,16 @@ pub trait Target: Sync {
         _key: u64,
         _fault_io: Option<u64>,
     ) -> FaultedRecovery<Self::Recovered> {
+        unreachable!("{} injects no faults into recoveries: injects_recovery_faults() says so", self.name().name())
+    }
+
+    /// For `sim explore --faults`: whether a recovery with an injected
+    /// fault (`faulted`) brought back what the same image's recovery with
+    /// none (`plain`) did, where both opened — a transient error may fail
+    /// an open, never change what it recovers (every other outcome is
+    /// [`Target::judge`]'s). `Err((check, detail))`. Only called if
+    /// [`Target::injects_recovery_faults`].
+    fn same_recovery(&self, _faulted: &Self::Recovered, _plain: &Self::Recovered) -> Result<(), (Check, String)> {
         unreachable!("{} injects no faults into recoveries: injects_recovery_faults() says so", self.name().name())
     }
 }

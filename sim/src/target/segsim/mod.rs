@@ -218,6 +218,10 @@ impl Target for SegsimTarget {
     ) -> FaultedRecovery<Outcome> {
         self.recovery(seed, image, now_ms).run_with_fault(fault_io)
     }
+
+    fn same_recovery(&self, faulted: &Outcome, plain: &Outcome) -> Result<(), (Check, String)> {
+        recover::same_recovery(faulted, plain)
+    }
 }
 
 #[cfg(test)]

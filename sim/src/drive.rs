@@ -66,6 +66,14 @@ pub const DB_DIR: &str = "/db";
 /// without them (an injected read error is transient, not a refusal).
 const OPEN_ATTEMPTS_WITH_FAULTS: u64 = 3;
 
+/// The failure of an open that met an injected transient fault and
+/// refused as corrupt: such a fault is no damage, so it may fail an open,
+/// but only as what it is (the random mode's reopens and `sim explore
+/// --faults` hold an open to this one rule).
+pub fn transient_fault_called_corruption(error: &Error) -> String {
+    format!("a transient fault during the open was reported as corruption: {error}")
+}
+
 /// The result of a step that passed its checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stepped {
@@ -549,13 +557,8 @@ impl<'a> Driver<'a> {
                     opened = Some((ok, before));
                     break;
                 }
-                // A transient fault is no damage: it may fail the open, but
-                // only as what it is, never as a refusal of corrupt data.
                 Err(e @ Error::Corrupt { .. }) if injected && !damaged => {
-                    return Err(self.fail(
-                        Check::Open,
-                        format!("a transient fault during the open was reported as corruption: {e}"),
-                    ));
+                    return Err(self.fail(Check::Open, transient_fault_called_corruption(&e)));
                 }
                 Err(_) if injected && attempt < OPEN_ATTEMPTS_WITH_FAULTS => continue,
                 Err(Error::Corrupt { .. }) if damaged => {

@@ -30,7 +30,7 @@ use super::VfsWrap;
 use crate::canary::CanarySwitch;
 use crate::config::{Config, Overrides};
 use crate::disk::{DiskConfig, DiskImage, SimVfs};
-use crate::drive::{Driver, Observer, Unobserved};
+use crate::drive::{transient_fault_called_corruption, Driver, Observer, Unobserved};
 use crate::failure::{catch_panic, Check, Failure};
 use crate::target::{FaultedRecovery, RecordedContext, RecoveryRecording};
 use crate::trace::Trace;
@@ -165,7 +165,7 @@ fn open(driver: &mut Driver<'_>) -> Result<(), (Check, String)> {
         return Err((Check::Open, format!("the store refused to open after a crash: {first}")));
     }
     if matches!(first, engine::Error::Corrupt { .. }) {
-        return Err((Check::Open, format!("a transient fault during the open was reported as corruption: {first}")));
+        return Err((Check::Open, transient_fault_called_corruption(&first)));
     }
     driver.open().map_err(|e| {
         (Check::Open, format!("after an open failed on an injected I/O error ({first}), the next open failed: {e}"))

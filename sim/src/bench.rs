@@ -34,7 +34,7 @@ use serde_json::{json, Value};
 use crate::config::{Config, Overrides};
 use crate::explore::{explore, ExploreOptions};
 use crate::run::run_ops;
-use crate::target::segsim::SegsimTarget;
+use crate::systems::segsim::SegsimTarget;
 use crate::workload::{generate, Op, PlannedOp, T0_MS};
 
 /// What to measure, and how much.

@@ -26,6 +26,11 @@ pub struct SeedOutcome {
     pub crash_gaps: BTreeMap<&'static str, u64>,
     /// Recoveries whose refusal was expected (media corruption) and accepted.
     pub refusals_accepted: u64,
+    /// Recoveries accepted after announced damage that went back past a
+    /// durable commit: acknowledged durable data silently lost (a kit
+    /// engine that detects damage and falls back to an older commit, as
+    /// redb's one-phase commit may).
+    pub silent_rollbacks: u64,
     /// The rolling hash of every trace event.
     pub trace_hash: u64,
     /// The first failed check, if any.

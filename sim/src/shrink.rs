@@ -18,7 +18,7 @@
 //! `--replay` takes it from the command line.
 
 use crate::failure::Check;
-use crate::target::{Target, TargetName};
+use crate::systems::{Target, TargetName};
 
 /// Delta debugging over any list: the shortest sub-list found on which
 /// `fails` still holds, and how many candidates were run. Deterministic:
@@ -69,8 +69,8 @@ pub fn ops_file<T: Target>(target: &T, seed: u64, ops: &[T::Op], comment: &str) 
     for line in comment.lines() {
         out.push_str(&format!("# {line}\n"));
     }
-    if !target.name().is_default() {
-        out.push_str(&format!("target {}\n", target.name().name()));
+    if !target.is_default() {
+        out.push_str(&format!("target {}\n", target.name()));
     }
     out.push_str(&format!("seed {seed}\n"));
     for (key, value) in target.settings() {
@@ -85,16 +85,19 @@ pub fn ops_file<T: Target>(target: &T, seed: u64, ops: &[T::Op], comment: &str) 
     out
 }
 
-/// The target an `.ops` file names (its `target` line), if any.
+/// The built-in target an `.ops` file names (its `target` line), if any.
 pub fn ops_file_target(text: &str) -> Result<Option<TargetName>, String> {
+    ops_file_name(text)?.map(|name| TargetName::parse(&name)).transpose()
+}
+
+/// The name on an `.ops` file's `target` line, if it has one (any target,
+/// built in or a user's own).
+pub fn ops_file_name(text: &str) -> Result<Option<String>, String> {
     for line in text.lines().map(str::trim) {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        return match line.strip_prefix("target ") {
-            Some(name) => TargetName::parse(name.trim()).map(Some),
-            None => Ok(None),
-        };
+        return Ok(line.strip_prefix("target ").map(|name| name.trim().to_string()));
     }
     Ok(None)
 }

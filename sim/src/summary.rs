@@ -27,6 +27,9 @@ pub struct Summary {
     pub restarts: u64,
     /// Expected refusals after media corruption.
     pub refusals_accepted: u64,
+    /// Recoveries after announced damage that silently went back past a
+    /// durable commit (see `SeedOutcome::silent_rollbacks`).
+    pub silent_rollbacks: u64,
     /// Faults injected, by kind.
     pub faults: BTreeMap<FaultKind, u64>,
     /// Crashes by gap.
@@ -56,6 +59,7 @@ impl Summary {
             crashes: outcome.crashes,
             restarts: outcome.restarts,
             refusals_accepted: outcome.refusals_accepted,
+            silent_rollbacks: outcome.silent_rollbacks,
             faults: outcome.faults.clone(),
             crash_gaps: outcome.crash_gaps.iter().map(|(gap, count)| (gap.to_string(), *count)).collect(),
             failures: outcome.failure.iter().cloned().collect(),
@@ -101,6 +105,7 @@ impl Summary {
             "crashes": self.crashes,
             "restarts": self.restarts,
             "refusals_accepted": self.refusals_accepted,
+            "silent_rollbacks": self.silent_rollbacks,
             "faults": faults,
             "crash_gaps": self.crash_gaps,
             "failures": failures,
@@ -119,6 +124,7 @@ impl Summary {
         self.crashes += other.crashes;
         self.restarts += other.restarts;
         self.refusals_accepted += other.refusals_accepted;
+        self.silent_rollbacks += other.silent_rollbacks;
         for (kind, count) in &other.faults {
             *self.faults.entry(*kind).or_default() += count;
         }
@@ -143,6 +149,8 @@ impl Summary {
             crashes: number("crashes")?,
             restarts: number("restarts")?,
             refusals_accepted: number("refusals_accepted")?,
+            // Absent from summaries written before the kit counted it.
+            silent_rollbacks: value.get("silent_rollbacks").and_then(Value::as_u64).unwrap_or(0),
             elapsed_sec: value.get("elapsed_sec").and_then(Value::as_f64).ok_or("no number `elapsed_sec`")?,
             ..Summary::default()
         };
@@ -197,6 +205,14 @@ impl Summary {
             self.restarts,
             self.refusals_accepted
         );
+        if self.silent_rollbacks > 0 {
+            let _ = writeln!(
+                out,
+                "{} SILENT ROLLBACKS: recoveries after announced damage that went back past a durable commit \
+                 (acknowledged durable data lost without an error)",
+                self.silent_rollbacks
+            );
+        }
         let faults: Vec<String> = FaultKind::ALL
             .iter()
             .map(|k| format!("{}={}", k.name(), self.faults.get(k).copied().unwrap_or(0)))

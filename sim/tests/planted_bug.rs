@@ -9,11 +9,12 @@
 use engine::aof::FsyncPolicy;
 use sim::config::Overrides;
 use sim::failure::{Check, Failure};
+use sim::kit::{Kit, KitSettings};
 use sim::planted::skip_fsync;
 use sim::shrink::shrink;
-use sim::target::redb::{Plant, RedbTarget};
-use sim::target::segsim::SegsimTarget;
-use sim::target::{run_seed, Target};
+use sim::systems::redb::RedbAdapter;
+use sim::systems::segsim::SegsimTarget;
+use sim::systems::{redb_target, run_seed, Target};
 
 /// The first of `seeds` seeds whose run fails, and its failure.
 fn first_caught<T: Target>(target: &T, seeds: u64) -> Option<(u64, Failure)> {
@@ -28,7 +29,7 @@ fn shrinks<T: Target>(target: &T, seed: u64, check: Check) {
     assert!(minimal.len() < ops.len() / 4, "shrunk only from {} to {} ops", ops.len(), minimal.len());
     let again = target.run(seed, &minimal, false);
     assert_eq!(again.failure.map(|f| f.check), Some(check));
-    eprintln!("{}: shrunk {} ops to {} in {runs} runs", target.name().name(), ops.len(), minimal.len());
+    eprintln!("{}: shrunk {} ops to {} in {runs} runs", target.name(), ops.len(), minimal.len());
 }
 
 /// The segsim store, every write fsynced.
@@ -49,29 +50,29 @@ fn a_vfs_that_skips_fsync_is_caught_with_a_repro_and_shrunk() {
 
 /// redb with `plant` under it, which does `what`: caught within 50 seeds
 /// as a lost durable commit. The planted target, the seed and the failure.
-fn redb_caught(plant: Plant, what: &str) -> (RedbTarget, u64, Failure) {
-    let planted = RedbTarget { plant: Some(plant), ..RedbTarget::default() };
+fn redb_caught(plant: &'static str, what: &str) -> (Kit<RedbAdapter>, u64, Failure) {
+    let planted = redb_target(KitSettings { plant: Some(plant), ..KitSettings::default() });
     let (seed, failure) = first_caught(&planted, 50).unwrap_or_else(|| panic!("50 seeds never noticed {what}"));
     assert_eq!(failure.check, Check::Durability, "{}", failure.detail);
-    eprintln!("{} caught at seed {seed}: {}", plant.name(), failure.detail.lines().next().unwrap_or(""));
+    eprintln!("{plant} caught at seed {seed}: {}", failure.detail.lines().next().unwrap_or(""));
     (planted, seed, failure)
 }
 
 #[test]
 fn a_backend_that_skips_sync_data_is_caught_and_shrunk() {
-    let (planted, seed, failure) = redb_caught(Plant::NoSync, "that sync_data does nothing");
+    let (planted, seed, failure) = redb_caught("redb-no-sync", "that sync_data does nothing");
     assert!(failure.repro.contains(&format!("--seed {seed}")) && failure.repro.contains("--plant redb-no-sync"));
     shrinks(&planted, seed, failure.check);
 }
 
 #[test]
 fn a_backend_that_writes_after_the_sync_is_caught() {
-    redb_caught(Plant::LateWrite, "writes landing after the sync");
+    redb_caught("redb-late-write", "writes landing after the sync");
 }
 
 #[test]
 fn the_same_seeds_pass_on_the_honest_disk() {
     let honest = |(seed, failure): (u64, Failure)| (seed, failure.detail);
     assert_eq!(first_caught(&always(), 20).map(honest), None);
-    assert_eq!(first_caught(&RedbTarget::default(), 20).map(honest), None);
+    assert_eq!(first_caught(&redb_target(KitSettings::default()), 20).map(honest), None);
 }

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use sim::target::replay;
+use sim::systems::replay;
 
 #[test]
 fn every_saved_regression_passes() {

@@ -108,7 +108,7 @@ struct Torn {
 
 impl CrashState {
     /// Whether this state leaves a torn sector holding garbage: a target
-    /// whose disk model leaves that out (see `crate::target::redb`) skips
+    /// whose disk model leaves that out (see `crate::systems::redb`) skips
     /// such states.
     pub fn has_garbage(&self) -> bool {
         matches!(self.data, DataFate::OneFile { torn: Some(Torn { garbage: true, .. }), .. })

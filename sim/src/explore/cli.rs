@@ -14,10 +14,11 @@ use engine::aof::FsyncPolicy;
 use super::{explore, ExploreOptions, DEFAULT_MAX_DIR_SUBSETS, DEFAULT_OPS};
 use crate::canary::{parse_name, Canary};
 use crate::config::Overrides;
+use crate::kit::{Kit, KitSettings};
 use crate::output::{emit, verdict};
-use crate::target::redb::{HarshDisk, RedbTarget};
-use crate::target::segsim::SegsimTarget;
-use crate::target::{Target, TargetArgs, TargetName};
+use crate::systems::redb::RedbAdapter;
+use crate::systems::segsim::SegsimTarget;
+use crate::systems::{redb_target, Target, TargetArgs, TargetName};
 
 /// Exhaustive crash exploration: run one seed's short workload once,
 /// fault-free, then crash it at every I/O index and recover every crash
@@ -29,81 +30,12 @@ use crate::target::{Target, TargetArgs, TargetName};
 #[derive(Parser, Debug)]
 #[command(name = "sim explore", after_help = EXAMPLES)]
 struct ExploreArgs {
-    /// The seed whose configuration and workload to explore.
-    #[arg(long, value_name = "N")]
-    seed: u64,
-
-    /// Workload operations (the seed's window declarations come on top).
-    #[arg(long, value_name = "K", default_value_t = DEFAULT_OPS)]
-    ops: u64,
+    #[command(flatten)]
+    common: ExploreCommon,
 
     /// Force the fsync policy: always, everysec or no (default: the seed's).
     #[arg(long, value_parser = parse_fsync)]
     fsync: Option<FsyncPolicy>,
-
-    /// Directory-change subsets per crash index when there are more than
-    /// 4 unsynced changes and more subsets than this.
-    #[arg(long, value_name = "M", default_value_t = DEFAULT_MAX_DIR_SUBSETS)]
-    max_dir_subsets: usize,
-
-    /// Stop after this many crash states (in crash-index order).
-    #[arg(long, value_name = "S")]
-    max_states: Option<u64>,
-
-    /// Worker threads; the report is the same for any number.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    jobs: usize,
-
-    /// Print one JSON object on stdout (the human report goes to stderr).
-    #[arg(long)]
-    json: bool,
-
-    /// Explore only this crash index (power lost just before I/O I).
-    #[arg(long, value_name = "I")]
-    only_io: Option<u64>,
-
-    /// With --only-io: recover only this crash state of that index.
-    #[arg(long, value_name = "J", requires = "only_io")]
-    only_state: Option<usize>,
-
-    /// 1: one crash per state. 2: also crash every distinct recovered
-    /// state again at every I/O index of its recovery and probe (a
-    /// recovery interrupted; second crashes are judged in the first
-    /// one's contexts).
-    #[arg(long, value_name = "D", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
-    depth: u8,
-
-    /// With --depth 2: stop after this many second-crash states (in the
-    /// order of the first crashes, then crash index, then state).
-    #[arg(long, value_name = "S")]
-    max_depth2_states: Option<u64>,
-
-    /// With --only-io and --only-state (implies --depth 2): crash that
-    /// state's recovery only at its I/O index K.
-    #[arg(long, value_name = "K", requires = "only_state")]
-    then_io: Option<u64>,
-
-    /// With --then-io: recover only this crash state of that index.
-    #[arg(long, value_name = "L", requires = "then_io")]
-    then_state: Option<usize>,
-
-    /// Also recover every distinct state that passed once per I/O index
-    /// of its recovery and probe, with the read, write, fsync or map there
-    /// failing (EIO): the open may fail, not as corruption, and must
-    /// succeed the next time; a poisoned store loses the power and what it
-    /// acknowledged must come back.
-    #[arg(long)]
-    faults: bool,
-
-    /// With --faults: stop after this many faulted recoveries (in the
-    /// order of the recovered states, then I/O index).
-    #[arg(long, value_name = "R")]
-    max_fault_runs: Option<u64>,
-
-    /// With --only-io and --only-state (implies --faults): fail only the
-    /// I/O at this index of that state's recovery.
-    #[arg(long, value_name = "K", requires = "only_state")]
-    fault_io: Option<u64>,
 
     /// Plant this bug in the engine (a build with `--features canaries`
     /// only; `sim canaries` lists them).
@@ -112,6 +44,82 @@ struct ExploreArgs {
 
     #[command(flatten)]
     target: TargetArgs,
+}
+
+/// The flags of `explore` every target takes.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ExploreCommon {
+    /// The seed whose configuration and workload to explore.
+    #[arg(long, value_name = "N")]
+    pub seed: u64,
+
+    /// Workload operations (segsim: the seed's window declarations come on top).
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_OPS)]
+    pub ops: u64,
+
+    /// Directory-change subsets per crash index when there are more than
+    /// 4 unsynced changes and more subsets than this.
+    #[arg(long, value_name = "M", default_value_t = DEFAULT_MAX_DIR_SUBSETS)]
+    pub max_dir_subsets: usize,
+
+    /// Stop after this many crash states (in crash-index order).
+    #[arg(long, value_name = "S")]
+    pub max_states: Option<u64>,
+
+    /// Worker threads; the report is the same for any number.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub jobs: usize,
+
+    /// Print one JSON object on stdout (the human report goes to stderr).
+    #[arg(long)]
+    pub json: bool,
+
+    /// Explore only this crash index (power lost just before I/O I).
+    #[arg(long, value_name = "I")]
+    pub only_io: Option<u64>,
+
+    /// With --only-io: recover only this crash state of that index.
+    #[arg(long, value_name = "J", requires = "only_io")]
+    pub only_state: Option<usize>,
+
+    /// 1: one crash per state. 2: also crash every distinct recovered
+    /// state again at every I/O index of its recovery and probe (a
+    /// recovery interrupted; second crashes are judged in the first
+    /// one's contexts).
+    #[arg(long, value_name = "D", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub depth: u8,
+
+    /// With --depth 2: stop after this many second-crash states (in the
+    /// order of the first crashes, then crash index, then state).
+    #[arg(long, value_name = "S")]
+    pub max_depth2_states: Option<u64>,
+
+    /// With --only-io and --only-state (implies --depth 2): crash that
+    /// state's recovery only at its I/O index K.
+    #[arg(long, value_name = "K", requires = "only_state")]
+    pub then_io: Option<u64>,
+
+    /// With --then-io: recover only this crash state of that index.
+    #[arg(long, value_name = "L", requires = "then_io")]
+    pub then_state: Option<usize>,
+
+    /// Also recover every distinct state that passed once per I/O index
+    /// of its recovery and probe, with the read, write, fsync or map there
+    /// failing (EIO): the open may fail, not as corruption, and must
+    /// succeed the next time; a poisoned store loses the power and what it
+    /// acknowledged must come back.
+    #[arg(long)]
+    pub faults: bool,
+
+    /// With --faults: stop after this many faulted recoveries (in the
+    /// order of the recovered states, then I/O index).
+    #[arg(long, value_name = "R")]
+    pub max_fault_runs: Option<u64>,
+
+    /// With --only-io and --only-state (implies --faults): fail only the
+    /// I/O at this index of that state's recovery.
+    #[arg(long, value_name = "K", requires = "only_state")]
+    pub fault_io: Option<u64>,
 }
 
 const EXAMPLES: &str = "Examples:
@@ -134,7 +142,7 @@ fn parse_fsync(s: &str) -> Result<FsyncPolicy, String> {
 #[derive(Debug)]
 pub(super) enum Explored {
     Segsim(SegsimTarget),
-    Redb(RedbTarget),
+    Redb(Box<Kit<RedbAdapter>>),
 }
 
 /// What the command line asks for, or why it cannot be run.
@@ -157,38 +165,14 @@ pub(super) fn parse(args: &[String]) -> Invocation {
         Err(e) => return Invocation::Info(e.render().to_string()),
     };
     let usage = |message: &str| Invocation::Usage(format!("sim explore: {message}\n(see sim explore --help)\n"));
-    if parsed.jobs == 0 {
-        return usage("--jobs must be at least 1");
-    }
-    if parsed.max_dir_subsets == 0 {
-        return usage("--max-dir-subsets must be at least 1 (the strict subset)");
-    }
-    if parsed.max_states == Some(0) {
-        return usage("--max-states must be at least 1");
-    }
-    if parsed.max_depth2_states == Some(0) {
-        return usage("--max-depth2-states must be at least 1");
-    }
-    // A depth-2 repro names its second crash: that is depth 2.
-    let depth_given = args.iter().any(|arg| arg == "--depth" || arg.starts_with("--depth="));
-    let depth = if parsed.then_io.is_some() { 2 } else { parsed.depth };
-    if parsed.then_io.is_some() && depth_given && parsed.depth != 2 {
-        return usage("--then-io names a crash inside a recovery: that is --depth 2");
-    }
-    if parsed.max_depth2_states.is_some() && depth != 2 {
-        return usage("--max-depth2-states bounds --depth 2");
-    }
-    if parsed.max_fault_runs == Some(0) {
-        return usage("--max-fault-runs must be at least 1");
-    }
-    let faults = parsed.faults || parsed.fault_io.is_some();
-    if parsed.max_fault_runs.is_some() && !faults {
-        return usage("--max-fault-runs bounds --faults");
-    }
+    let options = match options(&parsed.common, args) {
+        Ok(options) => options,
+        Err(message) => return usage(&message),
+    };
     let TargetArgs { target, plant, torn_garbage } = parsed.target;
     let target = match target {
         TargetName::Segsim if plant.is_some() || torn_garbage => {
-            return usage("--plant and --torn-garbage are the redb target's: add --target redb")
+            return usage("--plant and --torn-garbage are the kit targets': add --target redb")
         }
         TargetName::Segsim => Explored::Segsim(SegsimTarget::new(Overrides {
             fsync: parsed.fsync,
@@ -198,14 +182,49 @@ pub(super) fn parse(args: &[String]) -> Invocation {
         TargetName::Redb if parsed.fsync.is_some() || parsed.canary.is_some() => {
             return usage("--fsync and --canary are the segsim target's; redb's durability is per commit (--plant plants a bug under redb)")
         }
-        TargetName::Redb => Explored::Redb(RedbTarget {
-            ops: None,
-            crash_mode: None,
-            plant,
-            harsh: HarshDisk { torn_garbage, read_bitflips: false },
-        }),
+        TargetName::Redb => {
+            let mut settings = KitSettings::default();
+            settings.harsh.torn_garbage = torn_garbage;
+            let mut redb = redb_target(settings);
+            if let Some(name) = &plant {
+                match redb.plant_named(name) {
+                    Ok(plant) => redb.settings.plant = Some(plant),
+                    Err(message) => return usage(&message),
+                }
+            }
+            Explored::Redb(Box::new(redb))
+        }
     };
-    let options = ExploreOptions {
+    let ExploreCommon { seed, ops, json, .. } = parsed.common;
+    Invocation::Run { seed, ops, options, json, target }
+}
+
+/// The explorer's options from the flags every target takes (`args`, as
+/// given, tell whether `--depth` was), or what is wrong with them.
+pub fn options(parsed: &ExploreCommon, args: &[String]) -> Result<ExploreOptions, String> {
+    if parsed.jobs == 0 {
+        return Err("--jobs must be at least 1".into());
+    }
+    if parsed.max_dir_subsets == 0 {
+        return Err("--max-dir-subsets must be at least 1 (the strict subset)".into());
+    }
+    if parsed.max_states == Some(0) || parsed.max_depth2_states == Some(0) || parsed.max_fault_runs == Some(0) {
+        return Err("--max-states, --max-depth2-states and --max-fault-runs must be at least 1".into());
+    }
+    // A depth-2 repro names its second crash: that is depth 2.
+    let depth_given = args.iter().any(|arg| arg == "--depth" || arg.starts_with("--depth="));
+    let depth = if parsed.then_io.is_some() { 2 } else { parsed.depth };
+    if parsed.then_io.is_some() && depth_given && parsed.depth != 2 {
+        return Err("--then-io names a crash inside a recovery: that is --depth 2".into());
+    }
+    if parsed.max_depth2_states.is_some() && depth != 2 {
+        return Err("--max-depth2-states bounds --depth 2".into());
+    }
+    let faults = parsed.faults || parsed.fault_io.is_some();
+    if parsed.max_fault_runs.is_some() && !faults {
+        return Err("--max-fault-runs bounds --faults".into());
+    }
+    Ok(ExploreOptions {
         max_dir_subsets: parsed.max_dir_subsets,
         max_states: parsed.max_states,
         jobs: parsed.jobs,
@@ -219,8 +238,7 @@ pub(super) fn parse(args: &[String]) -> Invocation {
         max_fault_runs: parsed.max_fault_runs,
         fault_io: parsed.fault_io,
         progress: true,
-    };
-    Invocation::Run { seed: parsed.seed, ops: parsed.ops, options, json: parsed.json, target }
+    })
 }
 
 /// Run `sim explore` with `args`, the arguments after `explore`: exit 0
@@ -231,7 +249,7 @@ pub fn cli(args: &[String]) -> ExitCode {
             run(&target, seed, ops, &options, json)
         }
         Invocation::Run { seed, ops, options, json, target: Explored::Redb(target) } => {
-            run(&target, seed, ops, &options, json)
+            run(target.as_ref(), seed, ops, &options, json)
         }
         Invocation::Info(text) => {
             print!("{text}");
@@ -246,7 +264,7 @@ pub fn cli(args: &[String]) -> ExitCode {
 
 /// Explore and print the report: exit 1 if a state failed, 2 if the
 /// options name a crash index or state that does not exist.
-fn run<T: Target>(target: &T, seed: u64, ops: u64, options: &ExploreOptions, json: bool) -> ExitCode {
+pub fn run<T: Target>(target: &T, seed: u64, ops: u64, options: &ExploreOptions, json: bool) -> ExitCode {
     let report = match explore(target, seed, ops, options) {
         Ok(report) => report,
         Err(message) => {

@@ -36,7 +36,7 @@ use super::parallel::map_in_order;
 use super::plan::Plan;
 use super::report::{self, ExploreFailure, FaultsReport};
 use super::ExploreOptions;
-use crate::target::{Recording, Target};
+use crate::systems::{Recording, Target};
 
 /// Explore `--faults` over the recoveries of `plan` that passed (`failed`
 /// is by plan recovery): the counts, and the failures in merge order.
@@ -146,9 +146,10 @@ mod tests {
     use super::super::{explore, ExploreOptions};
     use crate::config::Overrides;
     use crate::failure::Check;
+    use crate::kit::KitSettings;
     use crate::planted::swallowed_fsync_error;
-    use crate::target::redb::RedbTarget;
-    use crate::target::segsim::SegsimTarget;
+    use crate::systems::redb_target;
+    use crate::systems::segsim::SegsimTarget;
 
     fn faults() -> ExploreOptions {
         ExploreOptions { faults: true, ..ExploreOptions::default() }
@@ -202,9 +203,13 @@ mod tests {
         assert!(capped.faults.is_some_and(|f| f.capped && f.runs == 3));
     }
 
+    /// Every kit target injects recovery faults (the kit supplies it):
+    /// redb's recoveries survive one failing I/O each.
     #[test]
-    fn a_target_that_injects_no_recovery_faults_is_refused() {
-        let refused = explore(&RedbTarget::default(), 1, 5, &faults()).unwrap_err();
-        assert!(refused.contains("--faults"), "{refused}");
+    fn a_kit_target_survives_one_failing_io_in_every_recovery() {
+        let report = explore(&redb_target(KitSettings::default()), 1, 12, &faults()).unwrap();
+        assert_eq!(report.failures_total, 0, "{}", report.to_text());
+        let counts = report.faults.clone().expect("--faults reports");
+        assert!(counts.injected > 0 && counts.runs == counts.injected, "{counts:?}");
     }
 }

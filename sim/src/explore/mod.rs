@@ -111,10 +111,10 @@ mod tests;
 
 use std::time::Instant;
 
-use crate::target::{Recording, Target};
+use crate::systems::{Recording, Target};
 use parallel::map_in_order;
 
-pub use cli::cli;
+pub use cli::{cli, options, run as explore_and_report, ExploreCommon};
 pub use report::{Depth2Report, ExploreFailure, ExploreReport, FaultsReport, PhaseSeconds, MAX_FAILURES_KEPT};
 
 /// Workload operations by default: long enough for a few of the
@@ -209,13 +209,13 @@ fn explore_workload<T: Target>(
     if options.faults && !target.injects_recovery_faults() {
         return Err(format!(
             "--faults: the {} target does not inject faults into its recoveries; explore it without",
-            target.name().name()
+            target.name()
         ));
     }
     if options.depth == 2 && !target.records_recoveries() {
         return Err(format!(
             "--depth 2: the {} target does not record its recoveries; explore it at depth 1",
-            target.name().name()
+            target.name()
         ));
     }
     let mut report = ExploreReport::new(target, seed, ops);

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::{ExploreOptions, DEFAULT_MAX_DIR_SUBSETS};
 use crate::failure::Check;
-use crate::target::{Target, TargetName};
+use crate::systems::Target;
 
 /// Failures kept in full in a report; the rest are only counted (a planted
 /// bug fails thousands of states, and the first ones say it all).
@@ -164,7 +164,7 @@ pub struct FaultsReport {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExploreReport {
     /// The target explored.
-    pub target: TargetName,
+    pub target: &'static str,
     /// The seed.
     pub seed: u64,
     /// Workload operations drawn (segsim's window declarations come on top).
@@ -256,12 +256,8 @@ impl ExploreReport {
     pub fn to_text(&self) -> String {
         let facts: String = self.facts.iter().map(|(key, value)| format!(", {key} {value}")).collect();
         let mut out = format!(
-            "sim explore{}: seed {} ({} ops{facts}, {}-byte sectors): {} I/Os recorded\n",
-            self.target.flag(),
-            self.seed,
-            self.ops,
-            self.sector_bytes,
-            self.recorded_ios
+            "explore {}: seed {} ({} ops{facts}, {}-byte sectors): {} I/Os recorded\n",
+            self.target, self.seed, self.ops, self.sector_bytes, self.recorded_ios
         );
         let c = &self.counts;
         out.push_str(&format!(
@@ -368,7 +364,7 @@ impl ExploreReport {
             .collect();
         let mut value = self.counts.to_json();
         let fields = json!({
-            "target": self.target.name(),
+            "target": self.target,
             "seed": self.seed,
             "ops": self.ops,
             "sector_bytes": self.sector_bytes,

@@ -12,7 +12,7 @@ use super::cli::{Explored, Invocation};
 use super::*;
 use crate::config::Overrides;
 use crate::planted::{skip_fsync, unsynced_cut};
-use crate::target::segsim::SegsimTarget;
+use crate::systems::segsim::SegsimTarget;
 use crate::workload::PlannedOp;
 
 fn options() -> ExploreOptions {
@@ -59,7 +59,7 @@ fn a_report_is_the_same_twice_and_for_any_number_of_jobs() {
 fn the_report_states_the_fsync_policy() {
     let report = explore(&segsim(Some(FsyncPolicy::EverySec)), 1, 5, &options()).unwrap();
     let text = report.to_text();
-    assert!(text.starts_with("sim explore: seed 1 (5 ops, fsync everysec, "), "{text}");
+    assert!(text.starts_with("explore segsim: seed 1 (5 ops, fsync everysec, "), "{text}");
     let json = report.to_json();
     assert_eq!((json["fsync"].as_str(), json["target"].as_str()), (Some("everysec"), Some("segsim")));
     assert_eq!(json["states"].as_u64(), Some(report.counts.states));
@@ -333,7 +333,7 @@ fn the_command_line_parses_refuses_and_exits_by_the_verdict() {
     else {
         panic!("a valid redb command line")
     };
-    assert!(redb.harsh.torn_garbage && redb.plant.is_none());
+    assert!(redb.settings.harsh.torn_garbage && redb.settings.plant.is_none());
 
     let args = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<String>>();
     assert_eq!(cli(&args(&["--seed", "1", "--ops", "3", "--only-io", "999999"])), ExitCode::from(2));

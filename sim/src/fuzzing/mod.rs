@@ -16,7 +16,7 @@ pub mod replay;
 
 use crate::run::run_ops;
 use crate::shrink::ops_file;
-use crate::target::segsim::SegsimTarget;
+use crate::systems::segsim::SegsimTarget;
 use plan::FuzzPlan;
 
 /// One fuzz target: its name (the cargo-fuzz binary, the directory

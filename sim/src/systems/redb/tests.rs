@@ -2,13 +2,23 @@
 //! planted bugs are caught, op lists shrink and replay, explore runs.
 
 use super::*;
+use crate::disk::CrashMode;
 use crate::explore::{explore, ExploreOptions};
+use crate::kit::{Kit, KitSettings};
 use crate::shrink::{ops_file, parse_ops_file};
-use crate::target::run_seed;
+use crate::systems::{redb_target, run_seed, Target};
+
+fn redb(settings: KitSettings) -> Kit<RedbAdapter> {
+    redb_target(settings)
+}
+
+fn planted(name: &'static str) -> Kit<RedbAdapter> {
+    redb(KitSettings { plant: Some(name), ..KitSettings::default() })
+}
 
 #[test]
 fn a_few_seeds_pass_and_replay_bit_for_bit() {
-    let target = RedbTarget { ops: Some(60), ..RedbTarget::default() };
+    let target = redb(KitSettings { ops: Some(60), ..KitSettings::default() });
     for seed in 0..6 {
         let a = run_seed(&target, seed, false);
         assert!(a.failure.is_none(), "seed {seed}: {:?}", a.failure);
@@ -20,19 +30,23 @@ fn a_few_seeds_pass_and_replay_bit_for_bit() {
 
 #[test]
 fn ops_files_round_trip() {
-    let target = RedbTarget {
+    let mut settings = KitSettings {
         ops: Some(30),
         crash_mode: Some(CrashMode::Prefix),
-        plant: Some(Plant::NoSync),
-        harsh: HarshDisk { torn_garbage: true, read_bitflips: true },
+        plant: Some("redb-no-sync"),
+        ..KitSettings::default()
     };
+    settings.harsh.torn_garbage = true;
+    settings.harsh.read_bitflips = true;
+    let target = redb(settings);
     let ops = target.generate(3);
     let text = ops_file(&target, 3, &ops, "a test");
     assert!(text.contains("\ntarget redb\nseed 3\ncrash-mode prefix\nplant redb-no-sync\ntorn-garbage on\n"), "{text}");
-    let (back, seed, parsed) = parse_ops_file(RedbTarget::default(), &text).unwrap();
+    let (back, seed, parsed) = parse_ops_file(redb(KitSettings::default()), &text).unwrap();
+    let KitSettings { ops: op_count, .. } = target.settings.clone();
     assert_eq!(
-        RedbTarget { ops: target.ops, ..back },
-        target,
+        KitSettings { ops: op_count, ..back.settings },
+        target.settings,
         "every setting but the op count, which the list itself gives"
     );
     assert_eq!(seed, 3);
@@ -42,7 +56,7 @@ fn ops_files_round_trip() {
 #[test]
 fn explore_runs_clean_and_catches_a_plant() {
     let options = ExploreOptions { jobs: 2, ..ExploreOptions::default() };
-    let honest = RedbTarget::default();
+    let honest = redb(KitSettings::default());
     let report = explore(&honest, 1, 12, &options).unwrap();
     assert_eq!(report.failures_total, 0, "{}", report.to_text());
     assert!(
@@ -53,7 +67,7 @@ fn explore_runs_clean_and_catches_a_plant() {
     let again = explore(&honest, 1, 12, &ExploreOptions { jobs: 1, ..options.clone() }).unwrap();
     assert_eq!(again.without_timings(), report.without_timings(), "the report does not depend on --jobs");
 
-    let planted = RedbTarget { plant: Some(Plant::NoSync), ..RedbTarget::default() };
+    let planted = planted("redb-no-sync");
     let report = explore(&planted, 1, 12, &options).unwrap();
     assert!(report.failures_total > 0, "{}", report.to_text());
     let first = &report.failures[0];
@@ -66,7 +80,7 @@ fn explore_runs_clean_and_catches_a_plant() {
 #[test]
 fn depth_two_runs_clean_and_catches_a_plant() {
     let options = ExploreOptions { jobs: 2, depth: 2, ..ExploreOptions::default() };
-    let honest = RedbTarget::default();
+    let honest = redb(KitSettings::default());
     let report = explore(&honest, 1, 8, &options).unwrap();
     assert_eq!(report.failures_total, 0, "{}", report.to_text());
     let second = report.depth2.as_ref().expect("depth 2");
@@ -75,7 +89,7 @@ fn depth_two_runs_clean_and_catches_a_plant() {
     let again = explore(&honest, 1, 8, &ExploreOptions { jobs: 1, ..options.clone() }).unwrap();
     assert_eq!(again.without_timings(), report.without_timings(), "the report does not depend on --jobs");
 
-    let planted = RedbTarget { plant: Some(Plant::LateWrite), ..RedbTarget::default() };
+    let planted = planted("redb-late-write");
     let report = explore(&planted, 1, 12, &options).unwrap();
     let deeper = report.failures.iter().find(|f| f.then.is_some()).expect("a second crash fails");
     assert!(deeper.repro.contains("--target redb") && deeper.repro.contains("--then-io"), "{}", deeper.repro);
@@ -84,8 +98,10 @@ fn depth_two_runs_clean_and_catches_a_plant() {
 #[test]
 fn torn_garbage_states_are_explored_only_when_asked() {
     let options = ExploreOptions::default();
-    let mild = explore(&RedbTarget::default(), 1, 12, &options).unwrap();
-    let harsh = RedbTarget { harsh: HarshDisk { torn_garbage: true, read_bitflips: false }, ..RedbTarget::default() };
+    let mild = explore(&redb(KitSettings::default()), 1, 12, &options).unwrap();
+    let mut settings = KitSettings::default();
+    settings.harsh.torn_garbage = true;
+    let harsh = redb(settings);
     let harsh = explore(&harsh, 1, 12, &options).unwrap();
     assert!(harsh.counts.states > mild.counts.states, "{} vs {}", harsh.counts.states, mild.counts.states);
 }

@@ -98,8 +98,12 @@ impl Target for SegsimTarget {
     type Context = RecoveryContext;
     type Recovered = Outcome;
 
-    fn name(&self) -> TargetName {
-        TargetName::Segsim
+    fn name(&self) -> &'static str {
+        TargetName::Segsim.name()
+    }
+
+    fn is_default(&self) -> bool {
+        true
     }
 
     fn settings(&self) -> Vec<(&'static str, String)> {

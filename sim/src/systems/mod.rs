@@ -1,6 +1,8 @@
-//! Targets: what the simulator tests. The segsim store ([`segsim`]) is
-//! the default target; [`redb`] is a database nobody here wrote, tested
-//! through the same simulated disk, fault model and crash explorer.
+//! Systems under test: what the simulator tests. The segsim store
+//! ([`segsim`]) is the default target; [`redb`] is a database nobody here
+//! wrote, tested through the target kit (`crate::kit`) like any other
+//! transactional key-value engine. (The folder is not called `target`:
+//! that is cargo's build directory, and tools that skip it skip this.)
 //!
 //! A target is whatever can do the few things the random mode, the
 //! shrinker and the explorer need, and nothing more:
@@ -31,11 +33,12 @@ use std::fmt;
 
 use clap::Args;
 
-use self::redb::{Plant, RedbTarget};
+use self::redb::RedbAdapter;
 use self::segsim::SegsimTarget;
 use crate::canary::Canary;
 use crate::disk::{DiskImage, DiskRecording};
 use crate::failure::{Check, Failure};
+use crate::kit::{Kit, KitSettings};
 use crate::outcome::SeedOutcome;
 use crate::shrink::{ops_file_target, parse_ops_file};
 
@@ -93,17 +96,25 @@ pub struct TargetArgs {
     #[arg(long, value_name = "NAME", value_parser = TargetName::parse, default_value = "segsim")]
     pub target: TargetName,
 
-    /// With --target redb: plant a bug under redb (redb-no-sync: sync_data
-    /// does nothing; redb-late-write: the last write before each sync
-    /// lands after it).
-    #[arg(long, value_name = "NAME", value_parser = Plant::parse)]
-    pub plant: Option<Plant>,
+    /// With a kit target (redb): plant one of its adapter's bugs under the
+    /// engine (redb: redb-no-sync, sync_data does nothing; redb-late-write,
+    /// the last write before each sync lands after it).
+    #[arg(long, value_name = "NAME")]
+    pub plant: Option<String>,
 
-    /// With --target redb: torn sectors may hold garbage (and `sim explore`
-    /// explores those crash states too); off by default: redb relies on
-    /// its header sector being written atomically (REDB.md).
+    /// With a kit target: torn sectors may hold garbage (and `sim explore`
+    /// explores those crash states too) even if the engine documents that
+    /// they do not; redb relies on its header sector being written
+    /// atomically (REDB.md).
     #[arg(long)]
     pub torn_garbage: bool,
+}
+
+/// The redb target with `settings` (its program and flag filled in).
+pub fn redb_target(mut settings: KitSettings) -> Kit<RedbAdapter> {
+    settings.program = "cargo run --release -p sim --".to_string();
+    settings.target_flag = TargetName::Redb.flag();
+    Kit::new(RedbAdapter, settings)
 }
 
 /// One recording context: from `first_io_index` on (until the next
@@ -202,8 +213,14 @@ pub trait Target: Sync {
     /// the image appeared in).
     type Recovered: Send + Sync;
 
-    /// Which target this is.
-    fn name(&self) -> TargetName;
+    /// Which target this is (`--target NAME`, `.ops` files, reports).
+    fn name(&self) -> &'static str;
+
+    /// Whether this is the built-in binary's default target, which
+    /// commands and `.ops` files need not name.
+    fn is_default(&self) -> bool {
+        false
+    }
 
     /// The settings that pin a run beyond its seed (forced crash mode, a
     /// planted bug, ...), as `key value` lines of an `.ops` file header;
@@ -281,7 +298,7 @@ pub trait Target: Sync {
     /// [`RecoveryRecording`]). Called on the explorer's worker threads,
     /// only if [`Target::records_recoveries`]. Never panics.
     fn record_recovery(&self, _seed: u64, _image: &DiskImage, _key: u64) -> RecoveryRecording<Self::Context> {
-        unreachable!("{} does not record recoveries: records_recoveries() says so", self.name().name())
+        unreachable!("{} does not record recoveries: records_recoveries() says so", self.name())
     }
 
     /// Whether [`Target::recover_with_fault`] is implemented: `sim
@@ -305,7 +322,7 @@ pub trait Target: Sync {
         _key: u64,
         _fault_io: Option<u64>,
     ) -> FaultedRecovery<Self::Recovered> {
-        unreachable!("{} injects no faults into recoveries: injects_recovery_faults() says so", self.name().name())
+        unreachable!("{} injects no faults into recoveries: injects_recovery_faults() says so", self.name())
     }
 
     /// For `sim explore --faults`: whether a recovery with an injected
@@ -315,7 +332,7 @@ pub trait Target: Sync {
     /// [`Target::judge`]'s). `Err((check, detail))`. Only called if
     /// [`Target::injects_recovery_faults`].
     fn same_recovery(&self, _faulted: &Self::Recovered, _plain: &Self::Recovered) -> Result<(), (Check, String)> {
-        unreachable!("{} injects no faults into recoveries: injects_recovery_faults() says so", self.name().name())
+        unreachable!("{} injects no faults into recoveries: injects_recovery_faults() says so", self.name())
     }
 }
 
@@ -334,7 +351,7 @@ pub type Replayed = (usize, Option<Failure>);
 pub fn replay(text: &str, canary: Option<Canary>) -> Result<Replayed, String> {
     match ops_file_target(text)?.unwrap_or_default() {
         TargetName::Segsim => replay_as(SegsimTarget::with_canary(canary), text),
-        TargetName::Redb => replay_as(RedbTarget::default(), text),
+        TargetName::Redb => replay_as(redb_target(KitSettings::default()), text),
     }
 }
 

@@ -27,7 +27,7 @@ use crate::config::{Config, Overrides};
 use crate::disk::{DiskConfig, SimVfs};
 use crate::drive::{Driver, Moment, Observer};
 use crate::failure::{catch_panic, Check, Failure};
-use crate::target::{RecordedContext, Recording};
+use crate::systems::{RecordedContext, Recording};
 use crate::trace::Trace;
 use crate::workload::{Op, PlannedOp, T0_MS};
 

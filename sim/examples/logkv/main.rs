@@ -1,0 +1,96 @@
+//! A whole engine tested through the target kit, as `TESTING-YOUR-ENGINE.md`
+//! walks through it: `LogKv` (`store.rs`, written for this example) and
+//! its adapter (this file). Run it like the simulator itself:
+//!
+//! ```text
+//! cargo run --release -p sim --example logkv -- --seeds 0..2000 --jobs 2
+//! cargo run --release -p sim --example logkv -- --seeds 0..200 --plant lazy-fsync
+//! cargo run --release -p sim --example logkv -- explore --seed 1 --depth 2 --faults
+//! ```
+
+mod store;
+
+use std::process::ExitCode;
+
+use engine::vfs::OpenMode;
+use rand::RngCore;
+use sim::kit::{Adapter, Env, ErrorKind, KitError, Level, Op, Plant, Promise, Reply, Rows};
+
+use crate::store::LogKv;
+
+/// `LogKv` as the kit sees it.
+#[derive(Clone, Copy, Debug)]
+struct LogKvAdapter;
+
+const LOG: &str = "log";
+
+/// The kit's error for an engine error: `InvalidData` is the engine
+/// refusing its own bytes.
+fn kit_error(error: std::io::Error) -> KitError {
+    let kind = if error.kind() == std::io::ErrorKind::InvalidData { ErrorKind::Corrupt } else { ErrorKind::Io };
+    KitError::new(kind, error)
+}
+
+impl Adapter for LogKvAdapter {
+    type Db = LogKv;
+    type Config = ();
+
+    fn name(&self) -> &'static str {
+        "logkv"
+    }
+
+    /// `sync` fsyncs the log before the commit returns; `nosync` leaves it
+    /// in the page cache, so a power loss may roll it back — but only as a
+    /// whole, and only with every commit after it.
+    fn levels(&self) -> &'static [Level] {
+        &[Level { name: "sync", promise: Promise::Durable }, Level { name: "nosync", promise: Promise::Eventual }]
+    }
+
+    fn configure(&self, _rng: &mut dyn RngCore) {}
+
+    fn plants(&self) -> &'static [Plant] {
+        &[Plant { name: "lazy-fsync", what: "a sync commit fsyncs only when the log crossed a 4 KiB boundary" }]
+    }
+
+    /// The application creates the (empty) log; the kit makes its name durable.
+    fn create(&self, env: &Env<'_, ()>) -> Result<(), KitError> {
+        let file = env.vfs.open(&env.dir.join(LOG), OpenMode::Create)?;
+        drop(file);
+        Ok(())
+    }
+
+    fn open(&self, env: &Env<'_, ()>) -> Result<LogKv, KitError> {
+        let lazy_fsync = env.plant == Some("lazy-fsync");
+        LogKv::open(env.vfs.as_ref(), &env.dir.join(LOG), 1, lazy_fsync).map_err(kit_error)
+    }
+
+    fn apply(&self, db: &mut LogKv, op: Op<'_>) -> Result<Reply, KitError> {
+        Ok(match op {
+            Op::Put { table, key, value } => Reply::Value(db.write(table, key, Some(value))),
+            Op::Delete { table, key } => Reply::Value(db.write(table, key, None)),
+            Op::Get { table, key } => Reply::Value(db.view()[table].get(key).cloned()),
+            Op::Scan { table } => Reply::Rows(db.view()[table].clone()),
+            Op::Commit { level } => {
+                db.commit(level == 0).map_err(kit_error)?;
+                Reply::Done
+            }
+            Op::Abort => {
+                db.abort();
+                Reply::Done
+            }
+            Op::Maintain => unreachable!("LogKv declares no maintenance operation"),
+        })
+    }
+
+    fn read_committed(&self, db: &mut LogKv, table: usize) -> Result<Rows, KitError> {
+        Ok(db.committed()[table].clone())
+    }
+
+    fn close(&self, db: LogKv) -> Result<(), KitError> {
+        db.close().map_err(kit_error)
+    }
+}
+
+fn main() -> ExitCode {
+    sim::kit::main(LogKvAdapter)
+}

@@ -1,0 +1,376 @@
+//! The simulator's command line for one target, shared by `sim` (segsim
+//! and the built-in kit targets) and by any binary that tests its own
+//! engine through the kit (`crate::kit::main`): which seeds to run (one, a
+//! range, a soak, a shard), `--jobs`, `--json`, `--trace`,
+//! `--check-determinism`, `--shrink` (and `--save`), `--replay`, and
+//! `merge`. Exit status: 0 no failure, 1 a failure found, 2 bad usage.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use clap::Args;
+
+use crate::canary::Canary;
+use crate::disk::CrashMode;
+use crate::failure::{Check, Failure};
+use crate::outcome::SeedOutcome;
+use crate::output::{emit, verdict};
+use crate::shrink::{ops_file, shrink};
+use crate::summary::Summary;
+use crate::systems::{run_seed, Replayed, Target};
+
+/// The flags every target's run takes.
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Run one seed (with --time: the first seed of the soak).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+
+    /// Run a range of seeds, A inclusive to B exclusive (e.g. 0..2000).
+    #[arg(long, value_name = "A..B", value_parser = parse_range)]
+    pub seeds: Option<(u64, u64)>,
+
+    /// Soak: run consecutive seeds from --seed (default: a random base,
+    /// printed) for this many wall-clock seconds.
+    #[arg(long, value_name = "SECS")]
+    pub time: Option<f64>,
+
+    /// Parallel workers (seeds are spread over them; results are identical
+    /// to --jobs 1).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub jobs: usize,
+
+    /// Run only the seeds congruent to K modulo N (fleet sharding).
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    pub shard: Option<(u64, u64)>,
+
+    /// Print one JSON summary object on stdout (the human report goes to
+    /// stderr).
+    #[arg(long)]
+    pub json: bool,
+
+    /// Print the seed's whole event trace (one seed only).
+    #[arg(long)]
+    pub trace: bool,
+
+    /// Run every seed twice and fail if the two traces differ.
+    #[arg(long)]
+    pub check_determinism: bool,
+
+    /// Minimize the first failing seed's operation list and print it.
+    #[arg(long)]
+    pub shrink: bool,
+
+    /// With --shrink: save the minimal list (segsim's under
+    /// corpus/regressions/, another target's under corpus/<target>/).
+    #[arg(long, requires = "shrink")]
+    pub save: bool,
+
+    /// Replay an operation list file (as saved by --shrink --save).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["seed", "seeds", "time"])]
+    pub replay: Option<PathBuf>,
+
+    /// Workload operations per seed.
+    #[arg(long, value_name = "N")]
+    pub ops: Option<u64>,
+
+    /// Force the crash mode: strict, prefix or reorder.
+    #[arg(long, value_parser = parse_crash_mode)]
+    pub crash_mode: Option<CrashMode>,
+}
+
+/// What a run needs besides its flags and its target.
+pub struct Hooks<'a> {
+    /// The program's name in messages (`sim`, the user's binary).
+    pub program: &'a str,
+    /// The segsim canary planted, if any (named in a shrunk file's comment).
+    pub canary: Option<Canary>,
+    /// Replay an `.ops` file's text (the file names its target).
+    pub replay: &'a dyn Fn(&str) -> Result<Replayed, String>,
+}
+
+/// Bad usage: say so and exit 2.
+pub fn usage_error(program: &str, message: &str) -> ExitCode {
+    eprintln!("{program}: {message}\n(see {program} --help)");
+    ExitCode::from(2)
+}
+
+/// Everything but the subcommands, for the target the command line picked:
+/// replay, or run the seeds (one with its trace, many, a soak) and shrink
+/// the first failure.
+pub fn run_target<T: Target>(cli: &RunArgs, target: T, hooks: &Hooks<'_>) -> ExitCode {
+    if cli.jobs == 0 {
+        return usage_error(hooks.program, "--jobs must be at least 1");
+    }
+    if let Some(path) = &cli.replay {
+        // The file names its target; `--canary` plants a bug in segsim's.
+        return replay(path, cli.json, hooks);
+    }
+    let in_shard = |seed: &u64| cli.shard.is_none_or(|(k, n)| seed % n == k);
+    let seeds = match (cli.seed, cli.seeds, cli.time) {
+        (_, Some(_), Some(_)) => return usage_error(hooks.program, "--seeds and --time cannot be combined"),
+        (Some(_), Some(_), None) => return usage_error(hooks.program, "give --seed or --seeds, not both"),
+        (Some(seed), None, None) => Seeds::List(vec![seed].into_iter().filter(in_shard).collect()),
+        (None, Some((a, b)), None) => Seeds::List((a..b).filter(in_shard).collect()),
+        (seed, None, Some(secs)) => {
+            if !(secs > 0.0 && secs.is_finite()) {
+                return usage_error(hooks.program, "--time must be a positive number of seconds");
+            }
+            let mut base = seed.unwrap_or_else(random_base);
+            if let Some((k, n)) = cli.shard {
+                // The soak steps by N from the shard's first seed.
+                base += (k + n - base % n) % n;
+            }
+            eprintln!("{}: soak for {secs} s from seed {base} (repeat with --seed {base})", hooks.program);
+            Seeds::Soak { base, deadline: Instant::now() + Duration::from_secs_f64(secs) }
+        }
+        (None, None, None) => {
+            return usage_error(hooks.program, "say which seeds to run: --seed N, --seeds A..B or --time SECS")
+        }
+    };
+    if cli.trace {
+        let Seeds::List(list) = &seeds else {
+            return usage_error(hooks.program, "--trace needs exactly one seed (--seed N)");
+        };
+        let [seed] = list[..] else { return usage_error(hooks.program, "--trace needs exactly one seed (--seed N)") };
+        let outcome = run_seed(&target, seed, true);
+        let trace = outcome.trace.as_ref().expect("kept");
+        for event in trace.all() {
+            println!("{}", trace.describe(event));
+        }
+        println!("trace hash {:016x}", outcome.trace_hash);
+        return verdict(outcome.failure.is_some());
+    }
+
+    let started = Instant::now();
+    let mut summary = run_many(&seeds, &target, cli.jobs, cli.check_determinism, cli.shard.map(|(_, n)| n));
+    summary.elapsed_sec = started.elapsed().as_secs_f64();
+    emit(&summary.to_text(), cli.json.then(|| summary.to_json()).as_ref());
+    if cli.shrink {
+        match summary.failures.first() {
+            Some(failure) => shrink_and_report(&target, failure.seed, failure.check, hooks.canary, cli.save),
+            None => eprintln!("{}: --shrink: nothing failed, nothing to shrink", hooks.program),
+        }
+    }
+    verdict(!summary.failures.is_empty())
+}
+
+/// A base seed from the wall clock, for soaks started without --seed (the
+/// only use of the wall clock besides timing; it is printed so the soak
+/// can be repeated).
+fn random_base() -> u64 {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    nanos % 1_000_000_000_000
+}
+
+/// Run one seed, or twice with `check_determinism`.
+fn run_checked<T: Target>(seed: u64, target: &T, check_determinism: bool) -> SeedOutcome {
+    let mut outcome = run_seed(target, seed, false);
+    if check_determinism {
+        let again = run_seed(target, seed, false);
+        let same_failure = outcome.failure.as_ref().map(|f| (f.check, f.op_index))
+            == again.failure.as_ref().map(|f| (f.check, f.op_index));
+        if (again.trace_hash != outcome.trace_hash || !same_failure) && outcome.failure.is_none() {
+            outcome.failure = Some(Failure {
+                seed,
+                op_index: 0,
+                check: Check::Determinism,
+                detail: format!(
+                    "two runs of the seed differ: trace hash {:016x} vs {:016x}",
+                    outcome.trace_hash, again.trace_hash
+                ),
+                recent: Vec::new(),
+                repro: target.repro(seed, " --check-determinism"),
+            });
+        }
+    }
+    outcome
+}
+
+fn run_many<T: Target>(
+    seeds: &Seeds,
+    target: &T,
+    jobs: usize,
+    check_determinism: bool,
+    shard_n: Option<u64>,
+) -> Summary {
+    let summary = Mutex::new(Summary::default());
+    let next = AtomicU64::new(0);
+    let running = AtomicUsize::new(jobs);
+    let started = Instant::now();
+    let step = shard_n.unwrap_or(1);
+    let total = match seeds {
+        Seeds::List(list) => Some(list.len()),
+        Seeds::Soak { .. } => None,
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| {
+                loop {
+                    let position = next.fetch_add(1, Ordering::Relaxed);
+                    let seed = match seeds {
+                        Seeds::List(list) => match list.get(position as usize) {
+                            Some(seed) => *seed,
+                            None => break,
+                        },
+                        Seeds::Soak { base, deadline } => {
+                            if Instant::now() >= *deadline {
+                                break;
+                            }
+                            base.wrapping_add(position * step)
+                        }
+                    };
+                    let outcome = run_checked(seed, target, check_determinism);
+                    summary.lock().unwrap_or_else(|e| e.into_inner()).add(&outcome);
+                }
+                running.fetch_sub(1, Ordering::Relaxed);
+            });
+        }
+        // Progress on stderr, about once a second, for runs that take a while.
+        let mut last_report = Instant::now();
+        while running.load(Ordering::Relaxed) > 0 {
+            std::thread::sleep(Duration::from_millis(20));
+            if last_report.elapsed() < Duration::from_secs(1) {
+                continue;
+            }
+            last_report = Instant::now();
+            let s = summary.lock().unwrap_or_else(|e| e.into_inner());
+            let rate = s.ops as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            let of = total.map_or(String::new(), |t| format!("/{t}"));
+            eprintln!(
+                "sim: {}{of} seeds, {} ops ({rate:.0} ops/s), {} crashes, {} failures",
+                s.seeds,
+                s.ops,
+                s.crashes,
+                s.failures.len()
+            );
+        }
+    });
+    summary.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `--shrink`: minimize `seed`'s list to one that still fails `check`,
+/// print it as an `.ops` file, and with `save` keep it (segsim's under
+/// `corpus/regressions/`, which `cargo test` replays; another target's
+/// under `corpus/<target>/`).
+fn shrink_and_report<T: Target>(target: &T, seed: u64, check: Check, canary: Option<Canary>, save: bool) {
+    let name = target.name();
+    // Only a target other than the default names itself.
+    let named = if target.is_default() { String::new() } else { format!("{name} ") };
+    let ops = target.generate(seed);
+    eprintln!("sim: shrinking {named}seed {seed} ({} ops, check '{check}') ...", ops.len());
+    let (minimal, runs) = shrink(target, seed, ops, check);
+    // A canary is no setting of the file: say so, and how to replay it.
+    let planted = canary.map_or(String::new(), |c| format!(" with canary {} planted (replay with --canary)", c.name()));
+    let comment =
+        format!("{named}seed {seed} fails check '{check}'{planted}; shrunk in {runs} runs to {} ops", minimal.len());
+    let text = ops_file(target, seed, &minimal, &comment);
+    println!("minimal failing op list ({} ops, {runs} shrink runs):\n{text}", minimal.len());
+    if save {
+        let (dir, replayed) = if target.is_default() {
+            ("corpus/regressions".to_string(), " (cargo test replays it)")
+        } else {
+            (format!("corpus/{name}"), "")
+        };
+        let path = std::path::Path::new(&dir).join(format!("seed-{seed}-{check}.ops"));
+        match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, &text)) {
+            Ok(()) => eprintln!("sim: saved {}{replayed}", path.display()),
+            Err(e) => eprintln!("sim: could not save {}: {e}", path.display()),
+        }
+    }
+}
+
+fn replay(path: &Path, json: bool, hooks: &Hooks<'_>) -> ExitCode {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("{}: cannot read {}: {e}", hooks.program, path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let (op_count, failure) = match (hooks.replay)(&text) {
+        Ok(replayed) => replayed,
+        Err(e) => {
+            eprintln!("{}: {}: {e}", hooks.program, path.display());
+            return ExitCode::from(2);
+        }
+    };
+    if json {
+        let value = serde_json::json!({
+            "file": path.display().to_string(),
+            "ops": op_count,
+            "failure": failure.as_ref().map(|f| serde_json::json!({"check": f.check.as_str(), "detail": f.detail})),
+        });
+        println!("{value}");
+    }
+    match failure {
+        None => {
+            eprintln!("{}: {} ({op_count} ops): no failure", hooks.program, path.display());
+            ExitCode::SUCCESS
+        }
+        Some(f) => {
+            eprintln!(
+                "{}: {} failed check '{}' at op #{}:\n{}",
+                hooks.program,
+                path.display(),
+                f.check,
+                f.op_index,
+                f.detail
+            );
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `sim merge`: one summary from many `--json` summaries.
+pub fn merge(files: &[PathBuf], json: bool) -> ExitCode {
+    let mut merged = Summary::default();
+    for path in files {
+        let parsed = std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).map_err(|e| e.to_string()))
+            .and_then(|value| Summary::from_json(&value));
+        match parsed {
+            Ok(summary) => merged.merge(&summary),
+            Err(e) => {
+                eprintln!("sim merge: {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        }
+    }
+    emit(&merged.to_text(), json.then(|| merged.to_json()).as_ref());
+    verdict(!merged.failures.is_empty())
+}
+
+pub fn parse_range(s: &str) -> Result<(u64, u64), String> {
+    let (a, b) = s.split_once("..").ok_or_else(|| format!("expected A..B, got {s:?}"))?;
+    let a: u64 = a.parse().map_err(|_| format!("{a:?} is not a seed number"))?;
+    let b: u64 = b.parse().map_err(|_| format!("{b:?} is not a seed number"))?;
+    if a >= b {
+        return Err(format!("the range {a}..{b} is empty (B is exclusive)"));
+    }
+    Ok((a, b))
+}
+
+pub fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+    let (k, n) = s.split_once('/').ok_or_else(|| format!("expected K/N, got {s:?}"))?;
+    let k: u64 = k.parse().map_err(|_| format!("{k:?} is not a number"))?;
+    let n: u64 = n.parse().map_err(|_| format!("{n:?} is not a number"))?;
+    if n == 0 || k >= n {
+        return Err(format!("shard {k}/{n}: K must be below N (0 <= K < N)"));
+    }
+    Ok((k, n))
+}
+
+pub fn parse_crash_mode(s: &str) -> Result<CrashMode, String> {
+    CrashMode::parse(s).ok_or_else(|| format!("{s:?}: expected strict, prefix or reorder"))
+}
+
+/// Which seeds to run: a finite list, or an endless soak from a base.
+pub(crate) enum Seeds {
+    List(Vec<u64>),
+    Soak { base: u64, deadline: Instant },
+}

@@ -1,0 +1,158 @@
+//! [`main`]: the simulator's command line for a binary that tests its own
+//! engine through the kit — everything `sim --target redb` offers (one
+//! seed, a range, a soak, shards, `--jobs`, `--json`, `--trace`,
+//! `--check-determinism`, `--shrink`, `--replay`, `explore` with depth 2
+//! and `--faults`, `merge`), with repro lines that name the user's binary.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use super::{Adapter, Kit, KitSettings};
+use crate::command::{merge, run_target, usage_error, Hooks, RunArgs};
+use crate::explore::{explore_and_report, options, ExploreCommon};
+use crate::shrink::{ops_file_name, parse_ops_file};
+use crate::systems::Target;
+
+/// Deterministic simulation testing of one engine through the target kit:
+/// runs it on a simulated disk that crashes, tears writes and injects I/O
+/// faults, drives it with a seeded workload, and checks every recovery
+/// against a reference model and the engine's declared durability
+/// promises. The same seed always runs the same way. Exit status: 0 no
+/// failure, 1 a failure found, 2 bad usage.
+#[derive(Parser, Debug)]
+#[command(after_help = EXAMPLES, args_conflicts_with_subcommands = true)]
+struct KitCli {
+    #[command(subcommand)]
+    command: Option<KitCommand>,
+
+    #[command(flatten)]
+    run: RunArgs,
+
+    #[command(flatten)]
+    target: KitArgs,
+}
+
+/// The kit's own settings.
+#[derive(clap::Args, Debug, Clone)]
+struct KitArgs {
+    /// Plant one of the adapter's bugs under the engine.
+    #[arg(long, value_name = "NAME")]
+    plant: Option<String>,
+
+    /// Torn sectors may hold garbage even if the engine says the disk
+    /// does not do that.
+    #[arg(long)]
+    torn_garbage: bool,
+
+    /// Reads may return one flipped bit even if the engine says the disk
+    /// does not do that.
+    #[arg(long)]
+    read_bitflips: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum KitCommand {
+    /// Exhaustive crash exploration: record one fault-free workload, crash
+    /// at every I/O index, recover and check every crash state there.
+    Explore {
+        #[command(flatten)]
+        common: ExploreCommon,
+        #[command(flatten)]
+        target: KitArgs,
+    },
+    /// Combine JSON summaries (from `--json`, e.g. one per shard) into one
+    /// report. Exit 1 if any of them holds a failure.
+    Merge {
+        /// The summary files.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<std::path::PathBuf>,
+        /// Print the merged summary as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+const EXAMPLES: &str = "Examples:
+  --seed 42                              one seed, human report
+  --seeds 0..2000 --jobs 2 --json        a sweep, JSON summary on stdout
+  --time 600 --jobs 2                    a ten-minute soak from a random base
+  --seed 17 --shrink --save              minimize a failure, keep it as an .ops file
+  --replay corpus/NAME/seed-17-durability.ops   re-run a saved operation list
+  explore --seed 1 --ops 40 --depth 2 --faults   every crash state, crashed again, each I/O failed";
+
+/// The command that runs this binary again, for repro lines: its path as
+/// invoked (relative to the working directory when it is below it).
+fn program() -> String {
+    let argv0 = std::env::args().next().unwrap_or_else(|| "sim".to_string());
+    let cwd = std::env::current_dir().ok();
+    match cwd.as_deref().and_then(|cwd| Path::new(&argv0).strip_prefix(cwd).ok()) {
+        Some(relative) => format!("./{}", relative.display()),
+        None => argv0,
+    }
+}
+
+/// `adapter`'s kit target with these flags, or why not.
+fn target<A: Adapter>(adapter: A, run: Option<&RunArgs>, args: &KitArgs) -> Result<Kit<A>, String> {
+    let mut settings = KitSettings {
+        ops: run.and_then(|r| r.ops),
+        crash_mode: run.and_then(|r| r.crash_mode),
+        program: program(),
+        ..KitSettings::default()
+    };
+    settings.harsh.torn_garbage = args.torn_garbage;
+    settings.harsh.read_bitflips = args.read_bitflips;
+    let mut kit = Kit::new(adapter, settings);
+    if let Some(name) = &args.plant {
+        kit.settings.plant = Some(kit.plant_named(name)?);
+    }
+    Ok(kit)
+}
+
+/// The simulator's whole command line for `adapter`'s engine: call it from
+/// your binary's `main` (see the module doc of [`crate::kit`]).
+/// The adapter is cloned once, for replaying `.ops` files.
+pub fn main<A: Adapter + Clone>(adapter: A) -> ExitCode {
+    let name = adapter.name();
+    let cli = match KitCli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match &cli.command {
+        Some(KitCommand::Merge { files, json }) => return merge(files, *json),
+        Some(KitCommand::Explore { common, target: args }) => {
+            let given: Vec<String> = std::env::args().skip(2).collect();
+            let (options, kit) = match (options(common, &given), target(adapter, None, args)) {
+                (Ok(options), Ok(kit)) => (options, kit),
+                (Err(message), _) | (_, Err(message)) => return usage_error(name, &message),
+            };
+            return explore_and_report(&kit, common.seed, common.ops, &options, common.json);
+        }
+        None => {}
+    }
+    let for_replay = adapter.clone();
+    let kit = match target(adapter, Some(&cli.run), &cli.target) {
+        Ok(kit) => kit,
+        Err(message) => return usage_error(name, &message),
+    };
+    let program = kit.settings.program.clone();
+    let replay = move |text: &str| {
+        let blank = Kit::new(for_replay.clone(), KitSettings { program: program.clone(), ..KitSettings::default() });
+        check_file_target(text, name)?;
+        let (target, seed, ops) = parse_ops_file(blank, text)?;
+        Ok((ops.len(), target.run(seed, &ops, false).failure))
+    };
+    run_target(&cli.run, kit, &Hooks { program: name, canary: None, replay: &replay })
+}
+
+/// An `.ops` file for another target is refused, naming both.
+fn check_file_target(text: &str, name: &str) -> Result<(), String> {
+    match ops_file_name(text)? {
+        Some(file) if file != name => Err(format!("the file is for target {file:?}, this binary tests {name:?}")),
+        _ => Ok(()),
+    }
+}

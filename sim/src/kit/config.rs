@@ -1,0 +1,205 @@
+//! A kit seed's swarm configuration: everything a seed decides before its
+//! first operation — the simulated disk (crash mode, sector size, which
+//! faults and how often), the engine's own knobs (drawn by the adapter),
+//! and the workload's shape (key space, value sizes, which operation kinds
+//! exist, how often each commit level is used).
+//!
+//! Swarm testing as in `crate::config`: each seed draws its own mix, so a
+//! bug that needs, say, only volatile commits and no maintenance is found
+//! by the seeds that happen to look like that. The stream is salted by the
+//! target's name, so two targets' seeds are unrelated.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::Adapter;
+use crate::disk::{CrashMode, DiskConfig};
+use crate::draw::{maybe, swarm_weights};
+
+/// The operation kinds whose weights the swarm draws.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[allow(missing_docs)]
+pub(super) enum OpKind {
+    Put,
+    Delete,
+    Get,
+    Scan,
+    Commit,
+    Abort,
+    Maintain,
+    Restart,
+    Crash,
+}
+
+impl OpKind {
+    /// Every kind with its base weight, before the swarm switches some off.
+    const BASE_WEIGHTS: [(OpKind, u32); 9] = [
+        (OpKind::Put, 30),
+        (OpKind::Delete, 8),
+        (OpKind::Get, 10),
+        (OpKind::Scan, 3),
+        (OpKind::Commit, 12),
+        (OpKind::Abort, 2),
+        (OpKind::Maintain, 1),
+        (OpKind::Restart, 2),
+        (OpKind::Crash, 2),
+    ];
+
+    /// Without writes and commits there is nothing to lose.
+    fn essential(self) -> bool {
+        matches!(self, OpKind::Put | OpKind::Commit)
+    }
+}
+
+/// A seed's whole configuration for a kit target.
+#[derive(Clone, Debug)]
+pub struct KitConfig<C> {
+    /// The seed everything derives from.
+    pub seed: u64,
+    /// Workload operations to run.
+    pub ops: u64,
+    /// The simulated disk.
+    pub disk: DiskConfig,
+    /// The engine's configuration, drawn by the adapter.
+    pub engine: C,
+    /// Whether the engine, so configured, detects damage (so the disk
+    /// damages durable bytes at some power losses).
+    pub detects_damage: bool,
+    /// Distinct keys per table.
+    pub key_space: u32,
+    /// Largest generated value, in bytes.
+    pub max_value_bytes: usize,
+    /// Operation kinds and their weights (0 = switched off).
+    pub(super) weights: Vec<(OpKind, u32)>,
+    /// Per commit level, its weight (at least one above zero).
+    pub level_weights: Vec<(usize, u32)>,
+    /// Probability that an operation carries a crash inside it.
+    pub inner_crash_rate: f64,
+    /// Probability that a recovery loses power itself, part way through.
+    pub p_crash_in_recovery: f64,
+    /// Compare the whole content with the model every this many operations.
+    pub audit_every: u64,
+}
+
+/// The disk faults a run asks for beyond what the adapter tolerates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Harsh {
+    /// `--torn-garbage`: a torn sector may hold garbage.
+    pub torn_garbage: bool,
+    /// `--read-bitflips`: a read may return one flipped bit (transient).
+    pub read_bitflips: bool,
+}
+
+/// One of a few fixed probabilities (a swarm dial with recognisable stops).
+fn one_of(rng: &mut ChaCha8Rng, stops: &[f64]) -> f64 {
+    stops[rng.gen_range(0..stops.len())]
+}
+
+/// The FNV-1a hash of a target's name: its configuration stream's salt.
+fn salt(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+/// The disk a seed draws. Torn garbage and read bit flips are drawn either
+/// way (so the rest does not depend on them) and kept only if the engine
+/// tolerates them or the run asks for them.
+fn draw_disk(rng: &mut ChaCha8Rng, detects_damage: bool, allowed: Harsh) -> DiskConfig {
+    let crash_mode = CrashMode::ALL[rng.gen_range(0..CrashMode::ALL.len())];
+    let sector_bytes = if rng.gen_bool(0.5) { 512 } else { 4096 };
+    let disk = DiskConfig {
+        crash_mode,
+        sector_bytes,
+        p_write_eio: maybe(rng, 0.001, 0.02),
+        p_short_write: rng.gen_range(0.0..1.0),
+        p_fsync_eio: maybe(rng, 0.001, 0.02),
+        p_read_eio: maybe(rng, 0.001, 0.02),
+        p_bitflip: maybe(rng, 0.001, 0.02),
+        capacity_bytes: if rng.gen_bool(0.1) { rng.gen_range(64 << 10..512 << 10) } else { u64::MAX },
+        p_media_corruption: if detects_damage { maybe(rng, 0.02, 0.2) } else { 0.0 },
+        p_torn_garbage: rng.gen_range(0.0..0.5),
+        p_env_damage: 0.0,
+    };
+    DiskConfig {
+        p_torn_garbage: if allowed.torn_garbage { disk.p_torn_garbage } else { 0.0 },
+        p_bitflip: if allowed.read_bitflips { disk.p_bitflip } else { 0.0 },
+        ..disk
+    }
+}
+
+impl<C> KitConfig<C> {
+    /// The configuration of `seed` for `adapter`, with `ops` and
+    /// `crash_mode` forced if given, and the `harsh` faults on whether or
+    /// not the adapter tolerates them.
+    pub fn from_seed<A: Adapter<Config = C>>(
+        adapter: &A,
+        seed: u64,
+        ops: Option<u64>,
+        crash_mode: Option<CrashMode>,
+        harsh: Harsh,
+    ) -> KitConfig<C> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ salt(adapter.name()));
+        let engine = adapter.configure(&mut rng);
+        let detects_damage = adapter.detects_damage(&engine);
+        let (torn, flips) = adapter.tolerates();
+        let allowed = Harsh { torn_garbage: torn || harsh.torn_garbage, read_bitflips: flips || harsh.read_bitflips };
+        let mut disk = draw_disk(&mut rng, detects_damage, allowed);
+        if let Some(mode) = crash_mode {
+            disk.crash_mode = mode;
+        }
+        let mut weights = swarm_weights(&mut rng, &OpKind::BASE_WEIGHTS, OpKind::essential);
+        if adapter.maintenance().is_none() {
+            weights.retain(|(kind, _)| *kind != OpKind::Maintain);
+        }
+        let level_weights = draw_level_weights(&mut rng, adapter.levels().len());
+        let max_value_bytes = match rng.gen_range(0..20) {
+            0 => 20_000,
+            1 | 2 => 3_000,
+            _ => 24,
+        };
+        KitConfig {
+            seed,
+            ops: ops.unwrap_or_else(|| adapter.default_ops()),
+            disk,
+            engine,
+            detects_damage,
+            key_space: rng.gen_range(4..64),
+            max_value_bytes,
+            weights,
+            level_weights,
+            inner_crash_rate: rng.gen_range(0.0..0.05),
+            audit_every: rng.gen_range(16..64),
+            p_crash_in_recovery: one_of(&mut rng, &[0.0, 0.0, 0.2]),
+        }
+    }
+}
+
+/// Each level's weight: 0, 1 or 3, at least one above zero (the first, if
+/// the draw switched every one off).
+fn draw_level_weights(rng: &mut ChaCha8Rng, levels: usize) -> Vec<(usize, u32)> {
+    assert!(levels > 0, "an adapter declares at least one commit level");
+    let mut weights: Vec<(usize, u32)> = (0..levels).map(|level| (level, [0, 1, 3][rng.gen_range(0..3)])).collect();
+    if weights.iter().all(|(_, w)| *w == 0) {
+        weights[0].1 = 1;
+    }
+    weights
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_salt_their_streams_apart() {
+        assert_ne!(salt("redb"), salt("logkv"));
+        assert_eq!(salt("redb"), salt("redb"));
+    }
+
+    #[test]
+    fn level_weights_keep_one_level() {
+        for seed in 0..200 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let weights = draw_level_weights(&mut rng, 1 + (seed % 4) as usize);
+            assert!(weights.iter().any(|(_, w)| *w > 0));
+        }
+    }
+}

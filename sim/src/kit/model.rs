@@ -1,0 +1,423 @@
+//! The kit's reference model and its durability rule (the oracle), for
+//! every engine behind an [`Adapter`](super::Adapter).
+//!
+//! The model is a `BTreeMap` per table, sharing nothing with any engine.
+//! It keeps the *history* of committed states (each an `Arc`, so the
+//! contexts the explorer clones are cheap), each with whether it may
+//! survive a power loss on its own (its commit's [`Promise`] was not
+//! `Volatile`), the index of the last one known durable, the open write
+//! transaction's working copy, and what an operation in flight might
+//! publish.
+//!
+//! # The rule
+//! After a power loss (or a reopen after an I/O error) the content must be
+//! one of:
+//! - **the last durable state `D`**;
+//! - **the target of an operation in flight** that could have made
+//!   something durable: the state of a commit that had not returned (or
+//!   failed), or the last acknowledged state `A` for a close or a
+//!   maintenance operation that had not returned;
+//! - **a committed state after `D`** whose commit was `Eventual` or
+//!   `Durable` (a prefix of the acknowledged history; a `Volatile` commit
+//!   never survives on its own, and the report says when one did).
+//!
+//! After a clean close that returned `Ok` (and the engine declares that a
+//! close syncs), `D = A`. When the disk announced damage to durable bytes
+//! and the engine promises to detect it, it may refuse, or fall back to an
+//! *older* committed state: accepted, and counted apart as a **silent
+//! rollback** when it went back past a durable commit (a loss of
+//! acknowledged durable data a user must hear about). A state no commit
+//! ever had fails, damage or not.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use super::{Promise, Rows};
+
+/// The whole content: every table, in [`super::Adapter::tables`] order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct State {
+    /// Per table.
+    pub tables: Vec<Rows>,
+}
+
+impl State {
+    /// `tables` empty tables.
+    pub fn empty(tables: usize) -> State {
+        State { tables: vec![Rows::new(); tables] }
+    }
+}
+
+/// A committed state and whether it may be what a power loss leaves.
+#[derive(Clone, Debug)]
+struct Committed {
+    state: Arc<State>,
+    survives_alone: bool,
+}
+
+/// What an operation in flight may have made durable.
+#[derive(Clone, Debug)]
+pub(super) enum Pending {
+    /// A commit of this state.
+    Commit(Arc<State>),
+    /// A close or a maintenance operation: everything acknowledged.
+    PublishAll,
+}
+
+/// The model (see the module doc). Cloning it is cheap: states are shared.
+#[derive(Clone, Debug)]
+pub struct Model {
+    /// Oldest first; never empty.
+    history: Vec<Committed>,
+    /// Index into `history` of the last state known durable.
+    durable: usize,
+    /// The open write transaction's view, if one is open.
+    working: Option<State>,
+    /// What the operation in flight may have published (a failed commit,
+    /// then the close that follows it, may each publish something).
+    pending: Vec<Pending>,
+}
+
+/// How a recovered state was accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accepted {
+    /// It is the last durable state.
+    Durable,
+    /// It is what the operation in flight would have published.
+    InFlight,
+    /// A committed state after the last durable one, whose commit promised
+    /// no more than that.
+    Rollback,
+    /// Damage was announced and the engine fell back to an older state
+    /// than the last durable one: an acknowledged durable commit is gone.
+    SilentRollback,
+    /// Damage was announced and the engine fell back to some other
+    /// committed state.
+    DamageRollback,
+}
+
+impl Model {
+    /// An empty database of `tables` tables, durable.
+    pub fn new(tables: usize) -> Model {
+        Model::recovered_at(State::empty(tables))
+    }
+
+    /// A database just recovered holding `state`: that state, durable,
+    /// nothing in flight (where a recovery's probe starts).
+    pub fn recovered_at(state: State) -> Model {
+        let first = Committed { state: Arc::new(state), survives_alone: true };
+        Model { history: vec![first], durable: 0, working: None, pending: Vec::new() }
+    }
+
+    /// The last committed state (what a read outside a transaction sees).
+    pub fn committed(&self) -> &State {
+        &self.history.last().expect("the history is never empty").state
+    }
+
+    /// The state a read sees: the write transaction's if one is open.
+    pub fn visible(&self) -> &State {
+        self.working.as_ref().unwrap_or_else(|| self.committed())
+    }
+
+    /// Whether a write transaction is open.
+    pub fn in_transaction(&self) -> bool {
+        self.working.is_some()
+    }
+
+    fn working(&mut self) -> &mut State {
+        if self.working.is_none() {
+            self.working = Some(self.committed().clone());
+        }
+        self.working.as_mut().expect("begun above")
+    }
+
+    /// Insert into the write transaction; the value it replaced.
+    pub fn put(&mut self, table: usize, key: &[u8], value: &[u8]) -> Option<Vec<u8>> {
+        self.working().tables[table].insert(key.to_vec(), value.to_vec())
+    }
+
+    /// Remove in the write transaction; the value removed.
+    pub fn remove(&mut self, table: usize, key: &[u8]) -> Option<Vec<u8>> {
+        self.working().tables[table].remove(key)
+    }
+
+    /// What a read of `key` sees.
+    pub fn get(&self, table: usize, key: &[u8]) -> Option<&Vec<u8>> {
+        self.visible().tables[table].get(key)
+    }
+
+    /// The state a commit of the open transaction (or of an empty one)
+    /// would publish.
+    pub(super) fn commit_target(&self) -> Arc<State> {
+        Arc::new(self.visible().clone())
+    }
+
+    /// An operation that may make `pending` durable is about to run (on
+    /// top of whatever an earlier step of the same operation may have).
+    pub(super) fn set_pending(&mut self, pending: Pending) {
+        self.pending.push(pending);
+    }
+
+    /// The operation in flight finished without leaving doubt.
+    pub(super) fn clear_pending(&mut self) {
+        self.pending.clear();
+    }
+
+    /// The write transaction committed, promising `promise`.
+    pub fn commit(&mut self, promise: Promise) {
+        let state = self.working.take().unwrap_or_else(|| self.committed().clone());
+        let survives_alone = promise != Promise::Volatile;
+        if state != *self.committed() {
+            self.history.push(Committed { state: Arc::new(state), survives_alone });
+        } else if survives_alone {
+            self.history.last_mut().expect("never empty").survives_alone = true;
+        }
+        if promise == Promise::Durable {
+            self.durable = self.history.len() - 1;
+        }
+        self.pending.clear();
+    }
+
+    /// The write transaction was aborted (or lost).
+    pub fn abort(&mut self) {
+        self.working = None;
+    }
+
+    /// Everything committed is durable (a clean close or a maintenance
+    /// operation returned `Ok`).
+    pub fn all_durable(&mut self) {
+        self.durable = self.history.len() - 1;
+        self.pending.clear();
+    }
+
+    /// Judge `recovered` after a power loss or a reopen (see the module
+    /// doc); `damaged` says whether the disk announced damage the engine
+    /// promises to detect. On success the model goes on from the recovered
+    /// state, the write transaction and the doubt gone. After a power loss
+    /// (`power_lost`) that state is durable: the disk is all there is. After
+    /// a process restart it is not — the page cache kept what the engine
+    /// never synced, and a reopen syncs nothing by itself — so the durable
+    /// point stays, and the recovered state is one a later power loss may
+    /// keep or roll back.
+    pub fn recovered(&mut self, recovered: &State, damaged: bool, power_lost: bool) -> Result<Accepted, String> {
+        let verdict = self.allows(recovered, damaged);
+        if let Ok((_, index)) = &verdict {
+            match index {
+                Some(index) => self.history.truncate(index + 1),
+                None => self.history.push(Committed { state: Arc::new(recovered.clone()), survives_alone: true }),
+            }
+            let last = self.history.len() - 1;
+            self.history[last].survives_alone = true;
+            self.durable = if power_lost { last } else { self.durable.min(last) };
+        }
+        self.working = None;
+        self.pending.clear();
+        verdict.map(|(accepted, _)| accepted)
+    }
+
+    /// Whether `recovered` is allowed now, and where it is in the history
+    /// (`None`: an in-flight commit's new state). `Err` is the report.
+    pub fn allows(&self, recovered: &State, damaged: bool) -> Result<(Accepted, Option<usize>), String> {
+        if *self.history[self.durable].state == *recovered {
+            return Ok((Accepted::Durable, Some(self.durable)));
+        }
+        for pending in &self.pending {
+            let target = match pending {
+                Pending::Commit(target) => &**target,
+                Pending::PublishAll => self.committed(),
+            };
+            if *target == *recovered {
+                let at = (*target == *self.committed()).then_some(self.history.len() - 1);
+                return Ok((Accepted::InFlight, at));
+            }
+        }
+        let found = self.history.iter().rposition(|c| *c.state == *recovered);
+        match found {
+            Some(index) if index > self.durable && self.history[index].survives_alone => {
+                Ok((Accepted::Rollback, Some(index)))
+            }
+            Some(index) if damaged && index < self.durable => Ok((Accepted::SilentRollback, Some(index))),
+            Some(index) if damaged => Ok((Accepted::DamageRollback, Some(index))),
+            _ => Err(self.explain(recovered, found, damaged)),
+        }
+    }
+
+    fn explain(&self, recovered: &State, found: Option<usize>, damaged: bool) -> String {
+        let acked = self.history.len() - 1;
+        let in_flight: Vec<&str> = self
+            .pending
+            .iter()
+            .map(|p| match p {
+                Pending::Commit(_) => "a commit",
+                Pending::PublishAll => "a close or maintenance (publishes the last acknowledged)",
+            })
+            .collect();
+        let in_flight =
+            if in_flight.is_empty() { "nothing that could publish".to_string() } else { in_flight.join(" and ") };
+        let mut out = format!(
+            "recovered content is not a state the durability promises allow: {} committed states, #{} the last \
+             durable, #{acked} the last acknowledged, in flight: {in_flight}",
+            self.history.len(),
+            self.durable,
+        );
+        match found {
+            Some(index) if index > self.durable => {
+                let _ = write!(
+                    out,
+                    "\n    it equals committed state #{index}, whose commit was volatile: it survived the power \
+                     loss on its own (allowed by the looser rule D <= p <= A, not by the declared promise)"
+                );
+            }
+            Some(index) => {
+                let _ = write!(out, "\n    it equals OLDER committed state #{index}: a durable commit was lost");
+            }
+            None => out.push_str("\n    it equals no committed state at all"),
+        }
+        if damaged {
+            out.push_str(" (damage was announced; the engine did not refuse)");
+        }
+        let durable = &self.history[self.durable].state;
+        let _ = write!(out, "\n    against the last durable state #{}:\n{}", self.durable, diff(durable, recovered));
+        if acked != self.durable {
+            let _ = write!(
+                out,
+                "\n    against the last acknowledged state #{acked}:\n{}",
+                diff(self.committed(), recovered)
+            );
+        }
+        out
+    }
+}
+
+/// The differences between `expected` and `got`, a line per key (the
+/// first few per table), for reports.
+pub fn diff(expected: &State, got: &State) -> String {
+    const SHOWN_PER_TABLE: usize = 8;
+    let mut out = String::new();
+    let empty = Rows::new();
+    let tables = expected.tables.len().max(got.tables.len());
+    for table in 0..tables {
+        let want = expected.tables.get(table).unwrap_or(&empty);
+        let have = got.tables.get(table).unwrap_or(&empty);
+        let keys: BTreeSet<&Vec<u8>> = want.keys().chain(have.keys()).collect();
+        let differing: Vec<&Vec<u8>> = keys.into_iter().filter(|k| want.get(*k) != have.get(*k)).collect();
+        for key in differing.iter().take(SHOWN_PER_TABLE) {
+            let _ = writeln!(
+                out,
+                "      table {table} key {}: expected {}, got {}",
+                show_bytes(key),
+                show_value(want.get(*key)),
+                show_value(have.get(*key))
+            );
+        }
+        if differing.len() > SHOWN_PER_TABLE {
+            let _ = writeln!(out, "      table {table}: {} more keys differ", differing.len() - SHOWN_PER_TABLE);
+        }
+    }
+    if out.is_empty() {
+        out.push_str("      (no difference)\n");
+    }
+    out
+}
+
+/// Bytes for a report: printable ones as a string, others in hex.
+pub fn show_bytes(bytes: &[u8]) -> String {
+    if bytes.iter().all(|b| b.is_ascii_graphic()) {
+        format!("{:?}", String::from_utf8_lossy(bytes))
+    } else {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// A value for a report: short ones whole, long ones by length and start.
+pub fn show_value(value: Option<&Vec<u8>>) -> String {
+    match value {
+        None => "absent".to_string(),
+        Some(v) if v.len() <= 32 => show_bytes(v),
+        Some(v) => format!("{} bytes {}...", v.len(), show_bytes(&v[..16])),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(pairs: &[(&[u8], &[u8])]) -> State {
+        let mut s = State::empty(1);
+        for (k, v) in pairs {
+            s.tables[0].insert(k.to_vec(), v.to_vec());
+        }
+        s
+    }
+
+    #[test]
+    fn volatile_commits_are_visible_but_never_survive_alone() {
+        let mut m = Model::new(1);
+        m.put(0, b"a", b"1");
+        m.commit(Promise::Volatile);
+        assert_eq!(m.get(0, b"a").map(|v| &v[..]), Some(&b"1"[..]), "visible at once");
+        assert_eq!(m.allows(&State::empty(1), false).unwrap().0, Accepted::Durable);
+        let err = m.allows(&state(&[(b"a", b"1")]), false).unwrap_err();
+        assert!(err.contains("volatile"), "{err}");
+        // An empty durable commit makes it durable.
+        m.commit(Promise::Durable);
+        assert_eq!(m.allows(&state(&[(b"a", b"1")]), false).unwrap().0, Accepted::Durable);
+        assert!(m.allows(&State::empty(1), false).unwrap_err().contains("OLDER"));
+    }
+
+    #[test]
+    fn eventual_commits_may_survive_as_a_prefix() {
+        let mut m = Model::new(1);
+        m.put(0, b"a", b"1");
+        m.commit(Promise::Eventual);
+        m.put(0, b"a", b"2");
+        m.commit(Promise::Eventual);
+        assert_eq!(m.allows(&state(&[(b"a", b"1")]), false).unwrap().0, Accepted::Rollback);
+        assert_eq!(m.allows(&state(&[(b"a", b"2")]), false).unwrap().0, Accepted::Rollback);
+        assert_eq!(m.allows(&State::empty(1), false).unwrap().0, Accepted::Durable);
+        assert!(m.allows(&state(&[(b"a", b"3")]), false).is_err());
+    }
+
+    #[test]
+    fn a_commit_in_flight_may_land_or_not() {
+        let mut m = Model::new(1);
+        m.put(0, b"a", b"1");
+        m.set_pending(Pending::Commit(m.commit_target()));
+        let landed = state(&[(b"a", b"1")]);
+        assert_eq!(m.clone().recovered(&landed, false, true), Ok(Accepted::InFlight));
+        assert_eq!(m.clone().recovered(&State::empty(1), false, true), Ok(Accepted::Durable));
+        let mut after = m.clone();
+        after.recovered(&landed, false, true).unwrap();
+        assert_eq!(*after.committed(), landed);
+        assert!(!after.in_transaction());
+        assert!(m.recovered(&state(&[(b"a", b"2")]), false, true).unwrap_err().contains("no committed state"));
+    }
+
+    /// A process restart reopens what the page cache holds: nothing more
+    /// is durable than before it, so a later power loss may still go back.
+    #[test]
+    fn a_process_restart_makes_nothing_durable() {
+        let mut m = Model::new(1);
+        m.put(0, b"a", b"1");
+        m.commit(Promise::Eventual);
+        let kept = state(&[(b"a", b"1")]);
+        assert_eq!(m.recovered(&kept, false, false), Ok(Accepted::Rollback));
+        assert_eq!(m.allows(&State::empty(1), false).unwrap().0, Accepted::Durable, "the power may still take it");
+        assert_eq!(m.allows(&kept, false).unwrap().0, Accepted::Rollback);
+        assert_eq!(m.recovered(&kept, false, true), Ok(Accepted::Rollback));
+        assert!(m.allows(&State::empty(1), false).is_err(), "after a power loss it is durable");
+    }
+
+    #[test]
+    fn damage_may_roll_back_counted_apart_but_never_invent() {
+        let mut m = Model::new(1);
+        m.put(0, b"a", b"1");
+        m.commit(Promise::Durable);
+        m.put(0, b"a", b"2");
+        m.commit(Promise::Durable);
+        assert_eq!(m.clone().recovered(&state(&[(b"a", b"1")]), true, true), Ok(Accepted::SilentRollback));
+        assert!(m.clone().recovered(&state(&[(b"a", b"1")]), false, true).is_err());
+        assert!(m.recovered(&state(&[(b"a", b"3")]), true, true).is_err());
+    }
+}

@@ -1,0 +1,540 @@
+//! Running one seed of a kit target: the engine on the simulated disk,
+//! driven by the workload, every reply checked against the model as it
+//! runs and every recovery held to the model's durability rule
+//! (`model.rs`). The same loop serves every adapter; it is also the
+//! recording run of `sim explore` (with `contexts` noted).
+//!
+//! One thread, every random choice from the seed: the workload, each
+//! operation's fault stream (keyed by the seed and the operation's index,
+//! so shrinking keeps the faults of the operations it keeps), each
+//! crash's choice of surviving writes. The failure model:
+//!
+//! - An engine may latch its first I/O error (redb answers `PreviousIo`
+//!   from then on); a failed commit may or may not have landed. So any
+//!   error while a fault was injected ends the operation with a reopen —
+//!   half the time after a power loss, half the time after a plain process
+//!   restart (the page cache survives) — and the commit that failed is in
+//!   doubt. An error with no fault injected is a failure.
+//! - Dropping an engine's handles may write (redb's `Drop` commits). At a
+//!   power loss nothing may reach the disk any more, so the handles are
+//!   dropped with the crash point reached: every I/O they attempt fails,
+//!   as it would with the power off.
+//! - The kit observes the engine's content (after a recovery, and every
+//!   few operations) with faults switched off: an observation is not part
+//!   of the workload, and a fault in it would only test the observer. The
+//!   workload's own `GET` and `SCAN` run with faults on.
+//!
+//! The engine's directory exists, durably, before the first open, and the
+//! adapter's `create` (the application's setup) runs fault-free.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use engine::vfs::Vfs;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::config::KitConfig;
+use super::model::{diff, show_value, Accepted, Model, Pending, State};
+use super::workload::{KitOp, PlannedKitOp};
+use super::{Adapter, Env, KitError, Promise, Reply};
+use crate::disk::{CrashOutcome, CrashPoint, SimVfs};
+use crate::failure::{catch_panic, Check, Failure};
+use crate::outcome::SeedOutcome;
+use crate::seeds::faults as fault_seed;
+use crate::systems::RecordedContext;
+use crate::trace::{hash_debug, Event, Trace};
+
+/// The engine's directory on the simulated disk.
+pub const DB_DIR: &str = "/db";
+
+/// Open attempts with faults on before the last one without them (an
+/// injected read error is transient, not a refusal).
+const OPEN_ATTEMPTS_WITH_FAULTS: u64 = 3;
+
+/// Power losses inside one operation's recovery, at most.
+const MAX_CRASHES_IN_RECOVERY: u64 = 3;
+
+/// The crash stream of operation `index` (apart from its fault stream).
+pub(super) fn crash_seed(seed: u64, index: u64) -> u64 {
+    fault_seed(seed, index) ^ 0x4b49_5443_c4a5_0000
+}
+
+/// The committed content, table by table.
+pub(super) fn read_all<A: Adapter>(adapter: &A, db: &mut A::Db) -> Result<State, KitError> {
+    let tables = adapter.tables().len();
+    let mut state = State::empty(tables);
+    for (table, rows) in state.tables.iter_mut().enumerate() {
+        *rows = adapter.read_committed(db, table)?;
+    }
+    Ok(state)
+}
+
+/// The environment of one open on `vfs`.
+pub(super) fn env<'a, A: Adapter>(
+    vfs: &Arc<SimVfs>,
+    config: &'a KitConfig<A::Config>,
+    plant: Option<&'static str>,
+) -> Env<'a, A::Config> {
+    let vfs: Arc<dyn Vfs> = vfs.clone();
+    Env { vfs, dir: Path::new(DB_DIR), config: &config.engine, plant }
+}
+
+/// Make the engine's directory (empty, with `replace`) and run the
+/// adapter's setup, fault-free.
+pub(super) fn create<A: Adapter>(adapter: &A, env: &Env<'_, A::Config>, replace: bool) -> Result<(), KitError> {
+    env.vfs.create_dir_all(env.dir)?;
+    if replace {
+        for name in env.vfs.list_dir(env.dir)? {
+            env.vfs.unlink(&env.dir.join(name))?;
+        }
+    }
+    adapter.create(env)?;
+    env.vfs.sync_dir(env.dir)?;
+    Ok(())
+}
+
+type Step = Result<(), Failure>;
+
+/// One seed's run (see the module doc).
+pub(super) struct Runner<'a, A: Adapter> {
+    pub adapter: &'a A,
+    pub config: &'a KitConfig<A::Config>,
+    pub plant: Option<&'static str>,
+    /// The command line that reruns this seed.
+    pub repro: String,
+    pub vfs: Arc<SimVfs>,
+    pub db: Option<A::Db>,
+    pub model: Model,
+    pub outcome: SeedOutcome,
+    pub op_index: u64,
+    /// While recording for `sim explore`: the model at every operation
+    /// (what a recovery there is held to, with what the operation may
+    /// publish pending).
+    pub contexts: Option<Vec<RecordedContext<Model>>>,
+}
+
+impl<'a, A: Adapter> Runner<'a, A> {
+    pub fn new(
+        adapter: &'a A,
+        config: &'a KitConfig<A::Config>,
+        plant: Option<&'static str>,
+        repro: String,
+        vfs: Arc<SimVfs>,
+    ) -> Self {
+        Runner {
+            adapter,
+            config,
+            plant,
+            repro,
+            vfs,
+            db: None,
+            model: Model::new(adapter.tables().len()),
+            outcome: SeedOutcome { seed: config.seed, ..SeedOutcome::default() },
+            op_index: 0,
+            contexts: None,
+        }
+    }
+
+    /// A failure of `check` at the current operation, with the trace's
+    /// last events and the seed's repro.
+    pub fn fail(&self, check: Check, detail: impl Into<String>) -> Failure {
+        Failure::in_run(&self.vfs, self.config.seed, self.op_index, check, detail.into(), self.repro.clone())
+    }
+
+    fn db(&mut self) -> &mut A::Db {
+        self.db.as_mut().expect("a database is open between operations")
+    }
+
+    /// While recording: recoveries from here on are judged by the model as
+    /// it is now.
+    fn note_context(&mut self, what: String) {
+        if let Some(contexts) = &mut self.contexts {
+            contexts.push(RecordedContext { first_io_index: self.vfs.io_count(), what, context: self.model.clone() });
+        }
+    }
+
+    /// Run `f` with faults off (an observation, see the module doc).
+    fn fault_free<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        self.vfs.set_faults_enabled(false);
+        let result = f(self);
+        self.vfs.set_faults_enabled(true);
+        result
+    }
+
+    /// The first open, on an empty disk, fault-free.
+    pub fn start(&mut self) -> Step {
+        self.vfs.begin_op(fault_seed(self.config.seed, u64::MAX));
+        self.create_db(false)?;
+        self.model = Model::new(self.adapter.tables().len());
+        Ok(())
+    }
+
+    /// Create a fresh database, fault-free, and open it (with `replace`,
+    /// on an emptied directory). A failure here is a failure to open.
+    fn create_db(&mut self, replace: bool) -> Step {
+        let created = self.fault_free(|r| {
+            let env = env::<A>(&r.vfs, r.config, r.plant);
+            create(r.adapter, &env, replace)?;
+            r.adapter.open(&env)
+        });
+        match created {
+            Ok(db) => self.db = Some(db),
+            Err(e) => return Err(self.fail(Check::Open, format!("a fresh database could not be created: {e}"))),
+        }
+        Ok(())
+    }
+
+    /// Power is lost: drop every handle with every I/O failing (see the
+    /// module doc), then build the next disk. `depth` counts power losses
+    /// inside the recovery from an earlier one.
+    fn lose_power(&mut self, depth: u64) -> CrashOutcome {
+        self.vfs.arm_crash(Some(CrashPoint::AfterIos(0)));
+        self.db = None;
+        self.outcome.crashes += 1;
+        let crash = self.vfs.power_loss(crash_seed(self.config.seed, self.op_index) ^ depth);
+        self.vfs.with_trace(|t| t.push(Event::Restart { clean: false }));
+        crash
+    }
+
+    fn power_loss(&mut self, gap: &'static str) -> Step {
+        *self.outcome.crash_gaps.entry(gap).or_default() += 1;
+        let crash = self.lose_power(0);
+        self.recover_from(Some(self.damaged(&crash)), 0)
+    }
+
+    /// Whether `crash` damaged bytes the engine promises to detect damage to.
+    fn damaged(&self, crash: &CrashOutcome) -> bool {
+        self.config.detects_damage && !crash.media_corrupted.is_empty()
+    }
+
+    /// The engine failed under an injected fault: close and reopen, half
+    /// the time after a power loss. Otherwise the handles are dropped,
+    /// which may be a close that writes (redb's commits pending volatile
+    /// transactions), so everything acknowledged may come back too.
+    fn restart_after_error(&mut self) -> Step {
+        if fault_seed(self.config.seed, self.op_index) & 1 == 0 {
+            return self.power_loss("after_error");
+        }
+        self.model.set_pending(Pending::PublishAll);
+        self.db = None;
+        self.vfs.process_restart();
+        self.vfs.with_trace(|t| t.push(Event::Restart { clean: false }));
+        self.recover_from(None, 0)
+    }
+
+    /// Where power fails inside the recovery numbered `depth` of this
+    /// operation, if it does. From the operation's crash stream, so
+    /// shrinking keeps it.
+    fn crash_in_recovery(&self, depth: u64) -> Option<CrashPoint> {
+        if depth >= MAX_CRASHES_IN_RECOVERY || self.config.p_crash_in_recovery == 0.0 {
+            return None;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(crash_seed(self.config.seed, self.op_index) ^ (0x7EC0 + depth));
+        rng.gen_bool(self.config.p_crash_in_recovery).then(|| CrashPoint::AfterIos(rng.gen_range(0..32)))
+    }
+
+    /// Reopen after a power loss (`Some(damaged)`: whether it left damage
+    /// the engine promises to detect) or a process restart (`None`),
+    /// `depth` power losses into this operation's recovery, and hold what
+    /// came back to the model. An engine's open may write (repair), so a
+    /// power loss there is one more crash to survive, judged by the same
+    /// rule.
+    fn recover_from(&mut self, power_loss: Option<bool>, depth: u64) -> Step {
+        let damaged = power_loss == Some(true);
+        self.outcome.restarts += 1;
+        for attempt in 0..=OPEN_ATTEMPTS_WITH_FAULTS {
+            self.vfs.begin_op(fault_seed(self.config.seed, self.op_index) ^ (0xA77E_0000 + attempt + (depth << 8)));
+            self.vfs.set_faults_enabled(attempt < OPEN_ATTEMPTS_WITH_FAULTS);
+            if attempt == 0 {
+                self.vfs.arm_crash(self.crash_in_recovery(depth));
+            }
+            let opened = self.adapter.open(&env::<A>(&self.vfs, self.config, self.plant));
+            let injected = self.vfs.faults_injected_this_op();
+            self.vfs.set_faults_enabled(true);
+            if self.vfs.crash_point_reached() {
+                *self.outcome.crash_gaps.entry("recovery").or_default() += 1;
+                self.db = opened.ok();
+                let crash = self.lose_power(depth + 1);
+                return self.recover_from(Some(damaged || self.damaged(&crash)), depth + 1);
+            }
+            self.vfs.arm_crash(None);
+            match opened {
+                Ok(db) => {
+                    self.db = Some(db);
+                    break;
+                }
+                Err(_) if injected && attempt < OPEN_ATTEMPTS_WITH_FAULTS => continue,
+                Err(e) if damaged && e.kind == super::ErrorKind::Corrupt => return self.accept_refusal(),
+                Err(e) => {
+                    let media = if damaged { " (damage was announced)" } else { "" };
+                    return Err(self.fail(Check::Open, format!("the engine refused to open after a crash{media}: {e}")));
+                }
+            }
+        }
+        self.judge_recovered(damaged, power_loss.is_some())
+    }
+
+    /// Read what a reopen brought back, fault-free, and judge it.
+    fn judge_recovered(&mut self, damaged: bool, power_lost: bool) -> Step {
+        let read = self.fault_free(|r| read_all(r.adapter, r.db()));
+        let state = match read {
+            Ok(state) => state,
+            Err(e) if damaged && e.kind == super::ErrorKind::Corrupt => return self.accept_refusal(),
+            Err(e) => {
+                return Err(self.fail(Check::Open, format!("the engine opened but reading its content failed: {e}")))
+            }
+        };
+        match self.model.recovered(&state, damaged, power_lost) {
+            Ok(Accepted::SilentRollback) => self.outcome.silent_rollbacks += 1,
+            Ok(Accepted::DamageRollback) => self.outcome.refusals_accepted += 1,
+            Ok(_) => {}
+            Err(detail) => return Err(self.fail(Check::Durability, detail)),
+        }
+        Ok(())
+    }
+
+    /// Damage made the engine refuse, as it may: start over on a new
+    /// database (the refusal itself was the check).
+    fn accept_refusal(&mut self) -> Step {
+        self.outcome.refusals_accepted += 1;
+        self.db = None;
+        self.create_db(true)?;
+        self.model = Model::new(self.adapter.tables().len());
+        Ok(())
+    }
+
+    /// The end of an operation's engine call: a crash, a fault (reopen) or
+    /// an error with no fault (a failure). `Some` carries an `Ok` result
+    /// for the caller to check.
+    fn conclude<T>(&mut self, planned: &PlannedKitOp, result: Result<T, KitError>) -> Result<Option<T>, Failure> {
+        if self.vfs.crash_point_reached() {
+            self.power_loss(planned.op.tag())?;
+            return Ok(None);
+        }
+        match result {
+            Ok(value) => Ok(Some(value)),
+            Err(_) if self.vfs.faults_injected_this_op() => {
+                self.restart_after_error()?;
+                Ok(None)
+            }
+            Err(e) => {
+                let admin = matches!(planned.op, KitOp::Maintain(_) | KitOp::Restart);
+                let check = if admin { Check::Admin } else { Check::Reply };
+                Err(self.fail(check, format!("{planned}: failed with no fault injected: {e}")))
+            }
+        }
+    }
+
+    fn trace_reply(&self, hash: u64) {
+        let index = self.op_index;
+        self.vfs.with_trace(|t| t.push(Event::Reply { index, hash }));
+    }
+
+    fn step(&mut self, planned: &PlannedKitOp) -> Step {
+        self.op_index = planned.index;
+        self.vfs.begin_op(fault_seed(self.config.seed, planned.index));
+        self.vfs.arm_crash(planned.crash);
+        let index = planned.index;
+        let tag = planned.op.tag();
+        self.vfs.with_trace(|t| t.push(Event::Op { index, tag }));
+        // Each handler notes the recording's context once what the
+        // operation may publish is marked pending.
+        let result = match &planned.op {
+            KitOp::Restart => self.restart(planned),
+            KitOp::Crash => {
+                self.note_context(planned.to_string());
+                self.model.abort();
+                self.power_loss("boundary")
+            }
+            KitOp::Maintain(m) if m.makes_durable => self.maintain(planned),
+            _ => self.engine_op(planned),
+        };
+        self.vfs.arm_crash(None);
+        result
+    }
+
+    /// One of the engine's own operations, its reply checked.
+    fn engine_op(&mut self, planned: &PlannedKitOp) -> Step {
+        let op = planned.op.as_engine_op().expect("the kit's own operations are handled apart");
+        if let KitOp::Commit { spec, .. } = &planned.op {
+            if spec.promise != Promise::Volatile {
+                self.model.set_pending(Pending::Commit(self.model.commit_target()));
+            }
+        }
+        self.note_context(planned.to_string());
+        let result = self.adapter.apply(self.db(), op);
+        self.trace_reply(result.as_ref().map_or(0, hash_debug));
+        if let (KitOp::Commit { spec, .. }, Ok(_)) = (&planned.op, &result) {
+            // Acknowledged: whatever happens next, the user was told.
+            self.model.commit(spec.promise);
+        }
+        match self.conclude(planned, result)? {
+            Some(reply) => self.check_reply(&planned.op, &planned.to_string(), reply),
+            None => Ok(()),
+        }
+    }
+
+    /// Hold `reply` to the model, and apply the operation to it.
+    fn check_reply(&mut self, op: &KitOp, line: &str, reply: Reply) -> Step {
+        let (what, want) = match op {
+            KitOp::Put { table, key, value } => ("the value it replaced", self.model.put(table.index, key, value)),
+            KitOp::Delete { table, key } => ("the value it removed", self.model.remove(table.index, key)),
+            KitOp::Get { table, key } => ("the value read", self.model.get(table.index, key).cloned()),
+            KitOp::Scan { table } => return self.check_scan(table.index, line, reply),
+            KitOp::Abort => {
+                self.model.abort();
+                return self.expect_done(line, reply);
+            }
+            _ => return self.expect_done(line, reply),
+        };
+        match reply {
+            Reply::Done if !matches!(op, KitOp::Get { .. }) => Ok(()),
+            Reply::Value(got) if got == want => Ok(()),
+            Reply::Value(got) => Err(self.fail(
+                Check::Reply,
+                format!(
+                    "{line}: {what}\n    expected {}\n    got      {}",
+                    show_value(want.as_ref()),
+                    show_value(got.as_ref())
+                ),
+            )),
+            other => Err(self.fail(Check::Reply, format!("{line}: the adapter answered {other:?}, not a value"))),
+        }
+    }
+
+    fn check_scan(&mut self, table: usize, line: &str, reply: Reply) -> Step {
+        let Reply::Rows(got) = reply else {
+            return Err(self.fail(Check::Reply, format!("{line}: the adapter answered {reply:?}, not rows")));
+        };
+        let want = &self.model.visible().tables[table];
+        if got == *want {
+            return Ok(());
+        }
+        let where_ = if self.model.in_transaction() { "in the write transaction" } else { "committed" };
+        let mut expected = State::empty(self.adapter.tables().len());
+        expected.tables[table] = want.clone();
+        let mut seen = State::empty(self.adapter.tables().len());
+        seen.tables[table] = got;
+        Err(self.fail(
+            Check::Reply,
+            format!("{line}: the table read differs from the model ({where_}):\n{}", diff(&expected, &seen)),
+        ))
+    }
+
+    fn expect_done(&self, line: &str, reply: Reply) -> Step {
+        match reply {
+            Reply::Done => Ok(()),
+            other => Err(self.fail(Check::Reply, format!("{line}: the adapter answered {other:?}, expected nothing"))),
+        }
+    }
+
+    /// A maintenance operation that aborts the write transaction and, if
+    /// it returns `Ok`, has made everything committed durable.
+    fn maintain(&mut self, planned: &PlannedKitOp) -> Step {
+        self.model.abort();
+        self.model.set_pending(Pending::PublishAll);
+        self.note_context(planned.to_string());
+        let adapter = self.adapter;
+        let db = self.db();
+        let result = adapter.apply(db, super::Op::Abort).and_then(|_| adapter.apply(db, super::Op::Maintain));
+        if result.is_ok() {
+            self.model.all_durable();
+        }
+        self.trace_reply(u64::from(result.is_ok()));
+        self.conclude(planned, result)?;
+        self.model.clear_pending();
+        Ok(())
+    }
+
+    /// Clean close and reopen: if the close returns `Ok`, the reopened
+    /// database must hold exactly what was committed.
+    fn restart(&mut self, planned: &PlannedKitOp) -> Step {
+        self.model.abort();
+        self.model.set_pending(Pending::PublishAll);
+        self.note_context(planned.to_string());
+        let db = self.db.take().expect("a database is open between operations");
+        let result = self.adapter.close(db);
+        if result.is_ok() && self.adapter.close_makes_durable() {
+            self.model.all_durable();
+        }
+        self.trace_reply(u64::from(result.is_ok()));
+        if self.conclude(planned, result)?.is_none() {
+            return Ok(());
+        }
+        self.note_context(format!("{planned} (reopening)"));
+        self.vfs.process_restart();
+        self.vfs.with_trace(|t| t.push(Event::Restart { clean: true }));
+        self.recover_from(None, 0)?;
+        // Closed cleanly and reopened: nothing may be missing or extra.
+        self.audit()
+    }
+
+    /// The committed content must be the model's, whole.
+    pub fn audit(&mut self) -> Step {
+        let read = self.fault_free(|r| read_all(r.adapter, r.db()));
+        match read {
+            Ok(got) if got == *self.model.committed() => Ok(()),
+            Ok(got) => Err(self.fail(
+                Check::Content,
+                format!("the committed content differs from the model:\n{}", diff(self.model.committed(), &got)),
+            )),
+            Err(e) => Err(self.fail(Check::Content, format!("reading the committed content failed, fault-free: {e}"))),
+        }
+    }
+
+    /// Create the database, run `ops`, then a clean restart that must
+    /// bring back exactly the model.
+    pub fn run(&mut self, ops: &[PlannedKitOp]) -> Step {
+        self.start()?;
+        self.drive(ops)
+    }
+
+    /// [`Runner::run`] once the database exists.
+    pub fn drive(&mut self, ops: &[PlannedKitOp]) -> Step {
+        for planned in ops {
+            self.step(planned)?;
+            self.outcome.ops += 1;
+            if (planned.index + 1) % self.config.audit_every == 0 {
+                self.audit()?;
+            }
+        }
+        let end = PlannedKitOp { index: ops.last().map_or(0, |p| p.index + 1), op: KitOp::Restart, crash: None };
+        self.step(&end)?;
+        self.audit()
+    }
+}
+
+/// Run `ops` for `config`'s seed on a fresh simulated disk (see the module
+/// doc). Never panics: a panic in the engine or the adapter is a failure.
+pub(super) fn run_ops<A: Adapter>(
+    adapter: &A,
+    config: &KitConfig<A::Config>,
+    plant: Option<&'static str>,
+    repro: String,
+    ops: &[PlannedKitOp],
+    keep_trace: bool,
+) -> SeedOutcome {
+    let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::new(keep_trace)));
+    let mut runner = Runner::new(adapter, config, plant, repro, vfs.clone());
+    let failure = match catch_panic(|| runner.run(ops)) {
+        Ok(Ok(())) => None,
+        Ok(Err(failure)) => Some(failure),
+        Err(message) => Some(runner.fail(Check::Panic, message)),
+    };
+    let mut outcome = std::mem::take(&mut runner.outcome);
+    // Drop the engine's handles before reading the trace (a close may write).
+    let closing = catch_panic(move || drop(runner));
+    outcome.failure = failure.or_else(|| {
+        closing.err().map(|message| Failure {
+            seed: config.seed,
+            op_index: u64::MAX,
+            check: Check::Panic,
+            detail: format!("dropping the database at the end of the run: {message}"),
+            recent: Vec::new(),
+            repro: String::new(),
+        })
+    });
+    outcome.take_disk(&vfs, keep_trace);
+    outcome
+}

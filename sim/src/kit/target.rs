@@ -1,0 +1,218 @@
+//! [`Kit`]: an [`Adapter`] with its run settings, as a simulator
+//! [`Target`] — so the random mode, the shrinker, `.ops` replay and the
+//! one explorer run any kit engine exactly as they run segsim.
+
+use super::config::{Harsh, KitConfig};
+use super::explore::{self, KitRecovered, Recovery};
+use super::model::Model;
+use super::run::run_ops;
+use super::workload::{generate, Grammar, PlannedKitOp};
+use super::{Adapter, Plant};
+use crate::disk::{CrashMode, DiskImage};
+use crate::failure::Check;
+use crate::outcome::SeedOutcome;
+use crate::systems::{FaultedRecovery, Recording, RecoveryRecording, Target};
+
+/// How a kit target runs, beyond its seed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KitSettings {
+    /// `--ops`: operations per seed (default: the adapter's).
+    pub ops: Option<u64>,
+    /// `--crash-mode`: force the disk's crash mode.
+    pub crash_mode: Option<CrashMode>,
+    /// `--plant`: a bug planted under the engine (one of the adapter's).
+    pub plant: Option<&'static str>,
+    /// `--torn-garbage`, `--read-bitflips`: faults the adapter does not
+    /// tolerate by default, asked for.
+    pub harsh: Harsh,
+    /// The command that runs this binary, for repro lines: `cargo run
+    /// --release -p sim --` for the built-in targets, the user's own
+    /// binary for theirs.
+    pub program: String,
+    /// The flag that picks the target on that command line (` --target
+    /// redb`), empty for a binary that tests one engine.
+    pub target_flag: String,
+}
+
+/// An adapter and its settings: a [`Target`].
+#[derive(Debug)]
+pub struct Kit<A> {
+    /// The engine's adapter.
+    pub adapter: A,
+    /// How it runs.
+    pub settings: KitSettings,
+}
+
+impl<A: Adapter> Kit<A> {
+    /// `adapter` with `settings`.
+    pub fn new(adapter: A, settings: KitSettings) -> Self {
+        Kit { adapter, settings }
+    }
+
+    /// `seed`'s configuration under these settings (`ops` forced if given).
+    pub fn config(&self, seed: u64, ops: Option<u64>) -> KitConfig<A::Config> {
+        let ops = ops.or(self.settings.ops);
+        KitConfig::from_seed(&self.adapter, seed, ops, self.settings.crash_mode, self.settings.harsh)
+    }
+
+    /// The adapter's plant called `name`.
+    pub fn plant_named(&self, name: &str) -> Result<&'static str, String> {
+        let plants: &'static [Plant] = self.adapter.plants();
+        plants.iter().find(|p| p.name == name).map(|p| p.name).ok_or_else(|| {
+            let names: Vec<&str> = plants.iter().map(|p| p.name).collect();
+            let known = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+            format!("no planted bug is called {name:?}; {}'s are: {known}", self.adapter.name())
+        })
+    }
+
+    /// The flags that pin these settings, but the op count.
+    fn flags(&self) -> String {
+        let mut out = String::new();
+        for (key, value) in self.settings() {
+            out.push_str(&format!(" --{key}"));
+            if value != "on" {
+                out.push_str(&format!(" {value}"));
+            }
+        }
+        out
+    }
+
+    fn grammar(&self) -> Grammar<'static> {
+        Grammar {
+            tables: self.adapter.tables(),
+            levels: self.adapter.levels(),
+            maintenance: self.adapter.maintenance(),
+        }
+    }
+
+    fn recovery<'a>(&'a self, config: &'a KitConfig<A::Config>, image: &DiskImage) -> Recovery<'a, A> {
+        Recovery::new(&self.adapter, config, self.settings.plant, image)
+    }
+}
+
+impl<A: Adapter> Target for Kit<A> {
+    type Op = PlannedKitOp;
+    type Context = Model;
+    type Recovered = KitRecovered;
+
+    fn name(&self) -> &'static str {
+        self.adapter.name()
+    }
+
+    fn settings(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if let Some(mode) = self.settings.crash_mode {
+            out.push(("crash-mode", mode.name().to_string()));
+        }
+        if let Some(plant) = self.settings.plant {
+            out.push(("plant", plant.to_string()));
+        }
+        if self.settings.harsh.torn_garbage {
+            out.push(("torn-garbage", "on".to_string()));
+        }
+        if self.settings.harsh.read_bitflips {
+            out.push(("read-bitflips", "on".to_string()));
+        }
+        out
+    }
+
+    fn with_setting(mut self, key: &str, value: &str) -> Result<Self, String> {
+        match key {
+            "crash-mode" => {
+                let mode = CrashMode::parse(value).ok_or_else(|| format!("bad crash mode {value:?}"))?;
+                self.settings.crash_mode = Some(mode);
+            }
+            "plant" => self.settings.plant = Some(self.plant_named(value)?),
+            "torn-garbage" if value == "on" => self.settings.harsh.torn_garbage = true,
+            "read-bitflips" if value == "on" => self.settings.harsh.read_bitflips = true,
+            _ => return Err(format!("the {} target has no setting {key:?}", self.adapter.name())),
+        }
+        Ok(self)
+    }
+
+    fn generate(&self, seed: u64) -> Vec<PlannedKitOp> {
+        generate(&self.adapter, &self.config(seed, None))
+    }
+
+    fn parse_op(&self, line: &str) -> Result<PlannedKitOp, String> {
+        self.grammar().parse(line)
+    }
+
+    fn run(&self, seed: u64, ops: &[PlannedKitOp], keep_trace: bool) -> SeedOutcome {
+        let config = self.config(seed, None);
+        run_ops(&self.adapter, &config, self.settings.plant, self.repro(seed, ""), ops, keep_trace)
+    }
+
+    fn repro(&self, seed: u64, extra: &str) -> String {
+        let ops = self.settings.ops.map_or(String::new(), |ops| format!(" --ops {ops}"));
+        let KitSettings { program, target_flag, .. } = &self.settings;
+        format!("{program}{target_flag} --seed {seed}{ops}{}{extra}", self.flags())
+    }
+
+    fn explore_workload(&self, seed: u64, ops: u64) -> Vec<PlannedKitOp> {
+        let mut workload = generate(&self.adapter, &self.config(seed, Some(ops)));
+        for planned in &mut workload {
+            planned.crash = None;
+        }
+        workload
+    }
+
+    fn explore_repro(&self, seed: u64, ops: u64, extra: &str) -> String {
+        let KitSettings { program, target_flag, .. } = &self.settings;
+        format!("{program} explore{target_flag} --seed {seed} --ops {ops}{}{extra}", self.flags())
+    }
+
+    fn sector_bytes(&self, seed: u64) -> u64 {
+        self.config(seed, None).disk.sector_bytes
+    }
+
+    fn torn_garbage(&self) -> bool {
+        self.adapter.tolerates().0 || self.settings.harsh.torn_garbage
+    }
+
+    fn record(&self, seed: u64, workload: &[PlannedKitOp]) -> Recording<Model> {
+        explore::record(&self.adapter, &self.config(seed, None), self.settings.plant, workload)
+    }
+
+    fn recovery_key(&self, _context: &Model) -> u64 {
+        // The kit's engines read no clock: a recovery depends on the image alone.
+        0
+    }
+
+    fn recover(&self, seed: u64, image: &DiskImage, _key: u64) -> KitRecovered {
+        let config = explore::recording_config(&self.config(seed, None));
+        self.recovery(&config, image).run(&mut |_, _, _| {})
+    }
+
+    fn judge(&self, recovered: &KitRecovered, context: &Model) -> Result<(), (Check, String)> {
+        explore::judge(recovered, context)
+    }
+
+    fn records_recoveries(&self) -> bool {
+        true
+    }
+
+    fn record_recovery(&self, seed: u64, image: &DiskImage, _key: u64) -> RecoveryRecording<Model> {
+        let config = explore::recording_config(&self.config(seed, None));
+        explore::record_recovery(self.recovery(&config, image))
+    }
+
+    fn injects_recovery_faults(&self) -> bool {
+        true
+    }
+
+    fn recover_with_fault(
+        &self,
+        seed: u64,
+        image: &DiskImage,
+        _key: u64,
+        fault_io: Option<u64>,
+    ) -> FaultedRecovery<KitRecovered> {
+        let config = explore::recording_config(&self.config(seed, None));
+        explore::recover_with_fault(self.recovery(&config, image), fault_io)
+    }
+
+    fn same_recovery(&self, faulted: &KitRecovered, plain: &KitRecovered) -> Result<(), (Check, String)> {
+        explore::same_recovery(faulted, plain)
+    }
+}

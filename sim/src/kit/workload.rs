@@ -1,0 +1,290 @@
+//! A kit seed's workload: its list of operations, generated up front so
+//! the shrinker can delete some and re-run the rest (each keeps its
+//! index, and with it its fault stream), printed one per line and parsed
+//! back (`.ops` files).
+//!
+//! Operations are single steps, not whole transactions, so a shrunk list
+//! can lose a single insert: a `PUT`, `DEL` or `GET` with no write
+//! transaction open begins one (a `GET` or `SCAN` outside a transaction
+//! reads the committed state), a `COMMIT` with none open commits an empty
+//! one — still a commit at that level, which makes earlier volatile
+//! commits durable if the level is durable. The maintenance operation and
+//! `RESTART` abort the open write transaction first; `CRASH` loses it
+//! with the power.
+//!
+//! Every token is printable ASCII without spaces: keys of a byte table are
+//! `k<n>`, keys of a `u64` table decimal numbers spread over the whole
+//! range, values lowercase letters and digits.
+
+use std::fmt;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::config::{KitConfig, OpKind};
+use super::{Adapter, KeyKind, Level, Maintenance, Op, TableSpec};
+use crate::disk::CrashPoint;
+use crate::draw::{self, Weighted};
+use crate::op_line::{parse_head, write_head};
+
+/// A table as an operation names it: its position and its spec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableRef {
+    /// Its position in the adapter's tables.
+    pub index: usize,
+    /// Its name and key kind.
+    pub spec: TableSpec,
+}
+
+/// One workload operation (see the module doc). Keys are the bytes the
+/// engine gets ([`KeyKind::U64`]: 8 big-endian bytes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum KitOp {
+    Put {
+        table: TableRef,
+        key: Vec<u8>,
+        value: Vec<u8>,
+    },
+    Delete {
+        table: TableRef,
+        key: Vec<u8>,
+    },
+    Get {
+        table: TableRef,
+        key: Vec<u8>,
+    },
+    Scan {
+        table: TableRef,
+    },
+    Commit {
+        level: usize,
+        spec: Level,
+    },
+    Abort,
+    Maintain(Maintenance),
+    /// Clean close and reopen.
+    Restart,
+    /// Power loss between operations.
+    Crash,
+}
+
+impl KitOp {
+    /// A short tag for traces and counters.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            KitOp::Put { .. } => "put",
+            KitOp::Delete { .. } => "delete",
+            KitOp::Get { .. } => "get",
+            KitOp::Scan { .. } => "scan",
+            KitOp::Commit { spec, .. } => spec.name,
+            KitOp::Abort => "abort",
+            KitOp::Maintain(m) => m.name,
+            KitOp::Restart => "restart",
+            KitOp::Crash => "crash",
+        }
+    }
+
+    /// The operation as the adapter gets it (`None`: the kit's own).
+    pub fn as_engine_op(&self) -> Option<Op<'_>> {
+        Some(match self {
+            KitOp::Put { table, key, value } => Op::Put { table: table.index, key, value },
+            KitOp::Delete { table, key } => Op::Delete { table: table.index, key },
+            KitOp::Get { table, key } => Op::Get { table: table.index, key },
+            KitOp::Scan { table } => Op::Scan { table: table.index },
+            KitOp::Commit { level, .. } => Op::Commit { level: *level },
+            KitOp::Abort => Op::Abort,
+            KitOp::Maintain(_) => Op::Maintain,
+            KitOp::Restart | KitOp::Crash => return None,
+        })
+    }
+}
+
+/// An operation at its place in the list, maybe with a crash inside it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedKitOp {
+    /// Its index in the generated list (kept through shrinking).
+    pub index: u64,
+    /// What to do.
+    pub op: KitOp,
+    /// Where to cut the power while doing it (only `AfterIos`).
+    pub crash: Option<CrashPoint>,
+}
+
+/// A key as op lines print it.
+pub fn show_key(kind: KeyKind, key: &[u8]) -> String {
+    match (kind, <[u8; 8]>::try_from(key)) {
+        (KeyKind::U64, Ok(bytes)) => u64::from_be_bytes(bytes).to_string(),
+        _ => String::from_utf8_lossy(key).into_owned(),
+    }
+}
+
+impl fmt::Display for PlannedKitOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_head(f, self.index, self.crash)?;
+        let key = |t: &TableRef, k: &[u8]| show_key(t.spec.keys, k);
+        match &self.op {
+            KitOp::Put { table, key: k, value } => {
+                write!(f, " PUT {} {} {}", table.spec.name, key(table, k), String::from_utf8_lossy(value))
+            }
+            KitOp::Delete { table, key: k } => write!(f, " DEL {} {}", table.spec.name, key(table, k)),
+            KitOp::Get { table, key: k } => write!(f, " GET {} {}", table.spec.name, key(table, k)),
+            KitOp::Scan { table } => write!(f, " SCAN {}", table.spec.name),
+            KitOp::Commit { spec, .. } => write!(f, " COMMIT {}", spec.name),
+            KitOp::Abort => write!(f, " ABORT"),
+            KitOp::Maintain(m) => write!(f, " {}", m.name.to_uppercase()),
+            KitOp::Restart => write!(f, " RESTART"),
+            KitOp::Crash => write!(f, " CRASH"),
+        }
+    }
+}
+
+/// Parses lines for one adapter's tables, levels and maintenance.
+pub(super) struct Grammar<'a> {
+    pub tables: &'a [TableSpec],
+    pub levels: &'a [Level],
+    pub maintenance: Option<Maintenance>,
+}
+
+impl Grammar<'_> {
+    fn table(&self, word: &str) -> Result<TableRef, String> {
+        let index = self.tables.iter().position(|t| t.name == word).ok_or_else(|| format!("unknown table {word:?}"))?;
+        Ok(TableRef { index, spec: self.tables[index] })
+    }
+
+    fn key(table: TableRef, word: &str) -> Result<Vec<u8>, String> {
+        match table.spec.keys {
+            KeyKind::Bytes => Ok(word.as_bytes().to_vec()),
+            KeyKind::U64 => word
+                .parse::<u64>()
+                .map(|n| n.to_be_bytes().to_vec())
+                .map_err(|_| format!("bad key {word:?} for table {} (a u64)", table.spec.name)),
+        }
+    }
+
+    /// Parse a line printed by `Display`; errors say what is wrong.
+    pub fn parse(&self, line: &str) -> Result<PlannedKitOp, String> {
+        let (index, crash, rest) = parse_head(line, false)?;
+        let op = match rest.as_slice() {
+            ["PUT", t, k, v] => {
+                let table = self.table(t)?;
+                KitOp::Put { table, key: Grammar::key(table, k)?, value: v.as_bytes().to_vec() }
+            }
+            ["DEL", t, k] => {
+                let table = self.table(t)?;
+                KitOp::Delete { table, key: Grammar::key(table, k)? }
+            }
+            ["GET", t, k] => {
+                let table = self.table(t)?;
+                KitOp::Get { table, key: Grammar::key(table, k)? }
+            }
+            ["SCAN", t] => KitOp::Scan { table: self.table(t)? },
+            ["COMMIT", name] => {
+                let level = self.levels.iter().position(|l| l.name == *name).ok_or_else(|| {
+                    let names: Vec<&str> = self.levels.iter().map(|l| l.name).collect();
+                    format!("unknown commit level {name:?} (the levels: {})", names.join(", "))
+                })?;
+                KitOp::Commit { level, spec: self.levels[level] }
+            }
+            ["ABORT"] => KitOp::Abort,
+            ["RESTART"] => KitOp::Restart,
+            ["CRASH"] => KitOp::Crash,
+            [word] if self.maintenance.is_some_and(|m| m.name.to_uppercase() == *word) => {
+                KitOp::Maintain(self.maintenance.expect("checked above"))
+            }
+            _ => return Err(format!("not an operation of this target: {line:?}")),
+        };
+        Ok(PlannedKitOp { index, op, crash })
+    }
+}
+
+/// Builds a seed's operation list.
+struct Generator<'a, C> {
+    config: &'a KitConfig<C>,
+    tables: &'a [TableSpec],
+    levels: &'a [Level],
+    maintenance: Option<Maintenance>,
+    rng: ChaCha8Rng,
+}
+
+impl<C> Generator<'_, C> {
+    fn table(&mut self) -> TableRef {
+        let index = self.rng.gen_range(0..self.tables.len());
+        TableRef { index, spec: self.tables[index] }
+    }
+
+    fn key(&mut self, table: TableRef) -> Vec<u8> {
+        let n = self.rng.gen_range(0..self.config.key_space);
+        match table.spec.keys {
+            // Spread over the key range, so pages split far apart too.
+            KeyKind::U64 => (u64::from(n).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 8).to_be_bytes().to_vec(),
+            KeyKind::Bytes => format!("k{n}").into_bytes(),
+        }
+    }
+
+    fn op(&mut self, kind: OpKind, levels: &Weighted<'_, usize>) -> KitOp {
+        match kind {
+            OpKind::Put => {
+                let table = self.table();
+                let key = self.key(table);
+                // Mostly small values; the large ones spill over pages.
+                let max = if self.rng.gen_bool(0.8) { 24 } else { self.config.max_value_bytes };
+                KitOp::Put { table, key, value: draw::token(&mut self.rng, max) }
+            }
+            OpKind::Delete => {
+                let table = self.table();
+                KitOp::Delete { table, key: self.key(table) }
+            }
+            OpKind::Get => {
+                let table = self.table();
+                KitOp::Get { table, key: self.key(table) }
+            }
+            OpKind::Scan => KitOp::Scan { table: self.table() },
+            OpKind::Commit => {
+                let level = levels.pick(&mut self.rng);
+                KitOp::Commit { level, spec: self.levels[level] }
+            }
+            OpKind::Abort => KitOp::Abort,
+            OpKind::Maintain => KitOp::Maintain(self.maintenance.expect("weighted only if the engine has one")),
+            OpKind::Restart => KitOp::Restart,
+            OpKind::Crash => KitOp::Crash,
+        }
+    }
+
+    /// Maybe aim a crash a few I/O operations into `op` (commits,
+    /// maintenance and closes issue dozens; the rest a few).
+    fn crash_point(&mut self, op: &KitOp) -> Option<CrashPoint> {
+        if !self.rng.gen_bool(self.config.inner_crash_rate) {
+            return None;
+        }
+        let reach = match op {
+            KitOp::Commit { .. } | KitOp::Maintain(_) | KitOp::Restart => 40,
+            _ => 6,
+        };
+        Some(CrashPoint::AfterIos(self.rng.gen_range(0..reach)))
+    }
+}
+
+const WORKLOAD_SALT: u64 = 0x4b49_5457_4f52_4b00;
+
+/// The operation list of `config`'s seed for `adapter`: `config.ops`
+/// drawn operations.
+pub(super) fn generate<A: Adapter>(adapter: &A, config: &KitConfig<A::Config>) -> Vec<PlannedKitOp> {
+    let mut generator = Generator {
+        config,
+        tables: adapter.tables(),
+        levels: adapter.levels(),
+        maintenance: adapter.maintenance(),
+        rng: ChaCha8Rng::seed_from_u64(config.seed ^ WORKLOAD_SALT),
+    };
+    let kinds = Weighted::new(&config.weights);
+    let levels = Weighted::new(&config.level_weights);
+    let mut ops = Vec::with_capacity(config.ops as usize);
+    for index in 0..config.ops {
+        let kind = kinds.pick(&mut generator.rng);
+        let op = generator.op(kind, &levels);
+        let crash = generator.crash_point(&op);
+        ops.push(PlannedKitOp { index, op, crash });
+    }
+    ops
+}

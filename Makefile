@@ -3,7 +3,7 @@
 CARGO ?= cargo
 SIM = $(CARGO) run --release -q -p sim --
 
-.PHONY: help test lint fmt check sweep determinism soak crash-os canaries test-canaries explore redb bench ci kv fuzz corpus
+.PHONY: help test lint fmt check sweep determinism soak crash-os canaries test-canaries explore redb kit-example bench ci kv fuzz corpus
 
 help:
 	@echo "make test         - the whole test suite (unit, property, integration, replayed regressions)"
@@ -16,7 +16,8 @@ help:
 	@echo "make canaries     - plant each engine bug (--features canaries); the simulator must catch every one within BUDGET s (default 60)"
 	@echo "make test-canaries - the canary tests: each planted bug caught within its seed cap, by a seed that passes without it"
 	@echo "make explore      - exhaustive crash exploration of ESEED's (default 10: fsync everysec) EOPS-op (default 100) workload at depth EDEPTH (default 2: every recovery crashed again too); EFSYNC=always|everysec|no forces the policy"
-	@echo "make redb         - the redb target (REDB.md): RSEEDS (default 0..2000) swept, determinism-checked, seeds 1..3 explored (40 ops, depth 2)"
+	@echo "make redb         - the redb target (REDB.md): RSEEDS (default 0..2000) swept, determinism-checked, seeds 1..3 explored (40 ops, depth 2), seed 1 at 100 ops with --faults"
+	@echo "make kit-example - the target kit's example engine (logkv): KSEEDS (default 0..2000) clean, its planted bug caught, explored"
 	@echo "make bench        - the harness and the engine measured side by side (BENCHMARKS.md)"
 	@echo "make ci           - what .ci/run runs: lint, test, sweep, determinism, explore, redb, crash-os, canaries, test-canaries"
 	@echo "make kv DIR=/tmp/kvdemo - the engine's interactive shell on a real directory"
@@ -25,11 +26,13 @@ help:
 
 test:
 	$(CARGO) test --workspace --all-targets
+	$(CARGO) test --workspace --doc
 
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy --workspace --all-targets --features sim/canaries -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -p sim --no-deps -q
 
 fmt:
 	$(CARGO) fmt --all
@@ -81,11 +84,25 @@ redb:
 	$(SIM) --target redb --seeds $(RSEEDS) --jobs $(JOBS)
 	$(SIM) --target redb --seeds 0..200 --jobs $(JOBS) --check-determinism
 	for seed in 1 2 3; do $(SIM) explore --target redb --seed $$seed --ops 40 --depth 2 --jobs $(JOBS) || exit 1; done
+	$(SIM) explore --target redb --seed 1 --depth 2 --faults --jobs $(JOBS)
+
+# The target kit's worked example (sim/examples/logkv, TESTING-YOUR-ENGINE.md):
+# KSEEDS clean, its planted bug caught by the random mode and by explore
+# (exit 1 expected: a failure found; explore at a crash state of seed 6, not
+# only in its recording run), and seed 1 explored at depth 2 with
+# --faults.
+KSEEDS ?= 0..2000
+LOGKV = $(CARGO) run --release -q -p sim --example logkv --
+kit-example:
+	$(LOGKV) --seeds $(KSEEDS) --jobs $(JOBS)
+	$(LOGKV) --seeds 0..100 --plant lazy-fsync --jobs $(JOBS) >/dev/null 2>&1; test $$? -eq 1 || { echo "kit-example: the random mode missed lazy-fsync"; exit 1; }
+	$(LOGKV) explore --seed 6 --plant lazy-fsync 2>/dev/null | grep -q '\[crash index' || { echo "kit-example: explore missed lazy-fsync at its crash states"; exit 1; }
+	$(LOGKV) explore --seed 1 --depth 2 --faults --jobs $(JOBS)
 
 bench:
 	$(SIM) bench
 
-ci: lint test sweep determinism explore redb crash-os canaries test-canaries
+ci: lint test sweep determinism explore redb kit-example crash-os canaries test-canaries
 
 DIR ?= /tmp/segsim-kv
 kv:

@@ -65,7 +65,7 @@ pub struct RunArgs {
     pub shrink: bool,
 
     /// With --shrink: save the minimal list (segsim's under
-    /// corpus/regressions/, another target's under corpus/<target>/).
+    /// corpus/regressions/, another target's under `corpus/<target>/`).
     #[arg(long, requires = "shrink")]
     pub save: bool,
 

@@ -10,8 +10,11 @@
 //! - [`run`], the random mode: the driver plus the fault schedule, audits
 //!   and the policy for a poisoned store; [`outcome`] is what a seed
 //!   produced and [`summary`] adds seeds up;
-//! - [`target`], what the simulator tests behind one trait: the segsim
+//! - [`systems`], what the simulator tests behind one trait: the segsim
 //!   store (the default, the driver and the modes above) or redb;
+//! - [`kit`], the target kit: any transactional key-value engine through
+//!   one `Adapter` (redb is one), with [`command`], the command line a
+//!   user's own binary gets from `kit::main`;
 //! - [`explore`], exhaustive crash exploration of any target: one run
 //!   recorded, then every crash state of every I/O index recovered;
 //! - [`shrink`], which minimizes a failing list of any target and keeps

@@ -58,7 +58,7 @@
 //! ([`SimVfs::begin_op`]), and only when its probability is non-zero.
 //! Every `Vfs` and `VfsFile` call is one I/O operation with a global index,
 //! traced; an armed [`CrashPoint`] (an index, a count within the workload
-//! operation, or a marked [`Phase`](engine::Phase)) makes that operation and every later one
+//! operation, or a marked [`engine::Phase`]) makes that operation and every later one
 //! fail with "simulated power loss" without touching the disk.
 //!
 //! # Locks

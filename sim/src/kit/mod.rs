@@ -21,6 +21,7 @@
 //! ```no_run
 //! use std::process::ExitCode;
 //! # use sim::kit::*;
+//! # #[derive(Clone)]
 //! # struct MyAdapter;
 //! # impl Adapter for MyAdapter {
 //! #     type Db = ();

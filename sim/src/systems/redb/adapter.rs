@@ -70,11 +70,31 @@ pub struct RedbConfig {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RedbAdapter;
 
-/// An open redb: the database and the open write transaction (dropped
-/// first: fields drop in order).
+/// An open redb: the database and the open write transaction.
 pub struct RedbDb {
     txn: Option<WriteTransaction>,
-    db: Database,
+    /// Always `Some` until dropped or closed.
+    db: Option<Database>,
+}
+
+/// redb's `WriteTransaction` and `Database` may each panic in `Drop` when
+/// the backend under them fails (a planted bug does that); dropping both
+/// in one unwind would abort the whole sweep. So each is dropped on its
+/// own, its panic caught, and the first re-raised — unless this drop is
+/// itself part of an unwind, which already carries the failure.
+impl Drop for RedbDb {
+    fn drop(&mut self) {
+        use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+        let txn = self.txn.take();
+        let first = catch_unwind(AssertUnwindSafe(|| drop(txn)));
+        let db = self.db.take();
+        let second = catch_unwind(AssertUnwindSafe(|| drop(db)));
+        if let Err(panic) = first.and(second) {
+            if !std::thread::panicking() {
+                resume_unwind(panic);
+            }
+        }
+    }
 }
 
 /// How the kit is to take a redb error: `Corrupted`, or the `InvalidData`
@@ -135,9 +155,13 @@ fn open_db(env: &Env<'_, RedbConfig>) -> Result<Database, KitError> {
 }
 
 impl RedbDb {
+    fn db(&self) -> &Database {
+        self.db.as_ref().expect("open until dropped or closed")
+    }
+
     fn txn(&mut self) -> Result<&WriteTransaction, redb::Error> {
         if self.txn.is_none() {
-            self.txn = Some(self.db.begin_write()?);
+            self.txn = Some(self.db().begin_write()?);
         }
         Ok(self.txn.as_ref().expect("begun above"))
     }
@@ -165,10 +189,10 @@ impl RedbDb {
             (Some(t), Op::Get { key, .. }) => get(t.open_table(T1)?.get(key)?),
             (Some(t), Op::Scan { table: 0 }) => Reply::Rows(t0_rows(&t.open_table(T0)?)?),
             (Some(t), Op::Scan { .. }) => Reply::Rows(t1_rows(&t.open_table(T1)?)?),
-            (None, Op::Get { table: 0, key }) => get(self.db.begin_read()?.open_table(T0)?.get(number(key))?),
-            (None, Op::Get { key, .. }) => get(self.db.begin_read()?.open_table(T1)?.get(key)?),
-            (None, Op::Scan { table: 0 }) => Reply::Rows(t0_rows(&self.db.begin_read()?.open_table(T0)?)?),
-            (None, Op::Scan { .. }) => Reply::Rows(t1_rows(&self.db.begin_read()?.open_table(T1)?)?),
+            (None, Op::Get { table: 0, key }) => get(self.db().begin_read()?.open_table(T0)?.get(number(key))?),
+            (None, Op::Get { key, .. }) => get(self.db().begin_read()?.open_table(T1)?.get(key)?),
+            (None, Op::Scan { table: 0 }) => Reply::Rows(t0_rows(&self.db().begin_read()?.open_table(T0)?)?),
+            (None, Op::Scan { .. }) => Reply::Rows(t1_rows(&self.db().begin_read()?.open_table(T1)?)?),
             _ => unreachable!("only gets and scans read"),
         })
     }
@@ -239,7 +263,7 @@ impl Adapter for RedbAdapter {
     }
 
     fn open(&self, env: &Env<'_, RedbConfig>) -> Result<RedbDb, KitError> {
-        Ok(RedbDb { txn: None, db: open_db(env)? })
+        Ok(RedbDb { txn: None, db: Some(open_db(env)?) })
     }
 
     fn apply(&self, db: &mut RedbDb, op: Op<'_>) -> Result<Reply, KitError> {
@@ -250,7 +274,7 @@ impl Adapter for RedbAdapter {
             Op::Abort => {
                 db.txn.take().map_or(Ok(()), |txn| txn.abort().map_err(redb::Error::from)).map(|()| Reply::Done)
             }
-            Op::Maintain => db.db.compact().map(|_| Reply::Done).map_err(redb::Error::from),
+            Op::Maintain => db.db.as_mut().expect("open").compact().map(|_| Reply::Done).map_err(redb::Error::from),
         }
         .map_err(kit_error)
     }
@@ -258,7 +282,7 @@ impl Adapter for RedbAdapter {
     /// A table that does not exist is empty: a rollback after damage may
     /// return to the file's first commit, before the tables were created.
     fn read_committed(&self, db: &mut RedbDb, table: usize) -> Result<Rows, KitError> {
-        let txn = db.db.begin_read().map_err(kit_error)?;
+        let txn = db.db().begin_read().map_err(kit_error)?;
         let read = match table {
             0 => txn.open_table(T0).map(|t| t0_rows(&t)),
             _ => txn.open_table(T1).map(|t| t1_rows(&t)),
@@ -274,6 +298,6 @@ impl Adapter for RedbAdapter {
         if let Some(txn) = db.txn.take() {
             txn.abort().map_err(kit_error)?;
         }
-        db.db.close().map_err(kit_error)
+        db.db.take().expect("open until closed").close().map_err(kit_error)
     }
 }

@@ -182,10 +182,10 @@ fn main() -> ExitCode {
     let canary = cli.canary;
     let replay = move |text: &str| sim::systems::replay(text, canary);
     let hooks = Hooks { program: "sim", canary, replay: &replay };
-    let TargetArgs { target, plant, torn_garbage } = cli.target.clone();
+    let TargetArgs { target, plant, torn_garbage, options } = cli.target.clone();
     match target {
-        TargetName::Segsim if plant.is_some() || torn_garbage || cli.read_bitflips => {
-            usage_error("--plant, --torn-garbage and --read-bitflips are the kit targets': add --target redb")
+        TargetName::Segsim if plant.is_some() || torn_garbage || cli.read_bitflips || !options.is_empty() => {
+            usage_error("--plant, --torn-garbage, --read-bitflips and --set are the kit targets': add --target redb")
         }
         TargetName::Segsim => run_target(
             &cli.run,
@@ -212,11 +212,8 @@ fn main() -> ExitCode {
                 KitSettings { ops: cli.run.ops, crash_mode: cli.run.crash_mode, ..KitSettings::default() };
             settings.harsh = Harsh { torn_garbage, read_bitflips: cli.read_bitflips };
             let mut target = redb_target(settings);
-            if let Some(name) = &plant {
-                match target.plant_named(name) {
-                    Ok(plant) => target.settings.plant = Some(plant),
-                    Err(message) => return usage_error(&message),
-                }
+            if let Err(message) = target.apply_args(plant.as_deref(), &options) {
+                return usage_error(&message);
             }
             run_target(&cli.run, target, &hooks)
         }

@@ -31,6 +31,9 @@ pub struct SeedOutcome {
     /// engine that detects damage and falls back to an older commit, as
     /// redb's one-phase commit may).
     pub silent_rollbacks: u64,
+    /// Recoveries (or refusals) no promise covered, after a commit at a
+    /// level that promises nothing: measured, never failed.
+    pub unpromised: u64,
     /// The rolling hash of every trace event.
     pub trace_hash: u64,
     /// The first failed check, if any.

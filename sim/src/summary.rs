@@ -30,6 +30,8 @@ pub struct Summary {
     /// Recoveries after announced damage that silently went back past a
     /// durable commit (see `SeedOutcome::silent_rollbacks`).
     pub silent_rollbacks: u64,
+    /// Recoveries no promise covered (see `SeedOutcome::unpromised`).
+    pub unpromised: u64,
     /// Faults injected, by kind.
     pub faults: BTreeMap<FaultKind, u64>,
     /// Crashes by gap.
@@ -60,6 +62,7 @@ impl Summary {
             restarts: outcome.restarts,
             refusals_accepted: outcome.refusals_accepted,
             silent_rollbacks: outcome.silent_rollbacks,
+            unpromised: outcome.unpromised,
             faults: outcome.faults.clone(),
             crash_gaps: outcome.crash_gaps.iter().map(|(gap, count)| (gap.to_string(), *count)).collect(),
             failures: outcome.failure.iter().cloned().collect(),
@@ -106,6 +109,7 @@ impl Summary {
             "restarts": self.restarts,
             "refusals_accepted": self.refusals_accepted,
             "silent_rollbacks": self.silent_rollbacks,
+            "unpromised": self.unpromised,
             "faults": faults,
             "crash_gaps": self.crash_gaps,
             "failures": failures,
@@ -125,6 +129,7 @@ impl Summary {
         self.restarts += other.restarts;
         self.refusals_accepted += other.refusals_accepted;
         self.silent_rollbacks += other.silent_rollbacks;
+        self.unpromised += other.unpromised;
         for (kind, count) in &other.faults {
             *self.faults.entry(*kind).or_default() += count;
         }
@@ -151,6 +156,7 @@ impl Summary {
             refusals_accepted: number("refusals_accepted")?,
             // Absent from summaries written before the kit counted it.
             silent_rollbacks: value.get("silent_rollbacks").and_then(Value::as_u64).unwrap_or(0),
+            unpromised: value.get("unpromised").and_then(Value::as_u64).unwrap_or(0),
             elapsed_sec: value.get("elapsed_sec").and_then(Value::as_f64).ok_or("no number `elapsed_sec`")?,
             ..Summary::default()
         };
@@ -211,6 +217,14 @@ impl Summary {
                 "{} SILENT ROLLBACKS: recoveries after announced damage that went back past a durable commit \
                  (acknowledged durable data lost without an error)",
                 self.silent_rollbacks
+            );
+        }
+        if self.unpromised > 0 {
+            let _ = writeln!(
+                out,
+                "{} recoveries no promise covered (after commits at a level that promises nothing; measured, not \
+                 failed)",
+                self.unpromised
             );
         }
         let faults: Vec<String> = FaultKind::ALL

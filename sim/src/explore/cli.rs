@@ -169,10 +169,10 @@ pub(super) fn parse(args: &[String]) -> Invocation {
         Ok(options) => options,
         Err(message) => return usage(&message),
     };
-    let TargetArgs { target, plant, torn_garbage } = parsed.target;
+    let TargetArgs { target, plant, torn_garbage, options: engine_options } = parsed.target;
     let target = match target {
-        TargetName::Segsim if plant.is_some() || torn_garbage => {
-            return usage("--plant and --torn-garbage are the kit targets': add --target redb")
+        TargetName::Segsim if plant.is_some() || torn_garbage || !engine_options.is_empty() => {
+            return usage("--plant, --torn-garbage and --set are the kit targets': add --target redb")
         }
         TargetName::Segsim => Explored::Segsim(SegsimTarget::new(Overrides {
             fsync: parsed.fsync,
@@ -186,11 +186,8 @@ pub(super) fn parse(args: &[String]) -> Invocation {
             let mut settings = KitSettings::default();
             settings.harsh.torn_garbage = torn_garbage;
             let mut redb = redb_target(settings);
-            if let Some(name) = &plant {
-                match redb.plant_named(name) {
-                    Ok(plant) => redb.settings.plant = Some(plant),
-                    Err(message) => return usage(&message),
-                }
+            if let Err(message) = redb.apply_args(plant.as_deref(), &engine_options) {
+                return usage(&message);
             }
             Explored::Redb(Box::new(redb))
         }

@@ -50,6 +50,10 @@ struct KitArgs {
     /// does not do that.
     #[arg(long)]
     read_bitflips: bool,
+
+    /// Force part of the engine's configuration (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    options: Vec<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -104,9 +108,7 @@ fn target<A: Adapter>(adapter: A, run: Option<&RunArgs>, args: &KitArgs) -> Resu
     settings.harsh.torn_garbage = args.torn_garbage;
     settings.harsh.read_bitflips = args.read_bitflips;
     let mut kit = Kit::new(adapter, settings);
-    if let Some(name) = &args.plant {
-        kit.settings.plant = Some(kit.plant_named(name)?);
-    }
+    kit.apply_args(args.plant.as_deref(), &args.options)?;
     Ok(kit)
 }
 

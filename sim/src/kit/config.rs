@@ -12,7 +12,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::Adapter;
+use super::{Adapter, Promise};
 use crate::disk::{CrashMode, DiskConfig};
 use crate::draw::{maybe, swarm_weights};
 
@@ -65,6 +65,8 @@ pub struct KitConfig<C> {
     /// Whether the engine, so configured, detects damage (so the disk
     /// damages durable bytes at some power losses).
     pub detects_damage: bool,
+    /// What a commit at each level promises, so configured.
+    pub promises: Vec<Promise>,
     /// Distinct keys per table.
     pub key_space: u32,
     /// Largest generated value, in bytes.
@@ -128,7 +130,9 @@ fn draw_disk(rng: &mut ChaCha8Rng, detects_damage: bool, allowed: Harsh) -> Disk
 
 impl<C> KitConfig<C> {
     /// The configuration of `seed` for `adapter`, with `ops` and
-    /// `crash_mode` forced if given, and the `harsh` faults on whether or
+    /// `crash_mode` forced if given, the engine's `options` applied (they
+    /// were checked when the settings were made: see
+    /// [`super::Kit::set_option`]), and the `harsh` faults on whether or
     /// not the adapter tolerates them.
     pub fn from_seed<A: Adapter<Config = C>>(
         adapter: &A,
@@ -136,10 +140,12 @@ impl<C> KitConfig<C> {
         ops: Option<u64>,
         crash_mode: Option<CrashMode>,
         harsh: Harsh,
+        options: &[(String, String)],
     ) -> KitConfig<C> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ salt(adapter.name()));
-        let engine = adapter.configure(&mut rng);
+        let engine = adapter.configure_with(&mut rng, options).expect("options are checked when they are set");
         let detects_damage = adapter.detects_damage(&engine);
+        let promises = (0..adapter.levels().len()).map(|level| adapter.promise(&engine, level)).collect();
         let (torn, flips) = adapter.tolerates();
         let allowed = Harsh { torn_garbage: torn || harsh.torn_garbage, read_bitflips: flips || harsh.read_bitflips };
         let mut disk = draw_disk(&mut rng, detects_damage, allowed);
@@ -162,6 +168,7 @@ impl<C> KitConfig<C> {
             disk,
             engine,
             detects_damage,
+            promises,
             key_space: rng.gen_range(4..64),
             max_value_bytes,
             weights,

@@ -166,7 +166,7 @@ impl<'a, A: Adapter> Recovery<'a, A> {
     /// The probe on a just recovered `db` holding `state`.
     fn probe(&self, mut db: A::Db, state: &State, note: Note<'_>) -> Result<(), String> {
         let adapter = self.adapter;
-        let (level, promise) = probe_level(adapter);
+        let (level, promise) = probe_level(&self.config.promises);
         let key = probe_key(adapter.tables()[0].keys);
         let mut model = Model::recovered_at(state.clone());
         model.put(0, &key, b"1");
@@ -202,11 +202,11 @@ impl<'a, A: Adapter> Recovery<'a, A> {
     }
 }
 
-/// The level the probe commits at: the first durable one, else the first.
-fn probe_level<A: Adapter>(adapter: &A) -> (usize, Promise) {
-    let levels = adapter.levels();
-    let level = levels.iter().position(|l| l.promise == Promise::Durable).unwrap_or(0);
-    (level, levels[level].promise)
+/// The level the probe commits at, and what it promises as configured:
+/// the first durable one, else the first.
+fn probe_level(promises: &[Promise]) -> (usize, Promise) {
+    let level = promises.iter().position(|p| *p == Promise::Durable).unwrap_or(0);
+    (level, promises[level])
 }
 
 /// The probe's key in the first table. No workload draws it: theirs are

@@ -96,6 +96,11 @@ pub enum Promise {
     /// commit, and the commit never survives on its own. (redb's
     /// `Durability::None`.)
     Volatile,
+    /// Nothing: after a power loss the content may be anything, even a
+    /// half-applied commit, and the engine may refuse to open. Measured
+    /// and counted (`unpromised` in the summary), never failed. (SQLite
+    /// with `synchronous=OFF`.)
+    Nothing,
 }
 
 impl Promise {
@@ -105,6 +110,7 @@ impl Promise {
             Promise::Durable => "durable",
             Promise::Eventual => "eventual",
             Promise::Volatile => "volatile",
+            Promise::Nothing => "nothing",
         }
     }
 }
@@ -280,6 +286,28 @@ pub trait Adapter: Send + Sync + 'static {
 
     /// Draw the engine's configuration for a seed.
     fn configure(&self, rng: &mut dyn rand::RngCore) -> Self::Config;
+
+    /// Draw the configuration with `options` (`--set KEY=VALUE`, in the
+    /// order given) forcing parts of it, or say which option is wrong. The
+    /// draws must not depend on the options, so a forced seed is the same
+    /// seed otherwise. Default: no options.
+    fn configure_with(
+        &self,
+        rng: &mut dyn rand::RngCore,
+        options: &[(String, String)],
+    ) -> Result<Self::Config, String> {
+        match options.first() {
+            None => Ok(self.configure(rng)),
+            Some((key, _)) => Err(format!("{} takes no --set options (got {key:?})", self.name())),
+        }
+    }
+
+    /// What a commit at `level` promises under `config` (default: the
+    /// level's declared promise). SQLite's depends on the seed's
+    /// `journal_mode` and `synchronous`.
+    fn promise(&self, _config: &Self::Config, level: usize) -> Promise {
+        self.levels()[level].promise
+    }
 
     /// Whether the engine, so configured, promises to detect damage to its
     /// bytes (verify checksums): only then does the disk damage durable

@@ -77,6 +77,9 @@ pub struct Model {
     /// What the operation in flight may have published (a failed commit,
     /// then the close that follows it, may each publish something).
     pending: Vec<Pending>,
+    /// A commit that promised nothing was acknowledged since everything
+    /// was last durable: a power loss may leave any content.
+    unpromised: bool,
 }
 
 /// How a recovered state was accepted.
@@ -95,6 +98,9 @@ pub enum Accepted {
     /// Damage was announced and the engine fell back to some other
     /// committed state.
     DamageRollback,
+    /// No promise covers it, and none was made: a commit at a level that
+    /// promises nothing was acknowledged since everything was durable.
+    Unpromised,
 }
 
 impl Model {
@@ -107,7 +113,7 @@ impl Model {
     /// nothing in flight (where a recovery's probe starts).
     pub fn recovered_at(state: State) -> Model {
         let first = Committed { state: Arc::new(state), survives_alone: true };
-        Model { history: vec![first], durable: 0, working: None, pending: Vec::new() }
+        Model { history: vec![first], durable: 0, working: None, pending: Vec::new(), unpromised: false }
     }
 
     /// The last committed state (what a read outside a transaction sees).
@@ -164,8 +170,15 @@ impl Model {
         self.pending.clear();
     }
 
+    /// Whether a commit that promised nothing was acknowledged since
+    /// everything was last durable.
+    pub fn unpromised(&self) -> bool {
+        self.unpromised
+    }
+
     /// The write transaction committed, promising `promise`.
     pub fn commit(&mut self, promise: Promise) {
+        self.unpromised |= promise == Promise::Nothing;
         let state = self.working.take().unwrap_or_else(|| self.committed().clone());
         let survives_alone = promise != Promise::Volatile;
         if state != *self.committed() {
@@ -189,6 +202,7 @@ impl Model {
     pub fn all_durable(&mut self) {
         self.durable = self.history.len() - 1;
         self.pending.clear();
+        self.unpromised = false;
     }
 
     /// Judge `recovered` after a power loss or a reopen (see the module
@@ -210,6 +224,7 @@ impl Model {
             let last = self.history.len() - 1;
             self.history[last].survives_alone = true;
             self.durable = if power_lost { last } else { self.durable.min(last) };
+            self.unpromised &= !power_lost;
         }
         self.working = None;
         self.pending.clear();
@@ -239,6 +254,7 @@ impl Model {
             }
             Some(index) if damaged && index < self.durable => Ok((Accepted::SilentRollback, Some(index))),
             Some(index) if damaged => Ok((Accepted::DamageRollback, Some(index))),
+            _ if self.unpromised => Ok((Accepted::Unpromised, found)),
             _ => Err(self.explain(recovered, found, damaged)),
         }
     }
@@ -407,6 +423,17 @@ mod tests {
         assert_eq!(m.allows(&kept, false).unwrap().0, Accepted::Rollback);
         assert_eq!(m.recovered(&kept, false, true), Ok(Accepted::Rollback));
         assert!(m.allows(&State::empty(1), false).is_err(), "after a power loss it is durable");
+    }
+
+    #[test]
+    fn a_commit_that_promised_nothing_accepts_anything_until_all_is_durable() {
+        let mut m = Model::new(1);
+        m.put(0, b"a", b"1");
+        m.commit(Promise::Nothing);
+        let invented = state(&[(b"z", b"9")]);
+        assert_eq!(m.allows(&invented, false).unwrap().0, Accepted::Unpromised);
+        m.all_durable();
+        assert!(m.allows(&invented, false).is_err(), "a clean close made it durable: promised again");
     }
 
     #[test]

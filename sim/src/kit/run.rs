@@ -265,7 +265,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
                     break;
                 }
                 Err(_) if injected && attempt < OPEN_ATTEMPTS_WITH_FAULTS => continue,
-                Err(e) if damaged && e.kind == super::ErrorKind::Corrupt => return self.accept_refusal(),
+                Err(e) if self.refusal_allowed(damaged, &e) => return self.accept_refusal(),
                 Err(e) => {
                     let media = if damaged { " (damage was announced)" } else { "" };
                     return Err(self.fail(Check::Open, format!("the engine refused to open after a crash{media}: {e}")));
@@ -280,7 +280,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
         let read = self.fault_free(|r| read_all(r.adapter, r.db()));
         let state = match read {
             Ok(state) => state,
-            Err(e) if damaged && e.kind == super::ErrorKind::Corrupt => return self.accept_refusal(),
+            Err(e) if self.refusal_allowed(damaged, &e) => return self.accept_refusal(),
             Err(e) => {
                 return Err(self.fail(Check::Open, format!("the engine opened but reading its content failed: {e}")))
             }
@@ -288,16 +288,29 @@ impl<'a, A: Adapter> Runner<'a, A> {
         match self.model.recovered(&state, damaged, power_lost) {
             Ok(Accepted::SilentRollback) => self.outcome.silent_rollbacks += 1,
             Ok(Accepted::DamageRollback) => self.outcome.refusals_accepted += 1,
+            Ok(Accepted::Unpromised) => self.outcome.unpromised += 1,
             Ok(_) => {}
             Err(detail) => return Err(self.fail(Check::Durability, detail)),
         }
         Ok(())
     }
 
-    /// Damage made the engine refuse, as it may: start over on a new
-    /// database (the refusal itself was the check).
+    /// Whether the engine may refuse to open with `error`: it says the
+    /// bytes are damaged, and damage was announced or a commit promised
+    /// nothing.
+    fn refusal_allowed(&self, damaged: bool, error: &KitError) -> bool {
+        error.kind == super::ErrorKind::Corrupt && (damaged || self.model.unpromised())
+    }
+
+    /// Damage (or a level that promised nothing) made the engine refuse,
+    /// as it may: start over on a new database (the refusal itself was the
+    /// check).
     fn accept_refusal(&mut self) -> Step {
-        self.outcome.refusals_accepted += 1;
+        if self.model.unpromised() {
+            self.outcome.unpromised += 1;
+        } else {
+            self.outcome.refusals_accepted += 1;
+        }
         self.db = None;
         self.create_db(true)?;
         self.model = Model::new(self.adapter.tables().len());
@@ -357,17 +370,17 @@ impl<'a, A: Adapter> Runner<'a, A> {
     /// One of the engine's own operations, its reply checked.
     fn engine_op(&mut self, planned: &PlannedKitOp) -> Step {
         let op = planned.op.as_engine_op().expect("the kit's own operations are handled apart");
-        if let KitOp::Commit { spec, .. } = &planned.op {
-            if spec.promise != Promise::Volatile {
+        if let KitOp::Commit { level, .. } = &planned.op {
+            if self.config.promises[*level] != Promise::Volatile {
                 self.model.set_pending(Pending::Commit(self.model.commit_target()));
             }
         }
         self.note_context(planned.to_string());
         let result = self.adapter.apply(self.db(), op);
         self.trace_reply(result.as_ref().map_or(0, hash_debug));
-        if let (KitOp::Commit { spec, .. }, Ok(_)) = (&planned.op, &result) {
+        if let (KitOp::Commit { level, .. }, Ok(_)) = (&planned.op, &result) {
             // Acknowledged: whatever happens next, the user was told.
-            self.model.commit(spec.promise);
+            self.model.commit(self.config.promises[*level]);
         }
         match self.conclude(planned, result)? {
             Some(reply) => self.check_reply(&planned.op, &planned.to_string(), reply),

@@ -2,6 +2,8 @@
 //! [`Target`] — so the random mode, the shrinker, `.ops` replay and the
 //! one explorer run any kit engine exactly as they run segsim.
 
+use rand::SeedableRng;
+
 use super::config::{Harsh, KitConfig};
 use super::explore::{self, KitRecovered, Recovery};
 use super::model::Model;
@@ -32,6 +34,10 @@ pub struct KitSettings {
     /// The flag that picks the target on that command line (` --target
     /// redb`), empty for a binary that tests one engine.
     pub target_flag: String,
+    /// `--set KEY=VALUE`: options forcing parts of the engine's
+    /// configuration, in the order given (see [`Adapter::configure_with`];
+    /// add them with [`Kit::set_option`], which checks them).
+    pub options: Vec<(String, String)>,
 }
 
 /// An adapter and its settings: a [`Target`].
@@ -52,7 +58,20 @@ impl<A: Adapter> Kit<A> {
     /// `seed`'s configuration under these settings (`ops` forced if given).
     pub fn config(&self, seed: u64, ops: Option<u64>) -> KitConfig<A::Config> {
         let ops = ops.or(self.settings.ops);
-        KitConfig::from_seed(&self.adapter, seed, ops, self.settings.crash_mode, self.settings.harsh)
+        let KitSettings { crash_mode, harsh, options, .. } = &self.settings;
+        KitConfig::from_seed(&self.adapter, seed, ops, *crash_mode, *harsh, options)
+    }
+
+    /// Add `--set KEY=VALUE` (`option` is `KEY=VALUE`), if the adapter
+    /// takes it.
+    pub fn set_option(&mut self, option: &str) -> Result<(), String> {
+        let (key, value) = option.split_once('=').ok_or_else(|| format!("--set takes KEY=VALUE, not {option:?}"))?;
+        let mut options = self.settings.options.clone();
+        options.push((key.to_string(), value.to_string()));
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+        self.adapter.configure_with(&mut rng, &options)?;
+        self.settings.options = options;
+        Ok(())
     }
 
     /// The adapter's plant called `name`.
@@ -63,6 +82,14 @@ impl<A: Adapter> Kit<A> {
             let known = if names.is_empty() { "none".to_string() } else { names.join(", ") };
             format!("no planted bug is called {name:?}; {}'s are: {known}", self.adapter.name())
         })
+    }
+
+    /// `--plant NAME` and each `--set KEY=VALUE` from a command line.
+    pub fn apply_args(&mut self, plant: Option<&str>, options: &[String]) -> Result<(), String> {
+        if let Some(name) = plant {
+            self.settings.plant = Some(self.plant_named(name)?);
+        }
+        options.iter().try_for_each(|option| self.set_option(option))
     }
 
     /// The flags that pin these settings, but the op count.
@@ -113,6 +140,9 @@ impl<A: Adapter> Target for Kit<A> {
         if self.settings.harsh.read_bitflips {
             out.push(("read-bitflips", "on".to_string()));
         }
+        for (key, value) in &self.settings.options {
+            out.push(("set", format!("{key}={value}")));
+        }
         out
     }
 
@@ -125,6 +155,7 @@ impl<A: Adapter> Target for Kit<A> {
             "plant" => self.settings.plant = Some(self.plant_named(value)?),
             "torn-garbage" if value == "on" => self.settings.harsh.torn_garbage = true,
             "read-bitflips" if value == "on" => self.settings.harsh.read_bitflips = true,
+            "set" => self.set_option(value)?,
             _ => return Err(format!("the {} target has no setting {key:?}", self.adapter.name())),
         }
         Ok(self)

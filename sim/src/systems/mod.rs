@@ -108,6 +108,11 @@ pub struct TargetArgs {
     /// atomically (REDB.md).
     #[arg(long)]
     pub torn_garbage: bool,
+
+    /// With a kit target: force part of the engine's configuration
+    /// (repeatable; the adapter names its options).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub options: Vec<String>,
 }
 
 /// The redb target with `settings` (its program and flag filled in).

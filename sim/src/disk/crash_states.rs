@@ -38,9 +38,18 @@
 //!    manifest, a segment or the rewrite's new log is half-written too:
 //!    what `prefix` mode draws per file, independently.)
 //!
+//! 4. **One file's writes reordered** (only when asked: a target whose
+//!    engine must survive out-of-order writeback within a file, such as
+//!    redb's one-phase commit, whose header write must not land before
+//!    its data pages do). For each file with two or more pending
+//!    operations: each one surviving alone (but the first, which family 2
+//!    has), then all but each one surviving (but the last, likewise); at
+//!    most [`MAX_REORDERED_STATES`] per snapshot, each with no pending
+//!    directory change applied, then with all of them.
+//!
 //! Not enumerated: torn writes in two files at once, three files cut at
 //! once, a directory subset combined with a cut file, and the `reorder`
-//! mode's sector-by-sector choices; the count would grow as a product, and
+//! mode's choices beyond one operation kept or lost; the count would grow as a product, and
 //! the random mode samples those. The first state is always the strict
 //! one (every pending change lost). Families are appended in this order,
 //! so a family added later never renumbers an earlier one's states.
@@ -71,6 +80,10 @@ pub const WHOLE_OP_CUTS: usize = 4;
 /// then with and without the pending directory changes).
 pub const MAX_TWO_FILE_STATES: usize = 64;
 
+/// Family 4: reordered states per snapshot, at most (each then with and
+/// without the pending directory changes).
+pub const MAX_REORDERED_STATES: usize = 64;
+
 /// One crash state of a snapshot (see the module doc).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CrashState {
@@ -93,6 +106,9 @@ enum DataFate {
     /// Two files (`first.0 < second.0`) each keep their first `.1` pending
     /// operations whole; every other file keeps only its durable bytes.
     TwoFiles { first: (InodeId, usize), second: (InodeId, usize) },
+    /// One file keeps only its pending operation `op` (`alone`), or every
+    /// one but `op`; every other file keeps only its durable bytes.
+    Reordered { inode: InodeId, op: usize, alone: bool },
 }
 
 /// The write after the surviving ones, cut short.
@@ -132,6 +148,11 @@ impl DiskSnapshot {
     /// `max_dir_subsets` (at least 1) bounds family 1 when the pending
     /// directory changes have more subsets than that.
     pub fn crash_states(&self, max_dir_subsets: usize) -> Vec<CrashState> {
+        self.crash_states_with(max_dir_subsets, false)
+    }
+
+    /// [`DiskSnapshot::crash_states`], and with `reordered` family 4 too.
+    pub fn crash_states_with(&self, max_dir_subsets: usize, reordered: bool) -> Vec<CrashState> {
         assert!(max_dir_subsets >= 1, "at least the strict subset");
         let changes = self.pending_dir_changes();
         let any_data = self.pending_data_ops() > 0;
@@ -155,7 +176,26 @@ impl DiskSnapshot {
                 states.push(CrashState { dir_changes_kept: kept.clone(), data: fate });
             }
         }
+        let reorderings = if reordered { self.reordered_fates() } else { Vec::new() };
+        for fate in reorderings {
+            for kept in &ends {
+                states.push(CrashState { dir_changes_kept: kept.clone(), data: fate });
+            }
+        }
         states
+    }
+
+    /// Family 4 (see the module doc).
+    fn reordered_fates(&self) -> Vec<DataFate> {
+        let mut fates = Vec::new();
+        for (id, file) in self.files.iter().filter(|(_, f)| f.pending.len() >= 2) {
+            let ops = file.pending.len();
+            let alone = (1..ops).map(|op| DataFate::Reordered { inode: *id, op, alone: true });
+            let all_but = (0..ops - 1).map(|op| DataFate::Reordered { inode: *id, op, alone: false });
+            fates.extend(alone.chain(all_but));
+        }
+        fates.truncate(MAX_REORDERED_STATES);
+        fates
     }
 
     /// Family 3 (see the module doc), in order, bounded.
@@ -215,7 +255,10 @@ impl DiskSnapshot {
                     let cut = [first, second].into_iter().find(|(inode, _)| inode == id);
                     file_after(file, cut.map_or(0, |(_, whole_ops)| whole_ops), None, self.sector_bytes)
                 }
-                DataFate::Strict | DataFate::OneFile { .. } => file_after(file, 0, None, self.sector_bytes),
+                DataFate::Reordered { inode, op, alone } if inode == *id => reordered(file, op, alone),
+                DataFate::Strict | DataFate::OneFile { .. } | DataFate::Reordered { .. } => {
+                    file_after(file, 0, None, self.sector_bytes)
+                }
             };
             files.insert(*id, image_file);
         }
@@ -255,6 +298,16 @@ impl DiskSnapshot {
             DataFate::Strict => format!("{ops} {is} lost"),
             DataFate::AllSurvive => format!("{ops} {survive}"),
             DataFate::OneFile { inode, whole_ops, torn } => self.describe_one_file(inode, whole_ops, torn),
+            DataFate::Reordered { inode, op, alone } => {
+                let ops = self.files[&inode].pending.len();
+                let which = if alone { "only" } else { "all but" };
+                format!(
+                    "{}: {which} op #{} of its {ops} unsynced ops survives (reordered); other files keep only \
+                     synced data",
+                    self.name_of(inode),
+                    op + 1
+                )
+            }
             DataFate::TwoFiles { first, second } => {
                 let cut = |(inode, whole_ops): (InodeId, usize)| {
                     let ops = self.files[&inode].pending.len();
@@ -410,6 +463,19 @@ fn garbage_range(cut_bytes: u64, end_bytes: u64, sector_bytes: u64) -> Range<u64
 /// `file`'s bytes when its first `whole_ops` pending ops survive and the
 /// next is `torn`, if it is. With nothing surviving, the snapshot's bytes
 /// are shared, not copied.
+/// `file` with only its pending operation `op` applied (`alone`), or
+/// every one but `op`, in their order.
+fn reordered(file: &FileSnapshot, op: usize, alone: bool) -> ImageFile {
+    assert!(op < file.pending.len(), "an operation of this file");
+    let mut bytes = file.durable.to_vec();
+    for (index, pending) in file.pending.iter().enumerate() {
+        if (index == op) == alone {
+            pending.apply(&mut bytes);
+        }
+    }
+    ImageFile::new(bytes)
+}
+
 fn file_after(file: &FileSnapshot, whole_ops: usize, torn: Option<Torn>, sector_bytes: u64) -> ImageFile {
     if whole_ops == 0 && torn.is_none() {
         return ImageFile { bytes: file.durable.clone(), hash: Some(file.durable_hash) };

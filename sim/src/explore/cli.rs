@@ -235,6 +235,7 @@ pub fn options(parsed: &ExploreCommon, args: &[String]) -> Result<ExploreOptions
         max_fault_runs: parsed.max_fault_runs,
         fault_io: parsed.fault_io,
         progress: true,
+        reordered: false,
     })
 }
 

@@ -252,9 +252,10 @@ pub(super) fn explore<T: Target>(
             let Some((failed_check, detail)) = verdict else { continue };
             let recorded = &recordings[check.batch_pos];
             let parent_snapshot = recording.disk.before_io(check.parent_at.io_index).expect("a recorded index");
-            let parent_state = &parent_snapshot.crash_states(options.max_dir_subsets)[check.parent_at.state];
+            let parent_state =
+                &parent_snapshot.crash_states_with(options.max_dir_subsets, options.reordered)[check.parent_at.state];
             let snapshot = recorded.disk.before_io(check.then_io).expect("a recorded index");
-            let state = &snapshot.crash_states(options.max_dir_subsets)[check.then_state];
+            let state = &snapshot.crash_states_with(options.max_dir_subsets, options.reordered)[check.then_state];
             let crashed_in = &recording.contexts[check.parent_at.context].what;
             let op = match check.context {
                 ContextId::Recorded(_) => format!("{crashed_in}; then its recovery"),

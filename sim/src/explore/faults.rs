@@ -110,7 +110,7 @@ pub(super) fn explore<T: Target>(
         let Some(failed_checks) = verdict else { continue };
         for (at, (check, detail)) in failed_checks {
             let snapshot = recording.disk.before_io(at.io_index).expect("a recorded index");
-            let state = &snapshot.crash_states(options.max_dir_subsets)[at.state];
+            let state = &snapshot.crash_states_with(options.max_dir_subsets, options.reordered)[at.state];
             let (io, state_number) = (Some(at.io_index), Some(at.state));
             let repro = report::repro(target, seed, ops, options, io, state_number, None);
             failures.push(ExploreFailure {

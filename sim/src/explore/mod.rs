@@ -161,6 +161,9 @@ pub struct ExploreOptions {
     pub fault_io: Option<u64>,
     /// Print progress on stderr about once a second.
     pub progress: bool,
+    /// Also enumerate one file's writes reordered (crash-state family 4);
+    /// set from [`Target::explores_reorderings`], not a flag.
+    pub reordered: bool,
 }
 
 impl Default for ExploreOptions {
@@ -179,6 +182,7 @@ impl Default for ExploreOptions {
             max_fault_runs: None,
             fault_io: None,
             progress: false,
+            reordered: false,
         }
     }
 }
@@ -189,6 +193,7 @@ impl Default for ExploreOptions {
 pub fn explore<T: Target>(target: &T, seed: u64, ops: u64, options: &ExploreOptions) -> Result<ExploreReport, String> {
     let started = Instant::now();
     let workload = target.explore_workload(seed, ops);
+    let options = &ExploreOptions { reordered: target.explores_reorderings(), ..options.clone() };
     explore_workload(target, seed, ops, &workload, options, started)
 }
 
@@ -206,18 +211,6 @@ fn explore_workload<T: Target>(
     assert!(matches!(options.depth, 1 | 2), "checked by the caller");
     assert!(options.then_io.is_none() || (options.depth == 2 && options.only_state.is_some()), "checked by the caller");
     assert!(options.fault_io.is_none() || options.faults, "checked by the caller");
-    if options.faults && !target.injects_recovery_faults() {
-        return Err(format!(
-            "--faults: the {} target does not inject faults into its recoveries; explore it without",
-            target.name()
-        ));
-    }
-    if options.depth == 2 && !target.records_recoveries() {
-        return Err(format!(
-            "--depth 2: the {} target does not record its recoveries; explore it at depth 1",
-            target.name()
-        ));
-    }
     let mut report = ExploreReport::new(target, seed, ops);
     let recording = target.record(seed, workload);
     report.recorded_ios = (recording.disk.snapshots.len() as u64).saturating_sub(1);
@@ -295,7 +288,7 @@ fn check_all<T: Target>(
             let context = &recording.contexts[at.context];
             let Err((check, detail)) = target.judge(&recovered, &context.context) else { continue };
             let snapshot = recording.disk.before_io(at.io_index).expect("a recorded index");
-            let state = &snapshot.crash_states(options.max_dir_subsets)[at.state];
+            let state = &snapshot.crash_states_with(options.max_dir_subsets, options.reordered)[at.state];
             failures.push(ExploreFailure {
                 io_index: Some(at.io_index),
                 state: Some(at.state),

@@ -81,8 +81,8 @@ pub(super) fn runs(disk: &DiskRecording, indices: Range<u64>) -> Vec<Run> {
 }
 
 /// The crash states of `run`'s snapshot and their images' hashes.
-pub(super) fn hash_states(run: &Run, max_dir_subsets: usize) -> (Vec<CrashState>, Vec<u64>) {
-    let states = run.snapshot.crash_states(max_dir_subsets);
+pub(super) fn hash_states(run: &Run, options: &ExploreOptions) -> (Vec<CrashState>, Vec<u64>) {
+    let states = run.snapshot.crash_states_with(options.max_dir_subsets, options.reordered);
     let hashes = states.iter().map(|state| run.snapshot.image(state).hash()).collect();
     (states, hashes)
 }
@@ -203,7 +203,7 @@ pub(super) fn hash_runs<R: Sync>(
             return None;
         }
         let run = run_of(item);
-        let (states, hashes) = hash_states(run, options.max_dir_subsets);
+        let (states, hashes) = hash_states(run, options);
         let per_index = if one_state { 1 } else { states.iter().filter(|s| explored(s)).count() as u64 };
         enumerated.fetch_add(per_index * run.len, Ordering::Relaxed);
         Some((states, hashes))

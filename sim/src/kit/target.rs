@@ -197,6 +197,10 @@ impl<A: Adapter> Target for Kit<A> {
         self.config(seed, None).disk.sector_bytes
     }
 
+    fn explores_reorderings(&self) -> bool {
+        true
+    }
+
     fn torn_garbage(&self) -> bool {
         self.adapter.tolerates().0 || self.settings.harsh.torn_garbage
     }
@@ -219,17 +223,9 @@ impl<A: Adapter> Target for Kit<A> {
         explore::judge(recovered, context)
     }
 
-    fn records_recoveries(&self) -> bool {
-        true
-    }
-
     fn record_recovery(&self, seed: u64, image: &DiskImage, _key: u64) -> RecoveryRecording<Model> {
         let config = explore::recording_config(&self.config(seed, None));
         explore::record_recovery(self.recovery(&config, image))
-    }
-
-    fn injects_recovery_faults(&self) -> bool {
-        true
     }
 
     fn recover_with_fault(

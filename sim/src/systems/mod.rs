@@ -275,6 +275,13 @@ pub trait Target: Sync {
         true
     }
 
+    /// Whether exploration also enumerates one file's writes reordered
+    /// (`disk/crash_states.rs`, family 4). The kit's targets do: a
+    /// one-file engine's ordering mistakes live there.
+    fn explores_reorderings(&self) -> bool {
+        false
+    }
+
     /// Run `workload` once, fault-free, on a disk that keeps a snapshot
     /// before every I/O, noting the context of every operation.
     fn record(&self, seed: u64, workload: &[Self::Op]) -> Recording<Self::Context>;
@@ -291,26 +298,12 @@ pub trait Target: Sync {
     /// Whether `recovered` is allowed in `context`: `Err((check, detail))`.
     fn judge(&self, recovered: &Self::Recovered, context: &Self::Context) -> Result<(), (Check, String)>;
 
-    /// Whether [`Target::record_recovery`] is implemented: `sim explore
-    /// --depth 2` refuses a target that says no.
-    fn records_recoveries(&self) -> bool {
-        false
-    }
-
     /// For `sim explore --depth 2`: [`Target::recover`] once more, on a
     /// disk that keeps a snapshot before every I/O, noting where the
     /// recovery returned and the context of every later operation (see
-    /// [`RecoveryRecording`]). Called on the explorer's worker threads,
-    /// only if [`Target::records_recoveries`]. Never panics.
-    fn record_recovery(&self, _seed: u64, _image: &DiskImage, _key: u64) -> RecoveryRecording<Self::Context> {
-        unreachable!("{} does not record recoveries: records_recoveries() says so", self.name())
-    }
-
-    /// Whether [`Target::recover_with_fault`] is implemented: `sim
-    /// explore --faults` refuses a target that says no.
-    fn injects_recovery_faults(&self) -> bool {
-        false
-    }
+    /// [`RecoveryRecording`]). Called on the explorer's worker threads.
+    /// Never panics.
+    fn record_recovery(&self, seed: u64, image: &DiskImage, key: u64) -> RecoveryRecording<Self::Context>;
 
     /// For `sim explore --faults`: [`Target::recover`] once more, with the
     /// read, write, fsync or map at I/O index `fault_io` of the recovery and
@@ -318,27 +311,21 @@ pub trait Target: Sync {
     /// one could fire). The
     /// system must treat the error as what it is — a failed open retried,
     /// a poisoned store recovered — and the result is judged in the image's
-    /// own contexts. Called on the explorer's worker threads, only if
-    /// [`Target::injects_recovery_faults`]. Never panics.
+    /// own contexts. Called on the explorer's worker threads. Never panics.
     fn recover_with_fault(
         &self,
-        _seed: u64,
-        _image: &DiskImage,
-        _key: u64,
-        _fault_io: Option<u64>,
-    ) -> FaultedRecovery<Self::Recovered> {
-        unreachable!("{} injects no faults into recoveries: injects_recovery_faults() says so", self.name())
-    }
+        seed: u64,
+        image: &DiskImage,
+        key: u64,
+        fault_io: Option<u64>,
+    ) -> FaultedRecovery<Self::Recovered>;
 
     /// For `sim explore --faults`: whether a recovery with an injected
     /// fault (`faulted`) brought back what the same image's recovery with
     /// none (`plain`) did, where both opened — a transient error may fail
     /// an open, never change what it recovers (every other outcome is
-    /// [`Target::judge`]'s). `Err((check, detail))`. Only called if
-    /// [`Target::injects_recovery_faults`].
-    fn same_recovery(&self, _faulted: &Self::Recovered, _plain: &Self::Recovered) -> Result<(), (Check, String)> {
-        unreachable!("{} injects no faults into recoveries: injects_recovery_faults() says so", self.name())
-    }
+    /// [`Target::judge`]'s). `Err((check, detail))`.
+    fn same_recovery(&self, faulted: &Self::Recovered, plain: &Self::Recovered) -> Result<(), (Check, String)>;
 }
 
 /// Run `seed`'s generated workload.

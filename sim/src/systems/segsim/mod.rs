@@ -201,16 +201,8 @@ impl Target for SegsimTarget {
         recover::judge(recovered, context)
     }
 
-    fn records_recoveries(&self) -> bool {
-        true
-    }
-
     fn record_recovery(&self, seed: u64, image: &DiskImage, now_ms: u64) -> RecoveryRecording<RecoveryContext> {
         self.recovery(seed, image, now_ms).record()
-    }
-
-    fn injects_recovery_faults(&self) -> bool {
-        true
     }
 
     fn recover_with_fault(

@@ -34,6 +34,12 @@ pub struct SeedOutcome {
     /// Recoveries (or refusals) no promise covered, after a commit at a
     /// level that promises nothing: measured, never failed.
     pub unpromised: u64,
+    /// Recoveries after damage the disk announced (and the engine promises
+    /// to detect), by what came of them: `as-allowed` (content the rule
+    /// allows without the damage: it missed everything in use),
+    /// `refused`, `rolled-back` (an older commit, not past a durable one),
+    /// `silent-rollback` (past a durable one). A kit target's breakdown.
+    pub after_damage: BTreeMap<&'static str, u64>,
     /// The rolling hash of every trace event.
     pub trace_hash: u64,
     /// The first failed check, if any.

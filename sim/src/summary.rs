@@ -32,6 +32,9 @@ pub struct Summary {
     pub silent_rollbacks: u64,
     /// Recoveries no promise covered (see `SeedOutcome::unpromised`).
     pub unpromised: u64,
+    /// Recoveries after announced damage, by outcome (see
+    /// `SeedOutcome::after_damage`).
+    pub after_damage: BTreeMap<String, u64>,
     /// Faults injected, by kind.
     pub faults: BTreeMap<FaultKind, u64>,
     /// Crashes by gap.
@@ -63,6 +66,7 @@ impl Summary {
             refusals_accepted: outcome.refusals_accepted,
             silent_rollbacks: outcome.silent_rollbacks,
             unpromised: outcome.unpromised,
+            after_damage: outcome.after_damage.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
             faults: outcome.faults.clone(),
             crash_gaps: outcome.crash_gaps.iter().map(|(gap, count)| (gap.to_string(), *count)).collect(),
             failures: outcome.failure.iter().cloned().collect(),
@@ -110,6 +114,7 @@ impl Summary {
             "refusals_accepted": self.refusals_accepted,
             "silent_rollbacks": self.silent_rollbacks,
             "unpromised": self.unpromised,
+            "after_damage": self.after_damage,
             "faults": faults,
             "crash_gaps": self.crash_gaps,
             "failures": failures,
@@ -130,6 +135,9 @@ impl Summary {
         self.refusals_accepted += other.refusals_accepted;
         self.silent_rollbacks += other.silent_rollbacks;
         self.unpromised += other.unpromised;
+        for (outcome, count) in &other.after_damage {
+            *self.after_damage.entry(outcome.clone()).or_default() += count;
+        }
         for (kind, count) in &other.faults {
             *self.faults.entry(*kind).or_default() += count;
         }
@@ -169,6 +177,13 @@ impl Summary {
         let gaps = value.get("crash_gaps").and_then(Value::as_object).ok_or("no object `crash_gaps`")?;
         for (gap, count) in gaps {
             summary.crash_gaps.insert(gap.clone(), count.as_u64().ok_or(format!("gap count {gap:?} is not a number"))?);
+        }
+        // Absent from summaries written before the kit counted it.
+        if let Some(outcomes) = value.get("after_damage").and_then(Value::as_object) {
+            for (outcome, count) in outcomes {
+                let count = count.as_u64().ok_or(format!("after_damage {outcome:?} is not a number"))?;
+                summary.after_damage.insert(outcome.clone(), count);
+            }
         }
         let failures = value.get("failures").and_then(Value::as_array).ok_or("no array `failures`")?;
         for failure in failures {
@@ -226,6 +241,11 @@ impl Summary {
                  failed)",
                 self.unpromised
             );
+        }
+        if !self.after_damage.is_empty() {
+            let parts: Vec<String> = self.after_damage.iter().map(|(k, n)| format!("{k}={n}")).collect();
+            let total: u64 = self.after_damage.values().sum();
+            let _ = writeln!(out, "{total} recoveries after announced damage: {}", parts.join(" "));
         }
         let faults: Vec<String> = FaultKind::ALL
             .iter()

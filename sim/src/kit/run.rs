@@ -285,7 +285,16 @@ impl<'a, A: Adapter> Runner<'a, A> {
                 return Err(self.fail(Check::Open, format!("the engine opened but reading its content failed: {e}")))
             }
         };
-        match self.model.recovered(&state, damaged, power_lost) {
+        let verdict = self.model.recovered(&state, damaged, power_lost);
+        if damaged {
+            let outcome = match verdict {
+                Ok(Accepted::SilentRollback) => "silent-rollback",
+                Ok(Accepted::DamageRollback) => "rolled-back",
+                _ => "as-allowed",
+            };
+            *self.outcome.after_damage.entry(outcome).or_default() += 1;
+        }
+        match verdict {
             Ok(Accepted::SilentRollback) => self.outcome.silent_rollbacks += 1,
             Ok(Accepted::DamageRollback) => self.outcome.refusals_accepted += 1,
             Ok(Accepted::Unpromised) => self.outcome.unpromised += 1,
@@ -306,6 +315,9 @@ impl<'a, A: Adapter> Runner<'a, A> {
     /// as it may: start over on a new database (the refusal itself was the
     /// check).
     fn accept_refusal(&mut self) -> Step {
+        if !self.model.unpromised() {
+            *self.outcome.after_damage.entry("refused").or_default() += 1;
+        }
         if self.model.unpromised() {
             self.outcome.unpromised += 1;
         } else {

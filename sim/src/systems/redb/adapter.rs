@@ -1,28 +1,21 @@
-//! redb's [`Adapter`]: what redb offers, in the kit's words. The kit does
-//! the rest (workload, model, oracle, runs, exploration); REDB.md says
-//! what was found.
+//! redb's [`Adapter`]: what redb offers, in the kit's words (REDB.md says
+//! why each choice, and what was found):
 //!
-//! - Two tables: `t0` with `u64` keys, `t1` with byte-string keys, so both
-//!   of redb's key encodings are exercised.
-//! - Four commit levels: `Durability::Immediate` in 1-phase commit, in
-//!   2-phase commit and with quick-repair (all durable), and
-//!   `Durability::None` — which redb documents "will not be persisted to
-//!   disk unless followed by a commit with `Durability::Immediate`": it
-//!   lives in an in-memory slot, so it is [`Promise::Volatile`], and the
-//!   oracle fails a `None` commit that survives a power loss on its own.
-//! - `compact()` as the maintenance operation (its first commit publishes
-//!   everything acknowledged).
-//! - A seed draws the page cache size and whether redb checks integrity
-//!   at every open; only then does it promise to report an altered file
-//!   rather than trust it, so only then does the disk damage durable bytes.
-//! - redb relies on its header sector being written atomically and on
-//!   reads returning right bytes or an error, so torn garbage and read bit
-//!   flips are off unless asked for (`--torn-garbage`, `--read-bitflips`).
+//! - tables `t0` (`u64` keys) and `t1` (byte keys): both key encodings;
+//! - commit levels `immediate` in 1-phase, 2-phase and quick-repair
+//!   commits (durable), and `none`: redb documents `Durability::None`
+//!   commits as not persisted until a later durable one, so it is
+//!   [`Promise::Volatile`];
+//! - `compact()` as maintenance (its first commit publishes everything);
+//! - per seed, the page cache size and whether every open checks
+//!   integrity: only then does redb promise to report altered bytes, so
+//!   only then does the disk damage durable ones;
+//! - no torn garbage and no read bit flips unless asked: redb relies on an
+//!   atomic header sector and on reads being right or an error.
 //!
-//! The database file is created, and its name made durable, by the
-//! application's setup (`create`): redb's `FileBackend` does not sync the
-//! directory either, and a file whose name a power loss can take is not a
-//! database to test.
+//! The application's setup (`create`) makes the file and both tables in
+//! one durable commit, fault-free: redb's `FileBackend` does not sync the
+//! directory either, so creating the file is the application's job.
 
 use std::path::PathBuf;
 
@@ -35,9 +28,7 @@ use crate::kit::{
     Adapter, Env, ErrorKind, KeyKind, KitError, Level, Maintenance, Op, Plant, Promise, Reply, Rows, TableSpec,
 };
 
-/// Table `t0`: `u64` keys.
 const T0: TableDefinition<u64, &[u8]> = TableDefinition::new("t0");
-/// Table `t1`: byte-string keys.
 const T1: TableDefinition<&[u8], &[u8]> = TableDefinition::new("t1");
 
 const TABLES: &[TableSpec] =
@@ -55,14 +46,29 @@ const PLANTS: &[Plant] = &[
     Plant { name: "redb-late-write", what: "the last write before each sync lands after it" },
 ];
 
+/// Run `$body` on table `$table` of the kit's numbering, with `$def` its
+/// definition and `$k` the kit's key bytes as that table's key type.
+macro_rules! on_table {
+    ($table:expr, $key:expr, |$def:ident, $k:ident| $body:expr) => {
+        match $table {
+            0 => {
+                let ($def, $k) = (T0, u64::from_be_bytes($key.try_into().expect("the kit's u64 keys are 8 bytes")));
+                $body
+            }
+            _ => {
+                let ($def, $k) = (T1, $key);
+                $body
+            }
+        }
+    };
+}
+
 /// A seed's redb settings.
 #[derive(Clone, Debug)]
 pub struct RedbConfig {
-    /// `Builder::set_cache_size`: small caches make redb write pages out
-    /// mid-transaction and read them back.
+    /// `Builder::set_cache_size`: small caches write pages out mid-transaction.
     pub cache_bytes: usize,
-    /// `Builder::set_check_integrity_on_open`: verify every checksum at
-    /// every open.
+    /// `Builder::set_check_integrity_on_open`.
     pub check_integrity_on_open: bool,
 }
 
@@ -70,24 +76,22 @@ pub struct RedbConfig {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RedbAdapter;
 
-/// An open redb: the database and the open write transaction.
+/// An open redb and its open write transaction.
 pub struct RedbDb {
     txn: Option<WriteTransaction>,
-    /// Always `Some` until dropped or closed.
+    /// `Some` until dropped or closed.
     db: Option<Database>,
 }
 
 /// redb's `WriteTransaction` and `Database` may each panic in `Drop` when
-/// the backend under them fails (a planted bug does that); dropping both
-/// in one unwind would abort the whole sweep. So each is dropped on its
-/// own, its panic caught, and the first re-raised — unless this drop is
-/// itself part of an unwind, which already carries the failure.
+/// the backend under them fails (a plant does that); dropping both in one
+/// unwind would abort the sweep. So each is dropped on its own, its panic
+/// caught, and the first re-raised unless this drop is part of an unwind.
 impl Drop for RedbDb {
     fn drop(&mut self) {
         use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-        let txn = self.txn.take();
+        let (txn, db) = (self.txn.take(), self.db.take());
         let first = catch_unwind(AssertUnwindSafe(|| drop(txn)));
-        let db = self.db.take();
         let second = catch_unwind(AssertUnwindSafe(|| drop(db)));
         if let Err(panic) = first.and(second) {
             if !std::thread::panicking() {
@@ -97,9 +101,9 @@ impl Drop for RedbDb {
     }
 }
 
-/// How the kit is to take a redb error: `Corrupted`, or the `InvalidData`
-/// I/O error redb reports for a header it does not recognise, is redb's
-/// verdict on the bytes (the simulated disk never returns `InvalidData`).
+/// `Corrupted`, or the `InvalidData` I/O error redb gives for a header it
+/// does not recognise, is redb's verdict on the bytes (the simulated disk
+/// never returns `InvalidData`).
 fn kit_error(error: impl Into<redb::Error>) -> KitError {
     let error = error.into();
     let kind = match &error {
@@ -111,9 +115,9 @@ fn kit_error(error: impl Into<redb::Error>) -> KitError {
     KitError::new(kind, error)
 }
 
-/// A `t0` key: the kit hands `u64` keys over as 8 big-endian bytes.
-fn number(key: &[u8]) -> u64 {
-    u64::from_be_bytes(key.try_into().expect("the kit hands a u64 table 8-byte keys"))
+/// A value read back, as the kit holds it.
+fn value(guard: Option<redb::AccessGuard<'_, &[u8]>>) -> Option<Vec<u8>> {
+    guard.map(|v| v.value().to_vec())
 }
 
 /// One table's rows, keys as the kit holds them.
@@ -129,12 +133,14 @@ fn rows<K: redb::Key + 'static>(
     Ok(out)
 }
 
-fn t0_rows(table: &impl ReadableTable<u64, &'static [u8]>) -> Result<Rows, redb::Error> {
-    rows(table, |k| k.to_be_bytes().to_vec())
-}
-
-fn t1_rows(table: &impl ReadableTable<&'static [u8], &'static [u8]>) -> Result<Rows, redb::Error> {
-    rows(table, |k: &[u8]| k.to_vec())
+/// Table `t`'s rows through `$source` (a write or a read transaction).
+macro_rules! table_rows {
+    ($source:expr, $t:expr) => {
+        match $t {
+            0 => rows(&$source.open_table(T0)?, |k| k.to_be_bytes().to_vec()),
+            _ => rows(&$source.open_table(T1)?, |k: &[u8]| k.to_vec()),
+        }
+    };
 }
 
 fn db_file(env: &Env<'_, RedbConfig>) -> PathBuf {
@@ -144,10 +150,7 @@ fn db_file(env: &Env<'_, RedbConfig>) -> PathBuf {
 fn open_db(env: &Env<'_, RedbConfig>) -> Result<Database, KitError> {
     let path = db_file(env);
     let file = env.vfs.open(&path, OpenMode::Write)?;
-    let plant = env.plant.map(|name| match name {
-        "redb-no-sync" => Planted::NoSync,
-        _ => Planted::LateWrite,
-    });
+    let plant = env.plant.map(|name| if name == "redb-no-sync" { Planted::NoSync } else { Planted::LateWrite });
     let backend = VfsBackend::new(file, &path.to_string_lossy(), plant);
     let mut builder = Builder::new();
     builder.set_cache_size(env.config.cache_bytes).set_check_integrity_on_open(env.config.check_integrity_on_open);
@@ -166,45 +169,36 @@ impl RedbDb {
         Ok(self.txn.as_ref().expect("begun above"))
     }
 
-    fn write(&mut self, op: Op<'_>) -> Result<Option<Vec<u8>>, redb::Error> {
-        let txn = self.txn()?;
-        let old = match op {
-            Op::Put { table: 0, key, value } => {
-                txn.open_table(T0)?.insert(number(key), value)?.map(|v| v.value().to_vec())
+    /// A put, delete, get or scan; a get or scan reads the write
+    /// transaction if one is open, else a read transaction.
+    fn data(&mut self, op: Op<'_>) -> Result<Reply, redb::Error> {
+        Ok(match (op, &self.txn) {
+            (Op::Put { table, key, value: v }, _) => {
+                let txn = self.txn()?;
+                Reply::Value(on_table!(table, key, |def, k| value(txn.open_table(def)?.insert(k, v)?)))
             }
-            Op::Put { key, value, .. } => txn.open_table(T1)?.insert(key, value)?.map(|v| v.value().to_vec()),
-            Op::Delete { table: 0, key } => txn.open_table(T0)?.remove(number(key))?.map(|v| v.value().to_vec()),
-            Op::Delete { key, .. } => txn.open_table(T1)?.remove(key)?.map(|v| v.value().to_vec()),
-            _ => unreachable!("only puts and deletes write"),
-        };
-        Ok(old)
-    }
-
-    /// A get or a scan: in the write transaction if one is open, else in
-    /// a read transaction.
-    fn read(&self, op: Op<'_>) -> Result<Reply, redb::Error> {
-        let get = |v: Option<redb::AccessGuard<'_, &[u8]>>| Reply::Value(v.map(|v| v.value().to_vec()));
-        Ok(match (&self.txn, op) {
-            (Some(t), Op::Get { table: 0, key }) => get(t.open_table(T0)?.get(number(key))?),
-            (Some(t), Op::Get { key, .. }) => get(t.open_table(T1)?.get(key)?),
-            (Some(t), Op::Scan { table: 0 }) => Reply::Rows(t0_rows(&t.open_table(T0)?)?),
-            (Some(t), Op::Scan { .. }) => Reply::Rows(t1_rows(&t.open_table(T1)?)?),
-            (None, Op::Get { table: 0, key }) => get(self.db().begin_read()?.open_table(T0)?.get(number(key))?),
-            (None, Op::Get { key, .. }) => get(self.db().begin_read()?.open_table(T1)?.get(key)?),
-            (None, Op::Scan { table: 0 }) => Reply::Rows(t0_rows(&self.db().begin_read()?.open_table(T0)?)?),
-            (None, Op::Scan { .. }) => Reply::Rows(t1_rows(&self.db().begin_read()?.open_table(T1)?)?),
-            _ => unreachable!("only gets and scans read"),
+            (Op::Delete { table, key }, _) => {
+                let txn = self.txn()?;
+                Reply::Value(on_table!(table, key, |def, k| value(txn.open_table(def)?.remove(k)?)))
+            }
+            (Op::Get { table, key }, Some(t)) => {
+                Reply::Value(on_table!(table, key, |def, k| value(t.open_table(def)?.get(k)?)))
+            }
+            (Op::Get { table, key }, None) => {
+                let t = self.db().begin_read()?;
+                Reply::Value(on_table!(table, key, |def, k| value(t.open_table(def)?.get(k)?)))
+            }
+            (Op::Scan { table }, Some(t)) => Reply::Rows(table_rows!(t, table)?),
+            (Op::Scan { table }, None) => Reply::Rows(table_rows!(self.db().begin_read()?, table)?),
+            _ => unreachable!("only data operations"),
         })
     }
 
     fn commit(&mut self, level: usize) -> Result<(), redb::Error> {
         self.txn()?;
         let mut txn = self.txn.take().expect("begun above");
-        txn.set_durability(if LEVELS[level].promise == Promise::Volatile {
-            Durability::None
-        } else {
-            Durability::Immediate
-        })?;
+        let volatile = LEVELS[level].promise == Promise::Volatile;
+        txn.set_durability(if volatile { Durability::None } else { Durability::Immediate })?;
         txn.set_two_phase_commit(level == 1);
         txn.set_quick_repair(level == 2);
         txn.commit()?;
@@ -249,8 +243,6 @@ impl Adapter for RedbAdapter {
         PLANTS
     }
 
-    /// Create the file (its name made durable by the kit) and both tables
-    /// in one durable commit, so every later read finds them.
     fn create(&self, env: &Env<'_, RedbConfig>) -> Result<(), KitError> {
         drop(env.vfs.open(&db_file(env), OpenMode::Create)?);
         env.vfs.sync_dir(env.dir)?;
@@ -267,14 +259,12 @@ impl Adapter for RedbAdapter {
     }
 
     fn apply(&self, db: &mut RedbDb, op: Op<'_>) -> Result<Reply, KitError> {
+        let done = |result: Result<(), redb::Error>| result.map(|()| Reply::Done);
         match op {
-            Op::Put { .. } | Op::Delete { .. } => db.write(op).map(Reply::Value),
-            Op::Get { .. } | Op::Scan { .. } => db.read(op),
-            Op::Commit { level } => db.commit(level).map(|()| Reply::Done),
-            Op::Abort => {
-                db.txn.take().map_or(Ok(()), |txn| txn.abort().map_err(redb::Error::from)).map(|()| Reply::Done)
-            }
-            Op::Maintain => db.db.as_mut().expect("open").compact().map(|_| Reply::Done).map_err(redb::Error::from),
+            Op::Commit { level } => done(db.commit(level)),
+            Op::Abort => done(db.txn.take().map_or(Ok(()), |txn| txn.abort().map_err(redb::Error::from))),
+            Op::Maintain => done(db.db.as_mut().expect("open").compact().map(drop).map_err(redb::Error::from)),
+            _ => db.data(op),
         }
         .map_err(kit_error)
     }
@@ -282,15 +272,10 @@ impl Adapter for RedbAdapter {
     /// A table that does not exist is empty: a rollback after damage may
     /// return to the file's first commit, before the tables were created.
     fn read_committed(&self, db: &mut RedbDb, table: usize) -> Result<Rows, KitError> {
-        let txn = db.db().begin_read().map_err(kit_error)?;
-        let read = match table {
-            0 => txn.open_table(T0).map(|t| t0_rows(&t)),
-            _ => txn.open_table(T1).map(|t| t1_rows(&t)),
-        };
-        match read {
-            Ok(rows) => rows.map_err(kit_error),
-            Err(redb::TableError::TableDoesNotExist(_)) => Ok(Rows::new()),
-            Err(e) => Err(kit_error(e)),
+        let read = || -> Result<Rows, redb::Error> { table_rows!(db.db().begin_read()?, table) };
+        match read() {
+            Err(redb::Error::TableDoesNotExist(_)) => Ok(Rows::new()),
+            other => other.map_err(kit_error),
         }
     }
 

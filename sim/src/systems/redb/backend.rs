@@ -15,10 +15,9 @@
 //! contended and imposes no order of its own: the order of I/O is the order
 //! redb issues it in.
 //!
-//! The planted bugs of the redb target ([`Plant`]) live here too, as
-//! switches on the one backend type (redb takes the backend by value, so a
-//! wrapper around it would have to be a second type everywhere): with
-//! `NoSync`, `sync_data` reports success and syncs nothing.
+//! The planted bugs of the redb target ([`Plant`]; the adapter names them)
+//! live here too, as switches on the one backend type: redb takes the
+//! backend by value, so a wrapper would be a second type everywhere.
 
 use std::fmt;
 use std::io;
@@ -27,9 +26,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use engine::vfs::{read_exact_at, VfsFile};
 use redb::StorageBackend;
 
-/// A bug planted under redb, to prove the redb target's checks can fail
-/// (`sim --target redb --plant NAME`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// A bug planted under redb (`--plant redb-no-sync`, `redb-late-write`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Plant {
     /// `sync_data` returns `Ok` and syncs nothing: every commit redb calls
     /// durable stays in the page cache, and a power loss takes it.
@@ -40,27 +38,6 @@ pub enum Plant {
     /// commit, that is a header write). Reads see held writes, as a page
     /// cache would.
     LateWrite,
-}
-
-impl Plant {
-    /// Every planted bug, in the order `--plant` lists them.
-    pub const ALL: [Plant; 2] = [Plant::NoSync, Plant::LateWrite];
-
-    /// The command-line name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Plant::NoSync => "redb-no-sync",
-            Plant::LateWrite => "redb-late-write",
-        }
-    }
-
-    /// The plant called `name`.
-    pub fn parse(name: &str) -> Result<Plant, String> {
-        Plant::ALL.into_iter().find(|p| p.name() == name).ok_or_else(|| {
-            let names: Vec<&str> = Plant::ALL.iter().map(|p| p.name()).collect();
-            format!("no planted bug is called {name:?}; the redb target's are: {}", names.join(", "))
-        })
-    }
 }
 
 /// A write a [`Plant::LateWrite`] backend holds back.
@@ -246,13 +223,5 @@ mod tests {
         b.sync_data().unwrap();
         let on_disk = engine::vfs::read_whole(&vfs, Path::new("/db/f")).unwrap();
         assert_eq!(on_disk, b"headtail", "the held write lands after the sync");
-    }
-
-    #[test]
-    fn plants_round_trip_through_their_names() {
-        for plant in Plant::ALL {
-            assert_eq!(Plant::parse(plant.name()), Ok(plant));
-        }
-        assert!(Plant::parse("no-such").unwrap_err().contains("redb-no-sync"));
     }
 }

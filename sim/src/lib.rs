@@ -1,57 +1,65 @@
-//! # sim — deterministic simulation testing for the segsim engine
+//! # sim — deterministic simulation testing for storage engines
 //!
-//! One seed determines a whole run: the swarm configuration
-//! ([`config`]), the operation list ([`workload`]), every fault and every
-//! crash on the simulated disk ([`disk`]), each through a stream named in
-//! [`seeds`]. [`drive`] runs the engine through one operation at a time on
-//! that disk with the checker's bookkeeping ([`checker`]: the reference
-//! model and the durability contract); every mode drives through it:
+//! **What other programs use** (the public API, documented and kept
+//! stable): [`kit`], the target kit — test any transactional key-value
+//! engine through one `Adapter`, with `kit::main` as a whole command line
+//! for your own binary; [`disk`], the simulated disk (`SimVfs`, its fault
+//! model, crash modes and crash states); [`systems`], the `Target` trait
+//! every system under test implements (and the built-in targets);
+//! [`explore`], exhaustive crash exploration of any target; [`command`],
+//! the run command line every target shares; [`outcome`], [`summary`],
+//! [`failure`] and [`trace`], what runs report.
 //!
-//! - [`run`], the random mode: the driver plus the fault schedule, audits
-//!   and the policy for a poisoned store; [`outcome`] is what a seed
-//!   produced and [`summary`] adds seeds up;
-//! - [`systems`], what the simulator tests behind one trait: the segsim
-//!   store (the default, the driver and the modes above) or redb;
-//! - [`kit`], the target kit: any transactional key-value engine through
-//!   one `Adapter` (redb is one), with [`command`], the command line a
-//!   user's own binary gets from `kit::main`;
-//! - [`explore`], exhaustive crash exploration of any target: one run
-//!   recorded, then every crash state of every I/O index recovered;
-//! - [`shrink`], which minimizes a failing list of any target and keeps
-//!   it as an `.ops` file; [`hunt`], which hunts
-//!   every planted engine bug ([`canary`]); [`fuzzing`], the `store_ops`
-//!   fuzz target and the corpus; [`bench`](mod@bench), the figures.
+//! Everything else is the built-in `sim` binary's and this repository's
+//! tests': hidden from the docs (`#[doc(hidden)]`, reachable only so the
+//! integration tests, benches and the fuzz crate can use them) or
+//! `pub(crate)`.
 //!
-//! [`draw`] holds the random draws both targets' configurations and
-//! workloads make the same way; [`op_line`] the head (index, crash point)
-//! both targets' operation lines start with.
-//!
-//! [`failure`] names the checks a run can fail; [`trace`] folds every event
-//! into a hash that proves two runs identical; [`planted`] holds bugs
-//! planted under the engine; [`output`] is how commands end. `main.rs` is
-//! the command line.
+//! How one seed runs: the swarm configuration (`config`), the operation
+//! list (`workload`), every fault and every crash on the simulated disk
+//! ([`disk`]), each through a stream named in `seeds`. For the segsim
+//! engine, `drive` runs one operation at a time with the checker's
+//! bookkeeping (`checker`: the reference model and the durability
+//! contract) and `run` is the random mode; for a kit engine, `kit`'s own
+//! loop does the same. `shrink` minimizes a failing list of any target and
+//! keeps it as an `.ops` file; `hunt` hunts every planted engine bug
+//! (`canary`); `fuzzing` holds the `store_ops` fuzz target and the corpus;
+//! `bench` the figures. `draw` holds the random draws every target's
+//! configuration and workload make the same way; `op_line` the head
+//! (index, crash point) every operation line starts with; `planted` bugs
+//! planted under the engine; `output` how commands end. `main.rs` is the
+//! command line.
 
+#[doc(hidden)]
 pub mod bench;
+#[doc(hidden)]
 pub mod canary;
-pub mod checker;
+pub(crate) mod checker;
 pub mod command;
+#[doc(hidden)]
 pub mod config;
 pub mod disk;
-pub mod draw;
-pub mod drive;
+pub(crate) mod draw;
+pub(crate) mod drive;
 pub mod explore;
 pub mod failure;
+#[doc(hidden)]
 pub mod fuzzing;
+#[doc(hidden)]
 pub mod hunt;
 pub mod kit;
-pub mod op_line;
+pub(crate) mod op_line;
 pub mod outcome;
+#[doc(hidden)]
 pub mod output;
+#[doc(hidden)]
 pub mod planted;
+#[doc(hidden)]
 pub mod run;
-pub mod seeds;
+pub(crate) mod seeds;
+#[doc(hidden)]
 pub mod shrink;
 pub mod summary;
 pub mod systems;
 pub mod trace;
-pub mod workload;
+pub(crate) mod workload;

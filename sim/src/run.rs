@@ -1,4 +1,4 @@
-//! Running one seed: the random mode. The [`Driver`] runs each operation
+//! Running one seed: the random mode. The `Driver` runs each operation
 //! with the checker's bookkeeping; this file adds the mode's policy on
 //! top — the seed's configuration, workload, fault streams and crash
 //! points (all drawn up front, see `seeds.rs`), what to do with a poisoned

@@ -1,7 +1,7 @@
 //! The segsim target: this repository's own store (`engine`), the
 //! default. Everything it does is the simulator's segsim machinery behind
 //! the [`Target`] trait — the swarm configuration ([`Config`]), the
-//! workload ([`generate`], [`PlannedOp`] lines), the random mode's run
+//! workload (`workload::generate`, `PlannedOp` lines), the random mode's run
 //! ([`run_ops_with`]) — so the trait adds no second way to run the store.
 //!
 //! - `record.rs`: what `sim explore` records — the random mode's driver,

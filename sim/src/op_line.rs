@@ -20,14 +20,22 @@ pub fn write_head(f: &mut fmt::Formatter<'_>, index: u64, crash: Option<CrashPoi
         Some(CrashPoint::AfterIos(n)) => write!(f, " @ios={n}"),
         Some(CrashPoint::AtIo(i)) => write!(f, " @io={i}"),
         Some(CrashPoint::AtMark(label)) => write!(f, " @mark={label}"),
+        Some(CrashPoint::AtNamedMark(name)) => write!(f, " @mark={name}"),
     }
 }
 
+/// Which phases a target's system marks.
+#[derive(Clone, Copy, Debug)]
+pub enum Marks<'a> {
+    /// The segsim engine's [`Phase`]s.
+    Engine,
+    /// A kit target's, by name (none: `@mark=` is refused whatever it names).
+    Named(&'a [&'static str]),
+}
+
 /// The index and the crash point [`write_head`] wrote at the start of
-/// `line`, and the words after them. `marks` says whether the target's
-/// system marks phases at all: where it does not (redb), `@mark=` is
-/// refused whatever phase it names.
-pub fn parse_head(line: &str, marks: bool) -> Result<(u64, Option<CrashPoint>, Vec<&str>), String> {
+/// `line`, and the words after them, with `@mark=` naming one of `marks`.
+pub fn parse_head<'l>(line: &'l str, marks: Marks<'_>) -> Result<(u64, Option<CrashPoint>, Vec<&'l str>), String> {
     let mut words = line.split_whitespace().peekable();
     let index: u64 = words.next().ok_or("empty line")?.parse().map_err(|_| format!("bad op index in {line:?}"))?;
     let mut crash = None;
@@ -36,8 +44,16 @@ pub fn parse_head(line: &str, marks: bool) -> Result<(u64, Option<CrashPoint>, V
         crash = Some(match key {
             "ios" => CrashPoint::AfterIos(value.parse().map_err(|_| format!("bad count {value:?}"))?),
             "io" => CrashPoint::AtIo(value.parse().map_err(|_| format!("bad index {value:?}"))?),
-            "mark" if !marks => return Err(format!("bad crash point {word:?} (this target has no marks)")),
-            "mark" => CrashPoint::AtMark(Phase::parse(value).ok_or(format!("unknown mark {value:?}"))?),
+            "mark" => match marks {
+                Marks::Engine => CrashPoint::AtMark(Phase::parse(value).ok_or(format!("unknown mark {value:?}"))?),
+                Marks::Named(names) => match names.iter().find(|name| **name == value) {
+                    Some(name) => CrashPoint::AtNamedMark(name),
+                    None if names.is_empty() => {
+                        return Err(format!("bad crash point {word:?} (this target has no marks)"))
+                    }
+                    None => return Err(format!("unknown mark {value:?} (the marks: {})", names.join(", "))),
+                },
+            },
             _ => return Err(format!("bad crash point {word:?}")),
         });
         words.next();
@@ -68,17 +84,25 @@ mod tests {
         ];
         for crash in crashes {
             let line = format!("{} SET a b", Head(12, crash));
-            assert_eq!(parse_head(&line, true), Ok((12, crash, vec!["SET", "a", "b"])), "{line}");
+            assert_eq!(parse_head(&line, Marks::Engine), Ok((12, crash, vec!["SET", "a", "b"])), "{line}");
         }
     }
 
     #[test]
     fn bad_heads_are_refused_with_a_reason() {
         for line in ["", "x SET a b", "1 @mark=nowhere EVICT", "1 @ios=many SYNC", "1 @at=3 SYNC", "1 @ios SYNC"] {
-            assert!(parse_head(line, true).is_err(), "{line}");
+            assert!(parse_head(line, Marks::Engine).is_err(), "{line}");
         }
         let mark = format!("1 @mark={} CRASH", Phase::SealBuilt);
-        assert!(parse_head(&mark, true).is_ok());
-        assert!(parse_head(&mark, false).unwrap_err().contains("no marks"), "a target without marks refuses one");
+        assert!(parse_head(&mark, Marks::Engine).is_ok());
+        assert!(
+            parse_head(&mark, Marks::Named(&[])).unwrap_err().contains("no marks"),
+            "a target without marks refuses one"
+        );
+        let named = parse_head("3 @mark=synced CRASH", Marks::Named(&["appended", "synced"])).unwrap();
+        assert_eq!(named.1, Some(CrashPoint::AtNamedMark("synced")));
+        let line = Head(3, named.1).to_string();
+        assert_eq!(line, "3 @mark=synced", "a named mark prints back");
+        assert!(parse_head("3 @mark=other CRASH", Marks::Named(&["synced"])).unwrap_err().contains("synced"));
     }
 }

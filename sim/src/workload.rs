@@ -19,7 +19,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::config::{Config, OpKind};
 use crate::disk::CrashPoint;
 use crate::draw::{self, Weighted};
-use crate::op_line::{parse_head, write_head};
+use crate::op_line::{parse_head, write_head, Marks};
 
 /// The simulated clock's start: 2023-11-14, so TTLs look like real ones.
 pub const T0_MS: u64 = 1_700_000_000_000;
@@ -121,7 +121,7 @@ impl fmt::Display for PlannedOp {
 impl PlannedOp {
     /// Parse a line printed by `Display`.
     pub fn parse(line: &str) -> Result<PlannedOp, String> {
-        let (index, crash, rest) = parse_head(line, true)?;
+        let (index, crash, rest) = parse_head(line, Marks::Engine)?;
         let op = match rest.as_slice() {
             ["EVICT"] => Op::Evict,
             ["REWRITE"] => Op::Rewrite,

@@ -97,6 +97,10 @@ impl<T: Interpose> Vfs for T {
     fn mark(&self, phase: Phase) {
         self.inner().mark(phase)
     }
+
+    fn mark_named(&self, name: &'static str) {
+        self.inner().mark_named(name)
+    }
 }
 
 /// A file opened through an interposer: the inner file, and the hooks its

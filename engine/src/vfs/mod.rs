@@ -104,6 +104,12 @@ pub trait Vfs: Send + Sync {
     /// records it in the trace and can aim a crash at it; on a real disk it
     /// does nothing.
     fn mark(&self, _phase: Phase) {}
+
+    /// Names a phase of a system that is not this engine (one tested
+    /// through the simulator's target kit, which declares its phases by
+    /// name). The simulator traces it and can aim a crash at it; on a real
+    /// disk it does nothing.
+    fn mark_named(&self, _name: &'static str) {}
 }
 
 /// An open file. Reads and writes are positional: the engine tracks its

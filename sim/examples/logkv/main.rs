@@ -48,6 +48,11 @@ impl Adapter for LogKvAdapter {
 
     fn configure(&self, _rng: &mut dyn RngCore) {}
 
+    /// `LogKv::commit` names both moments of a commit: crashes are aimed there.
+    fn phases(&self) -> &'static [&'static str] {
+        &["appended", "synced"]
+    }
+
     fn plants(&self) -> &'static [Plant] {
         &[Plant { name: "lazy-fsync", what: "a sync commit fsyncs only when the log crossed a 4 KiB boundary" }]
     }
@@ -61,7 +66,7 @@ impl Adapter for LogKvAdapter {
 
     fn open(&self, env: &Env<'_, ()>) -> Result<LogKv, KitError> {
         let lazy_fsync = env.plant == Some("lazy-fsync");
-        LogKv::open(env.vfs.as_ref(), &env.dir.join(LOG), 1, lazy_fsync).map_err(kit_error)
+        LogKv::open(env.vfs.clone(), &env.dir.join(LOG), 1, lazy_fsync).map_err(kit_error)
     }
 
     fn apply(&self, db: &mut LogKv, op: Op<'_>) -> Result<Reply, KitError> {

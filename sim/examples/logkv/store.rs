@@ -11,7 +11,9 @@
 //! A payload shorter than its write count is refused: an all-zero header
 //! (`len 0, crc 0`, which a lost write can leave) would otherwise pass.
 //!
-//! A commit appends its record; at the `sync` level it also fsyncs.
+//! A commit appends its record; at the `sync` level it also fsyncs. It
+//! names both moments to the file system (`Vfs::mark_named`: `appended`,
+//! `synced`), which on the simulated disk is where crashes can be aimed.
 //! The one planted bug, `lazy-fsync`, skips that fsync unless the log has
 //! crossed a 4 KiB boundary since the last one — a group-commit
 //! "optimisation" that loses commits it acknowledged as durable.
@@ -19,6 +21,7 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
+use std::sync::Arc;
 
 use engine::vfs::{read_stable, OpenMode, Vfs, VfsFile};
 
@@ -31,6 +34,7 @@ const DELETE: u8 = 2;
 
 /// An open log and the state it replays to.
 pub struct LogKv {
+    vfs: Arc<dyn Vfs>,
     file: Box<dyn VfsFile>,
     end_bytes: u64,
     synced_end_bytes: u64,
@@ -98,7 +102,7 @@ fn replay(log: &[u8], tables: usize) -> io::Result<(u64, Vec<Table>)> {
 
 impl LogKv {
     /// Open the log at `path` (created, empty, by the caller).
-    pub fn open(vfs: &dyn Vfs, path: &Path, tables: usize, lazy_fsync: bool) -> io::Result<LogKv> {
+    pub fn open(vfs: Arc<dyn Vfs>, path: &Path, tables: usize, lazy_fsync: bool) -> io::Result<LogKv> {
         let mut file = vfs.open(path, OpenMode::Write)?;
         let log = read_stable(file.as_ref(), file.len()?)?;
         let (end_bytes, committed) = replay(&log, tables)?;
@@ -106,7 +110,7 @@ impl LogKv {
             file.set_len(end_bytes)?;
             file.sync()?;
         }
-        Ok(LogKv { file, end_bytes, synced_end_bytes: end_bytes, committed, txn: None, lazy_fsync })
+        Ok(LogKv { vfs, file, end_bytes, synced_end_bytes: end_bytes, committed, txn: None, lazy_fsync })
     }
 
     fn txn(&mut self) -> &mut (Vec<Table>, Vec<u8>, u32) {
@@ -145,11 +149,13 @@ impl LogKv {
         record.extend(crc32fast::hash(&payload).to_le_bytes());
         record.extend(&payload);
         self.file.write_at(self.end_bytes, &record)?;
+        self.vfs.mark_named("appended");
         self.end_bytes += record.len() as u64;
         self.committed = view;
         let crossed_a_page = self.end_bytes / 4096 != self.synced_end_bytes / 4096;
         if sync && (!self.lazy_fsync || crossed_a_page) {
             self.file.sync()?;
+            self.vfs.mark_named("synced");
             self.synced_end_bytes = self.end_bytes;
         }
         Ok(())

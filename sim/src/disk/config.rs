@@ -138,6 +138,9 @@ pub enum CrashPoint {
     AtIo(u64),
     /// When the engine marks this phase.
     AtMark(Phase),
+    /// When a kit target's system marks the phase of this name
+    /// (`Vfs::mark_named`).
+    AtNamedMark(&'static str),
 }
 
 /// Damage to durable state that no crash causes, announced to the checker

@@ -403,4 +403,8 @@ impl Vfs for SimVfs {
     fn mark(&self, phase: Phase) {
         self.disk().mark(phase);
     }
+
+    fn mark_named(&self, name: &'static str) {
+        self.disk().mark_named(name);
+    }
 }

@@ -101,7 +101,7 @@ impl Disk {
         let due = match self.crash_point {
             Some(CrashPoint::AfterIos(n)) => nth_this_op >= n,
             Some(CrashPoint::AtIo(at)) => index >= at,
-            Some(CrashPoint::AtMark(_)) | None => false,
+            Some(CrashPoint::AtMark(_) | CrashPoint::AtNamedMark(_)) | None => false,
         };
         self.crash_reached |= due;
         let result = if self.crash_reached { Err(power_lost()) } else { op(self, index) };
@@ -124,6 +124,13 @@ impl Disk {
         self.trace.push(Event::Mark { phase });
         self.marks.push(phase);
         if self.crash_point == Some(CrashPoint::AtMark(phase)) {
+            self.crash_reached = true;
+        }
+    }
+
+    pub fn mark_named(&mut self, name: &'static str) {
+        self.trace.push(Event::NamedMark { name });
+        if self.crash_point == Some(CrashPoint::AtNamedMark(name)) {
             self.crash_reached = true;
         }
     }

@@ -295,7 +295,9 @@ fn plan_of(config: &Config, ops: &[PlannedOp]) -> FuzzPlan {
             let crash = match planned.crash {
                 Some(CrashPoint::AtMark(phase)) => Some(FuzzCrash::AtMark(phase.code())),
                 Some(CrashPoint::AfterIos(n)) => u8::try_from(n).ok().map(FuzzCrash::AfterIos),
-                Some(CrashPoint::AtIo(_)) | None => None,
+                // The segsim engine names no phases by name (only kit
+                // targets do), and a global I/O index has no fuzz form.
+                Some(CrashPoint::AtIo(_) | CrashPoint::AtNamedMark(_)) | None => None,
             };
             Some(FuzzStep { op, crash })
         })

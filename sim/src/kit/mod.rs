@@ -339,6 +339,14 @@ pub trait Adapter: Send + Sync + 'static {
         &[]
     }
 
+    /// The phases the engine names through `Vfs::mark_named` (say, "log
+    /// appended", "synced"): the kit aims some crashes at them
+    /// (`@mark=NAME` in an operation line), and traces them. Names are
+    /// letters, digits and `-`.
+    fn phases(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// The application's setup before the first open, on a fault-free
     /// disk: create the database file and make its name durable, say.
     fn create(&self, _env: &Env<'_, Self::Config>) -> Result<(), KitError> {

@@ -109,6 +109,7 @@ impl<A: Adapter> Kit<A> {
             tables: self.adapter.tables(),
             levels: self.adapter.levels(),
             maintenance: self.adapter.maintenance(),
+            phases: self.adapter.phases(),
         }
     }
 

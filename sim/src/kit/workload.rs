@@ -25,7 +25,7 @@ use super::config::{KitConfig, OpKind};
 use super::{Adapter, KeyKind, Level, Maintenance, Op, TableSpec};
 use crate::disk::CrashPoint;
 use crate::draw::{self, Weighted};
-use crate::op_line::{parse_head, write_head};
+use crate::op_line::{parse_head, write_head, Marks};
 
 /// A table as an operation names it: its position and its spec.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,6 +144,7 @@ pub(super) struct Grammar<'a> {
     pub tables: &'a [TableSpec],
     pub levels: &'a [Level],
     pub maintenance: Option<Maintenance>,
+    pub phases: &'a [&'static str],
 }
 
 impl Grammar<'_> {
@@ -164,7 +165,7 @@ impl Grammar<'_> {
 
     /// Parse a line printed by `Display`; errors say what is wrong.
     pub fn parse(&self, line: &str) -> Result<PlannedKitOp, String> {
-        let (index, crash, rest) = parse_head(line, false)?;
+        let (index, crash, rest) = parse_head(line, Marks::Named(self.phases))?;
         let op = match rest.as_slice() {
             ["PUT", t, k, v] => {
                 let table = self.table(t)?;
@@ -204,6 +205,7 @@ struct Generator<'a, C> {
     tables: &'a [TableSpec],
     levels: &'a [Level],
     maintenance: Option<Maintenance>,
+    phases: &'a [&'static str],
     rng: ChaCha8Rng,
 }
 
@@ -251,11 +253,17 @@ impl<C> Generator<'_, C> {
         }
     }
 
-    /// Maybe aim a crash a few I/O operations into `op` (commits,
-    /// maintenance and closes issue dozens; the rest a few).
+    /// Maybe aim a crash inside `op`: half the time at one of the
+    /// system's named phases, if it declares any, else a few I/O
+    /// operations in (commits, maintenance and closes issue dozens; the
+    /// rest a few). A system without phases draws nothing for them, so
+    /// declaring none keeps its seeds' streams.
     fn crash_point(&mut self, op: &KitOp) -> Option<CrashPoint> {
         if !self.rng.gen_bool(self.config.inner_crash_rate) {
             return None;
+        }
+        if !self.phases.is_empty() && self.rng.gen_bool(0.5) {
+            return Some(CrashPoint::AtNamedMark(self.phases[self.rng.gen_range(0..self.phases.len())]));
         }
         let reach = match op {
             KitOp::Commit { .. } | KitOp::Maintain(_) | KitOp::Restart => 40,
@@ -275,6 +283,7 @@ pub(super) fn generate<A: Adapter>(adapter: &A, config: &KitConfig<A::Config>) -
         tables: adapter.tables(),
         levels: adapter.levels(),
         maintenance: adapter.maintenance(),
+        phases: adapter.phases(),
         rng: ChaCha8Rng::seed_from_u64(config.seed ^ WORKLOAD_SALT),
     };
     let kinds = Weighted::new(&config.weights);

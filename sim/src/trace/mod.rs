@@ -107,6 +107,8 @@ pub enum Event {
     Fault { index: u64, kind: FaultKind },
     /// The engine named a phase.
     Mark { phase: Phase },
+    /// A kit target's system named a phase of its own.
+    NamedMark { name: &'static str },
     /// A workload operation began (its index and a short kind tag).
     Op { index: u64, tag: &'static str },
     /// What an operation answered, as a hash of its reply.
@@ -211,6 +213,10 @@ impl Trace {
                 self.fold(7);
                 self.fold(u64::from(clean));
             }
+            Event::NamedMark { name } => {
+                self.fold(8);
+                self.fold_bytes(name.as_bytes());
+            }
         }
         self.events += 1;
         if self.recent.len() < RECENT_EVENTS {
@@ -259,6 +265,7 @@ impl Trace {
             }
             Event::Fault { index, kind } => format!("fault {} at io#{index}", kind.name()),
             Event::Mark { phase } => format!("mark {phase}"),
+            Event::NamedMark { name } => format!("mark {name}"),
             Event::Op { index, tag } => format!("op#{index} {tag}"),
             Event::Reply { index, hash } => format!("op#{index} reply {hash:016x}"),
             Event::Crash { io_index } => format!("CRASH after io#{io_index}"),

@@ -72,7 +72,7 @@ ESEED ?= 10
 EOPS ?= 100
 EDEPTH ?= 2
 EFSYNC ?=
-# EFAULTS=1: also fail each read, write, fsync and map of every recovery (--faults).
+# EFAULTS=1: also fail each I/O (any kind) of every recovery (--faults).
 EFAULTS ?=
 explore:
 	$(SIM) explore --seed $(ESEED) --ops $(EOPS) --depth $(EDEPTH) $(if $(EFSYNC),--fsync $(EFSYNC)) $(if $(EFAULTS),--faults) --jobs $(JOBS)

@@ -15,6 +15,7 @@ use clap::Args;
 
 use crate::canary::Canary;
 use crate::disk::CrashMode;
+use crate::explore::{is_explore_report, ExploreTotals};
 use crate::failure::{Check, Failure};
 use crate::outcome::SeedOutcome;
 use crate::output::{emit, verdict};
@@ -326,23 +327,35 @@ fn replay(path: &Path, json: bool, hooks: &Hooks<'_>) -> ExitCode {
 }
 
 /// `sim merge`: one summary from many `--json` summaries.
+/// `merge`: one report from many `--json` outputs — random-mode summaries
+/// (one per shard, say) and `explore --json` reports alike, each added to
+/// its own totals. Exit 1 if any of them holds a failure.
 pub fn merge(files: &[PathBuf], json: bool) -> ExitCode {
     let mut merged = Summary::default();
+    let mut explored = ExploreTotals::default();
     for path in files {
-        let parsed = std::fs::read_to_string(path)
+        let added = std::fs::read_to_string(path)
             .map_err(|e| e.to_string())
             .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).map_err(|e| e.to_string()))
-            .and_then(|value| Summary::from_json(&value));
-        match parsed {
-            Ok(summary) => merged.merge(&summary),
-            Err(e) => {
-                eprintln!("sim merge: {}: {e}", path.display());
-                return ExitCode::from(2);
-            }
+            .and_then(|value| match is_explore_report(&value) {
+                true => explored.add(&value),
+                false => Summary::from_json(&value).map(|summary| merged.merge(&summary)),
+            });
+        if let Err(e) = added {
+            eprintln!("sim merge: {}: {e}", path.display());
+            return ExitCode::from(2);
         }
     }
-    emit(&merged.to_text(), json.then(|| merged.to_json()).as_ref());
-    verdict(!merged.failures.is_empty())
+    // Only explorations given: their report alone.
+    let only_explored = merged.seeds == 0 && !explored.is_empty();
+    let mut text = if only_explored { String::new() } else { merged.to_text() };
+    let mut value = merged.to_json();
+    if !explored.is_empty() {
+        text.push_str(&explored.to_text());
+        value["explore"] = explored.to_json();
+    }
+    emit(&text, json.then_some(&value));
+    verdict(!merged.failures.is_empty() || !explored.failures.is_empty())
 }
 
 pub fn parse_range(s: &str) -> Result<(u64, u64), String> {

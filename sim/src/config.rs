@@ -161,6 +161,7 @@ impl Config {
             p_media_corruption: maybe(&mut rng, 0.02, 0.2),
             p_torn_garbage: rng.gen_range(0.0..0.5),
             p_env_damage: 0.0,
+            p_meta_eio: 0.0,
         };
         let tables = (0..rng.gen_range(1..=3))
             .map(|i| TableSpec { name: format!("t{i}"), column: "ts".to_string(), span: rng.gen_range(0..40) })
@@ -184,6 +185,9 @@ impl Config {
         // and point-in-time recovery for a quarter of the seeds.
         config.disk.p_env_damage = if rng.gen_bool(0.3) { rng.gen_range(0.01..0.06) } else { 0.0 };
         config.point_in_time = point_in_time || rng.gen_bool(0.25);
+        // Drawn after those, for the same reason: the operations that
+        // failed in no run before (open, rename, unlink, sync_dir, ...).
+        config.disk.p_meta_eio = maybe(&mut rng, 0.001, 0.02);
         config
     }
 

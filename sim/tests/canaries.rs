@@ -39,7 +39,7 @@ mod planted {
     /// Seeds each hunt may take before the test calls the canary a
     /// survivor: four times the seeds it took for the CANARIES.md table,
     /// and never fewer than 16.
-    const CAPS: [(&str, u64); 28] = [
+    const CAPS: [(&str, u64); 30] = [
         ("seg-no-fsync", 16),
         ("seal-no-dir-sync", 16),
         ("frame-before-register", 20),
@@ -68,6 +68,8 @@ mod planted {
         ("seq-from-live-set", 16),
         ("cut-no-fsync", 32188),
         ("compact-rename-before-fsync", 1488),
+        ("dir-sync-error-ignored", 108),
+        ("rename-error-ignored", 228),
     ];
 
     fn caught_within_its_cap(name: &str) {
@@ -258,5 +260,15 @@ mod planted {
     #[test]
     fn compact_rename_before_fsync() {
         caught_within_its_cap("compact-rename-before-fsync");
+    }
+
+    #[test]
+    fn dir_sync_error_ignored() {
+        caught_within_its_cap("dir-sync-error-ignored");
+    }
+
+    #[test]
+    fn rename_error_ignored() {
+        caught_within_its_cap("rename-error-ignored");
     }
 }

@@ -83,11 +83,18 @@ pub enum Canary {
     /// Manifest compaction renames its new ledger over `MANIFEST` before
     /// fsyncing it: a power loss may keep the rename and lose the bytes.
     CompactRenameBeforeFsync,
+    /// A failed directory fsync in seal is ignored: the segment is
+    /// registered and logged though its name may not be durable.
+    DirSyncErrorIgnored,
+    /// A failed rename of the rewrite's new log is ignored: the store goes
+    /// on with the new log under its temp name and retires segments the
+    /// old log, still the one named, needs.
+    RenameErrorIgnored,
 }
 
 impl Canary {
     /// Every canary, in table order.
-    pub const ALL: [Canary; 28] = [
+    pub const ALL: [Canary; 30] = [
         Canary::SegNoFsync,
         Canary::SealNoDirSync,
         Canary::FrameBeforeRegister,
@@ -116,6 +123,8 @@ impl Canary {
         Canary::SeqFromLiveSet,
         Canary::CutNoFsync,
         Canary::CompactRenameBeforeFsync,
+        Canary::DirSyncErrorIgnored,
+        Canary::RenameErrorIgnored,
     ];
 
     /// The kebab-case name the command line uses.
@@ -149,6 +158,8 @@ impl Canary {
             Canary::SeqFromLiveSet => "seq-from-live-set",
             Canary::CutNoFsync => "cut-no-fsync",
             Canary::CompactRenameBeforeFsync => "compact-rename-before-fsync",
+            Canary::DirSyncErrorIgnored => "dir-sync-error-ignored",
+            Canary::RenameErrorIgnored => "rename-error-ignored",
         }
     }
 
@@ -188,6 +199,10 @@ impl Canary {
             Canary::SeqFromLiveSet => "a new segment's seq is one past the highest live one (dropped seqs reused)",
             Canary::CutNoFsync => "recovery's cut of a torn tail is not fsynced before the next append",
             Canary::CompactRenameBeforeFsync => "manifest compaction renames its new ledger before fsyncing it",
+            Canary::DirSyncErrorIgnored => {
+                "a failed directory fsync in seal is ignored (the segment's name may not be durable)"
+            }
+            Canary::RenameErrorIgnored => "a failed rename of the rewrite's log is ignored and segments are retired",
         }
     }
 }

@@ -96,6 +96,11 @@ impl Store {
                 // After a point-in-time cut the sweep waits (nothing is
                 // removed after damage): strays are expected until then.
                 for name in names.iter().filter(|_| !self.sweep_pending) {
+                    if self.leftovers.contains(name) {
+                        // A failed step's file whose removal failed too:
+                        // the store knows it (see `Store::leftovers`).
+                        continue;
+                    }
                     if name.ends_with(".seg") && !self.manifest.is_live_file(name) {
                         v(format!("unregistered segment file {name} in the directory"));
                     }

@@ -32,7 +32,7 @@ mod segments;
 mod value;
 mod view;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -117,6 +117,12 @@ pub struct Store {
     /// files may remain until a rewrite or the next open, and the audit
     /// does not count them.
     sweep_pending: bool,
+    /// Files this store made and then failed to remove when the step that
+    /// made them failed (a half-built segment, a failed rewrite's temp
+    /// file: the failure's cleanup `unlink` failed too). Harmless — no log
+    /// names them, the next open's sweep removes them — but not forgotten:
+    /// the audit expects exactly these.
+    leftovers: BTreeSet<String>,
     /// The directory's lock: `Exclusive`, or `Shared` for a read-only
     /// store. Declared last because fields drop in order: the lock goes
     /// only after every file the store holds is closed.
@@ -124,6 +130,14 @@ pub struct Store {
 }
 
 impl Store {
+    /// Remove `path` (called `name` in the directory), a file a failed step
+    /// made; if that fails too, remember it (see [`Store::leftovers`]).
+    fn remove_or_remember(&mut self, path: &std::path::Path, name: String) {
+        if self.vfs.unlink(path).is_err() {
+            self.leftovers.insert(name);
+        }
+    }
+
     /// Run one command at the store's clock.
     pub fn execute(&mut self, command: &Command) -> Result<Reply> {
         let now_ms = self.clock.now_ms();

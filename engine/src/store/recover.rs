@@ -170,6 +170,7 @@ impl Store {
             used_memory: 0,
             poisoned: None,
             sweep_pending: false,
+            leftovers: BTreeSet::new(),
             lock,
         };
         assert_eq!(store.aof.is_none(), store.is_read_only());

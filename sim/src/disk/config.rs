@@ -77,6 +77,12 @@ pub struct DiskConfig {
     /// lost, cut to zero or with junk before its first byte, or a stray
     /// file appears — and the damage is named in the outcome.
     pub p_env_damage: f64,
+    /// Any other operation fails with EIO, changing nothing: an open or a
+    /// create, a rename, an unlink, a `set_len`, a length, a directory
+    /// listing, an `exists`, a `create_dir_all`, a `sync_dir` (every
+    /// pending entry change stays pending: none is made durable, none is
+    /// dropped), and taking a lock.
+    pub p_meta_eio: f64,
 }
 
 /// The largest sector size a disk accepts.
@@ -98,6 +104,7 @@ impl DiskConfig {
             p_media_corruption: 0.0,
             p_torn_garbage: 0.0,
             p_env_damage: 0.0,
+            p_meta_eio: 0.0,
         }
     }
 
@@ -118,6 +125,7 @@ impl DiskConfig {
             ("p_media_corruption", self.p_media_corruption),
             ("p_torn_garbage", self.p_torn_garbage),
             ("p_env_damage", self.p_env_damage),
+            ("p_meta_eio", self.p_meta_eio),
         ];
         for (name, p) in probabilities {
             assert!((0.0..=1.0).contains(&p), "{name} must be a probability, not {p}");

@@ -36,7 +36,11 @@ pub(super) struct Faults {
     rng: Option<ChaCha8Rng>,
     seed: u64,
     enabled: bool,
-    /// `sim explore --faults`: the one I/O whose read, write, fsync or map
+    /// The harness is observing (an audit listing the directory): no
+    /// fault fires, not even the armed one, and no index is noted as one
+    /// where it could.
+    observing: bool,
+    /// `sim explore --faults`: the one I/O (of any kind) that
     /// fails (EIO), whatever `enabled` says.
     armed: Armed,
 }
@@ -54,7 +58,7 @@ enum Armed {
 
 impl Faults {
     pub fn new() -> Self {
-        Faults { rng: None, seed: 0, enabled: true, armed: Armed::Never }
+        Faults { rng: None, seed: 0, enabled: true, observing: false, armed: Armed::Never }
     }
 
     /// Decisions from now on come from `seed`'s stream.
@@ -74,14 +78,17 @@ impl Faults {
         self.enabled = on;
     }
 
-    /// Make the read, write, fsync or map at I/O `index` fail with EIO (once);
-    /// an I/O of another kind there lets it pass unfired.
+    pub fn set_observing(&mut self, on: bool) {
+        self.observing = on;
+    }
+
+    /// Make the I/O at `index` fail with EIO (once), whatever its kind.
     pub fn arm_at(&mut self, index: u64) {
         self.armed = Armed::At(index);
     }
 
     /// Arm nothing, but note every index where an armed fault would fire
-    /// (each read, write, fsync and map that could fail), for
+    /// (every I/O but the harness's observations), for
     /// [`Faults::faultable`].
     pub fn note_faultable(&mut self) {
         self.armed = Armed::Noting(Vec::new());
@@ -104,9 +111,12 @@ impl Faults {
         }
     }
 
-    /// Whether the read, write, fsync or map at `index` is the armed one (it
+    /// Whether the I/O at `index` is the armed one (it
     /// fires now). Draws nothing: the seeded streams are untouched.
     pub fn take_armed(&mut self, index: u64) -> bool {
+        if self.observing {
+            return false;
+        }
         match &mut self.armed {
             Armed::At(at) if *at == index => {
                 self.armed = Armed::Fired;
@@ -122,14 +132,23 @@ impl Faults {
 
     /// Whether an event of probability `p` happens; draws only if it could.
     fn chance(&mut self, p: f64) -> bool {
-        self.enabled && p > 0.0 && self.rng().gen_bool(p)
+        self.enabled && !self.observing && p > 0.0 && self.rng().gen_bool(p)
     }
 
     /// Whether growing the disk's volatile bytes from `volatile_bytes` by
     /// `growth_bytes` runs past the capacity. Not random, but a fault all
     /// the same: off when faults are off.
     pub fn no_space(&self, config: &DiskConfig, volatile_bytes: u64, growth_bytes: u64) -> bool {
-        self.enabled && growth_bytes > 0 && volatile_bytes.saturating_add(growth_bytes) > config.capacity_bytes
+        self.enabled
+            && !self.observing
+            && growth_bytes > 0
+            && volatile_bytes.saturating_add(growth_bytes) > config.capacity_bytes
+    }
+
+    /// Whether an operation that is not a read, write, fsync or map fails
+    /// (see [`DiskConfig::p_meta_eio`]).
+    pub fn meta(&mut self, config: &DiskConfig) -> bool {
+        self.chance(config.p_meta_eio)
     }
 
     /// The fate of a write of `len_bytes` at `offset_bytes`.

@@ -32,6 +32,7 @@ use engine::vfs::{LockGuard, LockMode};
 
 use super::file::lock;
 use super::ops::{power_lost, Disk};
+use crate::trace::FaultKind;
 
 /// What a guard handed out by the simulated disk holds (see the module
 /// doc).
@@ -62,6 +63,13 @@ pub(super) fn acquire(shared: &Arc<Mutex<Disk>>, disk: &mut Disk, dir: &Path, mo
     }
     if !disk.fs.dirs.contains_key(dir) {
         return Err(io::Error::new(io::ErrorKind::NotFound, format!("{}: no such directory", dir.display())));
+    }
+    // Not an I/O (no index): only the seeded stream can fail it, and it
+    // is counted with the other failed metadata operations.
+    if disk.faults.meta(&disk.config) {
+        let index = disk.io_index;
+        disk.inject(index, FaultKind::MetaEio);
+        return Err(io::Error::other("lock failed (simulated EIO)"));
     }
     disk.locks.acquire(dir, mode)?;
     let held = SimLock { disk: shared.clone(), dir: dir.to_path_buf(), mode, epoch: disk.epoch };

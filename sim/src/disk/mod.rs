@@ -50,10 +50,21 @@
 //! then on.
 //!
 //! # Faults and crash points
-//! Writes can fail with EIO (maybe after a sector-aligned short write),
-//! fsyncs with EIO that drops the file's dirty data (fsyncgate: the next
-//! fsync succeeds), reads and maps with EIO, growth with `StorageFull`
-//! past the capacity; reads can return one flipped bit (transient). Each
+//! Every operation can fail. Writes fail with EIO (maybe after a
+//! sector-aligned short write), fsyncs with EIO that drops the file's
+//! dirty data (fsyncgate: the next fsync succeeds), reads and maps with
+//! EIO, growth with `StorageFull` past the capacity; reads can return one
+//! flipped bit (transient). Every other operation — an open or create, a
+//! rename, an unlink, a `set_len`, a length, a listing, an `exists`, a
+//! `create_dir_all`, a `sync_dir`, taking a lock — fails with EIO and
+//! changes nothing (`p_meta_eio`): a failed `sync_dir` leaves every
+//! pending entry change pending, none made durable and none dropped, so
+//! an engine must not count a rename or a creation durable after it (the
+//! segsim store fail-stops). One decision point decides them all
+//! (`ops.rs`, `Disk::run`, as Pebble's `errorfs` consults one injector
+//! before each operation; the lock, not an indexed I/O, asks the same
+//! stream). The harness's own observations (an audit's listing) run
+//! observing: no fault fires there. Each
 //! decision draws from a stream the driver reseeds per workload operation
 //! ([`SimVfs::begin_op`]), and only when its probability is non-zero.
 //! Every `Vfs` and `VfsFile` call is one I/O operation with a global index,
@@ -191,9 +202,18 @@ impl SimVfs {
         self.disk().faults.set_enabled(on);
     }
 
-    /// Make the read, write, fsync or map at global I/O index `io_index` fail
-    /// with EIO, once, even where faults are turned off (`sim explore
-    /// --faults`). An I/O of another kind at that index lets it pass.
+    /// The harness observes (on) or stops observing (off): while it does,
+    /// no fault fires — seeded or armed — and no index is noted as
+    /// faultable. An audit that lists the directory is an observation, not
+    /// part of the workload or the recovery under test.
+    pub fn set_observing(&self, on: bool) {
+        self.disk().faults.set_observing(on);
+    }
+
+    /// Make the I/O at global I/O index `io_index` fail with EIO, once,
+    /// even where faults are turned off (`sim explore --faults`): a read,
+    /// write, fsync or map as its own fault kind does, any other operation
+    /// changing nothing (`FaultKind::MetaEio`).
     pub fn arm_fault_at(&self, io_index: u64) {
         self.disk().faults.arm_at(io_index);
     }

@@ -104,7 +104,14 @@ impl Disk {
             Some(CrashPoint::AtMark(_) | CrashPoint::AtNamedMark(_)) | None => false,
         };
         self.crash_reached |= due;
-        let result = if self.crash_reached { Err(power_lost()) } else { op(self, index) };
+        let result = if self.crash_reached {
+            Err(power_lost())
+        } else if kind.is_metadata() && (self.faults.take_armed(index) || self.faults.meta(&self.config)) {
+            self.inject(index, FaultKind::MetaEio);
+            Err(io::Error::other(format!("{kind:?} failed (simulated EIO)")))
+        } else {
+            op(self, index)
+        };
         self.trace.push(Event::Io { index, kind, name, offset: offset_bytes, len: len_bytes, ok: result.is_ok() });
         result
     }

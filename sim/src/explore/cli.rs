@@ -104,7 +104,7 @@ pub struct ExploreCommon {
     pub then_state: Option<usize>,
 
     /// Also recover every distinct state that passed once per I/O index
-    /// of its recovery and probe, with the read, write, fsync or map there
+    /// of its recovery and probe, with the I/O there (any kind)
     /// failing (EIO): the open may fail, not as corruption, and must
     /// succeed the next time; a poisoned store loses the power and what it
     /// acknowledged must come back.

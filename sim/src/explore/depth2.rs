@@ -167,7 +167,8 @@ pub(super) fn explore<T: Target>(
                 report.counts.capped = true;
                 break;
             }
-            let (states, hashes) = hashed.as_ref().expect("a run before the cap was enumerated");
+            let pair = super::plan::states_of(hashed, run, options);
+            let (states, hashes) = (&pair.0, &pair.1);
             let chosen = super::plan::chosen_states(
                 "--then-state",
                 "recovery crash index",

@@ -8,7 +8,7 @@
 //! ignored, a failed append acknowledged — were left to the random mode's
 //! dice. Here every distinct recovered state that passed its checks is
 //! recovered again once per I/O index of its recovery and probe, with the
-//! read, write, fsync or map at that index failing with EIO
+//! I/O at that index failing with EIO (any kind: a read, write, fsync, map, open, rename, unlink, set_len, listing or sync_dir)
 //! ([`Target::recover_with_fault`]). Only those indices are run: a
 //! fault-free run of each recovery first notes where a fault can fire
 //! (its reads, writes, fsyncs and maps, not its renames, lengths or
@@ -40,7 +40,7 @@ use crate::systems::{Recording, Target};
 
 /// Explore `--faults` over the recoveries of `plan` that passed (`failed`
 /// is by plan recovery): the counts, and the failures in merge order.
-/// `Err` names a `--fault-io` that is no read, write, fsync or map of the
+/// `Err` names a `--fault-io` that is no I/O of the
 /// recovery.
 pub(super) fn explore<T: Target>(
     target: &T,
@@ -160,7 +160,7 @@ mod tests {
     }
 
     /// Every recovery of seed 8's and seed 10's short workloads, each
-    /// read, write, fsync and map of it failing in turn: the engine survives
+    /// I/O of it failing in turn: the engine survives
     /// all, and the report is the same for any number of jobs.
     #[test]
     fn the_engine_survives_one_failing_io_in_every_recovery() {

@@ -50,7 +50,7 @@
 //!    recovered system's.
 //! 5. **Fail the recoveries' I/Os** (`--faults`, `faults.rs`). Each
 //!    distinct recovered state that passed is recovered once more per
-//!    I/O index of its recovery and probe, with the read, write, fsync or map
+//!    I/O index of its recovery and probe, with the I/O (of any kind: a read, write, fsync or map, or an open, rename, unlink, set_len, directory listing or sync_dir)
 //!    there failing (EIO) ([`Target::recover_with_fault`]), and judged in
 //!    the image's own contexts: a transient error may fail the open, never
 //!    as corruption, and the next open must succeed; a poisoned store
@@ -88,7 +88,7 @@
 //! and crashes *during* a recovery are explored only inside the
 //! workload's own `CRASH`, `RESTART` and `KILL`; depth 2 adds one crash
 //! at every I/O of each recovery and its probe, never a third. I/O faults
-//! only with `--faults`: one EIO per recovery, on a read, write, fsync or map
+//! only with `--faults`: one EIO per recovery, on any I/O
 //! (no short write, no ENOSPC, none in the recorded workload, none
 //! together with a second crash). No media corruption: bit flips, rot and
 //! lost files are the random mode's, and so are the planted bugs only
@@ -103,6 +103,7 @@
 mod cli;
 mod depth2;
 mod faults;
+mod merged;
 pub(crate) mod parallel;
 mod plan;
 mod report;
@@ -115,6 +116,7 @@ use crate::systems::{Recording, Target};
 use parallel::map_in_order;
 
 pub use cli::{cli, options, run as explore_and_report, ExploreCommon};
+pub use merged::{is_explore_report, ExploreTotals, MergedFailure};
 pub use report::{Depth2Report, ExploreFailure, ExploreReport, FaultsReport, PhaseSeconds, MAX_FAILURES_KEPT};
 
 /// Workload operations by default: long enough for a few of the

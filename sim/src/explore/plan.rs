@@ -119,7 +119,8 @@ pub(super) fn plan<T: Target>(
             plan.capped = true;
             break;
         }
-        let (states, hashes) = hashed.as_ref().expect("a run before the cap was enumerated");
+        let pair = states_of(hashed, run, options);
+        let (states, hashes) = (&pair.0, &pair.1);
         let chosen =
             chosen_states("--only-state", "crash index", options.only_state, run.first_io_index, states.len())?;
         if let Some(state) = options.only_state {
@@ -208,6 +209,23 @@ pub(super) fn hash_runs<R: Sync>(
         enumerated.fetch_add(per_index * run.len, Ordering::Relaxed);
         Some((states, hashes))
     })
+}
+
+/// `run`'s states and their hashes: as [`hash_runs`] enumerated them, or
+/// enumerated here when it skipped the run. With several jobs it can skip
+/// a run the in-order check loop still needs: its cap is a count shared by
+/// every worker, and later runs, taken by another worker first, may reach
+/// it before this one was taken. (The report does not depend on `--jobs`:
+/// the loop decides by the states of the runs before, in order.)
+pub(super) fn states_of<'h>(
+    hashed: &'h Hashed,
+    run: &Run,
+    options: &ExploreOptions,
+) -> std::borrow::Cow<'h, (Vec<CrashState>, Vec<u64>)> {
+    match hashed {
+        Some(pair) => std::borrow::Cow::Borrowed(pair),
+        None => std::borrow::Cow::Owned(hash_states(run, options)),
+    }
 }
 
 /// The states of one crash index to recover: all of them, or the one a

@@ -28,7 +28,7 @@ pub struct ExploreFailure {
     /// where the power went again, and the crash state's number there.
     pub then: Option<(u64, usize)>,
     /// `--faults`: the I/O index of that state's recovery (and probe)
-    /// whose read, write, fsync or map failed.
+    /// whose I/O failed (any kind).
     pub fault_io: Option<u64>,
     /// The workload operation under way at the crash.
     pub op: String,
@@ -291,7 +291,7 @@ impl ExploreReport {
         }
         if let Some(faults) = &self.faults {
             out.push_str(&format!(
-                "  faults: {} recoveries rerun once per read, write, fsync and map: {} runs, {} faults fired, {:.2} \
+                "  faults: {} recoveries rerun once per I/O: {} runs, {} faults fired, {:.2} \
                  s{}\n",
                 faults.recoveries,
                 faults.runs,

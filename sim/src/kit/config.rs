@@ -120,6 +120,7 @@ fn draw_disk(rng: &mut ChaCha8Rng, detects_damage: bool, allowed: Harsh) -> Disk
         p_media_corruption: if detects_damage { maybe(rng, 0.02, 0.2) } else { 0.0 },
         p_torn_garbage: rng.gen_range(0.0..0.5),
         p_env_damage: 0.0,
+        p_meta_eio: 0.0,
     };
     DiskConfig {
         p_torn_garbage: if allowed.torn_garbage { disk.p_torn_garbage } else { 0.0 },
@@ -162,7 +163,7 @@ impl<C> KitConfig<C> {
             1 | 2 => 3_000,
             _ => 24,
         };
-        KitConfig {
+        let mut config = KitConfig {
             seed,
             ops: ops.unwrap_or_else(|| adapter.default_ops()),
             disk,
@@ -176,7 +177,11 @@ impl<C> KitConfig<C> {
             inner_crash_rate: rng.gen_range(0.0..0.05),
             audit_every: rng.gen_range(16..64),
             p_crash_in_recovery: one_of(&mut rng, &[0.0, 0.0, 0.2]),
-        }
+        };
+        // Drawn last, so the draws above mean what they meant before it:
+        // opens, renames, unlinks, directory fsyncs, set_len and locks fail.
+        config.disk.p_meta_eio = maybe(&mut rng, 0.001, 0.02);
+        config
     }
 }
 

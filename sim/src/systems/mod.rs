@@ -199,7 +199,7 @@ impl<C> RecoveryRecording<C> {
 
 /// One recovery with one I/O failing (`sim explore --faults`): what it
 /// returned, whether the armed fault fired (the I/O at that index was a
-/// read, write, fsync or map), and — for a recovery with no fault armed — the
+/// I/O of any kind but one the harness made observing), and — for a recovery with no fault armed — the
 /// I/O indices where one could have fired.
 #[derive(Clone, Debug)]
 pub struct FaultedRecovery<R> {
@@ -306,7 +306,7 @@ pub trait Target: Sync {
     fn record_recovery(&self, seed: u64, image: &DiskImage, key: u64) -> RecoveryRecording<Self::Context>;
 
     /// For `sim explore --faults`: [`Target::recover`] once more, with the
-    /// read, write, fsync or map at I/O index `fault_io` of the recovery and
+    /// I/O (of any kind) at index `fault_io` of the recovery and
     /// probe failing with EIO (`None`: no fault, noting the indices where
     /// one could fire). The
     /// system must treat the error as what it is — a failed open retried,

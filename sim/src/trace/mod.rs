@@ -42,6 +42,14 @@ pub enum IoKind {
     Exists,
 }
 
+impl IoKind {
+    /// Whether it is neither a read, a write, an fsync nor a map: the
+    /// operations [`FaultKind::MetaEio`] fails, changing nothing.
+    pub fn is_metadata(self) -> bool {
+        !matches!(self, IoKind::Read | IoKind::Write | IoKind::Sync | IoKind::Map)
+    }
+}
+
 /// An injected fault.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[allow(missing_docs)]
@@ -58,11 +66,13 @@ pub enum FaultKind {
     FileTruncated,
     JunkPrepended,
     StrayFile,
+    /// An operation other than a read, write, fsync or map failed (EIO).
+    MetaEio,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 12] = [
+    pub const ALL: [FaultKind; 13] = [
         FaultKind::WriteEio,
         FaultKind::ShortWrite,
         FaultKind::FsyncEio,
@@ -75,6 +85,7 @@ impl FaultKind {
         FaultKind::FileTruncated,
         FaultKind::JunkPrepended,
         FaultKind::StrayFile,
+        FaultKind::MetaEio,
     ];
 
     /// The name used in summaries and JSON.
@@ -92,6 +103,7 @@ impl FaultKind {
             FaultKind::FileTruncated => "file_truncated",
             FaultKind::JunkPrepended => "junk_prepended",
             FaultKind::StrayFile => "stray_file",
+            FaultKind::MetaEio => "meta_eio",
         }
     }
 }

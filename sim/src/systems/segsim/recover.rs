@@ -87,7 +87,7 @@ impl Recovery {
         self.run_observed(&mut Unobserved, None)
     }
 
-    /// [`Recovery::run`] with the read, write, fsync or map at I/O index
+    /// [`Recovery::run`] with the I/O at index
     /// `fault_io` failing (EIO) once — `sim explore --faults` — or, with
     /// `None`, plainly, noting the I/O indices where a fault could fire.
     pub(super) fn run_with_fault(self, fault_io: Option<u64>) -> FaultedRecovery<Outcome> {
@@ -138,7 +138,7 @@ impl Recovery {
             let store = driver.store();
             let dump =
                 store.logical_dump().map_err(|e| (Check::Dump, format!("logical_dump failed after recovery: {e}")))?;
-            let violations = store.audit().into_iter().map(|v| v.0).collect();
+            let violations = driver.audit_fault_free().into_iter().map(|v| v.0).collect();
             driver.checker_mut().rebase(dump.clone());
             if let Some(at) = recovered_at_io {
                 *at = Some(opened_at_io);

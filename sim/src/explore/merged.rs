@@ -1,0 +1,148 @@
+//! Explorations added up: what `sim merge` makes of the `--json` reports
+//! of many `sim explore` runs (a fleet's shards each explore a range of
+//! seeds at night), beside the random mode's summaries in the same merge.
+//!
+//! Sums are order-independent and failures are kept by (target, seed), so
+//! merging the same files in any order prints the same report.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+/// One exploration's failure, as a merged report lists it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct MergedFailure {
+    /// The target explored.
+    pub target: String,
+    /// The seed explored.
+    pub seed: u64,
+    /// The failed check.
+    pub check: String,
+    /// The command that explores exactly that state again.
+    pub repro: String,
+}
+
+/// Totals over many exploration reports.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ExploreTotals {
+    /// Explorations (seeds) per target.
+    pub seeds: BTreeMap<String, u64>,
+    /// Crash states enumerated at depth 1, over every report.
+    pub states: u64,
+    /// Distinct recoveries at depth 1.
+    pub distinct_states: u64,
+    /// Crash states at depth 2, where a report explored there.
+    pub depth2_states: u64,
+    /// Recoveries rerun with one I/O failing (`--faults`).
+    pub fault_runs: u64,
+    /// Failing states, summed.
+    pub failures_total: u64,
+    /// The first failure of each failing exploration.
+    pub failures: Vec<MergedFailure>,
+}
+
+/// Whether `value` is an exploration report (not a random-mode summary).
+pub fn is_explore_report(value: &Value) -> bool {
+    value.get("states").is_some() && value.get("recorded_ios").is_some()
+}
+
+fn number(value: &Value, path: &[&str]) -> u64 {
+    path.iter().try_fold(value, |v, key| v.get(key)).and_then(Value::as_u64).unwrap_or(0)
+}
+
+impl ExploreTotals {
+    /// Add one report (as `sim explore --json` prints it); errors name the
+    /// missing field.
+    pub fn add(&mut self, report: &Value) -> Result<(), String> {
+        let target = report.get("target").and_then(Value::as_str).ok_or("no string `target`")?;
+        let seed = report.get("seed").and_then(Value::as_u64).ok_or("no number `seed`")?;
+        *self.seeds.entry(target.to_string()).or_default() += 1;
+        self.states += number(report, &["states"]);
+        self.distinct_states += number(report, &["distinct_states"]);
+        self.depth2_states += number(report, &["depth2", "states"]);
+        self.fault_runs += number(report, &["faults", "runs"]);
+        let failures = number(report, &["failures_total"]);
+        self.failures_total += failures;
+        if let Some(first) = report.get("failures").and_then(Value::as_array).and_then(|f| f.first()) {
+            let text = |key: &str| first.get(key).and_then(Value::as_str).unwrap_or("").to_string();
+            self.failures.push(MergedFailure {
+                target: target.to_string(),
+                seed,
+                check: text("check"),
+                repro: text("repro"),
+            });
+            self.failures.sort();
+        } else if failures > 0 {
+            return Err(format!("{failures} failures but no `failures` list"));
+        }
+        Ok(())
+    }
+
+    /// Whether any exploration was added.
+    pub fn is_empty(&self) -> bool {
+        self.seeds.is_empty()
+    }
+
+    /// The human report.
+    pub fn to_text(&self) -> String {
+        let seeds: Vec<String> = self.seeds.iter().map(|(t, n)| format!("{t}={n}")).collect();
+        let mut out = format!(
+            "explored seeds: {}; {} crash states, {} distinct recovered, {} at depth 2, {} faulted recoveries\n",
+            seeds.join(" "),
+            self.states,
+            self.distinct_states,
+            self.depth2_states,
+            self.fault_runs
+        );
+        if self.failures.is_empty() {
+            out.push_str("no exploration failed\n");
+        }
+        for failure in &self.failures {
+            let _ = writeln!(out, "EXPLORE FAILED: {} seed {} check '{}'", failure.target, failure.seed, failure.check);
+            let _ = writeln!(out, "  repro: {}", failure.repro);
+        }
+        out
+    }
+
+    /// The JSON object (the `explore` field of a merged report).
+    pub fn to_json(&self) -> Value {
+        let failures: Vec<Value> = self
+            .failures
+            .iter()
+            .map(|f| json!({"target": f.target, "seed": f.seed, "check": f.check, "repro": f.repro}))
+            .collect();
+        json!({
+            "seeds": self.seeds,
+            "states": self.states,
+            "distinct_states": self.distinct_states,
+            "depth2_states": self.depth2_states,
+            "fault_runs": self.fault_runs,
+            "failures_total": self.failures_total,
+            "failures": failures,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_add_up_whatever_the_order() {
+        let clean = json!({"target": "segsim", "seed": 1, "states": 10, "distinct_states": 4, "recorded_ios": 9,
+            "failures_total": 0, "failures": [], "depth2": {"states": 7}, "faults": {"runs": 3}});
+        let failed = json!({"target": "redb", "seed": 2, "states": 5, "distinct_states": 2, "recorded_ios": 3,
+            "failures_total": 2, "failures": [{"check": "durability", "repro": "sim explore --target redb --seed 2"}]});
+        assert!(is_explore_report(&clean) && !is_explore_report(&json!({"seeds": 3, "ops": 9})));
+        let (mut a, mut b) = (ExploreTotals::default(), ExploreTotals::default());
+        a.add(&clean).unwrap();
+        a.add(&failed).unwrap();
+        b.add(&failed).unwrap();
+        b.add(&clean).unwrap();
+        assert_eq!(a, b);
+        assert_eq!((a.states, a.depth2_states, a.fault_runs, a.failures_total), (15, 7, 3, 2));
+        assert!(a.to_text().contains("EXPLORE FAILED: redb seed 2 check 'durability'"), "{}", a.to_text());
+        assert!(ExploreTotals::default().add(&json!({"seed": 1})).unwrap_err().contains("target"));
+    }
+}

@@ -50,9 +50,17 @@ fn value() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![(0u8..60).prop_map(|n| n.to_string().into_bytes()), proptest::collection::vec(any::<u8>(), 0..6)]
 }
 
-fn at_ms() -> impl Strategy<Value = u64> {
-    // From already-expired to a few seconds ahead of the clock's start.
-    (T0_MS - 1_000)..(T0_MS + 8_000)
+fn at_ms() -> impl Strategy<Value = i64> {
+    // From already-expired (negative included) to a few seconds ahead of
+    // the clock's start, with the edges drawn on purpose: a deadline at
+    // the clock's start, one just before it, and -1.
+    let t0 = T0_MS as i64;
+    prop_oneof![
+        8 => (t0 - 1_000)..(t0 + 8_000),
+        1 => Just(t0),
+        1 => Just(t0 - 1),
+        1 => Just(-1i64),
+    ]
 }
 
 fn command() -> impl Strategy<Value = Command> {

@@ -9,7 +9,7 @@
 use std::collections::{btree_map, BTreeMap};
 
 use super::accounting::promote_entry;
-use super::command::{parse_i64, Command, Reply};
+use super::command::{parse_int, Command, Reply};
 use super::row::{packed_bytes, Row};
 use super::value::{Entry, Value};
 use super::{Store, Window};
@@ -25,6 +25,29 @@ pub(super) fn unchanged_reply(command: &Command) -> Reply {
     match command {
         Command::Window { .. } => Reply::Ok,
         _ => Reply::Int(0),
+    }
+}
+
+/// A deadline `check` let through: never negative (see `past_deadline`).
+fn logged_deadline(at_ms: i64) -> u64 {
+    u64::try_from(at_ms).unwrap_or(0)
+}
+
+/// The write that `command` is at `now_ms` when its deadline has already
+/// passed (negative included): Redis deletes the key (`PEXPIREAT`, reply
+/// 1 if it was there) or the fields (`HPEXPIREAT`, here the count of
+/// fields deleted), and so does the store, logging the delete itself.
+/// Replay never reads the clock, so only the live path may decide that a
+/// deadline is past; what it logs is a plain `DEL` or `HDEL`. A deadline
+/// equal to the clock is not past: the key lives until the clock passes it.
+pub(super) fn past_deadline(command: &Command, now_ms: u64) -> Option<Command> {
+    let past = |at_ms: i64| i128::from(at_ms) < i128::from(now_ms);
+    match command {
+        Command::PExpireAt { key, at_ms } if past(*at_ms) => Some(Command::Del { keys: vec![key.clone()] }),
+        Command::HPExpireAt { key, at_ms, fields } if past(*at_ms) => {
+            Some(Command::HDel { key: key.clone(), fields: fields.clone() })
+        }
+        _ => None,
     }
 }
 
@@ -127,6 +150,11 @@ impl Store {
                 Some(Value::Str(_)) => return Err(wrong_type(key, "hash")),
                 _ => true,
             },
+            Command::PExpireAt { at_ms, .. } | Command::HPExpireAt { at_ms, .. } if *at_ms < 0 => {
+                // The live path turns a past deadline into a delete
+                // (`past_deadline`), so a logged one is never negative.
+                return Err(Error::Invalid(format!("a logged deadline is negative: {at_ms}")));
+            }
             Command::HDel { key, fields } | Command::HPExpireAt { key, fields, .. } => {
                 match self.map.get(key).map(|e| &e.value) {
                     None => false,
@@ -198,7 +226,7 @@ impl Store {
                 None => Reply::Int(0),
                 Some(entry) => {
                     assert!(!matches!(entry.value, Value::Cold(_)), "a stub never carries a TTL");
-                    entry.expire_at_ms = Some(at_ms);
+                    entry.expire_at_ms = Some(logged_deadline(at_ms));
                     Reply::Int(1)
                 }
             },
@@ -210,7 +238,7 @@ impl Store {
                 let mut set = 0;
                 if let Some(Entry { value: Value::Hash(row), .. }) = self.map.get_mut(&key) {
                     for field in &fields {
-                        if row.set_expiry(field, Some(at_ms)) {
+                        if row.set_expiry(field, Some(logged_deadline(at_ms))) {
                             set += 1;
                         }
                     }
@@ -329,7 +357,7 @@ impl Store {
             .range(prefix.clone()..)
             .take_while(|(k, _)| k.starts_with(&prefix))
             .filter_map(|(_, e)| match &e.value {
-                Value::Hash(row) => row.get(column).and_then(|f| parse_i64("", f.value).ok()),
+                Value::Hash(row) => row.get(column).and_then(|f| parse_int(f.value)),
                 _ => None,
             })
             .max()
@@ -342,7 +370,7 @@ impl Store {
 fn note_window_value(windows: &mut BTreeMap<Vec<u8>, Window>, key: &[u8], field: &[u8], value: &[u8]) {
     for (table, window) in windows.iter_mut() {
         if window.column == field && table_holds(table, key) {
-            if let Ok(v) = parse_i64("window column", value) {
+            if let Some(v) = parse_int(value) {
                 window.max_seen = Some(window.max_seen.map_or(v, |m| m.max(v)));
             }
         }

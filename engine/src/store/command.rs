@@ -54,24 +54,27 @@ pub enum Command {
         /// The key.
         key: Vec<u8>,
     },
-    /// `PEXPIREAT key unix_ms`: the key expires at that instant.
+    /// `PEXPIREAT key unix_ms`: the key expires once the clock passes
+    /// that instant; a deadline already past (negative included) deletes
+    /// it, as in Redis (the store logs a `DEL`).
     PExpireAt {
         /// The key.
         key: Vec<u8>,
-        /// Absolute expiry, Unix milliseconds.
-        at_ms: u64,
+        /// Absolute deadline, Unix milliseconds (may be negative: past).
+        at_ms: i64,
     },
     /// `PERSIST key`: remove the key's TTL.
     Persist {
         /// The key.
         key: Vec<u8>,
     },
-    /// `HPEXPIREAT key unix_ms field [field ...]`: field TTLs.
+    /// `HPEXPIREAT key unix_ms field [field ...]`: field TTLs; a deadline
+    /// already past deletes the fields (the store logs an `HDEL`).
     HPExpireAt {
         /// The key.
         key: Vec<u8>,
-        /// Absolute expiry, Unix milliseconds.
-        at_ms: u64,
+        /// Absolute deadline, Unix milliseconds (may be negative: past).
+        at_ms: i64,
         /// The fields.
         fields: Vec<Vec<u8>>,
     },
@@ -114,17 +117,42 @@ fn arity(name: &str, argc: usize, ok: bool) -> Result<()> {
 /// The longest command name; a longer first argument names no command.
 const NAME_MAX_BYTES: usize = 10;
 
-/// Parse a base-10 integer argument.
-pub fn parse_i64(what: &str, bytes: &[u8]) -> Result<i64> {
-    std::str::from_utf8(bytes)
-        .ok()
-        .and_then(|s| s.parse::<i64>().ok())
-        .ok_or_else(|| Error::Invalid(format!("{what} is not an integer: {:?}", String::from_utf8_lossy(bytes))))
+/// Redis's reply to an argument that is not an integer as it spells them.
+pub const NOT_AN_INTEGER: &str = "value is not an integer or out of range";
+
+/// Parse an integer as Redis does (`string2ll`): an optional `-`, then
+/// decimal digits with no leading zero (`0` alone is fine, `-0` is not),
+/// in i64 range. No `+`, no spaces, no leading zeros: Rust's own parser
+/// takes `+5` and `007`, which Redis refuses.
+pub fn parse_int(bytes: &[u8]) -> Option<i64> {
+    let (negative, digits) = match bytes.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, bytes),
+    };
+    match digits {
+        [] => return None,
+        [b'0'] => return (!negative).then_some(0),
+        [b'0', ..] => return None,
+        _ => {}
+    }
+    let mut value: i64 = 0;
+    for &digit in digits {
+        if !digit.is_ascii_digit() {
+            return None;
+        }
+        // Accumulate negatively: i64::MIN has no positive twin.
+        value = value.checked_mul(10)?.checked_sub(i64::from(digit - b'0'))?;
+    }
+    if negative {
+        Some(value)
+    } else {
+        value.checked_neg()
+    }
 }
 
-fn parse_ms(bytes: &[u8]) -> Result<u64> {
-    let ms = parse_i64("expiry time", bytes)?;
-    u64::try_from(ms).map_err(|_| Error::Invalid(format!("expiry time is negative: {ms}")))
+/// [`parse_int`] for a command's argument: refused with Redis's text.
+pub fn parse_i64(bytes: &[u8]) -> Result<i64> {
+    parse_int(bytes).ok_or_else(|| Error::Invalid(NOT_AN_INTEGER.into()))
 }
 
 /// A command parsed but for an `HSET`, whose arguments stay borrowed:
@@ -206,7 +234,7 @@ impl Command {
             }
             b"PEXPIREAT" => {
                 arity("PEXPIREAT", n, n == 3)?;
-                Command::PExpireAt { key: a(1), at_ms: parse_ms(arg(2))? }
+                Command::PExpireAt { key: a(1), at_ms: parse_i64(arg(2))? }
             }
             b"PERSIST" => {
                 arity("PERSIST", n, n == 2)?;
@@ -214,7 +242,7 @@ impl Command {
             }
             b"HPEXPIREAT" => {
                 arity("HPEXPIREAT", n, n >= 4)?;
-                Command::HPExpireAt { key: a(1), at_ms: parse_ms(arg(2))?, fields: all_from(3) }
+                Command::HPExpireAt { key: a(1), at_ms: parse_i64(arg(2))?, fields: all_from(3) }
             }
             b"FLUSHALL" => {
                 arity("FLUSHALL", n, n == 1)?;
@@ -222,7 +250,7 @@ impl Command {
             }
             b"WINDOW" => {
                 arity("WINDOW", n, n == 4)?;
-                let span = parse_i64("window span", arg(3))?;
+                let span = parse_i64(arg(3))?;
                 if span < 0 {
                     return Err(Error::Invalid(format!("window span is negative: {span}")));
                 }
@@ -324,8 +352,11 @@ mod tests {
         for (words, needle) in [
             (&["SET", "k"][..], "wrong number"),
             (&["HSET", "k", "f"][..], "wrong number"),
-            (&["PEXPIREAT", "k", "soon"][..], "not an integer"),
-            (&["PEXPIREAT", "k", "-5"][..], "negative"),
+            (&["PEXPIREAT", "k", "soon"][..], NOT_AN_INTEGER),
+            (&["PEXPIREAT", "k", "+5"][..], NOT_AN_INTEGER),
+            (&["PEXPIREAT", "k", "007"][..], NOT_AN_INTEGER),
+            (&["HPEXPIREAT", "k", "-0", "f"][..], NOT_AN_INTEGER),
+            (&["WINDOW", "t", "ts", "01"][..], NOT_AN_INTEGER),
             (&["WINDOW", "t", "ts", "-1"][..], "negative"),
             (&["FROB"][..], "unknown command"),
         ] {
@@ -336,6 +367,50 @@ mod tests {
         // No command name is longer than ten bytes, and none is accepted.
         let err = Command::parse(&args(&["HPEXPIREATX", "k"])).unwrap_err().to_string();
         assert!(err.contains("unknown command 'HPEXPIREATX'"), "{err}");
+    }
+
+    #[test]
+    fn integers_parse_as_redis_parses_them() {
+        for (text, want) in [
+            ("0", Some(0)),
+            ("5", Some(5)),
+            ("-5", Some(-5)),
+            ("10", Some(10)),
+            ("9223372036854775807", Some(i64::MAX)),
+            ("-9223372036854775808", Some(i64::MIN)),
+            ("9223372036854775808", None),
+            ("-9223372036854775809", None),
+            ("+5", None),
+            ("007", None),
+            ("00", None),
+            ("-0", None),
+            ("-007", None),
+            ("", None),
+            ("-", None),
+            (" 5", None),
+            ("5 ", None),
+            ("5x", None),
+            ("1e3", None),
+        ] {
+            assert_eq!(parse_int(text.as_bytes()), want, "{text:?}");
+        }
+        // A negative deadline is a deadline in the past, not a refusal.
+        let parsed = Command::parse(&args(&["PEXPIREAT", "k", "-1"])).unwrap();
+        assert_eq!(parsed, Command::PExpireAt { key: b"k".to_vec(), at_ms: -1 });
+    }
+
+    proptest! {
+        #[test]
+        fn canonical_integers_round_trip(n in any::<i64>()) {
+            prop_assert_eq!(parse_int(n.to_string().as_bytes()), Some(n));
+        }
+
+        #[test]
+        fn parse_int_never_takes_a_non_canonical_spelling(text in "[-+0-9 ]{0,22}") {
+            if let Some(n) = parse_int(text.as_bytes()) {
+                prop_assert_eq!(n.to_string(), text);
+            }
+        }
     }
 
     #[test]
@@ -370,8 +445,8 @@ mod tests {
             (arb_bytes(), proptest::collection::vec((arb_bytes(), arb_bytes()), 1..4))
                 .prop_map(|(key, pairs)| Command::HSet { key, pairs }),
             (arb_bytes(), keys()).prop_map(|(key, fields)| Command::HDel { key, fields }),
-            (arb_bytes(), 0u64..u64::MAX / 2).prop_map(|(key, at_ms)| Command::PExpireAt { key, at_ms }),
-            (arb_bytes(), 0u64..1 << 50, keys()).prop_map(|(key, at_ms, fields)| Command::HPExpireAt {
+            (arb_bytes(), any::<i64>()).prop_map(|(key, at_ms)| Command::PExpireAt { key, at_ms }),
+            (arb_bytes(), -(1i64 << 50)..1 << 50, keys()).prop_map(|(key, at_ms, fields)| Command::HPExpireAt {
                 key,
                 at_ms,
                 fields

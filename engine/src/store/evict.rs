@@ -15,7 +15,7 @@
 //! frame name a segment that never became durable — rows with no home.
 
 use super::apply::table_holds;
-use super::command::parse_i64;
+use super::command::parse_int;
 use super::command::Command;
 use super::row::{FieldRef, Row};
 use super::segments::segment_file_name;
@@ -132,11 +132,8 @@ impl Store {
             }
             let live = |slot: &FieldRef<'_>| !slot.is_expired(now_ms);
             let has_ttl = expire_at_ms.is_some() || fields.values().filter(live).any(|f| f.expire_at_ms.is_some());
-            let out = fields
-                .get(&window.column)
-                .filter(live)
-                .and_then(|f| parse_i64("window column", f.value).ok())
-                .is_some_and(|v| v < threshold);
+            let out =
+                fields.get(&window.column).filter(live).and_then(|f| parse_int(f.value)).is_some_and(|v| v < threshold);
             if out && has_ttl == with_ttl {
                 rows.push((key.as_slice(), fields));
             }

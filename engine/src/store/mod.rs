@@ -135,6 +135,8 @@ impl Store {
         if let Command::FlushAll = command {
             return self.flush_all(now_ms);
         }
+        let deleting = apply::past_deadline(command, now_ms);
+        let command = deleting.as_ref().unwrap_or(command);
         self.purge_expired(command, now_ms)?;
         if !self.check(command)? {
             return Ok(apply::unchanged_reply(command));

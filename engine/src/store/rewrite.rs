@@ -149,16 +149,22 @@ impl Store {
                         }
                     }
                     for (at_ms, fields) in by_expiry {
-                        emit(writer, Command::HPExpireAt { key: key.clone(), at_ms, fields })?;
+                        emit(writer, Command::HPExpireAt { key: key.clone(), at_ms: deadline_arg(at_ms), fields })?;
                     }
                 }
             }
             if let Some(at_ms) = entry.expire_at_ms.filter(|_| !canary!(RewriteDropsTtl)) {
-                emit(writer, Command::PExpireAt { key: key.clone(), at_ms })?;
+                emit(writer, Command::PExpireAt { key: key.clone(), at_ms: deadline_arg(at_ms) })?;
             }
         }
         Ok(named)
     }
+}
+
+/// A stored deadline as a command's argument. Every stored deadline came
+/// from a non-negative `i64`, so it fits.
+fn deadline_arg(at_ms: u64) -> i64 {
+    i64::try_from(at_ms).unwrap_or(i64::MAX)
 }
 
 /// Add `command` to the rewrite's batch, encoded from the command as it is.

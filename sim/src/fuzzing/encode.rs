@@ -10,7 +10,8 @@
 //! same plan back, and the corpus generator asserts it for every input it
 //! writes: a change in `arbitrary`'s format fails loudly, not silently.
 
-use super::plan::{Field, FuzzCrash, FuzzOp, FuzzPlan, FuzzStep, Key, KeySpace, Token};
+use super::plan::{Deadline, Field, FuzzCrash, FuzzOp, FuzzPlan, FuzzStep, Key, KeySpace, Token};
+use crate::workload::Misspelling;
 
 /// Bytes in the order `arbitrary` reads them.
 #[derive(Default)]
@@ -89,6 +90,22 @@ impl Encoder {
         self.list(&token.0, |e, byte| e.u8(*byte));
     }
 
+    fn deadline(&mut self, at: &Deadline, spelling: Option<&Misspelling>) {
+        match at {
+            Deadline::In(n) => {
+                self.variant(0, 2);
+                self.i16(*n);
+            }
+            Deadline::Negative(n) => {
+                self.variant(1, 2);
+                self.u16(*n);
+            }
+        }
+        let count = Misspelling::ALL.len() as u32;
+        // Fieldless, no explicit discriminants: `as` is the declaration index.
+        self.option(spelling, |e, how| e.variant(*how as u32, count));
+    }
+
     fn fields(&mut self, first: &Field, more: &[Field]) {
         self.field(first);
         self.list(more, Self::field);
@@ -124,13 +141,13 @@ impl Encoder {
                 self.key(key);
                 self.fields(first, more);
             }
-            FuzzOp::PExpireAt { key, in_ms } => {
+            FuzzOp::PExpireAt { key, at, spelling } => {
                 self.key(key);
-                self.i16(*in_ms);
+                self.deadline(at, spelling.as_ref());
             }
-            FuzzOp::HPExpireAt { key, in_ms, first, more } => {
+            FuzzOp::HPExpireAt { key, at, spelling, first, more } => {
                 self.key(key);
-                self.i16(*in_ms);
+                self.deadline(at, spelling.as_ref());
                 self.fields(first, more);
             }
             FuzzOp::Advance { ms } => self.u16(*ms),
@@ -220,9 +237,25 @@ mod tests {
             FuzzOp::HGet { key, field: Field::F(1) },
             FuzzOp::HDel { key, first: Field::Ts, more: vec![Field::F(2)] },
             FuzzOp::HGetAll { key },
-            FuzzOp::PExpireAt { key, in_ms: i16::MIN },
+            FuzzOp::PExpireAt { key, at: Deadline::In(i16::MIN), spelling: None },
+            FuzzOp::PExpireAt { key, at: Deadline::Negative(u16::MAX), spelling: Some(Misspelling::Plus) },
+            FuzzOp::PExpireAt { key, at: Deadline::In(0), spelling: Some(Misspelling::MinusZero) },
             FuzzOp::Persist { key },
-            FuzzOp::HPExpireAt { key, in_ms: i16::MAX, first: Field::F(0), more: vec![] },
+            FuzzOp::HPExpireAt { key, at: Deadline::In(i16::MAX), spelling: None, first: Field::F(0), more: vec![] },
+            FuzzOp::HPExpireAt {
+                key,
+                at: Deadline::Negative(0),
+                spelling: Some(Misspelling::ZeroZero),
+                first: Field::Ts,
+                more: vec![Field::F(1)],
+            },
+            FuzzOp::HPExpireAt {
+                key,
+                at: Deadline::In(-1),
+                spelling: Some(Misspelling::Zero),
+                first: Field::Ts,
+                more: vec![],
+            },
             FuzzOp::FlushAll,
             FuzzOp::Evict,
             FuzzOp::Rewrite,

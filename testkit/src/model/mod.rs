@@ -39,8 +39,58 @@ pub struct Model {
     map: BTreeMap<Vec<u8>, LogicalEntry>,
 }
 
+/// Redis's expiry rule, written out for the model: a deadline still to
+/// come or equal to the clock keeps the key; only a passed one hides it.
 fn alive(at_ms: Option<u64>, now_ms: u64) -> bool {
-    at_ms.is_none_or(|at| at > now_ms)
+    match at_ms {
+        None => true,
+        Some(at) => now_ms <= at,
+    }
+}
+
+/// A deadline as the model stores it, or `None` if it has passed at
+/// `now_ms` (negative ones always have): Redis then deletes instead.
+fn future_deadline(at_ms: i64, now_ms: u64) -> Option<u64> {
+    let at = u64::try_from(at_ms).ok()?;
+    (at >= now_ms).then_some(at)
+}
+
+/// Redis's reply to an integer it does not spell so.
+pub const NOT_AN_INTEGER: &str = "value is not an integer or out of range";
+
+/// Redis's integer spelling, written out for the model apart from the
+/// store's parser: `0`, or an optional `-` and a digit string not
+/// starting with `0`, whose value fits an i64 (checked in i128, which
+/// twenty digits cannot overflow).
+pub fn redis_integer(text: &[u8]) -> Option<i64> {
+    let digits = text.strip_prefix(b"-").unwrap_or(text);
+    let canonical = text == b"0"
+        || (!digits.is_empty() && digits.len() <= 20 && digits[0] != b'0' && digits.iter().all(u8::is_ascii_digit));
+    if !canonical {
+        return None;
+    }
+    let magnitude = digits.iter().fold(0i128, |n, d| n * 10 + i128::from(d - b'0'));
+    let value = if digits.len() < text.len() { -magnitude } else { magnitude };
+    i64::try_from(value).ok()
+}
+
+/// Where a command's integer argument sits, by the command's name (any
+/// case), for the commands that take one.
+fn integer_argument(args: &[Vec<u8>]) -> Option<&[u8]> {
+    let name = args.first()?.to_ascii_uppercase();
+    let at = match name.as_slice() {
+        b"PEXPIREAT" | b"HPEXPIREAT" => 2,
+        b"WINDOW" => 3,
+        _ => return None,
+    };
+    args.get(at).map(Vec::as_slice)
+}
+
+/// Whether Redis refuses `args` for an integer it does not spell so
+/// (`+5`, `007`, `-0`, out of range): the reply is then Redis's
+/// `value is not an integer or out of range` and nothing changes.
+pub fn refuses_integer_in(args: &[Vec<u8>]) -> bool {
+    integer_argument(args).is_some_and(|text| redis_integer(text).is_none())
 }
 
 fn wrong_type() -> Error {
@@ -226,18 +276,34 @@ impl Model {
                 let live = self.hash_mut(key);
                 let mut set = 0;
                 for field in fields {
-                    if let Some(slot) = live.get_mut(field) {
-                        slot.1 = Some(*at_ms);
-                        set += 1;
+                    match (live.get_mut(field), future_deadline(*at_ms, now_ms)) {
+                        (None, _) => {}
+                        (Some(slot), Some(at)) => {
+                            slot.1 = Some(at);
+                            set += 1;
+                        }
+                        // A passed deadline deletes the field, as Redis does.
+                        (Some(_), None) => {
+                            live.remove(field);
+                            set += 1;
+                        }
                     }
                 }
-                assert!(!live.is_empty(), "a visible hash keeps its fields when their TTLs change");
+                if live.is_empty() {
+                    self.map.remove(key.as_slice());
+                }
                 Reply::Int(set)
             }
-            Command::PExpireAt { key, at_ms } => match self.visible_mut(key, now_ms) {
-                None => Reply::Int(0),
-                Some(entry) => {
-                    entry.expire_at_ms = Some(*at_ms);
+            Command::PExpireAt { key, at_ms } => match (self.visible_mut(key, now_ms), future_deadline(*at_ms, now_ms))
+            {
+                (None, _) => Reply::Int(0),
+                (Some(entry), Some(at)) => {
+                    entry.expire_at_ms = Some(at);
+                    Reply::Int(1)
+                }
+                // A passed deadline deletes the key, as Redis does.
+                (Some(_), None) => {
+                    self.map.remove(key.as_slice());
                     Reply::Int(1)
                 }
             },

@@ -16,13 +16,63 @@ fn expiry_hides_keys_and_fields() {
     m.execute(&cmd(&["HSET", "h", "a", "1", "b", "2"]), 0).unwrap();
     m.execute(&cmd(&["HPEXPIREAT", "h", "100", "a"]), 0).unwrap();
     assert_eq!(m.execute(&cmd(&["HGET", "h", "a"]), 99).unwrap(), Reply::Bulk(b"1".to_vec()));
-    assert_eq!(m.execute(&cmd(&["HGET", "h", "a"]), 100).unwrap(), Reply::Nil);
-    m.execute(&cmd(&["PEXPIREAT", "h", "200"]), 100).unwrap();
+    // Alive at its deadline (Redis: expired only when now > deadline).
+    assert_eq!(m.execute(&cmd(&["HGET", "h", "a"]), 100).unwrap(), Reply::Bulk(b"1".to_vec()));
+    assert_eq!(m.execute(&cmd(&["HGET", "h", "a"]), 101).unwrap(), Reply::Nil);
+    m.execute(&cmd(&["PEXPIREAT", "h", "200"]), 101).unwrap();
     assert_eq!(m.dump(150).len(), 1);
-    assert!(m.dump(200).is_empty());
+    assert_eq!(m.dump(200).len(), 1);
+    assert!(m.dump(201).is_empty());
     // A write after expiry starts a fresh key with no TTL.
     assert_eq!(m.execute(&cmd(&["HSET", "h", "c", "3"]), 300).unwrap(), Reply::Int(1));
     assert_eq!(m.dump(10_000).get(b"h".as_slice()).unwrap().expire_at_ms, None);
+}
+
+#[test]
+fn integers_are_spelled_as_redis_spells_them() {
+    for (text, want) in [
+        ("0", Some(0)),
+        ("-5", Some(-5)),
+        ("9223372036854775807", Some(i64::MAX)),
+        ("-9223372036854775808", Some(i64::MIN)),
+        ("9223372036854775808", None),
+        ("99999999999999999999999", None),
+        ("+5", None),
+        ("007", None),
+        ("-0", None),
+        ("-", None),
+        ("", None),
+    ] {
+        assert_eq!(redis_integer(text.as_bytes()), want, "{text:?}");
+    }
+    let args = |words: &[&str]| words.iter().map(|w| w.as_bytes().to_vec()).collect::<Vec<_>>();
+    assert!(refuses_integer_in(&args(&["pexpireat", "k", "+5"])));
+    assert!(refuses_integer_in(&args(&["HPEXPIREAT", "k", "01", "f"])));
+    assert!(!refuses_integer_in(&args(&["PEXPIREAT", "k", "-1"])));
+    assert!(!refuses_integer_in(&args(&["SET", "k", "+5"])));
+}
+
+#[test]
+fn a_passed_deadline_deletes_as_redis_does() {
+    let mut m = Model::new();
+    m.execute(&cmd(&["SET", "s", "v"]), 10).unwrap();
+    assert_eq!(m.execute(&cmd(&["PEXPIREAT", "s", "-1"]), 10).unwrap(), Reply::Int(1));
+    assert!(m.stored(b"s").is_none());
+    assert_eq!(m.execute(&cmd(&["PEXPIREAT", "s", "-1"]), 10).unwrap(), Reply::Int(0));
+    m.execute(&cmd(&["SET", "s", "v"]), 10).unwrap();
+    // A deadline equal to the clock keeps the key until the clock passes it.
+    assert_eq!(m.execute(&cmd(&["PEXPIREAT", "s", "10"]), 10).unwrap(), Reply::Int(1));
+    assert_eq!(m.dump(10).len(), 1);
+    assert_eq!(m.execute(&cmd(&["PEXPIREAT", "s", "9"]), 10).unwrap(), Reply::Int(1));
+    assert!(m.dump(0).is_empty());
+    m.execute(&cmd(&["HSET", "h", "a", "1", "b", "2"]), 10).unwrap();
+    assert_eq!(m.execute(&cmd(&["HPEXPIREAT", "h", "0", "a", "zz"]), 10).unwrap(), Reply::Int(1));
+    assert_eq!(
+        m.dump(0).get(b"h".as_slice()).unwrap().value,
+        LogicalValue::Hash([(b"b".to_vec(), (b"2".to_vec(), None))].into_iter().collect())
+    );
+    assert_eq!(m.execute(&cmd(&["HPEXPIREAT", "h", "-5", "b"]), 10).unwrap(), Reply::Int(1));
+    assert!(m.stored(b"h").is_none());
 }
 
 #[test]
@@ -64,7 +114,12 @@ impl Commands {
     fn next(&mut self, now_ms: u64) -> Command {
         let key = self.word("k", 5);
         let field = self.word("f", 3);
-        let at = (now_ms + self.below(40)).saturating_sub(10).to_string();
+        // Near the clock (equal to it included), and now and then negative.
+        let at = match self.below(8) {
+            0 => format!("-{}", self.below(3)),
+            _ => (now_ms + self.below(40)).saturating_sub(10).to_string(),
+        };
+        let at = if at == "-0" { "0".to_string() } else { at };
         let words: Vec<String> = match self.below(14) {
             0 | 1 => vec!["SET".into(), key, self.word("v", 3)],
             2 => vec!["GET".into(), key],
@@ -151,9 +206,12 @@ fn execute_by_copy(map: &mut BTreeMap<Vec<u8>, LogicalEntry>, command: &Command,
         Command::HPExpireAt { key, at_ms, fields } => {
             let Some(mut live) = hash(key)? else { return Ok(Reply::Int(0)) };
             let mut set = 0;
+            let deadline = future_deadline(*at_ms, now_ms);
             for field in fields {
-                if let Some(slot) = live.get_mut(field) {
-                    slot.1 = Some(*at_ms);
+                if deadline.is_none() && live.remove(field).is_some() {
+                    set += 1;
+                } else if let Some(slot) = live.get_mut(field) {
+                    slot.1 = deadline;
                     set += 1;
                 }
             }
@@ -163,8 +221,15 @@ fn execute_by_copy(map: &mut BTreeMap<Vec<u8>, LogicalEntry>, command: &Command,
         Command::PExpireAt { key, at_ms } => match model.visible(key, now_ms) {
             None => Reply::Int(0),
             Some(mut entry) => {
-                entry.expire_at_ms = Some(*at_ms);
-                map.insert(key.clone(), entry);
+                match future_deadline(*at_ms, now_ms) {
+                    Some(at) => {
+                        entry.expire_at_ms = Some(at);
+                        map.insert(key.clone(), entry);
+                    }
+                    None => {
+                        map.remove(key);
+                    }
+                }
                 Reply::Int(1)
             }
         },

@@ -306,6 +306,32 @@ fn on_the_real_disk_a_second_open_in_the_same_process_is_refused_and_the_lock_fi
     assert!(dir.join(LOCK_FILE).exists());
 }
 
+/// Issue 22: `LOCK` deleted, or replaced by another file, under a running
+/// store. The owner's lock is on the directory itself, so every later
+/// opener is refused all the same and changes nothing; once the owner
+/// closes, the directory opens again (and `LOCK` is back).
+#[test]
+fn on_the_real_disk_deleting_or_replacing_lock_admits_no_second_opener() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let os: Arc<dyn Vfs> = Arc::new(OsVfs);
+    let mut store = open(os.clone(), dir).unwrap();
+    populate(&mut store);
+    std::fs::remove_file(dir.join(LOCK_FILE)).unwrap();
+    let before = os_files(dir);
+    assert_locked(open(os.clone(), dir), dir);
+    assert_locked(open_read_only(os.clone(), dir), dir);
+    assert_eq!(os_files(dir), before, "a refused opener recreated LOCK or wrote");
+    std::fs::write(dir.join("LOCK.new"), b"").unwrap();
+    std::fs::rename(dir.join("LOCK.new"), dir.join(LOCK_FILE)).unwrap();
+    assert_locked(open(os.clone(), dir), dir);
+    run(&mut store, &["SET", "still", "mine"]);
+    store.close().unwrap();
+    let mut store = open(os.clone(), dir).unwrap();
+    assert_eq!(get(&mut store, "still"), bulk("mine"));
+    assert!(store.audit().is_empty(), "{:?}", store.audit());
+}
+
 /// What the lock is for, shown by taking it away: two writers that both
 /// get in (a `Vfs` whose lock holds nothing) each append at their own idea
 /// of the log's end, and one's acknowledged write is overwritten by the

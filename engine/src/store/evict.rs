@@ -50,37 +50,59 @@ pub(super) fn is_sync_failure(error: &Error) -> bool {
 impl Store {
     /// Slide every window and evict its out-of-window rows, one segment
     /// per table with anything to evict.
+    ///
+    /// One table's failure does not starve the others: a table whose
+    /// eviction fails (its segment could not be written, say) is left hot
+    /// and the tables after it are still evicted; the first failure is
+    /// returned once every table had its turn. Only a failure that
+    /// poisons the store (a failed fsync) stops at once.
     pub fn evict(&mut self) -> Result<EvictReport> {
         self.check_writable()?;
         let now_ms = self.clock.now_ms();
         self.tick_at(now_ms)?;
         let tables: Vec<Vec<u8>> = self.windows.keys().cloned().collect();
         let mut report = EvictReport::default();
+        let mut first_failure = None;
         for table in tables {
-            // A row whose TTL'd fields have all expired is TTL-free to a
-            // reader: purge those fields first (logged, as every purge is),
-            // so the hot row is exactly what the segment will hold.
-            let stale: Vec<Vec<u8>> = self
-                .out_of_window(&table, false, now_ms)
-                .into_iter()
-                .filter(|(_, row)| row.values().any(|slot| slot.is_expired(now_ms)))
-                .map(|(key, _)| key.to_vec())
-                .collect();
-            for key in stale {
-                self.purge_expired(&Command::HDel { key, fields: Vec::new() }, now_ms)?;
+            match self.evict_table(&table, now_ms) {
+                Ok(0) => {}
+                Ok(rows) => {
+                    report.rows_evicted += rows;
+                    report.segments_sealed += 1;
+                }
+                Err(e) if self.poisoned.is_some() => return Err(e),
+                Err(e) => {
+                    first_failure.get_or_insert(e);
+                }
             }
-            let rows = self.evictable_rows(&table, now_ms);
-            if rows.is_empty() {
-                continue;
-            }
-            let sealed = self.seal(&table, &rows, now_ms)?;
-            if !canary!(FrameBeforeRegister) {
-                self.frame(&sealed, now_ms)?;
-            }
-            report.rows_evicted += self.commit(&table, &sealed);
-            report.segments_sealed += 1;
         }
-        Ok(report)
+        first_failure.map_or(Ok(report), Err)
+    }
+
+    /// Evict one table's out-of-window rows into one segment: the rows
+    /// that became cold (0: nothing to evict).
+    fn evict_table(&mut self, table: &[u8], now_ms: u64) -> Result<u64> {
+        // A row whose TTL'd fields have all expired is TTL-free to a
+        // reader: purge those fields first (logged, as every purge is),
+        // so the hot row is exactly what the segment will hold.
+        let stale: Vec<Vec<u8>> = self
+            .out_of_window(table, false, now_ms)
+            .into_iter()
+            .filter(|(_, row)| row.values().any(|slot| slot.is_expired(now_ms)))
+            .map(|(key, _)| key.to_vec())
+            .collect();
+        for key in stale {
+            self.purge_expired(&Command::HDel { key, fields: Vec::new() }, now_ms)?;
+        }
+        let rows = self.evictable_rows(table, now_ms);
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let sealed = self.seal(table, &rows, now_ms)?;
+        if !canary!(FrameBeforeRegister) {
+            self.frame(&sealed, now_ms)?;
+        }
+        Ok(self.commit(table, &sealed))
     }
 
     /// The keys [`Store::evict`] would seal now: each windowed table's

@@ -46,5 +46,5 @@ pub mod seg;
 pub mod store;
 pub mod vfs;
 
-pub use error::{Error, Result};
+pub use error::{Error, IoOp, Result};
 pub use phase::Phase;

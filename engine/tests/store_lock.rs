@@ -15,7 +15,7 @@ use std::sync::Arc;
 use engine::clock::ManualClock;
 use engine::store::{Options, Reply, Store, AOF_FILE, REWRITE_TEMP_FILE};
 use engine::vfs::{read_whole, MemVfs, OsVfs, Vfs, LOCK_FILE};
-use engine::{Error, Phase};
+use engine::{Error, IoOp, Phase};
 use support::{cmd, os_files, CrashAfter, NoLock};
 
 const T0_MS: u64 = 1_700_000_000_000;
@@ -265,7 +265,7 @@ fn a_read_only_open_creates_no_directory_and_reads_a_missing_log_as_empty() {
     let tmp = tempfile::tempdir().unwrap();
     let missing = tmp.path().join("nowhere");
     match open_read_only(Arc::new(OsVfs), &missing) {
-        Err(Error::Io { op: "lock", path, .. }) => assert_eq!(path, missing),
+        Err(Error::Io { op: IoOp::Lock, path, .. }) => assert_eq!(path, missing),
         other => panic!("expected an I/O error on the lock, got {:?}", other.map(|_| "a store")),
     }
     assert!(!missing.exists(), "a read-only open created the directory");

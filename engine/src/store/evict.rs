@@ -24,6 +24,7 @@ use super::Store;
 use crate::aof::Record;
 use crate::manifest::SegEntry;
 use crate::seg::{Seg, SegBuilder};
+use crate::IoOp;
 use crate::{Error, Phase, Result};
 
 /// What one [`Store::evict`] did.
@@ -44,7 +45,7 @@ struct Sealed {
 
 /// Whether an error is a failed fsync (of a file or a directory): fatal.
 pub(super) fn is_sync_failure(error: &Error) -> bool {
-    matches!(error, Error::Io { op, .. } if op.contains("sync"))
+    matches!(error, Error::Io { op, .. } if op.is_sync())
 }
 
 impl Store {
@@ -193,7 +194,7 @@ impl Store {
         }
         self.vfs.mark(Phase::SealBuilt);
         if !canary!(SealNoDirSync) {
-            let synced = Self::io("sync_dir", &self.dir, self.vfs.sync_dir(&self.dir));
+            let synced = Self::io(IoOp::SyncDir, &self.dir, self.vfs.sync_dir(&self.dir));
             self.poison_on_error(synced)?;
         }
         self.vfs.mark(Phase::SealDirSynced);

@@ -48,6 +48,7 @@ use crate::aof::{AofWriter, FsyncPolicy, Record};
 use crate::clock::Clock;
 use crate::manifest::Manifest;
 use crate::vfs::{LockGuard, LockMode, Vfs};
+use crate::IoOp;
 use crate::{Error, Result};
 use segments::Segments;
 use value::{Entry, Value};
@@ -276,7 +277,7 @@ impl Store {
         if result.is_err() && aof_poisoned {
             self.poison_with(&result);
         }
-        if canary!(AckFailedAppend) && matches!(result, Err(Error::Io { op: "write", .. })) && !aof_poisoned {
+        if canary!(AckFailedAppend) && matches!(result, Err(Error::Io { op: IoOp::Write, .. })) && !aof_poisoned {
             // Planted: the write was cut back, and acknowledged anyway.
             return Ok(());
         }
@@ -323,7 +324,7 @@ impl Store {
     }
 
     /// Wrap a Vfs call's error with its operation and path.
-    fn io<T>(op: &'static str, path: &Path, result: std::io::Result<T>) -> Result<T> {
+    fn io<T>(op: IoOp, path: &Path, result: std::io::Result<T>) -> Result<T> {
         result.map_err(|e| Error::io(op, path, e))
     }
 }

@@ -23,6 +23,7 @@ use super::evict::is_sync_failure;
 use super::value::Value;
 use super::{Reply, Store, AOF_FILE, REWRITE_TEMP_FILE};
 use crate::aof::{AofWriter, Record};
+use crate::IoOp;
 use crate::{Phase, Result};
 
 /// Frames of one `HSET` carry at most this many payload bytes, far below
@@ -63,11 +64,11 @@ impl Store {
 
         // From the rename on, a failure leaves the directory in a state we
         // cannot name (old or new log): fail-stop, the next open decides.
-        let renamed = Self::io("rename", &temp_path, self.vfs.rename(&temp_path, &aof_path));
+        let renamed = Self::io(IoOp::Rename, &temp_path, self.vfs.rename(&temp_path, &aof_path));
         self.poison_on_error(renamed)?;
         self.vfs.mark(Phase::RewriteRenamed);
         if !canary!(RewriteNoDirSync) {
-            let synced = Self::io("sync_dir", &self.dir, self.vfs.sync_dir(&self.dir));
+            let synced = Self::io(IoOp::SyncDir, &self.dir, self.vfs.sync_dir(&self.dir));
             self.poison_on_error(synced)?;
         }
         self.vfs.mark(Phase::RewriteDirSynced);
@@ -75,7 +76,7 @@ impl Store {
         self.aof = Some(writer);
 
         if self.retire_unnamed(&named)? > 0 {
-            let synced = Self::io("sync_dir", &self.dir, self.vfs.sync_dir(&self.dir));
+            let synced = Self::io(IoOp::SyncDir, &self.dir, self.vfs.sync_dir(&self.dir));
             self.poison_on_error(synced)?;
             self.vfs.mark(Phase::RewriteRetired);
         }

@@ -15,6 +15,7 @@ use super::row::Row;
 use super::value::{decode_row, Stub};
 use super::Store;
 use crate::seg::Seg;
+use crate::IoOp;
 use crate::{Error, Result};
 
 /// One loaded segment.
@@ -180,7 +181,7 @@ impl Store {
         let dropped = self.manifest.drop_seg(seq);
         self.poison_on_error(dropped)?;
         let path = self.dir.join(file);
-        let unlinked = Store::io("unlink", &path, self.vfs.unlink(&path));
+        let unlinked = Store::io(IoOp::Unlink, &path, self.vfs.unlink(&path));
         self.poison_on_error(unlinked)
     }
 

@@ -124,6 +124,9 @@ fn render(reply: &Reply) -> String {
         Reply::Pairs(pairs) => {
             pairs.iter().map(|(f, v)| format!("{}={}", show(f), show(v))).collect::<Vec<_>>().join(" ")
         }
+        Reply::Array(values) => {
+            values.iter().map(|v| v.as_deref().map_or_else(|| "(nil)".to_string(), show)).collect::<Vec<_>>().join(" ")
+        }
     }
 }
 

@@ -74,9 +74,9 @@ impl Misspelling {
             let n = match how {
                 Misspelling::Plus => text.strip_prefix('+')?.parse().ok()?,
                 Misspelling::Zero | Misspelling::ZeroZero => {
-                    let (sign, rest) = text.strip_prefix('-').map_or((1, text), |rest| (-1, rest));
+                    let (sign, rest) = text.strip_prefix('-').map_or(("", text), |rest| ("-", rest));
                     let zeros = if how == Misspelling::Zero { 1 } else { 2 };
-                    sign * rest.get(zeros..)?.parse::<i64>().ok()?
+                    format!("{sign}{}", rest.get(zeros..)?).parse().ok()?
                 }
                 Misspelling::MinusZero => 0,
             };
@@ -145,6 +145,13 @@ impl Op {
             Op::Cmd(Command::HPExpireAt { .. }) => "hpexpireat",
             Op::Cmd(Command::FlushAll) => "flushall",
             Op::Cmd(Command::Window { .. }) => "window",
+            Op::Cmd(Command::Exists { .. }) => "exists",
+            Op::Cmd(Command::PTtl { .. }) => "pttl",
+            Op::Cmd(Command::HMGet { .. }) => "hmget",
+            Op::Cmd(Command::HLen { .. }) => "hlen",
+            Op::Cmd(Command::HExists { .. }) => "hexists",
+            Op::Cmd(Command::HIncrBy { .. }) => "hincrby",
+            Op::Cmd(Command::HSetNx { .. }) => "hsetnx",
             Op::Args(_) => "args",
             Op::Evict => "evict",
             Op::Rewrite => "rewrite",
@@ -210,12 +217,16 @@ impl PlannedOp {
     }
 }
 
-/// The arguments of `command` (a `PEXPIREAT` or `HPEXPIREAT`; `None` for
-/// any other) with its deadline spelled `how`.
+/// The arguments of `command` (a `PEXPIREAT`, `HPEXPIREAT` or `HINCRBY`;
+/// `None` for any other) with its integer argument spelled `how`.
 pub fn misspelled(command: &Command, how: Misspelling) -> Option<Vec<Vec<u8>>> {
-    let (Command::PExpireAt { at_ms, .. } | Command::HPExpireAt { at_ms, .. }) = command else { return None };
+    let (at, n) = match command {
+        Command::PExpireAt { at_ms, .. } | Command::HPExpireAt { at_ms, .. } => (2, *at_ms),
+        Command::HIncrBy { by, .. } => (3, *by),
+        _ => return None,
+    };
     let mut args = command.to_args();
-    args[2] = how.spell(*at_ms);
+    args[at] = how.spell(n);
     Some(args)
 }
 
@@ -290,9 +301,9 @@ impl<'a> Generator<'a> {
         }
     }
 
-    /// `command` (a `PEXPIREAT` or `HPEXPIREAT`), or now and then its
-    /// arguments with the deadline spelled as Redis refuses to read it:
-    /// signed with `+`, zero-padded, or `-0`.
+    /// `command` (a `PEXPIREAT`, `HPEXPIREAT` or `HINCRBY`), or now and
+    /// then its arguments with the integer spelled as Redis refuses to
+    /// read it: signed with `+`, zero-padded, or `-0`.
     fn maybe_misspelled(&mut self, command: Command) -> Op {
         if !self.rng.gen_bool(MISSPELLED_INTEGER_RATE) {
             return Op::Cmd(command);
@@ -350,7 +361,41 @@ impl<'a> Generator<'a> {
             OpKind::Restart => Op::Restart,
             OpKind::SecondOpen => Op::SecondOpen,
             OpKind::Kill => Op::Kill,
+            _ => self.hash_op(index, kind),
         }
+    }
+
+    /// The commands issue 22 added: reads of any key or of hashes (table
+    /// rows mostly, so cold ones), `HINCRBY` (small steps, the window
+    /// column now and then, and the i64 edges that overflow) and `HSETNX`.
+    fn hash_op(&mut self, index: u64, kind: OpKind) -> Op {
+        let command = match kind {
+            OpKind::Exists => {
+                Command::Exists { keys: (0..self.rng.gen_range(1..=3)).map(|_| self.any_key()).collect() }
+            }
+            OpKind::PTtl => Command::PTtl { key: self.any_key() },
+            OpKind::HMGet => Command::HMGet { key: self.hash_key(), fields: self.fields() },
+            OpKind::HLen => Command::HLen { key: self.hash_key() },
+            OpKind::HExists => Command::HExists { key: self.hash_key(), field: self.field() },
+            OpKind::HIncrBy => {
+                let (key, field) = (self.hash_key(), self.field());
+                // The extremes (overflow) only off the window column, whose
+                // mark would otherwise pin every row out of its window.
+                let by = match self.rng.gen_range(0..20) {
+                    0 if field != b"ts" => i64::MAX,
+                    1 if field != b"ts" => i64::MIN,
+                    _ => self.rng.gen_range(-10..=10),
+                };
+                return self.maybe_misspelled(Command::HIncrBy { key, field, by });
+            }
+            OpKind::HSetNx => {
+                let key = self.hash_key();
+                let field = format!("f{}", self.rng.gen_range(0..4)).into_bytes();
+                Command::HSetNx { key, field, value: self.token(self.config.max_value_bytes) }
+            }
+            other => unreachable!("op() draws {other:?} itself (op {index})"),
+        };
+        Op::Cmd(command)
     }
 
     /// Maybe aim a crash inside `op`: at a phase it passes, or a few I/O
@@ -637,7 +682,7 @@ mod tests {
 
     #[test]
     fn every_misspelling_reads_back_and_redis_refuses_it() {
-        for n in [0, 5, -5, 1_700_000_000_000, -1, i64::MAX, i64::MIN + 1] {
+        for n in [0, 5, -5, 1_700_000_000_000, -1, i64::MAX, i64::MIN, i64::MIN + 1] {
             for how in Misspelling::ALL {
                 let text = how.spell(n);
                 let (read, m) = Misspelling::read(&text).unwrap();

@@ -78,6 +78,21 @@ fn command() -> impl Strategy<Value = Command> {
         1 => (key(), at_ms(), proptest::collection::vec(field(), 1..3))
             .prop_map(|(key, at_ms, fields)| Command::HPExpireAt { key, at_ms, fields }),
         1 => (0i64..20).prop_map(|span| Command::Window { table: b"t".to_vec(), column: b"ts".to_vec(), span }),
+        2 => hash_command(),
+    ]
+}
+
+/// The commands issue 22 added, on keys that are often cold rows.
+fn hash_command() -> impl Strategy<Value = Command> {
+    let by = prop_oneof![8 => -5i64..5, 1 => Just(i64::MAX), 1 => Just(i64::MIN)];
+    prop_oneof![
+        proptest::collection::vec(key(), 1..3).prop_map(|keys| Command::Exists { keys }),
+        key().prop_map(|key| Command::PTtl { key }),
+        (key(), proptest::collection::vec(field(), 1..3)).prop_map(|(key, fields)| Command::HMGet { key, fields }),
+        key().prop_map(|key| Command::HLen { key }),
+        (key(), field()).prop_map(|(key, field)| Command::HExists { key, field }),
+        (key(), field(), by).prop_map(|(key, field, by)| Command::HIncrBy { key, field, by }),
+        (key(), field(), value()).prop_map(|(key, field, value)| Command::HSetNx { key, field, value }),
     ]
 }
 

@@ -83,11 +83,14 @@ pub enum Canary {
     /// Manifest compaction renames its new ledger over `MANIFEST` before
     /// fsyncing it: a power loss may keep the rename and lose the bytes.
     CompactRenameBeforeFsync,
+    /// `HLEN` of a cold row answers from the stub's accounting (its
+    /// weight) instead of counting the row's fields in its segment.
+    HlenStubWeight,
 }
 
 impl Canary {
     /// Every canary, in table order.
-    pub const ALL: [Canary; 28] = [
+    pub const ALL: [Canary; 29] = [
         Canary::SegNoFsync,
         Canary::SealNoDirSync,
         Canary::FrameBeforeRegister,
@@ -116,6 +119,7 @@ impl Canary {
         Canary::SeqFromLiveSet,
         Canary::CutNoFsync,
         Canary::CompactRenameBeforeFsync,
+        Canary::HlenStubWeight,
     ];
 
     /// The kebab-case name the command line uses.
@@ -149,6 +153,7 @@ impl Canary {
             Canary::SeqFromLiveSet => "seq-from-live-set",
             Canary::CutNoFsync => "cut-no-fsync",
             Canary::CompactRenameBeforeFsync => "compact-rename-before-fsync",
+            Canary::HlenStubWeight => "hlen-stub-weight",
         }
     }
 
@@ -188,6 +193,7 @@ impl Canary {
             Canary::SeqFromLiveSet => "a new segment's seq is one past the highest live one (dropped seqs reused)",
             Canary::CutNoFsync => "recovery's cut of a torn tail is not fsynced before the next append",
             Canary::CompactRenameBeforeFsync => "manifest compaction renames its new ledger before fsyncing it",
+            Canary::HlenStubWeight => "HLEN of a cold row counts from the stub's weight, not the segment's fields",
         }
     }
 }

@@ -80,6 +80,58 @@ pub enum Command {
     },
     /// `FLUSHALL`: delete every key (window declarations stay).
     FlushAll,
+    /// `EXISTS key [key ...]`: how many of the keys exist (a key named
+    /// twice counts twice, as in Redis).
+    Exists {
+        /// The keys, in order.
+        keys: Vec<Vec<u8>>,
+    },
+    /// `PTTL key`: milliseconds until the key expires (0 at its deadline);
+    /// -1 if it has no TTL, -2 if there is no such key.
+    PTtl {
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// `HMGET key field [field ...]`: each field's value or nil.
+    HMGet {
+        /// The key.
+        key: Vec<u8>,
+        /// The fields, in order.
+        fields: Vec<Vec<u8>>,
+    },
+    /// `HLEN key`: the number of live fields.
+    HLen {
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// `HEXISTS key field`: 1 if the field is there, else 0.
+    HExists {
+        /// The key.
+        key: Vec<u8>,
+        /// The field.
+        field: Vec<u8>,
+    },
+    /// `HINCRBY key field increment`: add to the field's integer value
+    /// (an absent field counts 0), keeping the field's TTL; the reply is
+    /// the new value.
+    HIncrBy {
+        /// The key.
+        key: Vec<u8>,
+        /// The field.
+        field: Vec<u8>,
+        /// What to add (may be negative).
+        by: i64,
+    },
+    /// `HSETNX key field value`: set the field only if it is absent;
+    /// 1 if it was set, else 0.
+    HSetNx {
+        /// The key.
+        key: Vec<u8>,
+        /// The field.
+        field: Vec<u8>,
+        /// The value.
+        value: Vec<u8>,
+    },
     /// `WINDOW table column span`: declare a windowed table.
     Window {
         /// The table: rows are the hash keys `table:<anything>`.
@@ -104,6 +156,8 @@ pub enum Reply {
     Bulk(Vec<u8>),
     /// A hash's fields and values, in field order.
     Pairs(Vec<(Vec<u8>, Vec<u8>)>),
+    /// Values or nils, one per field asked (`HMGET`).
+    Array(Vec<Option<Vec<u8>>>),
 }
 
 fn arity(name: &str, argc: usize, ok: bool) -> Result<()> {
@@ -248,6 +302,34 @@ impl Command {
                 arity("FLUSHALL", n, n == 1)?;
                 Command::FlushAll
             }
+            b"EXISTS" => {
+                arity("EXISTS", n, n >= 2)?;
+                Command::Exists { keys: all_from(1) }
+            }
+            b"PTTL" => {
+                arity("PTTL", n, n == 2)?;
+                Command::PTtl { key: a(1) }
+            }
+            b"HMGET" => {
+                arity("HMGET", n, n >= 3)?;
+                Command::HMGet { key: a(1), fields: all_from(2) }
+            }
+            b"HLEN" => {
+                arity("HLEN", n, n == 2)?;
+                Command::HLen { key: a(1) }
+            }
+            b"HEXISTS" => {
+                arity("HEXISTS", n, n == 3)?;
+                Command::HExists { key: a(1), field: a(2) }
+            }
+            b"HINCRBY" => {
+                arity("HINCRBY", n, n == 4)?;
+                Command::HIncrBy { key: a(1), field: a(2), by: parse_i64(arg(3))? }
+            }
+            b"HSETNX" => {
+                arity("HSETNX", n, n == 4)?;
+                Command::HSetNx { key: a(1), field: a(2), value: a(3) }
+            }
             b"WINDOW" => {
                 arity("WINDOW", n, n == 4)?;
                 let span = parse_i64(arg(3))?;
@@ -269,7 +351,17 @@ impl Command {
 
     /// Whether the command may change state (and so is logged).
     pub fn is_write(&self) -> bool {
-        !matches!(self, Command::Get { .. } | Command::HGet { .. } | Command::HGetAll { .. })
+        !matches!(
+            self,
+            Command::Get { .. }
+                | Command::HGet { .. }
+                | Command::HGetAll { .. }
+                | Command::Exists { .. }
+                | Command::PTtl { .. }
+                | Command::HMGet { .. }
+                | Command::HLen { .. }
+                | Command::HExists { .. }
+        )
     }
 
     /// The argument list that parses back to this command: what the AOF
@@ -286,6 +378,7 @@ impl Command {
         let number = match self {
             Command::PExpireAt { at_ms, .. } | Command::HPExpireAt { at_ms, .. } => at_ms.to_string(),
             Command::Window { span, .. } => span.to_string(),
+            Command::HIncrBy { by, .. } => by.to_string(),
             _ => String::new(),
         };
         let mut args: Vec<&[u8]> = Vec::with_capacity(self.arg_count());
@@ -315,6 +408,19 @@ impl Command {
                 args.extend(fields.iter().map(Vec::as_slice));
             }
             Command::FlushAll => args.push(b"FLUSHALL"),
+            Command::Exists { keys } => {
+                args.push(b"EXISTS");
+                args.extend(keys.iter().map(Vec::as_slice));
+            }
+            Command::PTtl { key } => args.extend([&b"PTTL"[..], key]),
+            Command::HMGet { key, fields } => {
+                args.extend([&b"HMGET"[..], key]);
+                args.extend(fields.iter().map(Vec::as_slice));
+            }
+            Command::HLen { key } => args.extend([&b"HLEN"[..], key]),
+            Command::HExists { key, field } => args.extend([&b"HEXISTS"[..], key, field]),
+            Command::HIncrBy { key, field, .. } => args.extend([&b"HINCRBY"[..], key, field, number.as_bytes()]),
+            Command::HSetNx { key, field, value } => args.extend([&b"HSETNX"[..], key, field, value]),
             Command::Window { table, column, .. } => {
                 args.extend([&b"WINDOW"[..], table, column, number.as_bytes()]);
             }
@@ -326,9 +432,15 @@ impl Command {
     /// The length of the command's argument list, its name included.
     fn arg_count(&self) -> usize {
         match self {
-            Command::Set { .. } | Command::HGet { .. } | Command::PExpireAt { .. } => 3,
-            Command::Get { .. } | Command::HGetAll { .. } | Command::Persist { .. } => 2,
-            Command::Del { keys } => 1 + keys.len(),
+            Command::Set { .. } | Command::HGet { .. } | Command::PExpireAt { .. } | Command::HExists { .. } => 3,
+            Command::Get { .. }
+            | Command::HGetAll { .. }
+            | Command::Persist { .. }
+            | Command::PTtl { .. }
+            | Command::HLen { .. } => 2,
+            Command::HIncrBy { .. } | Command::HSetNx { .. } => 4,
+            Command::Del { keys } | Command::Exists { keys } => 1 + keys.len(),
+            Command::HMGet { fields, .. } => 2 + fields.len(),
             Command::HSet { pairs, .. } => 2 + 2 * pairs.len(),
             Command::HDel { fields, .. } => 2 + fields.len(),
             Command::HPExpireAt { fields, .. } => 3 + fields.len(),
@@ -357,6 +469,14 @@ mod tests {
             (&["PEXPIREAT", "k", "007"][..], NOT_AN_INTEGER),
             (&["HPEXPIREAT", "k", "-0", "f"][..], NOT_AN_INTEGER),
             (&["WINDOW", "t", "ts", "01"][..], NOT_AN_INTEGER),
+            (&["HINCRBY", "k", "f", "+1"][..], NOT_AN_INTEGER),
+            (&["HINCRBY", "k", "f"][..], "wrong number"),
+            (&["HSETNX", "k", "f"][..], "wrong number"),
+            (&["HMGET", "k"][..], "wrong number"),
+            (&["EXISTS"][..], "wrong number"),
+            (&["PTTL", "a", "b"][..], "wrong number"),
+            (&["HLEN"][..], "wrong number"),
+            (&["HEXISTS", "k"][..], "wrong number"),
             (&["WINDOW", "t", "ts", "-1"][..], "negative"),
             (&["FROB"][..], "unknown command"),
         ] {
@@ -453,6 +573,17 @@ mod tests {
             }),
             arb_bytes().prop_map(|key| Command::Persist { key }),
             Just(Command::FlushAll),
+            keys().prop_map(|keys| Command::Exists { keys }),
+            arb_bytes().prop_map(|key| Command::PTtl { key }),
+            (arb_bytes(), keys()).prop_map(|(key, fields)| Command::HMGet { key, fields }),
+            arb_bytes().prop_map(|key| Command::HLen { key }),
+            (arb_bytes(), arb_bytes()).prop_map(|(key, field)| Command::HExists { key, field }),
+            (arb_bytes(), arb_bytes(), any::<i64>()).prop_map(|(key, field, by)| Command::HIncrBy { key, field, by }),
+            (arb_bytes(), arb_bytes(), arb_bytes()).prop_map(|(key, field, value)| Command::HSetNx {
+                key,
+                field,
+                value
+            }),
             (arb_bytes().prop_filter("non-empty", |t| !t.is_empty()), arb_bytes(), 0i64..1000)
                 .prop_map(|(table, column, span)| Command::Window { table, column, span }),
         ]

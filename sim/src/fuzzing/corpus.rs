@@ -303,16 +303,21 @@ fn plan_of(config: &Config, ops: &[PlannedOp]) -> FuzzPlan {
     FuzzPlan { seed: config.seed, fsync: None, crash_mode: None, steps }
 }
 
-/// The plan operation for a generated [`Op::Args`]: a `PEXPIREAT` or
-/// `HPEXPIREAT` with its deadline misspelled.
+/// The plan operation for a generated [`Op::Args`]: a `PEXPIREAT`,
+/// `HPEXPIREAT` or `HINCRBY` with its integer misspelled.
 fn misspelled_op(args: &[Vec<u8>], now_ms: u64) -> Option<FuzzOp> {
+    if let [name, key, field, text] = args {
+        if name.eq_ignore_ascii_case(b"HINCRBY") {
+            let (how, by) = Misspelling::read(text)?;
+            return Some(FuzzOp::HIncrBy { key: key_of(key)?, field: field_of(field)?, by, spelling: Some(how) });
+        }
+    }
     let (name, key, text, fields) = match args {
         [name, key, text, fields @ ..] => (name.to_ascii_uppercase(), key_of(key)?, text, fields),
         _ => return None,
     };
-    let (how, at_ms) = Misspelling::read(text)?;
-    let at = Deadline::of(at_ms, now_ms)?;
-    let spelling = Some(how);
+    let (how, n) = Misspelling::read(text)?;
+    let (at, spelling) = (Deadline::of(n, now_ms)?, Some(how));
     match name.as_slice() {
         b"PEXPIREAT" if fields.is_empty() => Some(FuzzOp::PExpireAt { key, at, spelling }),
         b"HPEXPIREAT" => {
@@ -361,6 +366,23 @@ fn fuzz_op(op: &Op, now_ms: &mut u64) -> Option<FuzzOp> {
             FuzzOp::HPExpireAt { key: key_of(key)?, at: at(*at_ms)?, spelling: None, first, more }
         }
         Op::Cmd(Command::FlushAll) => FuzzOp::FlushAll,
+        Op::Cmd(Command::Exists { keys }) => {
+            let mut keys = keys.iter().map(|k| key_of(k)).collect::<Option<Vec<_>>>()?.into_iter();
+            FuzzOp::Exists { first: keys.next()?, more: keys.collect() }
+        }
+        Op::Cmd(Command::PTtl { key }) => FuzzOp::PTtl { key: key_of(key)? },
+        Op::Cmd(Command::HMGet { key, fields }) => {
+            let (first, more) = fields_of(fields)?;
+            FuzzOp::HMGet { key: key_of(key)?, first, more }
+        }
+        Op::Cmd(Command::HLen { key }) => FuzzOp::HLen { key: key_of(key)? },
+        Op::Cmd(Command::HExists { key, field }) => FuzzOp::HExists { key: key_of(key)?, field: field_of(field)? },
+        Op::Cmd(Command::HIncrBy { key, field, by }) => {
+            FuzzOp::HIncrBy { key: key_of(key)?, field: field_of(field)?, by: *by, spelling: None }
+        }
+        Op::Cmd(Command::HSetNx { key, field, value }) => {
+            FuzzOp::HSetNx { key: key_of(key)?, field: field_of(field)?, value: token_of(value) }
+        }
         Op::Args(args) => return misspelled_op(args, *now_ms),
         Op::Cmd(Command::Window { .. }) => return None,
         Op::SecondOpen => FuzzOp::SecondOpen,

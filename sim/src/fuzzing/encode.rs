@@ -151,6 +151,31 @@ impl Encoder {
                 self.fields(first, more);
             }
             FuzzOp::Advance { ms } => self.u16(*ms),
+            FuzzOp::Exists { first, more } => {
+                self.key(first);
+                self.list(more, Self::key);
+            }
+            FuzzOp::PTtl { key } | FuzzOp::HLen { key } => self.key(key),
+            FuzzOp::HMGet { key, first, more } => {
+                self.key(key);
+                self.fields(first, more);
+            }
+            FuzzOp::HExists { key, field } => {
+                self.key(key);
+                self.field(field);
+            }
+            FuzzOp::HIncrBy { key, field, by, spelling } => {
+                self.key(key);
+                self.field(field);
+                self.out.extend_from_slice(&by.to_le_bytes());
+                let count = Misspelling::ALL.len() as u32;
+                self.option(spelling.as_ref(), |e, how| e.variant(*how as u32, count));
+            }
+            FuzzOp::HSetNx { key, field, value } => {
+                self.key(key);
+                self.field(field);
+                self.token(value);
+            }
             FuzzOp::FlushAll
             | FuzzOp::Evict
             | FuzzOp::Rewrite
@@ -178,7 +203,7 @@ impl Encoder {
 }
 
 /// How many variants [`FuzzOp`] has (what the derive scales onto).
-const FUZZ_OP_VARIANTS: u32 = 19;
+const FUZZ_OP_VARIANTS: u32 = 26;
 
 /// `op`'s variant index: its place in [`FuzzOp`]'s declaration, which is
 /// how the derive numbers them.
@@ -203,6 +228,13 @@ fn op_variant(op: &FuzzOp) -> u32 {
         FuzzOp::Restart => 16,
         FuzzOp::SecondOpen => 17,
         FuzzOp::Kill => 18,
+        FuzzOp::Exists { .. } => 19,
+        FuzzOp::PTtl { .. } => 20,
+        FuzzOp::HMGet { .. } => 21,
+        FuzzOp::HLen { .. } => 22,
+        FuzzOp::HExists { .. } => 23,
+        FuzzOp::HIncrBy { .. } => 24,
+        FuzzOp::HSetNx { .. } => 25,
     }
 }
 
@@ -265,6 +297,14 @@ mod tests {
             FuzzOp::Restart,
             FuzzOp::SecondOpen,
             FuzzOp::Kill,
+            FuzzOp::Exists { first: key, more: vec![Key { space: KeySpace::Hash, id: 3 }] },
+            FuzzOp::PTtl { key },
+            FuzzOp::HMGet { key, first: Field::Ts, more: vec![Field::F(3)] },
+            FuzzOp::HLen { key },
+            FuzzOp::HExists { key, field: Field::F(2) },
+            FuzzOp::HIncrBy { key, field: Field::F(1), by: i64::MIN, spelling: None },
+            FuzzOp::HIncrBy { key, field: Field::Ts, by: -7, spelling: Some(Misspelling::ZeroZero) },
+            FuzzOp::HSetNx { key, field: Field::F(0), value: Token(vec![9, 255]) },
         ];
         let crashes = [None, Some(FuzzCrash::AtMark(4)), Some(FuzzCrash::AfterIos(250))];
         let steps =

@@ -158,6 +158,38 @@ pub enum FuzzOp {
     Restart,
     SecondOpen,
     Kill,
+    /// No keys asks about one: `EXISTS` needs at least one.
+    Exists {
+        first: Key,
+        more: Vec<Key>,
+    },
+    PTtl {
+        key: Key,
+    },
+    HMGet {
+        key: Key,
+        first: Field,
+        more: Vec<Field>,
+    },
+    HLen {
+        key: Key,
+    },
+    HExists {
+        key: Key,
+        field: Field,
+    },
+    /// With a misspelling, the arguments spell the increment so.
+    HIncrBy {
+        key: Key,
+        field: Field,
+        by: i64,
+        spelling: Option<Misspelling>,
+    },
+    HSetNx {
+        key: Key,
+        field: Field,
+        value: Token,
+    },
 }
 
 /// A deadline: near the clock, or negative (in the past whatever the
@@ -334,6 +366,19 @@ impl FuzzOp {
                 return spelled(command, spelling);
             }
             FuzzOp::FlushAll => Command::FlushAll,
+            FuzzOp::Exists { first, more } => {
+                Command::Exists { keys: std::iter::once(first).chain(more).map(key).collect() }
+            }
+            FuzzOp::PTtl { key: k } => Command::PTtl { key: key(k) },
+            FuzzOp::HMGet { key: k, first, more } => Command::HMGet { key: key(k), fields: fields(first, more) },
+            FuzzOp::HLen { key: k } => Command::HLen { key: key(k) },
+            FuzzOp::HExists { key: k, field } => Command::HExists { key: key(k), field: field.name() },
+            FuzzOp::HIncrBy { key: k, field, by, spelling } => {
+                return spelled(Command::HIncrBy { key: key(k), field: field.name(), by: *by }, spelling);
+            }
+            FuzzOp::HSetNx { key: k, field, value } => {
+                Command::HSetNx { key: key(k), field: field.name(), value: value.text() }
+            }
             FuzzOp::Evict => return Op::Evict,
             FuzzOp::Rewrite => return Op::Rewrite,
             FuzzOp::Sync => return Op::Sync,

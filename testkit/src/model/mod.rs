@@ -80,7 +80,7 @@ fn integer_argument(args: &[Vec<u8>]) -> Option<&[u8]> {
     let name = args.first()?.to_ascii_uppercase();
     let at = match name.as_slice() {
         b"PEXPIREAT" | b"HPEXPIREAT" => 2,
-        b"WINDOW" => 3,
+        b"WINDOW" | b"HINCRBY" => 3,
         _ => return None,
     };
     args.get(at).map(Vec::as_slice)
@@ -176,8 +176,9 @@ impl Model {
         Some(entry)
     }
 
-    /// The one refusal the model knows, the store's too: a command that
-    /// meets a visible key of the other type (WRONGTYPE).
+    /// The refusals the model knows, the store's too: a command that
+    /// meets a visible key of the other type (WRONGTYPE), and an
+    /// `HINCRBY` whose field holds no integer or whose sum overflows.
     fn refusal(&self, command: &Command, now_ms: u64) -> Option<Error> {
         let (key, wants_hash) = match command {
             Command::Get { key } => (key, false),
@@ -185,16 +186,42 @@ impl Model {
             | Command::HGetAll { key }
             | Command::HSet { key, .. }
             | Command::HDel { key, .. }
-            | Command::HPExpireAt { key, .. } => (key, true),
+            | Command::HPExpireAt { key, .. }
+            | Command::HMGet { key, .. }
+            | Command::HLen { key }
+            | Command::HExists { key, .. }
+            | Command::HIncrBy { key, .. }
+            | Command::HSetNx { key, .. } => (key, true),
             Command::Set { .. }
             | Command::Del { .. }
             | Command::PExpireAt { .. }
             | Command::Persist { .. }
             | Command::FlushAll
-            | Command::Window { .. } => return None,
+            | Command::Window { .. }
+            | Command::Exists { .. }
+            | Command::PTtl { .. } => return None,
         };
         let is_hash = matches!(self.visible_ref(key, now_ms)?.value, LogicalValue::Hash(_));
-        (is_hash != wants_hash).then(wrong_type)
+        if is_hash != wants_hash {
+            return Some(wrong_type());
+        }
+        let Command::HIncrBy { field, by, .. } = command else { return None };
+        self.increment(key, field, *by, now_ms).err()
+    }
+
+    /// The value `HINCRBY` leaves in `field` of the visible hash at `key`
+    /// (an absent key or field counts 0), or Redis's refusal: a value that
+    /// is not an integer as Redis spells them, or a sum out of i64 range
+    /// (summed in i128, which two i64s cannot overflow).
+    fn increment(&self, key: &[u8], field: &[u8], by: i64, now_ms: u64) -> Result<i64> {
+        let current = match self.live_fields(key, now_ms).and_then(|fields| fields.get(field)) {
+            Some((value, at)) if alive(*at, now_ms) => {
+                redis_integer(value).ok_or_else(|| Error::Invalid("hash value is not an integer".into()))?
+            }
+            _ => 0,
+        };
+        i64::try_from(i128::from(current) + i128::from(by))
+            .map_err(|_| Error::Invalid("increment or decrement would overflow".into()))
     }
 
     /// Whether [`Model::execute`] would refuse `command` at `now_ms`,
@@ -322,8 +349,62 @@ impl Model {
                 Reply::Ok
             }
             Command::Window { .. } => Reply::Ok,
+            _ => self.execute_more(command, now_ms)?,
         };
         Ok(reply)
+    }
+
+    /// The commands issue 22 added, after [`Model::refusal`] passed.
+    fn execute_more(&mut self, command: &Command, now_ms: u64) -> Result<Reply> {
+        let live =
+            |fields: &LogicalFields, field: &[u8]| fields.get(field).filter(|(_, at)| alive(*at, now_ms)).cloned();
+        Ok(match command {
+            Command::Exists { keys } => {
+                Reply::Int(keys.iter().filter(|key| self.visible_ref(key, now_ms).is_some()).count() as i64)
+            }
+            Command::PTtl { key } => Reply::Int(match self.visible_ref(key, now_ms) {
+                None => -2,
+                Some(LogicalEntry { expire_at_ms: None, .. }) => -1,
+                Some(LogicalEntry { expire_at_ms: Some(at), .. }) => (i128::from(*at) - i128::from(now_ms)) as i64,
+            }),
+            Command::HMGet { key, fields } => {
+                let found =
+                    |field: &Vec<u8>| self.live_fields(key, now_ms).and_then(|f| live(f, field)).map(|(v, _)| v);
+                Reply::Array(fields.iter().map(found).collect())
+            }
+            Command::HLen { key } => Reply::Int(
+                self.live_fields(key, now_ms).map_or(0, |f| f.values().filter(|(_, at)| alive(*at, now_ms)).count())
+                    as i64,
+            ),
+            Command::HExists { key, field } => {
+                Reply::Int(i64::from(self.live_fields(key, now_ms).and_then(|f| live(f, field)).is_some()))
+            }
+            Command::HIncrBy { key, field, by } => {
+                let value = self.increment(key, field, *by, now_ms)?;
+                let ttl = self.live_fields(key, now_ms).and_then(|f| live(f, field)).and_then(|(_, at)| at);
+                self.hash_for_write(key, now_ms).insert(field.clone(), (value.to_string().into_bytes(), ttl));
+                Reply::Int(value)
+            }
+            Command::HSetNx { key, field, value } => {
+                if self.live_fields(key, now_ms).and_then(|f| live(f, field)).is_some() {
+                    return Ok(Reply::Int(0));
+                }
+                self.hash_for_write(key, now_ms).insert(field.clone(), (value.clone(), None));
+                Reply::Int(1)
+            }
+            _ => unreachable!("execute() answers every other command"),
+        })
+    }
+
+    /// The fields of the hash at `key` for a write at `now_ms`: the
+    /// visible hash, its dead fields dropped, or (not visible: absent,
+    /// expired, no live field) a fresh hash with no TTL in its place.
+    fn hash_for_write(&mut self, key: &[u8], now_ms: u64) -> &mut LogicalFields {
+        if self.visible_mut(key, now_ms).is_none() {
+            let fresh = LogicalEntry { value: LogicalValue::Hash(BTreeMap::new()), expire_at_ms: None };
+            self.map.insert(key.to_vec(), fresh);
+        }
+        self.hash_mut(key)
     }
 
     /// SET: a string with no TTL replaces whatever `key` held, which is

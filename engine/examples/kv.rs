@@ -30,9 +30,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use engine::aof::FsyncPolicy;
 use engine::clock::SystemClock;
-use engine::store::{Options, RecoveryReport, Reply, Store};
+use engine::store::{FsyncPolicy, Options, RecoveryReport, Reply, Store};
 use engine::vfs::OsVfs;
 use engine::Error;
 

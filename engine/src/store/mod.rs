@@ -36,6 +36,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use crate::aof::FsyncPolicy;
 pub use audit::Violation;
 pub use command::{Command, Reply};
 pub use evict::EvictReport;
@@ -44,7 +45,7 @@ pub use recover::RecoveryReport;
 pub use segments::segment_file_name;
 pub use view::{EntryView, FieldsIter, FieldsView, ValueView};
 
-use crate::aof::{AofWriter, FsyncPolicy, Record};
+use crate::aof::{AofWriter, Record};
 use crate::clock::Clock;
 use crate::manifest::Manifest;
 use crate::vfs::{LockGuard, LockMode, Vfs};

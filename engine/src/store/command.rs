@@ -302,6 +302,30 @@ impl Command {
                 arity("FLUSHALL", n, n == 1)?;
                 Command::FlushAll
             }
+            b"WINDOW" => {
+                arity("WINDOW", n, n == 4)?;
+                let span = parse_i64(arg(3))?;
+                if span < 0 {
+                    return Err(Error::Invalid(format!("window span is negative: {span}")));
+                }
+                if arg(1).is_empty() {
+                    return Err(Error::Invalid("window table name is empty".into()));
+                }
+                Command::Window { table: a(1), column: a(2), span }
+            }
+            _ => Command::parse_more(upper, name, args)?,
+        };
+        Ok(Parsed::Other(command))
+    }
+
+    /// The commands issue 22 added (`upper`: the name in capitals), or
+    /// an unknown command.
+    fn parse_more<A: AsRef<[u8]>>(upper: &[u8], name: &[u8], args: &[A]) -> Result<Command> {
+        let n = args.len();
+        let arg = |i: usize| args[i].as_ref();
+        let a = |i: usize| arg(i).to_vec();
+        let all_from = |i: usize| args[i..].iter().map(|arg| arg.as_ref().to_vec()).collect::<Vec<_>>();
+        Ok(match upper {
             b"EXISTS" => {
                 arity("EXISTS", n, n >= 2)?;
                 Command::Exists { keys: all_from(1) }
@@ -330,23 +354,11 @@ impl Command {
                 arity("HSETNX", n, n == 4)?;
                 Command::HSetNx { key: a(1), field: a(2), value: a(3) }
             }
-            b"WINDOW" => {
-                arity("WINDOW", n, n == 4)?;
-                let span = parse_i64(arg(3))?;
-                if span < 0 {
-                    return Err(Error::Invalid(format!("window span is negative: {span}")));
-                }
-                if arg(1).is_empty() {
-                    return Err(Error::Invalid("window table name is empty".into()));
-                }
-                Command::Window { table: a(1), column: a(2), span }
-            }
             _ => {
                 let name = String::from_utf8_lossy(name).to_ascii_uppercase();
                 return Err(Error::Invalid(format!("unknown command '{name}'")));
             }
-        };
-        Ok(Parsed::Other(command))
+        })
     }
 
     /// Whether the command may change state (and so is logged).

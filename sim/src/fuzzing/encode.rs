@@ -151,6 +151,27 @@ impl Encoder {
                 self.fields(first, more);
             }
             FuzzOp::Advance { ms } => self.u16(*ms),
+            FuzzOp::Exists { .. }
+            | FuzzOp::PTtl { .. }
+            | FuzzOp::HMGet { .. }
+            | FuzzOp::HLen { .. }
+            | FuzzOp::HExists { .. }
+            | FuzzOp::HIncrBy { .. }
+            | FuzzOp::HSetNx { .. } => self.hash_op(op),
+            FuzzOp::FlushAll
+            | FuzzOp::Evict
+            | FuzzOp::Rewrite
+            | FuzzOp::Sync
+            | FuzzOp::Crash
+            | FuzzOp::Restart
+            | FuzzOp::SecondOpen
+            | FuzzOp::Kill => {}
+        }
+    }
+
+    /// The fields of the operations issue 22 added.
+    fn hash_op(&mut self, op: &FuzzOp) {
+        match op {
             FuzzOp::Exists { first, more } => {
                 self.key(first);
                 self.list(more, Self::key);
@@ -176,14 +197,7 @@ impl Encoder {
                 self.field(field);
                 self.token(value);
             }
-            FuzzOp::FlushAll
-            | FuzzOp::Evict
-            | FuzzOp::Rewrite
-            | FuzzOp::Sync
-            | FuzzOp::Crash
-            | FuzzOp::Restart
-            | FuzzOp::SecondOpen
-            | FuzzOp::Kill => {}
+            _ => unreachable!("op() encodes every other operation"),
         }
     }
 

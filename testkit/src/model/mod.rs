@@ -296,44 +296,8 @@ impl Model {
                 }
                 Reply::Int(removed as i64)
             }
-            Command::HPExpireAt { key, at_ms, fields } => {
-                if self.visible_mut(key, now_ms).is_none() {
-                    return Ok(Reply::Int(0));
-                }
-                let live = self.hash_mut(key);
-                let mut set = 0;
-                for field in fields {
-                    match (live.get_mut(field), future_deadline(*at_ms, now_ms)) {
-                        (None, _) => {}
-                        (Some(slot), Some(at)) => {
-                            slot.1 = Some(at);
-                            set += 1;
-                        }
-                        // A passed deadline deletes the field, as Redis does.
-                        (Some(_), None) => {
-                            live.remove(field);
-                            set += 1;
-                        }
-                    }
-                }
-                if live.is_empty() {
-                    self.map.remove(key.as_slice());
-                }
-                Reply::Int(set)
-            }
-            Command::PExpireAt { key, at_ms } => match (self.visible_mut(key, now_ms), future_deadline(*at_ms, now_ms))
-            {
-                (None, _) => Reply::Int(0),
-                (Some(entry), Some(at)) => {
-                    entry.expire_at_ms = Some(at);
-                    Reply::Int(1)
-                }
-                // A passed deadline deletes the key, as Redis does.
-                (Some(_), None) => {
-                    self.map.remove(key.as_slice());
-                    Reply::Int(1)
-                }
-            },
+            Command::HPExpireAt { key, at_ms, fields } => self.hpexpireat(key, *at_ms, fields, now_ms),
+            Command::PExpireAt { key, at_ms } => self.pexpireat(key, *at_ms, now_ms),
             Command::Persist { key } => {
                 // A key with no TTL is left untouched, dead fields and all.
                 if self.visible_ref(key, now_ms).is_some_and(|e| e.expire_at_ms.is_some()) {
@@ -352,6 +316,49 @@ impl Model {
             _ => self.execute_more(command, now_ms)?,
         };
         Ok(reply)
+    }
+
+    /// PEXPIREAT: the visible key takes the deadline, or (a deadline
+    /// already past, negative included) is deleted, as Redis does.
+    fn pexpireat(&mut self, key: &[u8], at_ms: i64, now_ms: u64) -> Reply {
+        match (self.visible_mut(key, now_ms), future_deadline(at_ms, now_ms)) {
+            (None, _) => Reply::Int(0),
+            (Some(entry), Some(at)) => {
+                entry.expire_at_ms = Some(at);
+                Reply::Int(1)
+            }
+            (Some(_), None) => {
+                self.map.remove(key);
+                Reply::Int(1)
+            }
+        }
+    }
+
+    /// HPEXPIREAT: each live field named takes the deadline, or (a
+    /// deadline already past) is deleted; the reply counts them.
+    fn hpexpireat(&mut self, key: &[u8], at_ms: i64, fields: &[Vec<u8>], now_ms: u64) -> Reply {
+        if self.visible_mut(key, now_ms).is_none() {
+            return Reply::Int(0);
+        }
+        let live = self.hash_mut(key);
+        let mut set = 0;
+        for field in fields {
+            match (live.get_mut(field), future_deadline(at_ms, now_ms)) {
+                (None, _) => {}
+                (Some(slot), Some(at)) => {
+                    slot.1 = Some(at);
+                    set += 1;
+                }
+                (Some(_), None) => {
+                    live.remove(field);
+                    set += 1;
+                }
+            }
+        }
+        if live.is_empty() {
+            self.map.remove(key);
+        }
+        Reply::Int(set)
     }
 
     /// The commands issue 22 added, after [`Model::refusal`] passed.

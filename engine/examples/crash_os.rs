@@ -27,9 +27,8 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use engine::aof::FsyncPolicy;
 use engine::clock::{ManualClock, SystemClock};
-use engine::store::{Command, Options, Store};
+use engine::store::{Command, FsyncPolicy, Options, Store};
 use engine::vfs::OsVfs;
 use testkit::model::Model;
 

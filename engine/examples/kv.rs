@@ -30,9 +30,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use engine::aof::FsyncPolicy;
 use engine::clock::SystemClock;
-use engine::store::{Options, RecoveryReport, Reply, Store};
+use engine::store::{FsyncPolicy, Options, RecoveryReport, Reply, Store};
 use engine::vfs::OsVfs;
 use engine::Error;
 
@@ -123,6 +122,9 @@ fn render(reply: &Reply) -> String {
         Reply::Pairs(pairs) if pairs.is_empty() => "(empty hash)".into(),
         Reply::Pairs(pairs) => {
             pairs.iter().map(|(f, v)| format!("{}={}", show(f), show(v))).collect::<Vec<_>>().join(" ")
+        }
+        Reply::Array(values) => {
+            values.iter().map(|v| v.as_deref().map_or_else(|| "(nil)".to_string(), show)).collect::<Vec<_>>().join(" ")
         }
     }
 }

@@ -7,13 +7,83 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
+/// The file-system operation an [`Error::Io`] failed in. A type, not a
+/// string, so that the decisions taken on it — a failed fsync (of a file
+/// or a directory) poisons the store, see [`IoOp::is_sync`] — are made on
+/// the operation and not on how it happens to be spelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum IoOp {
+    /// Opening an existing file.
+    Open,
+    /// Creating (or truncating) a file.
+    Create,
+    /// Creating a directory and its parents.
+    CreateDirAll,
+    /// Listing a directory.
+    ListDir,
+    /// Taking a directory's lock.
+    Lock,
+    /// Mapping a file into memory.
+    Map,
+    /// Reading a file.
+    Read,
+    /// Writing a file.
+    Write,
+    /// Cutting a file to a length.
+    Truncate,
+    /// Asking a file's length or whether it exists.
+    Stat,
+    /// Renaming a file.
+    Rename,
+    /// Removing a file.
+    Unlink,
+    /// Fsyncing a file.
+    Sync,
+    /// Fsyncing a directory (its entries).
+    SyncDir,
+}
+
+impl IoOp {
+    /// The operation's name, as error messages print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            IoOp::Open => "open",
+            IoOp::Create => "create",
+            IoOp::CreateDirAll => "create_dir_all",
+            IoOp::ListDir => "list_dir",
+            IoOp::Lock => "lock",
+            IoOp::Map => "map",
+            IoOp::Read => "read",
+            IoOp::Write => "write",
+            IoOp::Truncate => "truncate",
+            IoOp::Stat => "stat",
+            IoOp::Rename => "rename",
+            IoOp::Unlink => "unlink",
+            IoOp::Sync => "sync",
+            IoOp::SyncDir => "sync_dir",
+        }
+    }
+
+    /// Whether this is an fsync, of a file or a directory: a failed one
+    /// may have dropped dirty pages for good, so it poisons the store.
+    pub fn is_sync(self) -> bool {
+        matches!(self, IoOp::Sync | IoOp::SyncDir)
+    }
+}
+
+impl fmt::Display for IoOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Everything that can go wrong in the engine.
 #[derive(Debug)]
 pub enum Error {
     /// The file system failed an operation.
     Io {
-        /// What the engine was doing (`"open"`, `"write"`, `"sync"`, ...).
-        op: &'static str,
+        /// What the engine was doing.
+        op: IoOp,
         /// The file or directory it was doing it to.
         path: PathBuf,
         /// What the file system said.
@@ -57,7 +127,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
     /// An [`Error::Io`] for `op` on `path`.
-    pub fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+    pub fn io(op: IoOp, path: impl Into<PathBuf>, source: io::Error) -> Self {
         Error::Io { op, path: path.into(), source }
     }
 
@@ -101,5 +171,37 @@ impl std::error::Error for Error {
             Error::Io { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [IoOp; 14] = [
+        IoOp::Open,
+        IoOp::Create,
+        IoOp::CreateDirAll,
+        IoOp::ListDir,
+        IoOp::Lock,
+        IoOp::Map,
+        IoOp::Read,
+        IoOp::Write,
+        IoOp::Truncate,
+        IoOp::Stat,
+        IoOp::Rename,
+        IoOp::Unlink,
+        IoOp::Sync,
+        IoOp::SyncDir,
+    ];
+
+    #[test]
+    fn only_the_two_fsyncs_are_syncs_and_names_are_distinct() {
+        let syncs: Vec<IoOp> = ALL.into_iter().filter(|op| op.is_sync()).collect();
+        assert_eq!(syncs, [IoOp::Sync, IoOp::SyncDir]);
+        let names: std::collections::BTreeSet<&str> = ALL.iter().map(|op| op.name()).collect();
+        assert_eq!(names.len(), ALL.len());
+        let error = Error::io(IoOp::SyncDir, "/db", io::Error::other("EIO"));
+        assert_eq!(error.to_string(), "sync_dir /db: EIO");
     }
 }

@@ -31,20 +31,48 @@ macro_rules! canary {
     };
 }
 
+// What a user of the store needs is public: `store` (with the fsync
+// policy it is opened with, `store::FsyncPolicy`), `vfs`, `clock`, `error`
+// and `phase`. The layers the store is built from — the log, the segment
+// files, the manifest, the frame and the byte decoder — are the crate's
+// own: public only with the `testing` feature, which `testkit`, `sim` and
+// the fuzz targets turn on to build logs, segments and manifests byte by
+// byte and to read them back. Without it, what only they call is unused
+// here, hence the `dead_code` and `unused_imports` allowances.
+#[cfg(feature = "testing")]
 pub mod aof;
+#[cfg(not(feature = "testing"))]
+#[allow(dead_code, unused_imports)]
+pub(crate) mod aof;
 #[cfg(feature = "canaries")]
 pub mod canary;
 #[cfg(not(feature = "canaries"))]
 mod canary;
 pub mod clock;
+#[cfg(feature = "testing")]
 pub mod codec;
+#[cfg(not(feature = "testing"))]
+#[allow(dead_code, unused_imports)]
+pub(crate) mod codec;
 pub mod error;
+#[cfg(feature = "testing")]
 pub mod frame;
+#[cfg(not(feature = "testing"))]
+#[allow(dead_code, unused_imports)]
+pub(crate) mod frame;
+#[cfg(feature = "testing")]
 pub mod manifest;
+#[cfg(not(feature = "testing"))]
+#[allow(dead_code, unused_imports)]
+pub(crate) mod manifest;
 pub mod phase;
+#[cfg(feature = "testing")]
 pub mod seg;
+#[cfg(not(feature = "testing"))]
+#[allow(dead_code, unused_imports)]
+pub(crate) mod seg;
 pub mod store;
 pub mod vfs;
 
-pub use error::{Error, Result};
+pub use error::{Error, IoOp, Result};
 pub use phase::Phase;

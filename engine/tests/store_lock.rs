@@ -15,7 +15,7 @@ use std::sync::Arc;
 use engine::clock::ManualClock;
 use engine::store::{Options, Reply, Store, AOF_FILE, REWRITE_TEMP_FILE};
 use engine::vfs::{read_whole, MemVfs, OsVfs, Vfs, LOCK_FILE};
-use engine::{Error, Phase};
+use engine::{Error, IoOp, Phase};
 use support::{cmd, os_files, CrashAfter, NoLock};
 
 const T0_MS: u64 = 1_700_000_000_000;
@@ -265,7 +265,7 @@ fn a_read_only_open_creates_no_directory_and_reads_a_missing_log_as_empty() {
     let tmp = tempfile::tempdir().unwrap();
     let missing = tmp.path().join("nowhere");
     match open_read_only(Arc::new(OsVfs), &missing) {
-        Err(Error::Io { op: "lock", path, .. }) => assert_eq!(path, missing),
+        Err(Error::Io { op: IoOp::Lock, path, .. }) => assert_eq!(path, missing),
         other => panic!("expected an I/O error on the lock, got {:?}", other.map(|_| "a store")),
     }
     assert!(!missing.exists(), "a read-only open created the directory");
@@ -304,6 +304,32 @@ fn on_the_real_disk_a_second_open_in_the_same_process_is_refused_and_the_lock_fi
     assert_eq!(get(&mut store, "after"), bulk("flush"));
     assert!(store.audit().is_empty(), "{:?}", store.audit());
     assert!(dir.join(LOCK_FILE).exists());
+}
+
+/// Issue 22: `LOCK` deleted, or replaced by another file, under a running
+/// store. The owner's lock is on the directory itself, so every later
+/// opener is refused all the same and changes nothing; once the owner
+/// closes, the directory opens again (and `LOCK` is back).
+#[test]
+fn on_the_real_disk_deleting_or_replacing_lock_admits_no_second_opener() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let os: Arc<dyn Vfs> = Arc::new(OsVfs);
+    let mut store = open(os.clone(), dir).unwrap();
+    populate(&mut store);
+    std::fs::remove_file(dir.join(LOCK_FILE)).unwrap();
+    let before = os_files(dir);
+    assert_locked(open(os.clone(), dir), dir);
+    assert_locked(open_read_only(os.clone(), dir), dir);
+    assert_eq!(os_files(dir), before, "a refused opener recreated LOCK or wrote");
+    std::fs::write(dir.join("LOCK.new"), b"").unwrap();
+    std::fs::rename(dir.join("LOCK.new"), dir.join(LOCK_FILE)).unwrap();
+    assert_locked(open(os.clone(), dir), dir);
+    run(&mut store, &["SET", "still", "mine"]);
+    store.close().unwrap();
+    let mut store = open(os.clone(), dir).unwrap();
+    assert_eq!(get(&mut store, "still"), bulk("mine"));
+    assert!(store.audit().is_empty(), "{:?}", store.audit());
 }
 
 /// What the lock is for, shown by taking it away: two writers that both

@@ -176,7 +176,19 @@ struct Outcome {
 
 const OK: &str = "reply Ok";
 
+/// Whether the scenario deletes `LOCK` after A opened, as an operator or a
+/// cleanup script may.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LockFile {
+    Kept,
+    Deleted,
+}
+
 fn scenario(unlocked: bool) -> Outcome {
+    scenario_with(unlocked, LockFile::Kept)
+}
+
+fn scenario_with(unlocked: bool, lock_file: LockFile) -> Outcome {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let mut acknowledged = Vec::new();
@@ -184,6 +196,9 @@ fn scenario(unlocked: bool) -> Outcome {
     let mut a = Holder::start(dir, unlocked);
     assert_eq!(a.run("SET a 1"), OK);
     acknowledged.push(("a", "1"));
+    if lock_file == LockFile::Deleted {
+        std::fs::remove_file(dir.join(engine::vfs::LOCK_FILE)).unwrap();
+    }
 
     let before = os_files(dir);
     let intruder_said = intrude(dir, unlocked);
@@ -208,6 +223,20 @@ fn scenario(unlocked: bool) -> Outcome {
 #[test]
 fn a_second_process_is_refused_with_a_clear_message_and_no_acknowledged_write_is_lost() {
     let outcome = scenario(false);
+    let [said] = outcome.intruder_said.as_slice() else { panic!("the intruder said {:?}", outcome.intruder_said) };
+    assert!(said.starts_with("refused ") && said.contains("store directory is in use by another process"), "{said}");
+    assert!(outcome.intruder_changed_nothing, "the refused process changed the directory");
+    assert_eq!(outcome.lost, [], "acknowledged writes lost");
+    let bulk = |v: &str| Reply::Bulk(v.as_bytes().to_vec());
+    assert_eq!(outcome.recovered, [bulk("1"), Reply::Nil, bulk("3")]);
+}
+
+/// Issue 22: `rm LOCK` under a running store. A's lock is on what cannot
+/// be deleted or swapped (the directory itself), so B is refused all the
+/// same, and A's writes all survive.
+#[test]
+fn deleting_lock_under_a_running_store_admits_no_second_writer() {
+    let outcome = scenario_with(false, LockFile::Deleted);
     let [said] = outcome.intruder_said.as_slice() else { panic!("the intruder said {:?}", outcome.intruder_said) };
     assert!(said.starts_with("refused ") && said.contains("store directory is in use by another process"), "{said}");
     assert!(outcome.intruder_changed_nothing, "the refused process changed the directory");

@@ -142,6 +142,9 @@ fn run_bare(config: &Config, ops: &[PlannedOp], vfs: Arc<dyn Vfs>, dir: &Path) -
             Op::Cmd(command) => {
                 let _ = store.execute(command);
             }
+            Op::Args(args) => {
+                let _ = store.execute_args(args);
+            }
             Op::Evict => {
                 let _ = store.evict();
             }

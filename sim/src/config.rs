@@ -38,11 +38,18 @@ pub enum OpKind {
     Restart,
     SecondOpen,
     Kill,
+    Exists,
+    PTtl,
+    HMGet,
+    HLen,
+    HExists,
+    HIncrBy,
+    HSetNx,
 }
 
 impl OpKind {
     /// Every kind, with its base weight (before the swarm switches some off).
-    pub const BASE_WEIGHTS: [(OpKind, u32); 19] = [
+    pub const BASE_WEIGHTS: [(OpKind, u32); 26] = [
         (OpKind::Set, 6),
         (OpKind::Get, 5),
         (OpKind::Del, 3),
@@ -62,6 +69,13 @@ impl OpKind {
         (OpKind::Restart, 1),
         (OpKind::SecondOpen, 1),
         (OpKind::Kill, 1),
+        (OpKind::Exists, 2),
+        (OpKind::PTtl, 2),
+        (OpKind::HMGet, 3),
+        (OpKind::HLen, 3),
+        (OpKind::HExists, 2),
+        (OpKind::HIncrBy, 3),
+        (OpKind::HSetNx, 2),
     ];
 
     /// Kinds the swarm never switches off: without them a run tests little.

@@ -58,6 +58,7 @@ use crate::outcome::SeedOutcome;
 use crate::seeds;
 use crate::trace::{hash_reply, Event};
 use crate::workload::{Op, PlannedOp};
+use testkit::model;
 
 /// Where the store lives on the simulated disk.
 pub const DB_DIR: &str = "/db";
@@ -303,6 +304,7 @@ impl<'a> Driver<'a> {
         let was_poisoned = self.store().poisoned().is_some();
         let result = match &planned.op {
             Op::Cmd(command) => self.run_command(command, planned, observer),
+            Op::Args(args) => self.run_args(args, planned, observer),
             Op::Evict => {
                 observer.op_begins(self, planned, Moment::Begins, None);
                 let result = self.store_mut().evict().map(|_| ());
@@ -404,6 +406,38 @@ impl<'a> Driver<'a> {
             }
         }
         Ok(false)
+    }
+
+    /// A command given as raw arguments. One with an integer Redis does
+    /// not spell so (the model's own reading, `testkit::model`) must be
+    /// refused with Redis's text before it touches anything; any other is
+    /// the command it parses to.
+    fn run_args(&mut self, args: &[Vec<u8>], planned: &PlannedOp, observer: &mut dyn Observer) -> Step<bool> {
+        let shown = || args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ");
+        if !model::refuses_integer_in(args) {
+            return match Command::parse(args) {
+                Ok(command) => self.run_command(&command, planned, observer),
+                Err(e) => {
+                    Err(self.fail(Check::Reply, format!("{}: the store refused integers Redis reads: {e}", shown())))
+                }
+            };
+        }
+        observer.op_begins(self, planned, Moment::Begins, None);
+        let result = self.store_mut().execute_args(args);
+        let reply_hash = result.as_ref().map_or(0, hash_reply);
+        let index = self.op_index;
+        self.vfs.with_trace(|t| t.push(Event::Reply { index, hash: reply_hash }));
+        match result {
+            Err(Error::Invalid(why)) if why == model::NOT_AN_INTEGER => Ok(false),
+            other => Err(self.fail(
+                Check::Reply,
+                format!(
+                    "{}: Redis refuses the integer ({}), the store answered {other:?}",
+                    shown(),
+                    model::NOT_AN_INTEGER
+                ),
+            )),
+        }
     }
 
     fn check_reply(&self, command: &Command, got: &Reply, want: engine::Result<Reply>) -> Step {

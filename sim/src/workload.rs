@@ -11,6 +11,7 @@
 
 use std::fmt;
 
+use arbitrary::Arbitrary;
 use engine::store::Command;
 use engine::Phase;
 use rand::{Rng, SeedableRng};
@@ -27,6 +28,62 @@ pub const T0_MS: u64 = 1_700_000_000_000;
 /// The share of rewrites and FLUSHALLs without a crash of their own that
 /// are aimed at one of manifest compaction's phases (see [`aim_at_compaction`]).
 const COMPACTION_AIM_RATE: f64 = 0.25;
+
+/// The share of `PEXPIREAT`s and `HPEXPIREAT`s drawn with their deadline
+/// misspelled (see [`Op::Args`]).
+const MISSPELLED_INTEGER_RATE: f64 = 0.08;
+
+/// A way to spell an integer that Rust's parser may take and Redis
+/// refuses (`value is not an integer or out of range`): the workload's
+/// [`Op::Args`] draw one, and the fuzz plan names one.
+#[derive(Arbitrary, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Misspelling {
+    /// `+n`.
+    Plus,
+    /// One leading zero: `0n`, `-0n`.
+    Zero,
+    /// Two leading zeros.
+    ZeroZero,
+    /// `-0`, whatever the number.
+    MinusZero,
+}
+
+impl Misspelling {
+    /// Every misspelling, in declaration order.
+    pub const ALL: [Misspelling; 4] =
+        [Misspelling::Plus, Misspelling::Zero, Misspelling::ZeroZero, Misspelling::MinusZero];
+
+    /// `n` spelled this way.
+    pub fn spell(self, n: i64) -> Vec<u8> {
+        let sign = if n < 0 { "-" } else { "" };
+        let digits = n.unsigned_abs();
+        match self {
+            Misspelling::Plus => format!("+{n}"),
+            Misspelling::Zero => format!("{sign}0{digits}"),
+            Misspelling::ZeroZero => format!("{sign}00{digits}"),
+            Misspelling::MinusZero => "-0".to_string(),
+        }
+        .into_bytes()
+    }
+
+    /// The first misspelling, and a number, that [`Misspelling::spell`]
+    /// to exactly `text`, if any does.
+    pub fn read(text: &[u8]) -> Option<(Misspelling, i64)> {
+        let text = std::str::from_utf8(text).ok()?;
+        Self::ALL.into_iter().find_map(|how| {
+            let n = match how {
+                Misspelling::Plus => text.strip_prefix('+')?.parse().ok()?,
+                Misspelling::Zero | Misspelling::ZeroZero => {
+                    let (sign, rest) = text.strip_prefix('-').map_or(("", text), |rest| ("-", rest));
+                    let zeros = if how == Misspelling::Zero { 1 } else { 2 };
+                    format!("{sign}{}", rest.get(zeros..)?).parse().ok()?
+                }
+                Misspelling::MinusZero => 0,
+            };
+            (how.spell(n) == text.as_bytes()).then_some((how, n))
+        })
+    }
+}
 
 /// One workload operation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,6 +108,10 @@ pub enum Op {
     /// `ADVANCE` and a `CRASH`: a power loss then takes what the reopen
     /// replayed but did not make durable.
     Kill,
+    /// A command given as its raw arguments, with an integer spelled as
+    /// Redis does not spell integers (`+5`, `007`, `-0`): the store must
+    /// refuse it with Redis's text and change nothing.
+    Args(Vec<Vec<u8>>),
     /// While the store is open, a second opener tries the same directory
     /// (to write on even indices, read-only on odd ones): it must be
     /// refused as locked, and change nothing.
@@ -84,6 +145,14 @@ impl Op {
             Op::Cmd(Command::HPExpireAt { .. }) => "hpexpireat",
             Op::Cmd(Command::FlushAll) => "flushall",
             Op::Cmd(Command::Window { .. }) => "window",
+            Op::Cmd(Command::Exists { .. }) => "exists",
+            Op::Cmd(Command::PTtl { .. }) => "pttl",
+            Op::Cmd(Command::HMGet { .. }) => "hmget",
+            Op::Cmd(Command::HLen { .. }) => "hlen",
+            Op::Cmd(Command::HExists { .. }) => "hexists",
+            Op::Cmd(Command::HIncrBy { .. }) => "hincrby",
+            Op::Cmd(Command::HSetNx { .. }) => "hsetnx",
+            Op::Args(_) => "args",
             Op::Evict => "evict",
             Op::Rewrite => "rewrite",
             Op::Sync => "sync",
@@ -103,6 +172,13 @@ impl fmt::Display for PlannedOp {
             Op::Cmd(command) => {
                 for arg in command.to_args() {
                     write!(f, " {}", String::from_utf8_lossy(&arg))?;
+                }
+                Ok(())
+            }
+            Op::Args(args) => {
+                write!(f, " ARGS")?;
+                for arg in args {
+                    write!(f, " {}", String::from_utf8_lossy(arg))?;
                 }
                 Ok(())
             }
@@ -131,6 +207,7 @@ impl PlannedOp {
             ["SECOND-OPEN"] => Op::SecondOpen,
             ["KILL"] => Op::Kill,
             ["ADVANCE", ms] => Op::Advance(ms.parse().map_err(|_| format!("bad advance {ms:?}"))?),
+            ["ARGS", args @ ..] if !args.is_empty() => Op::Args(args.iter().map(|a| a.as_bytes().to_vec()).collect()),
             args => {
                 let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
                 Op::Cmd(Command::parse(&args).map_err(|e| format!("{line:?}: {e}"))?)
@@ -138,6 +215,19 @@ impl PlannedOp {
         };
         Ok(PlannedOp { index, op, crash })
     }
+}
+
+/// The arguments of `command` (a `PEXPIREAT`, `HPEXPIREAT` or `HINCRBY`;
+/// `None` for any other) with its integer argument spelled `how`.
+pub fn misspelled(command: &Command, how: Misspelling) -> Option<Vec<Vec<u8>>> {
+    let (at, n) = match command {
+        Command::PExpireAt { at_ms, .. } | Command::HPExpireAt { at_ms, .. } => (2, *at_ms),
+        Command::HIncrBy { by, .. } => (3, *by),
+        _ => return None,
+    };
+    let mut args = command.to_args();
+    args[at] = how.spell(n);
+    Some(args)
 }
 
 /// Builds a seed's operation list.
@@ -197,9 +287,29 @@ impl<'a> Generator<'a> {
         ts.to_string().into_bytes()
     }
 
-    fn at_ms(&mut self) -> u64 {
-        // Some already expired, most a few simulated seconds ahead.
-        self.now_ms.saturating_add_signed(self.rng.gen_range(-2_000..15_000))
+    /// A deadline: some already past, most a few simulated seconds ahead,
+    /// and the edges Redis defines drawn on purpose — exactly the clock (a
+    /// key alive through its deadline), just before it, and negative ones
+    /// (past: the key or fields are deleted).
+    fn at_ms(&mut self) -> i64 {
+        let now = i64::try_from(self.now_ms).unwrap_or(i64::MAX);
+        match self.rng.gen_range(0..20) {
+            0 | 1 => now,
+            2 => now - 1,
+            3 => -self.rng.gen_range(1..1_000),
+            _ => now.saturating_add(self.rng.gen_range(-2_000..15_000)),
+        }
+    }
+
+    /// `command` (a `PEXPIREAT`, `HPEXPIREAT` or `HINCRBY`), or now and
+    /// then its arguments with the integer spelled as Redis refuses to
+    /// read it: signed with `+`, zero-padded, or `-0`.
+    fn maybe_misspelled(&mut self, command: Command) -> Op {
+        if !self.rng.gen_bool(MISSPELLED_INTEGER_RATE) {
+            return Op::Cmd(command);
+        }
+        let how = Misspelling::ALL[self.rng.gen_range(0..Misspelling::ALL.len())];
+        misspelled(&command, how).map_or(Op::Cmd(command), Op::Args)
     }
 
     fn op(&mut self, index: u64, kind: OpKind) -> Op {
@@ -229,10 +339,14 @@ impl<'a> Generator<'a> {
             OpKind::HGet => Op::Cmd(Command::HGet { key: self.hash_key(), field: self.field() }),
             OpKind::HDel => Op::Cmd(Command::HDel { key: self.hash_key(), fields: self.fields() }),
             OpKind::HGetAll => Op::Cmd(Command::HGetAll { key: self.hash_key() }),
-            OpKind::PExpireAt => Op::Cmd(Command::PExpireAt { key: self.any_key(), at_ms: self.at_ms() }),
+            OpKind::PExpireAt => {
+                let command = Command::PExpireAt { key: self.any_key(), at_ms: self.at_ms() };
+                self.maybe_misspelled(command)
+            }
             OpKind::Persist => Op::Cmd(Command::Persist { key: self.any_key() }),
             OpKind::HPExpireAt => {
-                Op::Cmd(Command::HPExpireAt { key: self.hash_key(), at_ms: self.at_ms(), fields: self.fields() })
+                let command = Command::HPExpireAt { key: self.hash_key(), at_ms: self.at_ms(), fields: self.fields() };
+                self.maybe_misspelled(command)
             }
             OpKind::FlushAll => Op::Cmd(Command::FlushAll),
             OpKind::Evict => Op::Evict,
@@ -247,7 +361,41 @@ impl<'a> Generator<'a> {
             OpKind::Restart => Op::Restart,
             OpKind::SecondOpen => Op::SecondOpen,
             OpKind::Kill => Op::Kill,
+            _ => self.hash_op(index, kind),
         }
+    }
+
+    /// The commands issue 22 added: reads of any key or of hashes (table
+    /// rows mostly, so cold ones), `HINCRBY` (small steps, the window
+    /// column now and then, and the i64 edges that overflow) and `HSETNX`.
+    fn hash_op(&mut self, index: u64, kind: OpKind) -> Op {
+        let command = match kind {
+            OpKind::Exists => {
+                Command::Exists { keys: (0..self.rng.gen_range(1..=3)).map(|_| self.any_key()).collect() }
+            }
+            OpKind::PTtl => Command::PTtl { key: self.any_key() },
+            OpKind::HMGet => Command::HMGet { key: self.hash_key(), fields: self.fields() },
+            OpKind::HLen => Command::HLen { key: self.hash_key() },
+            OpKind::HExists => Command::HExists { key: self.hash_key(), field: self.field() },
+            OpKind::HIncrBy => {
+                let (key, field) = (self.hash_key(), self.field());
+                // The extremes (overflow) only off the window column, whose
+                // mark would otherwise pin every row out of its window.
+                let by = match self.rng.gen_range(0..20) {
+                    0 if field != b"ts" => i64::MAX,
+                    1 if field != b"ts" => i64::MIN,
+                    _ => self.rng.gen_range(-10..=10),
+                };
+                return self.maybe_misspelled(Command::HIncrBy { key, field, by });
+            }
+            OpKind::HSetNx => {
+                let key = self.hash_key();
+                let field = format!("f{}", self.rng.gen_range(0..4)).into_bytes();
+                Command::HSetNx { key, field, value: self.token(self.config.max_value_bytes) }
+            }
+            other => unreachable!("op() draws {other:?} itself (op {index})"),
+        };
+        Op::Cmd(command)
     }
 
     /// Maybe aim a crash inside `op`: at a phase it passes, or a few I/O
@@ -346,7 +494,7 @@ impl Generator<'_> {
                 continue;
             }
             let key = row(id);
-            let ahead_ms = self.now_ms + self.rng.gen_range(5_000..60_000);
+            let ahead_ms = i64::try_from(self.now_ms).unwrap_or(i64::MAX) + self.rng.gen_range(5_000..60_000);
             ops.push(Op::Cmd(match self.rng.gen_range(0..5) {
                 0 => Command::Del { keys: vec![key] },
                 1 => Command::PExpireAt { key, at_ms: ahead_ms },
@@ -504,6 +652,42 @@ mod tests {
             for planned in generate(&config) {
                 let line = planned.to_string();
                 assert_eq!(PlannedOp::parse(&line).unwrap(), planned, "{line}");
+            }
+        }
+    }
+
+    #[test]
+    fn workloads_draw_the_edges_redis_defines() {
+        let (mut at_clock, mut negative, mut misspelled) = (0, 0, 0);
+        for seed in 0..64 {
+            let config = Config::from_seed(seed, Overrides::default());
+            let mut now_ms = T0_MS;
+            for planned in generate(&config) {
+                match &planned.op {
+                    Op::Advance(ms) => now_ms += ms,
+                    Op::Cmd(Command::PExpireAt { at_ms, .. } | Command::HPExpireAt { at_ms, .. }) => {
+                        at_clock += usize::from(*at_ms == now_ms as i64);
+                        negative += usize::from(*at_ms < 0);
+                    }
+                    Op::Args(args) => {
+                        assert!(testkit::model::refuses_integer_in(args), "{planned}");
+                        misspelled += 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert!(at_clock > 0 && negative > 0 && misspelled > 0, "{at_clock} {negative} {misspelled}");
+    }
+
+    #[test]
+    fn every_misspelling_reads_back_and_redis_refuses_it() {
+        for n in [0, 5, -5, 1_700_000_000_000, -1, i64::MAX, i64::MIN, i64::MIN + 1] {
+            for how in Misspelling::ALL {
+                let text = how.spell(n);
+                let (read, m) = Misspelling::read(&text).unwrap();
+                assert_eq!(read.spell(m), text);
+                assert_eq!(testkit::model::redis_integer(&text), None, "{}", String::from_utf8_lossy(&text));
             }
         }
     }

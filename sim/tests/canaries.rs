@@ -39,14 +39,14 @@ mod planted {
     /// Seeds each hunt may take before the test calls the canary a
     /// survivor: four times the seeds it took for the CANARIES.md table,
     /// and never fewer than 16.
-    const CAPS: [(&str, u64); 30] = [
+    const CAPS: [(&str, u64); 31] = [
         ("seg-no-fsync", 16),
         ("seal-no-dir-sync", 16),
         ("frame-before-register", 20),
         ("ghost-stubs", 16),
         ("append-after-torn-tail", 48),
         ("replay-past-invalid", 48),
-        ("fsync-retry", 16),
+        ("fsync-retry", 76),
         ("rewrite-no-fsync", 16),
         ("rewrite-no-dir-sync", 16),
         ("promote-not-dead", 16),
@@ -66,8 +66,9 @@ mod planted {
         ("rewrite-drops-hwm", 292),
         ("recovery-no-fsync", 44),
         ("seq-from-live-set", 16),
-        ("cut-no-fsync", 32188),
+        ("cut-no-fsync", 76172),
         ("compact-rename-before-fsync", 1488),
+        ("hlen-stub-weight", 16),
         ("dir-sync-error-ignored", 108),
         ("rename-error-ignored", 228),
     ];
@@ -260,6 +261,11 @@ mod planted {
     #[test]
     fn compact_rename_before_fsync() {
         caught_within_its_cap("compact-rename-before-fsync");
+    }
+
+    #[test]
+    fn hlen_stub_weight() {
+        caught_within_its_cap("hlen-stub-weight");
     }
 
     #[test]

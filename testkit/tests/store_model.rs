@@ -50,9 +50,17 @@ fn value() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![(0u8..60).prop_map(|n| n.to_string().into_bytes()), proptest::collection::vec(any::<u8>(), 0..6)]
 }
 
-fn at_ms() -> impl Strategy<Value = u64> {
-    // From already-expired to a few seconds ahead of the clock's start.
-    (T0_MS - 1_000)..(T0_MS + 8_000)
+fn at_ms() -> impl Strategy<Value = i64> {
+    // From already-expired (negative included) to a few seconds ahead of
+    // the clock's start, with the edges drawn on purpose: a deadline at
+    // the clock's start, one just before it, and -1.
+    let t0 = T0_MS as i64;
+    prop_oneof![
+        8 => (t0 - 1_000)..(t0 + 8_000),
+        1 => Just(t0),
+        1 => Just(t0 - 1),
+        1 => Just(-1i64),
+    ]
 }
 
 fn command() -> impl Strategy<Value = Command> {
@@ -70,6 +78,21 @@ fn command() -> impl Strategy<Value = Command> {
         1 => (key(), at_ms(), proptest::collection::vec(field(), 1..3))
             .prop_map(|(key, at_ms, fields)| Command::HPExpireAt { key, at_ms, fields }),
         1 => (0i64..20).prop_map(|span| Command::Window { table: b"t".to_vec(), column: b"ts".to_vec(), span }),
+        2 => hash_command(),
+    ]
+}
+
+/// The commands issue 22 added, on keys that are often cold rows.
+fn hash_command() -> impl Strategy<Value = Command> {
+    let by = prop_oneof![8 => -5i64..5, 1 => Just(i64::MAX), 1 => Just(i64::MIN)];
+    prop_oneof![
+        proptest::collection::vec(key(), 1..3).prop_map(|keys| Command::Exists { keys }),
+        key().prop_map(|key| Command::PTtl { key }),
+        (key(), proptest::collection::vec(field(), 1..3)).prop_map(|(key, fields)| Command::HMGet { key, fields }),
+        key().prop_map(|key| Command::HLen { key }),
+        (key(), field()).prop_map(|(key, field)| Command::HExists { key, field }),
+        (key(), field(), by).prop_map(|(key, field, by)| Command::HIncrBy { key, field, by }),
+        (key(), field(), value()).prop_map(|(key, field, value)| Command::HSetNx { key, field, value }),
     ]
 }
 

@@ -12,19 +12,20 @@
 use std::path::Path;
 
 use crate::vfs::{OpenMode, Vfs};
+use crate::IoOp;
 use crate::{Error, Result};
 
 /// Durably copy `bytes` to a new quarantine file beside `log_name` in
 /// `dir`, numbered one past the highest already there. Returns its name.
 pub(super) fn quarantine(vfs: &dyn Vfs, dir: &Path, log_name: &str, bytes: &[u8]) -> Result<String> {
-    let names = vfs.list_dir(dir).map_err(|e| Error::io("list_dir", dir, e))?;
+    let names = vfs.list_dir(dir).map_err(|e| Error::io(IoOp::ListDir, dir, e))?;
     let number = next_number(&names, log_name)?;
     let name = format!("{}{number}", prefix(log_name));
     let path = dir.join(&name);
-    let mut file = vfs.open(&path, OpenMode::Truncate).map_err(|e| Error::io("create", &path, e))?;
-    file.write_at(0, bytes).map_err(|e| Error::io("write", &path, e))?;
-    file.sync().map_err(|e| Error::io("sync", &path, e))?;
-    vfs.sync_dir(dir).map_err(|e| Error::io("sync_dir", dir, e))?;
+    let mut file = vfs.open(&path, OpenMode::Truncate).map_err(|e| Error::io(IoOp::Create, &path, e))?;
+    file.write_at(0, bytes).map_err(|e| Error::io(IoOp::Write, &path, e))?;
+    file.sync().map_err(|e| Error::io(IoOp::Sync, &path, e))?;
+    vfs.sync_dir(dir).map_err(|e| Error::io(IoOp::SyncDir, dir, e))?;
     Ok(name)
 }
 

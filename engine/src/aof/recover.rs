@@ -31,6 +31,7 @@ use super::header::encode_header;
 use super::quarantine::quarantine;
 use super::{AofWriter, FsyncPolicy, LogWalk, Record};
 use crate::vfs::{read_once, read_whole, OpenMode, Vfs};
+use crate::IoOp;
 use crate::{Error, Result};
 
 /// What recovery may do with an invalid frame that is damage rather than a
@@ -182,8 +183,9 @@ impl LogRead {
     pub fn read(vfs: &dyn Vfs, dir: &Path, name: &str, mode: RecoveryMode) -> Result<LogRead> {
         check_file_name(name)?;
         let path = dir.join(name);
-        let exists = vfs.exists(&path).map_err(|e| Error::io("stat", &path, e))?;
-        let read_error = |e| if canary!(ReadErrorEmptyLog) { Ok(Vec::new()) } else { Err(Error::io("read", &path, e)) };
+        let exists = vfs.exists(&path).map_err(|e| Error::io(IoOp::Stat, &path, e))?;
+        let read_error =
+            |e| if canary!(ReadErrorEmptyLog) { Ok(Vec::new()) } else { Err(Error::io(IoOp::Read, &path, e)) };
         // Planted (`ReadErrorEmptyLog`): a log that cannot be read is taken
         // for an empty one.
         let bytes = match exists.then(|| read_once(vfs, &path)) {
@@ -303,7 +305,7 @@ impl LogRead {
     /// [`AofWriter::finish_recovery`]. Creates the file only when it is
     /// missing, when there is nothing a replay could refuse.
     pub fn open_writer(&self, vfs: Arc<dyn Vfs>, policy: FsyncPolicy, now_ms: u64) -> Result<AofWriter> {
-        let file = vfs.open(&self.path, OpenMode::Create).map_err(|e| Error::io("open", &self.path, e))?;
+        let file = vfs.open(&self.path, OpenMode::Create).map_err(|e| Error::io(IoOp::Open, &self.path, e))?;
         let valid_len_bytes = self.report.valid_len_bytes;
         let file_len_bytes = self.bytes.len() as u64;
         // Planted: the torn tail stays, and the writer appends after it.
@@ -377,12 +379,12 @@ impl AofWriter {
         };
         let file = self.file_mut();
         if let Some(len_bytes) = pending.cut_to_bytes {
-            file.set_len(len_bytes).map_err(|e| Error::io("truncate", &path, e))?;
+            file.set_len(len_bytes).map_err(|e| Error::io(IoOp::Truncate, &path, e))?;
         }
         if pending.write_header {
             let mut header = Vec::new();
             encode_header(&mut header);
-            file.write_at(0, &header).map_err(|e| Error::io("write", &path, e))?;
+            file.write_at(0, &header).map_err(|e| Error::io(IoOp::Write, &path, e))?;
         }
         // Always fsync, even when nothing changed: the bytes just replayed
         // may be a dead process's page cache that it never fsynced, and the
@@ -398,8 +400,8 @@ impl AofWriter {
             self.recovered_durable();
             return Ok(quarantined);
         }
-        file.sync().map_err(|e| Error::io("sync", &path, e))?;
-        vfs.sync_dir(&pending.dir).map_err(|e| Error::io("sync_dir", &pending.dir, e))?;
+        file.sync().map_err(|e| Error::io(IoOp::Sync, &path, e))?;
+        vfs.sync_dir(&pending.dir).map_err(|e| Error::io(IoOp::SyncDir, &pending.dir, e))?;
         self.recovered_durable();
         // And vouch for all of it, durably: damage to anything replayed
         // here is then refused by every later recovery, never cut.
@@ -724,7 +726,7 @@ mod tests {
         put_file(vfs.as_ref(), LOG, &bytes);
         vfs.faults().fail_next_set_len = true;
         let err = recover(vfs.clone(), Path::new(DIR)).unwrap_err();
-        assert!(matches!(err, Error::Io { op: "truncate", .. }), "{err}");
+        assert!(matches!(err, Error::Io { op: IoOp::Truncate, .. }), "{err}");
 
         let (_, records, report) = recover(vfs.clone(), Path::new(DIR)).unwrap();
         assert_eq!(records, sample_records()[..3]);

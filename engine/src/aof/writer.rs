@@ -32,6 +32,7 @@ use super::recover::PendingRecovery;
 use super::{FsyncPolicy, Record, KIND_COMMAND, KIND_SYNCED};
 use crate::frame::{encode_frame, MAX_FRAME_PAYLOAD_BYTES};
 use crate::vfs::{OpenMode, Vfs, VfsFile};
+use crate::IoOp;
 use crate::{Error, Result};
 
 /// How long `everysec` lets appended bytes stay unsynced.
@@ -181,7 +182,7 @@ impl AofWriter {
     /// fsynced: a rewrite writes its temp file with this, appends the new
     /// log, and makes it durable with [`AofWriter::sync`] before renaming.
     pub fn create(vfs: Arc<dyn Vfs>, path: &Path, policy: FsyncPolicy, now_ms: u64) -> Result<AofWriter> {
-        let file = vfs.open(path, OpenMode::Truncate).map_err(|e| Error::io("create", path, e))?;
+        let file = vfs.open(path, OpenMode::Truncate).map_err(|e| Error::io(IoOp::Create, path, e))?;
         let mut writer = AofWriter::resume(file, path.to_path_buf(), policy, 0, now_ms);
         encode_header(&mut writer.frame_buf);
         writer.write_frame_buf()?;
@@ -257,7 +258,7 @@ impl AofWriter {
         let mut header = Vec::new();
         encode_snapshot_header(&mut header, snapshot_end_bytes);
         assert!(header.len() as u64 <= self.len_bytes, "the header was written by create");
-        self.file.write_at(0, &header).map_err(|e| Error::io("write", &self.path, e))?;
+        self.file.write_at(0, &header).map_err(|e| Error::io(IoOp::Write, &self.path, e))?;
         self.unsynced = true;
         Ok(())
     }
@@ -424,7 +425,7 @@ impl AofWriter {
                     self.path.display()
                 ));
             }
-            return Err(Error::io("write", &self.path, write_err));
+            return Err(Error::io(IoOp::Write, &self.path, write_err));
         }
         self.len_bytes = at_bytes + written_bytes;
         if let Some(mark) = batch_mark {
@@ -475,7 +476,7 @@ impl AofWriter {
                     return Ok(());
                 }
                 self.poisoned = Some(format!("fsync of {} failed ({sync_err})", self.path.display()));
-                Err(Error::io("sync", &self.path, sync_err))
+                Err(Error::io(IoOp::Sync, &self.path, sync_err))
             }
         }
     }
@@ -587,7 +588,7 @@ mod tests {
         writer.append(&set("a", "1"), 0).unwrap();
         vfs.faults().fail_next_sync = true;
         let err = writer.append(&set("b", "2"), 0).unwrap_err();
-        assert!(matches!(err, Error::Io { op: "sync", .. }), "{err}");
+        assert!(matches!(err, Error::Io { op: IoOp::Sync, .. }), "{err}");
         assert!(writer.is_poisoned());
         // The next fsync would succeed, and must not be trusted.
         assert!(matches!(writer.append(&set("c", "3"), 0), Err(Error::Poisoned { .. })));
@@ -606,7 +607,7 @@ mod tests {
             let len_before = writer.len_bytes();
             vfs.faults().fail_next_write_after_bytes = Some(landed_bytes);
             let err = writer.append(&set("b", "22"), 0).unwrap_err();
-            assert!(matches!(err, Error::Io { op: "write", .. }), "{err}");
+            assert!(matches!(err, Error::Io { op: IoOp::Write, .. }), "{err}");
             assert!(!writer.is_poisoned());
             assert_eq!(writer.len_bytes(), len_before);
             assert_eq!(file_bytes(vfs.as_ref(), "/db/aof").len() as u64, len_before);
@@ -626,7 +627,7 @@ mod tests {
             faults.fail_next_write_after_bytes = Some(5);
             faults.fail_next_set_len = true;
         }
-        assert!(matches!(writer.append(&set("a", "1"), 0), Err(Error::Io { op: "write", .. })));
+        assert!(matches!(writer.append(&set("a", "1"), 0), Err(Error::Io { op: IoOp::Write, .. })));
         assert!(writer.is_poisoned());
         assert!(matches!(writer.append(&set("b", "2"), 0), Err(Error::Poisoned { .. })));
         // The partial frame is a torn tail to the next recovery.

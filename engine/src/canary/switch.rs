@@ -83,6 +83,9 @@ pub enum Canary {
     /// Manifest compaction renames its new ledger over `MANIFEST` before
     /// fsyncing it: a power loss may keep the rename and lose the bytes.
     CompactRenameBeforeFsync,
+    /// `HLEN` of a cold row answers from the stub's accounting (its
+    /// weight) instead of counting the row's fields in its segment.
+    HlenStubWeight,
     /// A failed directory fsync in seal is ignored: the segment is
     /// registered and logged though its name may not be durable.
     DirSyncErrorIgnored,
@@ -94,7 +97,7 @@ pub enum Canary {
 
 impl Canary {
     /// Every canary, in table order.
-    pub const ALL: [Canary; 30] = [
+    pub const ALL: [Canary; 31] = [
         Canary::SegNoFsync,
         Canary::SealNoDirSync,
         Canary::FrameBeforeRegister,
@@ -123,6 +126,7 @@ impl Canary {
         Canary::SeqFromLiveSet,
         Canary::CutNoFsync,
         Canary::CompactRenameBeforeFsync,
+        Canary::HlenStubWeight,
         Canary::DirSyncErrorIgnored,
         Canary::RenameErrorIgnored,
     ];
@@ -158,6 +162,7 @@ impl Canary {
             Canary::SeqFromLiveSet => "seq-from-live-set",
             Canary::CutNoFsync => "cut-no-fsync",
             Canary::CompactRenameBeforeFsync => "compact-rename-before-fsync",
+            Canary::HlenStubWeight => "hlen-stub-weight",
             Canary::DirSyncErrorIgnored => "dir-sync-error-ignored",
             Canary::RenameErrorIgnored => "rename-error-ignored",
         }
@@ -199,6 +204,7 @@ impl Canary {
             Canary::SeqFromLiveSet => "a new segment's seq is one past the highest live one (dropped seqs reused)",
             Canary::CutNoFsync => "recovery's cut of a torn tail is not fsynced before the next append",
             Canary::CompactRenameBeforeFsync => "manifest compaction renames its new ledger before fsyncing it",
+            Canary::HlenStubWeight => "HLEN of a cold row counts from the stub's weight, not the segment's fields",
             Canary::DirSyncErrorIgnored => {
                 "a failed directory fsync in seal is ignored (the segment's name may not be durable)"
             }

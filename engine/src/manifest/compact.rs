@@ -63,6 +63,7 @@
 use std::path::Path;
 
 use crate::vfs::{OpenMode, Vfs, VfsFile};
+use crate::IoOp;
 use crate::{Error, Phase, Result};
 
 use super::record;
@@ -164,21 +165,21 @@ impl Manifest {
 
     /// Steps 1 to 3 of the module doc; the new file's handle on success.
     fn write_and_rename(&self, vfs: &dyn Vfs, dir: &Path, temp_path: &Path, image: &[u8]) -> Result<Box<dyn VfsFile>> {
-        let mut file = vfs.open(temp_path, OpenMode::Truncate).map_err(|e| Error::io("create", temp_path, e))?;
-        file.write_at(0, image).map_err(|e| Error::io("write", temp_path, e))?;
+        let mut file = vfs.open(temp_path, OpenMode::Truncate).map_err(|e| Error::io(IoOp::Create, temp_path, e))?;
+        file.write_at(0, image).map_err(|e| Error::io(IoOp::Write, temp_path, e))?;
         // Planted: the rename goes first and the fsync after it, so for a
         // moment the name may reach the disk before the bytes it names.
         let rename_first = canary!(CompactRenameBeforeFsync);
         if !rename_first {
-            file.sync().map_err(|e| Error::io("sync", temp_path, e))?;
+            file.sync().map_err(|e| Error::io(IoOp::Sync, temp_path, e))?;
         }
         vfs.mark(Phase::ManifestCompactSynced);
-        vfs.rename(temp_path, &self.path).map_err(|e| Error::io("rename", temp_path, e))?;
+        vfs.rename(temp_path, &self.path).map_err(|e| Error::io(IoOp::Rename, temp_path, e))?;
         vfs.mark(Phase::ManifestCompactRenamed);
         if rename_first {
-            file.sync().map_err(|e| Error::io("sync", &self.path, e))?;
+            file.sync().map_err(|e| Error::io(IoOp::Sync, &self.path, e))?;
         }
-        vfs.sync_dir(dir).map_err(|e| Error::io("sync_dir", dir, e))?;
+        vfs.sync_dir(dir).map_err(|e| Error::io(IoOp::SyncDir, dir, e))?;
         vfs.mark(Phase::ManifestCompactDirSynced);
         Ok(file)
     }

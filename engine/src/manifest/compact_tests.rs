@@ -368,7 +368,7 @@ fn a_failed_compaction_poisons_and_the_manifest_reopens_to_the_same_state() {
         };
         flag.store(true, Ordering::SeqCst);
         match manifest.compact(vfs.as_ref()) {
-            Err(Error::Io { op: failed, .. }) => assert_eq!(failed, op, "{fault}"),
+            Err(Error::Io { op: failed, .. }) => assert_eq!(failed.name(), op, "{fault}"),
             other => panic!("{fault}: expected an I/O error, got {other:?}"),
         }
         flag.store(false, Ordering::SeqCst);

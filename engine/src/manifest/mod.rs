@@ -78,6 +78,7 @@ use std::sync::Arc;
 
 use crate::frame::MAX_FRAME_PAYLOAD_BYTES;
 use crate::vfs::{read_stable, OpenMode, Vfs, VfsFile};
+use crate::IoOp;
 use crate::{Error, Result};
 
 use ledger::Ledger;
@@ -217,7 +218,7 @@ impl ManifestRead {
     pub fn open(&self, vfs: Arc<dyn Vfs>) -> Result<Manifest> {
         let path = self.path.clone();
         let file = match self.exists {
-            true => Some(vfs.open(&path, OpenMode::Write).map_err(|e| Error::io("open", &path, e))?),
+            true => Some(vfs.open(&path, OpenMode::Write).map_err(|e| Error::io(IoOp::Open, &path, e))?),
             false => None,
         };
         let valid_len_bytes = self.replayed.valid_len_bytes;
@@ -306,10 +307,10 @@ impl Manifest {
     /// reads as an empty manifest.
     pub fn read(vfs: &dyn Vfs, dir: &Path) -> Result<ManifestRead> {
         let path = dir.join(MANIFEST_FILE);
-        let exists = vfs.exists(&path).map_err(|e| Error::io("stat", &path, e))?;
+        let exists = vfs.exists(&path).map_err(|e| Error::io(IoOp::Stat, &path, e))?;
         let bytes = if exists {
-            let file = vfs.open(&path, OpenMode::Read).map_err(|e| Error::io("open", &path, e))?;
-            let len_bytes = file.len().map_err(|e| Error::io("stat", &path, e))?;
+            let file = vfs.open(&path, OpenMode::Read).map_err(|e| Error::io(IoOp::Open, &path, e))?;
+            let len_bytes = file.len().map_err(|e| Error::io(IoOp::Stat, &path, e))?;
             read_all(file.as_ref(), &path, len_bytes)?
         } else {
             Vec::new()
@@ -328,7 +329,7 @@ impl Manifest {
         if self.file.is_none() {
             // Created only now: its name must not reach the disk before
             // whatever the caller made durable first (the store's log).
-            let created = vfs.open(&path, OpenMode::Create).map_err(|e| Error::io("create", &path, e))?;
+            let created = vfs.open(&path, OpenMode::Create).map_err(|e| Error::io(IoOp::Create, &path, e))?;
             self.file = Some(created);
         }
         let file = self.file.as_mut().expect("opened or created above");
@@ -342,13 +343,13 @@ impl Manifest {
         if let Some(len_bytes) = pending.cut_to_bytes {
             // Cut before the first append: a record written after torn
             // bytes would read as damage followed by a valid record.
-            file.set_len(len_bytes).map_err(|e| Error::io("truncate", &path, e))?;
+            file.set_len(len_bytes).map_err(|e| Error::io(IoOp::Truncate, &path, e))?;
         }
         // Always fsync what was replayed: after a process crash it may be
         // page cache the dead process never fsynced (an ADD whose fsync
         // never ran), and the store is about to log frames that name those
         // segments.
-        file.sync().map_err(|e| Error::io("sync", &path, e))
+        file.sync().map_err(|e| Error::io(IoOp::Sync, &path, e))
     }
 
     /// The live segments, in ascending seq.
@@ -443,8 +444,8 @@ impl Manifest {
         let file = self.file.as_mut().expect("refuse_unless_writable checked the manifest is writable");
         let written = file
             .write_at(self.append_offset_bytes, frame)
-            .map_err(|e| Error::io("write", path, e))
-            .and_then(|()| file.sync().map_err(|e| Error::io("sync", path, e)));
+            .map_err(|e| Error::io(IoOp::Write, path, e))
+            .and_then(|()| file.sync().map_err(|e| Error::io(IoOp::Sync, path, e)));
         match written {
             Ok(()) => {
                 self.append_offset_bytes += frame.len() as u64;
@@ -476,21 +477,21 @@ impl fmt::Debug for Manifest {
 fn read_all(file: &dyn VfsFile, path: &Path, len_bytes: u64) -> Result<Vec<u8>> {
     // Read until two reads agree: a torn tail found here is cut, so a
     // transient read fault must not pass for one.
-    read_stable(file, len_bytes).map_err(|e| Error::io("read", path, e))
+    read_stable(file, len_bytes).map_err(|e| Error::io(IoOp::Read, path, e))
 }
 
 /// Make `file` hold exactly a header, durably, including its directory
 /// entry (the file may have just been created). Returns the header's size.
 fn write_header(vfs: &dyn Vfs, file: &mut dyn VfsFile, path: &Path, dir: &Path, len_bytes: u64) -> Result<u64> {
     if len_bytes > 0 {
-        file.set_len(0).map_err(|e| Error::io("truncate", path, e))?;
+        file.set_len(0).map_err(|e| Error::io(IoOp::Truncate, path, e))?;
     }
     let mut header = Vec::new();
     record::encode_header(&mut header);
     assert_eq!(header.len() as u64, record::HEADER_FRAME_BYTES);
-    file.write_at(0, &header).map_err(|e| Error::io("write", path, e))?;
-    file.sync().map_err(|e| Error::io("sync", path, e))?;
-    vfs.sync_dir(dir).map_err(|e| Error::io("sync_dir", dir, e))?;
+    file.write_at(0, &header).map_err(|e| Error::io(IoOp::Write, path, e))?;
+    file.sync().map_err(|e| Error::io(IoOp::Sync, path, e))?;
+    vfs.sync_dir(dir).map_err(|e| Error::io(IoOp::SyncDir, dir, e))?;
     Ok(record::HEADER_FRAME_BYTES)
 }
 

@@ -77,7 +77,7 @@ fn report_valid(bytes: &[u8]) -> u64 {
 fn a_missing_directory_is_an_io_error() {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
     let err = Manifest::open(vfs, Path::new("/nowhere")).unwrap_err();
-    assert!(matches!(err, Error::Io { op: "create" | "stat", .. }), "{err}");
+    assert!(matches!(err, Error::Io { op: IoOp::Create | IoOp::Stat, .. }), "{err}");
 }
 
 #[test]
@@ -156,7 +156,7 @@ fn a_failed_sync_poisons_the_manifest() {
     manifest.add(entry(1)).unwrap();
     vfs.faults.fail_sync.store(true, Ordering::SeqCst);
     let err = manifest.add(entry(2)).unwrap_err();
-    assert!(matches!(err, Error::Io { op: "sync", .. }), "{err}");
+    assert!(matches!(err, Error::Io { op: IoOp::Sync, .. }), "{err}");
     assert_eq!(live_seqs(&manifest), [1], "a failed add registers nothing in memory");
 
     // Retrying the sync would not bring dropped pages back: stay refused.
@@ -181,7 +181,7 @@ fn a_failed_short_write_poisons_and_is_cut_at_reopen() {
     let valid_len = manifest_bytes(vfs.as_ref()).len() as u64;
     vfs.faults.fail_write.store(true, Ordering::SeqCst);
     let err = manifest.drop_seg(1).unwrap_err();
-    assert!(matches!(err, Error::Io { op: "write", .. }), "{err}");
+    assert!(matches!(err, Error::Io { op: IoOp::Write, .. }), "{err}");
     vfs.faults.fail_write.store(false, Ordering::SeqCst);
     assert!(matches!(manifest.add(entry(2)), Err(Error::Poisoned { .. })));
     drop(manifest);

@@ -17,6 +17,7 @@ use super::format::{put_index_entry, record_crc, Tail, HEAD_BYTES, INDEX_ENTRY_F
 use super::SegMeta;
 use crate::codec::put_len_prefixed;
 use crate::vfs::{OpenMode, Vfs, VfsFile};
+use crate::IoOp;
 use crate::{Error, Result};
 
 /// Bytes gathered before one `write_at`. Large enough that a segment is a
@@ -48,7 +49,7 @@ pub struct SegBuilder {
 impl SegBuilder {
     /// Creates (OpenMode::Truncate) the file at `path` for segment `seq`.
     pub fn create(vfs: &dyn Vfs, path: &Path, seq: u64) -> Result<SegBuilder> {
-        let file = vfs.open(path, OpenMode::Truncate).map_err(|e| Error::io("create", path, e))?;
+        let file = vfs.open(path, OpenMode::Truncate).map_err(|e| Error::io(IoOp::Create, path, e))?;
         let mut builder = SegBuilder {
             file,
             path: path.to_path_buf(),
@@ -134,7 +135,7 @@ impl SegBuilder {
         self.flush()?;
 
         if !canary!(SegNoFsync) {
-            self.file.sync().map_err(|e| Error::io("sync", &self.path, e))?;
+            self.file.sync().map_err(|e| Error::io(IoOp::Sync, &self.path, e))?;
         }
         Ok(SegMeta { seq: self.seq, records: self.records, min_key, max_key })
     }
@@ -181,7 +182,7 @@ impl SegBuilder {
         assert!(self.chunk.is_empty(), "buffered bytes would be overtaken");
         if let Err(e) = self.file.write_at(self.flushed_bytes, data) {
             self.failed = true;
-            return Err(Error::io("write", &self.path, e));
+            return Err(Error::io(IoOp::Write, &self.path, e));
         }
         self.flushed_bytes += data.len() as u64;
         Ok(())
@@ -304,7 +305,7 @@ mod tests {
         builder.push(b"a", b"1").unwrap();
         vfs.fail_writes.store(true, Ordering::Relaxed);
         let err = builder.push(b"b", &vec![0u8; CHUNK_BYTES]).unwrap_err();
-        assert!(matches!(&err, Error::Io { op: "write", path: p, .. } if *p == path), "{err}");
+        assert!(matches!(&err, Error::Io { op: IoOp::Write, path: p, .. } if *p == path), "{err}");
         vfs.fail_writes.store(false, Ordering::Relaxed);
         assert!(matches!(builder.push(b"c", b"3"), Err(Error::Invalid(_))));
         assert!(matches!(builder.finish(), Err(Error::Invalid(_))));
@@ -314,6 +315,6 @@ mod tests {
     #[test]
     fn create_fails_as_io_without_a_directory() {
         let err = SegBuilder::create(&MemVfs::new(), Path::new("/nowhere/x.seg"), 1).unwrap_err();
-        assert!(matches!(err, Error::Io { op: "create", .. }), "{err}");
+        assert!(matches!(err, Error::Io { op: IoOp::Create, .. }), "{err}");
     }
 }

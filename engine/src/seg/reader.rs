@@ -16,6 +16,7 @@ use super::index::SegIndex;
 use super::verify::verify;
 use super::SegMeta;
 use crate::vfs::{Mapping, Vfs};
+use crate::IoOp;
 use crate::{Error, Result};
 
 /// An open segment file (see the module doc).
@@ -33,7 +34,7 @@ pub struct Seg {
 impl Seg {
     /// vfs.map_readonly(path) then from_mapping.
     pub fn open(vfs: &dyn Vfs, path: &Path) -> Result<Seg> {
-        let bytes = vfs.map_readonly(path).map_err(|e| Error::io("map", path, e))?;
+        let bytes = vfs.map_readonly(path).map_err(|e| Error::io(IoOp::Map, path, e))?;
         Seg::from_mapping(path.to_path_buf(), bytes)
     }
 

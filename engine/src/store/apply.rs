@@ -9,7 +9,7 @@
 use std::collections::{btree_map, BTreeMap};
 
 use super::accounting::promote_entry;
-use super::command::{parse_i64, Command, Reply};
+use super::command::{parse_int, Command, Reply};
 use super::row::{packed_bytes, Row};
 use super::value::{Entry, Value};
 use super::{Store, Window};
@@ -28,6 +28,29 @@ pub(super) fn unchanged_reply(command: &Command) -> Reply {
     }
 }
 
+/// A deadline `check` let through: never negative (see `past_deadline`).
+fn logged_deadline(at_ms: i64) -> u64 {
+    u64::try_from(at_ms).unwrap_or(0)
+}
+
+/// The write that `command` is at `now_ms` when its deadline has already
+/// passed (negative included): Redis deletes the key (`PEXPIREAT`, reply
+/// 1 if it was there) or the fields (`HPEXPIREAT`, here the count of
+/// fields deleted), and so does the store, logging the delete itself.
+/// Replay never reads the clock, so only the live path may decide that a
+/// deadline is past; what it logs is a plain `DEL` or `HDEL`. A deadline
+/// equal to the clock is not past: the key lives until the clock passes it.
+pub(super) fn past_deadline(command: &Command, now_ms: u64) -> Option<Command> {
+    let past = |at_ms: i64| i128::from(at_ms) < i128::from(now_ms);
+    match command {
+        Command::PExpireAt { key, at_ms } if past(*at_ms) => Some(Command::Del { keys: vec![key.clone()] }),
+        Command::HPExpireAt { key, at_ms, fields } if past(*at_ms) => {
+            Some(Command::HDel { key: key.clone(), fields: fields.clone() })
+        }
+        _ => None,
+    }
+}
+
 /// The keys a write touches (whose expired state it must purge first).
 /// `SET` overwrites whatever was there, so it needs no purge.
 fn touched_keys(command: &Command) -> &[Vec<u8>] {
@@ -37,7 +60,9 @@ fn touched_keys(command: &Command) -> &[Vec<u8>] {
         | Command::HDel { key, .. }
         | Command::PExpireAt { key, .. }
         | Command::Persist { key }
-        | Command::HPExpireAt { key, .. } => std::slice::from_ref(key),
+        | Command::HPExpireAt { key, .. }
+        | Command::HIncrBy { key, .. }
+        | Command::HSetNx { key, .. } => std::slice::from_ref(key),
         _ => &[],
     }
 }
@@ -67,8 +92,61 @@ impl Store {
                     .unwrap_or_default();
                 Ok(Reply::Pairs(pairs))
             }
+            _ => self.read_more(command, now_ms),
+        }
+    }
+
+    /// The reads issue 22 added, each on a cold row exactly as on a hot
+    /// one: the stub resolves through its segment (`visible_fields`),
+    /// never promoted.
+    fn read_more(&self, command: &Command, now_ms: u64) -> Result<Reply> {
+        match command {
+            Command::Exists { keys } => {
+                let mut count = 0;
+                for key in keys {
+                    count += i64::from(self.exists(key, now_ms)?);
+                }
+                Ok(Reply::Int(count))
+            }
+            Command::PTtl { key } => Ok(Reply::Int(match self.map.get(key) {
+                _ if !self.exists(key, now_ms)? => -2,
+                Some(Entry { expire_at_ms: Some(at), .. }) => i64::try_from(at - now_ms).unwrap_or(i64::MAX),
+                _ => -1,
+            })),
+            Command::HMGet { key, fields } => {
+                let row = self.visible_fields(key, now_ms)?;
+                let value = |field: &Vec<u8>| row.as_ref().and_then(|row| row.get(field)).map(|f| f.value.to_vec());
+                Ok(Reply::Array(fields.iter().map(value).collect()))
+            }
+            Command::HLen { key } => {
+                if let Some(Entry { value: Value::Cold(stub), .. }) = self.map.get(key) {
+                    if canary!(HlenStubWeight) {
+                        // Planted: a cold row's field count read from the
+                        // stub's accounting instead of its segment.
+                        return Ok(Reply::Int(i64::try_from(stub.weight).unwrap_or(i64::MAX)));
+                    }
+                }
+                let len = self.visible_fields(key, now_ms)?.map_or(0, |row| row.len());
+                Ok(Reply::Int(len as i64))
+            }
+            Command::HExists { key, field } => {
+                let row = self.visible_fields(key, now_ms)?;
+                Ok(Reply::Int(i64::from(row.is_some_and(|row| row.contains_key(field)))))
+            }
             _ => unreachable!("read() is called only for read commands"),
         }
+    }
+
+    /// Whether a reader at `now_ms` sees `key`: present, not expired, and
+    /// (a hot hash) with a live field. A cold row always has fields and
+    /// never a TTL, so its stub alone answers.
+    fn exists(&self, key: &[u8], now_ms: u64) -> Result<bool> {
+        Ok(match self.map.get(key) {
+            None => false,
+            Some(entry) if entry.is_expired(now_ms) => false,
+            Some(Entry { value: Value::Hash(fields), .. }) => fields.values().any(|slot| !slot.is_expired(now_ms)),
+            Some(_) => true,
+        })
     }
 
     /// The live fields of the hash at `key`, or None if the key is absent,
@@ -127,6 +205,11 @@ impl Store {
                 Some(Value::Str(_)) => return Err(wrong_type(key, "hash")),
                 _ => true,
             },
+            Command::PExpireAt { at_ms, .. } | Command::HPExpireAt { at_ms, .. } if *at_ms < 0 => {
+                // The live path turns a past deadline into a delete
+                // (`past_deadline`), so a logged one is never negative.
+                return Err(Error::Invalid(format!("a logged deadline is negative: {at_ms}")));
+            }
             Command::HDel { key, fields } | Command::HPExpireAt { key, fields, .. } => {
                 match self.map.get(key).map(|e| &e.value) {
                     None => false,
@@ -139,13 +222,18 @@ impl Store {
                 }
             }
             Command::PExpireAt { key, .. } => self.map.contains_key(key),
+            Command::HIncrBy { key, field, by } => self.incremented(key, field, *by).map(|_| true)?,
+            Command::HSetNx { key, field, .. } => match self.map.get(key).map(|e| &e.value) {
+                None => true,
+                Some(Value::Str(_)) => return Err(wrong_type(key, "hash")),
+                Some(Value::Hash(row)) => !row.contains_key(field),
+                Some(Value::Cold(stub)) => !self.segments.read_row(key, *stub)?.contains_key(field),
+            },
             Command::Persist { key } => self.map.get(key).is_some_and(|e| e.expire_at_ms.is_some()),
             Command::Window { table, column, span } => {
                 self.windows.get(table).is_none_or(|w| w.column != *column || w.span != *span)
             }
-            Command::Get { .. } | Command::HGet { .. } | Command::HGetAll { .. } => {
-                unreachable!("check() is called only for writes")
-            }
+            _ => unreachable!("check() is called only for writes"),
         };
         Ok(changes)
     }
@@ -158,7 +246,9 @@ impl Store {
             Command::HSet { key, .. }
             | Command::HDel { key, .. }
             | Command::PExpireAt { key, .. }
-            | Command::HPExpireAt { key, .. } => self.promote(key),
+            | Command::HPExpireAt { key, .. }
+            | Command::HIncrBy { key, .. }
+            | Command::HSetNx { key, .. } => self.promote(key),
             _ => Ok(()),
         }
     }
@@ -198,7 +288,7 @@ impl Store {
                 None => Reply::Int(0),
                 Some(entry) => {
                     assert!(!matches!(entry.value, Value::Cold(_)), "a stub never carries a TTL");
-                    entry.expire_at_ms = Some(at_ms);
+                    entry.expire_at_ms = Some(logged_deadline(at_ms));
                     Reply::Int(1)
                 }
             },
@@ -210,7 +300,7 @@ impl Store {
                 let mut set = 0;
                 if let Some(Entry { value: Value::Hash(row), .. }) = self.map.get_mut(&key) {
                     for field in &fields {
-                        if row.set_expiry(field, Some(at_ms)) {
+                        if row.set_expiry(field, Some(logged_deadline(at_ms))) {
                             set += 1;
                         }
                     }
@@ -229,11 +319,53 @@ impl Store {
                 self.windows.insert(table, Window { column, span, max_seen });
                 Reply::Ok
             }
-            Command::Get { .. } | Command::HGet { .. } | Command::HGetAll { .. } => {
-                unreachable!("apply() is called only for writes")
+            Command::HIncrBy { key, field, by } => Reply::Int(self.apply_hincrby(key, &field, by)?),
+            Command::HSetNx { key, field, value } => {
+                let present = matches!(self.map.get(&key), Some(Entry { value: Value::Hash(row), .. }) if row.contains_key(&field));
+                if present {
+                    Reply::Int(0)
+                } else {
+                    Reply::Int(self.apply_hset(key, std::iter::once((field.as_slice(), value.as_slice())))?)
+                }
             }
+            _ => unreachable!("apply() is called only for writes"),
         };
         Ok(reply)
+    }
+
+    /// The value `HINCRBY key field by` leaves in the field, or why it is
+    /// refused, in Redis's words: a string key, a field value that is not
+    /// an integer as Redis spells them, a sum out of i64 range. An absent
+    /// key or field counts 0. A cold row is read from its segment.
+    fn incremented(&self, key: &[u8], field: &[u8], by: i64) -> Result<i64> {
+        let current = match self.map.get(key).map(|e| &e.value) {
+            None => None,
+            Some(Value::Str(_)) => return Err(wrong_type(key, "hash")),
+            Some(Value::Hash(row)) => row.get(field).map(|f| f.value.to_vec()),
+            Some(Value::Cold(stub)) => self.segments.read_row(key, *stub)?.get(field).map(|f| f.value.to_vec()),
+        };
+        let current = match current {
+            None => 0,
+            Some(text) => parse_int(&text).ok_or_else(|| Error::Invalid("hash value is not an integer".into()))?,
+        };
+        current.checked_add(by).ok_or_else(|| Error::Invalid("increment or decrement would overflow".into()))
+    }
+
+    /// HINCRBY after a passing `check` and `promote_for`: the field takes
+    /// the sum (through `apply_hset`, which also raises a window's mark
+    /// when the field is its column) and keeps its TTL, as in Redis.
+    fn apply_hincrby(&mut self, key: Vec<u8>, field: &[u8], by: i64) -> Result<i64> {
+        let value = self.incremented(&key, field, by)?;
+        let ttl = match self.map.get(&key) {
+            Some(Entry { value: Value::Hash(row), .. }) => row.get(field).and_then(|f| f.expire_at_ms),
+            _ => None,
+        };
+        let text = value.to_string();
+        self.apply_hset(key.clone(), std::iter::once((field, text.as_bytes())))?;
+        if let (Some(at), Some(Entry { value: Value::Hash(row), .. })) = (ttl, self.map.get_mut(&key)) {
+            row.set_expiry(field, Some(at));
+        }
+        Ok(value)
     }
 
     /// HSET with one map lookup. It refuses a string and promotes a cold
@@ -329,7 +461,7 @@ impl Store {
             .range(prefix.clone()..)
             .take_while(|(k, _)| k.starts_with(&prefix))
             .filter_map(|(_, e)| match &e.value {
-                Value::Hash(row) => row.get(column).and_then(|f| parse_i64("", f.value).ok()),
+                Value::Hash(row) => row.get(column).and_then(|f| parse_int(f.value)),
                 _ => None,
             })
             .max()
@@ -342,7 +474,7 @@ impl Store {
 fn note_window_value(windows: &mut BTreeMap<Vec<u8>, Window>, key: &[u8], field: &[u8], value: &[u8]) {
     for (table, window) in windows.iter_mut() {
         if window.column == field && table_holds(table, key) {
-            if let Ok(v) = parse_i64("window column", value) {
+            if let Some(v) = parse_int(value) {
                 window.max_seen = Some(window.max_seen.map_or(v, |m| m.max(v)));
             }
         }

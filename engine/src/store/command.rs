@@ -54,29 +54,84 @@ pub enum Command {
         /// The key.
         key: Vec<u8>,
     },
-    /// `PEXPIREAT key unix_ms`: the key expires at that instant.
+    /// `PEXPIREAT key unix_ms`: the key expires once the clock passes
+    /// that instant; a deadline already past (negative included) deletes
+    /// it, as in Redis (the store logs a `DEL`).
     PExpireAt {
         /// The key.
         key: Vec<u8>,
-        /// Absolute expiry, Unix milliseconds.
-        at_ms: u64,
+        /// Absolute deadline, Unix milliseconds (may be negative: past).
+        at_ms: i64,
     },
     /// `PERSIST key`: remove the key's TTL.
     Persist {
         /// The key.
         key: Vec<u8>,
     },
-    /// `HPEXPIREAT key unix_ms field [field ...]`: field TTLs.
+    /// `HPEXPIREAT key unix_ms field [field ...]`: field TTLs; a deadline
+    /// already past deletes the fields (the store logs an `HDEL`).
     HPExpireAt {
         /// The key.
         key: Vec<u8>,
-        /// Absolute expiry, Unix milliseconds.
-        at_ms: u64,
+        /// Absolute deadline, Unix milliseconds (may be negative: past).
+        at_ms: i64,
         /// The fields.
         fields: Vec<Vec<u8>>,
     },
     /// `FLUSHALL`: delete every key (window declarations stay).
     FlushAll,
+    /// `EXISTS key [key ...]`: how many of the keys exist (a key named
+    /// twice counts twice, as in Redis).
+    Exists {
+        /// The keys, in order.
+        keys: Vec<Vec<u8>>,
+    },
+    /// `PTTL key`: milliseconds until the key expires (0 at its deadline);
+    /// -1 if it has no TTL, -2 if there is no such key.
+    PTtl {
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// `HMGET key field [field ...]`: each field's value or nil.
+    HMGet {
+        /// The key.
+        key: Vec<u8>,
+        /// The fields, in order.
+        fields: Vec<Vec<u8>>,
+    },
+    /// `HLEN key`: the number of live fields.
+    HLen {
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// `HEXISTS key field`: 1 if the field is there, else 0.
+    HExists {
+        /// The key.
+        key: Vec<u8>,
+        /// The field.
+        field: Vec<u8>,
+    },
+    /// `HINCRBY key field increment`: add to the field's integer value
+    /// (an absent field counts 0), keeping the field's TTL; the reply is
+    /// the new value.
+    HIncrBy {
+        /// The key.
+        key: Vec<u8>,
+        /// The field.
+        field: Vec<u8>,
+        /// What to add (may be negative).
+        by: i64,
+    },
+    /// `HSETNX key field value`: set the field only if it is absent;
+    /// 1 if it was set, else 0.
+    HSetNx {
+        /// The key.
+        key: Vec<u8>,
+        /// The field.
+        field: Vec<u8>,
+        /// The value.
+        value: Vec<u8>,
+    },
     /// `WINDOW table column span`: declare a windowed table.
     Window {
         /// The table: rows are the hash keys `table:<anything>`.
@@ -101,6 +156,8 @@ pub enum Reply {
     Bulk(Vec<u8>),
     /// A hash's fields and values, in field order.
     Pairs(Vec<(Vec<u8>, Vec<u8>)>),
+    /// Values or nils, one per field asked (`HMGET`).
+    Array(Vec<Option<Vec<u8>>>),
 }
 
 fn arity(name: &str, argc: usize, ok: bool) -> Result<()> {
@@ -114,17 +171,42 @@ fn arity(name: &str, argc: usize, ok: bool) -> Result<()> {
 /// The longest command name; a longer first argument names no command.
 const NAME_MAX_BYTES: usize = 10;
 
-/// Parse a base-10 integer argument.
-pub fn parse_i64(what: &str, bytes: &[u8]) -> Result<i64> {
-    std::str::from_utf8(bytes)
-        .ok()
-        .and_then(|s| s.parse::<i64>().ok())
-        .ok_or_else(|| Error::Invalid(format!("{what} is not an integer: {:?}", String::from_utf8_lossy(bytes))))
+/// Redis's reply to an argument that is not an integer as it spells them.
+pub const NOT_AN_INTEGER: &str = "value is not an integer or out of range";
+
+/// Parse an integer as Redis does (`string2ll`): an optional `-`, then
+/// decimal digits with no leading zero (`0` alone is fine, `-0` is not),
+/// in i64 range. No `+`, no spaces, no leading zeros: Rust's own parser
+/// takes `+5` and `007`, which Redis refuses.
+pub fn parse_int(bytes: &[u8]) -> Option<i64> {
+    let (negative, digits) = match bytes.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, bytes),
+    };
+    match digits {
+        [] => return None,
+        [b'0'] => return (!negative).then_some(0),
+        [b'0', ..] => return None,
+        _ => {}
+    }
+    let mut value: i64 = 0;
+    for &digit in digits {
+        if !digit.is_ascii_digit() {
+            return None;
+        }
+        // Accumulate negatively: i64::MIN has no positive twin.
+        value = value.checked_mul(10)?.checked_sub(i64::from(digit - b'0'))?;
+    }
+    if negative {
+        Some(value)
+    } else {
+        value.checked_neg()
+    }
 }
 
-fn parse_ms(bytes: &[u8]) -> Result<u64> {
-    let ms = parse_i64("expiry time", bytes)?;
-    u64::try_from(ms).map_err(|_| Error::Invalid(format!("expiry time is negative: {ms}")))
+/// [`parse_int`] for a command's argument: refused with Redis's text.
+pub fn parse_i64(bytes: &[u8]) -> Result<i64> {
+    parse_int(bytes).ok_or_else(|| Error::Invalid(NOT_AN_INTEGER.into()))
 }
 
 /// A command parsed but for an `HSET`, whose arguments stay borrowed:
@@ -206,7 +288,7 @@ impl Command {
             }
             b"PEXPIREAT" => {
                 arity("PEXPIREAT", n, n == 3)?;
-                Command::PExpireAt { key: a(1), at_ms: parse_ms(arg(2))? }
+                Command::PExpireAt { key: a(1), at_ms: parse_i64(arg(2))? }
             }
             b"PERSIST" => {
                 arity("PERSIST", n, n == 2)?;
@@ -214,7 +296,7 @@ impl Command {
             }
             b"HPEXPIREAT" => {
                 arity("HPEXPIREAT", n, n >= 4)?;
-                Command::HPExpireAt { key: a(1), at_ms: parse_ms(arg(2))?, fields: all_from(3) }
+                Command::HPExpireAt { key: a(1), at_ms: parse_i64(arg(2))?, fields: all_from(3) }
             }
             b"FLUSHALL" => {
                 arity("FLUSHALL", n, n == 1)?;
@@ -222,7 +304,7 @@ impl Command {
             }
             b"WINDOW" => {
                 arity("WINDOW", n, n == 4)?;
-                let span = parse_i64("window span", arg(3))?;
+                let span = parse_i64(arg(3))?;
                 if span < 0 {
                     return Err(Error::Invalid(format!("window span is negative: {span}")));
                 }
@@ -231,17 +313,67 @@ impl Command {
                 }
                 Command::Window { table: a(1), column: a(2), span }
             }
-            _ => {
-                let name = String::from_utf8_lossy(name).to_ascii_uppercase();
-                return Err(Error::Invalid(format!("unknown command '{name}'")));
-            }
+            _ => Command::parse_more(upper, name, args)?,
         };
         Ok(Parsed::Other(command))
     }
 
+    /// The commands issue 22 added (`upper`: the name in capitals), or
+    /// an unknown command.
+    fn parse_more<A: AsRef<[u8]>>(upper: &[u8], name: &[u8], args: &[A]) -> Result<Command> {
+        let n = args.len();
+        let arg = |i: usize| args[i].as_ref();
+        let a = |i: usize| arg(i).to_vec();
+        let all_from = |i: usize| args[i..].iter().map(|arg| arg.as_ref().to_vec()).collect::<Vec<_>>();
+        Ok(match upper {
+            b"EXISTS" => {
+                arity("EXISTS", n, n >= 2)?;
+                Command::Exists { keys: all_from(1) }
+            }
+            b"PTTL" => {
+                arity("PTTL", n, n == 2)?;
+                Command::PTtl { key: a(1) }
+            }
+            b"HMGET" => {
+                arity("HMGET", n, n >= 3)?;
+                Command::HMGet { key: a(1), fields: all_from(2) }
+            }
+            b"HLEN" => {
+                arity("HLEN", n, n == 2)?;
+                Command::HLen { key: a(1) }
+            }
+            b"HEXISTS" => {
+                arity("HEXISTS", n, n == 3)?;
+                Command::HExists { key: a(1), field: a(2) }
+            }
+            b"HINCRBY" => {
+                arity("HINCRBY", n, n == 4)?;
+                Command::HIncrBy { key: a(1), field: a(2), by: parse_i64(arg(3))? }
+            }
+            b"HSETNX" => {
+                arity("HSETNX", n, n == 4)?;
+                Command::HSetNx { key: a(1), field: a(2), value: a(3) }
+            }
+            _ => {
+                let name = String::from_utf8_lossy(name).to_ascii_uppercase();
+                return Err(Error::Invalid(format!("unknown command '{name}'")));
+            }
+        })
+    }
+
     /// Whether the command may change state (and so is logged).
     pub fn is_write(&self) -> bool {
-        !matches!(self, Command::Get { .. } | Command::HGet { .. } | Command::HGetAll { .. })
+        !matches!(
+            self,
+            Command::Get { .. }
+                | Command::HGet { .. }
+                | Command::HGetAll { .. }
+                | Command::Exists { .. }
+                | Command::PTtl { .. }
+                | Command::HMGet { .. }
+                | Command::HLen { .. }
+                | Command::HExists { .. }
+        )
     }
 
     /// The argument list that parses back to this command: what the AOF
@@ -258,6 +390,7 @@ impl Command {
         let number = match self {
             Command::PExpireAt { at_ms, .. } | Command::HPExpireAt { at_ms, .. } => at_ms.to_string(),
             Command::Window { span, .. } => span.to_string(),
+            Command::HIncrBy { by, .. } => by.to_string(),
             _ => String::new(),
         };
         let mut args: Vec<&[u8]> = Vec::with_capacity(self.arg_count());
@@ -287,6 +420,19 @@ impl Command {
                 args.extend(fields.iter().map(Vec::as_slice));
             }
             Command::FlushAll => args.push(b"FLUSHALL"),
+            Command::Exists { keys } => {
+                args.push(b"EXISTS");
+                args.extend(keys.iter().map(Vec::as_slice));
+            }
+            Command::PTtl { key } => args.extend([&b"PTTL"[..], key]),
+            Command::HMGet { key, fields } => {
+                args.extend([&b"HMGET"[..], key]);
+                args.extend(fields.iter().map(Vec::as_slice));
+            }
+            Command::HLen { key } => args.extend([&b"HLEN"[..], key]),
+            Command::HExists { key, field } => args.extend([&b"HEXISTS"[..], key, field]),
+            Command::HIncrBy { key, field, .. } => args.extend([&b"HINCRBY"[..], key, field, number.as_bytes()]),
+            Command::HSetNx { key, field, value } => args.extend([&b"HSETNX"[..], key, field, value]),
             Command::Window { table, column, .. } => {
                 args.extend([&b"WINDOW"[..], table, column, number.as_bytes()]);
             }
@@ -298,9 +444,15 @@ impl Command {
     /// The length of the command's argument list, its name included.
     fn arg_count(&self) -> usize {
         match self {
-            Command::Set { .. } | Command::HGet { .. } | Command::PExpireAt { .. } => 3,
-            Command::Get { .. } | Command::HGetAll { .. } | Command::Persist { .. } => 2,
-            Command::Del { keys } => 1 + keys.len(),
+            Command::Set { .. } | Command::HGet { .. } | Command::PExpireAt { .. } | Command::HExists { .. } => 3,
+            Command::Get { .. }
+            | Command::HGetAll { .. }
+            | Command::Persist { .. }
+            | Command::PTtl { .. }
+            | Command::HLen { .. } => 2,
+            Command::HIncrBy { .. } | Command::HSetNx { .. } => 4,
+            Command::Del { keys } | Command::Exists { keys } => 1 + keys.len(),
+            Command::HMGet { fields, .. } => 2 + fields.len(),
             Command::HSet { pairs, .. } => 2 + 2 * pairs.len(),
             Command::HDel { fields, .. } => 2 + fields.len(),
             Command::HPExpireAt { fields, .. } => 3 + fields.len(),
@@ -324,8 +476,19 @@ mod tests {
         for (words, needle) in [
             (&["SET", "k"][..], "wrong number"),
             (&["HSET", "k", "f"][..], "wrong number"),
-            (&["PEXPIREAT", "k", "soon"][..], "not an integer"),
-            (&["PEXPIREAT", "k", "-5"][..], "negative"),
+            (&["PEXPIREAT", "k", "soon"][..], NOT_AN_INTEGER),
+            (&["PEXPIREAT", "k", "+5"][..], NOT_AN_INTEGER),
+            (&["PEXPIREAT", "k", "007"][..], NOT_AN_INTEGER),
+            (&["HPEXPIREAT", "k", "-0", "f"][..], NOT_AN_INTEGER),
+            (&["WINDOW", "t", "ts", "01"][..], NOT_AN_INTEGER),
+            (&["HINCRBY", "k", "f", "+1"][..], NOT_AN_INTEGER),
+            (&["HINCRBY", "k", "f"][..], "wrong number"),
+            (&["HSETNX", "k", "f"][..], "wrong number"),
+            (&["HMGET", "k"][..], "wrong number"),
+            (&["EXISTS"][..], "wrong number"),
+            (&["PTTL", "a", "b"][..], "wrong number"),
+            (&["HLEN"][..], "wrong number"),
+            (&["HEXISTS", "k"][..], "wrong number"),
             (&["WINDOW", "t", "ts", "-1"][..], "negative"),
             (&["FROB"][..], "unknown command"),
         ] {
@@ -336,6 +499,50 @@ mod tests {
         // No command name is longer than ten bytes, and none is accepted.
         let err = Command::parse(&args(&["HPEXPIREATX", "k"])).unwrap_err().to_string();
         assert!(err.contains("unknown command 'HPEXPIREATX'"), "{err}");
+    }
+
+    #[test]
+    fn integers_parse_as_redis_parses_them() {
+        for (text, want) in [
+            ("0", Some(0)),
+            ("5", Some(5)),
+            ("-5", Some(-5)),
+            ("10", Some(10)),
+            ("9223372036854775807", Some(i64::MAX)),
+            ("-9223372036854775808", Some(i64::MIN)),
+            ("9223372036854775808", None),
+            ("-9223372036854775809", None),
+            ("+5", None),
+            ("007", None),
+            ("00", None),
+            ("-0", None),
+            ("-007", None),
+            ("", None),
+            ("-", None),
+            (" 5", None),
+            ("5 ", None),
+            ("5x", None),
+            ("1e3", None),
+        ] {
+            assert_eq!(parse_int(text.as_bytes()), want, "{text:?}");
+        }
+        // A negative deadline is a deadline in the past, not a refusal.
+        let parsed = Command::parse(&args(&["PEXPIREAT", "k", "-1"])).unwrap();
+        assert_eq!(parsed, Command::PExpireAt { key: b"k".to_vec(), at_ms: -1 });
+    }
+
+    proptest! {
+        #[test]
+        fn canonical_integers_round_trip(n in any::<i64>()) {
+            prop_assert_eq!(parse_int(n.to_string().as_bytes()), Some(n));
+        }
+
+        #[test]
+        fn parse_int_never_takes_a_non_canonical_spelling(text in "[-+0-9 ]{0,22}") {
+            if let Some(n) = parse_int(text.as_bytes()) {
+                prop_assert_eq!(n.to_string(), text);
+            }
+        }
     }
 
     #[test]
@@ -370,14 +577,25 @@ mod tests {
             (arb_bytes(), proptest::collection::vec((arb_bytes(), arb_bytes()), 1..4))
                 .prop_map(|(key, pairs)| Command::HSet { key, pairs }),
             (arb_bytes(), keys()).prop_map(|(key, fields)| Command::HDel { key, fields }),
-            (arb_bytes(), 0u64..u64::MAX / 2).prop_map(|(key, at_ms)| Command::PExpireAt { key, at_ms }),
-            (arb_bytes(), 0u64..1 << 50, keys()).prop_map(|(key, at_ms, fields)| Command::HPExpireAt {
+            (arb_bytes(), any::<i64>()).prop_map(|(key, at_ms)| Command::PExpireAt { key, at_ms }),
+            (arb_bytes(), -(1i64 << 50)..1 << 50, keys()).prop_map(|(key, at_ms, fields)| Command::HPExpireAt {
                 key,
                 at_ms,
                 fields
             }),
             arb_bytes().prop_map(|key| Command::Persist { key }),
             Just(Command::FlushAll),
+            keys().prop_map(|keys| Command::Exists { keys }),
+            arb_bytes().prop_map(|key| Command::PTtl { key }),
+            (arb_bytes(), keys()).prop_map(|(key, fields)| Command::HMGet { key, fields }),
+            arb_bytes().prop_map(|key| Command::HLen { key }),
+            (arb_bytes(), arb_bytes()).prop_map(|(key, field)| Command::HExists { key, field }),
+            (arb_bytes(), arb_bytes(), any::<i64>()).prop_map(|(key, field, by)| Command::HIncrBy { key, field, by }),
+            (arb_bytes(), arb_bytes(), arb_bytes()).prop_map(|(key, field, value)| Command::HSetNx {
+                key,
+                field,
+                value
+            }),
             (arb_bytes().prop_filter("non-empty", |t| !t.is_empty()), arb_bytes(), 0i64..1000)
                 .prop_map(|(table, column, span)| Command::Window { table, column, span }),
         ]

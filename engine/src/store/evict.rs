@@ -15,7 +15,7 @@
 //! frame name a segment that never became durable — rows with no home.
 
 use super::apply::table_holds;
-use super::command::parse_i64;
+use super::command::parse_int;
 use super::command::Command;
 use super::row::{FieldRef, Row};
 use super::segments::segment_file_name;
@@ -24,6 +24,7 @@ use super::Store;
 use crate::aof::Record;
 use crate::manifest::SegEntry;
 use crate::seg::{Seg, SegBuilder};
+use crate::IoOp;
 use crate::{Error, Phase, Result};
 
 /// What one [`Store::evict`] did.
@@ -44,43 +45,65 @@ struct Sealed {
 
 /// Whether an error is a failed fsync (of a file or a directory): fatal.
 pub(super) fn is_sync_failure(error: &Error) -> bool {
-    matches!(error, Error::Io { op, .. } if op.contains("sync"))
+    matches!(error, Error::Io { op, .. } if op.is_sync())
 }
 
 impl Store {
     /// Slide every window and evict its out-of-window rows, one segment
     /// per table with anything to evict.
+    ///
+    /// One table's failure does not starve the others: a table whose
+    /// eviction fails (its segment could not be written, say) is left hot
+    /// and the tables after it are still evicted; the first failure is
+    /// returned once every table had its turn. Only a failure that
+    /// poisons the store (a failed fsync) stops at once.
     pub fn evict(&mut self) -> Result<EvictReport> {
         self.check_writable()?;
         let now_ms = self.clock.now_ms();
         self.tick_at(now_ms)?;
         let tables: Vec<Vec<u8>> = self.windows.keys().cloned().collect();
         let mut report = EvictReport::default();
+        let mut first_failure = None;
         for table in tables {
-            // A row whose TTL'd fields have all expired is TTL-free to a
-            // reader: purge those fields first (logged, as every purge is),
-            // so the hot row is exactly what the segment will hold.
-            let stale: Vec<Vec<u8>> = self
-                .out_of_window(&table, false, now_ms)
-                .into_iter()
-                .filter(|(_, row)| row.values().any(|slot| slot.is_expired(now_ms)))
-                .map(|(key, _)| key.to_vec())
-                .collect();
-            for key in stale {
-                self.purge_expired(&Command::HDel { key, fields: Vec::new() }, now_ms)?;
+            match self.evict_table(&table, now_ms) {
+                Ok(0) => {}
+                Ok(rows) => {
+                    report.rows_evicted += rows;
+                    report.segments_sealed += 1;
+                }
+                Err(e) if self.poisoned.is_some() => return Err(e),
+                Err(e) => {
+                    first_failure.get_or_insert(e);
+                }
             }
-            let rows = self.evictable_rows(&table, now_ms);
-            if rows.is_empty() {
-                continue;
-            }
-            let sealed = self.seal(&table, &rows, now_ms)?;
-            if !canary!(FrameBeforeRegister) {
-                self.frame(&sealed, now_ms)?;
-            }
-            report.rows_evicted += self.commit(&table, &sealed);
-            report.segments_sealed += 1;
         }
-        Ok(report)
+        first_failure.map_or(Ok(report), Err)
+    }
+
+    /// Evict one table's out-of-window rows into one segment: the rows
+    /// that became cold (0: nothing to evict).
+    fn evict_table(&mut self, table: &[u8], now_ms: u64) -> Result<u64> {
+        // A row whose TTL'd fields have all expired is TTL-free to a
+        // reader: purge those fields first (logged, as every purge is),
+        // so the hot row is exactly what the segment will hold.
+        let stale: Vec<Vec<u8>> = self
+            .out_of_window(table, false, now_ms)
+            .into_iter()
+            .filter(|(_, row)| row.values().any(|slot| slot.is_expired(now_ms)))
+            .map(|(key, _)| key.to_vec())
+            .collect();
+        for key in stale {
+            self.purge_expired(&Command::HDel { key, fields: Vec::new() }, now_ms)?;
+        }
+        let rows = self.evictable_rows(table, now_ms);
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let sealed = self.seal(table, &rows, now_ms)?;
+        if !canary!(FrameBeforeRegister) {
+            self.frame(&sealed, now_ms)?;
+        }
+        Ok(self.commit(table, &sealed))
     }
 
     /// The keys [`Store::evict`] would seal now: each windowed table's
@@ -132,11 +155,8 @@ impl Store {
             }
             let live = |slot: &FieldRef<'_>| !slot.is_expired(now_ms);
             let has_ttl = expire_at_ms.is_some() || fields.values().filter(live).any(|f| f.expire_at_ms.is_some());
-            let out = fields
-                .get(&window.column)
-                .filter(live)
-                .and_then(|f| parse_i64("window column", f.value).ok())
-                .is_some_and(|v| v < threshold);
+            let out =
+                fields.get(&window.column).filter(live).and_then(|f| parse_int(f.value)).is_some_and(|v| v < threshold);
             if out && has_ttl == with_ttl {
                 rows.push((key.as_slice(), fields));
             }
@@ -174,7 +194,7 @@ impl Store {
         }
         self.vfs.mark(Phase::SealBuilt);
         if !canary!(SealNoDirSync) {
-            let synced = Self::io("sync_dir", &self.dir, self.vfs.sync_dir(&self.dir));
+            let synced = Self::io(IoOp::SyncDir, &self.dir, self.vfs.sync_dir(&self.dir));
             if !canary!(DirSyncErrorIgnored) {
                 self.poison_on_error(synced)?;
             }

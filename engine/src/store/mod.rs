@@ -36,6 +36,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use crate::aof::FsyncPolicy;
 pub use audit::Violation;
 pub use command::{Command, Reply};
 pub use evict::EvictReport;
@@ -44,10 +45,11 @@ pub use recover::RecoveryReport;
 pub use segments::segment_file_name;
 pub use view::{EntryView, FieldsIter, FieldsView, ValueView};
 
-use crate::aof::{AofWriter, FsyncPolicy, Record};
+use crate::aof::{AofWriter, Record};
 use crate::clock::Clock;
 use crate::manifest::Manifest;
 use crate::vfs::{LockGuard, LockMode, Vfs};
+use crate::IoOp;
 use crate::{Error, Result};
 use segments::Segments;
 use value::{Entry, Value};
@@ -149,6 +151,8 @@ impl Store {
         if let Command::FlushAll = command {
             return self.flush_all(now_ms);
         }
+        let deleting = apply::past_deadline(command, now_ms);
+        let command = deleting.as_ref().unwrap_or(command);
         self.purge_expired(command, now_ms)?;
         if !self.check(command)? {
             return Ok(apply::unchanged_reply(command));
@@ -288,7 +292,7 @@ impl Store {
         if result.is_err() && aof_poisoned {
             self.poison_with(&result);
         }
-        if canary!(AckFailedAppend) && matches!(result, Err(Error::Io { op: "write", .. })) && !aof_poisoned {
+        if canary!(AckFailedAppend) && matches!(result, Err(Error::Io { op: IoOp::Write, .. })) && !aof_poisoned {
             // Planted: the write was cut back, and acknowledged anyway.
             return Ok(());
         }
@@ -335,7 +339,7 @@ impl Store {
     }
 
     /// Wrap a Vfs call's error with its operation and path.
-    fn io<T>(op: &'static str, path: &Path, result: std::io::Result<T>) -> Result<T> {
+    fn io<T>(op: IoOp, path: &Path, result: std::io::Result<T>) -> Result<T> {
         result.map_err(|e| Error::io(op, path, e))
     }
 }

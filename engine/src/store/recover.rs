@@ -62,6 +62,7 @@ use crate::clock::Clock;
 use crate::manifest::{Manifest, ManifestRead, MANIFEST_TEMP_FILE};
 use crate::seg::Seg;
 use crate::vfs::{LockGuard, LockMode, Vfs};
+use crate::IoOp;
 use crate::{Error, Phase, Result};
 
 /// What [`Store::open`] found and did.
@@ -107,7 +108,7 @@ impl Store {
         options: Options,
     ) -> Result<(Store, RecoveryReport)> {
         // The lock lives in the directory, so the directory comes first.
-        Self::io("create_dir_all", dir, vfs.create_dir_all(dir))?;
+        Self::io(IoOp::CreateDirAll, dir, vfs.create_dir_all(dir))?;
         let lock = lock_dir(vfs.as_ref(), dir, LockMode::Exclusive)?;
         let mode = if options.point_in_time { RecoveryMode::PointInTime } else { RecoveryMode::Consistent };
         Self::open_locked(vfs, clock, dir, options, mode, lock)
@@ -342,7 +343,7 @@ impl Store {
     fn sweep(&mut self, named: &BTreeSet<u64>, report: &mut RecoveryReport) -> Result<()> {
         report.orphan_segments_swept = self.retire_unnamed(named)?;
         self.sweep_pending = false;
-        let names = Self::io("list_dir", &self.dir, self.vfs.list_dir(&self.dir))?;
+        let names = Self::io(IoOp::ListDir, &self.dir, self.vfs.list_dir(&self.dir))?;
         for name in names {
             // A compaction's temp file is never the manifest: the rename
             // that would have made it one is atomic (`manifest/compact.rs`).
@@ -351,13 +352,13 @@ impl Store {
                 || name == MANIFEST_TEMP_FILE;
             if stray {
                 let path = self.dir.join(&name);
-                let unlinked = Self::io("unlink", &path, self.vfs.unlink(&path));
+                let unlinked = Self::io(IoOp::Unlink, &path, self.vfs.unlink(&path));
                 self.poison_on_error(unlinked)?;
                 report.stray_files_swept += 1;
             }
         }
         if report.orphan_segments_swept > 0 || report.stray_files_swept > 0 {
-            let synced = Self::io("sync_dir", &self.dir, self.vfs.sync_dir(&self.dir));
+            let synced = Self::io(IoOp::SyncDir, &self.dir, self.vfs.sync_dir(&self.dir));
             self.poison_on_error(synced)?;
         }
         Ok(())
@@ -424,6 +425,6 @@ fn lock_dir(vfs: &dyn Vfs, dir: &Path, mode: LockMode) -> Result<LockGuard> {
             Ok(guard)
         }
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Err(Error::Locked { dir: dir.to_path_buf() }),
-        Err(e) => Err(Error::io("lock", dir, e)),
+        Err(e) => Err(Error::io(IoOp::Lock, dir, e)),
     }
 }

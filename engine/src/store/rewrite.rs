@@ -23,6 +23,7 @@ use super::evict::is_sync_failure;
 use super::value::Value;
 use super::{Reply, Store, AOF_FILE, REWRITE_TEMP_FILE};
 use crate::aof::{AofWriter, Record};
+use crate::IoOp;
 use crate::{Phase, Result};
 
 /// Frames of one `HSET` carry at most this many payload bytes, far below
@@ -63,13 +64,13 @@ impl Store {
 
         // From the rename on, a failure leaves the directory in a state we
         // cannot name (old or new log): fail-stop, the next open decides.
-        let renamed = Self::io("rename", &temp_path, self.vfs.rename(&temp_path, &aof_path));
+        let renamed = Self::io(IoOp::Rename, &temp_path, self.vfs.rename(&temp_path, &aof_path));
         if !canary!(RenameErrorIgnored) {
             self.poison_on_error(renamed)?;
         }
         self.vfs.mark(Phase::RewriteRenamed);
         if !canary!(RewriteNoDirSync) {
-            let synced = Self::io("sync_dir", &self.dir, self.vfs.sync_dir(&self.dir));
+            let synced = Self::io(IoOp::SyncDir, &self.dir, self.vfs.sync_dir(&self.dir));
             self.poison_on_error(synced)?;
         }
         self.vfs.mark(Phase::RewriteDirSynced);
@@ -77,7 +78,7 @@ impl Store {
         self.aof = Some(writer);
 
         if self.retire_unnamed(&named)? > 0 {
-            let synced = Self::io("sync_dir", &self.dir, self.vfs.sync_dir(&self.dir));
+            let synced = Self::io(IoOp::SyncDir, &self.dir, self.vfs.sync_dir(&self.dir));
             self.poison_on_error(synced)?;
             self.vfs.mark(Phase::RewriteRetired);
         }
@@ -151,16 +152,22 @@ impl Store {
                         }
                     }
                     for (at_ms, fields) in by_expiry {
-                        emit(writer, Command::HPExpireAt { key: key.clone(), at_ms, fields })?;
+                        emit(writer, Command::HPExpireAt { key: key.clone(), at_ms: deadline_arg(at_ms), fields })?;
                     }
                 }
             }
             if let Some(at_ms) = entry.expire_at_ms.filter(|_| !canary!(RewriteDropsTtl)) {
-                emit(writer, Command::PExpireAt { key: key.clone(), at_ms })?;
+                emit(writer, Command::PExpireAt { key: key.clone(), at_ms: deadline_arg(at_ms) })?;
             }
         }
         Ok(named)
     }
+}
+
+/// A stored deadline as a command's argument. Every stored deadline came
+/// from a non-negative `i64`, so it fits.
+fn deadline_arg(at_ms: u64) -> i64 {
+    i64::try_from(at_ms).unwrap_or(i64::MAX)
 }
 
 /// Add `command` to the rewrite's batch, encoded from the command as it is.

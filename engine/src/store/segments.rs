@@ -15,6 +15,7 @@ use super::row::Row;
 use super::value::{decode_row, Stub};
 use super::Store;
 use crate::seg::Seg;
+use crate::IoOp;
 use crate::{Error, Result};
 
 /// One loaded segment.
@@ -35,16 +36,46 @@ pub(crate) struct Segments {
     slots: BTreeMap<u64, SegSlot>,
 }
 
-/// The file name of segment `seq` of `table`: `row-<hex table>-<seq>.seg`.
-/// Table names are free bytes; hex keeps the name safe on every file system.
+/// Table names up to this many bytes appear whole (in hex) in their
+/// segments' file names; a longer one is tagged by its first
+/// [`TAG_PREFIX_BYTES`] and a hash of the whole.
+pub const TAG_WHOLE_MAX_BYTES: usize = 64;
+/// How much of a long table name its tag keeps.
+const TAG_PREFIX_BYTES: usize = TAG_WHOLE_MAX_BYTES - 8;
+
+/// The file name of segment `seq` of `table`: `row-<hex tag>-<seq>.seg`,
+/// at most 157 bytes whatever the table's name (a file name is at most
+/// 255 bytes on the usual file systems; a 200-byte table name once made
+/// every eviction of its table fail, issue 22).
+///
+/// The tag is the table's name up to [`TAG_WHOLE_MAX_BYTES`] (so stores
+/// made before this keep their names), else its first bytes and an
+/// FNV-1a hash of the whole. The tag only helps a person reading a
+/// directory listing: the seq, never reused, is what makes a name unique,
+/// and the table's full name is in the manifest's ADD and in every key
+/// the segment holds (`table:...`). Table names are free bytes; hex keeps
+/// the name safe on every file system.
 pub fn segment_file_name(table: &[u8], seq: u64) -> String {
-    let mut name = String::with_capacity(8 + table.len() * 2 + 20);
+    let hashed;
+    let tag = if table.len() <= TAG_WHOLE_MAX_BYTES {
+        table
+    } else {
+        hashed = [&table[..TAG_PREFIX_BYTES], &fnv1a64(table).to_be_bytes()[..]].concat();
+        &hashed[..]
+    };
+    let mut name = String::with_capacity(8 + tag.len() * 2 + 20);
     name.push_str("row-");
-    for byte in table {
+    for byte in tag {
         name.push_str(&format!("{byte:02x}"));
     }
     name.push_str(&format!("-{seq}.seg"));
     name
+}
+
+/// FNV-1a, 64-bit: a fixed, portable hash (no seeded `Hasher`), so a
+/// table's file names are the same on every machine and every run.
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// The seq embedded in a segment file name, if it is one of ours.
@@ -150,7 +181,7 @@ impl Store {
         let dropped = self.manifest.drop_seg(seq);
         self.poison_on_error(dropped)?;
         let path = self.dir.join(file);
-        let unlinked = Store::io("unlink", &path, self.vfs.unlink(&path));
+        let unlinked = Store::io(IoOp::Unlink, &path, self.vfs.unlink(&path));
         self.poison_on_error(unlinked)
     }
 
@@ -189,5 +220,21 @@ mod tests {
         for bad in ["row-74-+5.seg", "row-74-05.seg", "row-7-5.seg", "row-zz-5.seg", "row-74-5.seg.tmp", "MANIFEST"] {
             assert_eq!(seq_of_file_name(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn file_names_are_bounded_whatever_the_table_name() {
+        let whole = vec![b'a'; TAG_WHOLE_MAX_BYTES];
+        assert_eq!(segment_file_name(&whole, 1), format!("row-{}-1.seg", "61".repeat(TAG_WHOLE_MAX_BYTES)));
+        for len in [TAG_WHOLE_MAX_BYTES + 1, 200, 100_000] {
+            let table = vec![b'x'; len];
+            let name = segment_file_name(&table, u64::MAX);
+            assert!(name.len() <= 157, "{len}: {} bytes", name.len());
+            assert_eq!(seq_of_file_name(&name), Some(u64::MAX));
+        }
+        // Long names sharing their first bytes get different tags.
+        let (a, b) = ([vec![b'x'; 100], b"a".to_vec()].concat(), [vec![b'x'; 100], b"b".to_vec()].concat());
+        assert_ne!(segment_file_name(&a, 1), segment_file_name(&b, 1));
+        assert_eq!(segment_file_name(&a, 1), segment_file_name(&a, 1));
     }
 }

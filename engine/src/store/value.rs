@@ -62,11 +62,12 @@ impl Field {
     }
 }
 
-/// The store's one expiry rule, for keys and fields alike: alive until the
-/// clock reaches the expiry (reads, purges, rewrites and the row views of
-/// `view.rs` all ask it).
+/// The store's one expiry rule, for keys and fields alike: alive while the
+/// clock is at or before the deadline, expired only once it has passed it
+/// (Redis's rule: `now > deadline`). Reads, purges, rewrites and the row
+/// views of `view.rs` all ask it.
 pub fn alive(expire_at_ms: Option<u64>, now_ms: u64) -> bool {
-    expire_at_ms.is_none_or(|at| at > now_ms)
+    expire_at_ms.is_none_or(|at| at >= now_ms)
 }
 
 /// The hot bytes a value costs beyond its key: what `used_memory` counts.

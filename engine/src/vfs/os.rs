@@ -1,6 +1,14 @@
 //! [`OsVfs`]: the real file system, through `std::fs`, with segments read
 //! through a read-only memory map, and a store directory's lock held as an
-//! advisory lock on its `LOCK` file.
+//! advisory lock on the directory itself (and on its `LOCK` file).
+//!
+//! Why the directory: a lock on a file *by name* is only as good as the
+//! name. An operator or a cleanup script that deletes `LOCK` under a
+//! running store leaves the owner holding a lock on an unlinked inode, and
+//! the next opener creates a new `LOCK` and locks it freely: two writers,
+//! and an acknowledged write lost (issue 22). The directory cannot be
+//! deleted while it holds the store's files, nor swapped without moving
+//! them with it, so its lock stays the owner's.
 //!
 //! This module and `clock` are the only places in the engine allowed to
 //! touch `std::fs`, `memmap2` or the wall clock (a test enforces it).
@@ -21,16 +29,31 @@ struct OsFile {
     file: File,
 }
 
-/// The open `LOCK` file a [`LockGuard`] of [`OsVfs`] holds.
+/// The open directory and `LOCK` file a [`LockGuard`] of [`OsVfs`] holds.
 struct OsLock {
+    dir: File,
     file: File,
 }
 
 impl Drop for OsLock {
     fn drop(&mut self) {
-        // Closing the file releases the lock too; unlocking first also
-        // releases it if the descriptor was ever duplicated (a fork).
+        // Closing the files releases the locks too; unlocking first also
+        // releases them if a descriptor was ever duplicated (a fork).
         let _ = self.file.unlock();
+        let _ = self.dir.unlock();
+    }
+}
+
+/// Take `mode`'s lock on `file` without waiting: a holder is a conflict.
+fn try_lock(file: &File, mode: LockMode, dir: &Path) -> io::Result<()> {
+    let locked = match mode {
+        LockMode::Exclusive => file.try_lock(),
+        LockMode::Shared => file.try_lock_shared(),
+    };
+    match locked {
+        Ok(()) => Ok(()),
+        Err(TryLockError::WouldBlock) => Err(lock_conflict(dir)),
+        Err(TryLockError::Error(e)) => Err(e),
     }
 }
 
@@ -103,15 +126,21 @@ impl Vfs for OsVfs {
         path.try_exists()
     }
 
-    /// An advisory lock (`flock` on Unix, through `File::try_lock`) on
-    /// `dir/LOCK`, held by its open file. The lock belongs to the open
+    /// An advisory lock (`flock` on Unix, through `File::try_lock`) on the
+    /// directory itself, then on `dir/LOCK`. Each lock belongs to its open
     /// file, not the process, so a second open in this same process
     /// conflicts too, and it dies with the process however it ends.
     ///
-    /// `LOCK` is created if missing and never deleted or written. A shared
-    /// lock opens an existing `LOCK` read-only (so a read-only opener works
+    /// The directory's lock is the one that decides (see the module doc):
+    /// it is taken first, so a refused opener has created nothing. `LOCK`
+    /// is locked too, so an opener that locks only `LOCK` (this engine
+    /// before issue 22) is still kept out while `LOCK` is in place. `LOCK`
+    /// is created if missing and never deleted or written. A shared lock
+    /// opens an existing `LOCK` read-only (so a read-only opener works
     /// where it may not write) and creates it only if it is missing.
     fn lock(&self, dir: &Path, mode: LockMode) -> io::Result<LockGuard> {
+        let dir_file = File::open(dir)?;
+        try_lock(&dir_file, mode, dir)?;
         let path = dir.join(LOCK_FILE);
         // Never truncated: another opener may hold a lock on this file.
         let create = || OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path);
@@ -122,15 +151,8 @@ impl Vfs for OsVfs {
                 other => other?,
             },
         };
-        let locked = match mode {
-            LockMode::Exclusive => file.try_lock(),
-            LockMode::Shared => file.try_lock_shared(),
-        };
-        match locked {
-            Ok(()) => Ok(LockGuard::new(dir, mode, OsLock { file })),
-            Err(TryLockError::WouldBlock) => Err(lock_conflict(dir)),
-            Err(TryLockError::Error(e)) => Err(e),
-        }
+        try_lock(&file, mode, dir)?;
+        Ok(LockGuard::new(dir, mode, OsLock { dir: dir_file, file }))
     }
 }
 

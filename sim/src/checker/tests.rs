@@ -129,9 +129,11 @@ fn store_holding(dump: &BTreeMap<Vec<u8>, LogicalEntry>, now_ms: u64) -> Store {
         };
         store.execute(&write).unwrap();
         for (field, at_ms) in field_ttls {
+            let at_ms = i64::try_from(at_ms).unwrap();
             store.execute(&Command::HPExpireAt { key: key.clone(), at_ms, fields: vec![field] }).unwrap();
         }
         if let Some(at_ms) = entry.expire_at_ms {
+            let at_ms = i64::try_from(at_ms).unwrap();
             store.execute(&Command::PExpireAt { key: key.clone(), at_ms }).unwrap();
         }
     }

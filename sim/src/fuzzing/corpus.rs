@@ -35,11 +35,11 @@ use engine::vfs::{read_whole, MemVfs, OpenMode, Vfs};
 use testkit::fuzzing::{fixture, DIR, NOW_MS};
 
 use super::plan::{
-    Field, FuzzCrash, FuzzOp, FuzzPlan, FuzzStep, Key, KeySpace, Token, MAX_TOKEN_BYTES, TOKEN_ALPHABET,
+    Deadline, Field, FuzzCrash, FuzzOp, FuzzPlan, FuzzStep, Key, KeySpace, Token, MAX_TOKEN_BYTES, TOKEN_ALPHABET,
 };
 use crate::config::{Config, Overrides};
 use crate::disk::CrashPoint;
-use crate::workload::{generate, Op, PlannedOp, T0_MS};
+use crate::workload::{generate, Misspelling, Op, PlannedOp, T0_MS};
 use engine::Phase;
 
 /// Workload operations per generated input: long enough to evict, rewrite
@@ -305,9 +305,34 @@ fn plan_of(config: &Config, ops: &[PlannedOp]) -> FuzzPlan {
     FuzzPlan { seed: config.seed, fsync: None, crash_mode: None, steps }
 }
 
+/// The plan operation for a generated [`Op::Args`]: a `PEXPIREAT`,
+/// `HPEXPIREAT` or `HINCRBY` with its integer misspelled.
+fn misspelled_op(args: &[Vec<u8>], now_ms: u64) -> Option<FuzzOp> {
+    if let [name, key, field, text] = args {
+        if name.eq_ignore_ascii_case(b"HINCRBY") {
+            let (how, by) = Misspelling::read(text)?;
+            return Some(FuzzOp::HIncrBy { key: key_of(key)?, field: field_of(field)?, by, spelling: Some(how) });
+        }
+    }
+    let (name, key, text, fields) = match args {
+        [name, key, text, fields @ ..] => (name.to_ascii_uppercase(), key_of(key)?, text, fields),
+        _ => return None,
+    };
+    let (how, n) = Misspelling::read(text)?;
+    let (at, spelling) = (Deadline::of(n, now_ms)?, Some(how));
+    match name.as_slice() {
+        b"PEXPIREAT" if fields.is_empty() => Some(FuzzOp::PExpireAt { key, at, spelling }),
+        b"HPEXPIREAT" => {
+            let (first, more) = fields_of(fields)?;
+            Some(FuzzOp::HPExpireAt { key, at, spelling, first, more })
+        }
+        _ => None,
+    }
+}
+
 /// The plan operation for a generated one, if the plan's vocabulary has it.
 fn fuzz_op(op: &Op, now_ms: &mut u64) -> Option<FuzzOp> {
-    let in_ms = |at_ms: u64| i16::try_from(at_ms as i128 - *now_ms as i128).ok();
+    let at = |at_ms: i64| Deadline::of(at_ms, *now_ms);
     Some(match op {
         Op::Cmd(Command::Set { key, value }) => FuzzOp::Set { key: key_of(key)?, value: token_of(value) },
         Op::Cmd(Command::Get { key }) => FuzzOp::Get { key: key_of(key)? },
@@ -334,13 +359,33 @@ fn fuzz_op(op: &Op, now_ms: &mut u64) -> Option<FuzzOp> {
             FuzzOp::HDel { key: key_of(key)?, first, more }
         }
         Op::Cmd(Command::HGetAll { key }) => FuzzOp::HGetAll { key: key_of(key)? },
-        Op::Cmd(Command::PExpireAt { key, at_ms }) => FuzzOp::PExpireAt { key: key_of(key)?, in_ms: in_ms(*at_ms)? },
+        Op::Cmd(Command::PExpireAt { key, at_ms }) => {
+            FuzzOp::PExpireAt { key: key_of(key)?, at: at(*at_ms)?, spelling: None }
+        }
         Op::Cmd(Command::Persist { key }) => FuzzOp::Persist { key: key_of(key)? },
         Op::Cmd(Command::HPExpireAt { key, at_ms, fields }) => {
             let (first, more) = fields_of(fields)?;
-            FuzzOp::HPExpireAt { key: key_of(key)?, in_ms: in_ms(*at_ms)?, first, more }
+            FuzzOp::HPExpireAt { key: key_of(key)?, at: at(*at_ms)?, spelling: None, first, more }
         }
         Op::Cmd(Command::FlushAll) => FuzzOp::FlushAll,
+        Op::Cmd(Command::Exists { keys }) => {
+            let mut keys = keys.iter().map(|k| key_of(k)).collect::<Option<Vec<_>>>()?.into_iter();
+            FuzzOp::Exists { first: keys.next()?, more: keys.collect() }
+        }
+        Op::Cmd(Command::PTtl { key }) => FuzzOp::PTtl { key: key_of(key)? },
+        Op::Cmd(Command::HMGet { key, fields }) => {
+            let (first, more) = fields_of(fields)?;
+            FuzzOp::HMGet { key: key_of(key)?, first, more }
+        }
+        Op::Cmd(Command::HLen { key }) => FuzzOp::HLen { key: key_of(key)? },
+        Op::Cmd(Command::HExists { key, field }) => FuzzOp::HExists { key: key_of(key)?, field: field_of(field)? },
+        Op::Cmd(Command::HIncrBy { key, field, by }) => {
+            FuzzOp::HIncrBy { key: key_of(key)?, field: field_of(field)?, by: *by, spelling: None }
+        }
+        Op::Cmd(Command::HSetNx { key, field, value }) => {
+            FuzzOp::HSetNx { key: key_of(key)?, field: field_of(field)?, value: token_of(value) }
+        }
+        Op::Args(args) => return misspelled_op(args, *now_ms),
         Op::Cmd(Command::Window { .. }) => return None,
         Op::SecondOpen => FuzzOp::SecondOpen,
         Op::Kill => FuzzOp::Kill,
@@ -422,6 +467,11 @@ impl Driver {
             Op::Cmd(command) => {
                 if let Err(e) = self.store().execute(command) {
                     assert!(matches!(e, engine::Error::Invalid(_)), "{command:?}: {e}");
+                }
+            }
+            Op::Args(args) => {
+                if let Err(e) = self.store().execute_args(args) {
+                    assert!(matches!(e, engine::Error::Invalid(_)), "{args:?}: {e}");
                 }
             }
             Op::Evict => {

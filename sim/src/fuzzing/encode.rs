@@ -10,7 +10,8 @@
 //! same plan back, and the corpus generator asserts it for every input it
 //! writes: a change in `arbitrary`'s format fails loudly, not silently.
 
-use super::plan::{Field, FuzzCrash, FuzzOp, FuzzPlan, FuzzStep, Key, KeySpace, Token};
+use super::plan::{Deadline, Field, FuzzCrash, FuzzOp, FuzzPlan, FuzzStep, Key, KeySpace, Token};
+use crate::workload::Misspelling;
 
 /// Bytes in the order `arbitrary` reads them.
 #[derive(Default)]
@@ -89,6 +90,22 @@ impl Encoder {
         self.list(&token.0, |e, byte| e.u8(*byte));
     }
 
+    fn deadline(&mut self, at: &Deadline, spelling: Option<&Misspelling>) {
+        match at {
+            Deadline::In(n) => {
+                self.variant(0, 2);
+                self.i16(*n);
+            }
+            Deadline::Negative(n) => {
+                self.variant(1, 2);
+                self.u16(*n);
+            }
+        }
+        let count = Misspelling::ALL.len() as u32;
+        // Fieldless, no explicit discriminants: `as` is the declaration index.
+        self.option(spelling, |e, how| e.variant(*how as u32, count));
+    }
+
     fn fields(&mut self, first: &Field, more: &[Field]) {
         self.field(first);
         self.list(more, Self::field);
@@ -124,16 +141,23 @@ impl Encoder {
                 self.key(key);
                 self.fields(first, more);
             }
-            FuzzOp::PExpireAt { key, in_ms } => {
+            FuzzOp::PExpireAt { key, at, spelling } => {
                 self.key(key);
-                self.i16(*in_ms);
+                self.deadline(at, spelling.as_ref());
             }
-            FuzzOp::HPExpireAt { key, in_ms, first, more } => {
+            FuzzOp::HPExpireAt { key, at, spelling, first, more } => {
                 self.key(key);
-                self.i16(*in_ms);
+                self.deadline(at, spelling.as_ref());
                 self.fields(first, more);
             }
             FuzzOp::Advance { ms } => self.u16(*ms),
+            FuzzOp::Exists { .. }
+            | FuzzOp::PTtl { .. }
+            | FuzzOp::HMGet { .. }
+            | FuzzOp::HLen { .. }
+            | FuzzOp::HExists { .. }
+            | FuzzOp::HIncrBy { .. }
+            | FuzzOp::HSetNx { .. } => self.hash_op(op),
             FuzzOp::FlushAll
             | FuzzOp::Evict
             | FuzzOp::Rewrite
@@ -142,6 +166,38 @@ impl Encoder {
             | FuzzOp::Restart
             | FuzzOp::SecondOpen
             | FuzzOp::Kill => {}
+        }
+    }
+
+    /// The fields of the operations issue 22 added.
+    fn hash_op(&mut self, op: &FuzzOp) {
+        match op {
+            FuzzOp::Exists { first, more } => {
+                self.key(first);
+                self.list(more, Self::key);
+            }
+            FuzzOp::PTtl { key } | FuzzOp::HLen { key } => self.key(key),
+            FuzzOp::HMGet { key, first, more } => {
+                self.key(key);
+                self.fields(first, more);
+            }
+            FuzzOp::HExists { key, field } => {
+                self.key(key);
+                self.field(field);
+            }
+            FuzzOp::HIncrBy { key, field, by, spelling } => {
+                self.key(key);
+                self.field(field);
+                self.out.extend_from_slice(&by.to_le_bytes());
+                let count = Misspelling::ALL.len() as u32;
+                self.option(spelling.as_ref(), |e, how| e.variant(*how as u32, count));
+            }
+            FuzzOp::HSetNx { key, field, value } => {
+                self.key(key);
+                self.field(field);
+                self.token(value);
+            }
+            _ => unreachable!("op() encodes every other operation"),
         }
     }
 
@@ -161,7 +217,7 @@ impl Encoder {
 }
 
 /// How many variants [`FuzzOp`] has (what the derive scales onto).
-const FUZZ_OP_VARIANTS: u32 = 19;
+const FUZZ_OP_VARIANTS: u32 = 26;
 
 /// `op`'s variant index: its place in [`FuzzOp`]'s declaration, which is
 /// how the derive numbers them.
@@ -186,6 +242,13 @@ fn op_variant(op: &FuzzOp) -> u32 {
         FuzzOp::Restart => 16,
         FuzzOp::SecondOpen => 17,
         FuzzOp::Kill => 18,
+        FuzzOp::Exists { .. } => 19,
+        FuzzOp::PTtl { .. } => 20,
+        FuzzOp::HMGet { .. } => 21,
+        FuzzOp::HLen { .. } => 22,
+        FuzzOp::HExists { .. } => 23,
+        FuzzOp::HIncrBy { .. } => 24,
+        FuzzOp::HSetNx { .. } => 25,
     }
 }
 
@@ -220,9 +283,25 @@ mod tests {
             FuzzOp::HGet { key, field: Field::F(1) },
             FuzzOp::HDel { key, first: Field::Ts, more: vec![Field::F(2)] },
             FuzzOp::HGetAll { key },
-            FuzzOp::PExpireAt { key, in_ms: i16::MIN },
+            FuzzOp::PExpireAt { key, at: Deadline::In(i16::MIN), spelling: None },
+            FuzzOp::PExpireAt { key, at: Deadline::Negative(u16::MAX), spelling: Some(Misspelling::Plus) },
+            FuzzOp::PExpireAt { key, at: Deadline::In(0), spelling: Some(Misspelling::MinusZero) },
             FuzzOp::Persist { key },
-            FuzzOp::HPExpireAt { key, in_ms: i16::MAX, first: Field::F(0), more: vec![] },
+            FuzzOp::HPExpireAt { key, at: Deadline::In(i16::MAX), spelling: None, first: Field::F(0), more: vec![] },
+            FuzzOp::HPExpireAt {
+                key,
+                at: Deadline::Negative(0),
+                spelling: Some(Misspelling::ZeroZero),
+                first: Field::Ts,
+                more: vec![Field::F(1)],
+            },
+            FuzzOp::HPExpireAt {
+                key,
+                at: Deadline::In(-1),
+                spelling: Some(Misspelling::Zero),
+                first: Field::Ts,
+                more: vec![],
+            },
             FuzzOp::FlushAll,
             FuzzOp::Evict,
             FuzzOp::Rewrite,
@@ -232,6 +311,14 @@ mod tests {
             FuzzOp::Restart,
             FuzzOp::SecondOpen,
             FuzzOp::Kill,
+            FuzzOp::Exists { first: key, more: vec![Key { space: KeySpace::Hash, id: 3 }] },
+            FuzzOp::PTtl { key },
+            FuzzOp::HMGet { key, first: Field::Ts, more: vec![Field::F(3)] },
+            FuzzOp::HLen { key },
+            FuzzOp::HExists { key, field: Field::F(2) },
+            FuzzOp::HIncrBy { key, field: Field::F(1), by: i64::MIN, spelling: None },
+            FuzzOp::HIncrBy { key, field: Field::Ts, by: -7, spelling: Some(Misspelling::ZeroZero) },
+            FuzzOp::HSetNx { key, field: Field::F(0), value: Token(vec![9, 255]) },
         ];
         let crashes = [None, Some(FuzzCrash::AtMark(4)), Some(FuzzCrash::AfterIos(250))];
         let steps =

@@ -21,7 +21,7 @@ use engine::store::Command;
 
 use crate::config::{Config, Overrides};
 use crate::disk::{CrashMode, CrashPoint};
-use crate::workload::{window_declarations, Op, PlannedOp, T0_MS};
+use crate::workload::{misspelled, window_declarations, Misspelling, Op, PlannedOp, T0_MS};
 use engine::Phase;
 
 /// The most steps a plan runs; the rest of a longer input is ignored, so
@@ -130,17 +130,20 @@ pub enum FuzzOp {
     HGetAll {
         key: Key,
     },
-    /// Expire at the clock plus `in_ms` (negative: already expired).
+    /// Expire at `at`; with a misspelling, the arguments spell the
+    /// deadline so (and the store must refuse them).
     PExpireAt {
         key: Key,
-        in_ms: i16,
+        at: Deadline,
+        spelling: Option<Misspelling>,
     },
     Persist {
         key: Key,
     },
     HPExpireAt {
         key: Key,
-        in_ms: i16,
+        at: Deadline,
+        spelling: Option<Misspelling>,
         first: Field,
         more: Vec<Field>,
     },
@@ -155,6 +158,68 @@ pub enum FuzzOp {
     Restart,
     SecondOpen,
     Kill,
+    /// No keys asks about one: `EXISTS` needs at least one.
+    Exists {
+        first: Key,
+        more: Vec<Key>,
+    },
+    PTtl {
+        key: Key,
+    },
+    HMGet {
+        key: Key,
+        first: Field,
+        more: Vec<Field>,
+    },
+    HLen {
+        key: Key,
+    },
+    HExists {
+        key: Key,
+        field: Field,
+    },
+    /// With a misspelling, the arguments spell the increment so.
+    HIncrBy {
+        key: Key,
+        field: Field,
+        by: i64,
+        spelling: Option<Misspelling>,
+    },
+    HSetNx {
+        key: Key,
+        field: Field,
+        value: Token,
+    },
+}
+
+/// A deadline: near the clock, or negative (in the past whatever the
+/// clock, which Redis reads as a delete).
+#[derive(Arbitrary, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deadline {
+    /// The clock plus `n` ms (negative: already past; zero: the clock,
+    /// at which the key still lives).
+    In(i16),
+    /// `-(n + 1)`.
+    Negative(u16),
+}
+
+impl Deadline {
+    /// The absolute deadline at a clock standing at `now_ms`.
+    pub fn at_ms(self, now_ms: u64) -> i64 {
+        match self {
+            Deadline::In(n) => i64::try_from(now_ms).unwrap_or(i64::MAX).saturating_add(i64::from(n)),
+            Deadline::Negative(n) => -1 - i64::from(n),
+        }
+    }
+
+    /// The deadline that is `at_ms` at a clock standing at `now_ms`, if a
+    /// plan can say it.
+    pub fn of(at_ms: i64, now_ms: u64) -> Option<Deadline> {
+        if at_ms < 0 {
+            return u16::try_from(-1 - at_ms).ok().map(Deadline::Negative);
+        }
+        i16::try_from(i128::from(at_ms) - i128::from(now_ms)).ok().map(Deadline::In)
+    }
 }
 
 /// A key: a windowed table's row, a plain hash, or a plain key (a string,
@@ -271,7 +336,11 @@ impl FuzzOp {
         let key = |key: &Key| key.name(config);
         let fields =
             |first: &Field, more: &[Field]| std::iter::once(first).chain(more).map(Field::name).collect::<Vec<_>>();
-        let at_ms = |in_ms: i16| now_ms.saturating_add_signed(i64::from(in_ms));
+        let now = *now_ms;
+        let spelled = |command: Command, spelling: &Option<Misspelling>| match spelling {
+            Some(how) => misspelled(&command, *how).map_or(Op::Cmd(command), Op::Args),
+            None => Op::Cmd(command),
+        };
         let command = match self {
             FuzzOp::Set { key: k, value } => Command::Set { key: key(k), value: value.text() },
             FuzzOp::Get { key: k } => Command::Get { key: key(k) },
@@ -288,12 +357,28 @@ impl FuzzOp {
             FuzzOp::HGet { key: k, field } => Command::HGet { key: key(k), field: field.name() },
             FuzzOp::HDel { key: k, first, more } => Command::HDel { key: key(k), fields: fields(first, more) },
             FuzzOp::HGetAll { key: k } => Command::HGetAll { key: key(k) },
-            FuzzOp::PExpireAt { key: k, in_ms } => Command::PExpireAt { key: key(k), at_ms: at_ms(*in_ms) },
+            FuzzOp::PExpireAt { key: k, at, spelling } => {
+                return spelled(Command::PExpireAt { key: key(k), at_ms: at.at_ms(now) }, spelling);
+            }
             FuzzOp::Persist { key: k } => Command::Persist { key: key(k) },
-            FuzzOp::HPExpireAt { key: k, in_ms, first, more } => {
-                Command::HPExpireAt { key: key(k), at_ms: at_ms(*in_ms), fields: fields(first, more) }
+            FuzzOp::HPExpireAt { key: k, at, spelling, first, more } => {
+                let command = Command::HPExpireAt { key: key(k), at_ms: at.at_ms(now), fields: fields(first, more) };
+                return spelled(command, spelling);
             }
             FuzzOp::FlushAll => Command::FlushAll,
+            FuzzOp::Exists { first, more } => {
+                Command::Exists { keys: std::iter::once(first).chain(more).map(key).collect() }
+            }
+            FuzzOp::PTtl { key: k } => Command::PTtl { key: key(k) },
+            FuzzOp::HMGet { key: k, first, more } => Command::HMGet { key: key(k), fields: fields(first, more) },
+            FuzzOp::HLen { key: k } => Command::HLen { key: key(k) },
+            FuzzOp::HExists { key: k, field } => Command::HExists { key: key(k), field: field.name() },
+            FuzzOp::HIncrBy { key: k, field, by, spelling } => {
+                return spelled(Command::HIncrBy { key: key(k), field: field.name(), by: *by }, spelling);
+            }
+            FuzzOp::HSetNx { key: k, field, value } => {
+                Command::HSetNx { key: key(k), field: field.name(), value: value.text() }
+            }
             FuzzOp::Evict => return Op::Evict,
             FuzzOp::Rewrite => return Op::Rewrite,
             FuzzOp::Sync => return Op::Sync,

@@ -79,6 +79,23 @@ pub fn hash_reply(reply: &Reply) -> u64 {
             }
             hasher.put(b"])");
         }
+        Reply::Array(values) => {
+            hasher.put(b"Array([");
+            for (i, value) in values.iter().enumerate() {
+                if i > 0 {
+                    hasher.put(b", ");
+                }
+                match value {
+                    None => hasher.put(b"None"),
+                    Some(bytes) => {
+                        hasher.put(b"Some(");
+                        hasher.put_byte_list(bytes);
+                        hasher.put(b")");
+                    }
+                }
+            }
+            hasher.put(b"])");
+        }
     }
     hasher.finish()
 }
@@ -233,6 +250,8 @@ mod tests {
             Reply::Int(i64::MAX),
             Reply::Bulk(vec![]),
             Reply::Pairs(vec![]),
+            Reply::Array(vec![]),
+            Reply::Array(vec![None]),
         ];
         // Every byte value and lengths around the 8-byte word, in both
         // byte-carrying variants.
@@ -248,6 +267,8 @@ mod tests {
             replies.push(Reply::Bulk(bytes.clone()));
             let pairs = (0..len % 5).map(|i| (bytes[..i].to_vec(), bytes[i..].to_vec())).collect();
             replies.push(Reply::Pairs(pairs));
+            let values = (0..len % 4).map(|i| (i % 2 == 0).then(|| bytes[i..].to_vec())).collect();
+            replies.push(Reply::Array(values));
         }
         replies.push(Reply::Bulk((0..=255).collect()));
         for reply in &replies {

@@ -39,8 +39,58 @@ pub struct Model {
     map: BTreeMap<Vec<u8>, LogicalEntry>,
 }
 
+/// Redis's expiry rule, written out for the model: a deadline still to
+/// come or equal to the clock keeps the key; only a passed one hides it.
 fn alive(at_ms: Option<u64>, now_ms: u64) -> bool {
-    at_ms.is_none_or(|at| at > now_ms)
+    match at_ms {
+        None => true,
+        Some(at) => now_ms <= at,
+    }
+}
+
+/// A deadline as the model stores it, or `None` if it has passed at
+/// `now_ms` (negative ones always have): Redis then deletes instead.
+fn future_deadline(at_ms: i64, now_ms: u64) -> Option<u64> {
+    let at = u64::try_from(at_ms).ok()?;
+    (at >= now_ms).then_some(at)
+}
+
+/// Redis's reply to an integer it does not spell so.
+pub const NOT_AN_INTEGER: &str = "value is not an integer or out of range";
+
+/// Redis's integer spelling, written out for the model apart from the
+/// store's parser: `0`, or an optional `-` and a digit string not
+/// starting with `0`, whose value fits an i64 (checked in i128, which
+/// twenty digits cannot overflow).
+pub fn redis_integer(text: &[u8]) -> Option<i64> {
+    let digits = text.strip_prefix(b"-").unwrap_or(text);
+    let canonical = text == b"0"
+        || (!digits.is_empty() && digits.len() <= 20 && digits[0] != b'0' && digits.iter().all(u8::is_ascii_digit));
+    if !canonical {
+        return None;
+    }
+    let magnitude = digits.iter().fold(0i128, |n, d| n * 10 + i128::from(d - b'0'));
+    let value = if digits.len() < text.len() { -magnitude } else { magnitude };
+    i64::try_from(value).ok()
+}
+
+/// Where a command's integer argument sits, by the command's name (any
+/// case), for the commands that take one.
+fn integer_argument(args: &[Vec<u8>]) -> Option<&[u8]> {
+    let name = args.first()?.to_ascii_uppercase();
+    let at = match name.as_slice() {
+        b"PEXPIREAT" | b"HPEXPIREAT" => 2,
+        b"WINDOW" | b"HINCRBY" => 3,
+        _ => return None,
+    };
+    args.get(at).map(Vec::as_slice)
+}
+
+/// Whether Redis refuses `args` for an integer it does not spell so
+/// (`+5`, `007`, `-0`, out of range): the reply is then Redis's
+/// `value is not an integer or out of range` and nothing changes.
+pub fn refuses_integer_in(args: &[Vec<u8>]) -> bool {
+    integer_argument(args).is_some_and(|text| redis_integer(text).is_none())
 }
 
 fn wrong_type() -> Error {
@@ -126,8 +176,9 @@ impl Model {
         Some(entry)
     }
 
-    /// The one refusal the model knows, the store's too: a command that
-    /// meets a visible key of the other type (WRONGTYPE).
+    /// The refusals the model knows, the store's too: a command that
+    /// meets a visible key of the other type (WRONGTYPE), and an
+    /// `HINCRBY` whose field holds no integer or whose sum overflows.
     fn refusal(&self, command: &Command, now_ms: u64) -> Option<Error> {
         let (key, wants_hash) = match command {
             Command::Get { key } => (key, false),
@@ -135,16 +186,42 @@ impl Model {
             | Command::HGetAll { key }
             | Command::HSet { key, .. }
             | Command::HDel { key, .. }
-            | Command::HPExpireAt { key, .. } => (key, true),
+            | Command::HPExpireAt { key, .. }
+            | Command::HMGet { key, .. }
+            | Command::HLen { key }
+            | Command::HExists { key, .. }
+            | Command::HIncrBy { key, .. }
+            | Command::HSetNx { key, .. } => (key, true),
             Command::Set { .. }
             | Command::Del { .. }
             | Command::PExpireAt { .. }
             | Command::Persist { .. }
             | Command::FlushAll
-            | Command::Window { .. } => return None,
+            | Command::Window { .. }
+            | Command::Exists { .. }
+            | Command::PTtl { .. } => return None,
         };
         let is_hash = matches!(self.visible_ref(key, now_ms)?.value, LogicalValue::Hash(_));
-        (is_hash != wants_hash).then(wrong_type)
+        if is_hash != wants_hash {
+            return Some(wrong_type());
+        }
+        let Command::HIncrBy { field, by, .. } = command else { return None };
+        self.increment(key, field, *by, now_ms).err()
+    }
+
+    /// The value `HINCRBY` leaves in `field` of the visible hash at `key`
+    /// (an absent key or field counts 0), or Redis's refusal: a value that
+    /// is not an integer as Redis spells them, or a sum out of i64 range
+    /// (summed in i128, which two i64s cannot overflow).
+    fn increment(&self, key: &[u8], field: &[u8], by: i64, now_ms: u64) -> Result<i64> {
+        let current = match self.live_fields(key, now_ms).and_then(|fields| fields.get(field)) {
+            Some((value, at)) if alive(*at, now_ms) => {
+                redis_integer(value).ok_or_else(|| Error::Invalid("hash value is not an integer".into()))?
+            }
+            _ => 0,
+        };
+        i64::try_from(i128::from(current) + i128::from(by))
+            .map_err(|_| Error::Invalid("increment or decrement would overflow".into()))
     }
 
     /// Whether [`Model::execute`] would refuse `command` at `now_ms`,
@@ -219,28 +296,8 @@ impl Model {
                 }
                 Reply::Int(removed as i64)
             }
-            Command::HPExpireAt { key, at_ms, fields } => {
-                if self.visible_mut(key, now_ms).is_none() {
-                    return Ok(Reply::Int(0));
-                }
-                let live = self.hash_mut(key);
-                let mut set = 0;
-                for field in fields {
-                    if let Some(slot) = live.get_mut(field) {
-                        slot.1 = Some(*at_ms);
-                        set += 1;
-                    }
-                }
-                assert!(!live.is_empty(), "a visible hash keeps its fields when their TTLs change");
-                Reply::Int(set)
-            }
-            Command::PExpireAt { key, at_ms } => match self.visible_mut(key, now_ms) {
-                None => Reply::Int(0),
-                Some(entry) => {
-                    entry.expire_at_ms = Some(*at_ms);
-                    Reply::Int(1)
-                }
-            },
+            Command::HPExpireAt { key, at_ms, fields } => self.hpexpireat(key, *at_ms, fields, now_ms),
+            Command::PExpireAt { key, at_ms } => self.pexpireat(key, *at_ms, now_ms),
             Command::Persist { key } => {
                 // A key with no TTL is left untouched, dead fields and all.
                 if self.visible_ref(key, now_ms).is_some_and(|e| e.expire_at_ms.is_some()) {
@@ -256,8 +313,105 @@ impl Model {
                 Reply::Ok
             }
             Command::Window { .. } => Reply::Ok,
+            _ => self.execute_more(command, now_ms)?,
         };
         Ok(reply)
+    }
+
+    /// PEXPIREAT: the visible key takes the deadline, or (a deadline
+    /// already past, negative included) is deleted, as Redis does.
+    fn pexpireat(&mut self, key: &[u8], at_ms: i64, now_ms: u64) -> Reply {
+        match (self.visible_mut(key, now_ms), future_deadline(at_ms, now_ms)) {
+            (None, _) => Reply::Int(0),
+            (Some(entry), Some(at)) => {
+                entry.expire_at_ms = Some(at);
+                Reply::Int(1)
+            }
+            (Some(_), None) => {
+                self.map.remove(key);
+                Reply::Int(1)
+            }
+        }
+    }
+
+    /// HPEXPIREAT: each live field named takes the deadline, or (a
+    /// deadline already past) is deleted; the reply counts them.
+    fn hpexpireat(&mut self, key: &[u8], at_ms: i64, fields: &[Vec<u8>], now_ms: u64) -> Reply {
+        if self.visible_mut(key, now_ms).is_none() {
+            return Reply::Int(0);
+        }
+        let live = self.hash_mut(key);
+        let mut set = 0;
+        for field in fields {
+            match (live.get_mut(field), future_deadline(at_ms, now_ms)) {
+                (None, _) => {}
+                (Some(slot), Some(at)) => {
+                    slot.1 = Some(at);
+                    set += 1;
+                }
+                (Some(_), None) => {
+                    live.remove(field);
+                    set += 1;
+                }
+            }
+        }
+        if live.is_empty() {
+            self.map.remove(key);
+        }
+        Reply::Int(set)
+    }
+
+    /// The commands issue 22 added, after [`Model::refusal`] passed.
+    fn execute_more(&mut self, command: &Command, now_ms: u64) -> Result<Reply> {
+        let live =
+            |fields: &LogicalFields, field: &[u8]| fields.get(field).filter(|(_, at)| alive(*at, now_ms)).cloned();
+        Ok(match command {
+            Command::Exists { keys } => {
+                Reply::Int(keys.iter().filter(|key| self.visible_ref(key, now_ms).is_some()).count() as i64)
+            }
+            Command::PTtl { key } => Reply::Int(match self.visible_ref(key, now_ms) {
+                None => -2,
+                Some(LogicalEntry { expire_at_ms: None, .. }) => -1,
+                Some(LogicalEntry { expire_at_ms: Some(at), .. }) => (i128::from(*at) - i128::from(now_ms)) as i64,
+            }),
+            Command::HMGet { key, fields } => {
+                let found =
+                    |field: &Vec<u8>| self.live_fields(key, now_ms).and_then(|f| live(f, field)).map(|(v, _)| v);
+                Reply::Array(fields.iter().map(found).collect())
+            }
+            Command::HLen { key } => Reply::Int(
+                self.live_fields(key, now_ms).map_or(0, |f| f.values().filter(|(_, at)| alive(*at, now_ms)).count())
+                    as i64,
+            ),
+            Command::HExists { key, field } => {
+                Reply::Int(i64::from(self.live_fields(key, now_ms).and_then(|f| live(f, field)).is_some()))
+            }
+            Command::HIncrBy { key, field, by } => {
+                let value = self.increment(key, field, *by, now_ms)?;
+                let ttl = self.live_fields(key, now_ms).and_then(|f| live(f, field)).and_then(|(_, at)| at);
+                self.hash_for_write(key, now_ms).insert(field.clone(), (value.to_string().into_bytes(), ttl));
+                Reply::Int(value)
+            }
+            Command::HSetNx { key, field, value } => {
+                if self.live_fields(key, now_ms).and_then(|f| live(f, field)).is_some() {
+                    return Ok(Reply::Int(0));
+                }
+                self.hash_for_write(key, now_ms).insert(field.clone(), (value.clone(), None));
+                Reply::Int(1)
+            }
+            _ => unreachable!("execute() answers every other command"),
+        })
+    }
+
+    /// The fields of the hash at `key` for a write at `now_ms`: the
+    /// visible hash, its dead fields dropped, or (not visible: absent,
+    /// expired, no live field) a fresh hash with no TTL in its place.
+    fn hash_for_write(&mut self, key: &[u8], now_ms: u64) -> &mut LogicalFields {
+        if self.visible_mut(key, now_ms).is_none() {
+            let fresh = LogicalEntry { value: LogicalValue::Hash(BTreeMap::new()), expire_at_ms: None };
+            self.map.insert(key.to_vec(), fresh);
+        }
+        self.hash_mut(key)
     }
 
     /// SET: a string with no TTL replaces whatever `key` held, which is

@@ -16,13 +16,97 @@ fn expiry_hides_keys_and_fields() {
     m.execute(&cmd(&["HSET", "h", "a", "1", "b", "2"]), 0).unwrap();
     m.execute(&cmd(&["HPEXPIREAT", "h", "100", "a"]), 0).unwrap();
     assert_eq!(m.execute(&cmd(&["HGET", "h", "a"]), 99).unwrap(), Reply::Bulk(b"1".to_vec()));
-    assert_eq!(m.execute(&cmd(&["HGET", "h", "a"]), 100).unwrap(), Reply::Nil);
-    m.execute(&cmd(&["PEXPIREAT", "h", "200"]), 100).unwrap();
+    // Alive at its deadline (Redis: expired only when now > deadline).
+    assert_eq!(m.execute(&cmd(&["HGET", "h", "a"]), 100).unwrap(), Reply::Bulk(b"1".to_vec()));
+    assert_eq!(m.execute(&cmd(&["HGET", "h", "a"]), 101).unwrap(), Reply::Nil);
+    m.execute(&cmd(&["PEXPIREAT", "h", "200"]), 101).unwrap();
     assert_eq!(m.dump(150).len(), 1);
-    assert!(m.dump(200).is_empty());
+    assert_eq!(m.dump(200).len(), 1);
+    assert!(m.dump(201).is_empty());
     // A write after expiry starts a fresh key with no TTL.
     assert_eq!(m.execute(&cmd(&["HSET", "h", "c", "3"]), 300).unwrap(), Reply::Int(1));
     assert_eq!(m.dump(10_000).get(b"h".as_slice()).unwrap().expire_at_ms, None);
+}
+
+#[test]
+fn integers_are_spelled_as_redis_spells_them() {
+    for (text, want) in [
+        ("0", Some(0)),
+        ("-5", Some(-5)),
+        ("9223372036854775807", Some(i64::MAX)),
+        ("-9223372036854775808", Some(i64::MIN)),
+        ("9223372036854775808", None),
+        ("99999999999999999999999", None),
+        ("+5", None),
+        ("007", None),
+        ("-0", None),
+        ("-", None),
+        ("", None),
+    ] {
+        assert_eq!(redis_integer(text.as_bytes()), want, "{text:?}");
+    }
+    let args = |words: &[&str]| words.iter().map(|w| w.as_bytes().to_vec()).collect::<Vec<_>>();
+    assert!(refuses_integer_in(&args(&["pexpireat", "k", "+5"])));
+    assert!(refuses_integer_in(&args(&["HPEXPIREAT", "k", "01", "f"])));
+    assert!(!refuses_integer_in(&args(&["PEXPIREAT", "k", "-1"])));
+    assert!(!refuses_integer_in(&args(&["SET", "k", "+5"])));
+}
+
+#[test]
+fn the_hash_commands_a_redis_user_reaches_for() {
+    let mut m = Model::new();
+    let run = |m: &mut Model, words: &[&str], now: u64| m.execute(&cmd(words), now);
+    run(&mut m, &["HSET", "h", "a", "1", "b", "x"], 10).unwrap();
+    run(&mut m, &["HPEXPIREAT", "h", "20", "a"], 10).unwrap();
+    run(&mut m, &["SET", "s", "v"], 10).unwrap();
+    assert_eq!(run(&mut m, &["EXISTS", "h", "s", "h", "nope"], 10).unwrap(), Reply::Int(3));
+    assert_eq!(run(&mut m, &["PTTL", "h"], 10).unwrap(), Reply::Int(-1));
+    assert_eq!(run(&mut m, &["PTTL", "nope"], 10).unwrap(), Reply::Int(-2));
+    run(&mut m, &["PEXPIREAT", "s", "15"], 10).unwrap();
+    assert_eq!(run(&mut m, &["PTTL", "s"], 15).unwrap(), Reply::Int(0));
+    assert_eq!(run(&mut m, &["PTTL", "s"], 16).unwrap(), Reply::Int(-2));
+    assert_eq!(
+        run(&mut m, &["HMGET", "h", "a", "zz", "b"], 10).unwrap(),
+        Reply::Array(vec![Some(b"1".to_vec()), None, Some(b"x".to_vec())])
+    );
+    assert_eq!(run(&mut m, &["HLEN", "h"], 20).unwrap(), Reply::Int(2));
+    assert_eq!(run(&mut m, &["HLEN", "h"], 21).unwrap(), Reply::Int(1));
+    assert_eq!(run(&mut m, &["HEXISTS", "h", "a"], 21).unwrap(), Reply::Int(0));
+    // HINCRBY keeps the field's TTL; refuses a non-integer and overflow.
+    assert_eq!(run(&mut m, &["HINCRBY", "h", "a", "-5"], 10).unwrap(), Reply::Int(-4));
+    assert_eq!(run(&mut m, &["HGET", "h", "a"], 21).unwrap(), Reply::Nil);
+    let refused = run(&mut m, &["HINCRBY", "h", "b", "1"], 10).unwrap_err().to_string();
+    assert!(refused.contains("hash value is not an integer"), "{refused}");
+    run(&mut m, &["HSET", "h", "n", "9223372036854775806"], 10).unwrap();
+    let refused = run(&mut m, &["HINCRBY", "h", "n", "2"], 10).unwrap_err().to_string();
+    assert!(refused.contains("increment or decrement would overflow"), "{refused}");
+    assert_eq!(run(&mut m, &["HINCRBY", "new", "c", "7"], 10).unwrap(), Reply::Int(7));
+    assert_eq!(run(&mut m, &["HSETNX", "new", "c", "x"], 10).unwrap(), Reply::Int(0));
+    assert_eq!(run(&mut m, &["HSETNX", "new", "d", "x"], 10).unwrap(), Reply::Int(1));
+    assert!(run(&mut m, &["HLEN", "s"], 10).is_err(), "WRONGTYPE");
+}
+
+#[test]
+fn a_passed_deadline_deletes_as_redis_does() {
+    let mut m = Model::new();
+    m.execute(&cmd(&["SET", "s", "v"]), 10).unwrap();
+    assert_eq!(m.execute(&cmd(&["PEXPIREAT", "s", "-1"]), 10).unwrap(), Reply::Int(1));
+    assert!(m.stored(b"s").is_none());
+    assert_eq!(m.execute(&cmd(&["PEXPIREAT", "s", "-1"]), 10).unwrap(), Reply::Int(0));
+    m.execute(&cmd(&["SET", "s", "v"]), 10).unwrap();
+    // A deadline equal to the clock keeps the key until the clock passes it.
+    assert_eq!(m.execute(&cmd(&["PEXPIREAT", "s", "10"]), 10).unwrap(), Reply::Int(1));
+    assert_eq!(m.dump(10).len(), 1);
+    assert_eq!(m.execute(&cmd(&["PEXPIREAT", "s", "9"]), 10).unwrap(), Reply::Int(1));
+    assert!(m.dump(0).is_empty());
+    m.execute(&cmd(&["HSET", "h", "a", "1", "b", "2"]), 10).unwrap();
+    assert_eq!(m.execute(&cmd(&["HPEXPIREAT", "h", "0", "a", "zz"]), 10).unwrap(), Reply::Int(1));
+    assert_eq!(
+        m.dump(0).get(b"h".as_slice()).unwrap().value,
+        LogicalValue::Hash([(b"b".to_vec(), (b"2".to_vec(), None))].into_iter().collect())
+    );
+    assert_eq!(m.execute(&cmd(&["HPEXPIREAT", "h", "-5", "b"]), 10).unwrap(), Reply::Int(1));
+    assert!(m.stored(b"h").is_none());
 }
 
 #[test]
@@ -64,8 +148,25 @@ impl Commands {
     fn next(&mut self, now_ms: u64) -> Command {
         let key = self.word("k", 5);
         let field = self.word("f", 3);
-        let at = (now_ms + self.below(40)).saturating_sub(10).to_string();
-        let words: Vec<String> = match self.below(14) {
+        // Near the clock (equal to it included), and now and then negative.
+        let at = match self.below(8) {
+            0 => format!("-{}", self.below(3)),
+            _ => (now_ms + self.below(40)).saturating_sub(10).to_string(),
+        };
+        let at = if at == "-0" { "0".to_string() } else { at };
+        let by = match self.below(6) {
+            0 => i64::MAX.to_string(),
+            1 => i64::MIN.to_string(),
+            n => (n as i64 - 3).to_string(),
+        };
+        let words: Vec<String> = match self.below(21) {
+            14 => vec!["EXISTS".into(), key, self.word("k", 5)],
+            15 => vec!["PTTL".into(), key],
+            16 => vec!["HMGET".into(), key, field, self.word("f", 3)],
+            17 => vec!["HLEN".into(), key],
+            18 => vec!["HEXISTS".into(), key, field],
+            19 => vec!["HINCRBY".into(), key, field, by],
+            20 => vec!["HSETNX".into(), key, field, self.word("v", 3)],
             0 | 1 => vec!["SET".into(), key, self.word("v", 3)],
             2 => vec!["GET".into(), key],
             3 => vec!["DEL".into(), key, self.word("k", 5), self.word("k", 5)],
@@ -151,9 +252,12 @@ fn execute_by_copy(map: &mut BTreeMap<Vec<u8>, LogicalEntry>, command: &Command,
         Command::HPExpireAt { key, at_ms, fields } => {
             let Some(mut live) = hash(key)? else { return Ok(Reply::Int(0)) };
             let mut set = 0;
+            let deadline = future_deadline(*at_ms, now_ms);
             for field in fields {
-                if let Some(slot) = live.get_mut(field) {
-                    slot.1 = Some(*at_ms);
+                if deadline.is_none() && live.remove(field).is_some() {
+                    set += 1;
+                } else if let Some(slot) = live.get_mut(field) {
+                    slot.1 = deadline;
                     set += 1;
                 }
             }
@@ -163,8 +267,15 @@ fn execute_by_copy(map: &mut BTreeMap<Vec<u8>, LogicalEntry>, command: &Command,
         Command::PExpireAt { key, at_ms } => match model.visible(key, now_ms) {
             None => Reply::Int(0),
             Some(mut entry) => {
-                entry.expire_at_ms = Some(*at_ms);
-                map.insert(key.clone(), entry);
+                match future_deadline(*at_ms, now_ms) {
+                    Some(at) => {
+                        entry.expire_at_ms = Some(at);
+                        map.insert(key.clone(), entry);
+                    }
+                    None => {
+                        map.remove(key);
+                    }
+                }
                 Reply::Int(1)
             }
         },
@@ -181,6 +292,36 @@ fn execute_by_copy(map: &mut BTreeMap<Vec<u8>, LogicalEntry>, command: &Command,
             Reply::Ok
         }
         Command::Window { .. } => Reply::Ok,
+        Command::HIncrBy { key, field, by } => {
+            let (mut fields, expire_at_ms) = match model.visible(key, now_ms) {
+                None => (BTreeMap::new(), None),
+                Some(LogicalEntry { value: LogicalValue::Hash(f), expire_at_ms }) => (f, expire_at_ms),
+                Some(_) => return Err(wrong_type()),
+            };
+            let (current, ttl) = match fields.get(field) {
+                None => (0, None),
+                Some((v, at)) => (redis_integer(v).ok_or_else(|| Error::Invalid("not an integer".into()))?, *at),
+            };
+            let sum = current.checked_add(*by).ok_or_else(|| Error::Invalid("overflow".into()))?;
+            fields.insert(field.clone(), (sum.to_string().into_bytes(), ttl));
+            map.insert(key.clone(), LogicalEntry { value: LogicalValue::Hash(fields), expire_at_ms });
+            Reply::Int(sum)
+        }
+        Command::HSetNx { key, field, value } => {
+            let (mut fields, expire_at_ms) = match model.visible(key, now_ms) {
+                None => (BTreeMap::new(), None),
+                Some(LogicalEntry { value: LogicalValue::Hash(f), expire_at_ms }) => (f, expire_at_ms),
+                Some(_) => return Err(wrong_type()),
+            };
+            if fields.contains_key(field) {
+                return Ok(Reply::Int(0));
+            }
+            fields.insert(field.clone(), (value.clone(), None));
+            map.insert(key.clone(), LogicalEntry { value: LogicalValue::Hash(fields), expire_at_ms });
+            Reply::Int(1)
+        }
+        // Reads change nothing: what they answer is `execute`'s alone.
+        read => Model { map: map.clone() }.execute(read, now_ms)?,
     })
 }
 

@@ -44,8 +44,14 @@ impl Model {
             | Command::HGetAll { key }
             | Command::PExpireAt { key, .. }
             | Command::Persist { key }
-            | Command::HPExpireAt { key, .. } => std::slice::from_ref(key),
-            Command::Del { keys } => keys.as_slice(),
+            | Command::HPExpireAt { key, .. }
+            | Command::PTtl { key }
+            | Command::HMGet { key, .. }
+            | Command::HLen { key }
+            | Command::HExists { key, .. }
+            | Command::HIncrBy { key, .. }
+            | Command::HSetNx { key, .. } => std::slice::from_ref(key),
+            Command::Del { keys } | Command::Exists { keys } => keys.as_slice(),
             Command::Window { .. } => &[],
             Command::FlushAll => return None,
         })

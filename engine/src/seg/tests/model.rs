@@ -11,6 +11,7 @@ use proptest::sample::Index;
 use super::*;
 use crate::vfs::OsVfs;
 use crate::Error;
+use crate::IoOp;
 
 /// Keys next to `key`: itself, just above, just below. Absent neighbours
 /// share all but the end of a stored key, so their key heads tie with it.
@@ -110,7 +111,7 @@ fn zero_and_hundred_kib_keys_and_values_on_the_real_file_system() {
 fn opening_a_missing_file_is_an_io_error() {
     let dir = tempfile::tempdir().unwrap();
     let err = Seg::open(&OsVfs, &dir.path().join("nope.seg")).unwrap_err();
-    assert!(matches!(err, Error::Io { op: "map", .. }), "{err}");
+    assert!(matches!(err, Error::Io { op: IoOp::Map, .. }), "{err}");
 }
 
 // --- pushes out of order ---

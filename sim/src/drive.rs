@@ -544,8 +544,13 @@ impl<'a> Driver<'a> {
         Ok(false)
     }
 
-    /// Cut the power during `op` and check the recovery.
+    /// Cut the power during `op` and check the recovery — or, when `op`
+    /// reached its planned crash point and the seed's coin says so, kill
+    /// the process there instead (see [`Driver::kill_in_op`]).
     pub fn power_loss(&mut self, op: &Op) -> Step {
+        if self.vfs.crash_point_reached() && seeds::kill_in_op(self.config.seed, self.op_index) {
+            return self.kill_in_op(op);
+        }
         self.store = None;
         // A crash aimed at a mark happens at that mark, whatever the
         // engine went on to do in memory before it noticed.
@@ -560,6 +565,43 @@ impl<'a> Driver<'a> {
         self.recover(Some(&crash))
     }
 
+    /// The crash point inside `op` is a process kill: the store's memory is
+    /// gone, the page cache keeps what `op` wrote before the point. Reopen
+    /// and check; then, by a second coin, lose the power too — the
+    /// recovery must not have built on bytes (or names) the dead process
+    /// never made durable without making them durable itself.
+    fn kill_in_op(&mut self, op: &Op) -> Step {
+        *self.outcome.crash_gaps.entry("kill_in_op").or_default() += 1;
+        self.process_crash()?;
+        if seeds::power_after_kill(self.config.seed, self.op_index) {
+            // The crash point was disarmed by the restart: a plain power loss.
+            return self.power_loss(op);
+        }
+        Ok(())
+    }
+
+    /// The run's first open, crashing at `point` (a power loss, or a kill
+    /// by the same coin as inside an operation): whatever the creation left
+    /// must reopen as an empty store.
+    pub fn create_crashing(&mut self, point: CrashPoint) -> Step {
+        self.vfs.begin_op(seeds::initial_open(self.config.seed));
+        self.vfs.set_faults_enabled(false);
+        self.vfs.arm_crash(Some(point));
+        let opened = self.open_store();
+        self.vfs.set_faults_enabled(true);
+        if !self.vfs.crash_point_reached() {
+            self.vfs.arm_crash(None);
+            let (store, _) =
+                opened.map_err(|e| self.fail(Check::Open, format!("an empty directory did not open: {e}")))?;
+            self.store = Some(store);
+            self.call_failed_since_open = false;
+            return Ok(());
+        }
+        drop(opened);
+        *self.outcome.crash_gaps.entry("create").or_default() += 1;
+        self.power_loss(&Op::Restart)
+    }
+
     /// The process dies (memory lost, page cache kept) and the store is
     /// reopened and checked.
     pub fn process_crash(&mut self) -> Step {
@@ -569,22 +611,70 @@ impl<'a> Driver<'a> {
         self.recover(None)
     }
 
+    /// A read-only inspection of the directory as the crash left it,
+    /// before the recovery (a quarter of them, by the seed): it must change
+    /// no byte. What it read is returned for [`Driver::compare_inspection`];
+    /// `None` if it refused (it may: a directory the crash left without a
+    /// store is nothing to inspect, and damage may refuse it).
+    fn inspect_read_only(&mut self) -> Step<Option<BTreeMap<Vec<u8>, engine::store::LogicalEntry>>> {
+        if !seeds::inspect_read_only(self.config.seed, self.op_index) {
+            return Ok(None);
+        }
+        let dir = Path::new(DB_DIR);
+        self.vfs.set_observing(true);
+        let before = self.vfs.files(dir);
+        let opened = Store::open_read_only(self.engine_vfs.clone(), self.clock.clone(), dir);
+        let seen = opened.ok().and_then(|(store, _)| store.logical_dump().ok());
+        let after = self.vfs.files(dir);
+        self.vfs.set_observing(false);
+        if before != after {
+            let changed: Vec<&String> =
+                before.keys().chain(after.keys()).filter(|n| before.get(*n) != after.get(*n)).collect();
+            return Err(self.fail(Check::Inspect, format!("a read-only open changed the directory: {changed:?}")));
+        }
+        *self.outcome.crash_gaps.entry("inspected").or_default() += 1;
+        Ok(seen)
+    }
+
+    /// The inspection saw what the recovery then opened, where both opened
+    /// on an undamaged directory outside point-in-time mode (a torn tail
+    /// the recovery cuts is one the inspection stopped at too).
+    fn compare_inspection(&self, seen: &BTreeMap<Vec<u8>, engine::store::LogicalEntry>, damaged: bool) -> Step {
+        if damaged || self.config.point_in_time {
+            return Ok(());
+        }
+        let recovered = self.store().logical_dump().map_err(|e| self.fail(Check::Dump, e.to_string()))?;
+        if *seen == recovered {
+            return Ok(());
+        }
+        Err(self.fail(
+            Check::Inspect,
+            format!(
+                "the read-only inspection saw other content than the recovery:\n{}",
+                crate::checker::diff(&recovered, seen)
+            ),
+        ))
+    }
+
     /// Reopen after a power loss (`crash`) or a restart, and check what
     /// came back (see "Recovery's rule" in the module doc).
     fn recover(&mut self, crash: Option<&CrashOutcome>) -> Step {
         self.outcome.restarts += 1;
+        let inspected = self.inspect_read_only()?;
         let damage: Vec<Damage> = crash.map_or_else(Vec::new, |c| c.damage.clone());
         let damaged = !damage.is_empty();
         // What the directory held before each open attempt, when a refusal
         // must have changed nothing or a point-in-time open lost nothing.
         let watch = damaged || self.config.point_in_time;
         let mut opened = None;
+        let mut faulted = false;
         for attempt in 0..=OPEN_ATTEMPTS_WITH_FAULTS {
             let before = watch.then(|| self.vfs.files(Path::new(DB_DIR)));
             self.vfs.begin_op(seeds::open_attempt(self.config.seed, self.op_index, attempt));
             self.vfs.set_faults_enabled(attempt < OPEN_ATTEMPTS_WITH_FAULTS);
             let result = self.open_store();
             let injected = self.vfs.faults_injected_this_op();
+            faulted |= injected;
             self.vfs.set_faults_enabled(true);
             match result {
                 Ok(ok) => {
@@ -618,6 +708,11 @@ impl<'a> Driver<'a> {
         self.call_failed_since_open = false;
         if let Some(before) = &before {
             self.check_nothing_destroyed(&report, before, &damage)?;
+        }
+        // A fault in the recovery may change what it finds (a failed fsync
+        // drops the dirty pages the inspection read): compared only without.
+        if let (Some(seen), false) = (&inspected, faulted) {
+            self.compare_inspection(seen, damaged)?;
         }
         let floor = self.floor(&damage);
         let now_ms = self.now_ms();

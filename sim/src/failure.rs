@@ -51,11 +51,14 @@ pub enum Check {
     Panic,
     /// Two runs of one seed differ.
     Determinism,
+    /// A read-only inspection of a crashed directory changed a byte of it,
+    /// or saw other content than the recovery that followed.
+    Inspect,
 }
 
 impl Check {
     /// Every check, in a fixed order.
-    pub const ALL: [Check; 16] = [
+    pub const ALL: [Check; 17] = [
         Check::Reply,
         Check::Durability,
         Check::Audit,
@@ -72,6 +75,7 @@ impl Check {
         Check::SeqReuse,
         Check::Panic,
         Check::Determinism,
+        Check::Inspect,
     ];
 
     /// The name reports and JSON summaries carry.
@@ -93,6 +97,7 @@ impl Check {
             Check::SeqReuse => "seq-reuse",
             Check::Panic => "panic",
             Check::Determinism => "determinism",
+            Check::Inspect => "inspect",
         }
     }
 

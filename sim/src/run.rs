@@ -45,7 +45,10 @@ fn step(driver: &mut Driver<'_>, planned: &PlannedOp) -> Step {
 /// The whole list, audited every `config.audit_every` operations, then a
 /// clean restart that must bring back exactly the model.
 fn run(driver: &mut Driver<'_>, config: &Config, ops: &[PlannedOp]) -> Step {
-    driver.open_empty()?;
+    match seeds::crash_in_creation(config.seed) {
+        Some(point) => driver.create_crashing(point)?,
+        None => driver.open_empty()?,
+    }
     for planned in ops {
         step(driver, planned)?;
         driver.outcome_mut().ops += 1;

@@ -23,6 +23,12 @@ const OPEN_ATTEMPT_SALT: u64 = 0xA77E_0000;
 /// Mixed into an operation's fault seed for aiming a crash at manifest
 /// compaction ([`compaction_aim`]).
 const COMPACTION_AIM_SALT: u64 = 0xC0_3BAC_0000;
+/// Mixed into an operation's fault seed for the coins of a kill inside it
+/// ([`kill_in_op`], [`power_after_kill`]).
+const KILL_SALT: u64 = 0x4B11_1000_0000;
+/// Mixed into the seed for a crash inside the store's creation
+/// ([`crash_in_creation`]).
+const CREATION_SALT: u64 = 0xC4EA_7E00_0000;
 
 /// The ChaCha seed of the swarm configuration (`config.rs`).
 pub fn config(seed: u64) -> u64 {
@@ -64,6 +70,36 @@ pub fn open_attempt(seed: u64, index: u64, attempt: u64) -> u64 {
 /// compaction existed.
 pub fn compaction_aim(seed: u64, index: u64) -> u64 {
     splitmix64(faults(seed, index) ^ COMPACTION_AIM_SALT)
+}
+
+/// Whether the crash point reached inside operation `index` is a process
+/// kill (memory lost, the page cache kept) rather than a power loss: one
+/// time in four, from a stream of its own, so a seed whose crash points
+/// stay power losses runs exactly as before kills existed.
+pub fn kill_in_op(seed: u64, index: u64) -> bool {
+    splitmix64(faults(seed, index) ^ KILL_SALT).is_multiple_of(4)
+}
+
+/// Whether, once the store killed inside operation `index` is reopened
+/// and checked, the power goes too (half the time): what the recovery
+/// built on bytes the dead process never synced must survive it.
+pub fn power_after_kill(seed: u64, index: u64) -> bool {
+    splitmix64(faults(seed, index) ^ KILL_SALT ^ 1) & 1 == 0
+}
+
+/// Whether the recovery during operation `index` is preceded by a
+/// read-only inspection of the crashed directory (one in four), from a
+/// stream of its own.
+pub fn inspect_read_only(seed: u64, index: u64) -> bool {
+    splitmix64(faults(seed, index) ^ KILL_SALT ^ 2).is_multiple_of(4)
+}
+
+/// Where the run's first open (the store's creation) crashes, if it does:
+/// one seed in eight, after one of its first 24 I/Os, from a stream of
+/// its own (the other seeds run exactly as before).
+pub fn crash_in_creation(seed: u64) -> Option<crate::disk::CrashPoint> {
+    let coin = splitmix64(seed ^ CREATION_SALT);
+    coin.is_multiple_of(8).then_some(crate::disk::CrashPoint::AfterIos((coin >> 8) % 24))
 }
 
 /// Whether a store poisoned during operation `index` is restarted by a

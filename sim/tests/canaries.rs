@@ -39,7 +39,7 @@ mod planted {
     /// Seeds each hunt may take before the test calls the canary a
     /// survivor: four times the seeds it took for the CANARIES.md table,
     /// and never fewer than 16.
-    const CAPS: [(&str, u64); 31] = [
+    const CAPS: [(&str, u64); 33] = [
         ("seg-no-fsync", 16),
         ("seal-no-dir-sync", 16),
         ("frame-before-register", 16),
@@ -60,17 +60,19 @@ mod planted {
         ("single-read-recovery", 16),
         ("ack-failed-append", 36),
         ("read-error-empty-log", 16),
-        ("cut-vouched-damage", 136),
+        ("cut-vouched-damage", 716),
         ("missing-log-is-empty", 24),
         ("sweep-after-damage", 524),
         ("rewrite-drops-hwm", 944),
         ("recovery-no-fsync", 48),
         ("seq-from-live-set", 16),
-        ("cut-no-fsync", 76172),
+        ("cut-no-fsync", 33280),
         ("compact-rename-before-fsync", 164),
         ("hlen-stub-weight", 16),
-        ("dir-sync-error-ignored", 2148),
+        ("dir-sync-error-ignored", 2440),
         ("rename-error-ignored", 376),
+        ("recovery-no-dir-sync", 1384),
+        ("read-only-cuts-tail", 188),
     ];
 
     fn caught_within_its_cap(name: &str) {
@@ -276,5 +278,15 @@ mod planted {
     #[test]
     fn rename_error_ignored() {
         caught_within_its_cap("rename-error-ignored");
+    }
+
+    #[test]
+    fn recovery_no_dir_sync() {
+        caught_within_its_cap("recovery-no-dir-sync");
+    }
+
+    #[test]
+    fn read_only_cuts_tail() {
+        caught_within_its_cap("read-only-cuts-tail");
     }
 }

@@ -401,7 +401,11 @@ impl AofWriter {
             return Ok(quarantined);
         }
         file.sync().map_err(|e| Error::io(IoOp::Sync, &path, e))?;
-        vfs.sync_dir(&pending.dir).map_err(|e| Error::io(IoOp::SyncDir, &pending.dir, e))?;
+        // The log's name may be a dead process's too (a rewrite killed
+        // between its rename and its directory fsync).
+        if !canary!(RecoveryNoDirSync) {
+            vfs.sync_dir(&pending.dir).map_err(|e| Error::io(IoOp::SyncDir, &pending.dir, e))?;
+        }
         self.recovered_durable();
         // And vouch for all of it, durably: damage to anything replayed
         // here is then refused by every later recovery, never cut.

@@ -93,11 +93,16 @@ pub enum Canary {
     /// on with the new log under its temp name and retires segments the
     /// old log, still the one named, needs.
     RenameErrorIgnored,
+    /// Log recovery fsyncs the log but not its directory: a name the dead
+    /// process never made durable (a rewrite's rename) is built on.
+    RecoveryNoDirSync,
+    /// A read-only open cuts the torn log tail it finds.
+    ReadOnlyCutsTail,
 }
 
 impl Canary {
     /// Every canary, in table order.
-    pub const ALL: [Canary; 31] = [
+    pub const ALL: [Canary; 33] = [
         Canary::SegNoFsync,
         Canary::SealNoDirSync,
         Canary::FrameBeforeRegister,
@@ -129,6 +134,8 @@ impl Canary {
         Canary::HlenStubWeight,
         Canary::DirSyncErrorIgnored,
         Canary::RenameErrorIgnored,
+        Canary::RecoveryNoDirSync,
+        Canary::ReadOnlyCutsTail,
     ];
 
     /// The kebab-case name the command line uses.
@@ -165,6 +172,8 @@ impl Canary {
             Canary::HlenStubWeight => "hlen-stub-weight",
             Canary::DirSyncErrorIgnored => "dir-sync-error-ignored",
             Canary::RenameErrorIgnored => "rename-error-ignored",
+            Canary::RecoveryNoDirSync => "recovery-no-dir-sync",
+            Canary::ReadOnlyCutsTail => "read-only-cuts-tail",
         }
     }
 
@@ -209,6 +218,10 @@ impl Canary {
                 "a failed directory fsync in seal is ignored (the segment's name may not be durable)"
             }
             Canary::RenameErrorIgnored => "a failed rename of the rewrite's log is ignored and segments are retired",
+            Canary::RecoveryNoDirSync => {
+                "log recovery fsyncs the log but not its directory (a dead process's rename built on)"
+            }
+            Canary::ReadOnlyCutsTail => "a read-only open cuts the torn log tail it finds",
         }
     }
 }

@@ -147,6 +147,12 @@ impl Store {
         report.manifest_torn_bytes = manifest_read.report().torn_tail_bytes;
         report.manifest_records_replayed = manifest_read.report().records_replayed;
         report.aof = log_read.report().clone();
+        if read_only && report.aof.dropped_bytes > 0 && canary!(ReadOnlyCutsTail) {
+            // Planted: an inspection "repairs" the torn tail it found.
+            if let Ok(mut log) = vfs.open(&dir.join(AOF_FILE), crate::vfs::OpenMode::Write) {
+                let _ = log.set_len(report.aof.valid_len_bytes);
+            }
+        }
         let segments = load_segments(vfs.as_ref(), dir, &manifest_read)?;
         report.segments_loaded = segments.len() as u64;
 

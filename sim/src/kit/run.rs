@@ -77,7 +77,7 @@ pub(super) fn env<'a, A: Adapter>(
     plant: Option<&'static str>,
 ) -> Env<'a, A::Config> {
     let vfs: Arc<dyn Vfs> = vfs.clone();
-    Env { vfs, dir: Path::new(DB_DIR), config: &config.engine, plant }
+    Env { vfs, dir: Path::new(DB_DIR), config: &config.engine, plant, sector_bytes: config.disk.sector_bytes }
 }
 
 /// Make the engine's directory (empty, with `replace`) and run the

@@ -152,18 +152,19 @@ pub struct SqliteConfig {
 ///   closely by a power loss"). `DELETE` with `EXTRA`: durable.
 /// - `TRUNCATE`/`PERSIST` with `FULL`/`EXTRA`: durable: the pager syncs the
 ///   journal after truncating it or zeroing its header (`fullSync`).
-/// - rollback modes with `NORMAL`: consistent, not durable: that final
-///   sync is skipped. (The docs' "very small chance ... could corrupt the
-///   database in journal_mode=DELETE on an older filesystem" is about file
-///   systems that do not keep appended data within the file's length; our
-///   disk does, so corruption there would be a finding.)
+/// - rollback modes with `NORMAL`: nothing. The docs: "a very small
+///   (though non-zero) chance that a power failure at just the wrong time
+///   could corrupt the database". The final journal sync is skipped, and
+///   SQLITE.md has a four-operation repro of that corruption on our disk
+///   (TRUNCATE: a lost truncate revives the old journal under the next
+///   transaction's torn records, which its sampled checksum accepts).
 pub fn promise_of(journal_mode: JournalMode, synchronous: Synchronous) -> Promise {
     use JournalMode::*;
     use Synchronous::*;
     match (journal_mode, synchronous) {
-        (_, Off) => Promise::Nothing,
+        (_, Off) | (Delete | Truncate | Persist, Normal) => Promise::Nothing,
         (Wal, Full | Extra) | (Delete, Extra) | (Truncate | Persist, Full | Extra) => Promise::Durable,
-        (Wal, Normal) | (Delete, Full) | (Delete | Truncate | Persist, Normal) => Promise::Eventual,
+        (Wal, Normal) | (Delete, Full) => Promise::Eventual,
     }
 }
 

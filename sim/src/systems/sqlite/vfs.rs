@@ -705,3 +705,162 @@ unsafe extern "C" fn x_device_characteristics(file: *mut ffi::sqlite3_file) -> c
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::disk::{CrashMode, DiskConfig, SimVfs};
+    use crate::trace::Trace;
+
+    /// A disk that loses every unsynced change at a power loss, with `/db`
+    /// durable, and a VFS over it.
+    fn setup(plant: Option<VfsPlant>) -> (Arc<SimVfs>, RegisteredVfs) {
+        let disk = Arc::new(SimVfs::new(DiskConfig::fault_free(CrashMode::Strict, 512), Trace::new(false)));
+        disk.create_dir_all(Path::new("/db")).unwrap();
+        disk.sync_dir(Path::new("/")).unwrap();
+        let options = VfsOptions { sector_bytes: 512, powersafe: false, plant };
+        let vfs: Arc<dyn Vfs> = disk.clone();
+        (disk, RegisteredVfs::register(Arc::new(VfsContext::new(vfs, options, 7))))
+    }
+
+    /// A file of `szOsFile` bytes, opened by `x_open`.
+    struct Opened {
+        buf: Vec<u64>,
+    }
+
+    impl Opened {
+        fn file(&mut self) -> *mut ffi::sqlite3_file {
+            self.buf.as_mut_ptr().cast()
+        }
+
+        fn methods(&mut self) -> &'static ffi::sqlite3_io_methods {
+            // SAFETY: opened by `x_open`, whose methods are `IO_METHODS`.
+            unsafe { &*(*self.file()).pMethods }
+        }
+    }
+
+    impl Drop for Opened {
+        fn drop(&mut self) {
+            // SAFETY: closing a file `x_open` opened, once.
+            unsafe { x_close(self.file()) };
+        }
+    }
+
+    fn raw(vfs: &RegisteredVfs) -> *mut ffi::sqlite3_vfs {
+        &*vfs.raw as *const ffi::sqlite3_vfs as *mut ffi::sqlite3_vfs
+    }
+
+    fn open(vfs: &RegisteredVfs, name: &str, flags: c_int) -> Opened {
+        let words = std::mem::size_of::<SimFile>().div_ceil(8);
+        let mut opened = Opened { buf: vec![0; words] };
+        let name = CString::new(name).unwrap();
+        // SAFETY: `szOsFile` bytes, 8-aligned, and a NUL-terminated name.
+        let rc = unsafe { x_open(raw(vfs), name.as_ptr(), opened.file(), flags, ptr::null_mut()) };
+        assert_eq!(rc, ffi::SQLITE_OK);
+        opened
+    }
+
+    const CREATE: c_int = ffi::SQLITE_OPEN_READWRITE | ffi::SQLITE_OPEN_CREATE;
+
+    #[test]
+    fn a_short_read_zero_fills_and_says_so() {
+        let (_disk, vfs) = setup(None);
+        let mut f = open(&vfs, "/db/a", CREATE | ffi::SQLITE_OPEN_MAIN_DB);
+        let m = f.methods();
+        let mut out = [0xAAu8; 8];
+        // SAFETY: an open file and 8 bytes.
+        unsafe {
+            assert_eq!((m.xWrite.unwrap())(f.file(), b"abc".as_ptr().cast(), 3, 0), ffi::SQLITE_OK);
+            assert_eq!((m.xRead.unwrap())(f.file(), out.as_mut_ptr().cast(), 8, 1), ffi::SQLITE_IOERR_SHORT_READ);
+        }
+        assert_eq!(&out, b"bc\0\0\0\0\0\0");
+    }
+
+    /// Delete a durable file with `syncDir`, lose the power: with the VFS
+    /// honest the file stays deleted; with the plant it comes back.
+    fn delete_survives_power_loss(plant: Option<VfsPlant>) -> bool {
+        let (disk, vfs) = setup(plant);
+        drop(open(&vfs, "/db/j", CREATE | ffi::SQLITE_OPEN_MAIN_JOURNAL));
+        disk.sync_dir(Path::new("/db")).unwrap();
+        let name = CString::new("/db/j").unwrap();
+        // SAFETY: our VFS and a NUL-terminated name.
+        assert_eq!(unsafe { x_delete(raw(&vfs), name.as_ptr(), 1) }, ffi::SQLITE_OK);
+        disk.power_loss(1);
+        !disk.exists(Path::new("/db/j")).unwrap()
+    }
+
+    #[test]
+    fn delete_with_sync_dir_is_durable_unless_planted() {
+        assert!(delete_survives_power_loss(None));
+        assert!(!delete_survives_power_loss(Some(VfsPlant::DeleteNoDirSync)));
+        let (_disk, vfs) = setup(None);
+        let name = CString::new("/db/missing").unwrap();
+        // SAFETY: as above.
+        assert_eq!(unsafe { x_delete(raw(&vfs), name.as_ptr(), 0) }, ffi::SQLITE_IOERR_DELETE_NOENT);
+    }
+
+    /// A new journal's name is made durable by its first sync (os_unix's
+    /// `UNIXFILE_DIRSYNC`).
+    #[test]
+    fn a_new_journal_syncs_its_directory_once() {
+        let (disk, vfs) = setup(None);
+        let mut f = open(&vfs, "/db/j", CREATE | ffi::SQLITE_OPEN_MAIN_JOURNAL);
+        // SAFETY: an open file.
+        unsafe { assert_eq!((f.methods().xSync.unwrap())(f.file(), ffi::SQLITE_SYNC_NORMAL), ffi::SQLITE_OK) };
+        drop(f);
+        disk.power_loss(1);
+        assert!(disk.exists(Path::new("/db/j")).unwrap(), "the journal's name survived");
+    }
+
+    #[test]
+    fn locks_are_tracked_per_file() {
+        let (_disk, vfs) = setup(None);
+        let mut f = open(&vfs, "/db/a", CREATE | ffi::SQLITE_OPEN_MAIN_DB);
+        let m = f.methods();
+        let mut reserved = -1;
+        // SAFETY: an open file and an out pointer.
+        unsafe {
+            assert_eq!((m.xLock.unwrap())(f.file(), ffi::SQLITE_LOCK_SHARED), ffi::SQLITE_OK);
+            (m.xCheckReservedLock.unwrap())(f.file(), &mut reserved);
+            assert_eq!(reserved, 0);
+            (m.xLock.unwrap())(f.file(), ffi::SQLITE_LOCK_RESERVED);
+            (m.xCheckReservedLock.unwrap())(f.file(), &mut reserved);
+            assert_eq!(reserved, 1);
+            (m.xUnlock.unwrap())(f.file(), ffi::SQLITE_LOCK_SHARED);
+            (m.xCheckReservedLock.unwrap())(f.file(), &mut reserved);
+            assert_eq!(reserved, 0);
+            assert_eq!((m.xFileControl.unwrap())(f.file(), 9999, ptr::null_mut()), ffi::SQLITE_NOTFOUND);
+            assert_eq!((m.xSectorSize.unwrap())(f.file()), 512);
+            assert_eq!((m.xDeviceCharacteristics.unwrap())(f.file()), 0);
+        }
+    }
+
+    #[test]
+    fn a_late_truncate_is_not_covered_by_the_next_sync() {
+        for (plant, survives) in [(None, 4), (Some(VfsPlant::LateTruncate), 8)] {
+            let (disk, vfs) = setup(plant);
+            let mut f = open(&vfs, "/db/j", CREATE | ffi::SQLITE_OPEN_MAIN_JOURNAL);
+            let m = f.methods();
+            // SAFETY: an open file.
+            unsafe {
+                (m.xWrite.unwrap())(f.file(), b"12345678".as_ptr().cast(), 8, 0);
+                (m.xSync.unwrap())(f.file(), ffi::SQLITE_SYNC_NORMAL);
+                (m.xTruncate.unwrap())(f.file(), 4);
+                (m.xSync.unwrap())(f.file(), ffi::SQLITE_SYNC_NORMAL);
+            }
+            drop(f);
+            disk.power_loss(1);
+            let len = disk.open(Path::new("/db/j"), OpenMode::Read).unwrap().len().unwrap();
+            assert_eq!(len, survives, "{plant:?}");
+        }
+    }
+
+    #[test]
+    fn a_panic_in_a_callback_becomes_an_io_error_and_is_kept() {
+        let (_disk, vfs) = setup(None);
+        let rc = guarded(Some(vfs.context()), ffi::SQLITE_IOERR, || -> c_int { panic!("boom") });
+        assert_eq!(rc, ffi::SQLITE_IOERR);
+        assert_eq!(vfs.context().take_panic().as_deref(), Some("boom"));
+        assert_eq!(vfs.context().take_panic(), None);
+    }
+}

@@ -477,10 +477,9 @@ fn delete(context: &VfsContext, path: &Path, sync_dir: bool) -> c_int {
             ffi::SQLITE_IOERR_DELETE
         };
     }
-    if sync_dir && context.options.plant != Some(VfsPlant::DeleteNoDirSync) {
-        if context.vfs.sync_dir(parent(path)).is_err() {
-            return ffi::SQLITE_IOERR_DIR_FSYNC;
-        }
+    let honour = sync_dir && context.options.plant != Some(VfsPlant::DeleteNoDirSync);
+    if honour && context.vfs.sync_dir(parent(path)).is_err() {
+        return ffi::SQLITE_IOERR_DIR_FSYNC;
     }
     ffi::SQLITE_OK
 }

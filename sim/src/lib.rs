@@ -11,9 +11,9 @@
 //!   and the policy for a poisoned store; [`outcome`] is what a seed
 //!   produced and [`summary`] adds seeds up;
 //! - [`systems`], what the simulator tests behind one trait: the segsim
-//!   store (the default, the driver and the modes above) or redb;
+//!   store (the default, the driver and the modes above), redb or SQLite;
 //! - [`kit`], the target kit: any transactional key-value engine through
-//!   one `Adapter` (redb is one), with [`command`], the command line a
+//!   one `Adapter` (redb and SQLite are two), with [`command`], the command line a
 //!   user's own binary gets from `kit::main`;
 //! - [`explore`], exhaustive crash exploration of any target: one run
 //!   recorded, then every crash state of every I/O index recovered;

@@ -543,7 +543,7 @@ impl Adapter for SqliteAdapter {
 
     /// The table as SQLite shows it, with the keys the open write
     /// transaction touched put back as SQLite answered them before it
-    /// touched them (see [`SqliteDb::undo`]).
+    /// touched them (see `SqliteDb::undo`).
     fn read_committed(&self, db: &mut SqliteDb, table: usize) -> Result<Rows, KitError> {
         let mut rows = db.call(|conn| scan(conn, table))?;
         for ((t, key), before) in &db.undo {

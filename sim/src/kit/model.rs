@@ -447,6 +447,21 @@ mod tests {
         assert!(m.allows(&invented, false).is_err(), "a clean close made it durable: promised again");
     }
 
+    /// An engine that promised nothing may write its recovery unsynced too
+    /// (SQLite under synchronous=OFF): a power loss does not make it
+    /// promise again; neither does `unpromise` wait for a commit.
+    #[test]
+    fn nothing_promised_survives_a_power_loss_recovery() {
+        let mut m = Model::new(1);
+        m.unpromise();
+        let invented = state(&[(b"z", b"9")]);
+        assert_eq!(m.recovered(&invented, false, true), Ok(Accepted::Unpromised));
+        let other = state(&[(b"y", b"8")]);
+        assert_eq!(m.allows(&other, false).unwrap().0, Accepted::Unpromised, "still nothing promised");
+        m.all_durable();
+        assert!(m.allows(&other, false).is_err());
+    }
+
     #[test]
     fn damage_may_roll_back_counted_apart_but_never_invent() {
         let mut m = Model::new(1);

@@ -115,3 +115,20 @@ fn the_planted_bugs_are_caught() {
         assert!(caught, "{plant} was not caught in 60 seeds");
     }
 }
+
+/// SQLite's PRNG and the list of VFSes are process-wide: seeds run on two
+/// threads at once must trace exactly as they do alone.
+#[test]
+fn seeds_on_two_threads_trace_as_they_do_alone() {
+    let target = sqlite(KitSettings { ops: Some(60), ..KitSettings::default() });
+    let alone: Vec<u64> = (0..6).map(|seed| run_seed(&target, seed, false).trace_hash).collect();
+    let together: Vec<u64> = std::thread::scope(|scope| {
+        let odd = scope.spawn(|| {
+            (0..6).filter(|s| s % 2 == 1).map(|s| run_seed(&target, s, false).trace_hash).collect::<Vec<_>>()
+        });
+        let even: Vec<u64> = (0..6).filter(|s| s % 2 == 0).map(|s| run_seed(&target, s, false).trace_hash).collect();
+        let odd = odd.join().unwrap();
+        even.into_iter().zip(odd).flat_map(|(e, o)| [e, o]).collect()
+    });
+    assert_eq!(alone, together);
+}

@@ -542,25 +542,30 @@ unsafe extern "C" fn x_randomness(vfs: *mut ffi::sqlite3_vfs, n: c_int, out: *mu
 unsafe extern "C" fn x_sleep(vfs: *mut ffi::sqlite3_vfs, micros: c_int) -> c_int {
     // SAFETY: SQLite calls this on our VFS.
     let context = vfs_context(vfs);
-    context.slept_us.fetch_add(micros.max(0) as u64, Ordering::Relaxed);
-    micros
+    guarded(Some(context), 0, || {
+        context.slept_us.fetch_add(micros.max(0) as u64, Ordering::Relaxed);
+        micros
+    })
 }
 
 unsafe extern "C" fn x_current_time_int64(vfs: *mut ffi::sqlite3_vfs, out: *mut ffi::sqlite3_int64) -> c_int {
     // SAFETY: SQLite calls this on our VFS with an out pointer.
     let context = vfs_context(vfs);
-    *out = EPOCH_JULIAN_MS + (context.slept_us.load(Ordering::Relaxed) / 1000) as i64;
-    ffi::SQLITE_OK
+    guarded(Some(context), ffi::SQLITE_ERROR, || {
+        *out = EPOCH_JULIAN_MS + (context.slept_us.load(Ordering::Relaxed) / 1000) as i64;
+        ffi::SQLITE_OK
+    })
 }
 
 unsafe extern "C" fn x_current_time(vfs: *mut ffi::sqlite3_vfs, out: *mut f64) -> c_int {
     let mut ms: ffi::sqlite3_int64 = 0;
-    // SAFETY: forwarded from SQLite's call on our VFS.
-    x_current_time_int64(vfs, &mut ms);
+    // SAFETY: forwarded from SQLite's call on our VFS (which catches panics).
+    let rc = x_current_time_int64(vfs, &mut ms);
     *out = ms as f64 / 86_400_000.0;
-    ffi::SQLITE_OK
+    rc
 }
 
+/// Nothing to catch: it does nothing (no OS error is ever kept).
 unsafe extern "C" fn x_get_last_error(_vfs: *mut ffi::sqlite3_vfs, _n: c_int, _out: *mut c_char) -> c_int {
     0
 }
@@ -681,6 +686,7 @@ unsafe extern "C" fn x_check_reserved_lock(file: *mut ffi::sqlite3_file, out: *m
     })
 }
 
+/// Nothing to catch: it answers every opcode with `SQLITE_NOTFOUND`.
 unsafe extern "C" fn x_file_control(_file: *mut ffi::sqlite3_file, _op: c_int, _arg: *mut c_void) -> c_int {
     ffi::SQLITE_NOTFOUND
 }

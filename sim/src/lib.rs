@@ -5,7 +5,8 @@
 //! engine through one `Adapter`, with `kit::main` as a whole command line
 //! for your own binary; [`disk`], the simulated disk (`SimVfs`, its fault
 //! model, crash modes and crash states); [`systems`], the `Target` trait
-//! every system under test implements (and the built-in targets);
+//! every system under test implements (and the built-in targets: segsim,
+//! and redb and SQLite on the kit);
 //! [`explore`], exhaustive crash exploration of any target; [`command`],
 //! the run command line every target shares; [`outcome`], [`summary`],
 //! [`failure`] and [`trace`], what runs report.

@@ -13,7 +13,7 @@ use sim::config::Overrides;
 use sim::kit::{Harsh, KitSettings};
 use sim::output::{emit, verdict};
 use sim::systems::segsim::SegsimTarget;
-use sim::systems::{redb_target, TargetArgs, TargetName};
+use sim::systems::{redb_target, sqlite_target, TargetArgs, TargetName};
 
 /// Deterministic simulation testing for the segsim engine: runs the engine
 /// on a simulated disk that crashes, tears writes and injects I/O faults,
@@ -134,6 +134,7 @@ const EXAMPLES: &str = "Examples:
   sim --seeds 0..400 --shard 1/4             this machine's quarter of a sweep
   sim --seed 17 --shrink --save              minimize a failure, keep it as a regression
   sim --target redb --seeds 0..2000 --jobs 2 test redb through the same simulated disk (REDB.md)
+  sim --target sqlite --seeds 0..2000 --jobs 2 test SQLite through its own VFS on that disk (SQLITE.md)
   sim --replay corpus/regressions/x.ops      re-run a saved operation list
   sim canaries --jobs 2                      prove every planted bug is caught (--features canaries)
   sim explore --seed 1 --ops 40              crash at every I/O index, check every crash state
@@ -198,27 +199,44 @@ fn main() -> ExitCode {
             }),
             &hooks,
         ),
-        TargetName::Redb if cli.fsync.is_some() || cli.point_in_time => {
-            usage_error("--fsync and --point-in-time are the segsim store's; redb's durability is per commit")
+        TargetName::Redb | TargetName::Sqlite if cli.fsync.is_some() || cli.point_in_time => usage_error(&format!(
+            "--fsync and --point-in-time are the segsim store's; {}'s durability is its own (--set)",
+            target.name()
+        )),
+        TargetName::Redb | TargetName::Sqlite if cli.canary.is_some() => {
+            usage_error(&format!("--canary plants a bug in the segsim engine; under {} use --plant", target.name()))
         }
-        TargetName::Redb if cli.canary.is_some() => {
-            usage_error("--canary plants a bug in the segsim engine; under redb use --plant")
-        }
-        TargetName::Redb if cli.run.save && plant.is_some() => {
-            usage_error("--save keeps redb findings; a failure under --plant is the planted bug's")
-        }
-        TargetName::Redb => {
+        TargetName::Redb | TargetName::Sqlite if cli.run.save && plant.is_some() => usage_error(&format!(
+            "--save keeps {} findings; a failure under --plant is the planted bug's",
+            target.name()
+        )),
+        TargetName::Redb | TargetName::Sqlite => {
             let mut settings =
                 KitSettings { ops: cli.run.ops, crash_mode: cli.run.crash_mode, ..KitSettings::default() };
             settings.harsh = Harsh { torn_garbage, read_bitflips: cli.read_bitflips };
-            let mut target = redb_target(settings);
-            if let Err(message) = target.apply_args(plant.as_deref(), &options) {
-                return usage_error(&message);
+            if target == TargetName::Redb {
+                run_kit(&cli.run, redb_target(settings), plant.as_deref(), &options, &hooks)
+            } else {
+                run_kit(&cli.run, sqlite_target(settings), plant.as_deref(), &options, &hooks)
             }
-            run_target(&cli.run, target, &hooks)
         }
     }
 }
+
+/// Run a kit target with `--plant` and `--set` applied.
+fn run_kit<A: sim::kit::Adapter>(
+    run: &RunArgs,
+    mut target: sim::kit::Kit<A>,
+    plant: Option<&str>,
+    options: &[String],
+    hooks: &Hooks<'_>,
+) -> ExitCode {
+    if let Err(message) = target.apply_args(plant, options) {
+        return usage_error(&message);
+    }
+    run_target(run, target, hooks)
+}
+
 /// `sim canaries`: hunt each canary (see `sim::hunt`) and print the table.
 fn canaries(args: &CanariesArgs) -> ExitCode {
     if !BUILT_WITH_CANARIES {

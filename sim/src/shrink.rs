@@ -150,6 +150,7 @@ mod tests {
     fn the_target_line_names_the_target() {
         assert_eq!(ops_file_target("# x\n\ntarget redb\nseed 1\n"), Ok(Some(TargetName::Redb)));
         assert_eq!(ops_file_target("seed 1\n0 EVICT\n"), Ok(None));
-        assert!(ops_file_target("target sqlite\n").unwrap_err().contains("sqlite"));
+        assert_eq!(ops_file_target("target sqlite\n"), Ok(Some(TargetName::Sqlite)));
+        assert!(ops_file_target("target sqlite3\n").unwrap_err().contains("sqlite3"));
     }
 }

@@ -250,12 +250,17 @@ fn settle_reorder(inode: &mut Inode, config: &DiskConfig, rng: &mut ChaCha8Rng) 
         match *fate {
             Fate::Old => {}
             Fate::New => {
-                // Zeros past the volatile end: the file was cut there.
+                // Past the volatile end the file was cut; it can be inside
+                // the new length only if that is the old length — the cut
+                // did not survive, and with it the blocks it freed did not
+                // either (a file system changes the size and the block map
+                // in one metadata update): those bytes stay old. (Zeroing
+                // them, as this once did, made SQLite's journal look torn
+                // where no disk would: SQLITE.md, finding 3.)
                 let copy_end = end.min(inode.volatile.len());
                 if start < copy_end {
                     image[start..copy_end].copy_from_slice(&inode.volatile[start..copy_end]);
                 }
-                image[start.max(copy_end)..end].fill(0);
             }
             Fate::Garbage => {
                 // Only bytes a pending op wrote: durable neighbours stay.

@@ -18,7 +18,8 @@ use crate::kit::{Kit, KitSettings};
 use crate::output::{emit, verdict};
 use crate::systems::redb::RedbAdapter;
 use crate::systems::segsim::SegsimTarget;
-use crate::systems::{redb_target, Target, TargetArgs, TargetName};
+use crate::systems::sqlite::SqliteAdapter;
+use crate::systems::{redb_target, sqlite_target, Target, TargetArgs, TargetName};
 
 /// Exhaustive crash exploration: run one seed's short workload once,
 /// fault-free, then crash it at every I/O index and recover every crash
@@ -132,7 +133,8 @@ const EXAMPLES: &str = "Examples:
   sim explore --seed 0 --only-io 9 --only-state 2 --then-io 14 --then-state 3   one second crash
   sim explore --seed 10 --faults                also fail each I/O of every recovery, one at a time
   sim explore --seed 0 --only-io 9 --only-state 2 --fault-io 7   one faulted recovery
-  sim explore --target redb --seed 1            the same method on redb (REDB.md)";
+  sim explore --target redb --seed 1            the same method on redb (REDB.md)
+  sim explore --target sqlite --seed 1 --depth 2   and on SQLite (SQLITE.md)";
 
 fn parse_fsync(s: &str) -> Result<FsyncPolicy, String> {
     FsyncPolicy::parse(s).ok_or_else(|| format!("{s:?}: expected always, everysec or no"))
@@ -143,6 +145,7 @@ fn parse_fsync(s: &str) -> Result<FsyncPolicy, String> {
 pub(super) enum Explored {
     Segsim(SegsimTarget),
     Redb(Box<Kit<RedbAdapter>>),
+    Sqlite(Box<Kit<SqliteAdapter>>),
 }
 
 /// What the command line asks for, or why it cannot be run.
@@ -179,17 +182,26 @@ pub(super) fn parse(args: &[String]) -> Invocation {
             canary: parsed.canary,
             ..Overrides::default()
         })),
-        TargetName::Redb if parsed.fsync.is_some() || parsed.canary.is_some() => {
-            return usage("--fsync and --canary are the segsim target's; redb's durability is per commit (--plant plants a bug under redb)")
+        TargetName::Redb | TargetName::Sqlite if parsed.fsync.is_some() || parsed.canary.is_some() => {
+            return usage(&format!(
+                "--fsync and --canary are the segsim target's; {}'s durability is its own (--plant plants a bug under it)",
+                target.name()
+            ))
         }
-        TargetName::Redb => {
+        TargetName::Redb | TargetName::Sqlite => {
             let mut settings = KitSettings::default();
             settings.harsh.torn_garbage = torn_garbage;
-            let mut redb = redb_target(settings);
-            if let Err(message) = redb.apply_args(plant.as_deref(), &engine_options) {
-                return usage(&message);
+            let explored = if target == TargetName::Redb {
+                let mut redb = redb_target(settings);
+                redb.apply_args(plant.as_deref(), &engine_options).map(|()| Explored::Redb(Box::new(redb)))
+            } else {
+                let mut sqlite = sqlite_target(settings);
+                sqlite.apply_args(plant.as_deref(), &engine_options).map(|()| Explored::Sqlite(Box::new(sqlite)))
+            };
+            match explored {
+                Ok(explored) => explored,
+                Err(message) => return usage(&message),
             }
-            Explored::Redb(Box::new(redb))
         }
     };
     let ExploreCommon { seed, ops, json, .. } = parsed.common;
@@ -247,6 +259,9 @@ pub fn cli(args: &[String]) -> ExitCode {
             run(&target, seed, ops, &options, json)
         }
         Invocation::Run { seed, ops, options, json, target: Explored::Redb(target) } => {
+            run(target.as_ref(), seed, ops, &options, json)
+        }
+        Invocation::Run { seed, ops, options, json, target: Explored::Sqlite(target) } => {
             run(target.as_ref(), seed, ops, &options, json)
         }
         Invocation::Info(text) => {

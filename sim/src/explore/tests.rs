@@ -334,6 +334,15 @@ fn the_command_line_parses_refuses_and_exits_by_the_verdict() {
         panic!("a valid redb command line")
     };
     assert!(redb.settings.harsh.torn_garbage && redb.settings.plant.is_none());
+    let Invocation::Run { target: Explored::Sqlite(sqlite), .. } =
+        parse(&["--seed", "1", "--target", "sqlite", "--plant", "sqlite-no-sync", "--set", "journal_mode=wal"])
+    else {
+        panic!("a valid sqlite command line")
+    };
+    assert_eq!(sqlite.settings.plant, Some("sqlite-no-sync"));
+    assert_eq!(sqlite.settings.options, vec![("journal_mode".to_string(), "wal".to_string())]);
+    refused(&["--seed", "1", "--target", "sqlite", "--plant", "redb-no-sync"], "sqlite-no-sync");
+    refused(&["--seed", "1", "--target", "sqlite", "--set", "journal_mode=memory"], "journal_mode");
 
     let args = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<String>>();
     assert_eq!(cli(&args(&["--seed", "1", "--ops", "3", "--only-io", "999999"])), ExitCode::from(2));

@@ -37,7 +37,28 @@ use crate::trace::Trace;
 
 /// What one crash image gave back: the content and the probe's verdict;
 /// or the check that failed before there was content (`open`, `panic`).
-pub type KitRecovered = Result<(State, Result<(), String>), (Check, String)>;
+pub type KitRecovered = Result<(State, Result<(), String>), Refusal>;
+
+/// Why a recovery brought back no content.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// The check it fails where nothing allows it (`open`, `panic`).
+    pub check: Check,
+    /// What happened.
+    pub detail: String,
+    /// The engine refused the bytes as corrupt ([`ErrorKind::Corrupt`]):
+    /// allowed where a commit promised nothing.
+    ///
+    /// [`ErrorKind::Corrupt`]: super::ErrorKind::Corrupt
+    pub corrupt: bool,
+}
+
+impl Refusal {
+    fn open(error: &KitError) -> Refusal {
+        let detail = format!("the engine refused to open after a crash: {error}");
+        Refusal { check: Check::Open, detail, corrupt: error.kind == super::ErrorKind::Corrupt }
+    }
+}
 
 /// `config` on a fault-free disk whose power losses keep exactly what was
 /// synced, with no power loss of its own inside a recovery (every crash
@@ -115,6 +136,18 @@ impl<'a, A: Adapter> Recovery<'a, A> {
         self.adapter.open(&env::<A>(&self.vfs, self.config, self.plant))
     }
 
+    /// The model of a database just recovered holding `state`. Where every
+    /// level of the seed promises nothing, so does everything the engine
+    /// writes from then on, its own recovery's writes included (as in the
+    /// random mode, `run.rs`).
+    fn recovered_model(&self, state: State) -> Model {
+        let mut model = Model::recovered_at(state);
+        if self.config.promises.iter().all(|p| *p == Promise::Nothing) {
+            model.unpromise();
+        }
+        model
+    }
+
     /// Whether the one armed fault (`--faults`) has fired.
     fn fault_fired(&self) -> bool {
         self.vfs.armed_fault() == Some(true)
@@ -122,7 +155,7 @@ impl<'a, A: Adapter> Recovery<'a, A> {
 
     /// Open and read, retrying once after a fault that fired (see the
     /// module doc).
-    fn open_and_read(&self) -> Result<(A::Db, State), (Check, String)> {
+    fn open_and_read(&self) -> Result<(A::Db, State), Refusal> {
         let attempt = || -> Result<(A::Db, State), KitError> {
             let mut db = self.open()?;
             let state = read_all(self.adapter, &mut db)?;
@@ -132,9 +165,9 @@ impl<'a, A: Adapter> Recovery<'a, A> {
             Ok(opened) => Ok(opened),
             Err(_) if self.fault_fired() => {
                 self.vfs.process_restart();
-                attempt().map_err(|e| (Check::Open, format!("the engine refused to open after a crash: {e}")))
+                attempt().map_err(|e| Refusal::open(&e))
             }
-            Err(e) => Err((Check::Open, format!("the engine refused to open after a crash: {e}"))),
+            Err(e) => Err(Refusal::open(&e)),
         }
     }
 
@@ -145,11 +178,11 @@ impl<'a, A: Adapter> Recovery<'a, A> {
             let (db, state) = self.open_and_read()?;
             // Reading changes nothing on the disk: the recovered model
             // holds from the open's return on.
-            note(self.vfs.io_count(), "the recovered database", &Model::recovered_at(state.clone()));
+            note(self.vfs.io_count(), "the recovered database", &self.recovered_model(state.clone()));
             let probe = self.probe(db, &state, note);
             Ok((state, probe))
         });
-        attempt.unwrap_or_else(|message| Err((Check::Panic, message)))
+        attempt.unwrap_or_else(|message| Err(Refusal { check: Check::Panic, detail: message, corrupt: false }))
     }
 
     /// After `step` failed: if the armed fault fired, reopen (a process
@@ -159,7 +192,7 @@ impl<'a, A: Adapter> Recovery<'a, A> {
             return Err(format!("the recovered database failed {step} with no fault injected: {error}"));
         }
         self.vfs.process_restart();
-        let (_, got) = self.open_and_read().map_err(|(_, detail)| format!("after a fault in {step}: {detail}"))?;
+        let (_, got) = self.open_and_read().map_err(|r| format!("after a fault in {step}: {}", r.detail))?;
         model.allows(&got, false).map(|_| ()).map_err(|detail| format!("after a fault in {step}: {detail}"))
     }
 
@@ -168,7 +201,7 @@ impl<'a, A: Adapter> Recovery<'a, A> {
         let adapter = self.adapter;
         let (level, promise) = probe_level(&self.config.promises);
         let key = probe_key(adapter.tables()[0].keys);
-        let mut model = Model::recovered_at(state.clone());
+        let mut model = self.recovered_model(state.clone());
         model.put(0, &key, b"1");
         if promise != Promise::Volatile {
             model.set_pending(Pending::Commit(model.commit_target()));
@@ -192,7 +225,7 @@ impl<'a, A: Adapter> Recovery<'a, A> {
         }
         note(self.vfs.io_count(), "a power loss and a reopen", &model);
         self.vfs.power_loss(0);
-        let (_, got) = self.open_and_read().map_err(|(_, detail)| format!("after the probe's power loss: {detail}"))?;
+        let (_, got) = self.open_and_read().map_err(|r| format!("after the probe's power loss: {}", r.detail))?;
         model.allows(&got, false).map(|_| ()).map_err(|detail| {
             format!(
                 "after one commit, a clean close and a power loss, the engine holds what its promises do not \
@@ -250,8 +283,14 @@ pub(super) fn recover_with_fault<A: Adapter>(
 
 /// The verdict on `recovered` in `context`: the random mode's rule, then
 /// the probe.
+/// A refusal as corrupt passes where a commit promised nothing, as in the
+/// random mode.
 pub(super) fn judge(recovered: &KitRecovered, context: &Model) -> Result<(), (Check, String)> {
-    let (state, probe) = recovered.as_ref().map_err(|(check, detail)| (*check, detail.clone()))?;
+    let (state, probe) = match recovered {
+        Ok(opened) => opened,
+        Err(refusal) if refusal.corrupt && context.unpromised() => return Ok(()),
+        Err(refusal) => return Err((refusal.check, refusal.detail.clone())),
+    };
     context.allows(state, false).map_err(|detail| (Check::Durability, detail))?;
     probe.clone().map_err(|detail| (Check::Probe, detail))
 }

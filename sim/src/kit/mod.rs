@@ -257,6 +257,10 @@ pub struct Env<'a, C> {
     pub config: &'a C,
     /// The bug planted under the engine, if any ([`Adapter::plants`]).
     pub plant: Option<&'static str>,
+    /// The simulated disk's sector size in bytes (what a power loss may
+    /// tear), for an engine that asks its file system (SQLite's
+    /// `xSectorSize`).
+    pub sector_bytes: u64,
 }
 
 /// What the kit needs from an engine (see the module doc).

@@ -176,6 +176,13 @@ impl Model {
         self.unpromised
     }
 
+    /// What the engine writes from now on is promised nothing (its every
+    /// level promises nothing: see `run.rs`), as if a commit that promised
+    /// nothing had been acknowledged.
+    pub(super) fn unpromise(&mut self) {
+        self.unpromised = true;
+    }
+
     /// The write transaction committed, promising `promise`.
     pub fn commit(&mut self, promise: Promise) {
         self.unpromised |= promise == Promise::Nothing;
@@ -224,7 +231,11 @@ impl Model {
             let last = self.history.len() - 1;
             self.history[last].survives_alone = true;
             self.durable = if power_lost { last } else { self.durable.min(last) };
-            self.unpromised &= !power_lost;
+            // `unpromised` stays: an engine so configured may write its
+            // recovery unsynced too (SQLite with synchronous=OFF rolls a
+            // hot journal back without syncing), so the next power loss
+            // may again leave anything. Only a close or maintenance that
+            // made everything durable clears it.
         }
         self.working = None;
         self.pending.clear();
@@ -434,6 +445,21 @@ mod tests {
         assert_eq!(m.allows(&invented, false).unwrap().0, Accepted::Unpromised);
         m.all_durable();
         assert!(m.allows(&invented, false).is_err(), "a clean close made it durable: promised again");
+    }
+
+    /// An engine that promised nothing may write its recovery unsynced too
+    /// (SQLite under synchronous=OFF): a power loss does not make it
+    /// promise again; neither does `unpromise` wait for a commit.
+    #[test]
+    fn nothing_promised_survives_a_power_loss_recovery() {
+        let mut m = Model::new(1);
+        m.unpromise();
+        let invented = state(&[(b"z", b"9")]);
+        assert_eq!(m.recovered(&invented, false, true), Ok(Accepted::Unpromised));
+        let other = state(&[(b"y", b"8")]);
+        assert_eq!(m.allows(&other, false).unwrap().0, Accepted::Unpromised, "still nothing promised");
+        m.all_durable();
+        assert!(m.allows(&other, false).is_err());
     }
 
     #[test]

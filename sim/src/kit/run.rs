@@ -77,7 +77,7 @@ pub(super) fn env<'a, A: Adapter>(
     plant: Option<&'static str>,
 ) -> Env<'a, A::Config> {
     let vfs: Arc<dyn Vfs> = vfs.clone();
-    Env { vfs, dir: Path::new(DB_DIR), config: &config.engine, plant }
+    Env { vfs, dir: Path::new(DB_DIR), config: &config.engine, plant, sector_bytes: config.disk.sector_bytes }
 }
 
 /// Make the engine's directory (empty, with `replace`) and run the
@@ -382,6 +382,16 @@ impl<'a, A: Adapter> Runner<'a, A> {
     /// One of the engine's own operations, its reply checked.
     fn engine_op(&mut self, planned: &PlannedKitOp) -> Step {
         let op = planned.op.as_engine_op().expect("the kit's own operations are handled apart");
+        let writes =
+            matches!(planned.op, KitOp::Put { .. } | KitOp::Delete { .. } | KitOp::Commit { .. } | KitOp::Maintain(_));
+        if writes && self.config.promises.iter().all(|p| *p == Promise::Nothing) {
+            // An engine that promises nothing at every level may write
+            // unsynced before any commit returns (SQLite with
+            // synchronous=OFF spills uncommitted pages into the database
+            // without a synced journal): a power loss from here on may
+            // leave anything, whether or not a commit was acknowledged.
+            self.model.unpromise();
+        }
         if let KitOp::Commit { level, .. } = &planned.op {
             if self.config.promises[*level] != Promise::Volatile {
                 self.model.set_pending(Pending::Commit(self.model.commit_target()));

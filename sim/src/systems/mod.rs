@@ -28,6 +28,7 @@
 
 pub mod redb;
 pub mod segsim;
+pub mod sqlite;
 
 use std::fmt;
 
@@ -35,6 +36,7 @@ use clap::Args;
 
 use self::redb::RedbAdapter;
 use self::segsim::SegsimTarget;
+use self::sqlite::SqliteAdapter;
 use crate::canary::Canary;
 use crate::disk::{DiskImage, DiskRecording};
 use crate::failure::{Check, Failure};
@@ -50,17 +52,21 @@ pub enum TargetName {
     Segsim,
     /// redb (crates.io `redb` 4), through [`redb::VfsBackend`].
     Redb,
+    /// SQLite (the `libsqlite3-sys` amalgamation), through its own
+    /// `sqlite3_vfs` over the simulated disk (SQLITE.md).
+    Sqlite,
 }
 
 impl TargetName {
     /// Every target, default first.
-    pub const ALL: [TargetName; 2] = [TargetName::Segsim, TargetName::Redb];
+    pub const ALL: [TargetName; 3] = [TargetName::Segsim, TargetName::Redb, TargetName::Sqlite];
 
     /// The name on the command line and in `.ops` files.
     pub fn name(self) -> &'static str {
         match self {
             TargetName::Segsim => "segsim",
             TargetName::Redb => "redb",
+            TargetName::Sqlite => "sqlite",
         }
     }
 
@@ -92,13 +98,15 @@ impl TargetName {
 /// settings, shared by `sim` and `sim explore` (each adds the rest).
 #[derive(Args, Debug, Clone)]
 pub struct TargetArgs {
-    /// The system under test: segsim (the default) or redb (see REDB.md).
+    /// The system under test: segsim (the default), redb (see REDB.md) or
+    /// sqlite (SQLITE.md).
     #[arg(long, value_name = "NAME", value_parser = TargetName::parse, default_value = "segsim")]
     pub target: TargetName,
 
     /// With a kit target (redb): plant one of its adapter's bugs under the
     /// engine (redb: redb-no-sync, sync_data does nothing; redb-late-write,
-    /// the last write before each sync lands after it).
+    /// the last write before each sync lands after it; sqlite:
+    /// sqlite-no-sync, sqlite-delete-no-dirsync, sqlite-late-truncate).
     #[arg(long, value_name = "NAME")]
     pub plant: Option<String>,
 
@@ -120,6 +128,13 @@ pub fn redb_target(mut settings: KitSettings) -> Kit<RedbAdapter> {
     settings.program = "cargo run --release -p sim --".to_string();
     settings.target_flag = TargetName::Redb.flag();
     Kit::new(RedbAdapter, settings)
+}
+
+/// The SQLite target with `settings` (its program and flag filled in).
+pub fn sqlite_target(mut settings: KitSettings) -> Kit<SqliteAdapter> {
+    settings.program = "cargo run --release -p sim --".to_string();
+    settings.target_flag = TargetName::Sqlite.flag();
+    Kit::new(SqliteAdapter, settings)
 }
 
 /// One recording context: from `first_io_index` on (until the next
@@ -344,6 +359,7 @@ pub fn replay(text: &str, canary: Option<Canary>) -> Result<Replayed, String> {
     match ops_file_target(text)?.unwrap_or_default() {
         TargetName::Segsim => replay_as(SegsimTarget::with_canary(canary), text),
         TargetName::Redb => replay_as(redb_target(KitSettings::default()), text),
+        TargetName::Sqlite => replay_as(sqlite_target(KitSettings::default()), text),
     }
 }
 
@@ -361,7 +377,7 @@ mod tests {
         for target in TargetName::ALL {
             assert_eq!(TargetName::parse(target.name()), Ok(target));
         }
-        assert!(TargetName::parse("sqlite").unwrap_err().contains("redb"));
+        assert!(TargetName::parse("sqlite3").unwrap_err().contains("redb, sqlite"));
         assert_eq!(TargetName::Segsim.flag(), "");
         assert_eq!(TargetName::Redb.flag(), " --target redb");
     }

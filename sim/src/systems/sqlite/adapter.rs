@@ -1,0 +1,573 @@
+//! SQLite's [`Adapter`]: what SQLite offers, in the kit's words. SQLITE.md
+//! says what each (journal_mode, synchronous) promises and what was found.
+//!
+//! - Two tables: `t0` (`INTEGER PRIMARY KEY`: a rowid table, the kit's
+//!   `u64` keys reinterpreted as `i64`) and `t1` (`BLOB PRIMARY KEY ...
+//!   WITHOUT ROWID`), so both of SQLite's b-tree kinds are exercised.
+//! - One commit level, `commit` (`BEGIN ... COMMIT`): SQLite's durability
+//!   is the connection's, not the transaction's, so its promise comes from
+//!   the seed's `journal_mode` and `synchronous` ([`promise_of`]).
+//! - Maintenance: `VACUUM`, then in WAL mode `PRAGMA
+//!   wal_checkpoint(TRUNCATE)`. Declared as *not* making anything durable:
+//!   under `synchronous=OFF` neither syncs anything. It changes no content.
+//! - A seed draws the journal mode, `synchronous`, the page size and the
+//!   cache size (a small cache spills dirty pages mid-transaction); `--set`
+//!   forces each (`journal_mode=`, `synchronous=`, `page_size=`,
+//!   `cache_size=`), and `powersafe=on` makes the VFS claim
+//!   `SQLITE_IOCAP_POWERSAFE_OVERWRITE`. `claim=durable` declares every
+//!   commit durable whatever SQLite documents, so that a sweep *counts* the
+//!   seeds that lost an acknowledged commit (SQLITE.md's "commits lost").
+//! - After every open, `PRAGMA integrity_check`: anything but `ok` is
+//!   [`ErrorKind::Corrupt`].
+//! - SQLite's hardware assumptions (atomiccommit.html, "Hardware
+//!   Assumptions") exclude garbage in a torn sector ("linear" writes) and
+//!   bit errors on reads: both off unless asked for.
+//!
+//! # Determinism
+//! SQLite's PRNG (journal nonces, WAL salts) is process-wide, and so is
+//! the list of VFSes. Every call into SQLite holds one process-wide gate
+//! and first reseeds the PRNG from the connection's seed and a call count,
+//! so what a connection draws never depends on other threads. The gate
+//! serialises SQLite across `--jobs`; the cost is small next to the disk.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rand::{Rng, RngCore};
+
+use super::conn::{reseed_prng, Conn, SqlError};
+use super::vfs::{RegisteredVfs, VfsContext, VfsOptions, VfsPlant};
+use crate::kit::{
+    Adapter, Env, ErrorKind, KeyKind, KitError, Level, Maintenance, Op, Plant, Promise, Reply, Rows, TableSpec,
+};
+use libsqlite3_sys as ffi;
+
+const TABLES: &[TableSpec] =
+    &[TableSpec { name: "t0", keys: KeyKind::U64 }, TableSpec { name: "t1", keys: KeyKind::Bytes }];
+
+/// The declared promise is a placeholder: [`promise_of`] decides per seed.
+const LEVELS: &[Level] = &[Level { name: "commit", promise: Promise::Eventual }];
+
+const PLANTS: &[Plant] = &[
+    Plant { name: "sqlite-no-sync", what: "the VFS's xSync returns SQLITE_OK and syncs nothing" },
+    Plant { name: "sqlite-delete-no-dirsync", what: "the VFS's xDelete ignores syncDir (no directory fsync)" },
+    Plant {
+        name: "sqlite-late-truncate",
+        what: "the VFS's xTruncate reaches the file only after the next xSync (that sync does not cover it)",
+    },
+];
+
+/// The database file, in the kit's directory.
+const DB_NAME: &str = "data.sqlite";
+
+/// `PRAGMA journal_mode` (the rollback modes and WAL; MEMORY and OFF keep
+/// no journal on disk and promise nothing at a crash).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JournalMode {
+    Delete,
+    Truncate,
+    Persist,
+    Wal,
+}
+
+/// `PRAGMA synchronous`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Synchronous {
+    Off,
+    Normal,
+    Full,
+    Extra,
+}
+
+impl JournalMode {
+    const ALL: [JournalMode; 4] = [JournalMode::Delete, JournalMode::Truncate, JournalMode::Persist, JournalMode::Wal];
+
+    /// The pragma's word.
+    pub fn name(self) -> &'static str {
+        match self {
+            JournalMode::Delete => "delete",
+            JournalMode::Truncate => "truncate",
+            JournalMode::Persist => "persist",
+            JournalMode::Wal => "wal",
+        }
+    }
+}
+
+impl Synchronous {
+    const ALL: [Synchronous; 4] = [Synchronous::Off, Synchronous::Normal, Synchronous::Full, Synchronous::Extra];
+
+    /// The pragma's word.
+    pub fn name(self) -> &'static str {
+        match self {
+            Synchronous::Off => "off",
+            Synchronous::Normal => "normal",
+            Synchronous::Full => "full",
+            Synchronous::Extra => "extra",
+        }
+    }
+}
+
+/// Opens so far in one run: each connection's PRNG stream starts apart,
+/// as a long-running process's would continue. Shared by the clones of
+/// one run's configuration; not part of what the configuration says.
+#[derive(Clone, Default)]
+pub struct OpenCount(Arc<AtomicU64>);
+
+impl std::fmt::Debug for OpenCount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OpenCount")
+    }
+}
+
+/// A seed's SQLite settings.
+#[derive(Clone, Debug)]
+pub struct SqliteConfig {
+    pub journal_mode: JournalMode,
+    pub synchronous: Synchronous,
+    /// `PRAGMA page_size`, set when the database is created.
+    pub page_bytes: u32,
+    /// `PRAGMA cache_size`, in pages.
+    pub cache_pages: u32,
+    /// The VFS claims `SQLITE_IOCAP_POWERSAFE_OVERWRITE` (`--set powersafe=on`).
+    pub powersafe: bool,
+    /// Every commit declared durable (`--set claim=durable`; SQLITE.md).
+    pub claim_durable: bool,
+    /// Seeds each connection's PRNG stream.
+    pub prng_seed: u64,
+    pub opens: OpenCount,
+}
+
+/// What a commit promises under `journal_mode` and `synchronous`, per
+/// SQLite's documentation (pragma.html#pragma_synchronous, wal.html,
+/// atomiccommit.html; the reasoning is SQLITE.md's):
+///
+/// - `OFF`: nothing ("the database might become corrupted" at a power loss).
+/// - WAL with `FULL`/`EXTRA`: durable ("the WAL file is synchronized after
+///   each transaction commit"). WAL with `NORMAL`: consistent, not durable
+///   ("might roll back following a power loss").
+/// - `DELETE` with `FULL`: consistent, not durable. The commit is the
+///   journal's unlink, and only `EXTRA` syncs the directory after it
+///   ("EXTRA provides additional durability if the commit is followed
+///   closely by a power loss"). `DELETE` with `EXTRA`: durable.
+/// - `TRUNCATE`/`PERSIST` with `FULL`/`EXTRA`: durable: the pager syncs the
+///   journal after truncating it or zeroing its header (`fullSync`).
+/// - rollback modes with `NORMAL`: nothing. The docs: "a very small
+///   (though non-zero) chance that a power failure at just the wrong time
+///   could corrupt the database". The final journal sync is skipped, and
+///   SQLITE.md has a four-operation repro of that corruption on our disk
+///   (TRUNCATE: a lost truncate revives the old journal under the next
+///   transaction's torn records, which its sampled checksum accepts).
+pub fn promise_of(journal_mode: JournalMode, synchronous: Synchronous) -> Promise {
+    use JournalMode::*;
+    use Synchronous::*;
+    match (journal_mode, synchronous) {
+        (_, Off) | (Delete | Truncate | Persist, Normal) => Promise::Nothing,
+        (Wal, Full | Extra) | (Delete, Extra) | (Truncate | Persist, Full | Extra) => Promise::Durable,
+        (Wal, Normal) | (Delete, Full) => Promise::Eventual,
+    }
+}
+
+/// SQLite as a kit target (the bundled amalgamation of `libsqlite3-sys`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SqliteAdapter;
+
+/// An open SQLite connection.
+pub struct SqliteDb {
+    conn: Option<Conn>,
+    journal_mode: JournalMode,
+    /// Per key the open write transaction touched, its value before (as
+    /// SQLite answered the first put or delete): the kit reads committed
+    /// content between operations, and SQLite shows one connection only
+    /// its own transaction's view. Only SQLite's answers go in here.
+    undo: BTreeMap<(usize, Vec<u8>), Option<Vec<u8>>>,
+    /// Bumped by every call: the PRNG's reseed.
+    calls: u64,
+    prng_seed: u64,
+}
+
+impl Drop for SqliteDb {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            // Closing writes (a WAL checkpoint): through the gate, like every call.
+            let context = conn.vfs().context().clone();
+            let _gate = gate(self.prng_seed, u64::MAX);
+            drop(conn);
+            raise_panic(&context);
+        }
+    }
+}
+
+/// The process-wide gate every call into SQLite holds (see the module doc).
+static GATE: Mutex<()> = Mutex::new(());
+
+/// Take the gate and reseed SQLite's PRNG for call `call` of a connection.
+fn gate(prng_seed: u64, call: u64) -> std::sync::MutexGuard<'static, ()> {
+    let guard = GATE.lock().unwrap_or_else(PoisonError::into_inner);
+    reseed_prng(mix(prng_seed ^ call.wrapping_mul(0x9E37_79B9_7F4A_7C15)) as u32);
+    guard
+}
+
+/// splitmix64's finaliser.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A panic a VFS callback caught (and turned into an I/O error for
+/// SQLite), raised again here so the kit fails the seed.
+fn raise_panic(context: &VfsContext) {
+    if let Some(message) = context.take_panic() {
+        panic!("panic in a SQLite VFS callback: {message}");
+    }
+}
+
+/// How the kit is to take an SQLite error.
+fn kit_error(error: SqlError) -> KitError {
+    let kind = match error.primary() {
+        ffi::SQLITE_CORRUPT | ffi::SQLITE_NOTADB => ErrorKind::Corrupt,
+        ffi::SQLITE_IOERR | ffi::SQLITE_FULL | ffi::SQLITE_CANTOPEN => ErrorKind::Io,
+        _ => ErrorKind::Other,
+    };
+    KitError::new(kind, error)
+}
+
+/// A `t0` key: the kit's 8 big-endian bytes, as SQLite's signed rowid.
+fn rowid(key: &[u8]) -> i64 {
+    u64::from_be_bytes(key.try_into().expect("the kit hands a u64 table 8-byte keys")) as i64
+}
+
+fn bind_key(stmt: &mut super::conn::Stmt<'_>, table: usize, key: &[u8]) -> Result<(), SqlError> {
+    if table == 0 {
+        stmt.bind_i64(1, rowid(key))
+    } else {
+        stmt.bind_blob(1, key)
+    }
+}
+
+fn table_name(table: usize) -> &'static str {
+    TABLES[table].name
+}
+
+impl SqliteDb {
+    fn conn(&self) -> &Conn {
+        self.conn.as_ref().expect("open until dropped or closed")
+    }
+
+    /// Run `body` on the connection through the gate.
+    fn call<T>(&mut self, body: impl FnOnce(&Conn) -> Result<T, SqlError>) -> Result<T, KitError> {
+        self.calls += 1;
+        let _gate = gate(self.prng_seed, self.calls);
+        let conn = self.conn();
+        let result = body(conn);
+        raise_panic(conn.vfs().context());
+        result.map_err(kit_error)
+    }
+}
+
+/// One key's value in `table`, as the connection sees it now.
+fn get(conn: &Conn, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, SqlError> {
+    let mut stmt = conn.prepare(&format!("SELECT v FROM {} WHERE k = ?1", table_name(table)))?;
+    bind_key(&mut stmt, table, key)?;
+    Ok(if stmt.step()? { Some(stmt.column_blob(0)) } else { None })
+}
+
+/// A whole table, as the connection sees it now. A table that does not
+/// exist is empty (the kit's rule: a level that promises nothing may lose
+/// even the schema).
+fn scan(conn: &Conn, table: usize) -> Result<Rows, SqlError> {
+    let mut stmt = match conn.prepare(&format!("SELECT k, v FROM {}", table_name(table))) {
+        Err(e) if e.message.starts_with("no such table") => return Ok(Rows::new()),
+        other => other?,
+    };
+    let mut rows = Rows::new();
+    while stmt.step()? {
+        let key = if table == 0 { (stmt.column_i64(0) as u64).to_be_bytes().to_vec() } else { stmt.column_blob(0) };
+        rows.insert(key, stmt.column_blob(1));
+    }
+    Ok(rows)
+}
+
+fn rollback(conn: &Conn) -> Result<(), SqlError> {
+    if conn.autocommit() {
+        return Ok(());
+    }
+    conn.exec("ROLLBACK")
+}
+
+fn begin_if_needed(conn: &Conn) -> Result<(), SqlError> {
+    if conn.autocommit() {
+        conn.exec("BEGIN")?;
+    }
+    Ok(())
+}
+
+/// A put or a delete in the write transaction: the value it replaced.
+fn write(conn: &Conn, op: Op<'_>) -> Result<Option<Vec<u8>>, SqlError> {
+    begin_if_needed(conn)?;
+    let (table, key, value) = match op {
+        Op::Put { table, key, value } => (table, key, Some(value)),
+        Op::Delete { table, key } => (table, key, None),
+        _ => unreachable!("only puts and deletes write"),
+    };
+    let old = get(conn, table, key)?;
+    let name = table_name(table);
+    let mut stmt = match value {
+        Some(value) => {
+            let mut stmt = conn.prepare(&format!("INSERT OR REPLACE INTO {name} (k, v) VALUES (?1, ?2)"))?;
+            stmt.bind_blob(2, value)?;
+            stmt
+        }
+        None => conn.prepare(&format!("DELETE FROM {name} WHERE k = ?1"))?,
+    };
+    bind_key(&mut stmt, table, key)?;
+    stmt.step()?;
+    Ok(old)
+}
+
+/// `VACUUM`, then in WAL mode a truncating checkpoint; skipped with a
+/// write transaction open (VACUUM refuses one, and the kit asks a
+/// maintenance that does not make things durable to change nothing).
+fn maintain(conn: &Conn, journal_mode: JournalMode) -> Result<(), SqlError> {
+    if !conn.autocommit() {
+        return Ok(());
+    }
+    conn.exec("VACUUM")?;
+    if journal_mode == JournalMode::Wal {
+        conn.exec("PRAGMA wal_checkpoint(TRUNCATE)")?;
+    }
+    Ok(())
+}
+
+/// The connection's settings, in the order SQLite needs them: WAL without
+/// shared memory needs exclusive locking before anything reads the file.
+fn configure_connection(conn: &Conn, config: &SqliteConfig) -> Result<(), SqlError> {
+    if config.journal_mode == JournalMode::Wal {
+        conn.exec("PRAGMA locking_mode=EXCLUSIVE")?;
+    }
+    let mode = conn.query_text(&format!("PRAGMA journal_mode={}", config.journal_mode.name()))?;
+    if mode.first().map(String::as_str) != Some(config.journal_mode.name()) {
+        return Err(SqlError {
+            code: ffi::SQLITE_ERROR,
+            message: format!("journal_mode={} answered {mode:?}", config.journal_mode.name()),
+        });
+    }
+    conn.exec(&format!("PRAGMA synchronous={}", config.synchronous.name()))?;
+    conn.exec(&format!("PRAGMA cache_size={}", config.cache_pages))?;
+    Ok(())
+}
+
+/// Both tables, created if missing: at the setup, and after a power loss
+/// under a level that promises nothing took the schema with it (a missing
+/// table is an empty one; this changes no content). Writes nothing when
+/// both exist.
+fn create_tables(conn: &Conn) -> Result<(), SqlError> {
+    conn.exec("CREATE TABLE IF NOT EXISTS t0 (k INTEGER PRIMARY KEY, v BLOB NOT NULL)")?;
+    conn.exec("CREATE TABLE IF NOT EXISTS t1 (k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID")
+}
+
+/// `PRAGMA integrity_check` must answer `ok`, or the database is corrupt.
+fn integrity_check(conn: &Conn) -> Result<(), SqlError> {
+    let answer = conn.query_text("PRAGMA integrity_check")?;
+    if answer == ["ok"] {
+        return Ok(());
+    }
+    Err(SqlError { code: ffi::SQLITE_CORRUPT, message: format!("integrity_check: {}", answer.join("; ")) })
+}
+
+/// Open a connection on `env`'s disk, its own VFS registered for it.
+fn open_conn(env: &Env<'_, SqliteConfig>, create: bool) -> Result<SqliteDb, KitError> {
+    let config = env.config;
+    let open_index = config.opens.0.fetch_add(1, Ordering::Relaxed);
+    let prng_seed = mix(config.prng_seed ^ open_index.wrapping_mul(0xA24B_AED4_963E_E407));
+    let options = VfsOptions {
+        sector_bytes: u32::try_from(env.sector_bytes).unwrap_or(4096),
+        powersafe: config.powersafe,
+        plant: env.plant.and_then(VfsPlant::parse),
+    };
+    let context = Arc::new(VfsContext::new(env.vfs.clone(), options, prng_seed));
+    let path = env.dir.join(DB_NAME);
+    let mut db = SqliteDb { conn: None, journal_mode: config.journal_mode, undo: BTreeMap::new(), calls: 0, prng_seed };
+    let opened = {
+        let _gate = gate(prng_seed, 0);
+        let vfs = RegisteredVfs::register(context.clone());
+        let opened = Conn::open(&path.to_string_lossy(), vfs, create);
+        raise_panic(&context);
+        opened
+    };
+    db.conn = Some(opened.map_err(kit_error)?);
+    db.call(|conn| {
+        if create {
+            conn.exec(&format!("PRAGMA page_size={}", config.page_bytes))?;
+        }
+        configure_connection(conn, config)?;
+        integrity_check(conn)?;
+        create_tables(conn)
+    })?;
+    Ok(db)
+}
+
+/// `--set` option `key` parsed from `value` by `parse`, or why not.
+fn option<T>(key: &str, value: &str, parse: impl Fn(&str) -> Option<T>) -> Result<T, String> {
+    parse(value).ok_or_else(|| format!("--set {key}={value}: not a value sqlite's {key} takes"))
+}
+
+fn on_off(value: &str) -> Option<bool> {
+    match value {
+        "on" | "true" | "1" => Some(true),
+        "off" | "false" | "0" => Some(false),
+        _ => None,
+    }
+}
+
+impl Adapter for SqliteAdapter {
+    type Db = SqliteDb;
+    type Config = SqliteConfig;
+
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn levels(&self) -> &'static [Level] {
+        LEVELS
+    }
+
+    fn tables(&self) -> &'static [TableSpec] {
+        TABLES
+    }
+
+    fn configure(&self, rng: &mut dyn RngCore) -> SqliteConfig {
+        SqliteConfig {
+            journal_mode: JournalMode::ALL[rng.gen_range(0..4)],
+            synchronous: Synchronous::ALL[rng.gen_range(0..4)],
+            page_bytes: [512, 1024, 4096, 8192][rng.gen_range(0..4)],
+            cache_pages: [8, 16, 100, 2000][rng.gen_range(0..4)],
+            powersafe: false,
+            claim_durable: false,
+            prng_seed: rng.next_u64(),
+            opens: OpenCount::default(),
+        }
+    }
+
+    fn configure_with(&self, rng: &mut dyn RngCore, options: &[(String, String)]) -> Result<SqliteConfig, String> {
+        let mut config = self.configure(rng);
+        for (key, value) in options {
+            match key.as_str() {
+                "journal_mode" => {
+                    config.journal_mode = option(key, value, |v| JournalMode::ALL.into_iter().find(|m| m.name() == v))?
+                }
+                "synchronous" => {
+                    config.synchronous = option(key, value, |v| Synchronous::ALL.into_iter().find(|s| s.name() == v))?
+                }
+                "page_size" => {
+                    config.page_bytes = option(key, value, |v| {
+                        v.parse().ok().filter(|p: &u32| p.is_power_of_two() && (512..=65536).contains(p))
+                    })?
+                }
+                "cache_size" => config.cache_pages = option(key, value, |v| v.parse().ok().filter(|c| *c > 0))?,
+                "powersafe" => config.powersafe = option(key, value, on_off)?,
+                "claim" => config.claim_durable = option(key, value, |v| (v == "durable").then_some(true))?,
+                _ => {
+                    return Err(format!(
+                        "sqlite takes --set journal_mode=, synchronous=, page_size=, cache_size=, powersafe=, \
+                         claim=durable (got {key:?})"
+                    ))
+                }
+            }
+        }
+        Ok(config)
+    }
+
+    fn promise(&self, config: &SqliteConfig, _level: usize) -> Promise {
+        if config.claim_durable {
+            return Promise::Durable;
+        }
+        promise_of(config.journal_mode, config.synchronous)
+    }
+
+    fn tolerates(&self) -> (bool, bool) {
+        (false, false)
+    }
+
+    fn maintenance(&self) -> Option<Maintenance> {
+        Some(Maintenance { name: "vacuum", makes_durable: false })
+    }
+
+    fn plants(&self) -> &'static [Plant] {
+        PLANTS
+    }
+
+    /// Create the file and both tables (see `open_conn`), then close (in WAL
+    /// mode a clean close checkpoints), with `synchronous=EXTRA` whatever
+    /// the seed draws: the application's setup is durable before the
+    /// workload starts (the kit then syncs the directory).
+    fn create(&self, env: &Env<'_, SqliteConfig>) -> Result<(), KitError> {
+        let setup = SqliteConfig { synchronous: Synchronous::Extra, ..env.config.clone() };
+        let env = Env { vfs: env.vfs.clone(), config: &setup, ..*env };
+        self.close(open_conn(&env, true)?)
+    }
+
+    fn open(&self, env: &Env<'_, SqliteConfig>) -> Result<SqliteDb, KitError> {
+        open_conn(env, false)
+    }
+
+    fn apply(&self, db: &mut SqliteDb, op: Op<'_>) -> Result<Reply, KitError> {
+        match op {
+            Op::Put { table, key, .. } | Op::Delete { table, key } => {
+                let old = db.call(|conn| write(conn, op))?;
+                db.undo.entry((table, key.to_vec())).or_insert_with(|| old.clone());
+                Ok(Reply::Value(old))
+            }
+            Op::Get { table, key } => db.call(|conn| get(conn, table, key)).map(Reply::Value),
+            Op::Scan { table } => db.call(|conn| scan(conn, table)).map(Reply::Rows),
+            Op::Commit { .. } => {
+                db.call(|conn| {
+                    begin_if_needed(conn)?;
+                    conn.exec("COMMIT")
+                })?;
+                db.undo.clear();
+                Ok(Reply::Done)
+            }
+            Op::Abort => {
+                db.call(rollback)?;
+                db.undo.clear();
+                Ok(Reply::Done)
+            }
+            Op::Maintain => {
+                let journal_mode = db.journal_mode;
+                db.call(|conn| maintain(conn, journal_mode)).map(|()| Reply::Done)
+            }
+        }
+    }
+
+    /// The table as SQLite shows it, with the keys the open write
+    /// transaction touched put back as SQLite answered them before it
+    /// touched them (see `SqliteDb::undo`).
+    fn read_committed(&self, db: &mut SqliteDb, table: usize) -> Result<Rows, KitError> {
+        let mut rows = db.call(|conn| scan(conn, table))?;
+        for ((t, key), before) in &db.undo {
+            if *t != table {
+                continue;
+            }
+            match before {
+                Some(value) => rows.insert(key.clone(), value.clone()),
+                None => rows.remove(key),
+            };
+        }
+        Ok(rows)
+    }
+
+    /// No: closing syncs nothing in the rollback modes, and the last
+    /// commit's journal unlink (DELETE) or truncation (TRUNCATE, PERSIST
+    /// under NORMAL) may still be undone by a power loss after it.
+    fn close_makes_durable(&self) -> bool {
+        false
+    }
+
+    fn close(&self, mut db: SqliteDb) -> Result<(), KitError> {
+        db.call(rollback)?;
+        drop(db);
+        Ok(())
+    }
+}

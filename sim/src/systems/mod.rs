@@ -348,6 +348,19 @@ pub fn run_seed<T: Target>(target: &T, seed: u64, keep_trace: bool) -> SeedOutco
     target.run(seed, &target.generate(seed), keep_trace)
 }
 
+/// The first test of any target (a kit adapter's especially): each of
+/// `seeds` runs without a failure, does some operations, and runs again to
+/// the same trace hash. Panics, naming the seed, where one does not.
+pub fn assert_seeds_pass_and_replay<T: Target>(target: &T, seeds: std::ops::Range<u64>) {
+    for seed in seeds {
+        let first = run_seed(target, seed, false);
+        assert!(first.failure.is_none(), "{} seed {seed}: {:?}", target.name(), first.failure);
+        assert!(first.ops > 0, "{} seed {seed} ran no operation", target.name());
+        let again = run_seed(target, seed, false);
+        assert_eq!(first.trace_hash, again.trace_hash, "{} seed {seed} does not replay bit for bit", target.name());
+    }
+}
+
 /// A replayed `.ops` file: how many operations it holds, and the failure
 /// its run found, if any.
 pub type Replayed = (usize, Option<Failure>);

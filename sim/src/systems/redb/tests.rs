@@ -6,7 +6,7 @@ use crate::disk::CrashMode;
 use crate::explore::{explore, ExploreOptions};
 use crate::kit::{Kit, KitSettings};
 use crate::shrink::{ops_file, parse_ops_file};
-use crate::systems::{redb_target, run_seed, Target};
+use crate::systems::{assert_seeds_pass_and_replay, redb_target, Target};
 
 fn redb(settings: KitSettings) -> Kit<RedbAdapter> {
     redb_target(settings)
@@ -18,14 +18,7 @@ fn planted(name: &'static str) -> Kit<RedbAdapter> {
 
 #[test]
 fn a_few_seeds_pass_and_replay_bit_for_bit() {
-    let target = redb(KitSettings { ops: Some(60), ..KitSettings::default() });
-    for seed in 0..6 {
-        let a = run_seed(&target, seed, false);
-        assert!(a.failure.is_none(), "seed {seed}: {:?}", a.failure);
-        assert!(a.ops > 0);
-        let b = run_seed(&target, seed, false);
-        assert_eq!(a.trace_hash, b.trace_hash, "seed {seed}");
-    }
+    assert_seeds_pass_and_replay(&redb(KitSettings { ops: Some(60), ..KitSettings::default() }), 0..6);
 }
 
 #[test]

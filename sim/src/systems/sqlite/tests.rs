@@ -6,7 +6,7 @@ use crate::disk::CrashMode;
 use crate::explore::{explore, ExploreOptions};
 use crate::kit::{Kit, KitSettings};
 use crate::shrink::{ops_file, parse_ops_file};
-use crate::systems::{run_seed, sqlite_target, Target};
+use crate::systems::{assert_seeds_pass_and_replay, run_seed, sqlite_target, Target};
 
 fn sqlite(settings: KitSettings) -> Kit<SqliteAdapter> {
     sqlite_target(settings)
@@ -22,14 +22,7 @@ fn with_options(options: &[&str], plant: Option<&'static str>) -> Kit<SqliteAdap
 
 #[test]
 fn a_few_seeds_pass_and_replay_bit_for_bit() {
-    let target = sqlite(KitSettings { ops: Some(60), ..KitSettings::default() });
-    for seed in 0..8 {
-        let a = run_seed(&target, seed, false);
-        assert!(a.failure.is_none(), "seed {seed}: {:?}", a.failure);
-        assert!(a.ops > 0);
-        let b = run_seed(&target, seed, false);
-        assert_eq!(a.trace_hash, b.trace_hash, "seed {seed}");
-    }
+    assert_seeds_pass_and_replay(&sqlite(KitSettings { ops: Some(60), ..KitSettings::default() }), 0..8);
 }
 
 #[test]

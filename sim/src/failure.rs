@@ -54,11 +54,14 @@ pub enum Check {
     /// A read-only inspection of a crashed directory changed a byte of it,
     /// or saw other content than the recovery that followed.
     Inspect,
+    /// A file's data was fsynced while its name was not durable, then
+    /// relied on or acknowledged (a persistence hazard, `disk/hazards.rs`).
+    Hazard,
 }
 
 impl Check {
     /// Every check, in a fixed order.
-    pub const ALL: [Check; 17] = [
+    pub const ALL: [Check; 18] = [
         Check::Reply,
         Check::Durability,
         Check::Audit,
@@ -76,6 +79,7 @@ impl Check {
         Check::Panic,
         Check::Determinism,
         Check::Inspect,
+        Check::Hazard,
     ];
 
     /// The name reports and JSON summaries carry.
@@ -98,6 +102,7 @@ impl Check {
             Check::Panic => "panic",
             Check::Determinism => "determinism",
             Check::Inspect => "inspect",
+            Check::Hazard => "hazard",
         }
     }
 

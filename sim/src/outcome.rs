@@ -34,6 +34,9 @@ pub struct SeedOutcome {
     /// Recoveries (or refusals) no promise covered, after a commit at a
     /// level that promises nothing: measured, never failed.
     pub unpromised: u64,
+    /// Persistence hazards a kit target's engine left (reported, not
+    /// failed; the segsim target fails on its first, check `hazard`).
+    pub hazards: u64,
     /// Recoveries after damage the disk announced (and the engine promises
     /// to detect), by what came of them: `as-allowed` (content the rule
     /// allows without the damage: it missed everything in use),

@@ -32,14 +32,25 @@ type Step = Result<(), Failure>;
 /// restart.
 fn step(driver: &mut Driver<'_>, planned: &PlannedOp) -> Step {
     let stepped = driver.step(planned, &mut Unobserved)?;
-    if !stepped.poisoned {
+    if stepped.poisoned {
+        if seeds::poisoned_by_power_loss(driver.seed(), planned.index) {
+            driver.power_loss(&planned.op)?;
+        } else {
+            driver.process_crash()?;
+        }
+    }
+    no_hazards(driver)
+}
+
+/// The operation ended: the engine left no persistence hazard behind
+/// (`disk/hazards.rs`), whether or not a crash would have exposed it.
+fn no_hazards(driver: &Driver<'_>) -> Step {
+    let hazards = driver.vfs().end_op_hazards();
+    if hazards.is_empty() {
         return Ok(());
     }
-    if seeds::poisoned_by_power_loss(driver.seed(), planned.index) {
-        driver.power_loss(&planned.op)
-    } else {
-        driver.process_crash()
-    }
+    let lines: Vec<String> = hazards.iter().map(|h| h.describe()).collect();
+    Err(driver.fail(Check::Hazard, format!("persistence hazards:\n    {}", lines.join("\n    "))))
 }
 
 /// The whole list, audited every `config.audit_every` operations, then a
@@ -49,6 +60,7 @@ fn run(driver: &mut Driver<'_>, config: &Config, ops: &[PlannedOp]) -> Step {
         Some(point) => driver.create_crashing(point)?,
         None => driver.open_empty()?,
     }
+    no_hazards(driver)?;
     for planned in ops {
         step(driver, planned)?;
         driver.outcome_mut().ops += 1;

@@ -32,6 +32,8 @@ pub struct Summary {
     pub silent_rollbacks: u64,
     /// Recoveries no promise covered (see `SeedOutcome::unpromised`).
     pub unpromised: u64,
+    /// Persistence hazards reported (see `SeedOutcome::hazards`).
+    pub hazards: u64,
     /// Recoveries after announced damage, by outcome (see
     /// `SeedOutcome::after_damage`).
     pub after_damage: BTreeMap<String, u64>,
@@ -66,6 +68,7 @@ impl Summary {
             refusals_accepted: outcome.refusals_accepted,
             silent_rollbacks: outcome.silent_rollbacks,
             unpromised: outcome.unpromised,
+            hazards: outcome.hazards,
             after_damage: outcome.after_damage.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
             faults: outcome.faults.clone(),
             crash_gaps: outcome.crash_gaps.iter().map(|(gap, count)| (gap.to_string(), *count)).collect(),
@@ -114,6 +117,7 @@ impl Summary {
             "refusals_accepted": self.refusals_accepted,
             "silent_rollbacks": self.silent_rollbacks,
             "unpromised": self.unpromised,
+            "hazards": self.hazards,
             "after_damage": self.after_damage,
             "faults": faults,
             "crash_gaps": self.crash_gaps,
@@ -135,6 +139,7 @@ impl Summary {
         self.refusals_accepted += other.refusals_accepted;
         self.silent_rollbacks += other.silent_rollbacks;
         self.unpromised += other.unpromised;
+        self.hazards += other.hazards;
         for (outcome, count) in &other.after_damage {
             *self.after_damage.entry(outcome.clone()).or_default() += count;
         }
@@ -165,6 +170,7 @@ impl Summary {
             // Absent from summaries written before the kit counted it.
             silent_rollbacks: value.get("silent_rollbacks").and_then(Value::as_u64).unwrap_or(0),
             unpromised: value.get("unpromised").and_then(Value::as_u64).unwrap_or(0),
+            hazards: value.get("hazards").and_then(Value::as_u64).unwrap_or(0),
             elapsed_sec: value.get("elapsed_sec").and_then(Value::as_f64).ok_or("no number `elapsed_sec`")?,
             ..Summary::default()
         };
@@ -240,6 +246,14 @@ impl Summary {
                 "{} recoveries no promise covered (after commits at a level that promises nothing; measured, not \
                  failed)",
                 self.unpromised
+            );
+        }
+        if self.hazards > 0 {
+            let _ = writeln!(
+                out,
+                "{} persistence hazards (data fsynced under a name not yet durable, then relied on or acknowledged; \
+                 reported, not failed)",
+                self.hazards
             );
         }
         if !self.after_damage.is_empty() {

@@ -39,7 +39,7 @@ mod planted {
     /// Seeds each hunt may take before the test calls the canary a
     /// survivor: four times the seeds it took for the CANARIES.md table,
     /// and never fewer than 16.
-    const CAPS: [(&str, u64); 33] = [
+    const CAPS: [(&str, u64); 34] = [
         ("seg-no-fsync", 16),
         ("seal-no-dir-sync", 16),
         ("frame-before-register", 16),
@@ -64,15 +64,16 @@ mod planted {
         ("missing-log-is-empty", 24),
         ("sweep-after-damage", 524),
         ("rewrite-drops-hwm", 944),
-        ("recovery-no-fsync", 48),
+        ("recovery-no-fsync", 24),
         ("seq-from-live-set", 16),
         ("cut-no-fsync", 33280),
         ("compact-rename-before-fsync", 164),
         ("hlen-stub-weight", 16),
-        ("dir-sync-error-ignored", 2440),
+        ("dir-sync-error-ignored", 44),
         ("rename-error-ignored", 376),
-        ("recovery-no-dir-sync", 1384),
+        ("recovery-no-dir-sync", 16),
         ("read-only-cuts-tail", 188),
+        ("quarantine-no-dir-sync", 20),
     ];
 
     fn caught_within_its_cap(name: &str) {
@@ -288,5 +289,10 @@ mod planted {
     #[test]
     fn read_only_cuts_tail() {
         caught_within_its_cap("read-only-cuts-tail");
+    }
+
+    #[test]
+    fn quarantine_no_dir_sync() {
+        caught_within_its_cap("quarantine-no-dir-sync");
     }
 }

@@ -25,7 +25,11 @@ pub(super) fn quarantine(vfs: &dyn Vfs, dir: &Path, log_name: &str, bytes: &[u8]
     let mut file = vfs.open(&path, OpenMode::Truncate).map_err(|e| Error::io(IoOp::Create, &path, e))?;
     file.write_at(0, bytes).map_err(|e| Error::io(IoOp::Write, &path, e))?;
     file.sync().map_err(|e| Error::io(IoOp::Sync, &path, e))?;
-    vfs.sync_dir(dir).map_err(|e| Error::io(IoOp::SyncDir, dir, e))?;
+    // Planted: the copy's name is left to recovery's own directory fsync,
+    // which comes a moment later — after the cut was made durable.
+    if !canary!(QuarantineNoDirSync) {
+        vfs.sync_dir(dir).map_err(|e| Error::io(IoOp::SyncDir, dir, e))?;
+    }
     Ok(name)
 }
 

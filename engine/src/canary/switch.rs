@@ -98,11 +98,15 @@ pub enum Canary {
     RecoveryNoDirSync,
     /// A read-only open cuts the torn log tail it finds.
     ReadOnlyCutsTail,
+    /// The quarantine copy's directory entry is not made durable before
+    /// the log's cut is: masked by recovery's own directory fsync right
+    /// after the cut.
+    QuarantineNoDirSync,
 }
 
 impl Canary {
     /// Every canary, in table order.
-    pub const ALL: [Canary; 33] = [
+    pub const ALL: [Canary; 34] = [
         Canary::SegNoFsync,
         Canary::SealNoDirSync,
         Canary::FrameBeforeRegister,
@@ -136,6 +140,7 @@ impl Canary {
         Canary::RenameErrorIgnored,
         Canary::RecoveryNoDirSync,
         Canary::ReadOnlyCutsTail,
+        Canary::QuarantineNoDirSync,
     ];
 
     /// The kebab-case name the command line uses.
@@ -174,6 +179,7 @@ impl Canary {
             Canary::RenameErrorIgnored => "rename-error-ignored",
             Canary::RecoveryNoDirSync => "recovery-no-dir-sync",
             Canary::ReadOnlyCutsTail => "read-only-cuts-tail",
+            Canary::QuarantineNoDirSync => "quarantine-no-dir-sync",
         }
     }
 
@@ -222,6 +228,9 @@ impl Canary {
                 "log recovery fsyncs the log but not its directory (a dead process's rename built on)"
             }
             Canary::ReadOnlyCutsTail => "a read-only open cuts the torn log tail it finds",
+            Canary::QuarantineNoDirSync => {
+                "the quarantine copy's name is made durable only after the log's cut (masked)"
+            }
         }
     }
 }

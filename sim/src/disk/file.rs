@@ -164,6 +164,7 @@ impl VfsFile for SimFile {
                 return Err(eio("fsync failed (simulated EIO); the file's dirty data was dropped"));
             }
             disk.fs.sync(self.inode);
+            disk.note_fsync(self.inode, index);
             Ok(())
         })
     }

@@ -99,6 +99,7 @@ mod crash_states;
 mod dir;
 mod faults;
 mod file;
+mod hazards;
 mod image;
 mod inode;
 mod lock;
@@ -119,6 +120,7 @@ use engine::Phase;
 
 pub use config::{CrashMode, CrashOutcome, CrashPoint, Damage, DamageKind, DiskConfig, MAX_SECTOR_BYTES};
 pub use crash_states::{CrashState, ALL_DIR_SUBSETS_UP_TO, MAX_TWO_FILE_STATES, WHOLE_OP_CUTS};
+pub use hazards::Hazard;
 pub use image::DiskImage;
 pub use snapshot::{DiskRecording, DiskSnapshot};
 
@@ -200,6 +202,13 @@ impl SimVfs {
     /// injected (capacity included); crash points still apply.
     pub fn set_faults_enabled(&self, on: bool) {
         self.disk().faults.set_enabled(on);
+    }
+
+    /// A workload operation ended (its result goes to the caller): every
+    /// persistence hazard found since the last call (see `hazards.rs`),
+    /// including files it leaves fsynced under a name that is not durable.
+    pub fn end_op_hazards(&self) -> Vec<Hazard> {
+        self.disk().end_op_hazards()
     }
 
     /// The harness observes (on) or stops observing (off): while it does,

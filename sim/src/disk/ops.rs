@@ -20,6 +20,8 @@ use rand_chacha::ChaCha8Rng;
 use super::config::{CrashOutcome, CrashPoint, DamageKind, DiskConfig};
 use super::crash::build_next_disk;
 use super::faults::Faults;
+use super::hazards::{Hazard, HazardWatch};
+use super::inode::InodeId;
 use super::snapshot::Recorder;
 use super::state::FileSystem;
 use crate::trace::{Event, FaultKind, IoKind, Trace};
@@ -43,6 +45,10 @@ pub(super) struct Disk {
     pub fault_this_op: bool,
     /// Marks since the last `begin_op` (few: a handful per operation).
     pub marks: Vec<Phase>,
+    /// The last phase marked in this operation, by name (an engine's or a
+    /// kit target's), for hazard reports.
+    pub last_mark_name: Option<String>,
+    pub hazards: HazardWatch,
     pub fault_counts: BTreeMap<FaultKind, u64>,
     /// While recording, the disk as each I/O finds it (`snapshot.rs`).
     pub recorder: Option<Recorder>,
@@ -70,6 +76,8 @@ impl Disk {
             crash_reached: false,
             fault_this_op: false,
             marks: Vec::new(),
+            last_mark_name: None,
+            hazards: HazardWatch::default(),
             fault_counts: BTreeMap::new(),
             recorder: None,
             locks: LockTable::new(),
@@ -130,6 +138,7 @@ impl Disk {
     pub fn mark(&mut self, phase: Phase) {
         self.trace.push(Event::Mark { phase });
         self.marks.push(phase);
+        self.last_mark_name = Some(phase.to_string());
         if self.crash_point == Some(CrashPoint::AtMark(phase)) {
             self.crash_reached = true;
         }
@@ -137,9 +146,25 @@ impl Disk {
 
     pub fn mark_named(&mut self, name: &'static str) {
         self.trace.push(Event::NamedMark { name });
+        self.last_mark_name = Some(name.to_string());
         if self.crash_point == Some(CrashPoint::AtNamedMark(name)) {
             self.crash_reached = true;
         }
+    }
+
+    /// A file fsync of `inode` at I/O `index` succeeded.
+    pub fn note_fsync(&mut self, inode: InodeId, index: u64) {
+        let unnamed = self.fs.unnamed_inodes();
+        let fs = &self.fs;
+        self.hazards.on_fsync(inode, &unnamed, index, self.last_mark_name.clone(), |id| fs.path_of_inode(id));
+    }
+
+    /// See [`super::SimVfs::end_op_hazards`].
+    pub fn end_op_hazards(&mut self) -> Vec<Hazard> {
+        let unnamed = self.fs.unnamed_inodes();
+        let fs = &self.fs;
+        self.hazards.on_op_end(&unnamed, self.io_index, self.last_mark_name.clone(), |id| fs.path_of_inode(id));
+        self.hazards.take()
     }
 
     pub fn begin_op(&mut self, fault_seed: u64) {
@@ -147,6 +172,11 @@ impl Disk {
         self.ios_this_op = 0;
         self.fault_this_op = false;
         self.marks.clear();
+        self.last_mark_name = None;
+        // A new operation, or a new attempt at an open: what an earlier one
+        // left unnamed was reported when it ended, or was abandoned with
+        // the error that ended it, and nothing here relies on it.
+        self.hazards.reset();
     }
 
     pub fn power_loss(&mut self, crash_seed: u64) -> CrashOutcome {
@@ -167,6 +197,7 @@ impl Disk {
             self.note_fault(self.io_index, kind);
         }
         self.fs.reset_to_durable();
+        self.hazards.reset();
         self.locks.clear();
         self.epoch += 1;
         self.crash_point = None;
@@ -175,6 +206,7 @@ impl Disk {
     }
 
     pub fn process_restart(&mut self) {
+        self.hazards.reset();
         self.fs.forget_handles();
         self.locks.clear();
         self.epoch += 1;

@@ -319,6 +319,26 @@ impl FileSystem {
         Ok(())
     }
 
+    /// The inodes a pending create or rename names: their names are not
+    /// durable yet.
+    pub fn unnamed_inodes(&self) -> std::collections::BTreeSet<InodeId> {
+        let named = |op: &DirOp| match op {
+            DirOp::Link { inode, .. } | DirOp::Rename { inode, .. } => Some(*inode),
+            DirOp::Unlink { .. } => None,
+        };
+        self.dirs.values().flat_map(|dir| dir.pending.iter().filter_map(named)).collect()
+    }
+
+    /// A name of inode `id` for reports: its path now, else its number.
+    pub fn path_of_inode(&self, id: InodeId) -> String {
+        for (path, dir) in &self.dirs {
+            if let Some((name, _)) = dir.volatile.iter().find(|(_, inode)| **inode == id) {
+                return path.join(name).display().to_string();
+            }
+        }
+        format!("inode {id}")
+    }
+
     /// Whether `path` names a file or a directory now.
     pub fn exists(&self, path: &Path) -> bool {
         self.dirs.contains_key(path) || self.lookup(path).is_ok()

@@ -529,6 +529,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
     pub fn drive(&mut self, ops: &[PlannedKitOp]) -> Step {
         for planned in ops {
             self.step(planned)?;
+            self.outcome.hazards += self.vfs.end_op_hazards().len() as u64;
             self.outcome.ops += 1;
             if (planned.index + 1) % self.config.audit_every == 0 {
                 self.audit()?;

@@ -1,0 +1,155 @@
+//! Persistence hazards: ordering mistakes flagged when they happen, not
+//! when a crash happens to expose them.
+//!
+//! A file whose data was fsynced while its own name — a create or a rename
+//! in its directory — was not yet durable is durable data nobody can find
+//! after a power loss. That is fine while nothing depends on it. It becomes
+//! a hazard when something does:
+//!
+//! - **relied on**: another file is fsynced while it is so (a log frame, a
+//!   manifest record naming it made durable before its name is);
+//! - **acknowledged**: the workload operation ends with it still so (the
+//!   caller was told the operation is done).
+//!
+//! Such a mistake is often masked rather than absent: some other path
+//! fsyncs the directory a moment later, and no crash state between the two
+//! is ever explored or drawn. The check sees it anyway, the first time it
+//! happens. (An unlink is not tracked: removing a file the code no longer
+//! needs is never relied on; a rename is, through the fsync of the file it
+//! renamed or of another.)
+//!
+//! The watch starts afresh with every workload operation and every attempt
+//! at an open (`begin_op`): what an operation left was reported when it
+//! ended, and what a failed attempt left was abandoned with its error — the
+//! retry relies on nothing of it.
+
+use std::collections::BTreeSet;
+
+use super::inode::InodeId;
+
+/// One hazard (see the module doc).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hazard {
+    /// The file whose name was not durable, by the name it was given.
+    pub file: String,
+    /// The I/O index where it was relied on (another file's fsync), or the
+    /// next index when an operation ended with it.
+    pub io_index: u64,
+    /// The phase last marked before it, if any.
+    pub phase: Option<String>,
+    /// Relied on by another fsync (`true`), or acknowledged (`false`).
+    pub relied_on: bool,
+}
+
+impl Hazard {
+    /// One line for a report.
+    pub fn describe(&self) -> String {
+        let how =
+            if self.relied_on { "relied on by another file's fsync" } else { "acknowledged (the operation ended)" };
+        let phase = self.phase.as_deref().map_or(String::new(), |p| format!(" after phase {p}"));
+        format!("{}: fsynced while its name was not durable, then {how} at io#{}{phase}", self.file, self.io_index)
+    }
+}
+
+/// What the disk tracks for hazards.
+#[derive(Debug, Default)]
+pub(super) struct HazardWatch {
+    /// Inodes fsynced while a pending create or rename names them.
+    synced_unnamed: BTreeSet<InodeId>,
+    /// Those already reported, so one mistake is one hazard.
+    reported: BTreeSet<InodeId>,
+    /// Found since the last take.
+    found: Vec<Hazard>,
+}
+
+impl HazardWatch {
+    /// A file fsync of `synced` succeeded at `io_index`; `unnamed` holds the
+    /// inodes a pending create or rename names now, `name_of` names one.
+    pub fn on_fsync(
+        &mut self,
+        synced: InodeId,
+        unnamed: &BTreeSet<InodeId>,
+        io_index: u64,
+        phase: Option<String>,
+        name_of: impl Fn(InodeId) -> String,
+    ) {
+        self.forget_named(unnamed);
+        let relied: Vec<InodeId> =
+            self.synced_unnamed.iter().copied().filter(|f| *f != synced && !self.reported.contains(f)).collect();
+        for file in relied {
+            self.reported.insert(file);
+            self.found.push(Hazard { file: name_of(file), io_index, phase: phase.clone(), relied_on: true });
+        }
+        if unnamed.contains(&synced) {
+            self.synced_unnamed.insert(synced);
+        }
+    }
+
+    /// The workload operation ends (its result goes to the caller).
+    pub fn on_op_end(
+        &mut self,
+        unnamed: &BTreeSet<InodeId>,
+        io_index: u64,
+        phase: Option<String>,
+        name_of: impl Fn(InodeId) -> String,
+    ) {
+        self.forget_named(unnamed);
+        let left: Vec<InodeId> = self.synced_unnamed.iter().copied().filter(|f| !self.reported.contains(f)).collect();
+        for file in left {
+            self.reported.insert(file);
+            self.found.push(Hazard { file: name_of(file), io_index, phase: phase.clone(), relied_on: false });
+        }
+    }
+
+    /// Files whose names became durable (or went away) are no hazard.
+    fn forget_named(&mut self, unnamed: &BTreeSet<InodeId>) {
+        self.synced_unnamed.retain(|f| unnamed.contains(f));
+        self.reported.retain(|f| unnamed.contains(f));
+    }
+
+    /// Every hazard found since the last take.
+    pub fn take(&mut self) -> Vec<Hazard> {
+        std::mem::take(&mut self.found)
+    }
+
+    /// A power loss or a restart: what was pending is gone or stays
+    /// pending with no process relying on it.
+    pub fn reset(&mut self) {
+        self.synced_unnamed.clear();
+        self.reported.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn another_fsync_relies_once_and_a_durable_name_clears() {
+        let mut watch = HazardWatch::default();
+        let unnamed: BTreeSet<InodeId> = [1].into();
+        let name = |id: InodeId| format!("f{id}");
+        watch.on_fsync(1, &unnamed, 3, None, name);
+        assert!(watch.take().is_empty(), "its own fsync relies on nothing");
+        watch.on_fsync(2, &unnamed, 5, Some("seal.built".into()), name);
+        let found = watch.take();
+        assert_eq!(found.len(), 1);
+        assert!(found[0].relied_on && found[0].io_index == 5 && found[0].file == "f1", "{found:?}");
+        watch.on_fsync(2, &unnamed, 6, None, name);
+        assert!(watch.take().is_empty(), "one mistake, one hazard");
+        watch.on_op_end(&BTreeSet::new(), 7, None, name);
+        assert!(watch.take().is_empty(), "its name became durable");
+    }
+
+    #[test]
+    fn an_operation_that_ends_with_an_unnamed_synced_file_is_a_hazard() {
+        let mut watch = HazardWatch::default();
+        let unnamed: BTreeSet<InodeId> = [4].into();
+        watch.on_fsync(4, &unnamed, 1, None, |_| "log".into());
+        watch.on_op_end(&unnamed, 2, None, |_| "log".into());
+        let found = watch.take();
+        assert_eq!(found.len(), 1);
+        assert!(!found[0].relied_on);
+        assert!(found[0].describe().contains("acknowledged"), "{}", found[0].describe());
+    }
+}

@@ -620,6 +620,12 @@ impl<'a> Driver<'a> {
         if !seeds::inspect_read_only(self.config.seed, self.op_index) {
             return Ok(None);
         }
+        self.inspect_now()
+    }
+
+    /// The read-only inspection of [`Driver::inspect_read_only`], whatever
+    /// the seed's coin says (exploration inspects every crash image).
+    pub fn inspect_now(&mut self) -> Step<Option<BTreeMap<Vec<u8>, engine::store::LogicalEntry>>> {
         let dir = Path::new(DB_DIR);
         self.vfs.set_observing(true);
         let before = self.vfs.files(dir);
@@ -639,7 +645,7 @@ impl<'a> Driver<'a> {
     /// The inspection saw what the recovery then opened, where both opened
     /// on an undamaged directory outside point-in-time mode (a torn tail
     /// the recovery cuts is one the inspection stopped at too).
-    fn compare_inspection(&self, seen: &BTreeMap<Vec<u8>, engine::store::LogicalEntry>, damaged: bool) -> Step {
+    pub fn compare_inspection(&self, seen: &BTreeMap<Vec<u8>, engine::store::LogicalEntry>, damaged: bool) -> Step {
         if damaged || self.config.point_in_time {
             return Ok(());
         }

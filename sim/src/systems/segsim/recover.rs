@@ -133,7 +133,14 @@ impl Recovery {
         let vfs = self.vfs.clone();
         let mut driver = Driver::new(&self.config, self.overrides, vfs.clone(), (self.wrap)(vfs), clock);
         let recovered = catch_panic(|| {
+            // Every crash image is inspected read-only first: no byte may
+            // change, and the recovery must then hold what it saw (unless
+            // an armed fault changed what the recovery found).
+            let seen = driver.inspect_now().map_err(|f| (f.check, f.detail))?;
             open(&mut driver)?;
+            if let (Some(seen), false) = (&seen, driver.vfs().armed_fault() == Some(true)) {
+                driver.compare_inspection(seen, false).map_err(|f| (f.check, f.detail))?;
+            }
             let opened_at_io = driver.vfs().io_count();
             let store = driver.store();
             let dump =

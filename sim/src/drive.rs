@@ -638,7 +638,7 @@ impl<'a> Driver<'a> {
                 before.keys().chain(after.keys()).filter(|n| before.get(*n) != after.get(*n)).collect();
             return Err(self.fail(Check::Inspect, format!("a read-only open changed the directory: {changed:?}")));
         }
-        *self.outcome.crash_gaps.entry("inspected").or_default() += 1;
+        self.outcome.inspections += 1;
         Ok(seen)
     }
 

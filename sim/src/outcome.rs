@@ -37,6 +37,9 @@ pub struct SeedOutcome {
     /// Persistence hazards a kit target's engine left (reported, not
     /// failed; the segsim target fails on its first, check `hazard`).
     pub hazards: u64,
+    /// Read-only inspections of crashed directories (segsim's random mode:
+    /// a quarter of its recoveries).
+    pub inspections: u64,
     /// Recoveries after damage the disk announced (and the engine promises
     /// to detect), by what came of them: `as-allowed` (content the rule
     /// allows without the damage: it missed everything in use),

@@ -34,6 +34,8 @@ pub struct Summary {
     pub unpromised: u64,
     /// Persistence hazards reported (see `SeedOutcome::hazards`).
     pub hazards: u64,
+    /// Read-only inspections of crashed directories.
+    pub inspections: u64,
     /// Recoveries after announced damage, by outcome (see
     /// `SeedOutcome::after_damage`).
     pub after_damage: BTreeMap<String, u64>,
@@ -69,6 +71,7 @@ impl Summary {
             silent_rollbacks: outcome.silent_rollbacks,
             unpromised: outcome.unpromised,
             hazards: outcome.hazards,
+            inspections: outcome.inspections,
             after_damage: outcome.after_damage.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
             faults: outcome.faults.clone(),
             crash_gaps: outcome.crash_gaps.iter().map(|(gap, count)| (gap.to_string(), *count)).collect(),
@@ -118,6 +121,7 @@ impl Summary {
             "silent_rollbacks": self.silent_rollbacks,
             "unpromised": self.unpromised,
             "hazards": self.hazards,
+            "inspections": self.inspections,
             "after_damage": self.after_damage,
             "faults": faults,
             "crash_gaps": self.crash_gaps,
@@ -140,6 +144,7 @@ impl Summary {
         self.silent_rollbacks += other.silent_rollbacks;
         self.unpromised += other.unpromised;
         self.hazards += other.hazards;
+        self.inspections += other.inspections;
         for (outcome, count) in &other.after_damage {
             *self.after_damage.entry(outcome.clone()).or_default() += count;
         }
@@ -171,6 +176,7 @@ impl Summary {
             silent_rollbacks: value.get("silent_rollbacks").and_then(Value::as_u64).unwrap_or(0),
             unpromised: value.get("unpromised").and_then(Value::as_u64).unwrap_or(0),
             hazards: value.get("hazards").and_then(Value::as_u64).unwrap_or(0),
+            inspections: value.get("inspections").and_then(Value::as_u64).unwrap_or(0),
             elapsed_sec: value.get("elapsed_sec").and_then(Value::as_f64).ok_or("no number `elapsed_sec`")?,
             ..Summary::default()
         };
@@ -247,6 +253,9 @@ impl Summary {
                  failed)",
                 self.unpromised
             );
+        }
+        if self.inspections > 0 {
+            let _ = writeln!(out, "{} crashed directories inspected read-only first", self.inspections);
         }
         if self.hazards > 0 {
             let _ = writeln!(

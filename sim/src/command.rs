@@ -93,6 +93,15 @@ pub struct Hooks<'a> {
     pub replay: &'a dyn Fn(&str) -> Result<Replayed, String>,
 }
 
+/// The process's arguments as `P`, or how to exit: `--help` and
+/// `--version` print and exit 0, bad usage prints why and exits 2.
+pub fn parse_args<P: clap::Parser>() -> Result<P, ExitCode> {
+    P::try_parse().map_err(|e| {
+        let _ = e.print();
+        ExitCode::from(if e.use_stderr() { 2 } else { 0 })
+    })
+}
+
 /// Bad usage: say so and exit 2.
 pub fn usage_error(program: &str, message: &str) -> ExitCode {
     eprintln!("{program}: {message}\n(see {program} --help)");

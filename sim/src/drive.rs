@@ -631,13 +631,8 @@ impl<'a> Driver<'a> {
         let before = self.vfs.files(dir);
         let opened = Store::open_read_only(self.engine_vfs.clone(), self.clock.clone(), dir);
         let seen = opened.ok().and_then(|(store, _)| store.logical_dump().ok());
-        let after = self.vfs.files(dir);
         self.vfs.set_observing(false);
-        if before != after {
-            let changed: Vec<&String> =
-                before.keys().chain(after.keys()).filter(|n| before.get(*n) != after.get(*n)).collect();
-            return Err(self.fail(Check::Inspect, format!("a read-only open changed the directory: {changed:?}")));
-        }
+        self.directory_unchanged(&before, Check::Inspect, "a read-only open")?;
         self.outcome.inspections += 1;
         Ok(seen)
     }
@@ -806,13 +801,19 @@ impl<'a> Driver<'a> {
 
     /// A refused open after damage changed nothing on disk.
     fn check_untouched(&self, before: &BTreeMap<String, Vec<u8>>) -> Step {
+        self.directory_unchanged(before, Check::Untouched, "an open that refused damage")
+    }
+
+    /// Fail `check` unless the store's directory holds exactly `before`,
+    /// naming the files `who` changed.
+    fn directory_unchanged(&self, before: &BTreeMap<String, Vec<u8>>, check: Check, who: &str) -> Step {
         let after = self.vfs.files(Path::new(DB_DIR));
         if after == *before {
             return Ok(());
         }
-        let changed: Vec<&String> =
+        let changed: std::collections::BTreeSet<&String> =
             before.keys().chain(after.keys()).filter(|name| before.get(*name) != after.get(*name)).collect();
-        Err(self.fail(Check::Untouched, format!("an open that refused damage changed the directory: {changed:?}")))
+        Err(self.fail(check, format!("{who} changed the directory: {changed:?}")))
     }
 
     /// After an open that watched the directory: a file the store does not

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::{CommandFactory, Parser, Subcommand};
 use engine::aof::FsyncPolicy;
 use sim::canary::{Canary, BUILT_WITH_CANARIES, HOW_TO_BUILD};
-use sim::command::{run_target, Hooks, RunArgs};
+use sim::command::{parse_args, run_target, Hooks, RunArgs};
 use sim::config::Overrides;
 use sim::kit::{Harsh, KitSettings};
 use sim::output::{emit, verdict};
@@ -153,12 +153,9 @@ fn usage_error(message: &str) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli: Cli = match parse_args() {
         Ok(cli) => cli,
-        Err(e) => {
-            let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
-        }
+        Err(exit) => return exit,
     };
     match &cli.command {
         Some(SubCommand::Canaries(args)) => return canaries(args),

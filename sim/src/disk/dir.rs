@@ -48,6 +48,15 @@ impl DirOp {
         }
     }
 
+    /// The inode whose name the change creates (a create or a rename);
+    /// `None` for an unlink.
+    pub fn names_inode(&self) -> Option<InodeId> {
+        match self {
+            DirOp::Link { inode, .. } | DirOp::Rename { inode, .. } => Some(*inode),
+            DirOp::Unlink { .. } => None,
+        }
+    }
+
     /// The inode the change is about: it stays reachable while the change
     /// is pending, since a crash may yet apply it.
     pub fn inode(&self) -> InodeId {

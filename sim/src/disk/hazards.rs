@@ -70,7 +70,7 @@ impl HazardWatch {
         synced: InodeId,
         unnamed: &BTreeSet<InodeId>,
         io_index: u64,
-        phase: Option<String>,
+        phase: Option<&str>,
         name_of: impl Fn(InodeId) -> String,
     ) {
         self.forget_named(unnamed);
@@ -78,7 +78,12 @@ impl HazardWatch {
             self.synced_unnamed.iter().copied().filter(|f| *f != synced && !self.reported.contains(f)).collect();
         for file in relied {
             self.reported.insert(file);
-            self.found.push(Hazard { file: name_of(file), io_index, phase: phase.clone(), relied_on: true });
+            self.found.push(Hazard {
+                file: name_of(file),
+                io_index,
+                phase: phase.map(str::to_string),
+                relied_on: true,
+            });
         }
         if unnamed.contains(&synced) {
             self.synced_unnamed.insert(synced);
@@ -90,14 +95,19 @@ impl HazardWatch {
         &mut self,
         unnamed: &BTreeSet<InodeId>,
         io_index: u64,
-        phase: Option<String>,
+        phase: Option<&str>,
         name_of: impl Fn(InodeId) -> String,
     ) {
         self.forget_named(unnamed);
         let left: Vec<InodeId> = self.synced_unnamed.iter().copied().filter(|f| !self.reported.contains(f)).collect();
         for file in left {
             self.reported.insert(file);
-            self.found.push(Hazard { file: name_of(file), io_index, phase: phase.clone(), relied_on: false });
+            self.found.push(Hazard {
+                file: name_of(file),
+                io_index,
+                phase: phase.map(str::to_string),
+                relied_on: false,
+            });
         }
     }
 
@@ -131,7 +141,7 @@ mod tests {
         let name = |id: InodeId| format!("f{id}");
         watch.on_fsync(1, &unnamed, 3, None, name);
         assert!(watch.take().is_empty(), "its own fsync relies on nothing");
-        watch.on_fsync(2, &unnamed, 5, Some("seal.built".into()), name);
+        watch.on_fsync(2, &unnamed, 5, Some("seal.built"), name);
         let found = watch.take();
         assert_eq!(found.len(), 1);
         assert!(found[0].relied_on && found[0].io_index == 5 && found[0].file == "f1", "{found:?}");

@@ -153,17 +153,27 @@ impl Disk {
     }
 
     /// A file fsync of `inode` at I/O `index` succeeded.
+    /// Nothing is built or copied unless some name is pending: with none,
+    /// no file can be unnamed, so nothing is tracked (what was is named now).
     pub fn note_fsync(&mut self, inode: InodeId, index: u64) {
+        if !self.fs.has_unnamed() {
+            self.hazards.reset();
+            return;
+        }
         let unnamed = self.fs.unnamed_inodes();
         let fs = &self.fs;
-        self.hazards.on_fsync(inode, &unnamed, index, self.last_mark_name.clone(), |id| fs.path_of_inode(id));
+        self.hazards.on_fsync(inode, &unnamed, index, self.last_mark_name.as_deref(), |id| fs.path_of_inode(id));
     }
 
     /// See [`super::SimVfs::end_op_hazards`].
     pub fn end_op_hazards(&mut self) -> Vec<Hazard> {
+        if !self.fs.has_unnamed() {
+            self.hazards.reset();
+            return self.hazards.take();
+        }
         let unnamed = self.fs.unnamed_inodes();
         let fs = &self.fs;
-        self.hazards.on_op_end(&unnamed, self.io_index, self.last_mark_name.clone(), |id| fs.path_of_inode(id));
+        self.hazards.on_op_end(&unnamed, self.io_index, self.last_mark_name.as_deref(), |id| fs.path_of_inode(id));
         self.hazards.take()
     }
 

@@ -322,11 +322,13 @@ impl FileSystem {
     /// The inodes a pending create or rename names: their names are not
     /// durable yet.
     pub fn unnamed_inodes(&self) -> std::collections::BTreeSet<InodeId> {
-        let named = |op: &DirOp| match op {
-            DirOp::Link { inode, .. } | DirOp::Rename { inode, .. } => Some(*inode),
-            DirOp::Unlink { .. } => None,
-        };
-        self.dirs.values().flat_map(|dir| dir.pending.iter().filter_map(named)).collect()
+        self.dirs.values().flat_map(|dir| dir.pending.iter().filter_map(DirOp::names_inode)).collect()
+    }
+
+    /// Whether any pending create or rename names an inode (what
+    /// [`FileSystem::unnamed_inodes`] would hold, without building it).
+    pub fn has_unnamed(&self) -> bool {
+        self.dirs.values().any(|dir| dir.pending.iter().any(|op| op.names_inode().is_some()))
     }
 
     /// A name of inode `id` for reports: its path now, else its number.

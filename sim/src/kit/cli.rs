@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use super::{Adapter, Kit, KitSettings};
-use crate::command::{merge, run_target, usage_error, Hooks, RunArgs};
+use crate::command::{merge, parse_args, run_target, usage_error, Hooks, RunArgs};
 use crate::explore::{explore_and_report, options, ExploreCommon};
 use crate::shrink::{ops_file_name, parse_ops_file};
 use crate::systems::Target;
@@ -117,12 +117,9 @@ fn target<A: Adapter>(adapter: A, run: Option<&RunArgs>, args: &KitArgs) -> Resu
 /// The adapter is cloned once, for replaying `.ops` files.
 pub fn main<A: Adapter + Clone>(adapter: A) -> ExitCode {
     let name = adapter.name();
-    let cli = match KitCli::try_parse() {
+    let cli: KitCli = match parse_args() {
         Ok(cli) => cli,
-        Err(e) => {
-            let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
-        }
+        Err(exit) => return exit,
     };
     match &cli.command {
         Some(KitCommand::Merge { files, json }) => return merge(files, *json),

@@ -185,6 +185,15 @@ impl<C> KitConfig<C> {
     }
 }
 
+impl<C> KitConfig<C> {
+    /// Whether every commit level promises nothing, so configured: then the
+    /// engine may write unsynced before any commit returns, and in its own
+    /// recovery, and nothing it writes is promised.
+    pub fn promises_nothing(&self) -> bool {
+        self.promises.iter().all(|p| *p == Promise::Nothing)
+    }
+}
+
 /// Each level's weight: 0, 1 or 3, at least one above zero (the first, if
 /// the draw switched every one off).
 fn draw_level_weights(rng: &mut ChaCha8Rng, levels: usize) -> Vec<(usize, u32)> {

@@ -142,7 +142,7 @@ impl<'a, A: Adapter> Recovery<'a, A> {
     /// random mode, `run.rs`).
     fn recovered_model(&self, state: State) -> Model {
         let mut model = Model::recovered_at(state);
-        if self.config.promises.iter().all(|p| *p == Promise::Nothing) {
+        if self.config.promises_nothing() {
             model.unpromise();
         }
         model

@@ -27,6 +27,7 @@
 //! The engine's directory exists, durably, before the first open, and the
 //! adapter's `create` (the application's setup) runs fault-free.
 
+use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -147,9 +148,11 @@ impl<'a, A: Adapter> Runner<'a, A> {
     }
 
     /// While recording: recoveries from here on are judged by the model as
-    /// it is now.
-    fn note_context(&mut self, what: String) {
+    /// it is now. `what` is formatted only then: the random mode records
+    /// nothing, and pays nothing.
+    fn note_context(&mut self, what: &dyn fmt::Display) {
         if let Some(contexts) = &mut self.contexts {
+            let what = what.to_string();
             contexts.push(RecordedContext { first_io_index: self.vfs.io_count(), what, context: self.model.clone() });
         }
     }
@@ -368,7 +371,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
         let result = match &planned.op {
             KitOp::Restart => self.restart(planned),
             KitOp::Crash => {
-                self.note_context(planned.to_string());
+                self.note_context(planned);
                 self.model.abort();
                 self.power_loss("boundary")
             }
@@ -384,7 +387,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
         let op = planned.op.as_engine_op().expect("the kit's own operations are handled apart");
         let writes =
             matches!(planned.op, KitOp::Put { .. } | KitOp::Delete { .. } | KitOp::Commit { .. } | KitOp::Maintain(_));
-        if writes && self.config.promises.iter().all(|p| *p == Promise::Nothing) {
+        if writes && self.config.promises_nothing() {
             // An engine that promises nothing at every level may write
             // unsynced before any commit returns (SQLite with
             // synchronous=OFF spills uncommitted pages into the database
@@ -397,7 +400,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
                 self.model.set_pending(Pending::Commit(self.model.commit_target()));
             }
         }
-        self.note_context(planned.to_string());
+        self.note_context(planned);
         let result = self.adapter.apply(self.db(), op);
         self.trace_reply(result.as_ref().map_or(0, hash_debug));
         if let (KitOp::Commit { level, .. }, Ok(_)) = (&planned.op, &result) {
@@ -405,13 +408,14 @@ impl<'a, A: Adapter> Runner<'a, A> {
             self.model.commit(self.config.promises[*level]);
         }
         match self.conclude(planned, result)? {
-            Some(reply) => self.check_reply(&planned.op, &planned.to_string(), reply),
+            Some(reply) => self.check_reply(&planned.op, planned, reply),
             None => Ok(()),
         }
     }
 
-    /// Hold `reply` to the model, and apply the operation to it.
-    fn check_reply(&mut self, op: &KitOp, line: &str, reply: Reply) -> Step {
+    /// Hold `reply` to the model, and apply the operation to it. `line`
+    /// (the operation's line) is formatted only into a failure.
+    fn check_reply(&mut self, op: &KitOp, line: &dyn fmt::Display, reply: Reply) -> Step {
         let (what, want) = match op {
             KitOp::Put { table, key, value } => ("the value it replaced", self.model.put(table.index, key, value)),
             KitOp::Delete { table, key } => ("the value it removed", self.model.remove(table.index, key)),
@@ -438,7 +442,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
         }
     }
 
-    fn check_scan(&mut self, table: usize, line: &str, reply: Reply) -> Step {
+    fn check_scan(&mut self, table: usize, line: &dyn fmt::Display, reply: Reply) -> Step {
         let Reply::Rows(got) = reply else {
             return Err(self.fail(Check::Reply, format!("{line}: the adapter answered {reply:?}, not rows")));
         };
@@ -457,7 +461,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
         ))
     }
 
-    fn expect_done(&self, line: &str, reply: Reply) -> Step {
+    fn expect_done(&self, line: &dyn fmt::Display, reply: Reply) -> Step {
         match reply {
             Reply::Done => Ok(()),
             other => Err(self.fail(Check::Reply, format!("{line}: the adapter answered {other:?}, expected nothing"))),
@@ -469,7 +473,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
     fn maintain(&mut self, planned: &PlannedKitOp) -> Step {
         self.model.abort();
         self.model.set_pending(Pending::PublishAll);
-        self.note_context(planned.to_string());
+        self.note_context(planned);
         let adapter = self.adapter;
         let db = self.db();
         let result = adapter.apply(db, super::Op::Abort).and_then(|_| adapter.apply(db, super::Op::Maintain));
@@ -487,7 +491,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
     fn restart(&mut self, planned: &PlannedKitOp) -> Step {
         self.model.abort();
         self.model.set_pending(Pending::PublishAll);
-        self.note_context(planned.to_string());
+        self.note_context(planned);
         let db = self.db.take().expect("a database is open between operations");
         let result = self.adapter.close(db);
         if result.is_ok() && self.adapter.close_makes_durable() {
@@ -497,7 +501,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
         if self.conclude(planned, result)?.is_none() {
             return Ok(());
         }
-        self.note_context(format!("{planned} (reopening)"));
+        self.note_context(&format_args!("{planned} (reopening)"));
         self.vfs.process_restart();
         self.vfs.with_trace(|t| t.push(Event::Restart { clean: true }));
         self.recover_from(None, 0)?;

@@ -124,17 +124,20 @@ pub struct TargetArgs {
 }
 
 /// The redb target with `settings` (its program and flag filled in).
-pub fn redb_target(mut settings: KitSettings) -> Kit<RedbAdapter> {
-    settings.program = "cargo run --release -p sim --".to_string();
-    settings.target_flag = TargetName::Redb.flag();
-    Kit::new(RedbAdapter, settings)
+pub fn redb_target(settings: KitSettings) -> Kit<RedbAdapter> {
+    built_in(RedbAdapter, TargetName::Redb, settings)
 }
 
 /// The SQLite target with `settings` (its program and flag filled in).
-pub fn sqlite_target(mut settings: KitSettings) -> Kit<SqliteAdapter> {
+pub fn sqlite_target(settings: KitSettings) -> Kit<SqliteAdapter> {
+    built_in(SqliteAdapter, TargetName::Sqlite, settings)
+}
+
+/// A kit target of this binary: its repros run `sim --target NAME`.
+fn built_in<A: crate::kit::Adapter>(adapter: A, name: TargetName, mut settings: KitSettings) -> Kit<A> {
     settings.program = "cargo run --release -p sim --".to_string();
-    settings.target_flag = TargetName::Sqlite.flag();
-    Kit::new(SqliteAdapter, settings)
+    settings.target_flag = name.flag();
+    Kit::new(adapter, settings)
 }
 
 /// One recording context: from `first_io_index` on (until the next

@@ -8,6 +8,8 @@
 //! A probability of zero draws nothing: a fault-free run consumes no
 //! randomness at all, which is also what keeps it fast.
 
+use std::collections::BTreeSet;
+
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -43,6 +45,13 @@ pub(super) struct Faults {
     /// `sim explore --faults`: the one I/O (of any kind) that
     /// fails (EIO), whatever `enabled` says.
     armed: Armed,
+    /// Every bit a read has flipped, as (file, bit of the file). A
+    /// transient fault does not strike the same bit twice: without this,
+    /// two reads flipping the same bit would agree, and a reader that
+    /// trusts two agreeing reads (`engine::vfs::read_stable`) would take
+    /// the flip for the disk's bytes — a coincidence of one in `8 × len`
+    /// per pair of faulty reads, which a fuzzer steering the draws finds.
+    flipped: BTreeSet<(u64, u64)>,
 }
 
 /// The state of [`Faults::arm_at`]'s fault, or the list
@@ -58,7 +67,14 @@ enum Armed {
 
 impl Faults {
     pub fn new() -> Self {
-        Faults { rng: None, seed: 0, enabled: true, observing: false, armed: Armed::Never }
+        Faults {
+            rng: None,
+            seed: 0,
+            enabled: true,
+            observing: false,
+            armed: Armed::Never,
+            flipped: BTreeSet::new(),
+        }
     }
 
     /// Decisions from now on come from `seed`'s stream.
@@ -179,12 +195,21 @@ impl Faults {
         self.chance(config.p_read_eio)
     }
 
-    /// Which bit of a `len_bytes` read to flip, if any.
-    pub fn bitflip(&mut self, config: &DiskConfig, len_bytes: usize) -> Option<usize> {
+    /// Which bit of a `len_bytes` read of `file` at `offset_bytes` to
+    /// flip, if any: never one flipped before (see `flipped`).
+    pub fn bitflip(
+        &mut self,
+        config: &DiskConfig,
+        file: u64,
+        offset_bytes: u64,
+        len_bytes: usize,
+    ) -> Option<usize> {
         if len_bytes == 0 || !self.chance(config.p_bitflip) {
             return None;
         }
-        Some(self.rng().gen_range(0..len_bytes * 8))
+        let bit = self.rng().gen_range(0..len_bytes * 8);
+        let file_bit = offset_bytes.saturating_mul(8).saturating_add(bit as u64);
+        self.flipped.insert((file, file_bit)).then_some(bit)
     }
 }
 
@@ -212,8 +237,22 @@ mod tests {
         assert_eq!(faults.write(&config, 0, 4096), WriteFault::None);
         assert!(!faults.fsync(&config));
         assert!(!faults.read(&config));
-        assert_eq!(faults.bitflip(&config, 100), None);
+        assert_eq!(faults.bitflip(&config, 1, 0, 100), None);
         assert_eq!(faults.rng().get_word_pos(), before);
+    }
+
+    #[test]
+    fn a_read_never_flips_a_bit_flipped_before() {
+        let config = always(512);
+        let mut faults = Faults::new();
+        faults.reseed(7);
+        let bit = faults.bitflip(&config, 1, 64, 100).expect("p_bitflip is 1");
+        faults.reseed(7);
+        assert_eq!(faults.bitflip(&config, 1, 64, 100), None, "the same draw, the same bit");
+        faults.reseed(7);
+        assert_eq!(faults.bitflip(&config, 2, 64, 100), Some(bit), "another file's bit");
+        faults.reseed(7);
+        assert_eq!(faults.bitflip(&config, 1, 0, 100), Some(bit), "another bit of the file");
     }
 
     #[test]

@@ -85,7 +85,7 @@ impl VfsFile for SimFile {
                 return Err(eio("read failed (simulated EIO)"));
             }
             let n = disk.fs.read(self.inode, offset_bytes, buf);
-            if let Some(bit) = disk.faults.bitflip(&disk.config, n) {
+            if let Some(bit) = disk.faults.bitflip(&disk.config, self.inode, offset_bytes, n) {
                 buf[bit / 8] ^= 1 << (bit % 8);
                 disk.inject(index, FaultKind::BitFlip);
             }

@@ -54,7 +54,8 @@
 //! sector-aligned short write), fsyncs with EIO that drops the file's
 //! dirty data (fsyncgate: the next fsync succeeds), reads and maps with
 //! EIO, growth with `StorageFull` past the capacity; reads can return one
-//! flipped bit (transient). Every other operation — an open or create, a
+//! flipped bit (transient: never a bit of the file flipped before, so two
+//! reads that agree hold the disk's bytes). Every other operation — an open or create, a
 //! rename, an unlink, a `set_len`, a length, a listing, an `exists`, a
 //! `create_dir_all`, a `sync_dir`, taking a lock — fails with EIO and
 //! changes nothing (`p_meta_eio`): a failed `sync_dir` leaves every

@@ -75,8 +75,10 @@ EDEPTH ?= 2
 EFSYNC ?=
 # EFAULTS=1: also fail each I/O (any kind) of every recovery (--faults).
 EFAULTS ?=
+# EDAMAGE=1: also damage every record of every durable image (--damage).
+EDAMAGE ?=
 explore:
-	$(SIM) explore --seed $(ESEED) --ops $(EOPS) --depth $(EDEPTH) $(if $(EFSYNC),--fsync $(EFSYNC)) $(if $(EFAULTS),--faults) --jobs $(JOBS)
+	$(SIM) explore --seed $(ESEED) --ops $(EOPS) --depth $(EDEPTH) $(if $(EFSYNC),--fsync $(EFSYNC)) $(if $(EFAULTS),--faults) $(if $(EDAMAGE),--damage) --jobs $(JOBS)
 
 # The redb target (REDB.md): a sweep, a determinism sample, three explored
 # seeds at 40 ops (REDB.md's figures) and depth 2.

@@ -657,6 +657,16 @@ impl<'a> Driver<'a> {
         ))
     }
 
+    /// Recover the disk as it is, after a power loss that left `damage`
+    /// (`sim explore --damage` placed it), by the rule above; whether the
+    /// store opened (else it refused the damage, changing nothing).
+    pub fn recover_damaged(&mut self, damage: Vec<Damage>) -> Step<bool> {
+        assert!(!damage.is_empty(), "an undamaged disk is exploration's plain recovery");
+        let refusals = self.outcome.refusals_accepted;
+        self.recover(Some(&CrashOutcome { damage, ..CrashOutcome::default() }))?;
+        Ok(self.outcome.refusals_accepted == refusals)
+    }
+
     /// Reopen after a power loss (`crash`) or a restart, and check what
     /// came back (see "Recovery's rule" in the module doc).
     fn recover(&mut self, crash: Option<&CrashOutcome>) -> Step {

@@ -97,6 +97,7 @@
 mod config;
 mod crash;
 mod crash_states;
+mod damage;
 mod dir;
 mod faults;
 mod file;

@@ -121,6 +121,26 @@ pub struct ExploreCommon {
     /// I/O at this index of that state's recovery.
     #[arg(long, value_name = "K", requires = "only_state")]
     pub fault_io: Option<u64>,
+
+    /// Also damage every record of every distinct durable image of the
+    /// recording (segsim: each frame of the log and the manifest and each
+    /// segment record — a flipped bit, a length past the end, the other
+    /// log's record in its place), one at a time, and open each damaged
+    /// image the default way and at a point in time: a refusal must change
+    /// nothing, a cut is allowed only where nothing vouched for the bytes
+    /// or at a point in time (quarantined), and nothing may be swept.
+    #[arg(long)]
+    pub damage: bool,
+
+    /// With --damage: stop after this many damaged recoveries (in the order
+    /// of the images, then site, default open first).
+    #[arg(long, value_name = "R")]
+    pub max_damage_states: Option<u64>,
+
+    /// With --only-io (implies --damage): damage only this site of that
+    /// index's durable image (a --damage failure's repro).
+    #[arg(long, value_name = "S", requires = "only_io")]
+    pub damage_site: Option<usize>,
 }
 
 const EXAMPLES: &str = "Examples:
@@ -133,6 +153,8 @@ const EXAMPLES: &str = "Examples:
   sim explore --seed 0 --only-io 9 --only-state 2 --then-io 14 --then-state 3   one second crash
   sim explore --seed 10 --faults                also fail each I/O of every recovery, one at a time
   sim explore --seed 0 --only-io 9 --only-state 2 --fault-io 7   one faulted recovery
+  sim explore --seed 10 --damage                also damage every record of every durable image
+  sim explore --seed 10 --only-io 40 --damage-site 7   one damaged image, opened both ways
   sim explore --target redb --seed 1            the same method on redb (REDB.md)
   sim explore --target sqlite --seed 1 --depth 2   and on SQLite (SQLITE.md)";
 
@@ -148,8 +170,10 @@ pub(super) enum Explored {
     Sqlite(Box<Kit<SqliteAdapter>>),
 }
 
-/// What the command line asks for, or why it cannot be run.
+/// What the command line asks for, or why it cannot be run. Made once per
+/// process, so the size of its largest variant costs nothing.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Invocation {
     /// Explore this seed of this target.
     Run { seed: u64, ops: u64, options: ExploreOptions, json: bool, target: Explored },
@@ -217,8 +241,11 @@ pub fn options(parsed: &ExploreCommon, args: &[String]) -> Result<ExploreOptions
     if parsed.max_dir_subsets == 0 {
         return Err("--max-dir-subsets must be at least 1 (the strict subset)".into());
     }
-    if parsed.max_states == Some(0) || parsed.max_depth2_states == Some(0) || parsed.max_fault_runs == Some(0) {
-        return Err("--max-states, --max-depth2-states and --max-fault-runs must be at least 1".into());
+    let maxima = [parsed.max_states, parsed.max_depth2_states, parsed.max_fault_runs, parsed.max_damage_states];
+    if maxima.contains(&Some(0)) {
+        return Err(
+            "--max-states, --max-depth2-states, --max-fault-runs and --max-damage-states must be at least 1".into()
+        );
     }
     // A depth-2 repro names its second crash: that is depth 2.
     let depth_given = args.iter().any(|arg| arg == "--depth" || arg.starts_with("--depth="));
@@ -232,6 +259,10 @@ pub fn options(parsed: &ExploreCommon, args: &[String]) -> Result<ExploreOptions
     let faults = parsed.faults || parsed.fault_io.is_some();
     if parsed.max_fault_runs.is_some() && !faults {
         return Err("--max-fault-runs bounds --faults".into());
+    }
+    let damage = parsed.damage || parsed.damage_site.is_some();
+    if parsed.max_damage_states.is_some() && !damage {
+        return Err("--max-damage-states bounds --damage".into());
     }
     Ok(ExploreOptions {
         max_dir_subsets: parsed.max_dir_subsets,
@@ -247,6 +278,9 @@ pub fn options(parsed: &ExploreCommon, args: &[String]) -> Result<ExploreOptions
         max_fault_runs: parsed.max_fault_runs,
         fault_io: parsed.fault_io,
         progress: true,
+        damage,
+        max_damage_states: parsed.max_damage_states,
+        damage_site: parsed.damage_site,
         reordered: false,
     })
 }

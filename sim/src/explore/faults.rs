@@ -118,6 +118,7 @@ pub(super) fn explore<T: Target>(
                 state: state_number,
                 then: None,
                 fault_io: Some(fault_io),
+                damage_site: None,
                 op: format!("{}; then its recovery, I/O {fault_io} failing", recording.contexts[at.context].what),
                 description: format!(
                     "{}; then I/O {fault_io} of its recovery or probe failed (EIO)",

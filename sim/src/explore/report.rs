@@ -30,6 +30,9 @@ pub struct ExploreFailure {
     /// `--faults`: the I/O index of that state's recovery (and probe)
     /// whose I/O failed (any kind).
     pub fault_io: Option<u64>,
+    /// `--damage`: the damage site of the durable image at `io_index`
+    /// (`state` is then `None`).
+    pub damage_site: Option<usize>,
     /// The workload operation under way at the crash.
     pub op: String,
     /// Which writes and directory changes survived, which were torn.
@@ -144,6 +147,34 @@ pub struct Depth2Report {
 /// What `--faults` added: every distinct recovered state that passed,
 /// recovered again once per I/O index of its recovery and probe with that
 /// I/O failing (`faults.rs`).
+/// What `sim explore --damage` did: durable images damaged at every site
+/// the target names, each recovered the default way and at a point in
+/// time.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DamageReport {
+    /// Distinct durable images of the recording.
+    pub images: u64,
+    /// Damage sites over all of them.
+    pub sites: u64,
+    /// Damaged images recovered (two per site that changes a byte).
+    pub recoveries: u64,
+    /// Of those that passed, the ones that refused the damage ...
+    pub refused: u64,
+    /// ... and the ones that opened (cut at it, or held everything).
+    pub opened: u64,
+    /// `--max-damage-states` stopped before every site was recovered.
+    pub capped: bool,
+    /// Wall-clock seconds.
+    pub elapsed_sec: f64,
+}
+
+impl DamageReport {
+    /// Damaged recoveries per second.
+    pub fn recoveries_per_sec(&self) -> f64 {
+        self.recoveries as f64 / self.elapsed_sec.max(1e-9)
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FaultsReport {
     /// Distinct depth-1 recoveries faulted.
@@ -187,6 +218,8 @@ pub struct ExploreReport {
     pub depth2: Option<Depth2Report>,
     /// With `--faults`: what the faulted recoveries added.
     pub faults: Option<FaultsReport>,
+    /// `--damage`: what it damaged and recovered.
+    pub damage: Option<DamageReport>,
 }
 
 /// The command that explores exactly `(io_index, state)` of `target`'s
@@ -233,6 +266,7 @@ impl ExploreReport {
             failures: Vec::new(),
             depth2: None,
             faults: None,
+            damage: None,
         }
     }
 
@@ -249,7 +283,8 @@ impl ExploreReport {
             .as_ref()
             .map(|depth2| Depth2Report { counts: depth2.counts.without_timings(), ..depth2.clone() });
         let faults = self.faults.as_ref().map(|faults| FaultsReport { elapsed_sec: 0.0, ..faults.clone() });
-        ExploreReport { counts: self.counts.without_timings(), depth2, faults, ..self.clone() }
+        let damage = self.damage.as_ref().map(|damage| DamageReport { elapsed_sec: 0.0, ..damage.clone() });
+        ExploreReport { counts: self.counts.without_timings(), depth2, faults, damage, ..self.clone() }
     }
 
     /// The human report.
@@ -300,6 +335,20 @@ impl ExploreReport {
                 if faults.capped { " (capped by --max-fault-runs)" } else { "" }
             ));
         }
+        if let Some(damage) = &self.damage {
+            out.push_str(&format!(
+                "  damage: {} durable images, {} sites, {} damaged recoveries ({} refused, {} opened), {:.2} s: {:.0} \
+                 recoveries/s{}\n",
+                damage.images,
+                damage.sites,
+                damage.recoveries,
+                damage.refused,
+                damage.opened,
+                damage.elapsed_sec,
+                damage.recoveries_per_sec(),
+                if damage.capped { " (capped by --max-damage-states)" } else { "" }
+            ));
+        }
         if self.failures_total == 0 {
             out.push_str("  no failure\n");
             return out;
@@ -319,6 +368,10 @@ impl ExploreReport {
                     format!("crash index {io}, state {state}, then I/O {fault_io} of its recovery failed")
                 }
                 (Some(io), Some(state), None) => format!("crash index {io}, state {state}"),
+                (Some(io), None, None) if failure.damage_site.is_some() => {
+                    let site = failure.damage_site.expect("matched");
+                    format!("durable image at crash index {io}, damage site {site}")
+                }
                 (Some(io), Some(state), Some((then_io, then_state))) => {
                     format!("crash index {io}, state {state}, then recovery crash index {then_io}, state {then_state}")
                 }
@@ -354,6 +407,7 @@ impl ExploreReport {
                     "then_io": f.then.map(|(io, _)| io),
                     "then_state": f.then.map(|(_, state)| state),
                     "fault_io": f.fault_io,
+                    "damage_site": f.damage_site,
                     "op": f.op,
                     "description": f.description,
                     "check": f.check.as_str(),
@@ -388,6 +442,18 @@ impl ExploreReport {
                 "injected": faults.injected,
                 "capped": faults.capped,
                 "elapsed_sec": faults.elapsed_sec,
+            });
+        }
+        if let Some(damage) = &self.damage {
+            value["damage"] = json!({
+                "images": damage.images,
+                "sites": damage.sites,
+                "recoveries": damage.recoveries,
+                "refused": damage.refused,
+                "opened": damage.opened,
+                "capped": damage.capped,
+                "recoveries_per_sec": damage.recoveries_per_sec(),
+                "elapsed_sec": damage.elapsed_sec,
             });
         }
         for (key, fact) in &self.facts {

@@ -226,6 +226,29 @@ pub struct FaultedRecovery<R> {
     pub faultable_ios: Vec<u64>,
 }
 
+/// One place to damage in a durable image (`sim explore --damage`): these
+/// bytes written over the file at `path` from `offset_bytes` on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DamageSite {
+    /// The file's full path on the simulated disk.
+    pub path: std::path::PathBuf,
+    /// Where the bad bytes start.
+    pub offset_bytes: u64,
+    /// The bad bytes (clipped at the file's end).
+    pub bytes: Vec<u8>,
+    /// For a person: which record, and how it is damaged.
+    pub what: String,
+}
+
+/// How a damaged image's recovery passed (`sim explore --damage`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DamageVerdict {
+    /// The open refused the damage, changing nothing.
+    Refused,
+    /// The open went through, holding a state the rule allows.
+    Opened,
+}
+
 /// What the simulator needs from a system under test (see the module doc).
 pub trait Target: Sync {
     /// One workload operation.
@@ -344,6 +367,37 @@ pub trait Target: Sync {
     /// an open, never change what it recovers (every other outcome is
     /// [`Target::judge`]'s). `Err((check, detail))`.
     fn same_recovery(&self, faulted: &Self::Recovered, plain: &Self::Recovered) -> Result<(), (Check, String)>;
+
+    /// Whether `sim explore --damage` can damage this target's files: it
+    /// names [`Target::damage_sites`] and recovers them
+    /// ([`Target::recover_damaged`]).
+    fn explores_damage(&self) -> bool {
+        false
+    }
+
+    /// For `sim explore --damage`: where the records of `image` (a
+    /// durable image of the recording) lie, each with a way to damage it,
+    /// in a fixed order (none by default).
+    fn damage_sites(&self, _image: &DiskImage) -> Vec<DamageSite> {
+        Vec::new()
+    }
+
+    /// For `sim explore --damage`: open `image`, damaged as the disk
+    /// announced in `damage`, the default way or (`point_in_time`) as an
+    /// operator cutting at the damage would, at the recovery key of
+    /// `context`, and judge it by the random mode's rule after announced
+    /// damage in `context`. Called on the explorer's worker threads, and
+    /// only if [`Target::explores_damage`]. Never panics.
+    fn recover_damaged(
+        &self,
+        _seed: u64,
+        _image: &DiskImage,
+        _damage: &crate::disk::Damage,
+        _point_in_time: bool,
+        _context: &Self::Context,
+    ) -> Result<DamageVerdict, (Check, String)> {
+        unreachable!("only a target that explores damage is asked to recover a damaged image")
+    }
 }
 
 /// Run `seed`'s generated workload.

@@ -15,6 +15,7 @@
 //! switched on per thread (`crate::canary::CanarySwitch`) by whatever
 //! runs the engine: the run, the recording, each recovery.
 
+mod damage;
 mod record;
 mod recover;
 
@@ -23,10 +24,10 @@ use std::sync::Arc;
 use engine::aof::FsyncPolicy;
 use engine::vfs::Vfs;
 
-use super::{FaultedRecovery, Recording, RecoveryRecording, Target, TargetName};
+use super::{DamageSite, DamageVerdict, FaultedRecovery, Recording, RecoveryRecording, Target, TargetName};
 use crate::canary::Canary;
 use crate::config::{Config, Overrides};
-use crate::disk::{CrashMode, DiskConfig, DiskImage};
+use crate::disk::{CrashMode, Damage, DiskConfig, DiskImage};
 use crate::failure::Check;
 use crate::outcome::SeedOutcome;
 use crate::run::run_ops_with;
@@ -217,6 +218,25 @@ impl Target for SegsimTarget {
 
     fn same_recovery(&self, faulted: &Outcome, plain: &Outcome) -> Result<(), (Check, String)> {
         recover::same_recovery(faulted, plain)
+    }
+
+    fn explores_damage(&self) -> bool {
+        true
+    }
+
+    fn damage_sites(&self, image: &DiskImage) -> Vec<DamageSite> {
+        damage::sites(image)
+    }
+
+    fn recover_damaged(
+        &self,
+        seed: u64,
+        image: &DiskImage,
+        damage: &Damage,
+        point_in_time: bool,
+        context: &RecoveryContext,
+    ) -> Result<DamageVerdict, (Check, String)> {
+        damage::recover(self, seed, image, damage, point_in_time, context)
     }
 }
 

@@ -503,7 +503,7 @@ fn damage_sites_that_cannot_exist_are_usage_errors() {
 
 /// With the `canaries` feature: the planted bugs of the damage rules —
 /// vouched damage cut as a torn tail, a segment read that skips its
-/// checksum, a sweep after damage — pass plain exploration at CI's seed
+/// checksum, a sweep after damage, replay past an invalid frame — pass plain exploration at CI's seed
 /// 10, and `--damage` catches each there; a failure's repro damages that
 /// one site again and fails the same way.
 #[cfg(feature = "canaries")]
@@ -511,7 +511,7 @@ fn damage_sites_that_cannot_exist_are_usage_errors() {
 fn every_damage_rule_canary_is_caught_by_damage_exploration_only() {
     use crate::canary::Canary;
     let damage = ExploreOptions { damage: true, ..options() };
-    for name in ["cut-vouched-damage", "seg-no-checksum", "sweep-after-damage"] {
+    for name in ["cut-vouched-damage", "seg-no-checksum", "sweep-after-damage", "replay-past-invalid"] {
         let canary = Some(Canary::parse(name).expect("a canary of the engine"));
         let planted = SegsimTarget::new(Overrides { canary, ..Overrides::default() });
         assert_eq!(explore(&planted, 10, 100, &options()).unwrap().failures_total, 0, "{name}: seen without damage");

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use engine::vfs::VfsFile;
 
-use super::faults::WriteFault;
+use super::faults::{ArmedFault, Faults, WriteFault};
 use super::inode::{InodeId, MAX_FILE_BYTES};
 use super::ops::Disk;
 use crate::trace::{FaultKind, IoKind};
@@ -99,14 +99,15 @@ impl VfsFile for SimFile {
             self.check_writable(disk)?;
             let end_bytes = extent_end(offset_bytes, data.len() as u64)?;
             let growth_bytes = disk.fs.growth_bytes(self.inode, end_bytes);
-            if disk.faults.no_space(&disk.config, disk.fs.volatile_bytes(), growth_bytes) {
+            let armed = disk.faults.take_armed_write(index);
+            let full = disk.faults.no_space(&disk.config, disk.fs.volatile_bytes(), growth_bytes);
+            if full || armed == Some(ArmedFault::NoSpace) {
                 disk.inject(index, FaultKind::NoSpace);
                 return Err(no_space());
             }
-            let fault = if disk.faults.take_armed(index) {
-                WriteFault::Eio
-            } else {
-                disk.faults.write(&disk.config, offset_bytes, data.len() as u64)
+            let fault = match armed {
+                Some(kind) => Faults::armed_write(&disk.config, kind, offset_bytes, data.len() as u64),
+                None => disk.faults.write(&disk.config, offset_bytes, data.len() as u64),
             };
             match fault {
                 WriteFault::None => {

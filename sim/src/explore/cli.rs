@@ -14,6 +14,7 @@ use engine::aof::FsyncPolicy;
 use super::{explore, ExploreOptions, DEFAULT_MAX_DIR_SUBSETS, DEFAULT_OPS};
 use crate::canary::{parse_name, Canary};
 use crate::config::Overrides;
+use crate::disk::ArmedFault;
 use crate::kit::{Kit, KitSettings};
 use crate::output::{emit, verdict};
 use crate::systems::redb::RedbAdapter;
@@ -122,6 +123,17 @@ pub struct ExploreCommon {
     #[arg(long, value_name = "K", requires = "only_state")]
     pub fault_io: Option<u64>,
 
+    /// Implies --faults: run only the recorded workload with its own I/O
+    /// at index K failing (a workload fault's repro); no recovery is
+    /// faulted.
+    #[arg(long, value_name = "K")]
+    pub workload_fault_io: Option<u64>,
+
+    /// With --faults: fail only this way — eio (any I/O), short-write or
+    /// enospc (writes) — instead of each way in turn.
+    #[arg(long, value_name = "KIND", value_parser = ArmedFault::parse)]
+    pub fault_kind: Option<ArmedFault>,
+
     /// Also damage every record of every distinct durable image of the
     /// recording (segsim: each frame of the log and the manifest and each
     /// segment record — a flipped bit, a length past the end, the other
@@ -153,6 +165,7 @@ const EXAMPLES: &str = "Examples:
   sim explore --seed 0 --only-io 9 --only-state 2 --then-io 14 --then-state 3   one second crash
   sim explore --seed 10 --faults                also fail each I/O of every recovery, one at a time
   sim explore --seed 0 --only-io 9 --only-state 2 --fault-io 7   one faulted recovery
+  sim explore --seed 0 --workload-fault-io 31 --fault-kind short-write   the workload, one of its writes cut short
   sim explore --seed 10 --damage                also damage every record of every durable image
   sim explore --seed 10 --only-io 40 --damage-site 7   one damaged image, opened both ways
   sim explore --target redb --seed 1            the same method on redb (REDB.md)
@@ -256,7 +269,15 @@ pub fn options(parsed: &ExploreCommon, args: &[String]) -> Result<ExploreOptions
     if parsed.max_depth2_states.is_some() && depth != 2 {
         return Err("--max-depth2-states bounds --depth 2".into());
     }
-    let faults = parsed.faults || parsed.fault_io.is_some();
+    let faults = parsed.faults || parsed.fault_io.is_some() || parsed.workload_fault_io.is_some();
+    if parsed.fault_io.is_some() && parsed.workload_fault_io.is_some() {
+        return Err(
+            "--fault-io fails an I/O of a recovery, --workload-fault-io one of the workload: one or the other".into()
+        );
+    }
+    if parsed.fault_kind.is_some() && !faults {
+        return Err("--fault-kind says how --faults fails an I/O".into());
+    }
     if parsed.max_fault_runs.is_some() && !faults {
         return Err("--max-fault-runs bounds --faults".into());
     }
@@ -277,6 +298,8 @@ pub fn options(parsed: &ExploreCommon, args: &[String]) -> Result<ExploreOptions
         faults,
         max_fault_runs: parsed.max_fault_runs,
         fault_io: parsed.fault_io,
+        fault_kind: parsed.fault_kind,
+        workload_fault_io: parsed.workload_fault_io,
         progress: true,
         damage,
         max_damage_states: parsed.max_damage_states,

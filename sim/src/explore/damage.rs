@@ -173,6 +173,7 @@ fn failure<T: Target>(
         state: None,
         then: None,
         fault_io: None,
+        fault_kind: None,
         damage_site: Some(run.site),
         op: recording.contexts[image.context].what.clone(),
         description: format!("the durable image, damaged: {}; {how}", site.what),

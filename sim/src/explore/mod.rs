@@ -51,10 +51,13 @@
 //! 5. **Fail the recoveries' I/Os** (`--faults`, `faults.rs`). Each
 //!    distinct recovered state that passed is recovered once more per
 //!    I/O index of its recovery and probe, with the I/O (of any kind: a read, write, fsync or map, or an open, rename, unlink, set_len, directory listing or sync_dir)
-//!    there failing (EIO) ([`Target::recover_with_fault`]), and judged in
+//!    there failing — EIO, and for a write also a short write and ENOSPC
+//!    ([`Target::recover_with_fault`]) — and judged in
 //!    the image's own contexts: a transient error may fail the open, never
 //!    as corruption, and the next open must succeed; a poisoned store
-//!    loses the power and must bring back what it acknowledged.
+//!    loses the power and must bring back what it acknowledged. The
+//!    recorded workload is rerun the same way, once per I/O of its own
+//!    ([`Target::run_with_fault`]), every check of the run applying.
 //! 6. **Damage the durable images** (`--damage`, `damage.rs`). Each
 //!    distinct durable image of the recording (what a power loss leaves
 //!    keeping nothing unsynced) is damaged at every record the target
@@ -99,9 +102,10 @@
 //! and crashes *during* a recovery are explored only inside the
 //! workload's own `CRASH`, `RESTART` and `KILL`; depth 2 adds one crash
 //! at every I/O of each recovery and its probe, never a third. I/O faults
-//! only with `--faults`: one EIO per recovery, on any I/O
-//! (no short write, no ENOSPC, none in the recorded workload, none
-//! together with a second crash). Damage only with `--damage`, and only
+//! only with `--faults`: one per recovery or per run of the recorded
+//! workload, on any I/O (EIO; a write also short or out of space), never
+//! two, never together with a second crash, and in the workload only
+//! where the random mode draws faults. Damage only with `--damage`, and only
 //! where the target names its records (segsim): one damaged record per
 //! durable image, never together with a torn tail or a second crash;
 //! lost or truncated files, junk before a log and stray files stay the
@@ -126,13 +130,15 @@ mod tests;
 
 use std::time::Instant;
 
+use crate::disk::ArmedFault;
 use crate::systems::{Recording, Target};
 use parallel::map_in_order;
 
 pub use cli::{cli, options, run as explore_and_report, ExploreCommon};
 pub use merged::{is_explore_report, ExploreTotals, MergedFailure};
 pub use report::{
-    DamageReport, Depth2Report, ExploreFailure, ExploreReport, FaultsReport, PhaseSeconds, MAX_FAILURES_KEPT,
+    DamageReport, Depth2Report, ExploreFailure, ExploreReport, FaultsReport, PhaseSeconds, WorkloadFaults,
+    MAX_FAILURES_KEPT,
 };
 
 /// Workload operations by default: long enough for a few of the
@@ -177,6 +183,12 @@ pub struct ExploreOptions {
     /// With `faults` (and `only_io`, `only_state`): fail only this I/O
     /// index of the recovery.
     pub fault_io: Option<u64>,
+    /// With `faults`: run only the workload with its I/O at this index
+    /// failing (no recovery is faulted).
+    pub workload_fault_io: Option<u64>,
+    /// With `faults`: fail only this way (EIO; a write also short, or out
+    /// of space).
+    pub fault_kind: Option<ArmedFault>,
     /// Print progress on stderr about once a second.
     pub progress: bool,
     /// Also damage every record of every durable image of the recording,
@@ -208,6 +220,8 @@ impl Default for ExploreOptions {
             faults: false,
             max_fault_runs: None,
             fault_io: None,
+            fault_kind: None,
+            workload_fault_io: None,
             progress: false,
             damage: false,
             max_damage_states: None,
@@ -261,6 +275,7 @@ fn explore_workload<T: Target>(
             then: None,
             fault_io: None,
             damage_site: None,
+            fault_kind: None,
             repro: report::repro(target, seed, ops, options, None, None, None),
         }]);
         report.counts.elapsed_sec = started.elapsed().as_secs_f64();
@@ -293,9 +308,18 @@ fn explore_workload<T: Target>(
         report.add_failures(failures);
     }
     if options.faults {
-        let (faults, failures) = faults::explore(target, seed, ops, &recording, &plan, &failed, options)?;
+        let mut faults = FaultsReport::default();
+        if options.workload_fault_io.is_none() {
+            let failures;
+            (faults, failures) = faults::explore(target, seed, ops, &recording, &plan, &failed, options)?;
+            report.add_failures(failures);
+        }
+        if options.fault_io.is_none() && (options.only_io.is_none() || options.workload_fault_io.is_some()) {
+            let (workload, failures) = faults::explore_in_workload(target, seed, ops, workload, &recording, options)?;
+            faults.workload = workload;
+            report.add_failures(failures);
+        }
         report.faults = Some(faults);
-        report.add_failures(failures);
     }
     if options.depth == 2 {
         let outcomes = outcomes.into_iter().map(|outcome| outcome.expect("kept at depth 2")).collect();
@@ -339,6 +363,7 @@ fn check_all<T: Target>(
                 then: None,
                 fault_io: None,
                 damage_site: None,
+                fault_kind: None,
                 repro: report::repro(target, seed, ops, options, Some(at.io_index), Some(at.state), None),
             });
         }

@@ -9,6 +9,7 @@
 use serde_json::{json, Value};
 
 use super::{ExploreOptions, DEFAULT_MAX_DIR_SUBSETS};
+use crate::disk::ArmedFault;
 use crate::failure::Check;
 use crate::systems::Target;
 
@@ -30,6 +31,8 @@ pub struct ExploreFailure {
     /// `--faults`: the I/O index of that state's recovery (and probe)
     /// whose I/O failed (any kind).
     pub fault_io: Option<u64>,
+    /// `--faults`: how that I/O failed.
+    pub fault_kind: Option<ArmedFault>,
     /// `--damage`: the damage site of the durable image at `io_index`
     /// (`state` is then `None`).
     pub damage_site: Option<usize>,
@@ -175,13 +178,31 @@ impl DamageReport {
     }
 }
 
+/// What `--faults` did to the recorded workload itself.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WorkloadFaults {
+    /// Runs of the workload, each with one of its I/Os failing: one per
+    /// I/O of the recording (EIO), two more per write.
+    pub runs: u64,
+    /// Of them, the runs whose armed fault fired: all, the run being
+    /// deterministic up to it.
+    pub injected: u64,
+    /// `--max-fault-runs` stopped it early.
+    pub capped: bool,
+    /// Wall-clock seconds.
+    pub elapsed_sec: f64,
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FaultsReport {
     /// Distinct depth-1 recoveries faulted.
     pub recoveries: u64,
-    /// Recoveries run with one I/O armed to fail: one per read, write and
-    /// fsync of each fault-free recovery.
+    /// Recoveries run with one I/O armed to fail: one per I/O of each
+    /// fault-free recovery (EIO), two more per write (a short write,
+    /// ENOSPC).
     pub runs: u64,
+    /// `runs` by how the I/O failed (`eio`, `short-write`, `enospc`).
+    pub runs_by_kind: std::collections::BTreeMap<&'static str, u64>,
     /// Of them, the runs whose armed fault fired: all, a recovery being
     /// deterministic.
     pub injected: u64,
@@ -189,6 +210,8 @@ pub struct FaultsReport {
     pub capped: bool,
     /// Wall-clock seconds, counting and faulted runs together.
     pub elapsed_sec: f64,
+    /// The faults in the recorded workload's own I/Os.
+    pub workload: WorkloadFaults,
 }
 
 /// The outcome of one exploration.
@@ -282,7 +305,11 @@ impl ExploreReport {
             .depth2
             .as_ref()
             .map(|depth2| Depth2Report { counts: depth2.counts.without_timings(), ..depth2.clone() });
-        let faults = self.faults.as_ref().map(|faults| FaultsReport { elapsed_sec: 0.0, ..faults.clone() });
+        let faults = self.faults.as_ref().map(|faults| FaultsReport {
+            elapsed_sec: 0.0,
+            workload: WorkloadFaults { elapsed_sec: 0.0, ..faults.workload.clone() },
+            ..faults.clone()
+        });
         let damage = self.damage.as_ref().map(|damage| DamageReport { elapsed_sec: 0.0, ..damage.clone() });
         ExploreReport { counts: self.counts.without_timings(), depth2, faults, damage, ..self.clone() }
     }
@@ -325,14 +352,24 @@ impl ExploreReport {
             }
         }
         if let Some(faults) = &self.faults {
+            let by_kind: Vec<String> = faults.runs_by_kind.iter().map(|(kind, n)| format!("{kind} {n}")).collect();
             out.push_str(&format!(
-                "  faults: {} recoveries rerun once per I/O: {} runs, {} faults fired, {:.2} \
+                "  faults: {} recoveries rerun once per I/O and fault: {} runs ({}), {} faults fired, {:.2} \
                  s{}\n",
                 faults.recoveries,
                 faults.runs,
+                by_kind.join(", "),
                 faults.injected,
                 faults.elapsed_sec,
                 if faults.capped { " (capped by --max-fault-runs)" } else { "" }
+            ));
+            let workload = &faults.workload;
+            out.push_str(&format!(
+                "  faults in the workload itself: {} runs, one I/O failing in each, {} faults fired, {:.2} s{}\n",
+                workload.runs,
+                workload.injected,
+                workload.elapsed_sec,
+                if workload.capped { " (capped by --max-fault-runs)" } else { "" }
             ));
         }
         if let Some(damage) = &self.damage {
@@ -375,6 +412,10 @@ impl ExploreReport {
                 (Some(io), Some(state), Some((then_io, then_state))) => {
                     format!("crash index {io}, state {state}, then recovery crash index {then_io}, state {then_state}")
                 }
+                (None, None, None) if failure.fault_io.is_some() => {
+                    let fault_io = failure.fault_io.expect("matched");
+                    format!("the workload's own I/O {fault_io} failed")
+                }
                 _ => "recording".to_string(),
             };
             if !shown_in_full.contains(&failure.check) {
@@ -407,6 +448,7 @@ impl ExploreReport {
                     "then_io": f.then.map(|(io, _)| io),
                     "then_state": f.then.map(|(_, state)| state),
                     "fault_io": f.fault_io,
+                    "fault_kind": f.fault_kind.map(ArmedFault::name),
                     "damage_site": f.damage_site,
                     "op": f.op,
                     "description": f.description,
@@ -439,6 +481,13 @@ impl ExploreReport {
             value["faults"] = json!({
                 "recoveries": faults.recoveries,
                 "runs": faults.runs,
+                "runs_by_kind": faults.runs_by_kind,
+                "workload": {
+                    "runs": faults.workload.runs,
+                    "injected": faults.workload.injected,
+                    "capped": faults.workload.capped,
+                    "elapsed_sec": faults.workload.elapsed_sec,
+                },
                 "injected": faults.injected,
                 "capped": faults.capped,
                 "elapsed_sec": faults.elapsed_sec,

@@ -38,7 +38,7 @@ use self::redb::RedbAdapter;
 use self::segsim::SegsimTarget;
 use self::sqlite::SqliteAdapter;
 use crate::canary::Canary;
-use crate::disk::{DiskImage, DiskRecording};
+use crate::disk::{ArmedFault, DiskImage, DiskRecording};
 use crate::failure::{Check, Failure};
 use crate::kit::{Kit, KitSettings};
 use crate::outcome::SeedOutcome;
@@ -166,6 +166,12 @@ pub struct Recording<C> {
     /// The recording run itself failed: the check and why. Nothing is
     /// explored then.
     pub failure: Option<(Check, String)>,
+    /// The I/O indices of the recorded run where an armed fault could
+    /// fire (`sim explore --faults` fails each in a run of its own,
+    /// [`Target::run_with_fault`]) ...
+    pub faultable_ios: Vec<u64>,
+    /// ... and the writes among them.
+    pub faultable_writes: Vec<u64>,
 }
 
 impl<C> Recording<C> {
@@ -224,6 +230,9 @@ pub struct FaultedRecovery<R> {
     pub recovered: R,
     pub fired: bool,
     pub faultable_ios: Vec<u64>,
+    /// Of `faultable_ios`, the writes (where a short write or ENOSPC can
+    /// be armed too).
+    pub faultable_writes: Vec<u64>,
 }
 
 /// One place to damage in a durable image (`sim explore --damage`): these
@@ -247,6 +256,14 @@ pub enum DamageVerdict {
     Refused,
     /// The open went through, holding a state the rule allows.
     Opened,
+}
+
+/// One run of the recorded workload with one I/O failing (`sim explore
+/// --faults`): its failure, if any, and whether the armed fault fired.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FaultedRun {
+    pub failure: Option<(Check, String)>,
+    pub fired: bool,
 }
 
 /// What the simulator needs from a system under test (see the module doc).
@@ -347,9 +364,10 @@ pub trait Target: Sync {
     fn record_recovery(&self, seed: u64, image: &DiskImage, key: u64) -> RecoveryRecording<Self::Context>;
 
     /// For `sim explore --faults`: [`Target::recover`] once more, with the
-    /// I/O (of any kind) at index `fault_io` of the recovery and
-    /// probe failing with EIO (`None`: no fault, noting the indices where
-    /// one could fire). The
+    /// I/O (of any kind) at index `fault.0` of the recovery and
+    /// probe failing as `fault.1` says (EIO; a write also short or out of
+    /// space) (`None`: no fault, noting the indices where one could
+    /// fire). The
     /// system must treat the error as what it is — a failed open retried,
     /// a poisoned store recovered — and the result is judged in the image's
     /// own contexts. Called on the explorer's worker threads. Never panics.
@@ -358,8 +376,17 @@ pub trait Target: Sync {
         seed: u64,
         image: &DiskImage,
         key: u64,
-        fault_io: Option<u64>,
+        fault: Option<(u64, ArmedFault)>,
     ) -> FaultedRecovery<Self::Recovered>;
+
+    /// For `sim explore --faults`: run `workload` as [`Target::record`]
+    /// does, but without snapshots, with the I/O at `fault.0` (one of
+    /// [`Recording::faultable_ios`]) failing as `fault.1` says. The system
+    /// must handle the error as the random mode requires — a failed write
+    /// not acknowledged, a poisoned store recovered (killed, reopened, then
+    /// the power lost, each recovery checked) — and every check of the run
+    /// applies. Called on the explorer's worker threads. Never panics.
+    fn run_with_fault(&self, seed: u64, workload: &[Self::Op], fault: (u64, ArmedFault)) -> FaultedRun;
 
     /// For `sim explore --faults`: whether a recovery with an injected
     /// fault (`faulted`) brought back what the same image's recovery with

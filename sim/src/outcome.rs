@@ -34,8 +34,9 @@ pub struct SeedOutcome {
     /// Recoveries (or refusals) no promise covered, after a commit at a
     /// level that promises nothing: measured, never failed.
     pub unpromised: u64,
-    /// Persistence hazards a kit target's engine left (reported, not
-    /// failed; the segsim target fails on its first, check `hazard`).
+    /// Persistence hazards a kit target's engine left that it documents
+    /// (`Adapter::hazards`: reported, not failed; an undeclared one fails
+    /// the run, as every one does for the segsim target, check `hazard`).
     pub hazards: u64,
     /// Read-only inspections of crashed directories (segsim's random mode:
     /// a quarter of its recoveries).

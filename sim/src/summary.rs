@@ -260,8 +260,8 @@ impl Summary {
         if self.hazards > 0 {
             let _ = writeln!(
                 out,
-                "{} persistence hazards (data fsynced under a name not yet durable, then relied on or acknowledged; \
-                 reported, not failed)",
+                "{} persistence hazards the engine documents (data fsynced under a name not yet durable, then relied \
+                 on or acknowledged; declared in Adapter::hazards: reported, not failed)",
                 self.hazards
             );
         }

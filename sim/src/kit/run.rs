@@ -522,6 +522,26 @@ impl<'a, A: Adapter> Runner<'a, A> {
         }
     }
 
+    /// The operation ended: every persistence hazard the disk flagged in
+    /// it (`disk/hazards.rs`) is one the engine documents — counted — or
+    /// the run fails.
+    fn hazards(&mut self) -> Step {
+        let documented = self.adapter.hazards(&self.config.engine);
+        for hazard in self.vfs.end_op_hazards() {
+            if documented.iter().any(|d| d.covers(&hazard.file)) {
+                self.outcome.hazards += 1;
+                continue;
+            }
+            let why = format!(
+                "persistence hazard the engine does not document: {} (if its documentation says it does this, \
+                 declare it in Adapter::hazards)",
+                hazard.describe()
+            );
+            return Err(self.fail(Check::Hazard, why));
+        }
+        Ok(())
+    }
+
     /// Create the database, run `ops`, then a clean restart that must
     /// bring back exactly the model.
     pub fn run(&mut self, ops: &[PlannedKitOp]) -> Step {
@@ -533,7 +553,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
     pub fn drive(&mut self, ops: &[PlannedKitOp]) -> Step {
         for planned in ops {
             self.step(planned)?;
-            self.outcome.hazards += self.vfs.end_op_hazards().len() as u64;
+            self.hazards()?;
             self.outcome.ops += 1;
             if (planned.index + 1) % self.config.audit_every == 0 {
                 self.audit()?;
@@ -577,4 +597,53 @@ pub(super) fn run_ops<A: Adapter>(
     });
     outcome.take_disk(&vfs, keep_trace);
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use engine::vfs::{OpenMode, Vfs, VfsFile};
+
+    use super::*;
+    use crate::kit::KitSettings;
+    use crate::systems::{redb_target, sqlite_target};
+
+    /// A file fsynced under a name that is not durable yet, then the
+    /// database's own (durably named) file fsynced, relying on it: the
+    /// hazard the disk flags.
+    fn make_hazard(vfs: &SimVfs, name: &str) {
+        let dir = Path::new("/db");
+        let database = vfs.list_dir(dir).unwrap().into_iter().next().expect("the database's file");
+        let mut unnamed = vfs.open(&dir.join(name), OpenMode::Create).unwrap();
+        unnamed.write_at(0, b"bytes").unwrap();
+        unnamed.sync().unwrap();
+        vfs.open(&dir.join(database), OpenMode::Write).unwrap().sync().unwrap();
+    }
+
+    /// An engine that declares no hazard (redb) fails the run on one; an
+    /// engine that documents it (SQLite's journals) has it counted.
+    #[test]
+    fn a_hazard_fails_the_run_unless_the_engine_documents_it() {
+        let redb = redb_target(KitSettings::default());
+        let config = redb.config(1, None);
+        let vfs = Arc::new(SimVfs::new(config.disk.clone(), crate::trace::Trace::new(false)));
+        let mut runner = Runner::new(&redb.adapter, &config, None, String::new(), vfs.clone());
+        runner.start().unwrap();
+        make_hazard(&vfs, "data.redb-journal");
+        let failure = runner.hazards().unwrap_err();
+        assert_eq!(failure.check, Check::Hazard);
+        assert!(failure.detail.contains("data.redb-journal") && failure.detail.contains("Adapter::hazards"));
+
+        let sqlite = sqlite_target(KitSettings::default());
+        let config = sqlite.config(1, None);
+        let vfs = Arc::new(SimVfs::new(config.disk.clone(), crate::trace::Trace::new(false)));
+        let mut runner = Runner::new(&sqlite.adapter, &config, None, String::new(), vfs.clone());
+        runner.start().unwrap();
+        make_hazard(&vfs, "fresh.sqlite-journal");
+        assert!(runner.hazards().is_ok());
+        assert_eq!(runner.outcome.hazards, 1);
+        make_hazard(&vfs, "fresh.sqlite-shm");
+        assert_eq!(runner.hazards().unwrap_err().check, Check::Hazard, "only the files it documents");
+    }
 }

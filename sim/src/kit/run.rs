@@ -603,7 +603,7 @@ pub(super) fn run_ops<A: Adapter>(
 mod tests {
     use std::path::Path;
 
-    use engine::vfs::{OpenMode, Vfs, VfsFile};
+    use engine::vfs::{OpenMode, Vfs};
 
     use super::*;
     use crate::kit::KitSettings;

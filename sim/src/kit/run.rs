@@ -19,6 +19,13 @@
 //!   power loss nothing may reach the disk any more, so the handles are
 //!   dropped with the crash point reached: every I/O they attempt fails,
 //!   as it would with the power off.
+//! - A crash point reached inside an operation is, one time in four (the
+//!   seed's coin, as in segsim's random mode), a process kill instead: the
+//!   handles are dropped the same way, the page cache keeps what was
+//!   written before the point, the engine reopens, and by a second coin
+//!   the power goes too.
+//! - Every persistence hazard the disk flags at an operation's end fails
+//!   the run unless the adapter declares it (`Adapter::hazards`).
 //! - The kit observes the engine's content (after a recovery, and every
 //!   few operations) with faults switched off: an observation is not part
 //!   of the workload, and a fault in it would only test the observer. The
@@ -42,7 +49,7 @@ use super::{Adapter, Env, KitError, Promise, Reply};
 use crate::disk::{CrashOutcome, CrashPoint, SimVfs};
 use crate::failure::{catch_panic, Check, Failure};
 use crate::outcome::SeedOutcome;
-use crate::seeds::faults as fault_seed;
+use crate::seeds::{self, faults as fault_seed};
 use crate::systems::RecordedContext;
 use crate::trace::{hash_debug, Event, Trace};
 
@@ -206,6 +213,25 @@ impl<'a, A: Adapter> Runner<'a, A> {
         self.recover_from(Some(self.damaged(&crash)), 0)
     }
 
+    /// The crash point inside an operation is a process kill, by the
+    /// seed's coin (as segsim's random mode does): the engine's memory is
+    /// gone — its handles dropped with the point reached, so nothing more
+    /// is written — while the page cache keeps what it wrote before the
+    /// point. Reopen and judge; then, by a second coin, lose the power too:
+    /// the recovery must not have built on bytes the dead process never
+    /// made durable without making them durable itself.
+    fn kill_in_op(&mut self, gap: &'static str) -> Step {
+        *self.outcome.crash_gaps.entry("kill_in_op").or_default() += 1;
+        self.db = None;
+        self.vfs.process_restart();
+        self.vfs.with_trace(|t| t.push(Event::Restart { clean: false }));
+        self.recover_from(None, 0)?;
+        if seeds::power_after_kill(self.config.seed, self.op_index) {
+            return self.power_loss(gap);
+        }
+        Ok(())
+    }
+
     /// Whether `crash` damaged bytes the engine promises to detect damage to.
     fn damaged(&self, crash: &CrashOutcome) -> bool {
         self.config.detects_damage && !crash.media_corrupted.is_empty()
@@ -337,7 +363,10 @@ impl<'a, A: Adapter> Runner<'a, A> {
     /// for the caller to check.
     fn conclude<T>(&mut self, planned: &PlannedKitOp, result: Result<T, KitError>) -> Result<Option<T>, Failure> {
         if self.vfs.crash_point_reached() {
-            self.power_loss(planned.op.tag())?;
+            match seeds::kill_in_op(self.config.seed, self.op_index) {
+                true => self.kill_in_op(planned.op.tag())?,
+                false => self.power_loss(planned.op.tag())?,
+            }
             return Ok(None);
         }
         match result {

@@ -48,10 +48,11 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::parallel::map_in_order;
-use super::plan::Plan;
+use super::plan::{CheckAt, Plan};
 use super::report::{self, ExploreFailure, FaultsReport, WorkloadFaults};
 use super::ExploreOptions;
 use crate::disk::ArmedFault;
+use crate::failure::Check;
 use crate::systems::{FaultedRecovery, Recording, Target};
 
 /// Explore `--faults` over the recoveries of `plan` that passed (`failed`
@@ -111,27 +112,8 @@ pub(super) fn explore<T: Target>(
     for (&(_, fault_io, kind), verdict) in runs.iter().zip(&verdicts) {
         let Some(failed_checks) = verdict else { continue };
         for (at, (check, detail)) in failed_checks {
-            let snapshot = recording.disk.before_io(at.io_index).expect("a recorded index");
-            let state = &snapshot.crash_states_with(options.max_dir_subsets, options.reordered)[at.state];
-            let (io, state_number) = (Some(at.io_index), Some(at.state));
-            let repro = report::repro(target, seed, ops, options, io, state_number, None);
-            failures.push(ExploreFailure {
-                io_index: io,
-                state: state_number,
-                then: None,
-                fault_io: Some(fault_io),
-                fault_kind: Some(kind),
-                damage_site: None,
-                op: format!("{}; then its recovery, I/O {fault_io} failing", recording.contexts[at.context].what),
-                description: format!(
-                    "{}; then I/O {fault_io} of its recovery or probe failed ({})",
-                    snapshot.describe(state),
-                    fault_words(kind)
-                ),
-                check: *check,
-                detail: detail.clone(),
-                repro: format!("{repro} --fault-io {fault_io}{}", fault_kind_flag(kind)),
-            });
+            let failed = FailedCheck { check: *check, detail: detail.clone() };
+            failures.push(recovery_failure(target, seed, ops, recording, options, at, (fault_io, kind), failed));
         }
     }
     let mut runs_by_kind = BTreeMap::new();
@@ -148,6 +130,48 @@ pub(super) fn explore<T: Target>(
         workload: WorkloadFaults::default(),
     };
     Ok((report, failures))
+}
+
+/// A check a faulted recovery failed, and why.
+struct FailedCheck {
+    check: Check,
+    detail: String,
+}
+
+/// The failure of the recovery of the crash state `at` with the I/O
+/// `fault.0` of it failing as `fault.1` says, and its repro.
+#[allow(clippy::too_many_arguments)]
+fn recovery_failure<T: Target>(
+    target: &T,
+    seed: u64,
+    ops: u64,
+    recording: &Recording<T::Context>,
+    options: &ExploreOptions,
+    at: &CheckAt,
+    (fault_io, kind): (u64, ArmedFault),
+    failed: FailedCheck,
+) -> ExploreFailure {
+    let snapshot = recording.disk.before_io(at.io_index).expect("a recorded index");
+    let state = &snapshot.crash_states_with(options.max_dir_subsets, options.reordered)[at.state];
+    let (io, state_number) = (Some(at.io_index), Some(at.state));
+    let repro = report::repro(target, seed, ops, options, io, state_number, None);
+    ExploreFailure {
+        io_index: io,
+        state: state_number,
+        then: None,
+        fault_io: Some(fault_io),
+        fault_kind: Some(kind),
+        damage_site: None,
+        op: format!("{}; then its recovery, I/O {fault_io} failing", recording.contexts[at.context].what),
+        description: format!(
+            "{}; then I/O {fault_io} of its recovery or probe failed ({})",
+            snapshot.describe(state),
+            fault_words(kind)
+        ),
+        check: failed.check,
+        detail: failed.detail,
+        repro: format!("{repro} --fault-io {fault_io}{}", fault_kind_flag(kind)),
+    }
 }
 
 /// `--faults` in the recorded workload itself: the workload run once per

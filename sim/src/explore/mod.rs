@@ -308,18 +308,9 @@ fn explore_workload<T: Target>(
         report.add_failures(failures);
     }
     if options.faults {
-        let mut faults = FaultsReport::default();
-        if options.workload_fault_io.is_none() {
-            let failures;
-            (faults, failures) = faults::explore(target, seed, ops, &recording, &plan, &failed, options)?;
-            report.add_failures(failures);
-        }
-        if options.fault_io.is_none() && (options.only_io.is_none() || options.workload_fault_io.is_some()) {
-            let (workload, failures) = faults::explore_in_workload(target, seed, ops, workload, &recording, options)?;
-            faults.workload = workload;
-            report.add_failures(failures);
-        }
+        let (faults, failures) = explore_faults(target, seed, ops, workload, &recording, &plan, &failed, options)?;
         report.faults = Some(faults);
+        report.add_failures(failures);
     }
     if options.depth == 2 {
         let outcomes = outcomes.into_iter().map(|outcome| outcome.expect("kept at depth 2")).collect();
@@ -329,6 +320,33 @@ fn explore_workload<T: Target>(
         report.add_failures(failures);
     }
     Ok(report)
+}
+
+/// `--faults`: the recoveries of `plan` that passed (`failed` is by plan
+/// recovery), each I/O failing in turn, then the recorded workload's own
+/// I/Os — the one a repro names (`--fault-io` a recovery's,
+/// `--workload-fault-io` the workload's), or all.
+#[allow(clippy::too_many_arguments)]
+fn explore_faults<T: Target>(
+    target: &T,
+    seed: u64,
+    ops: u64,
+    workload: &[T::Op],
+    recording: &Recording<T::Context>,
+    plan: &plan::Plan,
+    failed: &[bool],
+    options: &ExploreOptions,
+) -> Result<(FaultsReport, Vec<ExploreFailure>), String> {
+    let (mut report, mut failures) = (FaultsReport::default(), Vec::new());
+    if options.workload_fault_io.is_none() {
+        (report, failures) = faults::explore(target, seed, ops, recording, plan, failed, options)?;
+    }
+    if options.fault_io.is_none() && (options.only_io.is_none() || options.workload_fault_io.is_some()) {
+        let (in_workload, more) = faults::explore_in_workload(target, seed, ops, workload, recording, options)?;
+        report.workload = in_workload;
+        failures.extend(more);
+    }
+    Ok((report, failures))
 }
 
 /// Recover every distinct image of `plan` on `options.jobs` threads and

@@ -50,6 +50,31 @@ pub struct ExploreFailure {
     pub repro: String,
 }
 
+impl ExploreFailure {
+    /// Where it failed, for a person: the crash state, and what followed.
+    fn where_text(&self) -> String {
+        match (self.io_index, self.state, self.then) {
+            (Some(io), Some(state), None) if self.fault_io.is_some() => {
+                let fault_io = self.fault_io.expect("matched");
+                format!("crash index {io}, state {state}, then I/O {fault_io} of its recovery failed")
+            }
+            (Some(io), Some(state), None) => format!("crash index {io}, state {state}"),
+            (Some(io), None, None) if self.damage_site.is_some() => {
+                let site = self.damage_site.expect("matched");
+                format!("durable image at crash index {io}, damage site {site}")
+            }
+            (Some(io), Some(state), Some((then_io, then_state))) => {
+                format!("crash index {io}, state {state}, then recovery crash index {then_io}, state {then_state}")
+            }
+            (None, None, None) if self.fault_io.is_some() => {
+                let fault_io = self.fault_io.expect("matched");
+                format!("the workload's own I/O {fault_io} failed")
+            }
+            _ => "recording".to_string(),
+        }
+    }
+}
+
 /// Seconds spent in each phase.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PhaseSeconds {
@@ -176,6 +201,22 @@ impl DamageReport {
     pub fn recoveries_per_sec(&self) -> f64 {
         self.recoveries as f64 / self.elapsed_sec.max(1e-9)
     }
+
+    /// The report's line.
+    fn text(&self, out: &mut String) {
+        out.push_str(&format!(
+            "  damage: {} durable images, {} sites, {} damaged recoveries ({} refused, {} opened), {:.2} s: {:.0} \
+             recoveries/s{}\n",
+            self.images,
+            self.sites,
+            self.recoveries,
+            self.refused,
+            self.opened,
+            self.elapsed_sec,
+            self.recoveries_per_sec(),
+            if self.capped { " (capped by --max-damage-states)" } else { "" }
+        ));
+    }
 }
 
 /// What `--faults` did to the recorded workload itself.
@@ -212,6 +253,30 @@ pub struct FaultsReport {
     pub elapsed_sec: f64,
     /// The faults in the recorded workload's own I/Os.
     pub workload: WorkloadFaults,
+}
+
+impl FaultsReport {
+    /// The report's lines: the recoveries' faults, then the workload's.
+    fn text(&self, out: &mut String) {
+        let by_kind: Vec<String> = self.runs_by_kind.iter().map(|(kind, n)| format!("{kind} {n}")).collect();
+        out.push_str(&format!(
+            "  faults: {} recoveries rerun once per I/O and fault: {} runs ({}), {} faults fired, {:.2} s{}\n",
+            self.recoveries,
+            self.runs,
+            by_kind.join(", "),
+            self.injected,
+            self.elapsed_sec,
+            if self.capped { " (capped by --max-fault-runs)" } else { "" }
+        ));
+        let workload = &self.workload;
+        out.push_str(&format!(
+            "  faults in the workload itself: {} runs, one I/O failing in each, {} faults fired, {:.2} s{}\n",
+            workload.runs,
+            workload.injected,
+            workload.elapsed_sec,
+            if workload.capped { " (capped by --max-fault-runs)" } else { "" }
+        ));
+    }
 }
 
 /// The outcome of one exploration.
@@ -321,70 +386,12 @@ impl ExploreReport {
             "explore {}: seed {} ({} ops{facts}, {}-byte sectors): {} I/Os recorded\n",
             self.target, self.seed, self.ops, self.sector_bytes, self.recorded_ios
         );
-        let c = &self.counts;
-        out.push_str(&format!(
-            "  {} crash indices, {} crash states, {} distinct recovered, {} checks{}\n",
-            c.io_indices,
-            c.states,
-            c.distinct_states,
-            c.checks,
-            if c.capped { " (capped by --max-states)" } else { "" }
-        ));
-        out.push_str(&c.rate_line("  "));
-        if let Some(examined) = &c.examined {
-            out.push_str(&format!("  state examined: {examined}\n"));
-        }
-        if let Some(depth2) = &self.depth2 {
-            let c = &depth2.counts;
-            out.push_str(&format!(
-                "  depth 2: {} recoveries crashed again: {} crash indices, {} crash states, {} newly recovered, {} \
-                 new checks{}\n",
-                depth2.recoveries_recorded,
-                c.io_indices,
-                c.states,
-                c.distinct_states,
-                c.checks,
-                if c.capped { " (capped by --max-depth2-states)" } else { "" }
-            ));
-            out.push_str(&c.rate_line("  depth 2: "));
-            if let Some(examined) = &c.examined {
-                out.push_str(&format!("  depth-2 state examined: {examined}\n"));
-            }
-        }
+        self.depths_text(&mut out);
         if let Some(faults) = &self.faults {
-            let by_kind: Vec<String> = faults.runs_by_kind.iter().map(|(kind, n)| format!("{kind} {n}")).collect();
-            out.push_str(&format!(
-                "  faults: {} recoveries rerun once per I/O and fault: {} runs ({}), {} faults fired, {:.2} \
-                 s{}\n",
-                faults.recoveries,
-                faults.runs,
-                by_kind.join(", "),
-                faults.injected,
-                faults.elapsed_sec,
-                if faults.capped { " (capped by --max-fault-runs)" } else { "" }
-            ));
-            let workload = &faults.workload;
-            out.push_str(&format!(
-                "  faults in the workload itself: {} runs, one I/O failing in each, {} faults fired, {:.2} s{}\n",
-                workload.runs,
-                workload.injected,
-                workload.elapsed_sec,
-                if workload.capped { " (capped by --max-fault-runs)" } else { "" }
-            ));
+            faults.text(&mut out);
         }
         if let Some(damage) = &self.damage {
-            out.push_str(&format!(
-                "  damage: {} durable images, {} sites, {} damaged recoveries ({} refused, {} opened), {:.2} s: {:.0} \
-                 recoveries/s{}\n",
-                damage.images,
-                damage.sites,
-                damage.recoveries,
-                damage.refused,
-                damage.opened,
-                damage.elapsed_sec,
-                damage.recoveries_per_sec(),
-                if damage.capped { " (capped by --max-damage-states)" } else { "" }
-            ));
+            damage.text(&mut out);
         }
         if self.failures_total == 0 {
             out.push_str("  no failure\n");
@@ -399,25 +406,7 @@ impl ExploreReport {
         // each: one lead per kind of failure is what a person reads.
         let mut shown_in_full = Vec::new();
         for (n, failure) in self.failures.iter().enumerate() {
-            let at = match (failure.io_index, failure.state, failure.then) {
-                (Some(io), Some(state), None) if failure.fault_io.is_some() => {
-                    let fault_io = failure.fault_io.expect("matched");
-                    format!("crash index {io}, state {state}, then I/O {fault_io} of its recovery failed")
-                }
-                (Some(io), Some(state), None) => format!("crash index {io}, state {state}"),
-                (Some(io), None, None) if failure.damage_site.is_some() => {
-                    let site = failure.damage_site.expect("matched");
-                    format!("durable image at crash index {io}, damage site {site}")
-                }
-                (Some(io), Some(state), Some((then_io, then_state))) => {
-                    format!("crash index {io}, state {state}, then recovery crash index {then_io}, state {then_state}")
-                }
-                (None, None, None) if failure.fault_io.is_some() => {
-                    let fault_io = failure.fault_io.expect("matched");
-                    format!("the workload's own I/O {fault_io} failed")
-                }
-                _ => "recording".to_string(),
-            };
+            let at = failure.where_text();
             if !shown_in_full.contains(&failure.check) {
                 shown_in_full.push(failure.check);
                 out.push_str(&format!(
@@ -433,6 +422,39 @@ impl ExploreReport {
             }
         }
         out
+    }
+
+    /// The counts of depth 1 and, if explored, depth 2.
+    fn depths_text(&self, out: &mut String) {
+        let c = &self.counts;
+        out.push_str(&format!(
+            "  {} crash indices, {} crash states, {} distinct recovered, {} checks{}\n",
+            c.io_indices,
+            c.states,
+            c.distinct_states,
+            c.checks,
+            if c.capped { " (capped by --max-states)" } else { "" }
+        ));
+        out.push_str(&c.rate_line("  "));
+        if let Some(examined) = &c.examined {
+            out.push_str(&format!("  state examined: {examined}\n"));
+        }
+        let Some(depth2) = &self.depth2 else { return };
+        let c = &depth2.counts;
+        out.push_str(&format!(
+            "  depth 2: {} recoveries crashed again: {} crash indices, {} crash states, {} newly recovered, {} new \
+             checks{}\n",
+            depth2.recoveries_recorded,
+            c.io_indices,
+            c.states,
+            c.distinct_states,
+            c.checks,
+            if c.capped { " (capped by --max-depth2-states)" } else { "" }
+        ));
+        out.push_str(&c.rate_line("  depth 2: "));
+        if let Some(examined) = &c.examined {
+            out.push_str(&format!("  depth-2 state examined: {examined}\n"));
+        }
     }
 
     /// The machine report: the counts, the timings, the target and its

@@ -30,7 +30,7 @@ use super::header::{encode_header, encode_snapshot_header};
 use super::record::{command_payload_len_bytes, encode_command_payload};
 use super::recover::PendingRecovery;
 use super::{FsyncPolicy, Record, KIND_COMMAND, KIND_SYNCED};
-use crate::frame::{encode_frame, MAX_FRAME_PAYLOAD_BYTES};
+use crate::frame::{encode_frame, Place, MAX_FRAME_PAYLOAD_BYTES};
 use crate::vfs::{OpenMode, Vfs, VfsFile};
 use crate::IoOp;
 use crate::{Error, Result};
@@ -217,7 +217,7 @@ impl AofWriter {
         self.batch_has_data = true;
         self.payload_buf.clear();
         encode_command_payload(args, &mut self.payload_buf);
-        encode_frame(&mut self.frame_buf, KIND_COMMAND, &self.payload_buf);
+        encode_frame(&mut self.frame_buf, Place::aof(self.len_bytes), KIND_COMMAND, &self.payload_buf);
         self.write_frame_buf()?;
         self.apply_policy(now_ms)
     }
@@ -233,7 +233,7 @@ impl AofWriter {
         self.batch_has_data = true;
         self.payload_buf.clear();
         encode_command_payload(args, &mut self.payload_buf);
-        encode_frame(&mut self.frame_buf, KIND_COMMAND, &self.payload_buf);
+        encode_frame(&mut self.frame_buf, Place::aof(self.len_bytes), KIND_COMMAND, &self.payload_buf);
         Ok(())
     }
 
@@ -390,7 +390,12 @@ impl AofWriter {
             return;
         }
         assert!(self.durable_len_bytes <= self.len_bytes);
-        encode_frame(&mut self.frame_buf, KIND_SYNCED, &self.durable_len_bytes.to_le_bytes());
+        encode_frame(
+            &mut self.frame_buf,
+            Place::aof(self.len_bytes),
+            KIND_SYNCED,
+            &self.durable_len_bytes.to_le_bytes(),
+        );
         self.batch_mark = Some(self.durable_len_bytes);
     }
 
@@ -399,7 +404,7 @@ impl AofWriter {
         self.batch_has_data = true;
         self.payload_buf.clear();
         record.encode_payload(&mut self.payload_buf);
-        encode_frame(&mut self.frame_buf, record.kind(), &self.payload_buf);
+        encode_frame(&mut self.frame_buf, Place::aof(self.len_bytes), record.kind(), &self.payload_buf);
     }
 
     /// Write the frame buffer at the end of the log and empty it.
@@ -686,7 +691,7 @@ mod tests {
 
     fn frame_len(record: &Record) -> u64 {
         let mut bytes = Vec::new();
-        record.encode_frame(&mut bytes);
+        record.encode_frame(&mut bytes, crate::frame::Place::aof(0));
         bytes.len() as u64
     }
 

@@ -102,11 +102,20 @@ pub enum Canary {
     /// the log's cut is: masked by recovery's own directory fsync right
     /// after the cut.
     QuarantineNoDirSync,
+    /// The AOF frame checksum leaves out the frame's place (its offset):
+    /// a whole frame a misdirected write put elsewhere in the log replays.
+    AofPlaceIgnored,
+    /// The manifest record checksum leaves out the record's place (its
+    /// offset): a misdirected ADD or DROP is taken for history.
+    ManifestPlaceIgnored,
+    /// The segment record checksum leaves out the record's place (its
+    /// segment and index): a record carried into another slot is served.
+    SegPlaceIgnored,
 }
 
 impl Canary {
     /// Every canary, in table order.
-    pub const ALL: [Canary; 34] = [
+    pub const ALL: [Canary; 37] = [
         Canary::SegNoFsync,
         Canary::SealNoDirSync,
         Canary::FrameBeforeRegister,
@@ -141,6 +150,9 @@ impl Canary {
         Canary::RecoveryNoDirSync,
         Canary::ReadOnlyCutsTail,
         Canary::QuarantineNoDirSync,
+        Canary::AofPlaceIgnored,
+        Canary::ManifestPlaceIgnored,
+        Canary::SegPlaceIgnored,
     ];
 
     /// The kebab-case name the command line uses.
@@ -180,6 +192,9 @@ impl Canary {
             Canary::RecoveryNoDirSync => "recovery-no-dir-sync",
             Canary::ReadOnlyCutsTail => "read-only-cuts-tail",
             Canary::QuarantineNoDirSync => "quarantine-no-dir-sync",
+            Canary::AofPlaceIgnored => "aof-place-ignored",
+            Canary::ManifestPlaceIgnored => "manifest-place-ignored",
+            Canary::SegPlaceIgnored => "seg-place-ignored",
         }
     }
 
@@ -231,6 +246,9 @@ impl Canary {
             Canary::QuarantineNoDirSync => {
                 "the quarantine copy's name is made durable only after the log's cut (masked)"
             }
+            Canary::AofPlaceIgnored => "the AOF frame checksum ignores the frame's offset (misdirected frames replay)",
+            Canary::ManifestPlaceIgnored => "the manifest record checksum ignores the record's offset",
+            Canary::SegPlaceIgnored => "the segment record checksum ignores its segment and index",
         }
     }
 }

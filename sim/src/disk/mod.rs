@@ -106,6 +106,7 @@ mod inode;
 mod lock;
 mod ops;
 mod sectors;
+mod silent;
 mod snapshot;
 mod state;
 #[cfg(test)]

@@ -454,6 +454,23 @@ mod tests {
     }
 
     #[test]
+    fn a_whole_frame_misdirected_to_an_earlier_frames_place_is_not_replayed() {
+        let set = |value: &str| Record::Command(vec![b"SET".to_vec(), b"k".to_vec(), value.as_bytes().to_vec()]);
+        let mut bytes = Vec::new();
+        encode_header(&mut bytes);
+        let first_at = bytes.len();
+        set("1").encode_frame(&mut bytes, Place::aof(0));
+        let second_at = bytes.len();
+        set("2").encode_frame(&mut bytes, Place::aof(0));
+        // The second frame's bytes, written whole over the first's.
+        let moved = bytes[second_at..].to_vec();
+        bytes[first_at..second_at].copy_from_slice(&moved);
+        let scan = scan_log(path(), &bytes).unwrap();
+        assert_eq!(scan.invalid, Some((first_at as u64, "frame checksum mismatch")));
+        assert!(scan.records.is_empty(), "a frame valid only elsewhere was replayed: {:?}", scan.records);
+    }
+
+    #[test]
     fn a_valid_frame_that_does_not_decode_is_corrupt() {
         let mut bytes = Vec::new();
         encode_header(&mut bytes);

@@ -105,17 +105,11 @@ pub enum Canary {
     /// The AOF frame checksum leaves out the frame's place (its offset):
     /// a whole frame a misdirected write put elsewhere in the log replays.
     AofPlaceIgnored,
-    /// The manifest record checksum leaves out the record's place (its
-    /// offset): a misdirected ADD or DROP is taken for history.
-    ManifestPlaceIgnored,
-    /// The segment record checksum leaves out the record's place (its
-    /// segment and index): a record carried into another slot is served.
-    SegPlaceIgnored,
 }
 
 impl Canary {
     /// Every canary, in table order.
-    pub const ALL: [Canary; 37] = [
+    pub const ALL: [Canary; 35] = [
         Canary::SegNoFsync,
         Canary::SealNoDirSync,
         Canary::FrameBeforeRegister,
@@ -151,8 +145,6 @@ impl Canary {
         Canary::ReadOnlyCutsTail,
         Canary::QuarantineNoDirSync,
         Canary::AofPlaceIgnored,
-        Canary::ManifestPlaceIgnored,
-        Canary::SegPlaceIgnored,
     ];
 
     /// The kebab-case name the command line uses.
@@ -193,8 +185,6 @@ impl Canary {
             Canary::ReadOnlyCutsTail => "read-only-cuts-tail",
             Canary::QuarantineNoDirSync => "quarantine-no-dir-sync",
             Canary::AofPlaceIgnored => "aof-place-ignored",
-            Canary::ManifestPlaceIgnored => "manifest-place-ignored",
-            Canary::SegPlaceIgnored => "seg-place-ignored",
         }
     }
 
@@ -247,8 +237,6 @@ impl Canary {
                 "the quarantine copy's name is made durable only after the log's cut (masked)"
             }
             Canary::AofPlaceIgnored => "the AOF frame checksum ignores the frame's offset (misdirected frames replay)",
-            Canary::ManifestPlaceIgnored => "the manifest record checksum ignores the record's offset",
-            Canary::SegPlaceIgnored => "the segment record checksum ignores its segment and index",
         }
     }
 }

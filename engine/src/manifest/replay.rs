@@ -335,6 +335,28 @@ mod tests {
     }
 
     #[test]
+    fn a_whole_record_misdirected_to_an_earlier_records_place_is_damage_there() {
+        let records = [
+            Record::Header,
+            Record::Add(entry(1)),
+            Record::Add(entry(2)),
+            Record::Drop(1),
+            Record::Drop(2),
+            Record::Add(entry(3)),
+        ];
+        let (mut bytes, ends) = encode_records(&records);
+        // DROP 2's bytes written whole over DROP 1's (the same size): valid
+        // where they were written, not where they landed.
+        let (drop1, drop2) = (ends[2]..ends[3], ends[3]..ends[4]);
+        assert_eq!(drop1.len(), drop2.len());
+        let moved = bytes[drop2].to_vec();
+        bytes[drop1.clone()].copy_from_slice(&moved);
+        let (offset, reason) = corrupt_at(Manifest::parse(path(), &bytes));
+        assert_eq!(offset, drop1.start as u64);
+        assert!(reason.starts_with("frame checksum mismatch, yet a valid record follows"), "{reason}");
+    }
+
+    #[test]
     fn a_foreign_magic_is_refused() {
         let mut bytes = Vec::new();
         encode_frame(&mut bytes, Place::manifest(0), record::KIND_HEADER, b"SEGSAOF!\x01\0\0\0");

@@ -138,10 +138,8 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
 pub(super) fn record_crc(seq: u64, record: u64, key: &[u8], value: &[u8]) -> u32 {
     assert!(key.len() <= u32::MAX as usize, "key lengths are bounded on push");
     let mut hasher = crc32fast::Hasher::new();
-    if !canary!(SegPlaceIgnored) {
-        hasher.update(&seq.to_le_bytes());
-        hasher.update(&record.to_le_bytes());
-    }
+    hasher.update(&seq.to_le_bytes());
+    hasher.update(&record.to_le_bytes());
     hasher.update(&(key.len() as u32).to_le_bytes());
     hasher.update(key);
     hasher.update(value);

@@ -44,7 +44,7 @@ use super::state::FileSystem;
 
 /// How many recent writes of a file are kept for choosing a misdirected
 /// write's target among earlier writes of the same size.
-pub(super) const RECENT_WRITES: usize = 16;
+pub(super) const RECENT_WRITES: usize = 64;
 
 /// What the drive does with one write when it is flushed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

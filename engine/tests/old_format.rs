@@ -1,9 +1,10 @@
-//! A store written by the previous on-disk format — before every record
-//! was bound to its place (AOF format 2, manifest format 1, segment format
-//! 1) — is refused with [`Error::OldFormat`], naming the file and both
-//! versions, and the refused open changes nothing (README, "Format
-//! versions"). The old bytes are built here as the previous release wrote
-//! them: a frame's crc32 covered its length, kind and payload only.
+//! A store written by the previous on-disk format — AOF format 2, manifest
+//! format 1 and segment format 1, from before every record was bound to
+//! its place — is refused with [`Error::OldFormat`], naming the file and both
+//! versions, and the refused open changes nothing (README, "Records bound
+//! to their place; format versions"). The old bytes are built here as the
+//! previous release wrote them: a frame's crc32 covered its length, kind
+//! and payload only.
 
 use std::collections::BTreeMap;
 use std::path::Path;

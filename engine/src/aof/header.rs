@@ -38,6 +38,23 @@ pub(super) fn encode_header(out: &mut Vec<u8>) {
     encode_snapshot_header(out, 0);
 }
 
+/// What the header of a rewrite's log says about its snapshot until the
+/// rewrite has written it all ([`encode_unfinished_header`]): a snapshot
+/// no file can hold, so a log still saying it is refused (`scan.rs`: a
+/// snapshot past the end).
+pub(crate) const UNFINISHED_SNAPSHOT: u64 = u64::MAX;
+
+/// Append the header frame of a rewrite's log that is not written yet to
+/// `out`. The rewrite overwrites it with the snapshot's end once the
+/// snapshot is written, before the fsync and the rename; if the drive
+/// loses that one write (or puts it elsewhere) while acknowledging it, the
+/// log renamed into place still says it is unfinished, and recovery refuses
+/// it — a header that said "no snapshot" would let the lost snapshot pass
+/// for an empty log's torn tail.
+pub(super) fn encode_unfinished_header(out: &mut Vec<u8>) {
+    encode_snapshot_header(out, UNFINISHED_SNAPSHOT);
+}
+
 /// Append the header frame of a rewrite's log, whose snapshot ends at
 /// `snapshot_end_bytes`, to `out`.
 pub(super) fn encode_snapshot_header(out: &mut Vec<u8>, snapshot_end_bytes: u64) {

@@ -15,7 +15,7 @@
 
 use std::path::Path;
 
-use super::header::{check_header, older_version, AOF_VERSION, HEADER_FRAME_BYTES};
+use super::header::{check_header, older_version, AOF_VERSION, HEADER_FRAME_BYTES, UNFINISHED_SNAPSHOT};
 use super::{is_known_kind, Record, RecordRef, KIND_HEADER, KIND_SYNCED};
 use crate::codec::ByteReader;
 use crate::frame::{decode_checked_frame, decode_frame, find_valid_frame_within, Log, Place, Scan, FRAME_HEADER_BYTES};
@@ -196,8 +196,7 @@ impl<'a> LogWalk<'a> {
                 if snapshot_end_bytes > bytes.len() as u64 {
                     // Cut short by truncation, or damaged: a rewrite wrote
                     // the whole snapshot durably before it was the log.
-                    let why = format!("the header says a snapshot runs to byte {snapshot_end_bytes}, past the end");
-                    return Err(Error::corrupt(self.path, 0, why));
+                    return Err(Error::corrupt(self.path, 0, snapshot_past_end(snapshot_end_bytes)));
                 }
                 self.snapshot_end_bytes = snapshot_end_bytes;
                 // What a rewrite made durable is vouched for, marks aside.
@@ -294,6 +293,15 @@ impl<'a> LogWalk<'a> {
     pub fn frames(&self) -> u64 {
         self.frames
     }
+}
+
+/// Why a header whose snapshot runs past the end of the log is damage.
+fn snapshot_past_end(snapshot_end_bytes: u64) -> String {
+    if snapshot_end_bytes == UNFINISHED_SNAPSHOT {
+        // The rewrite overwrites this header before its fsync and rename.
+        return "the header still says its rewrite is unfinished: the write that finished it never landed".into();
+    }
+    format!("the header says a snapshot runs to byte {snapshot_end_bytes}, past the end")
 }
 
 /// A `SYNCED` frame's payload: the durable length it vouches for.

@@ -114,6 +114,18 @@ pub enum Error {
         /// The store directory.
         dir: PathBuf,
     },
+    /// A file was written by an older on-disk format than this build reads
+    /// (before every record was bound to its place): refused, nothing read
+    /// past the version and nothing changed. Such a store is not upgraded
+    /// in place; see the README ("Format versions").
+    OldFormat {
+        /// The file that names the older version.
+        file: PathBuf,
+        /// The version the file says it is in.
+        version: u32,
+        /// The only version this build reads.
+        reads: u32,
+    },
     /// The store was opened read-only ([`crate::store::Store::open_read_only`])
     /// and the call would write: refused, nothing changed.
     ReadOnly {
@@ -140,6 +152,12 @@ impl Error {
     pub fn is_corrupt(&self) -> bool {
         matches!(self, Error::Corrupt { .. })
     }
+
+    /// Whether stored bytes were refused: as corrupt, or as written by an
+    /// older format version ([`Error::OldFormat`]).
+    pub fn refuses_bytes(&self) -> bool {
+        matches!(self, Error::Corrupt { .. } | Error::OldFormat { .. })
+    }
 }
 
 impl fmt::Display for Error {
@@ -161,6 +179,13 @@ impl fmt::Display for Error {
             Error::ReadOnly { dir } => {
                 write!(f, "store {} is opened read-only: writes are refused", dir.display())
             }
+            Error::OldFormat { file, version, reads } => write!(
+                f,
+                "{} is in on-disk format version {version}, older than the version {reads} this build reads \
+                 (records bound to their place): refused, nothing changed; open it with a build that reads \
+                 version {version}, copy its content out, and load it into a new store",
+                file.display()
+            ),
         }
     }
 }

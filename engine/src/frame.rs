@@ -4,11 +4,20 @@
 //! [len u32 LE][crc32 u32 LE][kind u8][payload: len bytes]
 //! ```
 //!
-//! `crc32` covers the length, the kind and the payload, so a torn or
-//! flipped length is caught like a torn payload. A frame is either whole
-//! and valid or it is *invalid*; this module says which and why, and
-//! leaves the policy (cut a torn tail, refuse mid-file damage) to the log
-//! that owns the file.
+//! `crc32` covers the frame's *place* — which log it belongs to and its
+//! byte offset there — then the length, the kind and the payload, so a
+//! torn or flipped length is caught like a torn payload, and a whole,
+//! once-valid frame found anywhere but where it was written (a misdirected
+//! write carried it to another offset, or into the other log) is invalid
+//! there: damage, not history. The place is not stored; a reader knows
+//! where it reads. A frame is either whole and valid at its place or it is
+//! *invalid*; this module says which and why, and leaves the policy (cut a
+//! torn tail, refuse mid-file damage) to the log that owns the file.
+//!
+//! Logs of the previous format version checksummed no place. Their
+//! frames still decode with [`decode_unbound_frame`], which exists only so
+//! that a log can recognise such a file's header and refuse it by its
+//! version ([`crate::Error::OldFormat`]) instead of calling it damage.
 
 use crate::codec::put_u32;
 
@@ -18,6 +27,58 @@ pub const FRAME_HEADER_BYTES: usize = 9;
 /// The largest payload a frame may carry. Checked on write and on read,
 /// so a garbage length can never make a reader allocate or scan past it.
 pub const MAX_FRAME_PAYLOAD_BYTES: usize = 64 << 20;
+
+/// Which log a frame belongs to: half of its place, so that a frame
+/// misdirected into the other log at the same offset is invalid there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Log {
+    /// The append-only command log (`aof`).
+    Aof,
+    /// The segment ledger (`manifest`).
+    Manifest,
+}
+
+impl Log {
+    fn tag(self) -> u8 {
+        match self {
+            Log::Aof => 1,
+            Log::Manifest => 2,
+        }
+    }
+
+    /// Whether this log's checksum leaves the place out (a planted bug
+    /// only: the previous format's checksum, in the AOF).
+    fn place_ignored(self) -> bool {
+        self == Log::Aof && canary!(AofPlaceIgnored)
+    }
+}
+
+/// Where a frame belongs: its log and its byte offset in it. The
+/// checksum covers it; nothing stores it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// The log.
+    pub log: Log,
+    /// The byte offset in the log's file.
+    pub offset_bytes: u64,
+}
+
+impl Place {
+    /// Byte `offset_bytes` of the AOF.
+    pub const fn aof(offset_bytes: u64) -> Place {
+        Place { log: Log::Aof, offset_bytes }
+    }
+
+    /// Byte `offset_bytes` of the manifest.
+    pub const fn manifest(offset_bytes: u64) -> Place {
+        Place { log: Log::Manifest, offset_bytes }
+    }
+
+    /// The place `bytes` further on in the same log.
+    pub fn plus(self, bytes: usize) -> Place {
+        Place { log: self.log, offset_bytes: self.offset_bytes + bytes as u64 }
+    }
+}
 
 /// A valid frame found in a byte slice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,33 +116,62 @@ impl FrameInvalid {
     }
 }
 
-/// Append one frame to `out`.
-pub fn encode_frame(out: &mut Vec<u8>, kind: u8, payload: &[u8]) {
+/// Append one frame to `out`, a buffer whose first byte will be written at
+/// `out_at`: the frame belongs at `out_at` plus what `out` already holds.
+pub fn encode_frame(out: &mut Vec<u8>, out_at: Place, kind: u8, payload: &[u8]) {
     assert!(payload.len() <= MAX_FRAME_PAYLOAD_BYTES, "frame payload over the limit");
     let len = payload.len() as u32;
-    let mut hasher = crc32fast::Hasher::new();
-    hasher.update(&len.to_le_bytes());
-    hasher.update(&[kind]);
-    hasher.update(payload);
+    let crc = frame_crc(Some(out_at.plus(out.len())), len.to_le_bytes(), kind, payload);
     put_u32(out, len);
-    put_u32(out, hasher.finalize());
+    put_u32(out, crc);
     out.push(kind);
     out.extend_from_slice(payload);
 }
 
-/// Decode the frame at the start of `bytes`.
-pub fn decode_frame(bytes: &[u8]) -> Result<Frame<'_>, FrameInvalid> {
-    decode_frame_checking(bytes, true)
+/// The checksum of a frame at `place` (`None`: the previous format's,
+/// which covered no place).
+fn frame_crc(place: Option<Place>, len: [u8; 4], kind: u8, payload: &[u8]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    if let Some(place) = place.filter(|place| !place.log.place_ignored()) {
+        hasher.update(&[place.log.tag()]);
+        hasher.update(&place.offset_bytes.to_le_bytes());
+    }
+    hasher.update(&len);
+    hasher.update(&[kind]);
+    hasher.update(payload);
+    hasher.finalize()
+}
+
+/// Decode the frame at the start of `bytes`, which lie at `at`: valid
+/// only if it was written there.
+pub fn decode_frame(bytes: &[u8], at: Place) -> Result<Frame<'_>, FrameInvalid> {
+    decode_frame_checking(bytes, Check::Crc(Some(at)))
 }
 
 /// [`decode_frame`] without the checksum: only for bytes this process
 /// already decoded with it, and has not changed since (a log read, checked
 /// whole, then replayed: the checksum is computed once per frame).
 pub fn decode_checked_frame(bytes: &[u8]) -> Result<Frame<'_>, FrameInvalid> {
-    decode_frame_checking(bytes, false)
+    decode_frame_checking(bytes, Check::None)
 }
 
-fn decode_frame_checking(bytes: &[u8], verify_crc: bool) -> Result<Frame<'_>, FrameInvalid> {
+/// Decode the frame at the start of `bytes` as the previous format wrote
+/// it, with a checksum that covers no place: only to recognise an older
+/// log's header and refuse the log by its version (see the module doc).
+pub fn decode_unbound_frame(bytes: &[u8]) -> Result<Frame<'_>, FrameInvalid> {
+    decode_frame_checking(bytes, Check::Crc(None))
+}
+
+/// What a decode verifies.
+#[derive(Clone, Copy)]
+enum Check {
+    /// Lengths only (bytes already verified).
+    None,
+    /// The checksum too, for a frame at this place (`None`: unbound).
+    Crc(Option<Place>),
+}
+
+fn decode_frame_checking(bytes: &[u8], check: Check) -> Result<Frame<'_>, FrameInvalid> {
     if bytes.len() < FRAME_HEADER_BYTES {
         return Err(FrameInvalid::ShortHeader);
     }
@@ -96,12 +186,9 @@ fn decode_frame_checking(bytes: &[u8], verify_crc: bool) -> Result<Frame<'_>, Fr
         return Err(FrameInvalid::ShortPayload);
     }
     let payload = &bytes[FRAME_HEADER_BYTES..total_bytes];
-    if verify_crc {
-        let mut hasher = crc32fast::Hasher::new();
-        hasher.update(&bytes[0..4]);
-        hasher.update(&[kind]);
-        hasher.update(payload);
-        if hasher.finalize() != crc {
+    if let Check::Crc(place) = check {
+        let len_bytes = [bytes[0], bytes[1], bytes[2], bytes[3]];
+        if frame_crc(place, len_bytes, kind, payload) != crc {
             return Err(FrameInvalid::BadChecksum);
         }
     }
@@ -122,20 +209,28 @@ pub enum Scan {
 }
 
 /// Looks for the first offset at or after `from` where a valid frame whose
-/// kind passes `kind_ok` starts. Logs use it after an invalid frame to tell
+/// kind passes `kind_ok` starts, in `bytes`, a log's file from its first
+/// byte on (`log` says which: a frame is valid only at its own place). Logs use it after an invalid frame to tell
 /// a torn tail (nothing valid follows) from damage in the middle of durable
 /// data (valid frames follow). A candidate costs O(1) unless its length
 /// fits; the checksummed bytes are capped at `budget_bytes`, so even
 /// adversarial input scans in bounded time.
-pub fn find_valid_frame(bytes: &[u8], from: usize, budget_bytes: usize, kind_ok: impl Fn(u8) -> bool) -> Scan {
+pub fn find_valid_frame(
+    bytes: &[u8],
+    log: Log,
+    from: usize,
+    budget_bytes: usize,
+    kind_ok: impl Fn(u8) -> bool,
+) -> Scan {
     let mut budget_left_bytes = budget_bytes;
-    find_valid_frame_within(bytes, from, &mut budget_left_bytes, kind_ok)
+    find_valid_frame_within(bytes, log, from, &mut budget_left_bytes, kind_ok)
 }
 
 /// [`find_valid_frame`], spending from a budget shared by several
 /// searches: `budget_left_bytes` goes down by what this one checksummed.
 pub fn find_valid_frame_within(
     bytes: &[u8],
+    log: Log,
     from: usize,
     budget_left_bytes: &mut usize,
     kind_ok: impl Fn(u8) -> bool,
@@ -149,7 +244,7 @@ pub fn find_valid_frame_within(
                 return Scan::GaveUp;
             }
             *budget_left_bytes -= cost_bytes;
-            if let Ok(frame) = decode_frame(&bytes[at..]) {
+            if let Ok(frame) = decode_frame(&bytes[at..], Place { log, offset_bytes: at as u64 }) {
                 if kind_ok(frame.kind) {
                     return Scan::Found(at);
                 }
@@ -168,36 +263,56 @@ mod tests {
     #[test]
     fn every_single_bit_flip_is_caught() {
         let mut bytes = Vec::new();
-        encode_frame(&mut bytes, 7, b"hello frame");
+        encode_frame(&mut bytes, Place::aof(0), 7, b"hello frame");
         for bit in 0..bytes.len() * 8 {
             let mut flipped = bytes.clone();
             flipped[bit / 8] ^= 1 << (bit % 8);
-            assert!(decode_frame(&flipped).is_err(), "flip of bit {bit} went unnoticed");
+            assert!(decode_frame(&flipped, Place::aof(0)).is_err(), "flip of bit {bit} went unnoticed");
         }
     }
 
     #[test]
     fn find_skips_garbage_and_finds_the_next_frame() {
         let mut bytes = vec![0xAB; 37];
-        encode_frame(&mut bytes, 3, b"x");
-        assert_eq!(find_valid_frame(&bytes, 0, 1 << 20, |_| true), Scan::Found(37));
-        assert_eq!(find_valid_frame(&bytes, 0, 1 << 20, |k| k != 3), Scan::NotFound);
+        encode_frame(&mut bytes, Place::aof(0), 3, b"x");
+        assert_eq!(find_valid_frame(&bytes, Log::Aof, 0, 1 << 20, |_| true), Scan::Found(37));
+        assert_eq!(find_valid_frame(&bytes, Log::Aof, 0, 1 << 20, |k| k != 3), Scan::NotFound);
+        assert_eq!(find_valid_frame(&bytes, Log::Manifest, 0, 1 << 20, |_| true), Scan::NotFound);
+    }
+
+    #[test]
+    fn a_frame_is_valid_only_at_its_place() {
+        let mut bytes = Vec::new();
+        encode_frame(&mut bytes, Place::aof(4096), 5, b"bound");
+        assert!(decode_frame(&bytes, Place::aof(4096)).is_ok());
+        assert_eq!(decode_frame(&bytes, Place::aof(0)), Err(FrameInvalid::BadChecksum), "another offset");
+        assert_eq!(decode_frame(&bytes, Place::manifest(4096)), Err(FrameInvalid::BadChecksum), "another log");
+        assert_eq!(decode_unbound_frame(&bytes), Err(FrameInvalid::BadChecksum), "the old format's checksum");
+        // A frame carried whole to an earlier frame's offset of the same
+        // size is invalid there, and so is the next frame's search.
+        let mut log = Vec::new();
+        encode_frame(&mut log, Place::aof(0), 5, b"first");
+        encode_frame(&mut log, Place::aof(0), 5, b"other");
+        let (first, second) = log.split_at(log.len() / 2);
+        let misdirected = [second, first].concat();
+        assert!(decode_frame(&misdirected, Place::aof(0)).is_err());
+        assert_eq!(find_valid_frame(&misdirected, Log::Aof, 0, 1 << 20, |_| true), Scan::NotFound);
     }
 
     #[test]
     fn scan_gives_up_past_its_budget() {
         // Every position holds a small length that fits: the worst case.
         let bytes = [1u8, 0, 0, 0].repeat(1024);
-        assert_eq!(find_valid_frame(&bytes, 0, 64, |_| true), Scan::GaveUp);
-        assert_eq!(find_valid_frame(&bytes, 0, 1 << 20, |_| true), Scan::NotFound);
+        assert_eq!(find_valid_frame(&bytes, Log::Aof, 0, 64, |_| true), Scan::GaveUp);
+        assert_eq!(find_valid_frame(&bytes, Log::Aof, 0, 1 << 20, |_| true), Scan::NotFound);
     }
 
     proptest! {
         #[test]
         fn round_trip(kind in any::<u8>(), payload in proptest::collection::vec(any::<u8>(), 0..300)) {
             let mut bytes = Vec::new();
-            encode_frame(&mut bytes, kind, &payload);
-            let frame = decode_frame(&bytes).unwrap();
+            encode_frame(&mut bytes, Place::manifest(3), kind, &payload);
+            let frame = decode_frame(&bytes, Place::manifest(3)).unwrap();
             prop_assert_eq!(frame.kind, kind);
             prop_assert_eq!(frame.payload, &payload[..]);
             prop_assert_eq!(frame.total_bytes, bytes.len());
@@ -206,15 +321,16 @@ mod tests {
         #[test]
         fn every_strict_prefix_is_invalid(payload in proptest::collection::vec(any::<u8>(), 0..100), cut in any::<prop::sample::Index>()) {
             let mut bytes = Vec::new();
-            encode_frame(&mut bytes, 1, &payload);
+            encode_frame(&mut bytes, Place::aof(0), 1, &payload);
             let cut = cut.index(bytes.len());
-            prop_assert!(decode_frame(&bytes[..cut]).is_err());
+            prop_assert!(decode_frame(&bytes[..cut], Place::aof(0)).is_err());
         }
 
         #[test]
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
-            let _ = decode_frame(&bytes);
-            let _ = find_valid_frame(&bytes, 0, 1 << 20, |_| true);
+            let _ = decode_frame(&bytes, Place::aof(0));
+            let _ = decode_unbound_frame(&bytes);
+            let _ = find_valid_frame(&bytes, Log::Aof, 0, 1 << 20, |_| true);
         }
     }
 }

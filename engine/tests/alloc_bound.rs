@@ -15,7 +15,7 @@ use std::cell::Cell;
 use std::path::Path;
 
 use engine::aof::scan_log;
-use engine::frame::{encode_frame, MAX_FRAME_PAYLOAD_BYTES};
+use engine::frame::{encode_frame, Log, Place, MAX_FRAME_PAYLOAD_BYTES};
 use engine::manifest::Manifest;
 use engine::seg::{Seg, SegBuilder};
 use engine::vfs::{read_whole, Mapping, MemVfs, Vfs};
@@ -113,11 +113,12 @@ fn u32le(value: u32) -> [u8; 4] {
 }
 
 /// The header frame a file of frames starts with: frame type
-/// `header_type`, eight magic bytes and format version 1. The log and the
-/// manifest both open this way.
-fn header_frame(header_type: u8, magic: &[u8; 8]) -> Vec<u8> {
+/// `header_type`, eight magic bytes, format `version` and `rest`, at byte 0
+/// of `log`. The log and the manifest both open this way.
+fn header_frame(log: Log, header_type: u8, magic: &[u8; 8], version: u32, rest: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    encode_frame(&mut out, header_type, &[magic.as_slice(), &u32le(1)].concat());
+    let payload = [magic.as_slice(), &u32le(version), rest].concat();
+    encode_frame(&mut out, Place { log, offset_bytes: 0 }, header_type, &payload);
     out
 }
 
@@ -128,7 +129,9 @@ const AOF_COMMAND: u8 = 2;
 const AOF_STUB: u8 = 4;
 
 fn aof_header() -> Vec<u8> {
-    header_frame(AOF_HEADER, b"SEGS-AOF")
+    // Version 3, no snapshot: a header the scan accepts, so what follows it
+    // is parsed.
+    header_frame(Log::Aof, AOF_HEADER, b"SEGS-AOF", 3, &0u64.to_le_bytes())
 }
 
 fn scan(bytes: &[u8]) {
@@ -149,28 +152,28 @@ fn the_aof_scan_allocates_in_proportion_to_its_input() {
 
     // Checksummed frames whose counts and lengths lie.
     let mut bytes = aof_header();
-    encode_frame(&mut bytes, AOF_COMMAND, &[u32le(u32::MAX), u32le(0)].concat());
+    encode_frame(&mut bytes, Place::aof(0), AOF_COMMAND, &[u32le(u32::MAX), u32le(0)].concat());
     check("aof: argument count u32::MAX", &bytes, scan);
     let mut bytes = aof_header();
-    encode_frame(&mut bytes, AOF_COMMAND, &[u32le(1), u32le(u32::MAX - 1)].concat());
+    encode_frame(&mut bytes, Place::aof(0), AOF_COMMAND, &[u32le(1), u32le(u32::MAX - 1)].concat());
     check("aof: argument length u32::MAX - 1", &bytes, scan);
     let mut bytes = aof_header();
     let mut payload = u32le(1 << 30).to_vec();
     payload.extend_from_slice(&[0; 16]);
-    encode_frame(&mut bytes, AOF_STUB, &payload);
+    encode_frame(&mut bytes, Place::aof(0), AOF_STUB, &payload);
     check("aof: stub key length 1 GiB", &bytes, scan);
 
     // The honest worst cases: the most records, and the most arguments,
     // that a byte of log can describe.
     let mut bytes = aof_header();
     for _ in 0..20_000 {
-        encode_frame(&mut bytes, AOF_COMMAND, &u32le(0));
+        encode_frame(&mut bytes, Place::aof(0), AOF_COMMAND, &u32le(0));
     }
     check("aof: 20000 empty commands", &bytes, scan);
     let mut payload = u32le(60_000).to_vec();
     payload.extend(std::iter::repeat_n(0u8, 4 * 60_000));
     let mut bytes = aof_header();
-    encode_frame(&mut bytes, AOF_COMMAND, &payload);
+    encode_frame(&mut bytes, Place::aof(0), AOF_COMMAND, &payload);
     check("aof: one command of 60000 empty arguments", &bytes, scan);
 }
 
@@ -245,7 +248,7 @@ const MANIFEST_ADD: u8 = 2;
 const MANIFEST_DROP: u8 = 3;
 
 fn manifest_header() -> Vec<u8> {
-    header_frame(MANIFEST_HEADER, b"SEGSMANI")
+    header_frame(Log::Manifest, MANIFEST_HEADER, b"SEGSMANI", 2, &[])
 }
 
 /// An ADD payload: seq, records, then file, table, min and max as
@@ -269,7 +272,7 @@ fn parse_manifest(bytes: &[u8]) {
 fn a_manifest_parse_allocates_in_proportion_to_its_input() {
     // A table length of 4 GiB in a checksummed ADD.
     let mut bytes = manifest_header();
-    encode_frame(&mut bytes, MANIFEST_ADD, &add_payload(1, b"a", u32::MAX));
+    encode_frame(&mut bytes, Place::manifest(0), MANIFEST_ADD, &add_payload(1, b"a", u32::MAX));
     check("manifest: table length u32::MAX", &bytes, parse_manifest);
 
     // A torn tail of a megabyte, which the scan for later records reads.
@@ -282,13 +285,13 @@ fn a_manifest_parse_allocates_in_proportion_to_its_input() {
     // every dropped seq remembered.
     let mut bytes = manifest_header();
     for seq in 1..=10_000u64 {
-        encode_frame(&mut bytes, MANIFEST_ADD, &add_payload(seq, format!("{seq:x}").as_bytes(), 0));
+        encode_frame(&mut bytes, Place::manifest(0), MANIFEST_ADD, &add_payload(seq, format!("{seq:x}").as_bytes(), 0));
     }
     check("manifest: 10000 minimal ADDs", &bytes, parse_manifest);
     let mut bytes = manifest_header();
     for seq in 1..=10_000u64 {
-        encode_frame(&mut bytes, MANIFEST_ADD, &add_payload(seq, b"f", 0));
-        encode_frame(&mut bytes, MANIFEST_DROP, &seq.to_le_bytes());
+        encode_frame(&mut bytes, Place::manifest(0), MANIFEST_ADD, &add_payload(seq, b"f", 0));
+        encode_frame(&mut bytes, Place::manifest(0), MANIFEST_DROP, &seq.to_le_bytes());
     }
     check("manifest: 10000 ADD-DROP pairs", &bytes, parse_manifest);
 }

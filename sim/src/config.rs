@@ -176,6 +176,9 @@ impl Config {
             p_torn_garbage: rng.gen_range(0.0..0.5),
             p_env_damage: 0.0,
             p_meta_eio: 0.0,
+            p_lost_write: 0.0,
+            p_misdirected_write: 0.0,
+            p_misdirected_read: 0.0,
         };
         let tables = (0..rng.gen_range(1..=3))
             .map(|i| TableSpec { name: format!("t{i}"), column: "ts".to_string(), span: rng.gen_range(0..40) })
@@ -202,6 +205,12 @@ impl Config {
         // Drawn after those, for the same reason: the operations that
         // failed in no run before (open, rename, unlink, sync_dir, ...).
         config.disk.p_meta_eio = maybe(&mut rng, 0.001, 0.02);
+        // And after those: the drive's silent faults (issue 25). Writes are
+        // many, so their rates are low; a lost or misdirected write shows
+        // only if it is made durable and the power then goes.
+        config.disk.p_lost_write = maybe(&mut rng, 0.0005, 0.005);
+        config.disk.p_misdirected_write = maybe(&mut rng, 0.0005, 0.005);
+        config.disk.p_misdirected_read = maybe(&mut rng, 0.001, 0.02);
         config
     }
 

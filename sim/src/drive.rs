@@ -790,12 +790,18 @@ impl<'a> Driver<'a> {
         let cut_there = |d: &&Damage| {
             Path::new(&d.path) == log
                 && match d.kind {
-                    DamageKind::Media => self.config.point_in_time || !d.vouched,
+                    DamageKind::Media | DamageKind::LostWrite | DamageKind::MisdirectedWrite => {
+                        self.config.point_in_time || !d.vouched
+                    }
                     DamageKind::JunkPrepended => self.config.point_in_time,
                     _ => false,
                 }
         };
-        let Some(damage) = damage.iter().find(cut_there) else { return Floor::Durable };
+        // The earliest such damage: a silent write fault leaves two (its
+        // place and where it landed), and the cut is at the first.
+        let Some(damage) = damage.iter().filter(cut_there).min_by_key(|d| d.offset_bytes) else {
+            return Floor::Durable;
+        };
         match self.vfs.identity(&log) {
             Some((file, _)) => Floor::DamagedAt(LogPosition { file, len_bytes: damage.offset_bytes }),
             None => Floor::Durable,

@@ -39,7 +39,7 @@ mod planted {
     /// Seeds each hunt may take before the test calls the canary a
     /// survivor: four times the seeds it took for the CANARIES.md table,
     /// and never fewer than 16.
-    const CAPS: [(&str, u64); 34] = [
+    const CAPS: [(&str, u64); 35] = [
         ("seg-no-fsync", 16),
         ("seal-no-dir-sync", 16),
         ("frame-before-register", 16),
@@ -74,6 +74,7 @@ mod planted {
         ("recovery-no-dir-sync", 16),
         ("read-only-cuts-tail", 188),
         ("quarantine-no-dir-sync", 20),
+        ("aof-place-ignored", 17672),
     ];
 
     fn caught_within_its_cap(name: &str) {
@@ -294,5 +295,10 @@ mod planted {
     #[test]
     fn quarantine_no_dir_sync() {
         caught_within_its_cap("quarantine-no-dir-sync");
+    }
+
+    #[test]
+    fn aof_place_ignored() {
+        caught_within_its_cap("aof-place-ignored");
     }
 }

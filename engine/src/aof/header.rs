@@ -16,14 +16,16 @@
 
 use super::KIND_HEADER;
 use crate::codec::{ByteReader, DecodeError};
-use crate::frame::{encode_frame, FRAME_HEADER_BYTES};
+use crate::frame::{decode_unbound_frame, encode_frame, Place, FRAME_HEADER_BYTES};
 
 /// Identifies an AOF (the first bytes of the header payload).
 const AOF_MAGIC: [u8; 8] = *b"SEGS-AOF";
 
 /// The only format version this code reads and writes. Version 1 had no
-/// snapshot end and no durability marks.
-const AOF_VERSION: u32 = 2;
+/// snapshot end and no durability marks; version 2's frame checksums did
+/// not cover their place (see `frame.rs`). An older log is refused with
+/// [`crate::Error::OldFormat`] ([`older_version`]).
+pub(crate) const AOF_VERSION: u32 = 3;
 
 /// Bytes of the header payload: magic, version, snapshot end.
 const HEADER_PAYLOAD_BYTES: usize = AOF_MAGIC.len() + 4 + 8;
@@ -36,6 +38,23 @@ pub(super) fn encode_header(out: &mut Vec<u8>) {
     encode_snapshot_header(out, 0);
 }
 
+/// What the header of a rewrite's log says about its snapshot until the
+/// rewrite has written it all ([`encode_unfinished_header`]): a snapshot
+/// no file can hold, so a log still saying it is refused (`scan.rs`: a
+/// snapshot past the end).
+pub(crate) const UNFINISHED_SNAPSHOT: u64 = u64::MAX;
+
+/// Append the header frame of a rewrite's log that is not written yet to
+/// `out`. The rewrite overwrites it with the snapshot's end once the
+/// snapshot is written, before the fsync and the rename; if the drive
+/// loses that one write (or puts it elsewhere) while acknowledging it, the
+/// log renamed into place still says it is unfinished, and recovery refuses
+/// it — a header that said "no snapshot" would let the lost snapshot pass
+/// for an empty log's torn tail.
+pub(super) fn encode_unfinished_header(out: &mut Vec<u8>) {
+    encode_snapshot_header(out, UNFINISHED_SNAPSHOT);
+}
+
 /// Append the header frame of a rewrite's log, whose snapshot ends at
 /// `snapshot_end_bytes`, to `out`.
 pub(super) fn encode_snapshot_header(out: &mut Vec<u8>, snapshot_end_bytes: u64) {
@@ -43,9 +62,27 @@ pub(super) fn encode_snapshot_header(out: &mut Vec<u8>, snapshot_end_bytes: u64)
     payload[..AOF_MAGIC.len()].copy_from_slice(&AOF_MAGIC);
     payload[AOF_MAGIC.len()..AOF_MAGIC.len() + 4].copy_from_slice(&AOF_VERSION.to_le_bytes());
     payload[AOF_MAGIC.len() + 4..].copy_from_slice(&snapshot_end_bytes.to_le_bytes());
+    // `out` starts at byte 0: a header is a log's first frame (tests put
+    // one elsewhere, as damage).
     let start = out.len();
-    encode_frame(out, KIND_HEADER, &payload);
+    encode_frame(out, Place::aof(0), KIND_HEADER, &payload);
     assert_eq!((out.len() - start) as u64, HEADER_FRAME_BYTES);
+}
+
+/// The version of an older log's header at the start of `bytes`, if it is
+/// one: a header frame whose checksum covers no place (the format before
+/// version 3), with the AOF magic and a version below this build's. Such a
+/// log's every frame fails this build's checksum; without this check it
+/// would be refused as damage rather than by its version.
+pub(super) fn older_version(bytes: &[u8]) -> Option<u32> {
+    let frame = decode_unbound_frame(bytes).ok()?;
+    let payload = frame.payload;
+    if frame.kind != KIND_HEADER || payload.len() < AOF_MAGIC.len() + 4 || payload[..AOF_MAGIC.len()] != AOF_MAGIC {
+        return None;
+    }
+    let version_bytes = payload[AOF_MAGIC.len()..AOF_MAGIC.len() + 4].try_into().expect("4 bytes");
+    let version = u32::from_le_bytes(version_bytes);
+    (version < AOF_VERSION).then_some(version)
 }
 
 /// Check a header frame's payload, which starts at `payload_offset_bytes`,
@@ -76,7 +113,7 @@ mod tests {
         let mut bytes = Vec::new();
         encode_header(&mut bytes);
         assert_eq!(bytes.len() as u64, HEADER_FRAME_BYTES);
-        let frame = decode_frame(&bytes).unwrap();
+        let frame = decode_frame(&bytes, Place::aof(0)).unwrap();
         assert_eq!(frame.kind, KIND_HEADER);
         assert_eq!(check_header(frame.payload, FRAME_HEADER_BYTES as u64), Ok(0));
     }

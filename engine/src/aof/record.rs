@@ -12,7 +12,7 @@
 
 use super::{KIND_COMMAND, KIND_HEADER, KIND_SEGMENTED, KIND_STUB, KIND_WINDOW_MARK};
 use crate::codec::{put_len_prefixed, put_u32, put_u64, ByteReader, DecodeError};
-use crate::frame::{encode_frame, MAX_FRAME_PAYLOAD_BYTES};
+use crate::frame::{encode_frame, Place, MAX_FRAME_PAYLOAD_BYTES};
 
 /// One entry of the log.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -103,15 +103,16 @@ impl Record {
         assert_eq!((out.len() - start) as u64, self.payload_len_bytes());
     }
 
-    /// Append this record as one whole frame to `out`.
+    /// Append this record as one whole frame to `out`, whose first byte
+    /// lies at `out_at` (the frame's checksum binds it to its place).
     ///
     /// Panics if the payload exceeds the frame limit (64 MiB);
     /// [`super::AofWriter`] refuses such records with
     /// [`crate::Error::Invalid`] before encoding.
-    pub fn encode_frame(&self, out: &mut Vec<u8>) {
+    pub fn encode_frame(&self, out: &mut Vec<u8>, out_at: Place) {
         let mut payload = Vec::with_capacity(self.payload_len_bytes() as usize);
         self.encode_payload(&mut payload);
-        encode_frame(out, self.kind(), &payload);
+        encode_frame(out, out_at, self.kind(), &payload);
     }
 
     /// Decode the payload of a frame of `kind` into an owned record (see
@@ -355,8 +356,8 @@ mod tests {
         #[test]
         fn frames_round_trip(record in arb_record()) {
             let mut bytes = vec![0xAA; 3];
-            record.encode_frame(&mut bytes);
-            let frame = decode_frame(&bytes[3..]).unwrap();
+            record.encode_frame(&mut bytes, crate::frame::Place::aof(0));
+            let frame = decode_frame(&bytes[3..], crate::frame::Place::aof(3)).unwrap();
             prop_assert_eq!(frame.total_bytes, bytes.len() - 3);
             prop_assert_eq!(frame.payload.len() as u64, record.payload_len_bytes());
             let decoded = Record::decode(frame.kind, frame.payload, (3 + FRAME_HEADER_BYTES) as u64).unwrap();

@@ -504,7 +504,12 @@ mod tests {
         // Recovery vouches for the records it kept with one mark after them.
         let mut expected = whole[..log_len as usize].to_vec();
         if !kept.is_empty() {
-            crate::frame::encode_frame(&mut expected, crate::aof::KIND_SYNCED, &log_len.to_le_bytes());
+            crate::frame::encode_frame(
+                &mut expected,
+                crate::frame::Place::aof(0),
+                crate::aof::KIND_SYNCED,
+                &log_len.to_le_bytes(),
+            );
         }
         assert_eq!(writer.len_bytes(), expected.len() as u64);
         assert_eq!(file_bytes(vfs.as_ref(), LOG), expected);
@@ -668,9 +673,9 @@ mod tests {
         let [a, b, c, d] = <[Record; 4]>::try_from(sample_records()).unwrap();
         let mut bytes = log_bytes(std::slice::from_ref(&a));
         let damaged_at = bytes.len();
-        b.encode_frame(&mut bytes);
+        b.encode_frame(&mut bytes, crate::frame::Place::aof(0));
         bytes[damaged_at + 4] ^= 0xFF; // b's checksum
-        c.encode_frame(&mut bytes);
+        c.encode_frame(&mut bytes, crate::frame::Place::aof(0));
         let vfs = mem_vfs();
         put_file(vfs.as_ref(), LOG, &bytes);
 
@@ -691,7 +696,7 @@ mod tests {
     fn corruption_is_refused_and_nothing_on_disk_changes() {
         let mut bytes = log_bytes(&sample_records());
         // A frame with a valid checksum whose STUB payload is cut short.
-        crate::frame::encode_frame(&mut bytes, crate::aof::KIND_STUB, &[0, 0, 0, 0, 1]);
+        crate::frame::encode_frame(&mut bytes, crate::frame::Place::aof(0), crate::aof::KIND_STUB, &[0, 0, 0, 0, 1]);
         bytes.extend_from_slice(b"torn tail that must not be cut");
         let vfs = mem_vfs();
         put_file(vfs.as_ref(), LOG, &bytes);

@@ -15,10 +15,10 @@
 
 use std::path::Path;
 
-use super::header::{check_header, HEADER_FRAME_BYTES};
+use super::header::{check_header, older_version, AOF_VERSION, HEADER_FRAME_BYTES, UNFINISHED_SNAPSHOT};
 use super::{is_known_kind, Record, RecordRef, KIND_HEADER, KIND_SYNCED};
 use crate::codec::ByteReader;
-use crate::frame::{decode_checked_frame, decode_frame, find_valid_frame_within, Scan, FRAME_HEADER_BYTES};
+use crate::frame::{decode_checked_frame, decode_frame, find_valid_frame_within, Log, Place, Scan, FRAME_HEADER_BYTES};
 use crate::{Error, Result};
 
 /// The most bytes the search past an invalid frame checksums before it
@@ -51,8 +51,9 @@ pub struct LogScan {
 /// Returns [`Error::Corrupt`] only for bytes that a torn write cannot
 /// produce: a frame with a valid checksum whose payload does not decode or
 /// whose kind is unknown, a first frame that is not a header, or a valid
-/// header with the wrong magic or version. Every other problem ends the
-/// scan and is reported in [`LogScan::invalid`].
+/// header with the wrong magic or version; and [`Error::OldFormat`] for a
+/// log an older format version wrote. Every other problem ends the scan
+/// and is reported in [`LogScan::invalid`].
 pub fn scan_log(path: &Path, bytes: &[u8]) -> Result<LogScan> {
     let mut walk = LogWalk::new(path, bytes);
     let records = walk.collect_records()?;
@@ -136,11 +137,18 @@ impl<'a> LogWalk<'a> {
         let bytes = self.bytes;
         while !self.ended && self.at < bytes.len() {
             let at = self.at;
-            let decoded =
-                if self.crc_verified { decode_checked_frame(&bytes[at..]) } else { decode_frame(&bytes[at..]) };
+            let decoded = if self.crc_verified {
+                decode_checked_frame(&bytes[at..])
+            } else {
+                decode_frame(&bytes[at..], Place::aof(at as u64))
+            };
             let frame = match decoded {
                 Ok(frame) => frame,
                 Err(invalid) => {
+                    if let Some(version) = older_version(&bytes[at..]).filter(|_| at == 0) {
+                        let file = self.path.to_path_buf();
+                        return Err(Error::OldFormat { file, version, reads: AOF_VERSION });
+                    }
                     let mut beyond = look_past(bytes, at);
                     if at == 0 && beyond.damage.is_none() && bytes.len() as u64 > HEADER_FRAME_BYTES {
                         // Nothing valid anywhere, and more bytes than a
@@ -188,8 +196,7 @@ impl<'a> LogWalk<'a> {
                 if snapshot_end_bytes > bytes.len() as u64 {
                     // Cut short by truncation, or damaged: a rewrite wrote
                     // the whole snapshot durably before it was the log.
-                    let why = format!("the header says a snapshot runs to byte {snapshot_end_bytes}, past the end");
-                    return Err(Error::corrupt(self.path, 0, why));
+                    return Err(Error::corrupt(self.path, 0, snapshot_past_end(snapshot_end_bytes)));
                 }
                 self.snapshot_end_bytes = snapshot_end_bytes;
                 // What a rewrite made durable is vouched for, marks aside.
@@ -288,6 +295,15 @@ impl<'a> LogWalk<'a> {
     }
 }
 
+/// Why a header whose snapshot runs past the end of the log is damage.
+fn snapshot_past_end(snapshot_end_bytes: u64) -> String {
+    if snapshot_end_bytes == UNFINISHED_SNAPSHOT {
+        // The rewrite overwrites this header before its fsync and rename.
+        return "the header still says its rewrite is unfinished: the write that finished it never landed".into();
+    }
+    format!("the header says a snapshot runs to byte {snapshot_end_bytes}, past the end")
+}
+
 /// A `SYNCED` frame's payload: the durable length it vouches for.
 fn decode_mark(payload: &[u8], payload_offset_bytes: u64, path: &Path) -> Result<u64> {
     let mut reader = ByteReader::new(payload, payload_offset_bytes);
@@ -317,7 +333,7 @@ fn look_past(bytes: &[u8], invalid_at: usize) -> Beyond {
     let mut damage: Option<String> = None;
     let mut from = invalid_at + 1;
     loop {
-        let next = match find_valid_frame_within(bytes, from, &mut budget_bytes, is_known_kind) {
+        let next = match find_valid_frame_within(bytes, Log::Aof, from, &mut budget_bytes, is_known_kind) {
             Scan::NotFound => return Beyond { first_valid, damage, inside_snapshot: false },
             Scan::GaveUp => {
                 // Refusing costs an operator a look; guessing could cost
@@ -340,7 +356,7 @@ fn look_past(bytes: &[u8], invalid_at: usize) -> Beyond {
         }
         let mut at = next;
         while at < bytes.len() {
-            let Ok(frame) = decode_frame(&bytes[at..]) else { break };
+            let Ok(frame) = decode_frame(&bytes[at..], Place::aof(at as u64)) else { break };
             if frame.kind == KIND_HEADER && damage.is_none() {
                 damage = Some(format!("a second header frame at byte {at}"));
             }
@@ -368,7 +384,7 @@ mod tests {
     use crate::aof::testing::{arb_records, log_bytes, sample_records};
     use crate::aof::KIND_COMMAND;
     use crate::codec::put_u32;
-    use crate::frame::{encode_frame, MAX_FRAME_PAYLOAD_BYTES};
+    use crate::frame::{encode_frame, Place, MAX_FRAME_PAYLOAD_BYTES};
     use proptest::prelude::*;
 
     fn path() -> &'static Path {
@@ -446,30 +462,47 @@ mod tests {
     }
 
     #[test]
+    fn a_whole_frame_misdirected_to_an_earlier_frames_place_is_not_replayed() {
+        let set = |value: &str| Record::Command(vec![b"SET".to_vec(), b"k".to_vec(), value.as_bytes().to_vec()]);
+        let mut bytes = Vec::new();
+        encode_header(&mut bytes);
+        let first_at = bytes.len();
+        set("1").encode_frame(&mut bytes, Place::aof(0));
+        let second_at = bytes.len();
+        set("2").encode_frame(&mut bytes, Place::aof(0));
+        // The second frame's bytes, written whole over the first's.
+        let moved = bytes[second_at..].to_vec();
+        bytes[first_at..second_at].copy_from_slice(&moved);
+        let scan = scan_log(path(), &bytes).unwrap();
+        assert_eq!(scan.invalid, Some((first_at as u64, "frame checksum mismatch")));
+        assert!(scan.records.is_empty(), "a frame valid only elsewhere was replayed: {:?}", scan.records);
+    }
+
+    #[test]
     fn a_valid_frame_that_does_not_decode_is_corrupt() {
         let mut bytes = Vec::new();
         encode_header(&mut bytes);
-        encode_frame(&mut bytes, KIND_COMMAND, &[1, 0]);
+        encode_frame(&mut bytes, Place::aof(0), KIND_COMMAND, &[1, 0]);
         let (offset, reason) = corrupt_at(scan_log(path(), &bytes));
         assert_eq!(offset, HEADER_FRAME_BYTES + FRAME_HEADER_BYTES as u64);
         assert_eq!(reason, "length runs past the end of the data");
 
         let mut bytes = Vec::new();
         encode_header(&mut bytes);
-        encode_frame(&mut bytes, 9, b"");
+        encode_frame(&mut bytes, Place::aof(0), 9, b"");
         assert_eq!(corrupt_at(scan_log(path(), &bytes)).1, "unknown frame kind");
     }
 
     #[test]
     fn a_log_must_open_with_a_valid_header() {
         let mut bytes = Vec::new();
-        Record::Command(vec![b"PING".to_vec()]).encode_frame(&mut bytes);
+        Record::Command(vec![b"PING".to_vec()]).encode_frame(&mut bytes, Place::aof(0));
         assert_eq!(corrupt_at(scan_log(path(), &bytes)), (0, "log does not start with a header frame".to_string()));
 
         let mut payload = b"NOT-AOF!".to_vec();
         put_u32(&mut payload, 1);
         let mut bytes = Vec::new();
-        encode_frame(&mut bytes, KIND_HEADER, &payload);
+        encode_frame(&mut bytes, Place::aof(0), KIND_HEADER, &payload);
         assert_eq!(corrupt_at(scan_log(path(), &bytes)), (9, "not an AOF: wrong magic".to_string()));
     }
 

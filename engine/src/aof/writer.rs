@@ -26,11 +26,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::header::{encode_header, encode_snapshot_header};
+use super::header::{encode_snapshot_header, encode_unfinished_header};
 use super::record::{command_payload_len_bytes, encode_command_payload};
 use super::recover::PendingRecovery;
 use super::{FsyncPolicy, Record, KIND_COMMAND, KIND_SYNCED};
-use crate::frame::{encode_frame, MAX_FRAME_PAYLOAD_BYTES};
+use crate::frame::{encode_frame, Place, MAX_FRAME_PAYLOAD_BYTES};
 use crate::vfs::{OpenMode, Vfs, VfsFile};
 use crate::IoOp;
 use crate::{Error, Result};
@@ -178,13 +178,16 @@ impl AofWriter {
         self.durable_len_bytes = self.len_bytes;
     }
 
-    /// Create (or cut to empty) a log at `path` holding only a header, NOT
-    /// fsynced: a rewrite writes its temp file with this, appends the new
-    /// log, and makes it durable with [`AofWriter::sync`] before renaming.
+    /// Create (or cut to empty) a log at `path` holding only a header that
+    /// says the log is unfinished, NOT fsynced: a rewrite writes its temp
+    /// file with this, appends the new log, says where its snapshot ends
+    /// ([`AofWriter::mark_snapshot_end`], which every such log must get
+    /// before it is read as a log), and makes it durable with
+    /// [`AofWriter::sync`] before renaming.
     pub fn create(vfs: Arc<dyn Vfs>, path: &Path, policy: FsyncPolicy, now_ms: u64) -> Result<AofWriter> {
         let file = vfs.open(path, OpenMode::Truncate).map_err(|e| Error::io(IoOp::Create, path, e))?;
         let mut writer = AofWriter::resume(file, path.to_path_buf(), policy, 0, now_ms);
-        encode_header(&mut writer.frame_buf);
+        encode_unfinished_header(&mut writer.frame_buf);
         writer.write_frame_buf()?;
         Ok(writer)
     }
@@ -217,7 +220,7 @@ impl AofWriter {
         self.batch_has_data = true;
         self.payload_buf.clear();
         encode_command_payload(args, &mut self.payload_buf);
-        encode_frame(&mut self.frame_buf, KIND_COMMAND, &self.payload_buf);
+        encode_frame(&mut self.frame_buf, Place::aof(self.len_bytes), KIND_COMMAND, &self.payload_buf);
         self.write_frame_buf()?;
         self.apply_policy(now_ms)
     }
@@ -233,7 +236,7 @@ impl AofWriter {
         self.batch_has_data = true;
         self.payload_buf.clear();
         encode_command_payload(args, &mut self.payload_buf);
-        encode_frame(&mut self.frame_buf, KIND_COMMAND, &self.payload_buf);
+        encode_frame(&mut self.frame_buf, Place::aof(self.len_bytes), KIND_COMMAND, &self.payload_buf);
         Ok(())
     }
 
@@ -390,7 +393,12 @@ impl AofWriter {
             return;
         }
         assert!(self.durable_len_bytes <= self.len_bytes);
-        encode_frame(&mut self.frame_buf, KIND_SYNCED, &self.durable_len_bytes.to_le_bytes());
+        encode_frame(
+            &mut self.frame_buf,
+            Place::aof(self.len_bytes),
+            KIND_SYNCED,
+            &self.durable_len_bytes.to_le_bytes(),
+        );
         self.batch_mark = Some(self.durable_len_bytes);
     }
 
@@ -399,7 +407,7 @@ impl AofWriter {
         self.batch_has_data = true;
         self.payload_buf.clear();
         record.encode_payload(&mut self.payload_buf);
-        encode_frame(&mut self.frame_buf, record.kind(), &self.payload_buf);
+        encode_frame(&mut self.frame_buf, Place::aof(self.len_bytes), record.kind(), &self.payload_buf);
     }
 
     /// Write the frame buffer at the end of the log and empty it.
@@ -500,7 +508,7 @@ fn check_payload_len(payload_len_bytes: u64) -> Result<()> {
 mod tests {
     use super::*;
     use crate::aof::header::HEADER_FRAME_BYTES;
-    use crate::aof::testing::{file_bytes, log_bytes, FailingVfs};
+    use crate::aof::testing::{file_bytes, FailingVfs};
     use crate::aof::{scan_log, AofRecovery};
 
     fn set(key: &str, value: &str) -> Record {
@@ -686,7 +694,7 @@ mod tests {
 
     fn frame_len(record: &Record) -> u64 {
         let mut bytes = Vec::new();
-        record.encode_frame(&mut bytes);
+        record.encode_frame(&mut bytes, crate::frame::Place::aof(0));
         bytes.len() as u64
     }
 
@@ -699,10 +707,17 @@ mod tests {
         let mut writer = AofWriter::create(vfs.clone(), path, FsyncPolicy::Always, 0).unwrap();
         assert_eq!(vfs.faults().syncs, 0);
         assert!(writer.has_unsynced());
-        assert_eq!(file_bytes(vfs.as_ref(), "/db/aof.rewrite"), log_bytes(&[]));
+        let mut unfinished = Vec::new();
+        crate::aof::header::encode_unfinished_header(&mut unfinished);
+        assert_eq!(file_bytes(vfs.as_ref(), "/db/aof.rewrite"), unfinished);
 
         writer.append_all(&[set("a", "1"), set("b", "2")], 0).unwrap();
         assert_eq!(vfs.faults().syncs, 1);
+        // Until the rewrite says where its snapshot ends, the file is no log.
+        let err = scan_log(path, &file_bytes(vfs.as_ref(), "/db/aof.rewrite")).unwrap_err();
+        assert!(err.to_string().contains("unfinished"), "{err}");
+        writer.mark_snapshot_end().unwrap();
+        writer.sync(0).unwrap();
         let scan = scan_log(path, &file_bytes(vfs.as_ref(), "/db/aof.rewrite")).unwrap();
         assert_eq!(scan.records, vec![set("a", "1"), set("b", "2")]);
     }

@@ -102,11 +102,14 @@ pub enum Canary {
     /// the log's cut is: masked by recovery's own directory fsync right
     /// after the cut.
     QuarantineNoDirSync,
+    /// The AOF frame checksum leaves out the frame's place (its offset):
+    /// a whole frame a misdirected write put elsewhere in the log replays.
+    AofPlaceIgnored,
 }
 
 impl Canary {
     /// Every canary, in table order.
-    pub const ALL: [Canary; 34] = [
+    pub const ALL: [Canary; 35] = [
         Canary::SegNoFsync,
         Canary::SealNoDirSync,
         Canary::FrameBeforeRegister,
@@ -141,6 +144,7 @@ impl Canary {
         Canary::RecoveryNoDirSync,
         Canary::ReadOnlyCutsTail,
         Canary::QuarantineNoDirSync,
+        Canary::AofPlaceIgnored,
     ];
 
     /// The kebab-case name the command line uses.
@@ -180,6 +184,7 @@ impl Canary {
             Canary::RecoveryNoDirSync => "recovery-no-dir-sync",
             Canary::ReadOnlyCutsTail => "read-only-cuts-tail",
             Canary::QuarantineNoDirSync => "quarantine-no-dir-sync",
+            Canary::AofPlaceIgnored => "aof-place-ignored",
         }
     }
 
@@ -231,6 +236,7 @@ impl Canary {
             Canary::QuarantineNoDirSync => {
                 "the quarantine copy's name is made durable only after the log's cut (masked)"
             }
+            Canary::AofPlaceIgnored => "the AOF frame checksum ignores the frame's offset (misdirected frames replay)",
         }
     }
 }

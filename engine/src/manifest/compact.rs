@@ -150,7 +150,7 @@ impl Manifest {
             // It was appended once, so it fits a frame.
             assert!(record::add_payload_bytes(entry) <= crate::frame::MAX_FRAME_PAYLOAD_BYTES);
             assert!(entry.seq < next_seq);
-            record::encode_add(&mut image, entry);
+            record::encode_add(&mut image, 0, entry);
         }
         record::encode_compacted_end(&mut image, next_seq, live.len() as u64);
         // Cheap next to the fsyncs, and the one place a ledger is rewritten

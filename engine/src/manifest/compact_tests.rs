@@ -201,7 +201,7 @@ fn an_old_seq_is_refused_after_compaction_by_an_append_and_by_replay() {
     // The same ADD written by hand after the snapshot is damage, at its offset.
     let mut bytes = compacted_image();
     let at = bytes.len() as u64;
-    bytes.extend(encode_records(&[Record::Add(entry(NEXT_SEQ - 1))]).0);
+    super::record::encode_add(&mut bytes, 0, &entry(NEXT_SEQ - 1));
     match Manifest::parse(&manifest_path(), &bytes) {
         Err(Error::Corrupt { offset_bytes, reason, .. }) => {
             assert_eq!(offset_bytes, at);

@@ -397,7 +397,7 @@ impl Manifest {
             return Err(Error::Invalid(format!("manifest ADD of seq {}: keys too large for one record", entry.seq)));
         }
         let mut frame = Vec::new();
-        record::encode_add(&mut frame, &entry);
+        record::encode_add(&mut frame, self.append_offset_bytes, &entry);
         self.append(&frame)?;
         self.ledger.apply_add(entry);
         self.file_records += 1;
@@ -411,7 +411,7 @@ impl Manifest {
             return Err(Error::Invalid(format!("manifest DROP of seq {seq}: {why}")));
         }
         let mut frame = Vec::new();
-        record::encode_drop(&mut frame, seq);
+        record::encode_drop(&mut frame, self.append_offset_bytes, seq);
         self.append(&frame)?;
         self.ledger.apply_drop(seq);
         self.file_records += 1;

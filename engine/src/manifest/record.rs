@@ -5,7 +5,7 @@
 //! field is a u32 length followed by that many bytes.
 //!
 //! ```text
-//! HEADER    kind 1: magic "SEGSMANI" (8 bytes), version u32 (= 1)
+//! HEADER    kind 1: magic "SEGSMANI" (8 bytes), version u32 (= 2)
 //! ADD       kind 2: seq u64, records u64, file bytes (UTF-8), table bytes,
 //!                   min_key bytes, max_key bytes
 //! DROP      kind 3: seq u64
@@ -21,9 +21,13 @@
 //! ledger. The snapshot stands in for the history it replaced: `next_seq`
 //! is one more than the highest seq ever registered, so that no dropped seq
 //! is registered again. It is bracketed so that damage anywhere in it can
-//! be told from a torn write (see `replay.rs`). The version stays 1: a file
-//! without a snapshot means what it always meant, and older code refuses a
-//! compacted file (an unknown record kind) rather than misread it.
+//! be told from a torn write (see `replay.rs`). Compaction did not change
+//! the version (a file without a snapshot means what it always meant, and
+//! older code refuses a compacted file, an unknown record kind); binding
+//! every record to its place did: since version 2 each frame's checksum
+//! covers its offset in the manifest (`frame.rs`), so an ADD or DROP a
+//! misdirected write put elsewhere is damage, not history. A version 1
+//! manifest is refused with [`crate::Error::OldFormat`] ([`older_version`]).
 //!
 //! This module only turns records into bytes and back. Whether a record
 //! is allowed where it stands (a header first, a seq never reused) is the
@@ -33,7 +37,7 @@
 //! absolute offset of the lie instead of panicking or allocating from it.
 
 use crate::codec::{put_len_prefixed, put_u32, put_u64, ByteReader, DecodeError};
-use crate::frame::{encode_frame, FRAME_HEADER_BYTES};
+use crate::frame::{decode_unbound_frame, encode_frame, Place, FRAME_HEADER_BYTES};
 
 use super::SegEntry;
 
@@ -53,8 +57,9 @@ pub(super) const KIND_COMPACTED_END: u8 = 5;
 /// over it (an AOF, a segment) is refused rather than misread.
 const MAGIC: [u8; 8] = *b"SEGSMANI";
 
-/// The only format version this code reads and writes.
-const VERSION: u32 = 1;
+/// The only format version this code reads and writes (1: checksums
+/// without the record's place).
+pub(super) const VERSION: u32 = 2;
 
 /// The header's whole payload.
 const HEADER_PAYLOAD_BYTES: usize = MAGIC.len() + 4;
@@ -94,12 +99,28 @@ pub(super) fn is_known_kind(kind: u8) -> bool {
     matches!(kind, KIND_HEADER | KIND_ADD | KIND_DROP | KIND_COMPACTED | KIND_COMPACTED_END)
 }
 
-/// Append a header frame to `out`.
+/// Append a header frame to `out`, which starts at byte 0 of the file
+/// (a header is the first frame; tests put one elsewhere as damage).
 pub(super) fn encode_header(out: &mut Vec<u8>) {
     let mut payload = Vec::with_capacity(HEADER_PAYLOAD_BYTES);
     payload.extend_from_slice(&MAGIC);
     put_u32(&mut payload, VERSION);
-    encode_frame(out, KIND_HEADER, &payload);
+    encode_frame(out, Place::manifest(0), KIND_HEADER, &payload);
+}
+
+/// The version of an older manifest's header at the start of `bytes`, if
+/// it is one: a header frame whose checksum covers no place (version 1),
+/// with the manifest magic and a version below this build's. Every frame
+/// of such a file fails this build's checksum; without this check it would
+/// be refused as damage rather than by its version.
+pub(super) fn older_version(bytes: &[u8]) -> Option<u32> {
+    let frame = decode_unbound_frame(bytes).ok()?;
+    let payload = frame.payload;
+    if frame.kind != KIND_HEADER || payload.len() != HEADER_PAYLOAD_BYTES || payload[..MAGIC.len()] != MAGIC {
+        return None;
+    }
+    let version = u32::from_le_bytes(payload[MAGIC.len()..].try_into().expect("4 bytes"));
+    (version < VERSION).then_some(version)
 }
 
 /// The payload bytes an ADD of `entry` needs. Saturating, so that a caller
@@ -112,9 +133,10 @@ pub(super) fn add_payload_bytes(entry: &SegEntry) -> usize {
         .saturating_add(entry.max_key.len())
 }
 
-/// Append an ADD frame for `entry` to `out`. The caller has checked
-/// [`add_payload_bytes`] against the frame limit.
-pub(super) fn encode_add(out: &mut Vec<u8>, entry: &SegEntry) {
+/// Append an ADD frame for `entry` to `out`, whose first byte lies at
+/// `out_at` of the manifest. The caller has checked [`add_payload_bytes`]
+/// against the frame limit.
+pub(super) fn encode_add(out: &mut Vec<u8>, out_at: u64, entry: &SegEntry) {
     let mut payload = Vec::with_capacity(add_payload_bytes(entry));
     put_u64(&mut payload, entry.seq);
     put_u64(&mut payload, entry.records);
@@ -123,32 +145,35 @@ pub(super) fn encode_add(out: &mut Vec<u8>, entry: &SegEntry) {
     put_len_prefixed(&mut payload, &entry.min_key);
     put_len_prefixed(&mut payload, &entry.max_key);
     assert_eq!(payload.len(), add_payload_bytes(entry));
-    encode_frame(out, KIND_ADD, &payload);
+    encode_frame(out, Place::manifest(out_at), KIND_ADD, &payload);
 }
 
-/// Append a DROP frame for `seq` to `out`.
-pub(super) fn encode_drop(out: &mut Vec<u8>, seq: u64) {
+/// Append a DROP frame for `seq` to `out`, whose first byte lies at
+/// `out_at` of the manifest.
+pub(super) fn encode_drop(out: &mut Vec<u8>, out_at: u64, seq: u64) {
     let mut payload = Vec::with_capacity(8);
     put_u64(&mut payload, seq);
-    encode_frame(out, KIND_DROP, &payload);
+    encode_frame(out, Place::manifest(out_at), KIND_DROP, &payload);
 }
 
-/// Append a COMPACTED frame to `out`.
+/// Append a COMPACTED frame to `out`, which starts at byte 0 of the file.
 pub(super) fn encode_compacted(out: &mut Vec<u8>, next_seq: u64, live_entries: u64) {
     encode_counts(out, KIND_COMPACTED, next_seq, live_entries);
 }
 
-/// Append a COMPACTED_END frame to `out`.
+/// Append a COMPACTED_END frame to `out`, which starts at byte 0 of the file.
 pub(super) fn encode_compacted_end(out: &mut Vec<u8>, next_seq: u64, live_entries: u64) {
     encode_counts(out, KIND_COMPACTED_END, next_seq, live_entries);
 }
 
+/// A snapshot's frames are only ever encoded into the compacted file's
+/// whole image, which starts at byte 0.
 fn encode_counts(out: &mut Vec<u8>, kind: u8, next_seq: u64, live_entries: u64) {
     let mut payload = Vec::with_capacity(COMPACTED_PAYLOAD_BYTES);
     put_u64(&mut payload, next_seq);
     put_u64(&mut payload, live_entries);
     assert_eq!(payload.len(), COMPACTED_PAYLOAD_BYTES);
-    encode_frame(out, kind, &payload);
+    encode_frame(out, Place::manifest(0), kind, &payload);
 }
 
 /// Decode the payload of a checksummed frame of `kind` that starts at
@@ -200,7 +225,7 @@ mod tests {
 
     /// Decode the single frame in `bytes`, which starts at `offset_bytes`.
     fn decode_one(bytes: &[u8], offset_bytes: u64) -> Result<Record, DecodeError> {
-        let frame = decode_frame(bytes).expect("test frames are whole");
+        let frame = decode_frame(bytes, Place::manifest(0)).expect("test frames are whole");
         assert_eq!(frame.total_bytes, bytes.len());
         decode(frame.kind, frame.payload, offset_bytes)
     }
@@ -275,7 +300,7 @@ mod tests {
     #[test]
     fn every_cut_of_an_add_payload_is_refused() {
         let mut out = Vec::new();
-        encode_add(&mut out, &entry());
+        encode_add(&mut out, 0, &entry());
         let payload = &out[FRAME_HEADER_BYTES..];
         for cut in 0..payload.len() {
             assert!(decode(KIND_ADD, &payload[..cut], 0).is_err(), "cut at {cut} decoded");
@@ -358,12 +383,12 @@ mod tests {
         ) {
             let entry = SegEntry { seq, file, table, min_key, max_key, records };
             let mut out = Vec::new();
-            encode_add(&mut out, &entry);
+            encode_add(&mut out, 0, &entry);
             prop_assert_eq!(out.len(), FRAME_HEADER_BYTES + add_payload_bytes(&entry));
             prop_assert_eq!(decode_one(&out, 0), Ok(Record::Add(entry)));
 
             let mut out = Vec::new();
-            encode_drop(&mut out, seq);
+            encode_drop(&mut out, 0, seq);
             prop_assert_eq!(decode_one(&out, 0), Ok(Record::Drop(seq)));
         }
 

@@ -39,7 +39,7 @@
 
 use std::path::Path;
 
-use crate::frame::{decode_frame, find_valid_frame, FrameInvalid, Scan};
+use crate::frame::{decode_frame, find_valid_frame, FrameInvalid, Log, Place, Scan};
 use crate::{Error, Result};
 
 use super::ledger::Ledger;
@@ -88,9 +88,12 @@ pub(super) fn replay(path: &Path, bytes: &[u8], scan_budget_bytes: usize) -> Res
     let mut snapshot: Option<Snapshot> = None;
     let mut at = 0usize;
     while at < bytes.len() {
-        let frame = match decode_frame(&bytes[at..]) {
+        let frame = match decode_frame(&bytes[at..], Place::manifest(at as u64)) {
             Ok(frame) => frame,
             Err(invalid) => {
+                if let Some(version) = record::older_version(bytes).filter(|_| at == 0) {
+                    return Err(Error::OldFormat { file: path.to_path_buf(), version, reads: record::VERSION });
+                }
                 if let Some(snapshot) = snapshot {
                     let why = format!(
                         "{} inside the compacted ledger's snapshot (COMPACTED at byte {}), which was durable \
@@ -217,7 +220,7 @@ fn refuse_unless_torn_tail(
     invalid: FrameInvalid,
     scan_budget_bytes: usize,
 ) -> Result<()> {
-    match find_valid_frame(bytes, at + 1, scan_budget_bytes, record::is_known_kind) {
+    match find_valid_frame(bytes, Log::Manifest, at + 1, scan_budget_bytes, record::is_known_kind) {
         Scan::NotFound => Ok(()),
         Scan::Found(next) => Err(Error::corrupt(
             path,
@@ -332,9 +335,31 @@ mod tests {
     }
 
     #[test]
+    fn a_whole_record_misdirected_to_an_earlier_records_place_is_damage_there() {
+        let records = [
+            Record::Header,
+            Record::Add(entry(1)),
+            Record::Add(entry(2)),
+            Record::Drop(1),
+            Record::Drop(2),
+            Record::Add(entry(3)),
+        ];
+        let (mut bytes, ends) = encode_records(&records);
+        // DROP 2's bytes written whole over DROP 1's (the same size): valid
+        // where they were written, not where they landed.
+        let (drop1, drop2) = (ends[2]..ends[3], ends[3]..ends[4]);
+        assert_eq!(drop1.len(), drop2.len());
+        let moved = bytes[drop2].to_vec();
+        bytes[drop1.clone()].copy_from_slice(&moved);
+        let (offset, reason) = corrupt_at(Manifest::parse(path(), &bytes));
+        assert_eq!(offset, drop1.start as u64);
+        assert!(reason.starts_with("frame checksum mismatch, yet a valid record follows"), "{reason}");
+    }
+
+    #[test]
     fn a_foreign_magic_is_refused() {
         let mut bytes = Vec::new();
-        encode_frame(&mut bytes, record::KIND_HEADER, b"SEGSAOF!\x01\0\0\0");
+        encode_frame(&mut bytes, Place::manifest(0), record::KIND_HEADER, b"SEGSAOF!\x01\0\0\0");
         let (offset, reason) = corrupt_at(Manifest::parse(path(), &bytes));
         assert_eq!((offset, reason.as_str()), (0, "not a manifest: bad magic"));
     }
@@ -345,12 +370,12 @@ mod tests {
         // An ADD cut short inside a frame whose checksum holds.
         let mut payload = Vec::new();
         put_u64(&mut payload, 1);
-        encode_frame(&mut bytes, record::KIND_ADD, &payload);
+        encode_frame(&mut bytes, Place::manifest(0), record::KIND_ADD, &payload);
         let (offset, _) = corrupt_at(Manifest::parse(path(), &bytes));
         assert_eq!(offset, (ends[0] + FRAME_HEADER_BYTES + 8) as u64);
 
         let (mut bytes, ends) = encode_records(&[Record::Header]);
-        encode_frame(&mut bytes, 77, b"");
+        encode_frame(&mut bytes, Place::manifest(0), 77, b"");
         let (offset, reason) = corrupt_at(Manifest::parse(path(), &bytes));
         assert_eq!((offset, reason.as_str()), (ends[0] as u64, "unknown manifest record kind"));
     }
@@ -381,7 +406,7 @@ mod tests {
         put_u64(&mut payload, 1);
         payload.extend_from_slice(&u32::MAX.to_le_bytes());
         put_len_prefixed(&mut payload, b"x");
-        encode_frame(&mut bytes, record::KIND_ADD, &payload);
+        encode_frame(&mut bytes, Place::manifest(0), record::KIND_ADD, &payload);
         let (offset, reason) = corrupt_at(Manifest::parse(path(), &bytes));
         assert_eq!(offset, (ends[0] + FRAME_HEADER_BYTES + 16) as u64);
         assert_eq!(reason, "length prefix runs past the end");

@@ -36,8 +36,8 @@ pub(super) fn encode_records(records: &[Record]) -> (Vec<u8>, Vec<usize>) {
     for rec in records {
         match rec {
             Record::Header => record::encode_header(&mut bytes),
-            Record::Add(entry) => record::encode_add(&mut bytes, entry),
-            Record::Drop(seq) => record::encode_drop(&mut bytes, *seq),
+            Record::Add(entry) => record::encode_add(&mut bytes, 0, entry),
+            Record::Drop(seq) => record::encode_drop(&mut bytes, 0, *seq),
             Record::Compacted { next_seq, live_entries } => {
                 record::encode_compacted(&mut bytes, *next_seq, *live_entries)
             }

@@ -91,7 +91,7 @@ impl SegBuilder {
 
         let value_offset_bytes = self.end_offset_bytes();
         self.write(value)?;
-        self.write(&record_crc(key, value).to_le_bytes())?;
+        self.write(&record_crc(self.seq, record, key, value).to_le_bytes())?;
 
         let entry_start = self.index.len();
         put_index_entry(&mut self.index, key, value_offset_bytes, value_len);

@@ -13,8 +13,10 @@ use crate::{Error, Result};
 /// writer got all the way to the end.
 pub(super) const MAGIC: [u8; 8] = *b"SEGSIMRS";
 
-/// The layout version in the tail. A reader refuses any other.
-pub(super) const FORMAT_VERSION: u32 = 1;
+/// The layout version in the tail. A reader refuses any other; an older
+/// one with [`Error::OldFormat`]. Version 1's record checksum did not
+/// cover the record's place (its segment and index).
+pub(super) const FORMAT_VERSION: u32 = 2;
 
 /// Bytes of the head: the leading magic.
 pub(super) const HEAD_BYTES: usize = 8;
@@ -93,6 +95,9 @@ impl Tail {
             return Err(Error::corrupt(file, at(TAIL_CRC_AT), "segment tail checksum mismatch"));
         }
         let version = u32_at(bytes, TAIL_VERSION_AT);
+        if version < FORMAT_VERSION {
+            return Err(Error::OldFormat { file: file.to_path_buf(), version, reads: FORMAT_VERSION });
+        }
         if version != FORMAT_VERSION {
             return Err(Error::corrupt(
                 file,
@@ -126,10 +131,15 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
 /// for: a wrong offset (or a record moved to another slot) cannot hand one
 /// row's value out as another's. The key's length goes first so that the
 /// split between key and value is covered too (`"ab" ‖ ""` and
-/// `"a" ‖ "b"` checksum differently).
-pub(super) fn record_crc(key: &[u8], value: &[u8]) -> u32 {
+/// `"a" ‖ "b"` checksum differently). It also covers the record's place,
+/// its segment's seq and its index there: a record a misdirected write
+/// carried into another segment, or to another slot of its own, is damage,
+/// not a row.
+pub(super) fn record_crc(seq: u64, record: u64, key: &[u8], value: &[u8]) -> u32 {
     assert!(key.len() <= u32::MAX as usize, "key lengths are bounded on push");
     let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&seq.to_le_bytes());
+    hasher.update(&record.to_le_bytes());
     hasher.update(&(key.len() as u32).to_le_bytes());
     hasher.update(key);
     hasher.update(value);
@@ -184,18 +194,35 @@ mod tests {
     #[test]
     fn another_version_is_refused_even_with_a_good_checksum() {
         let mut bytes = sample().encode();
-        bytes[TAIL_VERSION_AT..][..4].copy_from_slice(&2u32.to_le_bytes());
+        bytes[TAIL_VERSION_AT..][..4].copy_from_slice(&3u32.to_le_bytes());
         let crc = crc32fast::hash(&bytes[..TAIL_CRC_AT]);
         bytes[TAIL_CRC_AT..][..4].copy_from_slice(&crc.to_le_bytes());
         let err = Tail::decode(Path::new("t"), &bytes, 0).unwrap_err();
-        assert!(err.to_string().contains("version 2"), "{err}");
+        assert!(err.to_string().contains("version 3"), "{err}");
+    }
+
+    #[test]
+    fn an_older_version_is_refused_as_old_format() {
+        let mut bytes = sample().encode();
+        bytes[TAIL_VERSION_AT..][..4].copy_from_slice(&1u32.to_le_bytes());
+        let crc = crc32fast::hash(&bytes[..TAIL_CRC_AT]);
+        bytes[TAIL_CRC_AT..][..4].copy_from_slice(&crc.to_le_bytes());
+        let err = Tail::decode(Path::new("t"), &bytes, 0).unwrap_err();
+        assert!(matches!(err, Error::OldFormat { version: 1, reads: 2, .. }), "{err}");
     }
 
     #[test]
     fn record_crc_covers_the_split_between_key_and_value() {
-        assert_ne!(record_crc(b"ab", b""), record_crc(b"a", b"b"));
-        assert_ne!(record_crc(b"", b"ab"), record_crc(b"a", b"b"));
-        assert_ne!(record_crc(b"k1", b"v"), record_crc(b"k2", b"v"));
+        assert_ne!(record_crc(1, 0, b"ab", b""), record_crc(1, 0, b"a", b"b"));
+        assert_ne!(record_crc(1, 0, b"", b"ab"), record_crc(1, 0, b"a", b"b"));
+        assert_ne!(record_crc(1, 0, b"k1", b"v"), record_crc(1, 0, b"k2", b"v"));
+    }
+
+    #[test]
+    fn record_crc_covers_the_segment_and_the_index() {
+        let crc = record_crc(7, 3, b"k", b"v");
+        assert_ne!(crc, record_crc(8, 3, b"k", b"v"), "another segment");
+        assert_ne!(crc, record_crc(7, 4, b"k", b"v"), "another slot");
     }
 
     #[test]

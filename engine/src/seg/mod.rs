@@ -19,7 +19,7 @@
 //! offset          field
 //! 0               magic "SEGSIMRS"                          (8 bytes)
 //! 8               records, in key order, back to back:
-//!                   [value][crc u32]                        crc = crc32(key_len u32 ‖ key ‖ value)
+//!                   [value][crc u32]     crc = crc32(seq u64 ‖ record index u64 ‖ key_len u32 ‖ key ‖ value)
 //! index_offset    index, one entry per record, in key order:
 //!                   [key_len u32][value_offset u64][value_len u32][key]
 //! bounds_offset   key bounds: [min_key_len u32][min_key][max_key_len u32][max_key]
@@ -27,7 +27,7 @@
 //!                   seq u64, records u64, index_offset u64, bounds_offset u64,
 //!                   index_crc u32    crc32 of [index_offset, bounds_offset)
 //!                   bounds_crc u32   crc32 of [bounds_offset, len - 56)
-//!                   version u32      1
+//!                   version u32      2 (1: record crcs without seq and index; refused)
 //!                   tail_crc u32     crc32 of the 44 tail bytes before it
 //!                   magic "SEGSIMRS" (8 bytes)
 //! ```

@@ -122,7 +122,7 @@ impl Seg {
         let entry = self.index.entry(record);
         let value = &bytes[entry.value_range()];
         let stored_crc = u32_at(bytes, entry.crc_range().start);
-        if record_crc(key, value) != stored_crc && !canary!(SegNoChecksum) {
+        if record_crc(self.meta.seq, record as u64, key, value) != stored_crc && !canary!(SegNoChecksum) {
             return Err(Error::corrupt(
                 &self.path,
                 entry.value_range().start as u64,

@@ -83,6 +83,20 @@ pub struct DiskConfig {
     /// pending entry change stays pending: none is made durable, none is
     /// dropped), and taking a lock.
     pub p_meta_eio: f64,
+    /// A write that reports success is lost when the drive writes it (at
+    /// the fsync that makes it durable): the place keeps its old bytes.
+    /// Announced at the next power loss (`silent.rs`).
+    pub p_lost_write: f64,
+    /// A write that reports success lands elsewhere when the drive writes
+    /// it: at another sector-aligned offset of the file (often an earlier
+    /// write's of the same size) or at the same offset of another open
+    /// file; the place keeps its old bytes. Announced at the next power
+    /// loss.
+    pub p_misdirected_write: f64,
+    /// A read returns, for one sector of what it reads, another sector's
+    /// bytes of the same file (transient, like a bit flip: never twice
+    /// for the same sector, so two reads that agree hold the disk's bytes).
+    pub p_misdirected_read: f64,
 }
 
 /// The largest sector size a disk accepts.
@@ -105,6 +119,9 @@ impl DiskConfig {
             p_torn_garbage: 0.0,
             p_env_damage: 0.0,
             p_meta_eio: 0.0,
+            p_lost_write: 0.0,
+            p_misdirected_write: 0.0,
+            p_misdirected_read: 0.0,
         }
     }
 
@@ -126,6 +143,9 @@ impl DiskConfig {
             ("p_torn_garbage", self.p_torn_garbage),
             ("p_env_damage", self.p_env_damage),
             ("p_meta_eio", self.p_meta_eio),
+            ("p_lost_write", self.p_lost_write),
+            ("p_misdirected_write", self.p_misdirected_write),
+            ("p_misdirected_read", self.p_misdirected_read),
         ];
         for (name, p) in probabilities {
             assert!((0.0..=1.0).contains(&p), "{name} must be a probability, not {p}");
@@ -165,6 +185,12 @@ pub enum DamageKind {
     JunkPrepended,
     /// A file no engine wrote appeared in a directory.
     StrayFile,
+    /// A write the drive reported done never landed (its place holds its
+    /// old bytes).
+    LostWrite,
+    /// A write the drive reported done landed elsewhere: its place holds
+    /// its old bytes, or (the range announced) another write's bytes.
+    MisdirectedWrite,
 }
 
 /// One piece of damage one power loss did.

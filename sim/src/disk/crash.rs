@@ -27,12 +27,16 @@ use super::dir::Dir;
 use super::inode::InodeId;
 use super::inode::{to_usize, write_into, DataOp, Inode};
 use super::sectors::{inner_cuts, sector_end, sectors_spanned};
+use super::silent;
 use super::state::FileSystem;
 
 /// Settle every pending operation into the durable views. The caller
 /// then resets the volatile views to them (`FileSystem::reset_to_durable`).
 pub(super) fn build_next_disk(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> CrashOutcome {
     let mut outcome = CrashOutcome::default();
+    // What silent write faults left on the durable images (nothing, and no
+    // cost, on a disk without them), announced once the crash settled.
+    let scars = silent::open_scars(fs);
     for dir in fs.dirs.values_mut() {
         outcome.lost_dir_changes += settle_dir(dir, config.crash_mode, rng);
     }
@@ -51,6 +55,7 @@ pub(super) fn build_next_disk(fs: &mut FileSystem, config: &DiskConfig, rng: &mu
         outcome.lost_writes += settled.lost_writes;
         outcome.torn_sectors += settled.torn_sectors;
     }
+    outcome.damage.extend(silent::announce(fs, scars));
     if config.p_media_corruption > 0.0 && rng.gen_bool(config.p_media_corruption) {
         if let Some(damage) = corrupt_one_sector(fs, config.sector_bytes, rng) {
             outcome.media_corrupted.push(damage.path.clone());
@@ -113,7 +118,9 @@ fn damage_environment(fs: &mut FileSystem, rng: &mut ChaCha8Rng) -> Option<Damag
             }
             stray_path
         }
-        DamageKind::Media => unreachable!("media corruption is drawn apart"),
+        DamageKind::Media | DamageKind::LostWrite | DamageKind::MisdirectedWrite => {
+            unreachable!("media corruption and silent write faults are drawn apart")
+        }
     };
     Some(Damage { kind, path: path.to_string_lossy().into_owned(), offset_bytes: 0, vouched: false })
 }

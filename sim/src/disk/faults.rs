@@ -14,7 +14,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::config::DiskConfig;
+use super::inode::InodeId;
 use super::sectors::inner_cuts;
+use super::silent::Fate;
 
 /// How a write fails, if it does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +58,17 @@ pub(super) struct Faults {
     /// the flip for the disk's bytes — a coincidence of one in `8 × len`
     /// per pair of faulty reads, which a fuzzer steering the draws finds.
     flipped: BTreeSet<(u64, u64)>,
+    /// Every sector a read has misdirected, as (file, sector): for the
+    /// same reason, never one twice.
+    misread: BTreeSet<(u64, u64)>,
+}
+
+/// Where a misdirected write may land: the file's latest writes, its
+/// length before the write, and the other files open now.
+pub(super) struct Targets<'a> {
+    pub recent_writes: &'a [(u64, u64)],
+    pub file_len_bytes: u64,
+    pub other_files: &'a [InodeId],
 }
 
 /// How an armed fault (`sim explore --faults`) fails its I/O. Every kind
@@ -126,6 +139,7 @@ impl Faults {
             armed: Armed::Never,
             gated: false,
             flipped: BTreeSet::new(),
+            misread: BTreeSet::new(),
         }
     }
 
@@ -284,6 +298,86 @@ impl Faults {
         self.chance(config.p_read_eio)
     }
 
+    /// Whether a write that succeeds is lost or misdirected when the drive
+    /// writes it (see `silent.rs`): `None`, or `Some(true)` if it is to be
+    /// misdirected (then ask [`Faults::misdirect`] where).
+    pub fn silent_write(&mut self, config: &DiskConfig, len_bytes: u64) -> Option<bool> {
+        if len_bytes == 0 {
+            return None;
+        }
+        if self.chance(config.p_lost_write) {
+            return Some(false);
+        }
+        self.chance(config.p_misdirected_write).then_some(true)
+    }
+
+    /// Where a misdirected write of `len_bytes` meant for `offset_bytes`
+    /// lands: an earlier write's offset of the same size (half the time
+    /// when there is one: the nasty case, a whole once-valid record of the
+    /// same shape replaced), the same offset of another open file, or
+    /// another sector-aligned offset inside the file — the first drawn of
+    /// those that exist, or nowhere (a lost write) if none does.
+    pub fn misdirect(&mut self, config: &DiskConfig, offset_bytes: u64, len_bytes: u64, targets: &Targets) -> Fate {
+        let same_size: Vec<u64> = targets
+            .recent_writes
+            .iter()
+            .filter(|(offset, len)| *len == len_bytes && *offset != offset_bytes)
+            .map(|(offset, _)| *offset)
+            .collect();
+        // Sector-aligned offsets where the whole write fits in the file.
+        let slots = targets.file_len_bytes.checked_sub(len_bytes).map_or(0, |last| last / config.sector_bytes + 1);
+        let rng = self.rng();
+        let first = [0, 0, 1, 2][rng.gen_range(0..4)];
+        for choice in (first..first + 3).map(|c| c % 3) {
+            match choice {
+                0 if !same_size.is_empty() => {
+                    return Fate::Elsewhere { offset_bytes: same_size[rng.gen_range(0..same_size.len())] };
+                }
+                1 if !targets.other_files.is_empty() => {
+                    let inode = targets.other_files[rng.gen_range(0..targets.other_files.len())];
+                    return Fate::OtherFile { inode };
+                }
+                2 if slots > 1 || (slots == 1 && offset_bytes != 0) => {
+                    let mut to = rng.gen_range(0..slots) * config.sector_bytes;
+                    if to == offset_bytes {
+                        to = (to + config.sector_bytes) % (slots * config.sector_bytes);
+                    }
+                    return Fate::Elsewhere { offset_bytes: to };
+                }
+                _ => {}
+            }
+        }
+        Fate::Lost
+    }
+
+    /// For a `len_bytes` read of `file` (`file_len_bytes` long) at
+    /// `offset_bytes`: if one of its sectors reads another's bytes, the
+    /// sector's start and the other sector's start. Never a sector
+    /// misdirected before (see `misread`).
+    pub fn misread(
+        &mut self,
+        config: &DiskConfig,
+        file: u64,
+        offset_bytes: u64,
+        len_bytes: usize,
+        file_len_bytes: u64,
+    ) -> Option<(u64, u64)> {
+        if len_bytes == 0 || !self.chance(config.p_misdirected_read) {
+            return None;
+        }
+        let sector_bytes = config.sector_bytes;
+        let first = offset_bytes / sector_bytes;
+        let last = (offset_bytes + len_bytes as u64 - 1) / sector_bytes;
+        let file_sectors = file_len_bytes.div_ceil(sector_bytes).max(2);
+        let rng = self.rng();
+        let sector = rng.gen_range(first..=last);
+        let mut other = rng.gen_range(0..file_sectors);
+        if other == sector {
+            other = (other + 1) % file_sectors;
+        }
+        self.misread.insert((file, sector)).then_some((sector * sector_bytes, other * sector_bytes))
+    }
+
     /// Which bit of a `len_bytes` read of `file` at `offset_bytes` to
     /// flip, if any: never one flipped before (see `flipped`).
     pub fn bitflip(&mut self, config: &DiskConfig, file: u64, offset_bytes: u64, len_bytes: usize) -> Option<usize> {
@@ -308,6 +402,9 @@ mod tests {
         config.p_fsync_eio = 1.0;
         config.p_read_eio = 1.0;
         config.p_bitflip = 1.0;
+        config.p_lost_write = 1.0;
+        config.p_misdirected_write = 1.0;
+        config.p_misdirected_read = 1.0;
         config
     }
 
@@ -321,6 +418,8 @@ mod tests {
         assert!(!faults.fsync(&config));
         assert!(!faults.read(&config));
         assert_eq!(faults.bitflip(&config, 1, 0, 100), None);
+        assert_eq!(faults.silent_write(&config, 100), None);
+        assert_eq!(faults.misread(&config, 1, 0, 100, 4096), None);
         assert_eq!(faults.rng().get_word_pos(), before);
     }
 
@@ -336,6 +435,41 @@ mod tests {
         assert_eq!(faults.bitflip(&config, 2, 64, 100), Some(bit), "another file's bit");
         faults.reseed(7);
         assert_eq!(faults.bitflip(&config, 1, 0, 100), Some(bit), "another bit of the file");
+    }
+
+    #[test]
+    fn a_misdirected_write_lands_on_an_aligned_offset_inside_the_file_or_another_file() {
+        let config = always(512);
+        let mut faults = Faults::new();
+        let recent = [(0, 100), (512, 100), (1024, 50)];
+        let mut seen_same_size = false;
+        for seed in 0..200 {
+            faults.reseed(seed);
+            let targets = Targets { recent_writes: &recent, file_len_bytes: 2048, other_files: &[9] };
+            match faults.misdirect(&config, 1024, 100, &targets) {
+                Fate::Elsewhere { offset_bytes } => {
+                    assert!(offset_bytes % 512 == 0 && offset_bytes + 100 <= 2048 && offset_bytes != 1024);
+                    seen_same_size |= offset_bytes == 512 || offset_bytes == 0;
+                }
+                Fate::OtherFile { inode } => assert_eq!(inode, 9),
+                Fate::Lost => panic!("targets exist"),
+            }
+            let nowhere = Targets { recent_writes: &[], file_len_bytes: 0, other_files: &[] };
+            assert_eq!(faults.misdirect(&config, 0, 100, &nowhere), Fate::Lost, "nowhere to land");
+        }
+        assert!(seen_same_size);
+    }
+
+    #[test]
+    fn a_read_never_misdirects_a_sector_twice() {
+        let config = always(512);
+        let mut faults = Faults::new();
+        faults.reseed(3);
+        let (sector, other) = faults.misread(&config, 1, 0, 512, 4096).expect("p is 1");
+        assert_eq!((sector, other % 512), (0, 0));
+        assert_ne!(other, 0);
+        faults.reseed(3);
+        assert_eq!(faults.misread(&config, 1, 0, 512, 4096), None);
     }
 
     #[test]

@@ -7,13 +7,15 @@
 //! engine cannot keep writing into a disk that has been rebuilt under it.
 
 use std::io;
+use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use engine::vfs::VfsFile;
 
-use super::faults::{ArmedFault, Faults, WriteFault};
-use super::inode::{InodeId, MAX_FILE_BYTES};
+use super::faults::{ArmedFault, Faults, Targets, WriteFault};
+use super::inode::{to_usize, InodeId, MAX_FILE_BYTES};
 use super::ops::Disk;
+use super::silent::Fate;
 use crate::trace::{FaultKind, IoKind};
 
 pub(super) fn lock(disk: &Mutex<Disk>) -> MutexGuard<'_, Disk> {
@@ -56,6 +58,51 @@ fn no_space() -> io::Error {
     io::Error::new(io::ErrorKind::StorageFull, "no space left on the simulated disk")
 }
 
+/// The bytes of `buf`, read at `offset_bytes`, that lie in `sector` hold
+/// the bytes of the sector at `other_at` of `image` instead (zeros past
+/// its end): a misdirected read.
+fn misread_into(buf: &mut [u8], offset_bytes: u64, sector: Range<u64>, other_at: u64, image: &[u8]) {
+    let start = sector.start.max(offset_bytes);
+    let end = sector.end.min(offset_bytes + buf.len() as u64);
+    for at in start..end {
+        let from = other_at + (at - sector.start);
+        buf[to_usize(at - offset_bytes)] = usize::try_from(from).ok().and_then(|i| image.get(i)).copied().unwrap_or(0);
+    }
+}
+
+/// After a write to `inode` at `extent` (the file was `file_len_bytes`
+/// long before it) succeeded: whether the drive will lose or misdirect it
+/// when it writes it (`silent.rs`), drawn from the operation's stream.
+/// Counted and traced now, but it does not mark the operation faulted:
+/// nothing failed, which is the point.
+fn draw_silent_write(disk: &mut Disk, index: u64, inode: InodeId, extent: Range<u64>, file_len_bytes: u64) {
+    let len_bytes = extent.end - extent.start;
+    let fate = match disk.faults.silent_write(&disk.config, len_bytes) {
+        None => None,
+        Some(false) => Some(Fate::Lost),
+        Some(true) => {
+            let recent_writes = disk.fs.inode(inode).silent.recent_writes.clone();
+            let other_files: Vec<InodeId> = disk
+                .fs
+                .inodes
+                .iter()
+                .filter(|(id, i)| **id != inode && i.open_handles > 0)
+                .map(|(id, _)| *id)
+                .collect();
+            let targets = Targets { recent_writes: &recent_writes, file_len_bytes, other_files: &other_files };
+            Some(disk.faults.misdirect(&disk.config, extent.start, len_bytes, &targets))
+        }
+    };
+    if disk.config.p_misdirected_write > 0.0 {
+        disk.fs.inode_mut(inode).silent.note_write(extent.start, len_bytes);
+    }
+    if let Some(fate) = fate {
+        disk.fs.set_fate(inode, fate);
+        let kind = if fate == Fate::Lost { FaultKind::LostWrite } else { FaultKind::MisdirectedWrite };
+        disk.note_fault(index, kind);
+    }
+}
+
 impl SimFile {
     fn check_epoch(&self, disk: &Disk) -> io::Result<()> {
         if disk.epoch == self.epoch {
@@ -89,6 +136,15 @@ impl VfsFile for SimFile {
                 buf[bit / 8] ^= 1 << (bit % 8);
                 disk.inject(index, FaultKind::BitFlip);
             }
+            let file_len_bytes = disk.fs.inode(self.inode).volatile.len() as u64;
+            if let Some((sector_at, other_at)) =
+                disk.faults.misread(&disk.config, self.inode, offset_bytes, n, file_len_bytes)
+            {
+                let sector_bytes = disk.config.sector_bytes;
+                let image = &disk.fs.inode(self.inode).volatile;
+                misread_into(&mut buf[..n], offset_bytes, sector_at..sector_at + sector_bytes, other_at, image);
+                disk.inject(index, FaultKind::MisdirectedRead);
+            }
             Ok(n)
         })
     }
@@ -111,7 +167,9 @@ impl VfsFile for SimFile {
             };
             match fault {
                 WriteFault::None => {
+                    let file_len_bytes = disk.fs.inode(self.inode).volatile.len() as u64;
                     disk.fs.write(self.inode, offset_bytes, data);
+                    draw_silent_write(disk, index, self.inode, offset_bytes..end_bytes, file_len_bytes);
                     Ok(())
                 }
                 WriteFault::Eio => {

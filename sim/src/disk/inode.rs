@@ -9,6 +9,8 @@
 
 use std::ops::Range;
 
+use super::silent::Silent;
+
 /// An inode number. Never reused, so a stale handle cannot reach a new file.
 pub(super) type InodeId = u64;
 
@@ -105,6 +107,9 @@ pub(super) struct Inode {
     /// none of those bytes was ever a torn write, and the file could say so
     /// at its start (durable metadata too).
     pub whole_bytes: u64,
+    /// Silent write faults: fates of pending writes, and the scars flushed
+    /// ones left on the durable image (`silent.rs`).
+    pub silent: Silent,
 }
 
 /// A write, as far as vouching goes: it starts at `start_bytes`, and the

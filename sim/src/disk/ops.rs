@@ -130,7 +130,9 @@ impl Disk {
         self.note_fault(index, kind);
     }
 
-    fn note_fault(&mut self, index: u64, kind: FaultKind) {
+    /// Count and trace a fault that fails nothing (a silent one, or one
+    /// the crash did).
+    pub fn note_fault(&mut self, index: u64, kind: FaultKind) {
         *self.fault_counts.entry(kind).or_insert(0) += 1;
         self.trace.push(Event::Fault { index, kind });
     }
@@ -203,6 +205,8 @@ impl Disk {
                 DamageKind::FileTruncated => FaultKind::FileTruncated,
                 DamageKind::JunkPrepended => FaultKind::JunkPrepended,
                 DamageKind::StrayFile => FaultKind::StrayFile,
+                // Counted when the write was made: announced here.
+                DamageKind::LostWrite | DamageKind::MisdirectedWrite => continue,
             };
             self.note_fault(self.io_index, kind);
         }

@@ -22,6 +22,7 @@ use engine::vfs::OpenMode;
 
 use super::dir::{Dir, DirOp};
 use super::inode::{DataOp, Inode, InodeId, Voucher, MAX_FILE_BYTES};
+use super::silent::{self, Fate};
 
 /// Every inode and directory on the disk.
 #[derive(Debug, Default)]
@@ -208,17 +209,38 @@ impl FileSystem {
         self.version += 1;
     }
 
+    /// The write just made to `id` (its newest pending op) meets `fate`
+    /// when the drive writes it (`silent.rs`).
+    pub fn set_fate(&mut self, id: InodeId, fate: Fate) {
+        let inode = self.inode_mut(id);
+        let index = inode.pending.len().checked_sub(1).expect("a write was just made");
+        assert!(matches!(inode.pending[index], DataOp::Write { .. }));
+        inode.silent.fates.push((index, fate));
+    }
+
     /// fsync: make the pending data ops durable, in order. The cost is the
     /// bytes they wrote, not the file's size.
     pub fn sync(&mut self, id: InodeId) {
         if !self.inode(id).pending.is_empty() {
             self.version += 1;
         }
+        if !self.inode(id).silent.is_idle() {
+            silent::sync(self, id);
+            return;
+        }
         let inode = self.inode_mut(id);
         for op in &inode.pending {
             op.apply(&mut inode.durable);
         }
         inode.pending.clear();
+        self.finish_sync(id);
+    }
+
+    /// The end of every fsync, once the pending ops are applied: the
+    /// vouchers of the writes it made durable count from now on.
+    pub fn finish_sync(&mut self, id: InodeId) {
+        let inode = self.inode_mut(id);
+        assert!(inode.pending.is_empty());
         assert_eq!(inode.durable.len(), inode.volatile.len());
         let durable_bytes = inode.durable.len() as u64;
         let made_durable = std::mem::take(&mut inode.pending_vouchers);
@@ -232,7 +254,11 @@ impl FileSystem {
         let inode = self.inode_mut(id);
         let len_before = inode.volatile.len() as u64;
         inode.volatile.clone_from(&inode.durable);
+        // Only dirty pages are dropped: those a silent fault left wrong on
+        // the disk were written back, so the cache still holds them right.
+        inode.silent.patch_cache(&mut inode.volatile);
         inode.pending.clear();
+        inode.silent.fates.clear();
         inode.pending_vouchers.clear();
         inode.written_since_sync = false;
         let len_after = inode.volatile.len() as u64;
@@ -261,6 +287,11 @@ impl FileSystem {
         let inode = self.inode_mut(id);
         if inode.pending.is_empty() {
             inode.vouch_all();
+            // Unless a silent fault left its start other than written:
+            // whatever the file said about itself there is not there.
+            if inode.silent.start_scarred(&inode.durable) {
+                inode.whole_bytes = 0;
+            }
         }
         let dir = self.dir_mut(from_dir)?;
         dir.volatile.remove(from_name);
@@ -386,6 +417,8 @@ impl FileSystem {
         for inode in self.inodes.values_mut() {
             inode.volatile.clone_from(&inode.durable);
             inode.pending.clear();
+            inode.silent.fates.clear();
+            inode.silent.scars.clear();
             inode.fsync_failed = false;
             inode.pending_vouchers.clear();
             inode.written_since_sync = false;

@@ -121,6 +121,11 @@ fn draw_disk(rng: &mut ChaCha8Rng, detects_damage: bool, allowed: Harsh) -> Disk
         p_torn_garbage: rng.gen_range(0.0..0.5),
         p_env_damage: 0.0,
         p_meta_eio: 0.0,
+        // Silent write faults are segsim's (issue 25): a target's page
+        // says what its format binds before they are turned on for it.
+        p_lost_write: 0.0,
+        p_misdirected_write: 0.0,
+        p_misdirected_read: 0.0,
     };
     DiskConfig {
         p_torn_garbage: if allowed.torn_garbage { disk.p_torn_garbage } else { 0.0 },

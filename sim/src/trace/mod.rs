@@ -68,11 +68,17 @@ pub enum FaultKind {
     StrayFile,
     /// An operation other than a read, write, fsync or map failed (EIO).
     MetaEio,
+    /// A write reported done that the drive will not write (`silent.rs`).
+    LostWrite,
+    /// A write reported done that the drive will write elsewhere.
+    MisdirectedWrite,
+    /// A read that returned another sector's bytes for one sector.
+    MisdirectedRead,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 13] = [
+    pub const ALL: [FaultKind; 16] = [
         FaultKind::WriteEio,
         FaultKind::ShortWrite,
         FaultKind::FsyncEio,
@@ -86,6 +92,9 @@ impl FaultKind {
         FaultKind::JunkPrepended,
         FaultKind::StrayFile,
         FaultKind::MetaEio,
+        FaultKind::LostWrite,
+        FaultKind::MisdirectedWrite,
+        FaultKind::MisdirectedRead,
     ];
 
     /// The name used in summaries and JSON.
@@ -104,6 +113,9 @@ impl FaultKind {
             FaultKind::JunkPrepended => "junk_prepended",
             FaultKind::StrayFile => "stray_file",
             FaultKind::MetaEio => "meta_eio",
+            FaultKind::LostWrite => "lost_write",
+            FaultKind::MisdirectedWrite => "misdirected_write",
+            FaultKind::MisdirectedRead => "misdirected_read",
         }
     }
 }

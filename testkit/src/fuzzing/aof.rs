@@ -24,6 +24,7 @@ use super::{dir, disk_with, fixture, names, path_of, read, resealed_frames, with
 use crate::model::Model;
 use engine::aof::{scan_log, AofWriter, FsyncPolicy, LogScan, Record};
 use engine::clock::ManualClock;
+use engine::frame::Log;
 use engine::store::{Command, Options, Store, AOF_FILE};
 use engine::vfs::MemVfs;
 use engine::{Error, Result};
@@ -32,7 +33,7 @@ use engine::{Error, Result};
 /// and with their frames resealed (see [the parent](super)). Panics on any
 /// broken property: that is a finding.
 pub fn aof_recover(data: &[u8]) {
-    with_resealed(data, resealed_frames, check_all);
+    with_resealed(data, |data, how| resealed_frames(data, Log::Aof, how), check_all);
 }
 
 fn check_all(data: &[u8]) {
@@ -47,7 +48,7 @@ fn check_scan(log_path: &Path, data: &[u8], scan: &Result<LogScan>) {
     let scan = match scan {
         Ok(scan) => scan,
         Err(e) => {
-            assert!(e.is_corrupt(), "scan_log failed with something other than Corrupt: {e}");
+            assert!(e.refuses_bytes(), "scan_log failed with something other than Corrupt: {e}");
             return;
         }
     };
@@ -70,7 +71,7 @@ fn check_scan(log_path: &Path, data: &[u8], scan: &Result<LogScan>) {
         // refuses that damage, and a point-in-time cut never lands inside
         // a snapshot). Re-scanning it must refuse it too — and only then.
         Err(e) => assert!(
-            e.is_corrupt() && scan.damage.as_deref().is_some_and(|why| why.contains("snapshot")),
+            e.refuses_bytes() && scan.damage.as_deref().is_some_and(|why| why.contains("snapshot")),
             "the valid prefix of a log scans: {e}\n  the whole log scanned to {scan:?}"
         ),
     }
@@ -89,7 +90,7 @@ fn check_recovery(data: &[u8], scan: &Result<LogScan>) {
         (Ok(scan), Err(error)) if scan.damage.is_some() => {
             // Damage to durable frames: the default recovery refuses it
             // and changes nothing.
-            assert!(error.is_corrupt(), "damage refused with something other than Corrupt: {error}");
+            assert!(error.refuses_bytes(), "damage refused with something other than Corrupt: {error}");
             assert_eq!(read(vfs.as_ref(), AOF_FILE), data, "a refused log was changed");
             assert_eq!(names(vfs.as_ref()), [AOF_FILE], "a refused recovery left files behind");
             return;
@@ -153,7 +154,7 @@ fn check_store(data: &[u8]) {
     let mut store = match open(&vfs) {
         Ok(store) => store,
         Err(e) => {
-            assert!(e.is_corrupt(), "a log made the store fail to open with something other than Corrupt: {e}");
+            assert!(e.refuses_bytes(), "a log made the store fail to open with something other than Corrupt: {e}");
             return;
         }
     };

@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 
 use super::{dir, disk_with, path_of, read, resealed_frames, with_resealed};
+use engine::frame::Log;
 use engine::manifest::{Manifest, ManifestState, SegEntry, MANIFEST_FILE, MANIFEST_TEMP_FILE};
 use engine::store::segment_file_name;
 use engine::vfs::{MemVfs, Vfs};
@@ -22,7 +23,7 @@ use std::sync::Arc;
 /// the module doc), as given and with their frames resealed (see [the
 /// parent](super)). Panics on any broken property: that is a finding.
 pub fn manifest_open(data: &[u8]) {
-    with_resealed(data, resealed_frames, check_all);
+    with_resealed(data, |data, how| resealed_frames(data, Log::Manifest, how), check_all);
 }
 
 fn check_all(data: &[u8]) {
@@ -34,7 +35,7 @@ fn check_all(data: &[u8]) {
     let vfs = disk_with(&[(MANIFEST_FILE, data)]);
     let (mut manifest, report) = match (&parsed, Manifest::open(vfs.clone(), dir())) {
         (Err(parse_error), Err(error)) => {
-            assert!(error.is_corrupt(), "open refused a manifest with something other than Corrupt: {error}");
+            assert!(error.refuses_bytes(), "open refused a manifest with something other than Corrupt: {error}");
             assert_eq!(error.to_string(), parse_error.to_string(), "open refused for another reason than parse");
             assert_eq!(read(vfs.as_ref(), MANIFEST_FILE), data, "a refused manifest was changed");
             return;

@@ -52,7 +52,7 @@ pub use fixture::{fixture, Fixture};
 pub use manifest::manifest_open;
 pub use seg::seg_read;
 
-use engine::frame::{encode_frame, FRAME_HEADER_BYTES, MAX_FRAME_PAYLOAD_BYTES};
+use engine::frame::{encode_frame, Log, Place, FRAME_HEADER_BYTES, MAX_FRAME_PAYLOAD_BYTES};
 use engine::vfs::{read_whole, MemVfs, OpenMode, Vfs};
 
 /// The clock of every fuzz run (2023-11-14, as in the simulator): fixed,
@@ -92,11 +92,29 @@ fn names(vfs: &dyn Vfs) -> Vec<String> {
     vfs.list_dir(dir()).expect("the store directory exists")
 }
 
+/// Where a reseal binds the checksums it recomputes: to the bytes' own
+/// place, or to another one — the bytes then read as a misdirected write
+/// left them, whole records that are valid somewhere else, which every
+/// reader must take for damage (records are bound to their place).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reseal {
+    /// Each checksum for where its record lies.
+    InPlace,
+    /// Each checksum for another place: frames [`MISPLACED_BYTES`] further
+    /// on in their log, segment records in the next segment.
+    Elsewhere,
+}
+
+/// How far [`Reseal::Elsewhere`] moves a frame: one small sector.
+pub const MISPLACED_BYTES: u64 = 512;
+
 /// `bytes` with the checksum of every frame recomputed, walking frames by
 /// their length fields from the start until one does not fit. Shared by
-/// the log and the manifest, whose files are frames back to back; the
-/// checksum is `frame.rs`'s own, through [`encode_frame`].
-pub fn resealed_frames(bytes: &[u8]) -> Vec<u8> {
+/// the log and the manifest (`log`), whose files are frames back to back;
+/// the checksum is `frame.rs`'s own, through [`encode_frame`], for each
+/// frame's place (or another one, per `how`).
+pub fn resealed_frames(bytes: &[u8], log: Log, how: Reseal) -> Vec<u8> {
+    let shift_bytes = if how == Reseal::Elsewhere { MISPLACED_BYTES } else { 0 };
     let mut out = bytes.to_vec();
     let mut at = 0usize;
     let mut frame = Vec::new();
@@ -107,19 +125,22 @@ pub fn resealed_frames(bytes: &[u8]) -> Vec<u8> {
         }
         let end = at + FRAME_HEADER_BYTES + len_bytes;
         frame.clear();
-        encode_frame(&mut frame, out[at + 8], &out[at + FRAME_HEADER_BYTES..end]);
+        let place = Place { log, offset_bytes: at as u64 + shift_bytes };
+        encode_frame(&mut frame, place, out[at + 8], &out[at + FRAME_HEADER_BYTES..end]);
         out[at..end].copy_from_slice(&frame);
         at = end;
     }
     out
 }
 
-/// Run `check` on `data`, then on `reseal(data)` if that differs.
-fn with_resealed(data: &[u8], reseal: fn(&[u8]) -> Vec<u8>, check: fn(&[u8])) {
+/// Run `check` on `data`, then on each of its reseals that differs.
+fn with_resealed(data: &[u8], reseal: fn(&[u8], Reseal) -> Vec<u8>, check: fn(&[u8])) {
     check(data);
-    let resealed = reseal(data);
-    if resealed != data {
-        check(&resealed);
+    for how in [Reseal::InPlace, Reseal::Elsewhere] {
+        let resealed = reseal(data, how);
+        if resealed != data {
+            check(&resealed);
+        }
     }
 }
 
@@ -131,20 +152,32 @@ mod tests {
     #[test]
     fn resealing_makes_every_whole_frame_valid_and_touches_nothing_else() {
         let mut bytes = Vec::new();
-        encode_frame(&mut bytes, 2, b"first");
-        encode_frame(&mut bytes, 3, b"second frame");
+        encode_frame(&mut bytes, Place::manifest(0), 2, b"first");
+        encode_frame(&mut bytes, Place::manifest(0), 3, b"second frame");
         let whole = bytes.len();
         bytes.extend_from_slice(&[40, 0, 0, 0, 1, 2]);
-        assert_eq!(resealed_frames(&bytes), bytes, "valid frames are resealed to themselves");
+        let in_place = |bytes: &[u8]| resealed_frames(bytes, Log::Manifest, Reseal::InPlace);
+        assert_eq!(in_place(&bytes), bytes, "valid frames are resealed to themselves");
 
         let mut mutated = bytes.clone();
         mutated[FRAME_HEADER_BYTES + 1] ^= 0xff;
         mutated[whole - 2] ^= 0x01;
-        assert!(decode_frame(&mutated).is_err());
-        let resealed = resealed_frames(&mutated);
-        let first = decode_frame(&resealed).unwrap();
+        assert!(decode_frame(&mutated, Place::manifest(0)).is_err());
+        let resealed = in_place(&mutated);
+        let first = decode_frame(&resealed, Place::manifest(0)).unwrap();
         assert_eq!(first.payload, &mutated[FRAME_HEADER_BYTES..FRAME_HEADER_BYTES + 5]);
-        assert!(decode_frame(&resealed[first.total_bytes..]).is_ok());
+        let second_at = Place::manifest(first.total_bytes as u64);
+        assert!(decode_frame(&resealed[first.total_bytes..], second_at).is_ok());
         assert_eq!(resealed[whole..], bytes[whole..], "the cut-short tail is left as it was");
+    }
+
+    #[test]
+    fn resealing_elsewhere_makes_whole_frames_valid_only_at_another_place() {
+        let mut bytes = Vec::new();
+        encode_frame(&mut bytes, Place::aof(0), 2, b"first");
+        let elsewhere = resealed_frames(&bytes, Log::Aof, Reseal::Elsewhere);
+        assert!(decode_frame(&elsewhere, Place::aof(0)).is_err());
+        assert!(decode_frame(&elsewhere, Place::aof(MISPLACED_BYTES)).is_ok());
+        assert!(decode_frame(&resealed_frames(&bytes, Log::Manifest, Reseal::InPlace), Place::aof(0)).is_err());
     }
 }

@@ -10,7 +10,7 @@
 
 use std::ops::RangeInclusive;
 
-use super::{path_of, with_resealed};
+use super::{path_of, with_resealed, Reseal};
 use engine::seg::Seg;
 use engine::vfs::Mapping;
 use engine::Result;
@@ -30,7 +30,7 @@ fn check_all(data: &[u8]) {
     let seg = match Seg::from_mapping(path_of("fuzz.seg"), Mapping::from_vec(data.to_vec())) {
         Ok(seg) => seg,
         Err(e) => {
-            assert!(e.is_corrupt(), "a segment failed to open with something other than Corrupt: {e}");
+            assert!(e.refuses_bytes(), "a segment failed to open with something other than Corrupt: {e}");
             return;
         }
     };
@@ -80,7 +80,7 @@ fn walk<'a>(items: impl Iterator<Item = Result<(&'a [u8], &'a [u8])>>) -> (Walke
         match item {
             Ok(record) => records.push(record),
             Err(e) => {
-                assert!(e.is_corrupt(), "a segment read failed with something other than Corrupt: {e}");
+                assert!(e.refuses_bytes(), "a segment read failed with something other than Corrupt: {e}");
                 return (records, false);
             }
         }
@@ -94,7 +94,7 @@ fn check_get(seg: &Seg, records: &Walked<'_>, whole: bool, probe: &[u8]) {
         Ok(found) if walked.is_some() => assert_eq!(found, walked, "get disagrees with the walk"),
         Ok(Some(_)) if whole => panic!("get found a key the walk never yielded"),
         Ok(_) => {}
-        Err(e) => assert!(e.is_corrupt(), "get failed with something other than Corrupt: {e}"),
+        Err(e) => assert!(e.refuses_bytes(), "get failed with something other than Corrupt: {e}"),
     }
 }
 
@@ -119,6 +119,7 @@ const HEAD_BYTES: usize = 8;
 const TAIL_BYTES: usize = 56;
 const INDEX_ENTRY_FIXED_BYTES: usize = 16;
 const RECORD_CRC_BYTES: usize = 4;
+const TAIL_SEQ_AT: usize = 0;
 const TAIL_INDEX_OFFSET_AT: usize = 16;
 const TAIL_BOUNDS_OFFSET_AT: usize = 24;
 const TAIL_INDEX_CRC_AT: usize = 32;
@@ -126,9 +127,11 @@ const TAIL_BOUNDS_CRC_AT: usize = 36;
 const TAIL_CRC_AT: usize = 44;
 
 /// `bytes` with every checksum its own offsets locate recomputed: each
-/// record's (where its index entry says it lies), the index's, the key
-/// bounds', the tail's.
-pub fn resealed(bytes: &[u8]) -> Vec<u8> {
+/// record's (where its index entry says it lies, bound to the tail's seq
+/// and the entry's index — or, `Elsewhere`, to the next seq, as a record a
+/// misdirected write carried over from another segment), the index's, the
+/// key bounds', the tail's.
+pub fn resealed(bytes: &[u8], how: Reseal) -> Vec<u8> {
     let mut out = bytes.to_vec();
     if out.len() < HEAD_BYTES + TAIL_BYTES {
         return out;
@@ -138,7 +141,8 @@ pub fn resealed(bytes: &[u8]) -> Vec<u8> {
     let bounds_offset = u64_at(&out, tail + TAIL_BOUNDS_OFFSET_AT);
     if index_offset <= bounds_offset && bounds_offset <= tail as u64 {
         let (index_offset, bounds_offset) = (index_offset as usize, bounds_offset as usize);
-        reseal_records(&mut out, index_offset, bounds_offset);
+        let seq = u64_at(&out, tail + TAIL_SEQ_AT).wrapping_add(u64::from(how == Reseal::Elsewhere));
+        reseal_records(&mut out, seq, index_offset, bounds_offset);
         let index_crc = crc32fast::hash(&out[index_offset..bounds_offset]);
         put_u32_at(&mut out, tail + TAIL_INDEX_CRC_AT, index_crc);
         let bounds_crc = crc32fast::hash(&out[bounds_offset..tail]);
@@ -151,8 +155,9 @@ pub fn resealed(bytes: &[u8]) -> Vec<u8> {
 
 /// Recompute the checksum of each record an index entry in
 /// `[index_offset, bounds_offset)` places wholly before the index.
-fn reseal_records(out: &mut [u8], index_offset: usize, bounds_offset: usize) {
+fn reseal_records(out: &mut [u8], seq: u64, index_offset: usize, bounds_offset: usize) {
     let mut at = index_offset;
+    let mut record = 0u64;
     while bounds_offset - at >= INDEX_ENTRY_FIXED_BYTES {
         let key_len = u32_at(out, at) as usize;
         let value_offset = u64_at(out, at + 4);
@@ -166,12 +171,15 @@ fn reseal_records(out: &mut [u8], index_offset: usize, bounds_offset: usize) {
         if let Some(value_end) = value_end.filter(|end| end.saturating_add(RECORD_CRC_BYTES) <= index_offset) {
             let value_start = value_end - value_len;
             let mut hasher = crc32fast::Hasher::new();
+            hasher.update(&seq.to_le_bytes());
+            hasher.update(&record.to_le_bytes());
             hasher.update(&(key_len as u32).to_le_bytes());
             hasher.update(&out[key_start..key_end]);
             hasher.update(&out[value_start..value_end]);
             put_u32_at(out, value_end, hasher.finalize());
         }
         at = key_end;
+        record += 1;
     }
 }
 
@@ -213,6 +221,7 @@ mod tests {
     #[test]
     fn resealing_knows_the_layout() {
         let segment = fixture_segment();
+        let resealed = |bytes: &[u8]| resealed(bytes, Reseal::InPlace);
         assert_eq!(resealed(&segment), segment, "a valid segment reseals to itself");
 
         // A changed seq (tail), a changed value byte (a record) and a
@@ -237,6 +246,13 @@ mod tests {
         key[last_key_byte] = 0;
         let err = open(resealed(&key)).unwrap_err().to_string();
         assert!(!err.contains("checksum"), "resealing missed a checksum: {err}");
+    }
+
+    #[test]
+    fn records_resealed_for_another_segment_are_refused_on_read() {
+        let elsewhere = resealed(&fixture_segment(), Reseal::Elsewhere);
+        let seg = open(elsewhere).expect("the tail, index and bounds are this file's own");
+        assert!(seg.iter().all(|item| item.is_err()), "a record bound to another segment was served");
     }
 
     proptest! {

@@ -21,7 +21,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use engine::clock::ManualClock;
-use engine::frame::{decode_frame, FRAME_HEADER_BYTES};
+use engine::frame::{decode_frame, Place, FRAME_HEADER_BYTES};
 use engine::manifest::MANIFEST_FILE;
 use engine::store::AOF_FILE;
 
@@ -46,19 +46,21 @@ const SEG_RECORD_CRC_BYTES: usize = 4;
 /// record, three ways each (see the module doc).
 pub(super) fn sites(image: &DiskImage) -> Vec<DamageSite> {
     let files = image.files();
-    let first_frame = |name: &str| {
+    let first_frame = |name: &str, place: Place| {
         let (_, bytes) = files.iter().find(|(path, _)| path.file_name().is_some_and(|n| n == name))?;
-        let frame = decode_frame(bytes).ok()?;
+        let frame = decode_frame(bytes, place).ok()?;
         Some(bytes[..frame.total_bytes].to_vec())
     };
-    let (log_header, manifest_header) = (first_frame(AOF_FILE), first_frame(MANIFEST_FILE));
+    let log_header = first_frame(AOF_FILE, Place::aof(0));
+    let manifest_header = first_frame(MANIFEST_FILE, Place::manifest(0));
     let mut sites = Vec::new();
     for (path, bytes) in &files {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         if name == AOF_FILE {
-            frame_sites(&mut sites, path, bytes, manifest_header.as_deref(), "the manifest's header frame");
+            let foreign = (manifest_header.as_deref(), "the manifest's header frame");
+            frame_sites(&mut sites, path, bytes, Place::aof(0), foreign);
         } else if name == MANIFEST_FILE {
-            frame_sites(&mut sites, path, bytes, log_header.as_deref(), "the log's header frame");
+            frame_sites(&mut sites, path, bytes, Place::manifest(0), (log_header.as_deref(), "the log's header frame"));
         } else if name.ends_with(".seg") {
             segment_sites(&mut sites, path, bytes, log_header.as_deref());
         }
@@ -66,13 +68,19 @@ pub(super) fn sites(image: &DiskImage) -> Vec<DamageSite> {
     sites
 }
 
-/// The sites of a log made of frames: each valid frame from the start
-/// on (the walk stops at the first invalid one: a durable image's logs
-/// end with their last whole frame).
-fn frame_sites(sites: &mut Vec<DamageSite>, path: &Path, bytes: &[u8], foreign: Option<&[u8]>, foreign_what: &str) {
+/// The sites of a log made of frames, `start` its first frame's place:
+/// each valid frame from the start on (the walk stops at the first
+/// invalid one: a durable image's logs end with their last whole frame).
+fn frame_sites(
+    sites: &mut Vec<DamageSite>,
+    path: &Path,
+    bytes: &[u8],
+    start: Place,
+    (foreign, foreign_what): (Option<&[u8]>, &str),
+) {
     let mut at = 0usize;
     let mut number = 0usize;
-    while let Ok(frame) = decode_frame(&bytes[at..]) {
+    while let Ok(frame) = decode_frame(&bytes[at..], start.plus(at)) {
         let what =
             |how: &str| format!("{} frame {number} (bytes {at}..{}): {how}", path.display(), at + frame.total_bytes);
         let flip_at = if frame.payload.is_empty() {

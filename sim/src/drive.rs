@@ -697,6 +697,7 @@ impl<'a> Driver<'a> {
             }
         }
         let ((store, report), before) = opened.expect("the loop either opened or returned");
+        self.vfs.with_trace(|t| t.note(|| format!("recovery report: {report:?}")));
         self.sweep_skipped = report.sweep_skipped;
         // Damage to the manifest's newest records, which nothing later
         // vouched for, may take a registration with it undetectably (a

@@ -67,14 +67,7 @@ enum Armed {
 
 impl Faults {
     pub fn new() -> Self {
-        Faults {
-            rng: None,
-            seed: 0,
-            enabled: true,
-            observing: false,
-            armed: Armed::Never,
-            flipped: BTreeSet::new(),
-        }
+        Faults { rng: None, seed: 0, enabled: true, observing: false, armed: Armed::Never, flipped: BTreeSet::new() }
     }
 
     /// Decisions from now on come from `seed`'s stream.
@@ -197,13 +190,7 @@ impl Faults {
 
     /// Which bit of a `len_bytes` read of `file` at `offset_bytes` to
     /// flip, if any: never one flipped before (see `flipped`).
-    pub fn bitflip(
-        &mut self,
-        config: &DiskConfig,
-        file: u64,
-        offset_bytes: u64,
-        len_bytes: usize,
-    ) -> Option<usize> {
+    pub fn bitflip(&mut self, config: &DiskConfig, file: u64, offset_bytes: u64, len_bytes: usize) -> Option<usize> {
         if len_bytes == 0 || !self.chance(config.p_bitflip) {
             return None;
         }

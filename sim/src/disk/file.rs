@@ -78,6 +78,7 @@ impl SimFile {
 impl VfsFile for SimFile {
     fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
         let mut disk = lock(&self.disk);
+        disk.next_detail.inode = Some(self.inode);
         disk.run(IoKind::Read, self.name, offset_bytes, buf.len() as u64, |disk, index| {
             self.check_epoch(disk)?;
             if disk.faults.take_armed(index) || disk.faults.read(&disk.config) {
@@ -95,6 +96,7 @@ impl VfsFile for SimFile {
 
     fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
         let mut disk = lock(&self.disk);
+        disk.next_detail.inode = Some(self.inode);
         disk.run(IoKind::Write, self.name, offset_bytes, data.len() as u64, |disk, index| {
             self.check_writable(disk)?;
             let end_bytes = extent_end(offset_bytes, data.len() as u64)?;
@@ -129,6 +131,7 @@ impl VfsFile for SimFile {
 
     fn set_len(&mut self, len_bytes: u64) -> io::Result<()> {
         let mut disk = lock(&self.disk);
+        disk.next_detail.inode = Some(self.inode);
         disk.run(IoKind::SetLen, self.name, 0, len_bytes, |disk, index| {
             self.check_writable(disk)?;
             extent_end(len_bytes, 0)?;
@@ -144,6 +147,7 @@ impl VfsFile for SimFile {
 
     fn len(&self) -> io::Result<u64> {
         let mut disk = lock(&self.disk);
+        disk.next_detail.inode = Some(self.inode);
         disk.run(IoKind::Len, self.name, 0, 0, |disk, _| {
             self.check_epoch(disk)?;
             Ok(disk.fs.inode(self.inode).volatile.len() as u64)
@@ -152,6 +156,7 @@ impl VfsFile for SimFile {
 
     fn sync(&mut self) -> io::Result<()> {
         let mut disk = lock(&self.disk);
+        disk.next_detail.inode = Some(self.inode);
         disk.run(IoKind::Sync, self.name, 0, 0, |disk, index| {
             self.check_epoch(disk)?;
             // fsyncgate: after a failure the next fsync succeeds — having

@@ -265,10 +265,14 @@ impl<'a, A: Adapter> Runner<'a, A> {
             match opened {
                 Ok(db) => {
                     self.db = Some(db);
+                    self.vfs.with_trace(|t| t.note(|| "recovery: the engine opened".to_string()));
                     break;
                 }
                 Err(_) if injected && attempt < OPEN_ATTEMPTS_WITH_FAULTS => continue,
-                Err(e) if self.refusal_allowed(damaged, &e) => return self.accept_refusal(),
+                Err(e) if self.refusal_allowed(damaged, &e) => {
+                    self.vfs.with_trace(|t| t.note(|| format!("recovery: the engine refused to open (allowed): {e}")));
+                    return self.accept_refusal();
+                }
                 Err(e) => {
                     let media = if damaged { " (damage was announced)" } else { "" };
                     return Err(self.fail(Check::Open, format!("the engine refused to open after a crash{media}: {e}")));

@@ -6,9 +6,13 @@
 //! (names are interned to ids) so tracing costs no allocation per event;
 //! they are only turned into text when a report needs them.
 //!
+//! A trace that keeps every event (`--trace`, `--report`) also keeps a
+//! side record for pictures (`detail.rs`), never hashed.
+//!
 //! The hashing itself — the word fold, and reply hashes that must equal
 //! the hash of a reply's `Debug` text — is `hash.rs`.
 
+mod detail;
 mod hash;
 
 use std::collections::BTreeMap;
@@ -16,6 +20,7 @@ use std::fmt;
 
 use engine::Phase;
 
+pub use detail::{CrashPicture, Detail, DirFate, FileFate, IoDetail, OpFate};
 pub use hash::{hash_bytes, hash_debug, hash_reply};
 
 use hash::{fold_byte_string, fold_word, FNV_OFFSET};
@@ -143,6 +148,8 @@ pub struct Trace {
     /// Keep every event (for `--trace`); off by default.
     keep_all: bool,
     all: Vec<Event>,
+    /// With `keep_all`: what a report needs beyond the events (never hashed).
+    detail: Detail,
 }
 
 impl Default for Trace {
@@ -163,6 +170,7 @@ impl Trace {
             name_list: Vec::new(),
             keep_all,
             all: Vec::new(),
+            detail: Detail::default(),
         }
     }
 
@@ -265,6 +273,37 @@ impl Trace {
     /// Every event (empty unless made with `keep_all`).
     pub fn all(&self) -> &[Event] {
         &self.all
+    }
+
+    /// Whether every event is kept (and with it the side record for
+    /// reports, [`Trace::detail`]).
+    pub fn keeps_all(&self) -> bool {
+        self.keep_all
+    }
+
+    /// The side record (empty unless made with `keep_all`).
+    pub fn detail(&self) -> &Detail {
+        &self.detail
+    }
+
+    /// The side record, to add to; `None` unless made with `keep_all`.
+    /// Nothing written there is hashed.
+    pub fn detail_mut(&mut self) -> Option<&mut Detail> {
+        self.keep_all.then_some(&mut self.detail)
+    }
+
+    /// With `keep_all`, note `text()` after the latest event (a recovery's
+    /// report, say); otherwise `text` is never called.
+    pub fn note(&mut self, text: impl FnOnce() -> String) {
+        if self.keep_all {
+            let at = self.all.len();
+            self.detail.notes.push((at, text()));
+        }
+    }
+
+    /// The interned name with this id (`?` for an unknown id).
+    pub fn name(&self, id: u32) -> &str {
+        self.name_list.get(id as usize).map_or("?", String::as_str)
     }
 
     /// A line of text for `event`.

@@ -1,0 +1,229 @@
+//! What a power loss did, for the report's picture (`crate::report`):
+//! every pending change before it, held against the disk after it.
+//!
+//! Nothing here decides anything or draws randomness: the crash builder
+//! (`crash.rs`) has already chosen; this compares the disk as power loss
+//! found it (a [`DiskSnapshot`]: durable bytes plus pending operations)
+//! with the durable disk it left, byte by byte, and says per file which
+//! unsynced writes survived, were cut (at which byte) or left garbage,
+//! and per directory which unsynced changes survived. Only a trace that
+//! keeps every event asks for it, so the random mode pays nothing.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::dir::DirOp;
+use super::inode::{DataOp, InodeId};
+use super::snapshot::DiskSnapshot;
+use super::state::FileSystem;
+use crate::trace::{CrashPicture, DirFate, FileFate, OpFate};
+
+/// Compare `before` (the disk as the power loss found it) with `after`
+/// (the durable state the crash builder left, before the volatile views
+/// are reset to it).
+pub(super) fn picture(before: &DiskSnapshot, after: &FileSystem, io_index: u64) -> CrashPicture {
+    let names_before =
+        names(before.dirs.iter().map(|(path, dir)| (path, volatile_entries(&dir.durable, &dir.pending))));
+    let names_after = names(after.dirs.iter().map(|(path, dir)| (path, dir.durable.clone())));
+    let mut files = Vec::new();
+    for (id, file) in &before.files {
+        let renamed = names_before.get(id) != names_after.get(id);
+        if file.pending.is_empty() && !renamed {
+            continue;
+        }
+        let bytes_after = after.inodes.get(id).map_or(&[][..], |inode| &inode.durable[..]);
+        let bytes_after = if names_after.contains_key(id) { bytes_after } else { &[][..] };
+        files.push(file_fate(
+            *id,
+            &file.durable,
+            &file.pending,
+            bytes_after,
+            before.sector_bytes,
+            &names_before,
+            &names_after,
+        ));
+    }
+    let mut dirs = Vec::new();
+    for (path, dir) in &before.dirs {
+        let now = after.dirs.get(path).map(|d| d.durable.clone()).unwrap_or_default();
+        for op in &dir.pending {
+            dirs.push(DirFate {
+                dir: path.display().to_string(),
+                what: describe_dir_op(op),
+                survived: survived(op, &now),
+            });
+        }
+    }
+    CrashPicture { io_index, sector_bytes: before.sector_bytes, files, dirs, damage: Vec::new() }
+}
+
+/// A directory's entries with its pending changes applied: what reads saw.
+fn volatile_entries(durable: &BTreeMap<String, InodeId>, pending: &[DirOp]) -> BTreeMap<String, InodeId> {
+    let mut entries = durable.clone();
+    for op in pending {
+        op.apply(&mut entries);
+    }
+    entries
+}
+
+/// Each inode's full path (the first, by path order, if it has several).
+fn names<'a>(dirs: impl Iterator<Item = (&'a PathBuf, BTreeMap<String, InodeId>)>) -> BTreeMap<InodeId, String> {
+    let mut out = BTreeMap::new();
+    for (path, entries) in dirs {
+        for (name, id) in entries {
+            out.entry(id).or_insert_with(|| path.join(&name).display().to_string());
+        }
+    }
+    out
+}
+
+fn describe_dir_op(op: &DirOp) -> String {
+    match op {
+        DirOp::Link { name, .. } => format!("create {name}"),
+        DirOp::Unlink { name, .. } => format!("unlink {name}"),
+        DirOp::Rename { from, to, .. } => format!("rename {from} -> {to}"),
+    }
+}
+
+/// Whether the change's effect is in the durable entries after the crash.
+fn survived(op: &DirOp, after: &BTreeMap<String, InodeId>) -> bool {
+    match op {
+        DirOp::Link { name, inode } => after.get(name) == Some(inode),
+        DirOp::Unlink { name, inode } => after.get(name) != Some(inode),
+        DirOp::Rename { from, to, inode } => after.get(to) == Some(inode) && after.get(from) != Some(inode),
+    }
+}
+
+/// How each byte of a file compares after the crash.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Byte {
+    /// As the newest content (what reads saw before the crash).
+    New,
+    /// As before the unsynced changes (durable, or zero past its end).
+    Old,
+    /// Neither.
+    Garbage,
+    /// Past the file's end after the crash.
+    Gone,
+}
+
+fn file_fate(
+    id: InodeId,
+    durable: &[u8],
+    pending: &[DataOp],
+    after: &[u8],
+    sector_bytes: u64,
+    names_before: &BTreeMap<InodeId, String>,
+    names_after: &BTreeMap<InodeId, String>,
+) -> FileFate {
+    let mut volatile = durable.to_vec();
+    for op in pending {
+        op.apply(&mut volatile);
+    }
+    let classes = classify(durable, &volatile, after);
+    let mut len = durable.len() as u64;
+    let mut ops = Vec::with_capacity(pending.len());
+    for op in pending {
+        ops.push(op_fate(op, len, &classes, after.len() as u64, sector_bytes));
+        len = op.len_after(len);
+    }
+    FileFate {
+        inode: id,
+        path_before: names_before.get(&id).cloned(),
+        path_after: names_after.get(&id).cloned(),
+        len_durable: durable.len() as u64,
+        len_volatile: volatile.len() as u64,
+        len_after: after.len() as u64,
+        ops,
+        garbage: runs(&classes, Byte::Garbage),
+    }
+}
+
+/// Every byte up to the longest of the three images, classified.
+fn classify(durable: &[u8], volatile: &[u8], after: &[u8]) -> Vec<Byte> {
+    let len = durable.len().max(volatile.len()).max(after.len());
+    (0..len)
+        .map(|i| {
+            let Some(&now) = after.get(i) else { return Byte::Gone };
+            if volatile.get(i) == Some(&now) {
+                Byte::New
+            } else if durable.get(i).copied().unwrap_or(0) == now {
+                Byte::Old
+            } else {
+                Byte::Garbage
+            }
+        })
+        .collect()
+}
+
+/// Maximal runs of `class` as byte ranges.
+fn runs(classes: &[Byte], class: Byte) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in classes.iter().chain(std::iter::once(&Byte::Gone)).enumerate() {
+        match (start, *c == class) {
+            (None, true) => start = Some(i as u64),
+            (Some(s), false) => {
+                out.push((s, i as u64));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn op_fate(op: &DataOp, len_before: u64, classes: &[Byte], len_after: u64, sector_bytes: u64) -> OpFate {
+    match op {
+        DataOp::SetLen { len_bytes } => {
+            let fate = if len_after == *len_bytes { "the length survived" } else { "the length did not survive" };
+            let (lo, hi) = ((*len_bytes).min(len_before), (*len_bytes).max(len_before));
+            OpFate { what: format!("set_len {len_bytes}"), range: (lo, hi), fate: format!("{fate} (now {len_after})") }
+        }
+        DataOp::Write { offset_bytes, data } => {
+            let (start, end) = (*offset_bytes, offset_bytes + data.len() as u64);
+            let fate = write_fate(&classes[start as usize..(end as usize).min(classes.len())], start, sector_bytes);
+            OpFate { what: format!("write {start}+{}", data.len()), range: (start, end), fate }
+        }
+    }
+}
+
+/// A write's bytes after the crash, in words: whole, lost, cut at a byte
+/// (what follows old or gone), with garbage, or sectors reordered.
+fn write_fate(bytes: &[Byte], start: u64, sector_bytes: u64) -> String {
+    if bytes.is_empty() {
+        return "survived (empty)".to_string();
+    }
+    if let Some((a, b)) = runs(bytes, Byte::Garbage).first() {
+        let (a, b) = (start + a, start + b);
+        return format!("torn: garbage in bytes {a}..{b} (sector {})", a / sector_bytes.max(1));
+    }
+    let new = bytes.iter().take_while(|b| **b == Byte::New).count();
+    if new == bytes.len() {
+        return "survived".to_string();
+    }
+    let rest_new = bytes[new..].iter().any(|b| *b == Byte::New);
+    if !rest_new {
+        let gone = bytes[new..].iter().all(|b| *b == Byte::Gone);
+        let cut = start + new as u64;
+        return match (new, gone) {
+            (0, true) => "lost (past the end after the crash)".to_string(),
+            (0, false) => "lost".to_string(),
+            _ => format!("cut at byte {cut} (sector {}): the rest lost", cut / sector_bytes.max(1)),
+        };
+    }
+    let sector = sector_bytes.max(1) as usize;
+    let first_pad = (start as usize) % sector;
+    let (mut kept, mut lost) = (0, 0);
+    let mut at = 0;
+    while at < bytes.len() {
+        let len = (sector - (at + first_pad) % sector).min(bytes.len() - at);
+        if bytes[at..at + len].iter().all(|b| *b == Byte::New) {
+            kept += 1;
+        } else {
+            lost += 1;
+        }
+        at += len;
+    }
+    format!("reordered: {kept} of its sectors survived, {lost} did not")
+}

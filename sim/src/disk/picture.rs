@@ -7,12 +7,15 @@
 //! with the durable disk it left, byte by byte, and says per file which
 //! unsynced writes survived, were cut (at which byte) or left garbage,
 //! and per directory which unsynced changes survived. Only a trace that
-//! keeps every event asks for it, so the random mode pays nothing.
+//! keeps every event asks for it, so the random mode pays nothing; an
+//! explored crash state (a [`DiskImage`] of a snapshot) is pictured the
+//! same way (`DiskSnapshot::picture`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::dir::DirOp;
+use super::image::DiskImage;
 use super::inode::{DataOp, InodeId};
 use super::snapshot::DiskSnapshot;
 use super::state::FileSystem;
@@ -22,30 +25,42 @@ use crate::trace::{CrashPicture, DirFate, FileFate, OpFate};
 /// (the durable state the crash builder left, before the volatile views
 /// are reset to it).
 pub(super) fn picture(before: &DiskSnapshot, after: &FileSystem, io_index: u64) -> CrashPicture {
+    let dirs = after.dirs.iter().map(|(path, dir)| (path.clone(), dir.durable.clone())).collect();
+    compare(before, &dirs, &|id| after.inodes.get(&id).map(|inode| &inode.durable[..]), io_index)
+}
+
+impl DiskSnapshot {
+    /// What the crash state `image` of this snapshot kept of each pending
+    /// change (the report's picture of an explored crash); `io_index` is
+    /// the crash index.
+    pub fn picture(&self, image: &DiskImage, io_index: u64) -> CrashPicture {
+        compare(self, &image.dirs, &|id| image.files.get(&id).map(|file| &file.bytes[..]), io_index)
+    }
+}
+
+/// `before` against the directories and file bytes after the crash.
+fn compare<'a>(
+    before: &DiskSnapshot,
+    after_dirs: &BTreeMap<PathBuf, BTreeMap<String, InodeId>>,
+    after_bytes: &dyn Fn(InodeId) -> Option<&'a [u8]>,
+    io_index: u64,
+) -> CrashPicture {
     let names_before =
         names(before.dirs.iter().map(|(path, dir)| (path, volatile_entries(&dir.durable, &dir.pending))));
-    let names_after = names(after.dirs.iter().map(|(path, dir)| (path, dir.durable.clone())));
+    let names_after = names(after_dirs.iter().map(|(path, entries)| (path, entries.clone())));
     let mut files = Vec::new();
     for (id, file) in &before.files {
         let renamed = names_before.get(id) != names_after.get(id);
         if file.pending.is_empty() && !renamed {
             continue;
         }
-        let bytes_after = after.inodes.get(id).map_or(&[][..], |inode| &inode.durable[..]);
-        let bytes_after = if names_after.contains_key(id) { bytes_after } else { &[][..] };
-        files.push(file_fate(
-            *id,
-            &file.durable,
-            &file.pending,
-            bytes_after,
-            before.sector_bytes,
-            &names_before,
-            &names_after,
-        ));
+        let bytes = if names_after.contains_key(id) { after_bytes(*id).unwrap_or(&[]) } else { &[] };
+        let names = (&names_before, &names_after);
+        files.push(file_fate(*id, &file.durable, &file.pending, bytes, before.sector_bytes, names));
     }
     let mut dirs = Vec::new();
     for (path, dir) in &before.dirs {
-        let now = after.dirs.get(path).map(|d| d.durable.clone()).unwrap_or_default();
+        let now = after_dirs.get(path).cloned().unwrap_or_default();
         for op in &dir.pending {
             dirs.push(DirFate {
                 dir: path.display().to_string(),
@@ -113,8 +128,7 @@ fn file_fate(
     pending: &[DataOp],
     after: &[u8],
     sector_bytes: u64,
-    names_before: &BTreeMap<InodeId, String>,
-    names_after: &BTreeMap<InodeId, String>,
+    (names_before, names_after): (&BTreeMap<InodeId, String>, &BTreeMap<InodeId, String>),
 ) -> FileFate {
     let mut volatile = durable.to_vec();
     for op in pending {

@@ -128,7 +128,7 @@ pub fn main<A: Adapter + Clone>(adapter: A) -> ExitCode {
                 (Ok(options), Ok(kit)) => (options, kit),
                 (Err(message), _) | (_, Err(message)) => return usage_error(name, &message),
             };
-            return explore_and_report(&kit, common.seed, common.ops, &options, common.json);
+            return explore_and_report(&kit, common.seed, common.ops, &options, common.json, common.report.as_deref());
         }
         None => {}
     }

@@ -79,7 +79,7 @@ pub(super) fn record<A: Adapter>(
     workload: &[PlannedKitOp],
 ) -> Recording<Model> {
     let config = recording_config(config);
-    let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::new(false)));
+    let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::for_recording()));
     let mut runner = Runner::new(adapter, &config, plant, String::new(), vfs.clone());
     let result = catch_panic(|| -> Result<(), Failure> {
         runner.start()?;
@@ -104,7 +104,8 @@ pub(super) fn record<A: Adapter>(
         // The setup itself failed: an empty recording, and the failure.
         vfs.start_recording();
     }
-    Recording { disk: vfs.take_recording(), contexts, failure }
+    let trace = Some(vfs.take_trace()).filter(Trace::keeps_all);
+    Recording { disk: vfs.take_recording(), contexts, failure, trace }
 }
 
 /// How a recovery tells of each context from the moment the open

@@ -13,9 +13,11 @@
 //! - `story.rs`: the events laid out in slots, lanes and marks;
 //! - `svg.rs`: the timeline drawn;
 //! - `page.rs` (with `page.css`, `page.js`): the page around it;
+//! - `explore.rs`: the page of one explored crash state;
 //! - `escape.rs`: every text put into the page is escaped there.
 
 mod escape;
+mod explore;
 mod page;
 mod story;
 mod svg;
@@ -23,6 +25,7 @@ mod svg;
 use std::path::Path;
 
 pub use escape::esc;
+pub use explore::write_explored;
 pub use story::Story;
 
 use crate::failure::Failure;
@@ -171,4 +174,40 @@ pub fn run_with_report<T: crate::systems::Target>(
         eprintln!("report written to {} (open it in a browser)", path.display());
     }
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::story::OpSpan;
+    use super::*;
+
+    #[test]
+    fn every_text_put_in_the_page_is_escaped() {
+        let evil = "<script>alert('x')</script>\"&";
+        let mut story = Story::default();
+        story.slots = 2;
+        story.ops.push(OpSpan { index: 0, label: evil.to_string(), start: 0, end: 2 });
+        story.notes.push((1, evil.to_string()));
+        let verdict = Verdict {
+            seed: 1,
+            check: evil.to_string(),
+            op_index: 0,
+            op_line: Some(evil.to_string()),
+            detail: format!("key {evil}: expected {evil}, got (absent)"),
+            recent: vec![evil.to_string()],
+            repro: evil.to_string(),
+        };
+        let report = Report {
+            title: evil.to_string(),
+            facts: vec![(evil.to_string(), evil.to_string())],
+            story,
+            failure: Some(verdict),
+            recovery: vec![evil.to_string()],
+        };
+        let html = report.to_html();
+        assert!(!html.contains("<script>alert"), "raw markup from data");
+        assert!(!html.contains("'x'"), "a raw quote from data");
+        assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&quot;&amp;"));
+        assert_eq!(html.matches("<script>").count(), 2, "exactly the error trap and the page's script");
+    }
 }

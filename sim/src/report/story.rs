@@ -47,6 +47,8 @@ pub struct Lane {
 pub struct IoMark {
     pub lane: usize,
     pub slot: u64,
+    /// The I/O's global index.
+    pub io_index: u64,
     pub kind: IoKind,
     pub offset: u64,
     pub len: u64,
@@ -252,7 +254,7 @@ impl Builder<'_> {
         if let Some(op) = self.story.ops.last() {
             title.push_str(&format!("\nduring op#{}: {}", op.index, op.label));
         }
-        self.story.marks.push(IoMark { lane, slot, kind, offset, len, ok, title });
+        self.story.marks.push(IoMark { lane, slot, io_index: index, kind, offset, len, ok, title });
     }
 
     fn finish(mut self) -> Story {

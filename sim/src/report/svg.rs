@@ -50,7 +50,7 @@ pub fn labels(story: &Story) -> String {
 
 /// The timeline itself; `first_slot` is the run's slot at its left edge.
 pub fn timeline(story: &Story, first_slot: u64) -> String {
-    let width = story.slots.max(1) * SLOT_PX + 20;
+    let width = story.slots.max(1) * SLOT_PX + 110;
     let h = height(story);
     let mut out = format!(
         r#"<svg class="timeline" width="{width}" height="{h}" data-first-slot="{first_slot}" xmlns="http://www.w3.org/2000/svg">"#

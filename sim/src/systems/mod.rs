@@ -167,6 +167,9 @@ pub struct Recording<C> {
     /// The recording run itself failed: the check and why. Nothing is
     /// explored then.
     pub failure: Option<(Check, String)>,
+    /// The recording run's whole trace, if it kept one (recorded inside
+    /// `crate::trace::keeping_all_for_report`, for `--report`).
+    pub trace: Option<crate::trace::Trace>,
 }
 
 impl<C> Recording<C> {

@@ -158,7 +158,29 @@ impl Default for Trace {
     }
 }
 
+thread_local! {
+    /// Set while `sim explore --report` records its run on this thread
+    /// (see [`Trace::for_recording`]).
+    static KEEP_ALL_FOR_REPORT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `f` with every [`Trace::for_recording`] made on this thread keeping
+/// every event: `sim explore --report` records its run once more this way,
+/// to draw it. The hash is the same either way.
+pub fn keeping_all_for_report<R>(f: impl FnOnce() -> R) -> R {
+    KEEP_ALL_FOR_REPORT.with(|flag| flag.set(true));
+    let result = f();
+    KEEP_ALL_FOR_REPORT.with(|flag| flag.set(false));
+    result
+}
+
 impl Trace {
+    /// The trace of an exploration's recording run: keeps every event only
+    /// inside [`keeping_all_for_report`].
+    pub fn for_recording() -> Self {
+        Self::new(KEEP_ALL_FOR_REPORT.with(std::cell::Cell::get))
+    }
+
     /// An empty trace; `keep_all` also keeps every event for printing.
     pub fn new(keep_all: bool) -> Self {
         Trace {

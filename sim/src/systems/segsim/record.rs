@@ -52,7 +52,7 @@ pub(super) fn record(
     workload: &[PlannedOp],
 ) -> Recording<RecoveryContext> {
     let _canary = CanarySwitch::on(overrides.canary);
-    let vfs = Arc::new(SimVfs::new(disk_config.clone(), Trace::new(false)));
+    let vfs = Arc::new(SimVfs::new(disk_config.clone(), Trace::for_recording()));
     vfs.start_recording();
     let clock = Arc::new(ManualClock::new(T0_MS));
     let mut driver = Driver::new(config, overrides, vfs.clone(), wrap(vfs.clone()), clock);
@@ -63,7 +63,8 @@ pub(super) fn record(
     };
     drop(driver);
     let failure = failure.map(|failure| (failure.check, failure.detail));
-    Recording { disk: vfs.take_recording(), contexts: contexts.contexts, failure }
+    let trace = Some(vfs.take_trace()).filter(Trace::keeps_all);
+    Recording { disk: vfs.take_recording(), contexts: contexts.contexts, failure, trace }
 }
 
 /// The recording's observer: from each operation's first I/O on, a crash

@@ -89,6 +89,10 @@ pub struct RunArgs {
     pub report: Option<PathBuf>,
 }
 
+/// Replays an `.ops` file's text, writing the run's page to the path
+/// given (`--report`).
+pub type ReplayFile = dyn Fn(&str, Option<&Path>) -> Result<Replayed, String>;
+
 /// What a run needs besides its flags and its target.
 pub struct Hooks<'a> {
     /// The program's name in messages (`sim`, the user's binary).
@@ -97,7 +101,7 @@ pub struct Hooks<'a> {
     pub canary: Option<Canary>,
     /// Replay an `.ops` file's text (the file names its target), writing
     /// the run's page to the path given (`--report`).
-    pub replay: &'a dyn Fn(&str, Option<&Path>) -> Result<Replayed, String>,
+    pub replay: &'a ReplayFile,
 }
 
 /// The process's arguments as `P`, or how to exit: `--help` and

@@ -216,7 +216,7 @@ fn write_fate(bytes: &[Byte], start: u64, sector_bytes: u64) -> String {
     if new == bytes.len() {
         return "survived".to_string();
     }
-    let rest_new = bytes[new..].iter().any(|b| *b == Byte::New);
+    let rest_new = bytes[new..].contains(&Byte::New);
     if !rest_new {
         let gone = bytes[new..].iter().all(|b| *b == Byte::Gone);
         let cut = start + new as u64;

@@ -55,6 +55,8 @@ struct KitArgs {
     options: Vec<String>,
 }
 
+// Parsed once per process: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum KitCommand {
     /// Exhaustive crash exploration: record one fault-free workload, crash

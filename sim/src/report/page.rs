@@ -34,7 +34,7 @@ pub fn render(report: &Report, window: Window) -> String {
     recovery_section(&mut out, report, crash.map(|(slot, _)| slot));
     verdict_section(&mut out, report);
     ops_section(&mut out, &report.story, window);
-    let _ = write!(out, "<script>{SCRIPT}</script></body></html>\n");
+    let _ = writeln!(out, "<script>{SCRIPT}</script></body></html>");
     out
 }
 

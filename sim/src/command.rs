@@ -159,8 +159,8 @@ pub fn run_target<T: Target>(cli: &RunArgs, target: T, hooks: &Hooks<'_>) -> Exi
         let [seed] = list[..] else { return usage_error(hooks.program, "--trace needs exactly one seed (--seed N)") };
         let outcome = run_seed(&target, seed, true);
         let trace = outcome.trace.as_ref().expect("kept");
-        for event in trace.all() {
-            println!("{}", trace.describe(event));
+        for line in trace.describe_all() {
+            println!("{line}");
         }
         println!("trace hash {:016x}", outcome.trace_hash);
         return verdict(outcome.failure.is_some());

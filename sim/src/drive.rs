@@ -56,7 +56,7 @@ use crate::disk::{CrashOutcome, CrashPoint, Damage, DamageKind, SimVfs};
 use crate::failure::{Check, Failure};
 use crate::outcome::SeedOutcome;
 use crate::seeds;
-use crate::trace::{hash_reply, Event};
+use crate::trace::{hash_reply, reply_text, Event};
 use crate::workload::{Op, PlannedOp};
 use testkit::model;
 
@@ -365,7 +365,10 @@ impl<'a> Driver<'a> {
             Err(_) => 0,
         };
         let index = self.op_index;
-        self.vfs.with_trace(|t| t.push(Event::Reply { index, hash: reply_hash }));
+        self.vfs.with_trace(|t| {
+            t.push(Event::Reply { index, hash: reply_hash });
+            t.note_reply(|| reply_text::store_reply(&result));
+        });
         if self.vfs.crash_point_reached() {
             if command.is_write() {
                 self.checker.uncertain(command, now_ms);
@@ -426,7 +429,10 @@ impl<'a> Driver<'a> {
         let result = self.store_mut().execute_args(args);
         let reply_hash = result.as_ref().map_or(0, hash_reply);
         let index = self.op_index;
-        self.vfs.with_trace(|t| t.push(Event::Reply { index, hash: reply_hash }));
+        self.vfs.with_trace(|t| {
+            t.push(Event::Reply { index, hash: reply_hash });
+            t.note_reply(|| reply_text::store_reply(&result));
+        });
         match result {
             Err(Error::Invalid(why)) if why == model::NOT_AN_INTEGER => Ok(false),
             other => Err(self.fail(

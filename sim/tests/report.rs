@@ -47,6 +47,9 @@ fn recording_for_a_report_changes_no_trace_hash_segsim() {
 fn recording_for_a_report_changes_no_trace_hash_kit_targets() {
     assert!(same_hash_with_and_without_recording(&redb_target(KitSettings::default()), 0..4) > 0);
     same_hash_with_and_without_recording(&sqlite_target(KitSettings::default()), 0..2);
+    // Seed 22 cuts a file below a write it made (set_len after write):
+    // its picture once panicked, and so changed the run.
+    same_hash_with_and_without_recording(&sqlite_target(KitSettings::default()), 22..23);
 }
 
 /// A failing run's page: the planted fsync that does nothing.

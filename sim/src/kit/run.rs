@@ -407,6 +407,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
         self.note_context(planned);
         let result = self.adapter.apply(self.db(), op);
         self.trace_reply(result.as_ref().map_or(0, hash_debug));
+        self.vfs.with_trace(|t| t.note_reply(|| crate::trace::reply_text::kit_reply(&result)));
         if let (KitOp::Commit { level, .. }, Ok(_)) = (&planned.op, &result) {
             // Acknowledged: whatever happens next, the user was told.
             self.model.commit(self.config.promises[*level]);

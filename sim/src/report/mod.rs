@@ -185,7 +185,7 @@ mod tests {
     fn every_text_put_in_the_page_is_escaped() {
         let evil = "<script>alert('x')</script>\"&";
         let mut story = Story { slots: 2, ..Story::default() };
-        story.ops.push(OpSpan { index: 0, label: evil.to_string(), start: 0, end: 2 });
+        story.ops.push(OpSpan { index: 0, label: evil.to_string(), start: 0, end: 2, reply: Some(evil.to_string()) });
         story.notes.push((1, evil.to_string()));
         let verdict = Verdict {
             seed: 1,

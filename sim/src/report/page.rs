@@ -198,15 +198,18 @@ fn verdict_section(out: &mut String, report: &Report) {
 }
 
 fn ops_section(out: &mut String, story: &Story, window: Window) {
-    out.push_str(r#"<section id="ops"><h2>Operations</h2><table class="ops">"#);
+    out.push_str(
+        r#"<section id="ops"><h2>Operations</h2><table class="ops"><tr><th>op</th><th>line</th><th>reply</th></tr>"#,
+    );
     for op in &story.ops {
         let outside = op.end <= window.start || op.start >= window.end;
         let _ = write!(
             out,
-            r#"<tr{}><td>#{}</td><td><code>{}</code></td></tr>"#,
+            r#"<tr{}><td>#{}</td><td><code>{}</code></td><td><code>{}</code></td></tr>"#,
             if outside { r#" class="outside""# } else { "" },
             op.index,
-            esc(&op.label)
+            esc(&op.label),
+            esc(op.reply.as_deref().unwrap_or(""))
         );
     }
     out.push_str("</table></section>");

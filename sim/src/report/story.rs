@@ -23,6 +23,8 @@ pub struct OpSpan {
     /// Its first slot, and one past its last.
     pub start: u64,
     pub end: u64,
+    /// What it replied, in words (when the trace kept them).
+    pub reply: Option<String>,
 }
 
 /// What a lane follows.
@@ -113,6 +115,11 @@ impl Story {
         let notes = &trace.detail().notes;
         let mut next_note = 0;
         for (position, event) in trace.all().iter().enumerate() {
+            if let (Event::Reply { index, .. }, Some(text)) = (event, trace.detail().replies.get(&position)) {
+                if let Some(op) = b.story.ops.last_mut().filter(|op| op.index == *index) {
+                    op.reply = Some(text.clone());
+                }
+            }
             while next_note < notes.len() && notes[next_note].0 <= position {
                 b.story.notes.push((b.story.slots, notes[next_note].1.clone()));
                 next_note += 1;
@@ -192,7 +199,7 @@ impl Builder<'_> {
                 let slot = self.take_slot();
                 self.close_op(slot);
                 let label = label(index).unwrap_or_else(|| tag.to_string());
-                self.story.ops.push(OpSpan { index, label, start: slot, end: slot + 1 });
+                self.story.ops.push(OpSpan { index, label, start: slot, end: slot + 1, reply: None });
             }
             Event::Fault { index, kind } => {
                 let title = format!("fault {} at io#{index}", kind.name());

@@ -85,11 +85,12 @@ fn ops_row(out: &mut String, story: &Story, h: u64) {
         let w = (op.end - op.start).max(1) * SLOT_PX;
         let _ = write!(
             out,
-            r#"<g class="op" data-op="{}"><rect class="op-band op{}" x="{x}" y="0" width="{w}" height="{OPS_H}"><title>op#{} {}</title></rect>"#,
+            r#"<g class="op" data-op="{}"><rect class="op-band op{}" x="{x}" y="0" width="{w}" height="{OPS_H}"><title>op#{} {}{}</title></rect>"#,
             op.index,
             op.index % 2,
             op.index,
-            esc(&op.label)
+            esc(&op.label),
+            esc(&op.reply.as_ref().map_or(String::new(), |r| format!("\nreply: {r}")))
         );
         if w >= 40 {
             let _ = write!(out, r#"<text class="op-text" x="{}" y="14">#{}</text>"#, x + 2, op.index);

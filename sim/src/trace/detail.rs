@@ -88,4 +88,7 @@ pub struct Detail {
     pub crashes: Vec<CrashPicture>,
     /// Notes, each after the event with this position in `Trace::all`.
     pub notes: Vec<(usize, String)>,
+    /// Each reply's text (`reply_text.rs`), by its event's position in
+    /// `Trace::all`.
+    pub replies: BTreeMap<usize, String>,
 }

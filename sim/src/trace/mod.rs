@@ -14,6 +14,7 @@
 
 mod detail;
 mod hash;
+pub mod reply_text;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -321,6 +322,53 @@ impl Trace {
             let at = self.all.len();
             self.detail.notes.push((at, text()));
         }
+    }
+
+    /// With `keep_all`, keep `text()` as the words of the reply event just
+    /// pushed (printed by [`Trace::describe_all`] instead of its hash);
+    /// otherwise `text` is never called.
+    pub fn note_reply(&mut self, text: impl FnOnce() -> String) {
+        if self.keep_all && !self.all.is_empty() {
+            let at = self.all.len() - 1;
+            self.detail.replies.insert(at, text());
+        }
+    }
+
+    /// Every kept event as a line, as `--trace` prints them: like
+    /// [`Trace::describe`], but a file is named by what it is at that
+    /// moment, with the name its handle was opened under when that
+    /// differs (after a rename), and a reply by its words when kept.
+    pub fn describe_all(&self) -> Vec<String> {
+        let mut now: BTreeMap<u64, String> = BTreeMap::new();
+        let mut lines = Vec::with_capacity(self.all.len());
+        for (position, event) in self.all.iter().enumerate() {
+            let line = match *event {
+                Event::Io { index, kind, name, offset, len, ok } => {
+                    let opened = self.name(name);
+                    let detail = self.detail.io.get(&index);
+                    let inode = detail.and_then(|d| d.inode);
+                    if let (Some(inode), true) = (inode, kind == IoKind::Open && ok) {
+                        now.insert(inode, opened.to_string());
+                    }
+                    let current = inode.and_then(|i| now.get(&i)).map_or(opened, String::as_str);
+                    let shown =
+                        if current == opened { opened.to_string() } else { format!("{current} (opened as {opened})") };
+                    let status = if ok { "" } else { " -> error" };
+                    let mut line = format!("io#{index} {kind:?} {shown} off={offset} len={len}{status}");
+                    if let (Some(to), Some(inode), true) = (detail.and_then(|d| d.renamed_to.as_ref()), inode, ok) {
+                        line.push_str(&format!(" -> {to}"));
+                        now.insert(inode, to.clone());
+                    }
+                    line
+                }
+                Event::Reply { index, .. } if self.detail.replies.contains_key(&position) => {
+                    format!("op#{index} reply {}", self.detail.replies[&position])
+                }
+                _ => self.describe(event),
+            };
+            lines.push(line);
+        }
+        lines
     }
 
     /// The interned name with this id (`?` for an unknown id).

@@ -503,6 +503,7 @@ impl<'a> Driver<'a> {
             Err(e) => return Err(self.fail(Check::Admin, format!("close failed with no fault injected: {e}"))),
         }
         observer.op_begins(self, planned, Moment::Reopening, None);
+        self.outcome.clean_restarts += 1;
         self.vfs.process_restart();
         self.vfs.with_trace(|t| t.push(Event::Restart { clean: closed.is_ok() }));
         self.recover(None)?;
@@ -611,6 +612,19 @@ impl<'a> Driver<'a> {
     /// The process dies (memory lost, page cache kept) and the store is
     /// reopened and checked.
     pub fn process_crash(&mut self) -> Step {
+        self.outcome.kills += 1;
+        self.process_restart_and_recover()
+    }
+
+    /// A store an operation left poisoned is closed by a process restart
+    /// (page cache kept) and reopened and checked: counted apart from
+    /// kills (`error_reopens`), the same event in the trace.
+    pub fn reopen_poisoned(&mut self) -> Step {
+        self.outcome.error_reopens += 1;
+        self.process_restart_and_recover()
+    }
+
+    fn process_restart_and_recover(&mut self) -> Step {
         self.store = None;
         self.vfs.process_restart();
         self.vfs.with_trace(|t| t.push(Event::Restart { clean: false }));

@@ -43,6 +43,23 @@ fn without_timings(text: &str) -> String {
         .join("\n")
 }
 
+/// The ` ops in ... ops/s)` figure of `line`, if any, as a byte range.
+fn timing(line: &str) -> Option<std::ops::Range<usize>> {
+    let start = line.find(" ops in ")?;
+    let end = line.find(" ops/s)")? + " ops/s)".len();
+    (start < end).then_some(start..end)
+}
+
+/// `fresh` with the timing figure of `old`'s first line in its first line.
+fn with_timing_of(fresh: &str, old: &str) -> String {
+    let (first, rest) = fresh.split_once('\n').unwrap_or((fresh, ""));
+    let old_first = old.lines().next().unwrap_or("");
+    match (timing(first), timing(old_first)) {
+        (Some(new), Some(was)) => format!("{}{}{}\n{rest}", &first[..new.start], &old_first[was], &first[new.end..]),
+        _ => fresh.to_string(),
+    }
+}
+
 /// The byte range of the `text` block that follows the command's `sh`
 /// block in `readme`, its fences excluded.
 fn example_block(readme: &str) -> std::ops::Range<usize> {
@@ -59,6 +76,8 @@ fn the_readme_seed_42_example_is_a_fresh_run() {
     let block = example_block(&readme);
     let fresh = fresh_report();
     if std::env::var_os("SIM_README_UPDATE").is_some() {
+        // The README keeps its release-build timing: only the run's figures move.
+        let fresh = with_timing_of(&fresh, &readme[block.clone()]);
         let updated = format!("{}{}{}", &readme[..block.start], fresh, &readme[block.end..]);
         std::fs::write(readme_path(), updated).expect("README.md written");
         eprintln!("README.md: the seed-42 example rewritten from a fresh run; review and commit the diff");

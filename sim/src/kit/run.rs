@@ -221,6 +221,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
         }
         self.model.set_pending(Pending::PublishAll);
         self.db = None;
+        self.outcome.error_reopens += 1;
         self.vfs.process_restart();
         self.vfs.with_trace(|t| t.push(Event::Restart { clean: false }));
         self.recover_from(None, 0)
@@ -507,6 +508,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
             return Ok(());
         }
         self.note_context(&format_args!("{planned} (reopening)"));
+        self.outcome.clean_restarts += 1;
         self.vfs.process_restart();
         self.vfs.with_trace(|t| t.push(Event::Restart { clean: true }));
         self.recover_from(None, 0)?;

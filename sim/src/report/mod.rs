@@ -96,7 +96,13 @@ impl Report {
             ("seed".to_string(), outcome.seed.to_string()),
             ("operations".to_string(), outcome.ops.to_string()),
             ("power losses".to_string(), outcome.crashes.to_string()),
-            ("restarts".to_string(), outcome.restarts.to_string()),
+            (
+                "restarts".to_string(),
+                format!(
+                    "{} ({} after power losses, {} process kills, {} clean restarts, {} reopens after an error)",
+                    outcome.restarts, outcome.crashes, outcome.kills, outcome.clean_restarts, outcome.error_reopens
+                ),
+            ),
             ("faults injected".to_string(), if faults.is_empty() { "none".to_string() } else { faults.join(" ") }),
             ("trace hash".to_string(), format!("{:016x}", outcome.trace_hash)),
         ];

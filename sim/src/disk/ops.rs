@@ -226,8 +226,17 @@ impl Disk {
         let before = self.trace.keeps_all().then(|| DiskSnapshot::take(&self.fs, self.config.sector_bytes, None));
         let outcome = build_next_disk(&mut self.fs, &self.config, &mut rng);
         if let Some(before) = before {
-            let mut shot = picture(&before, &self.fs, self.io_index);
-            shot.damage = outcome.damage.iter().map(|d| format!("{d:?}")).collect();
+            // Drawing must never change the run: a bug in the picture
+            // leaves a picture that says so, not a failed seed.
+            let (fs, io_index) = (&self.fs, self.io_index);
+            let drawn = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| picture(&before, fs, io_index)));
+            let mut shot = drawn.unwrap_or_else(|_| crate::trace::CrashPicture {
+                io_index,
+                sector_bytes: before.sector_bytes,
+                damage: vec!["(this crash could not be pictured: a bug in disk/picture.rs)".to_string()],
+                ..Default::default()
+            });
+            shot.damage.extend(outcome.damage.iter().map(|d| format!("{d:?}")));
             if let Some(record) = self.trace.detail_mut() {
                 record.crashes.push(shot);
             }

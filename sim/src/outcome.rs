@@ -17,8 +17,15 @@ pub struct SeedOutcome {
     pub ops: u64,
     /// Power losses.
     pub crashes: u64,
-    /// Store reopens (after crashes and clean restarts).
+    /// Store reopens (after crashes and clean restarts), all causes.
     pub restarts: u64,
+    /// Of them, after a process kill (memory lost, page cache kept).
+    pub kills: u64,
+    /// Of them, after a clean close (a restart operation).
+    pub clean_restarts: u64,
+    /// Of them, after an error left the store poisoned or the engine
+    /// failed under an injected fault (a process restart).
+    pub error_reopens: u64,
     /// Faults injected, by kind.
     pub faults: BTreeMap<FaultKind, u64>,
     /// Crashes by where they landed (`seal`, `frame`, `commit`, `rewrite`,

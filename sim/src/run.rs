@@ -36,7 +36,7 @@ fn step(driver: &mut Driver<'_>, planned: &PlannedOp) -> Step {
         if seeds::poisoned_by_power_loss(driver.seed(), planned.index) {
             driver.power_loss(&planned.op)?;
         } else {
-            driver.process_crash()?;
+            driver.reopen_poisoned()?;
         }
     }
     no_hazards(driver)

@@ -125,6 +125,7 @@ impl SimFile {
 impl VfsFile for SimFile {
     fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
         let mut disk = lock(&self.disk);
+        disk.next_detail.inode = Some(self.inode);
         disk.run(IoKind::Read, self.name, offset_bytes, buf.len() as u64, |disk, index| {
             self.check_epoch(disk)?;
             if disk.faults.take_armed(index) || disk.faults.read(&disk.config) {
@@ -151,6 +152,7 @@ impl VfsFile for SimFile {
 
     fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
         let mut disk = lock(&self.disk);
+        disk.next_detail.inode = Some(self.inode);
         disk.run(IoKind::Write, self.name, offset_bytes, data.len() as u64, |disk, index| {
             self.check_writable(disk)?;
             let end_bytes = extent_end(offset_bytes, data.len() as u64)?;
@@ -188,6 +190,7 @@ impl VfsFile for SimFile {
 
     fn set_len(&mut self, len_bytes: u64) -> io::Result<()> {
         let mut disk = lock(&self.disk);
+        disk.next_detail.inode = Some(self.inode);
         disk.run(IoKind::SetLen, self.name, 0, len_bytes, |disk, index| {
             self.check_writable(disk)?;
             extent_end(len_bytes, 0)?;
@@ -203,6 +206,7 @@ impl VfsFile for SimFile {
 
     fn len(&self) -> io::Result<u64> {
         let mut disk = lock(&self.disk);
+        disk.next_detail.inode = Some(self.inode);
         disk.run(IoKind::Len, self.name, 0, 0, |disk, _| {
             self.check_epoch(disk)?;
             Ok(disk.fs.inode(self.inode).volatile.len() as u64)
@@ -211,6 +215,7 @@ impl VfsFile for SimFile {
 
     fn sync(&mut self) -> io::Result<()> {
         let mut disk = lock(&self.disk);
+        disk.next_detail.inode = Some(self.inode);
         disk.run(IoKind::Sync, self.name, 0, 0, |disk, index| {
             self.check_epoch(disk)?;
             // fsyncgate: after a failure the next fsync succeeds — having

@@ -146,6 +146,7 @@ mod image;
 mod inode;
 mod lock;
 mod ops;
+mod picture;
 mod sectors;
 mod silent;
 mod snapshot;
@@ -438,6 +439,9 @@ impl Vfs for SimVfs {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut disk = self.disk();
         let name = disk.name_of(from);
+        if disk.trace.keeps_all() {
+            disk.next_detail.renamed_to = Some(to.to_string_lossy().into_owned());
+        }
         disk.run(IoKind::Rename, name, 0, 0, |disk, _| disk.fs.rename(from, to))
     }
 

@@ -76,6 +76,12 @@ pub struct ExploreCommon {
     #[arg(long)]
     pub json: bool,
 
+    /// With --only-io and --only-state: draw that crash state as one
+    /// self-contained HTML page (the run up to the crash, a lane per file,
+    /// what the crash kept, the recovery's verdict). Open it in a browser.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<std::path::PathBuf>,
+
     /// Explore only this crash index (power lost just before I/O I).
     #[arg(long, value_name = "I")]
     pub only_io: Option<u64>,
@@ -189,7 +195,14 @@ pub(super) enum Explored {
 #[allow(clippy::large_enum_variant)]
 pub(super) enum Invocation {
     /// Explore this seed of this target.
-    Run { seed: u64, ops: u64, options: ExploreOptions, json: bool, target: Explored },
+    Run {
+        seed: u64,
+        ops: u64,
+        options: ExploreOptions,
+        json: bool,
+        report: Option<std::path::PathBuf>,
+        target: Explored,
+    },
     /// `--help` or `--version`: print this and succeed.
     Info(String),
     /// Bad usage: print this and exit 2.
@@ -241,8 +254,8 @@ pub(super) fn parse(args: &[String]) -> Invocation {
             }
         }
     };
-    let ExploreCommon { seed, ops, json, .. } = parsed.common;
-    Invocation::Run { seed, ops, options, json, target }
+    let ExploreCommon { seed, ops, json, report, .. } = parsed.common;
+    Invocation::Run { seed, ops, options, json, report, target }
 }
 
 /// The explorer's options from the flags every target takes (`args`, as
@@ -312,14 +325,14 @@ pub fn options(parsed: &ExploreCommon, args: &[String]) -> Result<ExploreOptions
 /// if no state failed, 1 if one did, 2 on bad usage.
 pub fn cli(args: &[String]) -> ExitCode {
     match parse(args) {
-        Invocation::Run { seed, ops, options, json, target: Explored::Segsim(target) } => {
-            run(&target, seed, ops, &options, json)
+        Invocation::Run { seed, ops, options, json, report, target: Explored::Segsim(target) } => {
+            run(&target, seed, ops, &options, json, report.as_deref())
         }
-        Invocation::Run { seed, ops, options, json, target: Explored::Redb(target) } => {
-            run(target.as_ref(), seed, ops, &options, json)
+        Invocation::Run { seed, ops, options, json, report, target: Explored::Redb(target) } => {
+            run(target.as_ref(), seed, ops, &options, json, report.as_deref())
         }
-        Invocation::Run { seed, ops, options, json, target: Explored::Sqlite(target) } => {
-            run(target.as_ref(), seed, ops, &options, json)
+        Invocation::Run { seed, ops, options, json, report, target: Explored::Sqlite(target) } => {
+            run(target.as_ref(), seed, ops, &options, json, report.as_deref())
         }
         Invocation::Info(text) => {
             print!("{text}");
@@ -333,8 +346,22 @@ pub fn cli(args: &[String]) -> ExitCode {
 }
 
 /// Explore and print the report: exit 1 if a state failed, 2 if the
-/// options name a crash index or state that does not exist.
-pub fn run<T: Target>(target: &T, seed: u64, ops: u64, options: &ExploreOptions, json: bool) -> ExitCode {
+/// options name a crash index or state that does not exist. With
+/// `page` (`--report`, which needs `--only-io` and `--only-state`), also
+/// draw that crash state (`crate::report::write_explored`).
+pub fn run<T: Target>(
+    target: &T,
+    seed: u64,
+    ops: u64,
+    options: &ExploreOptions,
+    json: bool,
+    page: Option<&std::path::Path>,
+) -> ExitCode {
+    let only = options.only_io.zip(options.only_state);
+    if page.is_some() && only.is_none() {
+        eprintln!("sim explore: --report draws one crash state: give --only-io I --only-state J (a failure's repro)");
+        return ExitCode::from(2);
+    }
     let report = match explore(target, seed, ops, options) {
         Ok(report) => report,
         Err(message) => {
@@ -343,5 +370,11 @@ pub fn run<T: Target>(target: &T, seed: u64, ops: u64, options: &ExploreOptions,
         }
     };
     emit(&report.to_text(), json.then(|| report.to_json()).as_ref());
+    if let (Some(path), Some(crash)) = (page, only) {
+        if let Err(e) = crate::report::write_explored(target, (seed, ops), crash, options, &report, path) {
+            eprintln!("sim explore: {e}");
+            return ExitCode::from(2);
+        }
+    }
     verdict(report.failures_total > 0)
 }

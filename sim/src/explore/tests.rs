@@ -321,12 +321,13 @@ fn the_command_line_parses_refuses_and_exits_by_the_verdict() {
         panic!("a depth-2 repro")
     };
     assert_eq!((options.depth, options.then_io, options.then_state), (2, Some(2), None));
-    let Invocation::Run { seed, ops, options, json, target: Explored::Segsim(target) } =
+    let Invocation::Run { seed, ops, options, json, report, target: Explored::Segsim(target) } =
         parse(&["--seed", "9", "--jobs", "2", "--json", "--fsync", "always"])
     else {
         panic!("a valid command line")
     };
     assert_eq!((seed, ops, options.jobs, options.max_dir_subsets, json), (9, DEFAULT_OPS, 2, 16, true));
+    assert_eq!(report, None);
     assert_eq!(target.overrides, Overrides { fsync: Some(FsyncPolicy::Always), ..Overrides::default() });
     let Invocation::Run { target: Explored::Redb(redb), .. } =
         parse(&["--seed", "1", "--target", "redb", "--torn-garbage"])

@@ -79,7 +79,7 @@ pub(super) fn record<A: Adapter>(
     workload: &[PlannedKitOp],
 ) -> Recording<Model> {
     let config = recording_config(config);
-    let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::new(false)));
+    let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::for_recording()));
     let mut runner = Runner::new(adapter, &config, plant, String::new(), vfs.clone());
     let result = catch_panic(|| -> Result<(), Failure> {
         runner.start()?;
@@ -106,7 +106,8 @@ pub(super) fn record<A: Adapter>(
         vfs.start_recording();
     }
     let (faultable_ios, faultable_writes) = (vfs.faultable_ios(), vfs.faultable_writes());
-    Recording { disk: vfs.take_recording(), contexts, failure, faultable_ios, faultable_writes }
+    let trace = Some(vfs.take_trace()).filter(Trace::keeps_all);
+    Recording { disk: vfs.take_recording(), contexts, failure, faultable_ios, faultable_writes, trace }
 }
 
 /// [`record`]'s run without its snapshots, with the I/O at `fault.0`

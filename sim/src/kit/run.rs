@@ -247,6 +247,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
         }
         self.model.set_pending(Pending::PublishAll);
         self.db = None;
+        self.outcome.error_reopens += 1;
         self.vfs.process_restart();
         self.vfs.with_trace(|t| t.push(Event::Restart { clean: false }));
         self.recover_from(None, 0)
@@ -291,10 +292,14 @@ impl<'a, A: Adapter> Runner<'a, A> {
             match opened {
                 Ok(db) => {
                     self.db = Some(db);
+                    self.vfs.with_trace(|t| t.note(|| "recovery: the engine opened".to_string()));
                     break;
                 }
                 Err(_) if injected && attempt < OPEN_ATTEMPTS_WITH_FAULTS => continue,
-                Err(e) if self.refusal_allowed(damaged, &e) => return self.accept_refusal(),
+                Err(e) if self.refusal_allowed(damaged, &e) => {
+                    self.vfs.with_trace(|t| t.note(|| format!("recovery: the engine refused to open (allowed): {e}")));
+                    return self.accept_refusal();
+                }
                 Err(e) => {
                     let media = if damaged { " (damage was announced)" } else { "" };
                     return Err(self.fail(Check::Open, format!("the engine refused to open after a crash{media}: {e}")));
@@ -432,6 +437,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
         self.note_context(planned);
         let result = self.adapter.apply(self.db(), op);
         self.trace_reply(result.as_ref().map_or(0, hash_debug));
+        self.vfs.with_trace(|t| t.note_reply(|| crate::trace::reply_text::kit_reply(&result)));
         if let (KitOp::Commit { level, .. }, Ok(_)) = (&planned.op, &result) {
             // Acknowledged: whatever happens next, the user was told.
             self.model.commit(self.config.promises[*level]);
@@ -531,6 +537,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
             return Ok(());
         }
         self.note_context(&format_args!("{planned} (reopening)"));
+        self.outcome.clean_restarts += 1;
         self.vfs.process_restart();
         self.vfs.with_trace(|t| t.push(Event::Restart { clean: true }));
         self.recover_from(None, 0)?;

@@ -31,6 +31,7 @@ pub mod segsim;
 pub mod sqlite;
 
 use std::fmt;
+use std::path::Path;
 
 use clap::Args;
 
@@ -172,6 +173,9 @@ pub struct Recording<C> {
     pub faultable_ios: Vec<u64>,
     /// ... and the writes among them.
     pub faultable_writes: Vec<u64>,
+    /// The recording run's whole trace, if it kept one (recorded inside
+    /// `crate::trace::keeping_all_for_report`, for `--report`).
+    pub trace: Option<crate::trace::Trace>,
 }
 
 impl<C> Recording<C> {
@@ -452,17 +456,20 @@ pub type Replayed = (usize, Option<Failure>);
 /// Replay an `.ops` file under the target its `target` line names (none:
 /// segsim, with `canary` planted — the file cannot name one, see
 /// `crate::shrink`). Errors say what in the file is wrong.
-pub fn replay(text: &str, canary: Option<Canary>) -> Result<Replayed, String> {
+/// With `report`, the run's page is written there (`crate::report`).
+pub fn replay(text: &str, canary: Option<Canary>, report: Option<&Path>) -> Result<Replayed, String> {
     match ops_file_target(text)?.unwrap_or_default() {
-        TargetName::Segsim => replay_as(SegsimTarget::with_canary(canary), text),
-        TargetName::Redb => replay_as(redb_target(KitSettings::default()), text),
-        TargetName::Sqlite => replay_as(sqlite_target(KitSettings::default()), text),
+        TargetName::Segsim => replay_as(SegsimTarget::with_canary(canary), text, report),
+        TargetName::Redb => replay_as(redb_target(KitSettings::default()), text, report),
+        TargetName::Sqlite => replay_as(sqlite_target(KitSettings::default()), text, report),
     }
 }
 
-fn replay_as<T: Target>(target: T, text: &str) -> Result<Replayed, String> {
+/// Replay an `.ops` file's `text` under `target` (see [`replay`]).
+pub fn replay_as<T: Target>(target: T, text: &str, report: Option<&Path>) -> Result<Replayed, String> {
     let (target, seed, ops) = parse_ops_file(target, text)?;
-    Ok((ops.len(), target.run(seed, &ops, false).failure))
+    let outcome = crate::report::run_with_report(&target, seed, &ops, report)?;
+    Ok((ops.len(), outcome.failure))
 }
 
 #[cfg(test)]

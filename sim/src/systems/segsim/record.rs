@@ -53,7 +53,7 @@ pub(super) fn record(
     workload: &[PlannedOp],
 ) -> Recording<RecoveryContext> {
     let _canary = CanarySwitch::on(overrides.canary);
-    let vfs = Arc::new(SimVfs::new(disk_config.clone(), Trace::new(false)));
+    let vfs = Arc::new(SimVfs::new(disk_config.clone(), Trace::for_recording()));
     vfs.start_recording();
     vfs.note_workload_faultable_ios();
     let clock = Arc::new(ManualClock::new(T0_MS));
@@ -68,7 +68,9 @@ pub(super) fn record(
     drop(driver);
     let failure = failure.map(|failure| (failure.check, failure.detail));
     let (faultable_ios, faultable_writes) = (vfs.faultable_ios(), vfs.faultable_writes());
-    Recording { disk: vfs.take_recording(), contexts: contexts.contexts, failure, faultable_ios, faultable_writes }
+    let trace = Some(vfs.take_trace()).filter(Trace::keeps_all);
+    let disk = vfs.take_recording();
+    Recording { disk, contexts: contexts.contexts, failure, faultable_ios, faultable_writes, trace }
 }
 
 /// The recording's run without its snapshots, with the I/O at `fault.0`

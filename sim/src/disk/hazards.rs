@@ -11,12 +11,17 @@
 //! - **acknowledged**: the workload operation ends with it still so (the
 //!   caller was told the operation is done).
 //!
+//! A rename is a name too: one still pending when the operation ends — the
+//! file renamed into place, its data durable or not — was treated as done
+//! while a power loss would undo it (**renamed, acknowledged**).
+//!
 //! Such a mistake is often masked rather than absent: some other path
 //! fsyncs the directory a moment later, and no crash state between the two
 //! is ever explored or drawn. The check sees it anyway, the first time it
 //! happens. (An unlink is not tracked: removing a file the code no longer
-//! needs is never relied on; a rename is, through the fsync of the file it
-//! renamed or of another.)
+//! needs is never relied on — segsim leaves an orphan segment's unlink
+//! pending by design, the next open sweeps it — and whether something
+//! relies on a file being gone is beyond what the disk can see.)
 //!
 //! The watch starts afresh with every workload operation and every attempt
 //! at an open (`begin_op`): what an operation left was reported when it
@@ -39,11 +44,21 @@ pub struct Hazard {
     pub phase: Option<String>,
     /// Relied on by another fsync (`true`), or acknowledged (`false`).
     pub relied_on: bool,
+    /// Its name is a rename still pending (acknowledged), rather than a
+    /// name its fsynced data waited for.
+    pub renamed: bool,
 }
 
 impl Hazard {
     /// One line for a report.
     pub fn describe(&self) -> String {
+        if self.renamed {
+            let phase = self.phase.as_deref().map_or(String::new(), |p| format!(" after phase {p}"));
+            return format!(
+                "{}: renamed into place, the rename not durable when the operation ended (acknowledged) at io#{}{phase}",
+                self.file, self.io_index
+            );
+        }
         let how =
             if self.relied_on { "relied on by another file's fsync" } else { "acknowledged (the operation ended)" };
         let phase = self.phase.as_deref().map_or(String::new(), |p| format!(" after phase {p}"));
@@ -83,6 +98,7 @@ impl HazardWatch {
                 io_index,
                 phase: phase.map(str::to_string),
                 relied_on: true,
+                renamed: false,
             });
         }
         if unnamed.contains(&synced) {
@@ -90,24 +106,27 @@ impl HazardWatch {
         }
     }
 
-    /// The workload operation ends (its result goes to the caller).
+    /// The workload operation ends (its result goes to the caller);
+    /// `renamed` holds the inodes a pending rename names (a subset of
+    /// `unnamed`).
     pub fn on_op_end(
         &mut self,
         unnamed: &BTreeSet<InodeId>,
+        renamed: &BTreeSet<InodeId>,
         io_index: u64,
         phase: Option<&str>,
         name_of: impl Fn(InodeId) -> String,
     ) {
+        debug_assert!(renamed.is_subset(unnamed), "a pending rename names its inode");
         self.forget_named(unnamed);
         let left: Vec<InodeId> = self.synced_unnamed.iter().copied().filter(|f| !self.reported.contains(f)).collect();
-        for file in left {
-            self.reported.insert(file);
-            self.found.push(Hazard {
-                file: name_of(file),
-                io_index,
-                phase: phase.map(str::to_string),
-                relied_on: false,
-            });
+        let renamed_left: Vec<InodeId> = renamed.iter().copied().filter(|f| !self.reported.contains(f)).collect();
+        for (file, renamed) in left.into_iter().map(|f| (f, false)).chain(renamed_left.into_iter().map(|f| (f, true))) {
+            if !self.reported.insert(file) {
+                continue;
+            }
+            let phase = phase.map(str::to_string);
+            self.found.push(Hazard { file: name_of(file), io_index, phase, relied_on: false, renamed });
         }
     }
 
@@ -147,7 +166,7 @@ mod tests {
         assert!(found[0].relied_on && found[0].io_index == 5 && found[0].file == "f1", "{found:?}");
         watch.on_fsync(2, &unnamed, 6, None, name);
         assert!(watch.take().is_empty(), "one mistake, one hazard");
-        watch.on_op_end(&BTreeSet::new(), 7, None, name);
+        watch.on_op_end(&BTreeSet::new(), &BTreeSet::new(), 7, None, name);
         assert!(watch.take().is_empty(), "its name became durable");
     }
 
@@ -156,10 +175,26 @@ mod tests {
         let mut watch = HazardWatch::default();
         let unnamed: BTreeSet<InodeId> = [4].into();
         watch.on_fsync(4, &unnamed, 1, None, |_| "log".into());
-        watch.on_op_end(&unnamed, 2, None, |_| "log".into());
+        watch.on_op_end(&unnamed, &BTreeSet::new(), 2, None, |_| "log".into());
         let found = watch.take();
         assert_eq!(found.len(), 1);
-        assert!(!found[0].relied_on);
+        assert!(!found[0].relied_on && !found[0].renamed);
         assert!(found[0].describe().contains("acknowledged"), "{}", found[0].describe());
+    }
+
+    #[test]
+    fn an_operation_that_ends_with_a_rename_pending_is_a_hazard_once() {
+        let mut watch = HazardWatch::default();
+        let (unnamed, renamed): (BTreeSet<InodeId>, BTreeSet<InodeId>) = ([5, 6].into(), [6].into());
+        let name = |id: InodeId| format!("f{id}");
+        watch.on_fsync(5, &unnamed, 1, None, name);
+        watch.take();
+        watch.on_op_end(&unnamed, &renamed, 2, Some("rewrite.renamed"), name);
+        let found = watch.take();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[1].renamed && found[1].file == "f6", "{found:?}");
+        assert!(found[1].describe().contains("renamed into place"), "{}", found[1].describe());
+        watch.on_op_end(&unnamed, &renamed, 3, None, name);
+        assert!(watch.take().is_empty(), "one mistake, one hazard");
     }
 }

@@ -203,8 +203,10 @@ impl Disk {
             return self.hazards.take();
         }
         let unnamed = self.fs.unnamed_inodes();
+        let renamed = self.fs.renamed_inodes();
         let fs = &self.fs;
-        self.hazards.on_op_end(&unnamed, self.io_index, self.last_mark_name.as_deref(), |id| fs.path_of_inode(id));
+        let phase = self.last_mark_name.as_deref();
+        self.hazards.on_op_end(&unnamed, &renamed, self.io_index, phase, |id| fs.path_of_inode(id));
         self.hazards.take()
     }
 

@@ -356,6 +356,16 @@ impl FileSystem {
         self.dirs.values().flat_map(|dir| dir.pending.iter().filter_map(DirOp::names_inode)).collect()
     }
 
+    /// The inodes a pending rename names (a subset of
+    /// [`FileSystem::unnamed_inodes`]).
+    pub fn renamed_inodes(&self) -> std::collections::BTreeSet<InodeId> {
+        let renamed = |op: &DirOp| match op {
+            DirOp::Rename { inode, .. } => Some(*inode),
+            DirOp::Link { .. } | DirOp::Unlink { .. } => None,
+        };
+        self.dirs.values().flat_map(|dir| dir.pending.iter().filter_map(renamed)).collect()
+    }
+
     /// Whether any pending create or rename names an inode (what
     /// [`FileSystem::unnamed_inodes`] would hold, without building it).
     pub fn has_unnamed(&self) -> bool {

@@ -103,4 +103,13 @@ rm -f "$out/broken.png"
 for page in canary redb explore; do
     check_page "$out/$page.html"
 done
+
+# The long run opens on the window around its failure; "#whole" (what the
+# page's button switches to) shows the whole run.
+timeout 120 "$browser" --headless --no-sandbox --disable-gpu --dump-dom "file://$PWD/$out/canary.html" >"$out/canary.dom" 2>/dev/null
+timeout 120 "$browser" --headless --no-sandbox --disable-gpu --dump-dom "file://$PWD/$out/canary.html#whole" >"$out/canary-whole.dom" 2>/dev/null
+grep -q 'data-view="window"' "$out/canary.dom" || { echo "report-check: the canary page did not open on its window" >&2; exit 1; }
+grep -q 'data-view="whole"' "$out/canary-whole.dom" || { echo "report-check: #whole did not show the whole run" >&2; exit 1; }
+grep -q 'id="view-window"[^>]*hidden' "$out/canary-whole.dom" || { echo "report-check: #whole left the window shown" >&2; exit 1; }
+echo "report-check: the canary page opens on the window around its failure, and on the whole run with #whole"
 echo "report-check: all three reports render in headless $browser"

@@ -82,3 +82,30 @@ fn a_failure_page_holds_the_crash_the_lanes_the_diff_and_the_repro() {
         assert!(!outside_svg_ns.contains(external), "the page fetches something: {external}");
     }
 }
+
+#[test]
+fn a_long_run_opens_on_the_window_around_its_failure() {
+    // Seed 42's long run, with a failure placed at its operation 200
+    // (the planted bugs here all fail early).
+    let target = SegsimTarget::default();
+    let ops = target.generate(42);
+    let outcome = target.run(42, &ops, true);
+    let label = |i: u64| ops.get(i as usize).map(|op| op.to_string());
+    let mut report = Report::of_run(target.name(), &outcome, &label);
+    assert!(report.failure.is_none() && report.story.slots > 1000, "{} slots", report.story.slots);
+    report.failure = Some(sim::report::Verdict {
+        seed: 42,
+        check: "durability".into(),
+        op_index: 200,
+        op_line: label(200),
+        detail: "key \"k\": expected \"v\", got (absent)".into(),
+        recent: Vec::new(),
+        repro: "sim --seed 42".into(),
+    });
+    let window = report.window();
+    let span = report.story.ops.iter().find(|op| op.index == 200).expect("op 200 is on the axis");
+    assert!(window.start <= span.start && span.end <= window.end, "{window:?} misses the failing op {span:?}");
+    assert!(window.start > 0 && window.end < report.story.slots / 2, "{window:?} of {}", report.story.slots);
+    let html = report.to_html();
+    assert!(html.contains(r#"id="view-window""#) && html.contains(r#"id="view-whole""#), "both views are drawn");
+}

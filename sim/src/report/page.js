@@ -28,7 +28,8 @@
     scroll.scrollLeft = scroll.scrollWidth;
   }
 
-  var whole = !windowView;
+  // "#whole" in the address opens on the whole run (links, the browser check).
+  var whole = !windowView || window.location.hash === "#whole";
   button.addEventListener("click", function () { whole = !whole; show(whole); });
   show(whole);
 

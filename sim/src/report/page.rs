@@ -105,7 +105,7 @@ fn crash_section(out: &mut String, story: &Story, slot: u64, picture: &CrashPict
     for file in &picture.files {
         let names = format!(
             "{} → {}",
-            file.path_before.as_deref().unwrap_or("(no name)"),
+            file.path_before.as_deref().unwrap_or("(unlinked, or not yet named)"),
             file.path_after.as_deref().unwrap_or("(gone)")
         );
         let rows = file.ops.len().max(1) + file.garbage.len();
@@ -120,7 +120,7 @@ fn crash_section(out: &mut String, story: &Story, slot: u64, picture: &CrashPict
             file.len_after
         );
         if file.ops.is_empty() {
-            out.push_str("<td>—</td><td>(only its name changed)</td></tr>");
+            out.push_str("<td>—</td><td>(no unsynced data: only its name changed)</td></tr>");
         }
         for (i, op) in file.ops.iter().enumerate() {
             if i > 0 {

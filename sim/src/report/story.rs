@@ -249,8 +249,10 @@ impl Builder<'_> {
             None if matches!(kind, IoKind::ListDir | IoKind::SyncDir | IoKind::CreateDir) => LaneKey::Dir(path.clone()),
             None => LaneKey::Dir(parent(&path)),
         };
+        let on_file = matches!(key, LaneKey::File(_));
         let lane = self.lane(key, &path);
-        let now = self.story.lanes[lane].names.last().cloned().unwrap_or_default();
+        // A file by its name now; anything on a directory's lane by its own path.
+        let now = if on_file { self.story.lanes[lane].names.last().cloned().unwrap_or_default() } else { path.clone() };
         let mut title = io_title(index, kind, &now, &path, offset, len, ok);
         if let (Some(to), true) = (&detail.renamed_to, ok) {
             title.push_str(&format!(" -> {to}"));

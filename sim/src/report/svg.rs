@@ -211,7 +211,7 @@ pub fn fate_class(file: &FileFate) -> &'static str {
 
 /// A file's fate at a crash as lines of text.
 pub fn fate_text(file: &FileFate) -> String {
-    let before = file.path_before.as_deref().unwrap_or("(no name)");
+    let before = file.path_before.as_deref().unwrap_or("(unlinked, or not yet named)");
     let after = file.path_after.as_deref().unwrap_or("(gone)");
     let mut text = format!(
         "{before} -> {after}: durable {} bytes, reads saw {}, after the crash {}",

@@ -3,7 +3,7 @@
 CARGO ?= cargo
 SIM = $(CARGO) run --release -q -p sim --
 
-.PHONY: help test lint fmt check sweep determinism soak crash-os canaries test-canaries explore redb sqlite kit-example bench ci kv fuzz corpus
+.PHONY: help test lint fmt check sweep determinism soak crash-os canaries test-canaries explore redb sqlite kit-example bench ci kv fuzz corpus report-check readme-example
 
 help:
 	@echo "make test         - the whole test suite (unit, property, integration, replayed regressions)"
@@ -19,8 +19,10 @@ help:
 	@echo "make redb         - the redb target (REDB.md): RSEEDS (default 0..2000) swept, determinism-checked, seeds 1..3 explored (40 ops, depth 2), seed 1 at 100 ops with --faults"
 	@echo "make sqlite       - the sqlite target (SQLITE.md): SQSEEDS (default 300..600) swept, 0..100 determinism-checked, seed 1 explored at depth 2, the three planted bugs caught, the pinned findings replayed"
 	@echo "make kit-example - the target kit's example engine (logkv): KSEEDS (default 0..2000) clean, its planted bug caught, explored"
+	@echo "make readme-example - rewrite the README's seed-42 example output from a fresh run (a test fails when it drifts)"
+	@echo "make report-check - --report pages (a canary failure, a redb failure, an explore repro) rendered in headless Chromium and checked; screenshots in target/ci-artifacts/reports/"
 	@echo "make bench        - the harness and the engine measured side by side (BENCHMARKS.md)"
-	@echo "make ci           - what .ci/run runs: lint, test, sweep, determinism, explore, redb, sqlite, crash-os, canaries, test-canaries"
+	@echo "make ci           - what .ci/run runs: lint, test, sweep, determinism, explore, redb, sqlite, crash-os, canaries, test-canaries, report-check"
 	@echo "make kv DIR=/tmp/kvdemo - the engine's interactive shell on a real directory"
 	@echo "make fuzz TARGET=name TIME=secs - one cargo-fuzz target (aof_recover seg_read manifest_open store_ops), seeded from corpus/TARGET"
 	@echo "make corpus       - regenerate the fuzz seed corpus corpus/<target>/ from what the engine writes"
@@ -75,8 +77,10 @@ EDEPTH ?= 2
 EFSYNC ?=
 # EFAULTS=1: also fail each I/O (any kind) of every recovery (--faults).
 EFAULTS ?=
+# EDAMAGE=1: also damage every record of every durable image (--damage).
+EDAMAGE ?=
 explore:
-	$(SIM) explore --seed $(ESEED) --ops $(EOPS) --depth $(EDEPTH) $(if $(EFSYNC),--fsync $(EFSYNC)) $(if $(EFAULTS),--faults) --jobs $(JOBS)
+	$(SIM) explore --seed $(ESEED) --ops $(EOPS) --depth $(EDEPTH) $(if $(EFSYNC),--fsync $(EFSYNC)) $(if $(EFAULTS),--faults) $(if $(EDAMAGE),--damage) --jobs $(JOBS)
 
 # The redb target (REDB.md): a sweep, a determinism sample, three explored
 # seeds at 40 ops (REDB.md's figures) and depth 2.
@@ -123,7 +127,19 @@ kit-example:
 bench:
 	$(SIM) bench
 
-ci: lint test sweep determinism explore redb sqlite kit-example crash-os canaries test-canaries
+# The README's seed-42 output is checked by sim/tests/readme.rs; after an
+# intended change of the simulator, rewrite it from a fresh run and commit.
+readme-example:
+	SIM_README_UPDATE=1 $(CARGO) test -q -p sim --test readme
+
+# The --report pages in a real browser (scripts/report-check.sh): needs
+# Chromium (.ci/run installs Debian's; locally the check is skipped, saying
+# so, when it is missing). Builds with --features canaries, as `make
+# canaries` does.
+report-check:
+	bash scripts/report-check.sh
+
+ci: lint test sweep determinism explore redb sqlite kit-example crash-os canaries test-canaries report-check
 
 DIR ?= /tmp/segsim-kv
 kv:

@@ -81,7 +81,17 @@ pub struct RunArgs {
     /// Force the crash mode: strict, prefix or reorder.
     #[arg(long, value_parser = parse_crash_mode)]
     pub crash_mode: Option<CrashMode>,
+
+    /// Draw the run as one self-contained HTML page (one seed, or with
+    /// --replay): the operations in time, a lane per file, the crash, the
+    /// recovery and the verdict. Open it in a browser.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
 }
+
+/// Replays an `.ops` file's text, writing the run's page to the path
+/// given (`--report`).
+pub type ReplayFile = dyn Fn(&str, Option<&Path>) -> Result<Replayed, String>;
 
 /// What a run needs besides its flags and its target.
 pub struct Hooks<'a> {
@@ -89,8 +99,9 @@ pub struct Hooks<'a> {
     pub program: &'a str,
     /// The segsim canary planted, if any (named in a shrunk file's comment).
     pub canary: Option<Canary>,
-    /// Replay an `.ops` file's text (the file names its target).
-    pub replay: &'a dyn Fn(&str) -> Result<Replayed, String>,
+    /// Replay an `.ops` file's text (the file names its target), writing
+    /// the run's page to the path given (`--report`).
+    pub replay: &'a ReplayFile,
 }
 
 /// The process's arguments as `P`, or how to exit: `--help` and
@@ -117,7 +128,7 @@ pub fn run_target<T: Target>(cli: &RunArgs, target: T, hooks: &Hooks<'_>) -> Exi
     }
     if let Some(path) = &cli.replay {
         // The file names its target; `--canary` plants a bug in segsim's.
-        return replay(path, cli.json, hooks);
+        return replay(path, cli.json, cli.report.as_deref(), hooks);
     }
     let in_shard = |seed: &u64| cli.shard.is_none_or(|(k, n)| seed % n == k);
     let seeds = match (cli.seed, cli.seeds, cli.time) {
@@ -148,11 +159,21 @@ pub fn run_target<T: Target>(cli: &RunArgs, target: T, hooks: &Hooks<'_>) -> Exi
         let [seed] = list[..] else { return usage_error(hooks.program, "--trace needs exactly one seed (--seed N)") };
         let outcome = run_seed(&target, seed, true);
         let trace = outcome.trace.as_ref().expect("kept");
-        for event in trace.all() {
-            println!("{}", trace.describe(event));
+        for line in trace.describe_all() {
+            println!("{line}");
         }
         println!("trace hash {:016x}", outcome.trace_hash);
         return verdict(outcome.failure.is_some());
+    }
+
+    if let Some(report) = &cli.report {
+        let Seeds::List(list) = &seeds else {
+            return usage_error(hooks.program, "--report needs exactly one seed (--seed N) or --replay");
+        };
+        let [seed] = list[..] else {
+            return usage_error(hooks.program, "--report needs exactly one seed (--seed N) or --replay");
+        };
+        return run_one_with_report(&target, seed, report, cli.json);
     }
 
     let started = Instant::now();
@@ -165,6 +186,25 @@ pub fn run_target<T: Target>(cli: &RunArgs, target: T, hooks: &Hooks<'_>) -> Exi
             None => eprintln!("{}: --shrink: nothing failed, nothing to shrink", hooks.program),
         }
     }
+    verdict(!summary.failures.is_empty())
+}
+
+/// `--report`: run one seed keeping its whole trace, print its summary
+/// as any run does, and draw it.
+fn run_one_with_report<T: Target>(target: &T, seed: u64, report: &Path, json: bool) -> ExitCode {
+    let started = Instant::now();
+    let ops = target.generate(seed);
+    let outcome = match crate::report::run_with_report(target, seed, &ops, Some(report)) {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            eprintln!("sim: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut summary = Summary::default();
+    summary.add(&outcome);
+    summary.elapsed_sec = started.elapsed().as_secs_f64();
+    emit(&summary.to_text(), json.then(|| summary.to_json()).as_ref());
     verdict(!summary.failures.is_empty())
 }
 
@@ -293,7 +333,7 @@ fn shrink_and_report<T: Target>(target: &T, seed: u64, check: Check, canary: Opt
     }
 }
 
-fn replay(path: &Path, json: bool, hooks: &Hooks<'_>) -> ExitCode {
+fn replay(path: &Path, json: bool, report: Option<&Path>, hooks: &Hooks<'_>) -> ExitCode {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) => {
@@ -301,7 +341,7 @@ fn replay(path: &Path, json: bool, hooks: &Hooks<'_>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let (op_count, failure) = match (hooks.replay)(&text) {
+    let (op_count, failure) = match (hooks.replay)(&text, report) {
         Ok(replayed) => replayed,
         Err(e) => {
             eprintln!("{}: {}: {e}", hooks.program, path.display());

@@ -56,7 +56,7 @@ use crate::disk::{CrashOutcome, CrashPoint, Damage, DamageKind, SimVfs};
 use crate::failure::{Check, Failure};
 use crate::outcome::SeedOutcome;
 use crate::seeds;
-use crate::trace::{hash_reply, Event};
+use crate::trace::{hash_reply, reply_text, Event};
 use crate::workload::{Op, PlannedOp};
 use testkit::model;
 
@@ -365,7 +365,10 @@ impl<'a> Driver<'a> {
             Err(_) => 0,
         };
         let index = self.op_index;
-        self.vfs.with_trace(|t| t.push(Event::Reply { index, hash: reply_hash }));
+        self.vfs.with_trace(|t| {
+            t.push(Event::Reply { index, hash: reply_hash });
+            t.note_reply(|| reply_text::store_reply(&result));
+        });
         if self.vfs.crash_point_reached() {
             if command.is_write() {
                 self.checker.uncertain(command, now_ms);
@@ -426,7 +429,10 @@ impl<'a> Driver<'a> {
         let result = self.store_mut().execute_args(args);
         let reply_hash = result.as_ref().map_or(0, hash_reply);
         let index = self.op_index;
-        self.vfs.with_trace(|t| t.push(Event::Reply { index, hash: reply_hash }));
+        self.vfs.with_trace(|t| {
+            t.push(Event::Reply { index, hash: reply_hash });
+            t.note_reply(|| reply_text::store_reply(&result));
+        });
         match result {
             Err(Error::Invalid(why)) if why == model::NOT_AN_INTEGER => Ok(false),
             other => Err(self.fail(
@@ -497,6 +503,7 @@ impl<'a> Driver<'a> {
             Err(e) => return Err(self.fail(Check::Admin, format!("close failed with no fault injected: {e}"))),
         }
         observer.op_begins(self, planned, Moment::Reopening, None);
+        self.outcome.clean_restarts += 1;
         self.vfs.process_restart();
         self.vfs.with_trace(|t| t.push(Event::Restart { clean: closed.is_ok() }));
         self.recover(None)?;
@@ -605,6 +612,19 @@ impl<'a> Driver<'a> {
     /// The process dies (memory lost, page cache kept) and the store is
     /// reopened and checked.
     pub fn process_crash(&mut self) -> Step {
+        self.outcome.kills += 1;
+        self.process_restart_and_recover()
+    }
+
+    /// A store an operation left poisoned is closed by a process restart
+    /// (page cache kept) and reopened and checked: counted apart from
+    /// kills (`error_reopens`), the same event in the trace.
+    pub fn reopen_poisoned(&mut self) -> Step {
+        self.outcome.error_reopens += 1;
+        self.process_restart_and_recover()
+    }
+
+    fn process_restart_and_recover(&mut self) -> Step {
         self.store = None;
         self.vfs.process_restart();
         self.vfs.with_trace(|t| t.push(Event::Restart { clean: false }));
@@ -657,6 +677,16 @@ impl<'a> Driver<'a> {
         ))
     }
 
+    /// Recover the disk as it is, after a power loss that left `damage`
+    /// (`sim explore --damage` placed it), by the rule above; whether the
+    /// store opened (else it refused the damage, changing nothing).
+    pub fn recover_damaged(&mut self, damage: Vec<Damage>) -> Step<bool> {
+        assert!(!damage.is_empty(), "an undamaged disk is exploration's plain recovery");
+        let refusals = self.outcome.refusals_accepted;
+        self.recover(Some(&CrashOutcome { damage, ..CrashOutcome::default() }))?;
+        Ok(self.outcome.refusals_accepted == refusals)
+    }
+
     /// Reopen after a power loss (`crash`) or a restart, and check what
     /// came back (see "Recovery's rule" in the module doc).
     fn recover(&mut self, crash: Option<&CrashOutcome>) -> Step {
@@ -697,6 +727,7 @@ impl<'a> Driver<'a> {
             }
         }
         let ((store, report), before) = opened.expect("the loop either opened or returned");
+        self.vfs.with_trace(|t| t.note(|| format!("recovery report: {report:?}")));
         self.sweep_skipped = report.sweep_skipped;
         // Damage to the manifest's newest records, which nothing later
         // vouched for, may take a registration with it undetectably (a

@@ -55,6 +55,7 @@ pub mod outcome;
 pub mod output;
 #[doc(hidden)]
 pub mod planted;
+pub mod report;
 #[doc(hidden)]
 pub mod run;
 pub(crate) mod seeds;

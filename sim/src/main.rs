@@ -178,7 +178,7 @@ fn main() -> ExitCode {
         return usage_error("--save keeps engine regressions; a failure under --canary is the planted bug's");
     }
     let canary = cli.canary;
-    let replay = move |text: &str| sim::systems::replay(text, canary);
+    let replay = move |text: &str, report: Option<&std::path::Path>| sim::systems::replay(text, canary, report);
     let hooks = Hooks { program: "sim", canary, replay: &replay };
     let TargetArgs { target, plant, torn_garbage, options } = cli.target.clone();
     match target {

@@ -17,8 +17,15 @@ pub struct SeedOutcome {
     pub ops: u64,
     /// Power losses.
     pub crashes: u64,
-    /// Store reopens (after crashes and clean restarts).
+    /// Store reopens (after crashes and clean restarts), all causes.
     pub restarts: u64,
+    /// Of them, after a process kill (memory lost, page cache kept).
+    pub kills: u64,
+    /// Of them, after a clean close (a restart operation).
+    pub clean_restarts: u64,
+    /// Of them, after an error left the store poisoned or the engine
+    /// failed under an injected fault (a process restart).
+    pub error_reopens: u64,
     /// Faults injected, by kind.
     pub faults: BTreeMap<FaultKind, u64>,
     /// Crashes by where they landed (`seal`, `frame`, `commit`, `rewrite`,
@@ -34,8 +41,9 @@ pub struct SeedOutcome {
     /// Recoveries (or refusals) no promise covered, after a commit at a
     /// level that promises nothing: measured, never failed.
     pub unpromised: u64,
-    /// Persistence hazards a kit target's engine left (reported, not
-    /// failed; the segsim target fails on its first, check `hazard`).
+    /// Persistence hazards a kit target's engine left that it documents
+    /// (`Adapter::hazards`: reported, not failed; an undeclared one fails
+    /// the run, as every one does for the segsim target, check `hazard`).
     pub hazards: u64,
     /// Read-only inspections of crashed directories (segsim's random mode:
     /// a quarter of its recoveries).

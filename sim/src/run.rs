@@ -36,7 +36,7 @@ fn step(driver: &mut Driver<'_>, planned: &PlannedOp) -> Step {
         if seeds::poisoned_by_power_loss(driver.seed(), planned.index) {
             driver.power_loss(&planned.op)?;
         } else {
-            driver.process_crash()?;
+            driver.reopen_poisoned()?;
         }
     }
     no_hazards(driver)
@@ -44,7 +44,7 @@ fn step(driver: &mut Driver<'_>, planned: &PlannedOp) -> Step {
 
 /// The operation ended: the engine left no persistence hazard behind
 /// (`disk/hazards.rs`), whether or not a crash would have exposed it.
-fn no_hazards(driver: &Driver<'_>) -> Step {
+pub(crate) fn no_hazards(driver: &Driver<'_>) -> Step {
     let hazards = driver.vfs().end_op_hazards();
     if hazards.is_empty() {
         return Ok(());

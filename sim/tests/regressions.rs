@@ -18,7 +18,7 @@ fn every_saved_regression_passes() {
     let mut failed = Vec::new();
     for path in &files {
         let text = std::fs::read_to_string(path).expect("read regression");
-        let (_, failure) = replay(&text, None).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let (_, failure) = replay(&text, None, None).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         if let Some(failure) = failure {
             failed.push(format!("{}: check '{}': {}", path.display(), failure.check, failure.detail));
         }
@@ -33,7 +33,7 @@ fn a_replayed_list_runs_its_operations() {
     // rows written before the crash must be back after it.
     let text = "# hand-written\nseed 3\nfsync always\ncrash-mode strict\n\
                 0 WINDOW t0 ts 5\n1 HSET t0:1 ts 1 f0 a\n2 HSET t0:2 ts 50\n3 EVICT\n4 CRASH\n5 HGETALL t0:1\n";
-    let (ops, failure) = replay(text, None).unwrap();
+    let (ops, failure) = replay(text, None, None).unwrap();
     assert_eq!(ops, 6);
     assert!(failure.is_none(), "{failure:?}");
 }

@@ -123,6 +123,12 @@ struct Torn {
 }
 
 impl CrashState {
+    /// Nothing unsynced survives: no pending directory change of the
+    /// `pending_dir_changes`, no pending data.
+    pub(super) fn strict(pending_dir_changes: usize) -> CrashState {
+        CrashState { dir_changes_kept: vec![false; pending_dir_changes], data: DataFate::Strict }
+    }
+
     /// Whether this state leaves a torn sector holding garbage: a target
     /// whose disk model leaves that out (see `crate::systems::redb`) skips
     /// such states.

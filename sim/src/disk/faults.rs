@@ -47,6 +47,10 @@ pub(super) struct Faults {
     /// `sim explore --faults`: the one I/O (of any kind) that
     /// fails (EIO), whatever `enabled` says.
     armed: Armed,
+    /// The armed fault (or the noting) heeds `enabled`: it fires only
+    /// where a drawn fault could (a fault in the recorded workload), not
+    /// also where the harness turned faults off (a recovery's).
+    gated: bool,
     /// Every bit a read has flipped, as (file, bit of the file). A
     /// transient fault does not strike the same bit twice: without this,
     /// two reads flipping the same bit would agree, and a reader that
@@ -67,14 +71,61 @@ pub(super) struct Targets<'a> {
     pub other_files: &'a [InodeId],
 }
 
-/// The state of [`Faults::arm_at`]'s fault, or the list
+/// How an armed fault (`sim explore --faults`) fails its I/O. Every kind
+/// of I/O can fail with EIO; a write can also fail after a short write or
+/// for lack of space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ArmedFault {
+    /// EIO, as the I/O's own fault kind does (a failed fsync drops the
+    /// dirty data; any operation but a read, write, fsync or map changes
+    /// nothing).
+    Eio,
+    /// A write: EIO after the longest strict sector-aligned prefix of its
+    /// data was written (plain EIO for a write within one sector).
+    ShortWrite,
+    /// A write: `StorageFull`, nothing written.
+    NoSpace,
+}
+
+impl ArmedFault {
+    /// Every kind, in the order exploration tries them.
+    pub const ALL: [ArmedFault; 3] = [ArmedFault::Eio, ArmedFault::ShortWrite, ArmedFault::NoSpace];
+
+    /// The name on a command line (`--fault-kind`) and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ArmedFault::Eio => "eio",
+            ArmedFault::ShortWrite => "short-write",
+            ArmedFault::NoSpace => "enospc",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn parse(name: &str) -> Result<ArmedFault, String> {
+        ArmedFault::ALL
+            .into_iter()
+            .find(|kind| kind.name() == name)
+            .ok_or_else(|| format!("{name:?}: expected eio, short-write or enospc"))
+    }
+
+    /// Whether only a write can fail this way.
+    pub fn writes_only(self) -> bool {
+        self != ArmedFault::Eio
+    }
+}
+
+/// The state of [`Faults::arm_at`]'s fault, or the lists
 /// [`Faults::note_faultable`] keeps.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Armed {
     Never,
-    /// Noting every index an armed fault could fire at, in order.
-    Noting(Vec<u64>),
-    At(u64),
+    /// Noting every index an armed fault could fire at, in order, and
+    /// apart the indices of writes (where every [`ArmedFault`] can).
+    Noting {
+        all: Vec<u64>,
+        writes: Vec<u64>,
+    },
+    At(u64, ArmedFault),
     Fired,
 }
 
@@ -86,6 +137,7 @@ impl Faults {
             enabled: true,
             observing: false,
             armed: Armed::Never,
+            gated: false,
             flipped: BTreeSet::new(),
             misread: BTreeSet::new(),
         }
@@ -113,21 +165,31 @@ impl Faults {
     }
 
     /// Make the I/O at `index` fail with EIO (once), whatever its kind.
-    pub fn arm_at(&mut self, index: u64) {
-        self.armed = Armed::At(index);
+    pub fn arm_at(&mut self, index: u64, kind: ArmedFault, gated: bool) {
+        self.armed = Armed::At(index, kind);
+        self.gated = gated;
     }
 
     /// Arm nothing, but note every index where an armed fault would fire
     /// (every I/O but the harness's observations), for
     /// [`Faults::faultable`].
-    pub fn note_faultable(&mut self) {
-        self.armed = Armed::Noting(Vec::new());
+    pub fn note_faultable(&mut self, gated: bool) {
+        self.armed = Armed::Noting { all: Vec::new(), writes: Vec::new() };
+        self.gated = gated;
     }
 
     /// The indices [`Faults::note_faultable`] noted since it was called.
     pub fn faultable(&self) -> &[u64] {
         match &self.armed {
-            Armed::Noting(indices) => indices,
+            Armed::Noting { all, .. } => all,
+            _ => &[],
+        }
+    }
+
+    /// Of [`Faults::faultable`], the writes.
+    pub fn faultable_writes(&self) -> &[u64] {
+        match &self.armed {
+            Armed::Noting { writes, .. } => writes,
             _ => &[],
         }
     }
@@ -135,8 +197,8 @@ impl Faults {
     /// `None` if no fault was armed, else whether it fired.
     pub fn armed_fired(&self) -> Option<bool> {
         match self.armed {
-            Armed::Never | Armed::Noting(_) => None,
-            Armed::At(_) => Some(false),
+            Armed::Never | Armed::Noting { .. } => None,
+            Armed::At(..) => Some(false),
             Armed::Fired => Some(true),
         }
     }
@@ -144,19 +206,35 @@ impl Faults {
     /// Whether the I/O at `index` is the armed one (it
     /// fires now). Draws nothing: the seeded streams are untouched.
     pub fn take_armed(&mut self, index: u64) -> bool {
-        if self.observing {
-            return false;
+        let armed = self.take_armed_kind(index, false);
+        debug_assert!(armed.is_none_or(|kind| !kind.writes_only()), "a write-only fault armed at another I/O");
+        armed.is_some()
+    }
+
+    /// The fault armed at the write at `index`, if it is the armed one
+    /// (it fires now). Draws nothing.
+    pub fn take_armed_write(&mut self, index: u64) -> Option<ArmedFault> {
+        self.take_armed_kind(index, true)
+    }
+
+    fn take_armed_kind(&mut self, index: u64, write: bool) -> Option<ArmedFault> {
+        if self.observing || (self.gated && !self.enabled) {
+            return None;
         }
         match &mut self.armed {
-            Armed::At(at) if *at == index => {
+            Armed::At(at, kind) if *at == index => {
+                let kind = *kind;
                 self.armed = Armed::Fired;
-                true
+                Some(kind)
             }
-            Armed::Noting(indices) => {
-                indices.push(index);
-                false
+            Armed::Noting { all, writes } => {
+                all.push(index);
+                if write {
+                    writes.push(index);
+                }
+                None
             }
-            _ => false,
+            _ => None,
         }
     }
 
@@ -179,6 +257,17 @@ impl Faults {
     /// (see [`DiskConfig::p_meta_eio`]).
     pub fn meta(&mut self, config: &DiskConfig) -> bool {
         self.chance(config.p_meta_eio)
+    }
+
+    /// The fate of a write of `len_bytes` at `offset_bytes` that the armed
+    /// fault `kind` fails (never `NoSpace`: the caller reports that).
+    pub fn armed_write(config: &DiskConfig, kind: ArmedFault, offset_bytes: u64, len_bytes: u64) -> WriteFault {
+        assert_ne!(kind, ArmedFault::NoSpace, "the caller's");
+        let cuts = inner_cuts(offset_bytes..offset_bytes + len_bytes, config.sector_bytes);
+        if kind == ArmedFault::Eio || cuts.count == 0 {
+            return WriteFault::Eio;
+        }
+        WriteFault::Short { keep_bytes: cuts.at(cuts.count - 1) - offset_bytes }
     }
 
     /// The fate of a write of `len_bytes` at `offset_bytes`.
@@ -416,15 +505,43 @@ mod tests {
         let mut faults = Faults::new();
         faults.set_enabled(false);
         assert_eq!(faults.armed_fired(), None);
-        faults.arm_at(3);
+        faults.arm_at(3, ArmedFault::Eio, false);
         assert!(!faults.take_armed(2));
         assert_eq!(faults.armed_fired(), Some(false));
         assert!(faults.take_armed(3));
         assert!(!faults.take_armed(3));
         assert_eq!(faults.armed_fired(), Some(true));
-        faults.note_faultable();
-        assert!(!faults.take_armed(4) && !faults.take_armed(9));
-        assert_eq!((faults.faultable(), faults.armed_fired()), (&[4, 9][..], None));
+        faults.note_faultable(false);
+        assert!(!faults.take_armed(4) && faults.take_armed_write(6).is_none() && !faults.take_armed(9));
+        assert_eq!((faults.faultable(), faults.armed_fired()), (&[4, 6, 9][..], None));
+        assert_eq!(faults.faultable_writes(), &[6]);
+        faults.arm_at(6, ArmedFault::NoSpace, false);
+        assert_eq!(faults.take_armed_write(6), Some(ArmedFault::NoSpace));
+        // Gated, it fires only where faults are on.
+        faults.note_faultable(true);
+        assert!(!faults.take_armed(10));
+        faults.set_enabled(true);
+        assert!(!faults.take_armed(11));
+        assert_eq!(faults.faultable(), &[11]);
+        faults.arm_at(12, ArmedFault::Eio, true);
+        faults.set_enabled(false);
+        assert!(!faults.take_armed(12));
+        assert_eq!(faults.armed_fired(), Some(false));
+    }
+
+    #[test]
+    fn an_armed_short_write_keeps_its_longest_strict_sector_aligned_prefix() {
+        let config = always(512);
+        assert_eq!(
+            Faults::armed_write(&config, ArmedFault::ShortWrite, 100, 2000),
+            WriteFault::Short { keep_bytes: 1948 }
+        );
+        assert_eq!(Faults::armed_write(&config, ArmedFault::ShortWrite, 0, 512), WriteFault::Eio, "one sector");
+        assert_eq!(Faults::armed_write(&config, ArmedFault::Eio, 100, 2000), WriteFault::Eio);
+        for kind in ArmedFault::ALL {
+            assert_eq!(ArmedFault::parse(kind.name()), Ok(kind));
+        }
+        assert!(ArmedFault::parse("eperm").is_err());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use engine::vfs::VfsFile;
 
-use super::faults::{Targets, WriteFault};
+use super::faults::{ArmedFault, Faults, Targets, WriteFault};
 use super::inode::{to_usize, InodeId, MAX_FILE_BYTES};
 use super::ops::Disk;
 use super::silent::Fate;
@@ -125,6 +125,7 @@ impl SimFile {
 impl VfsFile for SimFile {
     fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
         let mut disk = lock(&self.disk);
+        disk.next_detail.inode = Some(self.inode);
         disk.run(IoKind::Read, self.name, offset_bytes, buf.len() as u64, |disk, index| {
             self.check_epoch(disk)?;
             if disk.faults.take_armed(index) || disk.faults.read(&disk.config) {
@@ -151,18 +152,20 @@ impl VfsFile for SimFile {
 
     fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
         let mut disk = lock(&self.disk);
+        disk.next_detail.inode = Some(self.inode);
         disk.run(IoKind::Write, self.name, offset_bytes, data.len() as u64, |disk, index| {
             self.check_writable(disk)?;
             let end_bytes = extent_end(offset_bytes, data.len() as u64)?;
             let growth_bytes = disk.fs.growth_bytes(self.inode, end_bytes);
-            if disk.faults.no_space(&disk.config, disk.fs.volatile_bytes(), growth_bytes) {
+            let armed = disk.faults.take_armed_write(index);
+            let full = disk.faults.no_space(&disk.config, disk.fs.volatile_bytes(), growth_bytes);
+            if full || armed == Some(ArmedFault::NoSpace) {
                 disk.inject(index, FaultKind::NoSpace);
                 return Err(no_space());
             }
-            let fault = if disk.faults.take_armed(index) {
-                WriteFault::Eio
-            } else {
-                disk.faults.write(&disk.config, offset_bytes, data.len() as u64)
+            let fault = match armed {
+                Some(kind) => Faults::armed_write(&disk.config, kind, offset_bytes, data.len() as u64),
+                None => disk.faults.write(&disk.config, offset_bytes, data.len() as u64),
             };
             match fault {
                 WriteFault::None => {
@@ -187,6 +190,7 @@ impl VfsFile for SimFile {
 
     fn set_len(&mut self, len_bytes: u64) -> io::Result<()> {
         let mut disk = lock(&self.disk);
+        disk.next_detail.inode = Some(self.inode);
         disk.run(IoKind::SetLen, self.name, 0, len_bytes, |disk, index| {
             self.check_writable(disk)?;
             extent_end(len_bytes, 0)?;
@@ -202,6 +206,7 @@ impl VfsFile for SimFile {
 
     fn len(&self) -> io::Result<u64> {
         let mut disk = lock(&self.disk);
+        disk.next_detail.inode = Some(self.inode);
         disk.run(IoKind::Len, self.name, 0, 0, |disk, _| {
             self.check_epoch(disk)?;
             Ok(disk.fs.inode(self.inode).volatile.len() as u64)
@@ -210,6 +215,7 @@ impl VfsFile for SimFile {
 
     fn sync(&mut self) -> io::Result<()> {
         let mut disk = lock(&self.disk);
+        disk.next_detail.inode = Some(self.inode);
         disk.run(IoKind::Sync, self.name, 0, 0, |disk, index| {
             self.check_epoch(disk)?;
             // fsyncgate: after a failure the next fsync succeeds — having

@@ -120,14 +120,19 @@ pub(super) struct Voucher {
     pub durable_at_bytes: u64,
 }
 
+/// [`Inode::vouched`] from its parts: the file's whole-at-rename length
+/// and its durable vouchers (a snapshot keeps these, not the inode).
+pub(super) fn vouched(whole_bytes: u64, vouchers: &[Voucher], range: Range<u64>) -> bool {
+    range.start < whole_bytes || vouchers.iter().any(|v| v.start_bytes >= range.end && v.durable_at_bytes > range.start)
+}
+
 impl Inode {
     /// Whether damage to `range` of the durable image is one a file format
     /// could tell from a torn write: a durable write made when the damaged
     /// bytes were already durable, and lying wholly after them (so the
     /// damage did not take its record with it), vouches for them.
     pub fn vouched(&self, range: Range<u64>) -> bool {
-        range.start < self.whole_bytes
-            || self.vouchers.iter().any(|v| v.start_bytes >= range.end && v.durable_at_bytes > range.start)
+        vouched(self.whole_bytes, &self.vouchers, range)
     }
 
     /// Everything durable now is vouched for in full (a file renamed into

@@ -139,6 +139,7 @@
 mod config;
 mod crash;
 mod crash_states;
+mod damage;
 mod dir;
 mod faults;
 mod file;
@@ -147,6 +148,7 @@ mod image;
 mod inode;
 mod lock;
 mod ops;
+mod picture;
 mod sectors;
 mod silent;
 mod snapshot;
@@ -164,6 +166,7 @@ use engine::Phase;
 
 pub use config::{CrashMode, CrashOutcome, CrashPoint, Damage, DamageKind, DiskConfig, MAX_SECTOR_BYTES};
 pub use crash_states::{CrashState, ALL_DIR_SUBSETS_UP_TO, MAX_TWO_FILE_STATES, WHOLE_OP_CUTS};
+pub use faults::ArmedFault;
 pub use hazards::Hazard;
 pub use image::DiskImage;
 pub use snapshot::{DiskRecording, DiskSnapshot};
@@ -263,24 +266,45 @@ impl SimVfs {
         self.disk().faults.set_observing(on);
     }
 
-    /// Make the I/O at global I/O index `io_index` fail with EIO, once,
-    /// even where faults are turned off (`sim explore --faults`): a read,
-    /// write, fsync or map as its own fault kind does, any other operation
-    /// changing nothing (`FaultKind::MetaEio`).
-    pub fn arm_fault_at(&self, io_index: u64) {
-        self.disk().faults.arm_at(io_index);
+    /// Make the I/O at global I/O index `io_index` fail, once, even where
+    /// faults are turned off (`sim explore --faults`), as `kind` says: with
+    /// EIO, a read, write, fsync or map as its own fault kind does, any
+    /// other operation changing nothing (`FaultKind::MetaEio`); a write
+    /// also after a short write, or with `StorageFull`. A write-only kind
+    /// must be armed at a write ([`SimVfs::faultable_writes`]).
+    pub fn arm_fault_at(&self, io_index: u64, kind: ArmedFault) {
+        self.disk().faults.arm_at(io_index, kind, false);
+    }
+
+    /// [`SimVfs::arm_fault_at`] for a fault in a workload: it fires only
+    /// if faults are on at that I/O (where the random mode's drawn faults
+    /// could fire; not in an I/O the harness made with faults off).
+    pub fn arm_workload_fault_at(&self, io_index: u64, kind: ArmedFault) {
+        self.disk().faults.arm_at(io_index, kind, true);
     }
 
     /// Arm no fault, but note from now on every I/O index where one armed
-    /// with [`SimVfs::arm_fault_at`] would fire (each read, write and
-    /// fsync that could fail): [`SimVfs::faultable_ios`].
+    /// with [`SimVfs::arm_fault_at`] would fire (every I/O but the
+    /// harness's observations): [`SimVfs::faultable_ios`], and the writes
+    /// among them, [`SimVfs::faultable_writes`].
     pub fn note_faultable_ios(&self) {
-        self.disk().faults.note_faultable();
+        self.disk().faults.note_faultable(false);
+    }
+
+    /// [`SimVfs::note_faultable_ios`] for [`SimVfs::arm_workload_fault_at`]:
+    /// only the I/Os made with faults on.
+    pub fn note_workload_faultable_ios(&self) {
+        self.disk().faults.note_faultable(true);
     }
 
     /// The I/O indices noted since [`SimVfs::note_faultable_ios`].
     pub fn faultable_ios(&self) -> Vec<u64> {
         self.disk().faults.faultable().to_vec()
+    }
+
+    /// Of [`SimVfs::faultable_ios`], the writes.
+    pub fn faultable_writes(&self) -> Vec<u64> {
+        self.disk().faults.faultable_writes().to_vec()
     }
 
     /// `None` if no fault was armed with [`SimVfs::arm_fault_at`], else
@@ -417,6 +441,9 @@ impl Vfs for SimVfs {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut disk = self.disk();
         let name = disk.name_of(from);
+        if disk.trace.keeps_all() {
+            disk.next_detail.renamed_to = Some(to.to_string_lossy().into_owned());
+        }
         disk.run(IoKind::Rename, name, 0, 0, |disk, _| disk.fs.rename(from, to))
     }
 

@@ -22,9 +22,11 @@ use super::crash::build_next_disk;
 use super::faults::Faults;
 use super::hazards::{Hazard, HazardWatch};
 use super::inode::InodeId;
+use super::picture::picture;
+use super::snapshot::DiskSnapshot;
 use super::snapshot::Recorder;
 use super::state::FileSystem;
-use crate::trace::{Event, FaultKind, IoKind, Trace};
+use crate::trace::{Event, FaultKind, IoDetail, IoKind, Trace};
 
 /// The disk's whole state (see the module doc).
 #[derive(Debug)]
@@ -55,6 +57,9 @@ pub(super) struct Disk {
     /// Directory locks held in this epoch (`lock.rs`): not on the disk,
     /// gone at every power loss and restart.
     pub locks: LockTable,
+    /// For a keep-all trace's side record: the inode the next I/O's
+    /// handle is on, and a rename's new path (set just before `run`).
+    pub next_detail: IoDetail,
 }
 
 pub(super) fn power_lost() -> io::Error {
@@ -81,6 +86,7 @@ impl Disk {
             fault_counts: BTreeMap::new(),
             recorder: None,
             locks: LockTable::new(),
+            next_detail: IoDetail::default(),
         }
     }
 
@@ -100,6 +106,7 @@ impl Disk {
         op: impl FnOnce(&mut Disk, u64) -> io::Result<T>,
     ) -> io::Result<T> {
         let index = self.io_index;
+        let before_inode = self.trace.keeps_all().then(|| self.inode_named(name)).flatten();
         if let Some(recorder) = &mut self.recorder {
             recorder.before_io(index, &self.fs, self.config.sector_bytes);
         }
@@ -120,8 +127,30 @@ impl Disk {
         } else {
             op(self, index)
         };
+        if self.trace.keeps_all() {
+            self.note_io_detail(index, kind, name, before_inode);
+        }
         self.trace.push(Event::Io { index, kind, name, offset: offset_bytes, len: len_bytes, ok: result.is_ok() });
         result
+    }
+
+    /// The inode the path with trace id `name` names now, if any.
+    fn inode_named(&self, name: u32) -> Option<InodeId> {
+        self.fs.lookup(Path::new(self.trace.name(name))).ok()
+    }
+
+    /// A keep-all trace's side record of I/O `index`: the handle's inode
+    /// (else the one its path named before, or after: a create), and a
+    /// rename's new path. A directory's own operations name no file.
+    fn note_io_detail(&mut self, index: u64, kind: IoKind, name: u32, before_inode: Option<InodeId>) {
+        let mut detail = std::mem::take(&mut self.next_detail);
+        let on_dir = matches!(kind, IoKind::ListDir | IoKind::SyncDir | IoKind::CreateDir);
+        if detail.inode.is_none() && !on_dir {
+            detail.inode = before_inode.or_else(|| self.inode_named(name));
+        }
+        if let Some(record) = self.trace.detail_mut() {
+            record.io.insert(index, detail);
+        }
     }
 
     /// Count and trace a fault injected into the operation `index`.
@@ -194,7 +223,26 @@ impl Disk {
     pub fn power_loss(&mut self, crash_seed: u64) -> CrashOutcome {
         self.trace.push(Event::Crash { io_index: self.io_index });
         let mut rng = ChaCha8Rng::seed_from_u64(crash_seed);
+        // A keep-all trace pictures the crash: the disk as power loss finds
+        // it, compared below with what it leaves (no draw, no change).
+        let before = self.trace.keeps_all().then(|| DiskSnapshot::take(&self.fs, self.config.sector_bytes, None));
         let outcome = build_next_disk(&mut self.fs, &self.config, &mut rng);
+        if let Some(before) = before {
+            // Drawing must never change the run: a bug in the picture
+            // leaves a picture that says so, not a failed seed.
+            let (fs, io_index) = (&self.fs, self.io_index);
+            let drawn = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| picture(&before, fs, io_index)));
+            let mut shot = drawn.unwrap_or_else(|_| crate::trace::CrashPicture {
+                io_index,
+                sector_bytes: before.sector_bytes,
+                damage: vec!["(this crash could not be pictured: a bug in disk/picture.rs)".to_string()],
+                ..Default::default()
+            });
+            shot.damage.extend(outcome.damage.iter().map(|d| format!("{d:?}")));
+            if let Some(record) = self.trace.detail_mut() {
+                record.crashes.push(shot);
+            }
+        }
         for _ in 0..outcome.torn_sectors {
             self.note_fault(self.io_index, FaultKind::TornSector);
         }

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use super::dir::DirOp;
 use super::image::content_hash;
-use super::inode::{DataOp, InodeId};
+use super::inode::{DataOp, InodeId, Voucher};
 use super::state::FileSystem;
 
 /// The whole disk at one instant, as power loss would find it (see the
@@ -52,6 +52,17 @@ pub(super) struct FileSnapshot {
     pub durable_hash: u64,
     /// Data operations since the last fsync, oldest first.
     pub pending: Vec<DataOp>,
+    /// What vouches for the durable bytes (see `Inode::vouched`), for
+    /// damage placed in a durable image (`damage.rs`). Shared with the
+    /// previous snapshot when unchanged.
+    pub vouching: Arc<Vouching>,
+}
+
+/// An inode's durable vouching state (see `Inode::vouched`).
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Vouching {
+    pub whole_bytes: u64,
+    pub vouchers: Vec<Voucher>,
 }
 
 impl DiskSnapshot {
@@ -73,7 +84,12 @@ impl DiskSnapshot {
                 Some(file) => (file.durable.clone(), file.durable_hash),
                 None => (Arc::from(&inode.durable[..]), content_hash(&inode.durable)),
             };
-            files.insert(id, FileSnapshot { durable, durable_hash, pending: inode.pending.clone() });
+            let vouching = Vouching { whole_bytes: inode.whole_bytes, vouchers: inode.vouchers.clone() };
+            let vouching = match previous.and_then(|p| p.files.get(&id)).filter(|f| *f.vouching == vouching) {
+                Some(file) => file.vouching.clone(),
+                None => Arc::new(vouching),
+            };
+            files.insert(id, FileSnapshot { durable, durable_hash, pending: inode.pending.clone(), vouching });
         }
         DiskSnapshot { sector_bytes, dirs, files }
     }

@@ -14,6 +14,7 @@ use engine::aof::FsyncPolicy;
 use super::{explore, ExploreOptions, DEFAULT_MAX_DIR_SUBSETS, DEFAULT_OPS};
 use crate::canary::{parse_name, Canary};
 use crate::config::Overrides;
+use crate::disk::ArmedFault;
 use crate::kit::{Kit, KitSettings};
 use crate::output::{emit, verdict};
 use crate::systems::redb::RedbAdapter;
@@ -75,6 +76,12 @@ pub struct ExploreCommon {
     #[arg(long)]
     pub json: bool,
 
+    /// With --only-io and --only-state: draw that crash state as one
+    /// self-contained HTML page (the run up to the crash, a lane per file,
+    /// what the crash kept, the recovery's verdict). Open it in a browser.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<std::path::PathBuf>,
+
     /// Explore only this crash index (power lost just before I/O I).
     #[arg(long, value_name = "I")]
     pub only_io: Option<u64>,
@@ -121,6 +128,37 @@ pub struct ExploreCommon {
     /// I/O at this index of that state's recovery.
     #[arg(long, value_name = "K", requires = "only_state")]
     pub fault_io: Option<u64>,
+
+    /// Implies --faults: run only the recorded workload with its own I/O
+    /// at index K failing (a workload fault's repro); no recovery is
+    /// faulted.
+    #[arg(long, value_name = "K")]
+    pub workload_fault_io: Option<u64>,
+
+    /// With --faults: fail only this way — eio (any I/O), short-write or
+    /// enospc (writes) — instead of each way in turn.
+    #[arg(long, value_name = "KIND", value_parser = ArmedFault::parse)]
+    pub fault_kind: Option<ArmedFault>,
+
+    /// Also damage every record of every distinct durable image of the
+    /// recording (segsim: each frame of the log and the manifest and each
+    /// segment record — a flipped bit, a length past the end, the other
+    /// log's record in its place), one at a time, and open each damaged
+    /// image the default way and at a point in time: a refusal must change
+    /// nothing, a cut is allowed only where nothing vouched for the bytes
+    /// or at a point in time (quarantined), and nothing may be swept.
+    #[arg(long)]
+    pub damage: bool,
+
+    /// With --damage: stop after this many damaged recoveries (in the order
+    /// of the images, then site, default open first).
+    #[arg(long, value_name = "R")]
+    pub max_damage_states: Option<u64>,
+
+    /// With --only-io (implies --damage): damage only this site of that
+    /// index's durable image (a --damage failure's repro).
+    #[arg(long, value_name = "S", requires = "only_io")]
+    pub damage_site: Option<usize>,
 }
 
 const EXAMPLES: &str = "Examples:
@@ -133,6 +171,9 @@ const EXAMPLES: &str = "Examples:
   sim explore --seed 0 --only-io 9 --only-state 2 --then-io 14 --then-state 3   one second crash
   sim explore --seed 10 --faults                also fail each I/O of every recovery, one at a time
   sim explore --seed 0 --only-io 9 --only-state 2 --fault-io 7   one faulted recovery
+  sim explore --seed 0 --workload-fault-io 31 --fault-kind short-write   the workload, one of its writes cut short
+  sim explore --seed 10 --damage                also damage every record of every durable image
+  sim explore --seed 10 --only-io 40 --damage-site 7   one damaged image, opened both ways
   sim explore --target redb --seed 1            the same method on redb (REDB.md)
   sim explore --target sqlite --seed 1 --depth 2   and on SQLite (SQLITE.md)";
 
@@ -148,11 +189,20 @@ pub(super) enum Explored {
     Sqlite(Box<Kit<SqliteAdapter>>),
 }
 
-/// What the command line asks for, or why it cannot be run.
+/// What the command line asks for, or why it cannot be run. Made once per
+/// process, so the size of its largest variant costs nothing.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Invocation {
     /// Explore this seed of this target.
-    Run { seed: u64, ops: u64, options: ExploreOptions, json: bool, target: Explored },
+    Run {
+        seed: u64,
+        ops: u64,
+        options: ExploreOptions,
+        json: bool,
+        report: Option<std::path::PathBuf>,
+        target: Explored,
+    },
     /// `--help` or `--version`: print this and succeed.
     Info(String),
     /// Bad usage: print this and exit 2.
@@ -204,8 +254,8 @@ pub(super) fn parse(args: &[String]) -> Invocation {
             }
         }
     };
-    let ExploreCommon { seed, ops, json, .. } = parsed.common;
-    Invocation::Run { seed, ops, options, json, target }
+    let ExploreCommon { seed, ops, json, report, .. } = parsed.common;
+    Invocation::Run { seed, ops, options, json, report, target }
 }
 
 /// The explorer's options from the flags every target takes (`args`, as
@@ -217,8 +267,11 @@ pub fn options(parsed: &ExploreCommon, args: &[String]) -> Result<ExploreOptions
     if parsed.max_dir_subsets == 0 {
         return Err("--max-dir-subsets must be at least 1 (the strict subset)".into());
     }
-    if parsed.max_states == Some(0) || parsed.max_depth2_states == Some(0) || parsed.max_fault_runs == Some(0) {
-        return Err("--max-states, --max-depth2-states and --max-fault-runs must be at least 1".into());
+    let maxima = [parsed.max_states, parsed.max_depth2_states, parsed.max_fault_runs, parsed.max_damage_states];
+    if maxima.contains(&Some(0)) {
+        return Err(
+            "--max-states, --max-depth2-states, --max-fault-runs and --max-damage-states must be at least 1".into()
+        );
     }
     // A depth-2 repro names its second crash: that is depth 2.
     let depth_given = args.iter().any(|arg| arg == "--depth" || arg.starts_with("--depth="));
@@ -229,9 +282,21 @@ pub fn options(parsed: &ExploreCommon, args: &[String]) -> Result<ExploreOptions
     if parsed.max_depth2_states.is_some() && depth != 2 {
         return Err("--max-depth2-states bounds --depth 2".into());
     }
-    let faults = parsed.faults || parsed.fault_io.is_some();
+    let faults = parsed.faults || parsed.fault_io.is_some() || parsed.workload_fault_io.is_some();
+    if parsed.fault_io.is_some() && parsed.workload_fault_io.is_some() {
+        return Err(
+            "--fault-io fails an I/O of a recovery, --workload-fault-io one of the workload: one or the other".into()
+        );
+    }
+    if parsed.fault_kind.is_some() && !faults {
+        return Err("--fault-kind says how --faults fails an I/O".into());
+    }
     if parsed.max_fault_runs.is_some() && !faults {
         return Err("--max-fault-runs bounds --faults".into());
+    }
+    let damage = parsed.damage || parsed.damage_site.is_some();
+    if parsed.max_damage_states.is_some() && !damage {
+        return Err("--max-damage-states bounds --damage".into());
     }
     Ok(ExploreOptions {
         max_dir_subsets: parsed.max_dir_subsets,
@@ -246,7 +311,12 @@ pub fn options(parsed: &ExploreCommon, args: &[String]) -> Result<ExploreOptions
         faults,
         max_fault_runs: parsed.max_fault_runs,
         fault_io: parsed.fault_io,
+        fault_kind: parsed.fault_kind,
+        workload_fault_io: parsed.workload_fault_io,
         progress: true,
+        damage,
+        max_damage_states: parsed.max_damage_states,
+        damage_site: parsed.damage_site,
         reordered: false,
     })
 }
@@ -255,14 +325,14 @@ pub fn options(parsed: &ExploreCommon, args: &[String]) -> Result<ExploreOptions
 /// if no state failed, 1 if one did, 2 on bad usage.
 pub fn cli(args: &[String]) -> ExitCode {
     match parse(args) {
-        Invocation::Run { seed, ops, options, json, target: Explored::Segsim(target) } => {
-            run(&target, seed, ops, &options, json)
+        Invocation::Run { seed, ops, options, json, report, target: Explored::Segsim(target) } => {
+            run(&target, seed, ops, &options, json, report.as_deref())
         }
-        Invocation::Run { seed, ops, options, json, target: Explored::Redb(target) } => {
-            run(target.as_ref(), seed, ops, &options, json)
+        Invocation::Run { seed, ops, options, json, report, target: Explored::Redb(target) } => {
+            run(target.as_ref(), seed, ops, &options, json, report.as_deref())
         }
-        Invocation::Run { seed, ops, options, json, target: Explored::Sqlite(target) } => {
-            run(target.as_ref(), seed, ops, &options, json)
+        Invocation::Run { seed, ops, options, json, report, target: Explored::Sqlite(target) } => {
+            run(target.as_ref(), seed, ops, &options, json, report.as_deref())
         }
         Invocation::Info(text) => {
             print!("{text}");
@@ -276,8 +346,22 @@ pub fn cli(args: &[String]) -> ExitCode {
 }
 
 /// Explore and print the report: exit 1 if a state failed, 2 if the
-/// options name a crash index or state that does not exist.
-pub fn run<T: Target>(target: &T, seed: u64, ops: u64, options: &ExploreOptions, json: bool) -> ExitCode {
+/// options name a crash index or state that does not exist. With
+/// `page` (`--report`, which needs `--only-io` and `--only-state`), also
+/// draw that crash state (`crate::report::write_explored`).
+pub fn run<T: Target>(
+    target: &T,
+    seed: u64,
+    ops: u64,
+    options: &ExploreOptions,
+    json: bool,
+    page: Option<&std::path::Path>,
+) -> ExitCode {
+    let only = options.only_io.zip(options.only_state);
+    if page.is_some() && only.is_none() {
+        eprintln!("sim explore: --report draws one crash state: give --only-io I --only-state J (a failure's repro)");
+        return ExitCode::from(2);
+    }
     let report = match explore(target, seed, ops, options) {
         Ok(report) => report,
         Err(message) => {
@@ -286,5 +370,11 @@ pub fn run<T: Target>(target: &T, seed: u64, ops: u64, options: &ExploreOptions,
         }
     };
     emit(&report.to_text(), json.then(|| report.to_json()).as_ref());
+    if let (Some(path), Some(crash)) = (page, only) {
+        if let Err(e) = crate::report::write_explored(target, (seed, ops), crash, options, &report, path) {
+            eprintln!("sim explore: {e}");
+            return ExitCode::from(2);
+        }
+    }
     verdict(report.failures_total > 0)
 }

@@ -269,6 +269,8 @@ pub(super) fn explore<T: Target>(
                 state: state_number,
                 then,
                 fault_io: None,
+                fault_kind: None,
+                damage_site: None,
                 op,
                 description: format!(
                     "{}; then, in its recovery: {}",

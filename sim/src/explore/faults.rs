@@ -1,5 +1,5 @@
 //! Faults in exploration (`sim explore --faults`): a recovery whose own
-//! I/O fails.
+//! I/O fails, and the recorded workload with one of its I/Os failing.
 //!
 //! Exploration's crash states come from a fault-free recording, and a
 //! recovery runs on a fault-free disk: so the mistakes an engine makes
@@ -8,12 +8,26 @@
 //! ignored, a failed append acknowledged — were left to the random mode's
 //! dice. Here every distinct recovered state that passed its checks is
 //! recovered again once per I/O index of its recovery and probe, with the
-//! I/O at that index failing with EIO (any kind: a read, write, fsync, map, open, rename, unlink, set_len, listing or sync_dir)
-//! ([`Target::recover_with_fault`]). Only those indices are run: a
-//! fault-free run of each recovery first notes where a fault can fire
-//! (its reads, writes, fsyncs and maps, not its renames, lengths or
-//! directory syncs), and since a recovery is deterministic, each faulted run's fault
-//! then fires (the report counts the ones that did, as a check).
+//! I/O at that index failing ([`Target::recover_with_fault`]): with EIO,
+//! whatever its kind (a read, write, fsync, map, open, rename, unlink,
+//! set_len, listing or sync_dir), and a write also after a short write
+//! (its longest strict sector-aligned prefix written) and with ENOSPC
+//! (nothing written). Only those indices are run: a fault-free run of each
+//! recovery first notes where a fault can fire (every I/O but the
+//! harness's observations), and since a recovery is deterministic, each
+//! faulted run's fault then fires (the report counts the ones that did,
+//! as a check).
+//!
+//! The recorded workload itself is faulted the same way
+//! ([`explore_in_workload`], [`Target::run_with_fault`]): it runs once per
+//! I/O of its recording where the random mode's faults could fire (not
+//! where the harness turned them off), each way, that I/O failing, and
+//! every check of the run applies — a failed write never acknowledged, a
+//! poisoned store killed, reopened and then powered off with each recovery
+//! checked, no persistence hazard left behind, a clean restart at the end
+//! bringing back exactly the model. The mistakes that live in the
+//! workload's own paths (seal, rewrite, compaction) after a failed
+//! rename or directory fsync are found there.
 //!
 //! What a faulted recovery is held to: what the plain one is, in the very
 //! contexts the image was judged in, and more — the fault is transient,
@@ -30,13 +44,16 @@
 //! index, and merged in that order, so the report is the same for every
 //! `--jobs`; `--max-fault-runs` cuts that order at a fixed point.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::parallel::map_in_order;
-use super::plan::Plan;
-use super::report::{self, ExploreFailure, FaultsReport};
+use super::plan::{CheckAt, Plan};
+use super::report::{self, ExploreFailure, FaultsReport, WorkloadFaults};
 use super::ExploreOptions;
-use crate::systems::{Recording, Target};
+use crate::disk::ArmedFault;
+use crate::failure::Check;
+use crate::systems::{FaultedRecovery, Recording, Target};
 
 /// Explore `--faults` over the recoveries of `plan` that passed (`failed`
 /// is by plan recovery): the counts, and the failures in merge order.
@@ -65,21 +82,7 @@ pub(super) fn explore<T: Target>(
     let plain = map_in_order(&passed, options.jobs, progress, |&recovery| {
         target.recover_with_fault(seed, &image(recovery), plan.recoveries[recovery].key, None)
     });
-    let cap = options.max_fault_runs.unwrap_or(u64::MAX);
-    let mut runs: Vec<(usize, u64)> = Vec::new();
-    let mut capped = false;
-    'recoveries: for (pos, plain) in plain.iter().enumerate() {
-        for &io_index in &plain.faultable_ios {
-            if options.fault_io.is_some_and(|only| only != io_index) {
-                continue;
-            }
-            if runs.len() as u64 >= cap {
-                capped = true;
-                break 'recoveries;
-            }
-            runs.push((pos, io_index));
-        }
-    }
+    let (runs, capped) = plan_runs(&plain, options);
 
     if let (Some(fault_io), true, Some(first)) = (options.fault_io, runs.is_empty(), plain.first()) {
         return Err(format!(
@@ -88,9 +91,9 @@ pub(super) fn explore<T: Target>(
         ));
     }
     let progress = options.progress.then_some("faults: recovering with one I/O failing");
-    let verdicts = map_in_order(&runs, options.jobs, progress, |&(pos, io_index)| {
+    let verdicts = map_in_order(&runs, options.jobs, progress, |&(pos, io_index, kind)| {
         let recovery = &plan.recoveries[passed[pos]];
-        let faulted = target.recover_with_fault(seed, &image(passed[pos]), recovery.key, Some(io_index));
+        let faulted = target.recover_with_fault(seed, &image(passed[pos]), recovery.key, Some((io_index, kind)));
         if !faulted.fired {
             return None;
         }
@@ -106,37 +109,176 @@ pub(super) fn explore<T: Target>(
     });
 
     let mut failures = Vec::new();
-    for (&(_, fault_io), verdict) in runs.iter().zip(&verdicts) {
+    for (&(_, fault_io, kind), verdict) in runs.iter().zip(&verdicts) {
         let Some(failed_checks) = verdict else { continue };
         for (at, (check, detail)) in failed_checks {
-            let snapshot = recording.disk.before_io(at.io_index).expect("a recorded index");
-            let state = &snapshot.crash_states_with(options.max_dir_subsets, options.reordered)[at.state];
-            let (io, state_number) = (Some(at.io_index), Some(at.state));
-            let repro = report::repro(target, seed, ops, options, io, state_number, None);
-            failures.push(ExploreFailure {
-                io_index: io,
-                state: state_number,
-                then: None,
-                fault_io: Some(fault_io),
-                op: format!("{}; then its recovery, I/O {fault_io} failing", recording.contexts[at.context].what),
-                description: format!(
-                    "{}; then I/O {fault_io} of its recovery or probe failed (EIO)",
-                    snapshot.describe(state)
-                ),
-                check: *check,
-                detail: detail.clone(),
-                repro: format!("{repro} --fault-io {fault_io}"),
-            });
+            let failed = FailedCheck { check: *check, detail: detail.clone() };
+            failures.push(recovery_failure(target, seed, ops, recording, options, at, (fault_io, kind), failed));
         }
+    }
+    let mut runs_by_kind = BTreeMap::new();
+    for &(_, _, kind) in &runs {
+        *runs_by_kind.entry(kind.name()).or_insert(0) += 1;
     }
     let report = FaultsReport {
         recoveries: passed.len() as u64,
         runs: runs.len() as u64,
+        runs_by_kind,
         injected: verdicts.iter().filter(|verdict| verdict.is_some()).count() as u64,
         capped,
         elapsed_sec: started.elapsed().as_secs_f64(),
+        workload: WorkloadFaults::default(),
     };
     Ok((report, failures))
+}
+
+/// A check a faulted recovery failed, and why.
+struct FailedCheck {
+    check: Check,
+    detail: String,
+}
+
+/// The failure of the recovery of the crash state `at` with the I/O
+/// `fault.0` of it failing as `fault.1` says, and its repro.
+#[allow(clippy::too_many_arguments)]
+fn recovery_failure<T: Target>(
+    target: &T,
+    seed: u64,
+    ops: u64,
+    recording: &Recording<T::Context>,
+    options: &ExploreOptions,
+    at: &CheckAt,
+    (fault_io, kind): (u64, ArmedFault),
+    failed: FailedCheck,
+) -> ExploreFailure {
+    let snapshot = recording.disk.before_io(at.io_index).expect("a recorded index");
+    let state = &snapshot.crash_states_with(options.max_dir_subsets, options.reordered)[at.state];
+    let (io, state_number) = (Some(at.io_index), Some(at.state));
+    let repro = report::repro(target, seed, ops, options, io, state_number, None);
+    ExploreFailure {
+        io_index: io,
+        state: state_number,
+        then: None,
+        fault_io: Some(fault_io),
+        fault_kind: Some(kind),
+        damage_site: None,
+        op: format!("{}; then its recovery, I/O {fault_io} failing", recording.contexts[at.context].what),
+        description: format!(
+            "{}; then I/O {fault_io} of its recovery or probe failed ({})",
+            snapshot.describe(state),
+            fault_words(kind)
+        ),
+        check: failed.check,
+        detail: failed.detail,
+        repro: format!("{repro} --fault-io {fault_io}{}", fault_kind_flag(kind)),
+    }
+}
+
+/// `--faults` in the recorded workload itself: the workload run once per
+/// I/O of its recording (EIO; a write also short, then out of space), that
+/// I/O failing, every check of the run applying (the target's
+/// [`Target::run_with_fault`]): the counts, and the failures in order.
+pub(super) fn explore_in_workload<T: Target>(
+    target: &T,
+    seed: u64,
+    ops: u64,
+    workload: &[T::Op],
+    recording: &Recording<T::Context>,
+    options: &ExploreOptions,
+) -> Result<(WorkloadFaults, Vec<ExploreFailure>), String> {
+    let started = Instant::now();
+    let writes = &recording.faultable_writes;
+    let mut runs = Vec::new();
+    for &io_index in &recording.faultable_ios {
+        if options.workload_fault_io.is_some_and(|only| only != io_index) {
+            continue;
+        }
+        let write = writes.binary_search(&io_index).is_ok();
+        let kinds = ArmedFault::ALL.into_iter().filter(|kind| write || !kind.writes_only());
+        runs.extend(
+            kinds.filter(|kind| options.fault_kind.is_none_or(|only| only == *kind)).map(|kind| (io_index, kind)),
+        );
+    }
+    if let (Some(only), true) = (options.workload_fault_io, runs.is_empty()) {
+        return Err(format!("--workload-fault-io {only}: no I/O of the recorded workload fails there that way"));
+    }
+    let capped = options.max_fault_runs.is_some_and(|max| runs.len() as u64 > max);
+    runs.truncate(usize::try_from(options.max_fault_runs.unwrap_or(u64::MAX)).unwrap_or(usize::MAX));
+    let progress = options.progress.then_some("faults: the workload with one of its I/Os failing");
+    let results = map_in_order(&runs, options.jobs, progress, |&fault| target.run_with_fault(seed, workload, fault));
+    let mut failures = Vec::new();
+    for (&(io_index, kind), run) in runs.iter().zip(&results) {
+        let Some((check, detail)) = &run.failure else { continue };
+        let what = &recording.contexts[recording.context_at(io_index)].what;
+        failures.push(ExploreFailure {
+            io_index: None,
+            state: None,
+            then: None,
+            fault_io: Some(io_index),
+            fault_kind: Some(kind),
+            damage_site: None,
+            op: what.clone(),
+            description: format!("the recorded workload, its own I/O {io_index} failing ({})", fault_words(kind)),
+            check: *check,
+            detail: detail.clone(),
+            repro: target.explore_repro(
+                seed,
+                ops,
+                &format!(" --workload-fault-io {io_index}{}", fault_kind_flag(kind)),
+            ),
+        });
+    }
+    let counts = WorkloadFaults {
+        runs: runs.len() as u64,
+        injected: results.iter().filter(|run| run.fired).count() as u64,
+        capped,
+        elapsed_sec: started.elapsed().as_secs_f64(),
+    };
+    Ok((counts, failures))
+}
+
+/// Every faulted run in merge order — per recovery, per I/O index, EIO
+/// and then, for a write, a short write and ENOSPC — filtered by
+/// `--fault-io` and `--fault-kind`, cut at `--max-fault-runs`; and whether
+/// the cut took any.
+fn plan_runs<R>(plain: &[FaultedRecovery<R>], options: &ExploreOptions) -> (Vec<(usize, u64, ArmedFault)>, bool) {
+    let cap = options.max_fault_runs.unwrap_or(u64::MAX);
+    let mut runs = Vec::new();
+    for (pos, plain) in plain.iter().enumerate() {
+        for &io_index in &plain.faultable_ios {
+            if options.fault_io.is_some_and(|only| only != io_index) {
+                continue;
+            }
+            let write = plain.faultable_writes.binary_search(&io_index).is_ok();
+            for kind in ArmedFault::ALL.into_iter().filter(|kind| write || !kind.writes_only()) {
+                if options.fault_kind.is_some_and(|only| only != kind) {
+                    continue;
+                }
+                if runs.len() as u64 >= cap {
+                    return (runs, true);
+                }
+                runs.push((pos, io_index, kind));
+            }
+        }
+    }
+    (runs, false)
+}
+
+/// How the armed fault failed its I/O, for a failure's description.
+pub(super) fn fault_words(kind: ArmedFault) -> &'static str {
+    match kind {
+        ArmedFault::Eio => "EIO",
+        ArmedFault::ShortWrite => "EIO after a short write",
+        ArmedFault::NoSpace => "ENOSPC",
+    }
+}
+
+/// The repro's `--fault-kind`, empty for the default (EIO).
+pub(super) fn fault_kind_flag(kind: ArmedFault) -> String {
+    match kind {
+        ArmedFault::Eio => String::new(),
+        kind => format!(" --fault-kind {}", kind.name()),
+    }
 }
 
 #[cfg(test)]
@@ -191,8 +333,16 @@ mod tests {
         let (Some(io), Some(state), Some(fault_io)) = (first.io_index, first.state, first.fault_io) else {
             unreachable!("a faulted recovery's failure")
         };
-        assert!(first.repro.ends_with(&format!("--only-io {io} --only-state {state} --fault-io {fault_io}")));
-        let only = ExploreOptions { only_io: Some(io), only_state: Some(state), fault_io: Some(fault_io), ..faults() };
+        let kind = first.fault_kind.expect("a faulted recovery's failure");
+        let flag = super::fault_kind_flag(kind);
+        assert!(first.repro.ends_with(&format!("--only-io {io} --only-state {state} --fault-io {fault_io}{flag}")));
+        let only = ExploreOptions {
+            only_io: Some(io),
+            only_state: Some(state),
+            fault_io: Some(fault_io),
+            fault_kind: Some(kind),
+            ..faults()
+        };
         let again = explore(&planted, seed, 10, &only).unwrap();
         let counts = again.faults.clone().expect("--faults reports");
         assert_eq!((counts.runs, counts.injected), (1, 1));
@@ -203,13 +353,55 @@ mod tests {
         assert!(capped.faults.is_some_and(|f| f.capped && f.runs == 3));
     }
 
-    /// Every kit target injects recovery faults (the kit supplies it):
-    /// redb's recoveries survive one failing I/O each.
+    /// Every kit target injects recovery faults and workload faults (the
+    /// kit supplies both): redb survives one failing I/O in each recovery
+    /// and in each run of its workload.
     #[test]
     fn a_kit_target_survives_one_failing_io_in_every_recovery() {
         let report = explore(&redb_target(KitSettings::default()), 1, 12, &faults()).unwrap();
         assert_eq!(report.failures_total, 0, "{}", report.to_text());
         let counts = report.faults.clone().expect("--faults reports");
         assert!(counts.injected > 0 && counts.runs == counts.injected, "{counts:?}");
+        assert!(counts.workload.runs > 0 && counts.workload.injected == counts.workload.runs, "{counts:?}");
+    }
+
+    /// `--faults` in the recorded workload itself: every I/O of seed 0's
+    /// and seed 8's short workloads fails in a run of its own (a write
+    /// also short, then out of space), the armed fault fires in each, and
+    /// the engine survives every one; so does every recovery faulted each
+    /// way.
+    #[test]
+    fn the_engine_survives_one_failing_io_of_its_own_workload_each_way() {
+        for (seed, fsync) in [(0, FsyncPolicy::EverySec), (8, FsyncPolicy::Always)] {
+            let report = explore(&segsim(fsync), seed, 20, &faults()).unwrap();
+            assert_eq!(report.failures_total, 0, "seed {seed}:\n{}", report.to_text());
+            let counts = report.faults.expect("--faults reports");
+            assert!(counts.workload.runs > 20 && counts.workload.injected == counts.workload.runs, "{counts:?}");
+            let by_kind = |kind: &str| counts.runs_by_kind.get(kind).copied().unwrap_or(0);
+            assert!(by_kind("short-write") > 0 && by_kind("short-write") == by_kind("enospc"), "{counts:?}");
+            assert!(by_kind("eio") > by_kind("enospc"), "every I/O fails with EIO, only writes the other ways");
+        }
+    }
+
+    /// With the `canaries` feature: a failed directory fsync or a failed
+    /// rename ignored lives in seal and rewrite, which only the recorded
+    /// workload runs: every failure `--faults` finds is in the workload's
+    /// own I/Os (none in a recovery's), and its repro fails that I/O again.
+    #[cfg(feature = "canaries")]
+    #[test]
+    fn an_ignored_directory_fsync_or_rename_error_is_caught_by_workload_faults() {
+        use crate::canary::Canary;
+        for name in ["dir-sync-error-ignored", "rename-error-ignored"] {
+            let canary = Some(Canary::parse(name).expect("a canary of the engine"));
+            let planted = SegsimTarget::new(Overrides { canary, ..Overrides::default() });
+            let caught = explore(&planted, 0, 100, &faults()).unwrap();
+            let first = caught.failures.first().unwrap_or_else(|| panic!("{name}: {}", caught.to_text()));
+            assert!(caught.failures.iter().all(|f| f.io_index.is_none() && f.fault_io.is_some()), "{name}");
+            let (fault_io, kind) = (first.fault_io.expect("checked"), first.fault_kind.expect("a fault's"));
+            assert!(first.repro.contains(&format!("--workload-fault-io {fault_io}")), "{}", first.repro);
+            let only = ExploreOptions { workload_fault_io: Some(fault_io), fault_kind: Some(kind), ..faults() };
+            let again = explore(&planted, 0, 100, &only).unwrap();
+            assert_eq!(again.failures, vec![first.clone()], "{name}");
+        }
     }
 }

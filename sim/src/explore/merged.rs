@@ -36,6 +36,8 @@ pub struct ExploreTotals {
     pub depth2_states: u64,
     /// Recoveries rerun with one I/O failing (`--faults`).
     pub fault_runs: u64,
+    /// Damaged durable images recovered (`--damage`).
+    pub damage_recoveries: u64,
     /// Failing states, summed.
     pub failures_total: u64,
     /// The first failure of each failing exploration.
@@ -62,6 +64,7 @@ impl ExploreTotals {
         self.distinct_states += number(report, &["distinct_states"]);
         self.depth2_states += number(report, &["depth2", "states"]);
         self.fault_runs += number(report, &["faults", "runs"]);
+        self.damage_recoveries += number(report, &["damage", "recoveries"]);
         let failures = number(report, &["failures_total"]);
         self.failures_total += failures;
         if let Some(first) = report.get("failures").and_then(Value::as_array).and_then(|f| f.first()) {
@@ -88,12 +91,14 @@ impl ExploreTotals {
     pub fn to_text(&self) -> String {
         let seeds: Vec<String> = self.seeds.iter().map(|(t, n)| format!("{t}={n}")).collect();
         let mut out = format!(
-            "explored seeds: {}; {} crash states, {} distinct recovered, {} at depth 2, {} faulted recoveries\n",
+            "explored seeds: {}; {} crash states, {} distinct recovered, {} at depth 2, {} faulted recoveries, {} \
+             damaged recoveries\n",
             seeds.join(" "),
             self.states,
             self.distinct_states,
             self.depth2_states,
-            self.fault_runs
+            self.fault_runs,
+            self.damage_recoveries
         );
         if self.failures.is_empty() {
             out.push_str("no exploration failed\n");
@@ -118,6 +123,7 @@ impl ExploreTotals {
             "distinct_states": self.distinct_states,
             "depth2_states": self.depth2_states,
             "fault_runs": self.fault_runs,
+            "damage_recoveries": self.damage_recoveries,
             "failures_total": self.failures_total,
             "failures": failures,
         })
@@ -131,7 +137,8 @@ mod tests {
     #[test]
     fn reports_add_up_whatever_the_order() {
         let clean = json!({"target": "segsim", "seed": 1, "states": 10, "distinct_states": 4, "recorded_ios": 9,
-            "failures_total": 0, "failures": [], "depth2": {"states": 7}, "faults": {"runs": 3}});
+            "failures_total": 0, "failures": [], "depth2": {"states": 7}, "faults": {"runs": 3},
+            "damage": {"recoveries": 11}});
         let failed = json!({"target": "redb", "seed": 2, "states": 5, "distinct_states": 2, "recorded_ios": 3,
             "failures_total": 2, "failures": [{"check": "durability", "repro": "sim explore --target redb --seed 2"}]});
         assert!(is_explore_report(&clean) && !is_explore_report(&json!({"seeds": 3, "ops": 9})));
@@ -142,6 +149,7 @@ mod tests {
         b.add(&clean).unwrap();
         assert_eq!(a, b);
         assert_eq!((a.states, a.depth2_states, a.fault_runs, a.failures_total), (15, 7, 3, 2));
+        assert_eq!(a.damage_recoveries, 11);
         assert!(a.to_text().contains("EXPLORE FAILED: redb seed 2 check 'durability'"), "{}", a.to_text());
         assert!(ExploreTotals::default().add(&json!({"seed": 1})).unwrap_err().contains("target"));
     }

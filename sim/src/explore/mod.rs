@@ -51,11 +51,25 @@
 //! 5. **Fail the recoveries' I/Os** (`--faults`, `faults.rs`). Each
 //!    distinct recovered state that passed is recovered once more per
 //!    I/O index of its recovery and probe, with the I/O (of any kind: a read, write, fsync or map, or an open, rename, unlink, set_len, directory listing or sync_dir)
-//!    there failing (EIO) ([`Target::recover_with_fault`]), and judged in
+//!    there failing — EIO, and for a write also a short write and ENOSPC
+//!    ([`Target::recover_with_fault`]) — and judged in
 //!    the image's own contexts: a transient error may fail the open, never
 //!    as corruption, and the next open must succeed; a poisoned store
-//!    loses the power and must bring back what it acknowledged.
-//! 6. **Report** (`report.rs`): indices, states enumerated, distinct
+//!    loses the power and must bring back what it acknowledged. The
+//!    recorded workload is rerun the same way, once per I/O of its own
+//!    ([`Target::run_with_fault`]), every check of the run applying.
+//! 6. **Damage the durable images** (`--damage`, `damage.rs`). Each
+//!    distinct durable image of the recording (what a power loss leaves
+//!    keeping nothing unsynced) is damaged at every record the target
+//!    names ([`Target::damage_sites`]; segsim: each frame of the log and
+//!    the manifest, each segment record — a bit flipped, a length past
+//!    the end, the other log's record in its place), one at a time, and
+//!    opened the default way and at a point in time
+//!    ([`Target::recover_damaged`]): by the random mode's rule after
+//!    announced damage, a refusal changes nothing, a cut is allowed only
+//!    where no later durable write could have vouched for the bytes (or
+//!    at a point in time, quarantined), and nothing is swept.
+//! 7. **Report** (`report.rs`): indices, states enumerated, distinct
 //!    states recovered, checks, states per second — for depth 2
 //!    separately — and per failure the crash index, the state's number
 //!    and description, the check, the diff, and the command (`--only-io I
@@ -88,11 +102,14 @@
 //! and crashes *during* a recovery are explored only inside the
 //! workload's own `CRASH`, `RESTART` and `KILL`; depth 2 adds one crash
 //! at every I/O of each recovery and its probe, never a third. I/O faults
-//! only with `--faults`: one EIO per recovery, on any I/O
-//! (no short write, no ENOSPC, none in the recorded workload, none
-//! together with a second crash). No media corruption: bit flips, rot and
-//! lost files are the random mode's, and so are the planted bugs only
-//! they expose (`cut-vouched-damage`, `seg-no-checksum`, ...). The
+//! only with `--faults`: one per recovery or per run of the recorded
+//! workload, on any I/O (EIO; a write also short or out of space), never
+//! two, never together with a second crash, and in the workload only
+//! where the random mode draws faults. Damage only with `--damage`, and only
+//! where the target names its records (segsim): one damaged record per
+//! durable image, never together with a torn tail or a second crash;
+//! lost or truncated files, junk before a log and stray files stay the
+//! random mode's. The
 //! enumeration varies the directories, one file, or two files at whole
 //! operations, never more at once (see `disk/crash_states.rs`), and the
 //! recording disk is `strict` (the workload's own crashes keep exactly
@@ -101,6 +118,7 @@
 //! the motifs draw is not explored.
 
 mod cli;
+mod damage;
 mod depth2;
 mod faults;
 mod merged;
@@ -112,12 +130,16 @@ mod tests;
 
 use std::time::Instant;
 
+use crate::disk::ArmedFault;
 use crate::systems::{Recording, Target};
 use parallel::map_in_order;
 
 pub use cli::{cli, options, run as explore_and_report, ExploreCommon};
 pub use merged::{is_explore_report, ExploreTotals, MergedFailure};
-pub use report::{Depth2Report, ExploreFailure, ExploreReport, FaultsReport, PhaseSeconds, MAX_FAILURES_KEPT};
+pub use report::{
+    DamageReport, Depth2Report, ExploreFailure, ExploreReport, FaultsReport, PhaseSeconds, WorkloadFaults,
+    MAX_FAILURES_KEPT,
+};
 
 /// Workload operations by default: long enough for a few of the
 /// workload's motifs (evict, change a cold row, rewrite; kill, time,
@@ -161,8 +183,23 @@ pub struct ExploreOptions {
     /// With `faults` (and `only_io`, `only_state`): fail only this I/O
     /// index of the recovery.
     pub fault_io: Option<u64>,
+    /// With `faults`: run only the workload with its I/O at this index
+    /// failing (no recovery is faulted).
+    pub workload_fault_io: Option<u64>,
+    /// With `faults`: fail only this way (EIO; a write also short, or out
+    /// of space).
+    pub fault_kind: Option<ArmedFault>,
     /// Print progress on stderr about once a second.
     pub progress: bool,
+    /// Also damage every record of every durable image of the recording,
+    /// recovering each the default way and at a point in time
+    /// (`damage.rs`).
+    pub damage: bool,
+    /// With `damage`: stop after this many damaged recoveries.
+    pub max_damage_states: Option<u64>,
+    /// With `damage` and `only_io`: damage only this site of that index's
+    /// durable image.
+    pub damage_site: Option<usize>,
     /// Also enumerate one file's writes reordered (crash-state family 4);
     /// set from [`Target::explores_reorderings`], not a flag.
     pub reordered: bool,
@@ -183,7 +220,12 @@ impl Default for ExploreOptions {
             faults: false,
             max_fault_runs: None,
             fault_io: None,
+            fault_kind: None,
+            workload_fault_io: None,
             progress: false,
+            damage: false,
+            max_damage_states: None,
+            damage_site: None,
             reordered: false,
         }
     }
@@ -194,6 +236,9 @@ impl Default for ExploreOptions {
 /// recorded: a crash index or state number that does not exist.
 pub fn explore<T: Target>(target: &T, seed: u64, ops: u64, options: &ExploreOptions) -> Result<ExploreReport, String> {
     let started = Instant::now();
+    if options.damage && !target.explores_damage() {
+        return Err(format!("--damage: the {} target does not describe its files' records", target.name()));
+    }
     let workload = target.explore_workload(seed, ops);
     let options = &ExploreOptions { reordered: target.explores_reorderings(), ..options.clone() };
     explore_workload(target, seed, ops, &workload, options, started)
@@ -213,6 +258,7 @@ fn explore_workload<T: Target>(
     assert!(matches!(options.depth, 1 | 2), "checked by the caller");
     assert!(options.then_io.is_none() || (options.depth == 2 && options.only_state.is_some()), "checked by the caller");
     assert!(options.fault_io.is_none() || options.faults, "checked by the caller");
+    assert!(options.damage_site.is_none() || (options.damage && options.only_io.is_some()), "checked by the caller");
     let mut report = ExploreReport::new(target, seed, ops);
     let recording = target.record(seed, workload);
     report.recorded_ios = (recording.disk.snapshots.len() as u64).saturating_sub(1);
@@ -228,6 +274,8 @@ fn explore_workload<T: Target>(
             detail: detail.clone(),
             then: None,
             fault_io: None,
+            damage_site: None,
+            fault_kind: None,
             repro: report::repro(target, seed, ops, options, None, None, None),
         }]);
         report.counts.elapsed_sec = started.elapsed().as_secs_f64();
@@ -254,8 +302,13 @@ fn explore_workload<T: Target>(
     report.add_failures(failures);
     report.counts.elapsed_sec = started.elapsed().as_secs_f64();
 
+    if options.damage {
+        let (damage, failures) = damage::explore(target, seed, ops, &recording, options)?;
+        report.damage = Some(damage);
+        report.add_failures(failures);
+    }
     if options.faults {
-        let (faults, failures) = faults::explore(target, seed, ops, &recording, &plan, &failed, options)?;
+        let (faults, failures) = explore_faults(target, seed, ops, workload, &recording, &plan, &failed, options)?;
         report.faults = Some(faults);
         report.add_failures(failures);
     }
@@ -267,6 +320,33 @@ fn explore_workload<T: Target>(
         report.add_failures(failures);
     }
     Ok(report)
+}
+
+/// `--faults`: the recoveries of `plan` that passed (`failed` is by plan
+/// recovery), each I/O failing in turn, then the recorded workload's own
+/// I/Os — the one a repro names (`--fault-io` a recovery's,
+/// `--workload-fault-io` the workload's), or all.
+#[allow(clippy::too_many_arguments)]
+fn explore_faults<T: Target>(
+    target: &T,
+    seed: u64,
+    ops: u64,
+    workload: &[T::Op],
+    recording: &Recording<T::Context>,
+    plan: &plan::Plan,
+    failed: &[bool],
+    options: &ExploreOptions,
+) -> Result<(FaultsReport, Vec<ExploreFailure>), String> {
+    let (mut report, mut failures) = (FaultsReport::default(), Vec::new());
+    if options.workload_fault_io.is_none() {
+        (report, failures) = faults::explore(target, seed, ops, recording, plan, failed, options)?;
+    }
+    if options.fault_io.is_none() && (options.only_io.is_none() || options.workload_fault_io.is_some()) {
+        let (in_workload, more) = faults::explore_in_workload(target, seed, ops, workload, recording, options)?;
+        report.workload = in_workload;
+        failures.extend(more);
+    }
+    Ok((report, failures))
 }
 
 /// Recover every distinct image of `plan` on `options.jobs` threads and
@@ -300,6 +380,8 @@ fn check_all<T: Target>(
                 detail,
                 then: None,
                 fault_io: None,
+                damage_site: None,
+                fault_kind: None,
                 repro: report::repro(target, seed, ops, options, Some(at.io_index), Some(at.state), None),
             });
         }

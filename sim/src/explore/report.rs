@@ -9,6 +9,7 @@
 use serde_json::{json, Value};
 
 use super::{ExploreOptions, DEFAULT_MAX_DIR_SUBSETS};
+use crate::disk::ArmedFault;
 use crate::failure::Check;
 use crate::systems::Target;
 
@@ -30,6 +31,11 @@ pub struct ExploreFailure {
     /// `--faults`: the I/O index of that state's recovery (and probe)
     /// whose I/O failed (any kind).
     pub fault_io: Option<u64>,
+    /// `--faults`: how that I/O failed.
+    pub fault_kind: Option<ArmedFault>,
+    /// `--damage`: the damage site of the durable image at `io_index`
+    /// (`state` is then `None`).
+    pub damage_site: Option<usize>,
     /// The workload operation under way at the crash.
     pub op: String,
     /// Which writes and directory changes survived, which were torn.
@@ -42,6 +48,31 @@ pub struct ExploreFailure {
     pub detail: String,
     /// The command that recovers exactly this state again.
     pub repro: String,
+}
+
+impl ExploreFailure {
+    /// Where it failed, for a person: the crash state, and what followed.
+    fn where_text(&self) -> String {
+        match (self.io_index, self.state, self.then) {
+            (Some(io), Some(state), None) if self.fault_io.is_some() => {
+                let fault_io = self.fault_io.expect("matched");
+                format!("crash index {io}, state {state}, then I/O {fault_io} of its recovery failed")
+            }
+            (Some(io), Some(state), None) => format!("crash index {io}, state {state}"),
+            (Some(io), None, None) if self.damage_site.is_some() => {
+                let site = self.damage_site.expect("matched");
+                format!("durable image at crash index {io}, damage site {site}")
+            }
+            (Some(io), Some(state), Some((then_io, then_state))) => {
+                format!("crash index {io}, state {state}, then recovery crash index {then_io}, state {then_state}")
+            }
+            (None, None, None) if self.fault_io.is_some() => {
+                let fault_io = self.fault_io.expect("matched");
+                format!("the workload's own I/O {fault_io} failed")
+            }
+            _ => "recording".to_string(),
+        }
+    }
 }
 
 /// Seconds spent in each phase.
@@ -144,13 +175,75 @@ pub struct Depth2Report {
 /// What `--faults` added: every distinct recovered state that passed,
 /// recovered again once per I/O index of its recovery and probe with that
 /// I/O failing (`faults.rs`).
+/// What `sim explore --damage` did: durable images damaged at every site
+/// the target names, each recovered the default way and at a point in
+/// time.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DamageReport {
+    /// Distinct durable images of the recording.
+    pub images: u64,
+    /// Damage sites over all of them.
+    pub sites: u64,
+    /// Damaged images recovered (two per site that changes a byte).
+    pub recoveries: u64,
+    /// Of those that passed, the ones that refused the damage ...
+    pub refused: u64,
+    /// ... and the ones that opened (cut at it, or held everything).
+    pub opened: u64,
+    /// `--max-damage-states` stopped before every site was recovered.
+    pub capped: bool,
+    /// Wall-clock seconds.
+    pub elapsed_sec: f64,
+}
+
+impl DamageReport {
+    /// Damaged recoveries per second.
+    pub fn recoveries_per_sec(&self) -> f64 {
+        self.recoveries as f64 / self.elapsed_sec.max(1e-9)
+    }
+
+    /// The report's line.
+    fn text(&self, out: &mut String) {
+        out.push_str(&format!(
+            "  damage: {} durable images, {} sites, {} damaged recoveries ({} refused, {} opened), {:.2} s: {:.0} \
+             recoveries/s{}\n",
+            self.images,
+            self.sites,
+            self.recoveries,
+            self.refused,
+            self.opened,
+            self.elapsed_sec,
+            self.recoveries_per_sec(),
+            if self.capped { " (capped by --max-damage-states)" } else { "" }
+        ));
+    }
+}
+
+/// What `--faults` did to the recorded workload itself.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WorkloadFaults {
+    /// Runs of the workload, each with one of its I/Os failing: one per
+    /// I/O of the recording (EIO), two more per write.
+    pub runs: u64,
+    /// Of them, the runs whose armed fault fired: all, the run being
+    /// deterministic up to it.
+    pub injected: u64,
+    /// `--max-fault-runs` stopped it early.
+    pub capped: bool,
+    /// Wall-clock seconds.
+    pub elapsed_sec: f64,
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FaultsReport {
     /// Distinct depth-1 recoveries faulted.
     pub recoveries: u64,
-    /// Recoveries run with one I/O armed to fail: one per read, write and
-    /// fsync of each fault-free recovery.
+    /// Recoveries run with one I/O armed to fail: one per I/O of each
+    /// fault-free recovery (EIO), two more per write (a short write,
+    /// ENOSPC).
     pub runs: u64,
+    /// `runs` by how the I/O failed (`eio`, `short-write`, `enospc`).
+    pub runs_by_kind: std::collections::BTreeMap<&'static str, u64>,
     /// Of them, the runs whose armed fault fired: all, a recovery being
     /// deterministic.
     pub injected: u64,
@@ -158,6 +251,32 @@ pub struct FaultsReport {
     pub capped: bool,
     /// Wall-clock seconds, counting and faulted runs together.
     pub elapsed_sec: f64,
+    /// The faults in the recorded workload's own I/Os.
+    pub workload: WorkloadFaults,
+}
+
+impl FaultsReport {
+    /// The report's lines: the recoveries' faults, then the workload's.
+    fn text(&self, out: &mut String) {
+        let by_kind: Vec<String> = self.runs_by_kind.iter().map(|(kind, n)| format!("{kind} {n}")).collect();
+        out.push_str(&format!(
+            "  faults: {} recoveries rerun once per I/O and fault: {} runs ({}), {} faults fired, {:.2} s{}\n",
+            self.recoveries,
+            self.runs,
+            by_kind.join(", "),
+            self.injected,
+            self.elapsed_sec,
+            if self.capped { " (capped by --max-fault-runs)" } else { "" }
+        ));
+        let workload = &self.workload;
+        out.push_str(&format!(
+            "  faults in the workload itself: {} runs, one I/O failing in each, {} faults fired, {:.2} s{}\n",
+            workload.runs,
+            workload.injected,
+            workload.elapsed_sec,
+            if workload.capped { " (capped by --max-fault-runs)" } else { "" }
+        ));
+    }
 }
 
 /// The outcome of one exploration.
@@ -187,6 +306,8 @@ pub struct ExploreReport {
     pub depth2: Option<Depth2Report>,
     /// With `--faults`: what the faulted recoveries added.
     pub faults: Option<FaultsReport>,
+    /// `--damage`: what it damaged and recovered.
+    pub damage: Option<DamageReport>,
 }
 
 /// The command that explores exactly `(io_index, state)` of `target`'s
@@ -233,6 +354,7 @@ impl ExploreReport {
             failures: Vec::new(),
             depth2: None,
             faults: None,
+            damage: None,
         }
     }
 
@@ -248,8 +370,13 @@ impl ExploreReport {
             .depth2
             .as_ref()
             .map(|depth2| Depth2Report { counts: depth2.counts.without_timings(), ..depth2.clone() });
-        let faults = self.faults.as_ref().map(|faults| FaultsReport { elapsed_sec: 0.0, ..faults.clone() });
-        ExploreReport { counts: self.counts.without_timings(), depth2, faults, ..self.clone() }
+        let faults = self.faults.as_ref().map(|faults| FaultsReport {
+            elapsed_sec: 0.0,
+            workload: WorkloadFaults { elapsed_sec: 0.0, ..faults.workload.clone() },
+            ..faults.clone()
+        });
+        let damage = self.damage.as_ref().map(|damage| DamageReport { elapsed_sec: 0.0, ..damage.clone() });
+        ExploreReport { counts: self.counts.without_timings(), depth2, faults, damage, ..self.clone() }
     }
 
     /// The human report.
@@ -259,46 +386,12 @@ impl ExploreReport {
             "explore {}: seed {} ({} ops{facts}, {}-byte sectors): {} I/Os recorded\n",
             self.target, self.seed, self.ops, self.sector_bytes, self.recorded_ios
         );
-        let c = &self.counts;
-        out.push_str(&format!(
-            "  {} crash indices, {} crash states, {} distinct recovered, {} checks{}\n",
-            c.io_indices,
-            c.states,
-            c.distinct_states,
-            c.checks,
-            if c.capped { " (capped by --max-states)" } else { "" }
-        ));
-        out.push_str(&c.rate_line("  "));
-        if let Some(examined) = &c.examined {
-            out.push_str(&format!("  state examined: {examined}\n"));
-        }
-        if let Some(depth2) = &self.depth2 {
-            let c = &depth2.counts;
-            out.push_str(&format!(
-                "  depth 2: {} recoveries crashed again: {} crash indices, {} crash states, {} newly recovered, {} \
-                 new checks{}\n",
-                depth2.recoveries_recorded,
-                c.io_indices,
-                c.states,
-                c.distinct_states,
-                c.checks,
-                if c.capped { " (capped by --max-depth2-states)" } else { "" }
-            ));
-            out.push_str(&c.rate_line("  depth 2: "));
-            if let Some(examined) = &c.examined {
-                out.push_str(&format!("  depth-2 state examined: {examined}\n"));
-            }
-        }
+        self.depths_text(&mut out);
         if let Some(faults) = &self.faults {
-            out.push_str(&format!(
-                "  faults: {} recoveries rerun once per I/O: {} runs, {} faults fired, {:.2} \
-                 s{}\n",
-                faults.recoveries,
-                faults.runs,
-                faults.injected,
-                faults.elapsed_sec,
-                if faults.capped { " (capped by --max-fault-runs)" } else { "" }
-            ));
+            faults.text(&mut out);
+        }
+        if let Some(damage) = &self.damage {
+            damage.text(&mut out);
         }
         if self.failures_total == 0 {
             out.push_str("  no failure\n");
@@ -313,17 +406,7 @@ impl ExploreReport {
         // each: one lead per kind of failure is what a person reads.
         let mut shown_in_full = Vec::new();
         for (n, failure) in self.failures.iter().enumerate() {
-            let at = match (failure.io_index, failure.state, failure.then) {
-                (Some(io), Some(state), None) if failure.fault_io.is_some() => {
-                    let fault_io = failure.fault_io.expect("matched");
-                    format!("crash index {io}, state {state}, then I/O {fault_io} of its recovery failed")
-                }
-                (Some(io), Some(state), None) => format!("crash index {io}, state {state}"),
-                (Some(io), Some(state), Some((then_io, then_state))) => {
-                    format!("crash index {io}, state {state}, then recovery crash index {then_io}, state {then_state}")
-                }
-                _ => "recording".to_string(),
-            };
+            let at = failure.where_text();
             if !shown_in_full.contains(&failure.check) {
                 shown_in_full.push(failure.check);
                 out.push_str(&format!(
@@ -341,6 +424,39 @@ impl ExploreReport {
         out
     }
 
+    /// The counts of depth 1 and, if explored, depth 2.
+    fn depths_text(&self, out: &mut String) {
+        let c = &self.counts;
+        out.push_str(&format!(
+            "  {} crash indices, {} crash states, {} distinct recovered, {} checks{}\n",
+            c.io_indices,
+            c.states,
+            c.distinct_states,
+            c.checks,
+            if c.capped { " (capped by --max-states)" } else { "" }
+        ));
+        out.push_str(&c.rate_line("  "));
+        if let Some(examined) = &c.examined {
+            out.push_str(&format!("  state examined: {examined}\n"));
+        }
+        let Some(depth2) = &self.depth2 else { return };
+        let c = &depth2.counts;
+        out.push_str(&format!(
+            "  depth 2: {} recoveries crashed again: {} crash indices, {} crash states, {} newly recovered, {} new \
+             checks{}\n",
+            depth2.recoveries_recorded,
+            c.io_indices,
+            c.states,
+            c.distinct_states,
+            c.checks,
+            if c.capped { " (capped by --max-depth2-states)" } else { "" }
+        ));
+        out.push_str(&c.rate_line("  depth 2: "));
+        if let Some(examined) = &c.examined {
+            out.push_str(&format!("  depth-2 state examined: {examined}\n"));
+        }
+    }
+
     /// The machine report: the counts, the timings, the target and its
     /// facts (segsim: `fsync`), and the failures kept.
     pub fn to_json(&self) -> Value {
@@ -354,6 +470,8 @@ impl ExploreReport {
                     "then_io": f.then.map(|(io, _)| io),
                     "then_state": f.then.map(|(_, state)| state),
                     "fault_io": f.fault_io,
+                    "fault_kind": f.fault_kind.map(ArmedFault::name),
+                    "damage_site": f.damage_site,
                     "op": f.op,
                     "description": f.description,
                     "check": f.check.as_str(),
@@ -385,9 +503,28 @@ impl ExploreReport {
             value["faults"] = json!({
                 "recoveries": faults.recoveries,
                 "runs": faults.runs,
+                "runs_by_kind": faults.runs_by_kind,
+                "workload": {
+                    "runs": faults.workload.runs,
+                    "injected": faults.workload.injected,
+                    "capped": faults.workload.capped,
+                    "elapsed_sec": faults.workload.elapsed_sec,
+                },
                 "injected": faults.injected,
                 "capped": faults.capped,
                 "elapsed_sec": faults.elapsed_sec,
+            });
+        }
+        if let Some(damage) = &self.damage {
+            value["damage"] = json!({
+                "images": damage.images,
+                "sites": damage.sites,
+                "recoveries": damage.recoveries,
+                "refused": damage.refused,
+                "opened": damage.opened,
+                "capped": damage.capped,
+                "recoveries_per_sec": damage.recoveries_per_sec(),
+                "elapsed_sec": damage.elapsed_sec,
             });
         }
         for (key, fact) in &self.facts {

@@ -321,12 +321,13 @@ fn the_command_line_parses_refuses_and_exits_by_the_verdict() {
         panic!("a depth-2 repro")
     };
     assert_eq!((options.depth, options.then_io, options.then_state), (2, Some(2), None));
-    let Invocation::Run { seed, ops, options, json, target: Explored::Segsim(target) } =
+    let Invocation::Run { seed, ops, options, json, report, target: Explored::Segsim(target) } =
         parse(&["--seed", "9", "--jobs", "2", "--json", "--fsync", "always"])
     else {
         panic!("a valid command line")
     };
     assert_eq!((seed, ops, options.jobs, options.max_dir_subsets, json), (9, DEFAULT_OPS, 2, 16, true));
+    assert_eq!(report, None);
     assert_eq!(target.overrides, Overrides { fsync: Some(FsyncPolicy::Always), ..Overrides::default() });
     let Invocation::Run { target: Explored::Redb(redb), .. } =
         parse(&["--seed", "1", "--target", "redb", "--torn-garbage"])
@@ -466,4 +467,69 @@ fn a_compaction_that_renames_before_it_fsyncs_is_caught_by_exploration() {
     let planted = SegsimTarget::new(Overrides { canary, ..Overrides::default() });
     let planted = explore(&planted, COMPACTING_SEED, COMPACTING_OPS, &options()).unwrap();
     assert!(planted.failures_total > 0, "{}", planted.to_text());
+}
+
+/// `--damage`: every record of every durable image of a short workload,
+/// damaged three ways and opened both ways, passes on the real engine;
+/// some opens refuse and some go through (a cut of unvouched bytes, a
+/// point in time); the report is the same for any `--jobs`; the cap cuts
+/// a prefix.
+#[test]
+fn the_engine_refuses_or_cuts_every_damaged_record_as_its_rule_says() {
+    let damage = ExploreOptions { damage: true, ..options() };
+    let report = explore(&segsim(None), 10, 40, &damage).unwrap();
+    assert_eq!(report.failures_total, 0, "{}", report.to_text());
+    let counts = report.damage.clone().expect("--damage reports");
+    assert!(counts.images >= 5 && counts.sites >= 3 * counts.images, "{counts:?}");
+    assert_eq!(counts.recoveries, counts.refused + counts.opened, "every recovery passed one way");
+    assert!(counts.refused > 0 && counts.opened > 0, "{counts:?}");
+    let two = explore(&segsim(None), 10, 40, &ExploreOptions { jobs: 2, ..damage.clone() }).unwrap();
+    assert_eq!(report.without_timings(), two.without_timings());
+    let capped = explore(&segsim(None), 10, 40, &ExploreOptions { max_damage_states: Some(7), ..damage }).unwrap();
+    let capped = capped.damage.expect("--damage reports");
+    assert!(capped.capped && capped.recoveries == 7, "{capped:?}");
+}
+
+/// `--damage` on a target that does not describe its records, or a
+/// `--damage-site` that does not exist, is a usage error.
+#[test]
+fn damage_sites_that_cannot_exist_are_usage_errors() {
+    let kit = crate::systems::redb_target(crate::kit::KitSettings::default());
+    let refused = explore(&kit, 1, 5, &ExploreOptions { damage: true, ..options() }).unwrap_err();
+    assert!(refused.contains("does not describe its files' records"), "{refused}");
+    let only = ExploreOptions { damage: true, only_io: Some(0), damage_site: Some(1_000_000), ..options() };
+    let missing = explore(&segsim(None), 10, 10, &only).unwrap_err();
+    assert!(missing.contains("--damage-site 1000000"), "{missing}");
+}
+
+/// With the `canaries` feature: the planted bugs of the damage rules —
+/// vouched damage cut as a torn tail, a segment read that skips its
+/// checksum, a sweep after damage, replay past an invalid frame — pass plain exploration at CI's seed
+/// 10, and `--damage` catches each there; a failure's repro damages that
+/// one site again and fails the same way.
+#[cfg(feature = "canaries")]
+#[test]
+fn every_damage_rule_canary_is_caught_by_damage_exploration_only() {
+    use crate::canary::Canary;
+    let damage = ExploreOptions { damage: true, ..options() };
+    for name in ["cut-vouched-damage", "seg-no-checksum", "sweep-after-damage", "replay-past-invalid"] {
+        let canary = Some(Canary::parse(name).expect("a canary of the engine"));
+        let planted = SegsimTarget::new(Overrides { canary, ..Overrides::default() });
+        assert_eq!(explore(&planted, 10, 100, &options()).unwrap().failures_total, 0, "{name}: seen without damage");
+        let caught = explore(&planted, 10, 100, &damage).unwrap();
+        let first = caught.failures.first().unwrap_or_else(|| panic!("{name} not caught: {}", caught.to_text()));
+        let (io_index, site) = (first.io_index, first.damage_site);
+        assert!(first.repro.contains(&format!(
+            "--damage --only-io {} --damage-site {}",
+            io_index.unwrap(),
+            site.unwrap()
+        )));
+        let again = ExploreOptions { only_io: io_index, damage_site: site, ..damage.clone() };
+        let repro = explore(&planted, 10, 100, &again).unwrap();
+        assert!(
+            repro.failures.iter().any(|f| f.check == first.check && f.damage_site == site),
+            "{name}: {}",
+            repro.to_text()
+        );
+    }
 }

@@ -12,8 +12,7 @@ use clap::{Parser, Subcommand};
 use super::{Adapter, Kit, KitSettings};
 use crate::command::{merge, parse_args, run_target, usage_error, Hooks, RunArgs};
 use crate::explore::{explore_and_report, options, ExploreCommon};
-use crate::shrink::{ops_file_name, parse_ops_file};
-use crate::systems::Target;
+use crate::shrink::ops_file_name;
 
 /// Deterministic simulation testing of one engine through the target kit:
 /// runs it on a simulated disk that crashes, tears writes and injects I/O
@@ -56,7 +55,9 @@ struct KitArgs {
     options: Vec<String>,
 }
 
+/// Parsed once per process: the size of its largest variant costs nothing.
 #[derive(Subcommand, Debug)]
+#[allow(clippy::large_enum_variant)]
 enum KitCommand {
     /// Exhaustive crash exploration: record one fault-free workload, crash
     /// at every I/O index, recover and check every crash state there.
@@ -129,7 +130,7 @@ pub fn main<A: Adapter + Clone>(adapter: A) -> ExitCode {
                 (Ok(options), Ok(kit)) => (options, kit),
                 (Err(message), _) | (_, Err(message)) => return usage_error(name, &message),
             };
-            return explore_and_report(&kit, common.seed, common.ops, &options, common.json);
+            return explore_and_report(&kit, common.seed, common.ops, &options, common.json, common.report.as_deref());
         }
         None => {}
     }
@@ -139,11 +140,10 @@ pub fn main<A: Adapter + Clone>(adapter: A) -> ExitCode {
         Err(message) => return usage_error(name, &message),
     };
     let program = kit.settings.program.clone();
-    let replay = move |text: &str| {
+    let replay = move |text: &str, report: Option<&std::path::Path>| {
         let blank = Kit::new(for_replay.clone(), KitSettings { program: program.clone(), ..KitSettings::default() });
         check_file_target(text, name)?;
-        let (target, seed, ops) = parse_ops_file(blank, text)?;
-        Ok((ops.len(), target.run(seed, &ops, false).failure))
+        crate::systems::replay_as(blank, text, report)
     };
     run_target(&cli.run, kit, &Hooks { program: name, canary: None, replay: &replay })
 }

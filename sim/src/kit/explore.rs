@@ -30,9 +30,9 @@ use super::model::{diff, Model, Pending, State};
 use super::run::{env, read_all, Runner};
 use super::workload::PlannedKitOp;
 use super::{Adapter, KeyKind, KitError, Op, Promise};
-use crate::disk::{CrashMode, DiskConfig, DiskImage, SimVfs};
+use crate::disk::{ArmedFault, CrashMode, DiskConfig, DiskImage, SimVfs};
 use crate::failure::{catch_panic, Check, Failure};
-use crate::systems::{FaultedRecovery, RecordedContext, Recording, RecoveryRecording};
+use crate::systems::{FaultedRecovery, FaultedRun, RecordedContext, Recording, RecoveryRecording};
 use crate::trace::Trace;
 
 /// What one crash image gave back: the content and the probe's verdict;
@@ -79,11 +79,12 @@ pub(super) fn record<A: Adapter>(
     workload: &[PlannedKitOp],
 ) -> Recording<Model> {
     let config = recording_config(config);
-    let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::new(false)));
+    let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::for_recording()));
     let mut runner = Runner::new(adapter, &config, plant, String::new(), vfs.clone());
     let result = catch_panic(|| -> Result<(), Failure> {
         runner.start()?;
         vfs.start_recording();
+        vfs.note_workload_faultable_ios();
         let first = RecordedContext {
             first_io_index: vfs.io_count(),
             what: "the database as created".to_string(),
@@ -104,7 +105,36 @@ pub(super) fn record<A: Adapter>(
         // The setup itself failed: an empty recording, and the failure.
         vfs.start_recording();
     }
-    Recording { disk: vfs.take_recording(), contexts, failure }
+    let (faultable_ios, faultable_writes) = (vfs.faultable_ios(), vfs.faultable_writes());
+    let trace = Some(vfs.take_trace()).filter(Trace::keeps_all);
+    Recording { disk: vfs.take_recording(), contexts, failure, faultable_ios, faultable_writes, trace }
+}
+
+/// [`record`]'s run without its snapshots, with the I/O at `fault.0`
+/// failing as `fault.1` says (`sim explore --faults`): the runner handles
+/// it as the random mode's faults, every check of the run applying.
+pub(super) fn run_with_fault<A: Adapter>(
+    adapter: &A,
+    config: &KitConfig<A::Config>,
+    plant: Option<&'static str>,
+    workload: &[PlannedKitOp],
+    fault: (u64, ArmedFault),
+) -> FaultedRun {
+    let config = recording_config(config);
+    let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::new(false)));
+    let mut runner = Runner::new(adapter, &config, plant, String::new(), vfs.clone());
+    vfs.arm_workload_fault_at(fault.0, fault.1);
+    let result = catch_panic(|| -> Result<(), Failure> {
+        runner.start()?;
+        runner.drive(workload)
+    });
+    let failure = match result {
+        Ok(Ok(())) => None,
+        Ok(Err(failure)) => Some((failure.check, failure.detail)),
+        Err(message) => Some((Check::Panic, message)),
+    };
+    drop(runner);
+    FaultedRun { failure, fired: vfs.armed_fault() == Some(true) }
 }
 
 /// How a recovery tells of each context from the moment the open
@@ -266,19 +296,20 @@ pub(super) fn record_recovery<A: Adapter>(recovery: Recovery<'_, A>) -> Recovery
     RecoveryRecording { disk, recovered_at_io, contexts }
 }
 
-/// [`Recovery::run`] with the I/O at `fault_io` failing (`None`: noting
-/// where a fault could fire).
+/// [`Recovery::run`] with the I/O at `fault.0` failing as `fault.1` says
+/// (`None`: noting where a fault could fire).
 pub(super) fn recover_with_fault<A: Adapter>(
     recovery: Recovery<'_, A>,
-    fault_io: Option<u64>,
+    fault: Option<(u64, ArmedFault)>,
 ) -> FaultedRecovery<KitRecovered> {
-    match fault_io {
-        Some(io_index) => recovery.vfs.arm_fault_at(io_index),
+    match fault {
+        Some((io_index, kind)) => recovery.vfs.arm_fault_at(io_index, kind),
         None => recovery.vfs.note_faultable_ios(),
     }
     let recovered = recovery.run(&mut |_, _, _| {});
     let fired = recovery.fault_fired();
-    FaultedRecovery { recovered, fired, faultable_ios: recovery.vfs.faultable_ios() }
+    let (faultable_ios, faultable_writes) = (recovery.vfs.faultable_ios(), recovery.vfs.faultable_writes());
+    FaultedRecovery { recovered, fired, faultable_ios, faultable_writes }
 }
 
 /// The verdict on `recovered` in `context`: the random mode's rule, then

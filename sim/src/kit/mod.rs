@@ -169,6 +169,28 @@ pub struct Plant {
     pub what: &'static str,
 }
 
+/// A persistence hazard the engine documents ([`Adapter::hazards`]): it
+/// fsyncs data in a file whose name is not durable yet (created or renamed
+/// with no directory fsync since) and then relies on it, or acknowledges,
+/// and says so in its documentation — a durability level that does not
+/// sync a journal's directory entry, say. The simulated disk flags every
+/// such moment; a declared one is reported (counted in `hazards`), an
+/// undeclared one fails the run (check `hazard`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DocumentedHazard {
+    /// The files it concerns: names ending with this (`-journal`).
+    pub file_suffix: &'static str,
+    /// Where the engine documents it, for the report.
+    pub documented: &'static str,
+}
+
+impl DocumentedHazard {
+    /// Whether a hazard in the file named `file` (a path) is this one.
+    pub fn covers(&self, file: &str) -> bool {
+        file.ends_with(self.file_suffix)
+    }
+}
+
 /// How an engine error is to be taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
@@ -348,6 +370,13 @@ pub trait Adapter: Send + Sync + 'static {
     /// (`@mark=NAME` in an operation line), and traces them. Names are
     /// letters, digits and `-`.
     fn phases(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The persistence hazards the engine, so configured, documents (see
+    /// [`DocumentedHazard`]): reported, not failed. Default: none, so
+    /// every hazard the disk flags fails the run.
+    fn hazards(&self, _config: &Self::Config) -> &'static [DocumentedHazard] {
         &[]
     }
 

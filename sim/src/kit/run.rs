@@ -19,6 +19,13 @@
 //!   power loss nothing may reach the disk any more, so the handles are
 //!   dropped with the crash point reached: every I/O they attempt fails,
 //!   as it would with the power off.
+//! - A crash point reached inside an operation is, one time in four (the
+//!   seed's coin, as in segsim's random mode), a process kill instead: the
+//!   handles are dropped the same way, the page cache keeps what was
+//!   written before the point, the engine reopens, and by a second coin
+//!   the power goes too.
+//! - Every persistence hazard the disk flags at an operation's end fails
+//!   the run unless the adapter declares it (`Adapter::hazards`).
 //! - The kit observes the engine's content (after a recovery, and every
 //!   few operations) with faults switched off: an observation is not part
 //!   of the workload, and a fault in it would only test the observer. The
@@ -42,7 +49,7 @@ use super::{Adapter, Env, KitError, Promise, Reply};
 use crate::disk::{CrashOutcome, CrashPoint, SimVfs};
 use crate::failure::{catch_panic, Check, Failure};
 use crate::outcome::SeedOutcome;
-use crate::seeds::faults as fault_seed;
+use crate::seeds::{self, faults as fault_seed};
 use crate::systems::RecordedContext;
 use crate::trace::{hash_debug, Event, Trace};
 
@@ -206,6 +213,25 @@ impl<'a, A: Adapter> Runner<'a, A> {
         self.recover_from(Some(self.damaged(&crash)), 0)
     }
 
+    /// The crash point inside an operation is a process kill, by the
+    /// seed's coin (as segsim's random mode does): the engine's memory is
+    /// gone — its handles dropped with the point reached, so nothing more
+    /// is written — while the page cache keeps what it wrote before the
+    /// point. Reopen and judge; then, by a second coin, lose the power too:
+    /// the recovery must not have built on bytes the dead process never
+    /// made durable without making them durable itself.
+    fn kill_in_op(&mut self, gap: &'static str) -> Step {
+        *self.outcome.crash_gaps.entry("kill_in_op").or_default() += 1;
+        self.db = None;
+        self.vfs.process_restart();
+        self.vfs.with_trace(|t| t.push(Event::Restart { clean: false }));
+        self.recover_from(None, 0)?;
+        if seeds::power_after_kill(self.config.seed, self.op_index) {
+            return self.power_loss(gap);
+        }
+        Ok(())
+    }
+
     /// Whether `crash` damaged bytes the engine promises to detect damage to.
     fn damaged(&self, crash: &CrashOutcome) -> bool {
         self.config.detects_damage && !crash.media_corrupted.is_empty()
@@ -221,6 +247,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
         }
         self.model.set_pending(Pending::PublishAll);
         self.db = None;
+        self.outcome.error_reopens += 1;
         self.vfs.process_restart();
         self.vfs.with_trace(|t| t.push(Event::Restart { clean: false }));
         self.recover_from(None, 0)
@@ -265,10 +292,14 @@ impl<'a, A: Adapter> Runner<'a, A> {
             match opened {
                 Ok(db) => {
                     self.db = Some(db);
+                    self.vfs.with_trace(|t| t.note(|| "recovery: the engine opened".to_string()));
                     break;
                 }
                 Err(_) if injected && attempt < OPEN_ATTEMPTS_WITH_FAULTS => continue,
-                Err(e) if self.refusal_allowed(damaged, &e) => return self.accept_refusal(),
+                Err(e) if self.refusal_allowed(damaged, &e) => {
+                    self.vfs.with_trace(|t| t.note(|| format!("recovery: the engine refused to open (allowed): {e}")));
+                    return self.accept_refusal();
+                }
                 Err(e) => {
                     let media = if damaged { " (damage was announced)" } else { "" };
                     return Err(self.fail(Check::Open, format!("the engine refused to open after a crash{media}: {e}")));
@@ -337,7 +368,10 @@ impl<'a, A: Adapter> Runner<'a, A> {
     /// for the caller to check.
     fn conclude<T>(&mut self, planned: &PlannedKitOp, result: Result<T, KitError>) -> Result<Option<T>, Failure> {
         if self.vfs.crash_point_reached() {
-            self.power_loss(planned.op.tag())?;
+            match seeds::kill_in_op(self.config.seed, self.op_index) {
+                true => self.kill_in_op(planned.op.tag())?,
+                false => self.power_loss(planned.op.tag())?,
+            }
             return Ok(None);
         }
         match result {
@@ -403,6 +437,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
         self.note_context(planned);
         let result = self.adapter.apply(self.db(), op);
         self.trace_reply(result.as_ref().map_or(0, hash_debug));
+        self.vfs.with_trace(|t| t.note_reply(|| crate::trace::reply_text::kit_reply(&result)));
         if let (KitOp::Commit { level, .. }, Ok(_)) = (&planned.op, &result) {
             // Acknowledged: whatever happens next, the user was told.
             self.model.commit(self.config.promises[*level]);
@@ -502,6 +537,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
             return Ok(());
         }
         self.note_context(&format_args!("{planned} (reopening)"));
+        self.outcome.clean_restarts += 1;
         self.vfs.process_restart();
         self.vfs.with_trace(|t| t.push(Event::Restart { clean: true }));
         self.recover_from(None, 0)?;
@@ -522,6 +558,26 @@ impl<'a, A: Adapter> Runner<'a, A> {
         }
     }
 
+    /// The operation ended: every persistence hazard the disk flagged in
+    /// it (`disk/hazards.rs`) is one the engine documents — counted — or
+    /// the run fails.
+    fn hazards(&mut self) -> Step {
+        let documented = self.adapter.hazards(&self.config.engine);
+        for hazard in self.vfs.end_op_hazards() {
+            if documented.iter().any(|d| d.covers(&hazard.file)) {
+                self.outcome.hazards += 1;
+                continue;
+            }
+            let why = format!(
+                "persistence hazard the engine does not document: {} (if its documentation says it does this, \
+                 declare it in Adapter::hazards)",
+                hazard.describe()
+            );
+            return Err(self.fail(Check::Hazard, why));
+        }
+        Ok(())
+    }
+
     /// Create the database, run `ops`, then a clean restart that must
     /// bring back exactly the model.
     pub fn run(&mut self, ops: &[PlannedKitOp]) -> Step {
@@ -533,7 +589,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
     pub fn drive(&mut self, ops: &[PlannedKitOp]) -> Step {
         for planned in ops {
             self.step(planned)?;
-            self.outcome.hazards += self.vfs.end_op_hazards().len() as u64;
+            self.hazards()?;
             self.outcome.ops += 1;
             if (planned.index + 1) % self.config.audit_every == 0 {
                 self.audit()?;
@@ -577,4 +633,53 @@ pub(super) fn run_ops<A: Adapter>(
     });
     outcome.take_disk(&vfs, keep_trace);
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use engine::vfs::{OpenMode, Vfs};
+
+    use super::*;
+    use crate::kit::KitSettings;
+    use crate::systems::{redb_target, sqlite_target};
+
+    /// A file fsynced under a name that is not durable yet, then the
+    /// database's own (durably named) file fsynced, relying on it: the
+    /// hazard the disk flags.
+    fn make_hazard(vfs: &SimVfs, name: &str) {
+        let dir = Path::new("/db");
+        let database = vfs.list_dir(dir).unwrap().into_iter().next().expect("the database's file");
+        let mut unnamed = vfs.open(&dir.join(name), OpenMode::Create).unwrap();
+        unnamed.write_at(0, b"bytes").unwrap();
+        unnamed.sync().unwrap();
+        vfs.open(&dir.join(database), OpenMode::Write).unwrap().sync().unwrap();
+    }
+
+    /// An engine that declares no hazard (redb) fails the run on one; an
+    /// engine that documents it (SQLite's journals) has it counted.
+    #[test]
+    fn a_hazard_fails_the_run_unless_the_engine_documents_it() {
+        let redb = redb_target(KitSettings::default());
+        let config = redb.config(1, None);
+        let vfs = Arc::new(SimVfs::new(config.disk.clone(), crate::trace::Trace::new(false)));
+        let mut runner = Runner::new(&redb.adapter, &config, None, String::new(), vfs.clone());
+        runner.start().unwrap();
+        make_hazard(&vfs, "data.redb-journal");
+        let failure = runner.hazards().unwrap_err();
+        assert_eq!(failure.check, Check::Hazard);
+        assert!(failure.detail.contains("data.redb-journal") && failure.detail.contains("Adapter::hazards"));
+
+        let sqlite = sqlite_target(KitSettings::default());
+        let config = sqlite.config(1, None);
+        let vfs = Arc::new(SimVfs::new(config.disk.clone(), crate::trace::Trace::new(false)));
+        let mut runner = Runner::new(&sqlite.adapter, &config, None, String::new(), vfs.clone());
+        runner.start().unwrap();
+        make_hazard(&vfs, "fresh.sqlite-journal");
+        assert!(runner.hazards().is_ok());
+        assert_eq!(runner.outcome.hazards, 1);
+        make_hazard(&vfs, "fresh.sqlite-shm");
+        assert_eq!(runner.hazards().unwrap_err().check, Check::Hazard, "only the files it documents");
+    }
 }

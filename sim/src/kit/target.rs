@@ -10,10 +10,10 @@ use super::model::Model;
 use super::run::run_ops;
 use super::workload::{generate, Grammar, PlannedKitOp};
 use super::{Adapter, Plant};
-use crate::disk::{CrashMode, DiskImage};
+use crate::disk::{ArmedFault, CrashMode, DiskImage};
 use crate::failure::Check;
 use crate::outcome::SeedOutcome;
-use crate::systems::{FaultedRecovery, Recording, RecoveryRecording, Target};
+use crate::systems::{FaultedRecovery, FaultedRun, Recording, RecoveryRecording, Target};
 
 /// How a kit target runs, beyond its seed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -229,15 +229,19 @@ impl<A: Adapter> Target for Kit<A> {
         explore::record_recovery(self.recovery(&config, image))
     }
 
+    fn run_with_fault(&self, seed: u64, workload: &[PlannedKitOp], fault: (u64, ArmedFault)) -> FaultedRun {
+        explore::run_with_fault(&self.adapter, &self.config(seed, None), self.settings.plant, workload, fault)
+    }
+
     fn recover_with_fault(
         &self,
         seed: u64,
         image: &DiskImage,
         _key: u64,
-        fault_io: Option<u64>,
+        fault: Option<(u64, ArmedFault)>,
     ) -> FaultedRecovery<KitRecovered> {
         let config = explore::recording_config(&self.config(seed, None));
-        explore::recover_with_fault(self.recovery(&config, image), fault_io)
+        explore::recover_with_fault(self.recovery(&config, image), fault)
     }
 
     fn same_recovery(&self, faulted: &KitRecovered, plain: &KitRecovered) -> Result<(), (Check, String)> {

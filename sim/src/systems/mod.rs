@@ -31,6 +31,7 @@ pub mod segsim;
 pub mod sqlite;
 
 use std::fmt;
+use std::path::Path;
 
 use clap::Args;
 
@@ -38,7 +39,7 @@ use self::redb::RedbAdapter;
 use self::segsim::SegsimTarget;
 use self::sqlite::SqliteAdapter;
 use crate::canary::Canary;
-use crate::disk::{DiskImage, DiskRecording};
+use crate::disk::{ArmedFault, DiskImage, DiskRecording};
 use crate::failure::{Check, Failure};
 use crate::kit::{Kit, KitSettings};
 use crate::outcome::SeedOutcome;
@@ -166,6 +167,15 @@ pub struct Recording<C> {
     /// The recording run itself failed: the check and why. Nothing is
     /// explored then.
     pub failure: Option<(Check, String)>,
+    /// The I/O indices of the recorded run where an armed fault could
+    /// fire (`sim explore --faults` fails each in a run of its own,
+    /// [`Target::run_with_fault`]) ...
+    pub faultable_ios: Vec<u64>,
+    /// ... and the writes among them.
+    pub faultable_writes: Vec<u64>,
+    /// The recording run's whole trace, if it kept one (recorded inside
+    /// `crate::trace::keeping_all_for_report`, for `--report`).
+    pub trace: Option<crate::trace::Trace>,
 }
 
 impl<C> Recording<C> {
@@ -224,6 +234,40 @@ pub struct FaultedRecovery<R> {
     pub recovered: R,
     pub fired: bool,
     pub faultable_ios: Vec<u64>,
+    /// Of `faultable_ios`, the writes (where a short write or ENOSPC can
+    /// be armed too).
+    pub faultable_writes: Vec<u64>,
+}
+
+/// One place to damage in a durable image (`sim explore --damage`): these
+/// bytes written over the file at `path` from `offset_bytes` on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DamageSite {
+    /// The file's full path on the simulated disk.
+    pub path: std::path::PathBuf,
+    /// Where the bad bytes start.
+    pub offset_bytes: u64,
+    /// The bad bytes (clipped at the file's end).
+    pub bytes: Vec<u8>,
+    /// For a person: which record, and how it is damaged.
+    pub what: String,
+}
+
+/// How a damaged image's recovery passed (`sim explore --damage`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DamageVerdict {
+    /// The open refused the damage, changing nothing.
+    Refused,
+    /// The open went through, holding a state the rule allows.
+    Opened,
+}
+
+/// One run of the recorded workload with one I/O failing (`sim explore
+/// --faults`): its failure, if any, and whether the armed fault fired.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FaultedRun {
+    pub failure: Option<(Check, String)>,
+    pub fired: bool,
 }
 
 /// What the simulator needs from a system under test (see the module doc).
@@ -324,9 +368,10 @@ pub trait Target: Sync {
     fn record_recovery(&self, seed: u64, image: &DiskImage, key: u64) -> RecoveryRecording<Self::Context>;
 
     /// For `sim explore --faults`: [`Target::recover`] once more, with the
-    /// I/O (of any kind) at index `fault_io` of the recovery and
-    /// probe failing with EIO (`None`: no fault, noting the indices where
-    /// one could fire). The
+    /// I/O (of any kind) at index `fault.0` of the recovery and
+    /// probe failing as `fault.1` says (EIO; a write also short or out of
+    /// space) (`None`: no fault, noting the indices where one could
+    /// fire). The
     /// system must treat the error as what it is — a failed open retried,
     /// a poisoned store recovered — and the result is judged in the image's
     /// own contexts. Called on the explorer's worker threads. Never panics.
@@ -335,8 +380,17 @@ pub trait Target: Sync {
         seed: u64,
         image: &DiskImage,
         key: u64,
-        fault_io: Option<u64>,
+        fault: Option<(u64, ArmedFault)>,
     ) -> FaultedRecovery<Self::Recovered>;
+
+    /// For `sim explore --faults`: run `workload` as [`Target::record`]
+    /// does, but without snapshots, with the I/O at `fault.0` (one of
+    /// [`Recording::faultable_ios`]) failing as `fault.1` says. The system
+    /// must handle the error as the random mode requires — a failed write
+    /// not acknowledged, a poisoned store recovered (killed, reopened, then
+    /// the power lost, each recovery checked) — and every check of the run
+    /// applies. Called on the explorer's worker threads. Never panics.
+    fn run_with_fault(&self, seed: u64, workload: &[Self::Op], fault: (u64, ArmedFault)) -> FaultedRun;
 
     /// For `sim explore --faults`: whether a recovery with an injected
     /// fault (`faulted`) brought back what the same image's recovery with
@@ -344,6 +398,37 @@ pub trait Target: Sync {
     /// an open, never change what it recovers (every other outcome is
     /// [`Target::judge`]'s). `Err((check, detail))`.
     fn same_recovery(&self, faulted: &Self::Recovered, plain: &Self::Recovered) -> Result<(), (Check, String)>;
+
+    /// Whether `sim explore --damage` can damage this target's files: it
+    /// names [`Target::damage_sites`] and recovers them
+    /// ([`Target::recover_damaged`]).
+    fn explores_damage(&self) -> bool {
+        false
+    }
+
+    /// For `sim explore --damage`: where the records of `image` (a
+    /// durable image of the recording) lie, each with a way to damage it,
+    /// in a fixed order (none by default).
+    fn damage_sites(&self, _image: &DiskImage) -> Vec<DamageSite> {
+        Vec::new()
+    }
+
+    /// For `sim explore --damage`: open `image`, damaged as the disk
+    /// announced in `damage`, the default way or (`point_in_time`) as an
+    /// operator cutting at the damage would, at the recovery key of
+    /// `context`, and judge it by the random mode's rule after announced
+    /// damage in `context`. Called on the explorer's worker threads, and
+    /// only if [`Target::explores_damage`]. Never panics.
+    fn recover_damaged(
+        &self,
+        _seed: u64,
+        _image: &DiskImage,
+        _damage: &crate::disk::Damage,
+        _point_in_time: bool,
+        _context: &Self::Context,
+    ) -> Result<DamageVerdict, (Check, String)> {
+        unreachable!("only a target that explores damage is asked to recover a damaged image")
+    }
 }
 
 /// Run `seed`'s generated workload.
@@ -371,17 +456,20 @@ pub type Replayed = (usize, Option<Failure>);
 /// Replay an `.ops` file under the target its `target` line names (none:
 /// segsim, with `canary` planted — the file cannot name one, see
 /// `crate::shrink`). Errors say what in the file is wrong.
-pub fn replay(text: &str, canary: Option<Canary>) -> Result<Replayed, String> {
+/// With `report`, the run's page is written there (`crate::report`).
+pub fn replay(text: &str, canary: Option<Canary>, report: Option<&Path>) -> Result<Replayed, String> {
     match ops_file_target(text)?.unwrap_or_default() {
-        TargetName::Segsim => replay_as(SegsimTarget::with_canary(canary), text),
-        TargetName::Redb => replay_as(redb_target(KitSettings::default()), text),
-        TargetName::Sqlite => replay_as(sqlite_target(KitSettings::default()), text),
+        TargetName::Segsim => replay_as(SegsimTarget::with_canary(canary), text, report),
+        TargetName::Redb => replay_as(redb_target(KitSettings::default()), text, report),
+        TargetName::Sqlite => replay_as(sqlite_target(KitSettings::default()), text, report),
     }
 }
 
-fn replay_as<T: Target>(target: T, text: &str) -> Result<Replayed, String> {
+/// Replay an `.ops` file's `text` under `target` (see [`replay`]).
+pub fn replay_as<T: Target>(target: T, text: &str, report: Option<&Path>) -> Result<Replayed, String> {
     let (target, seed, ops) = parse_ops_file(target, text)?;
-    Ok((ops.len(), target.run(seed, &ops, false).failure))
+    let outcome = crate::report::run_with_report(&target, seed, &ops, report)?;
+    Ok((ops.len(), outcome.failure))
 }
 
 #[cfg(test)]

@@ -6,16 +6,22 @@
 //! (names are interned to ids) so tracing costs no allocation per event;
 //! they are only turned into text when a report needs them.
 //!
+//! A trace that keeps every event (`--trace`, `--report`) also keeps a
+//! side record for pictures (`detail.rs`), never hashed.
+//!
 //! The hashing itself — the word fold, and reply hashes that must equal
 //! the hash of a reply's `Debug` text — is `hash.rs`.
 
+mod detail;
 mod hash;
+pub mod reply_text;
 
 use std::collections::BTreeMap;
 use std::fmt;
 
 use engine::Phase;
 
+pub use detail::{CrashPicture, Detail, DirFate, FileFate, IoDetail, OpFate};
 pub use hash::{hash_bytes, hash_debug, hash_reply};
 
 use hash::{fold_byte_string, fold_word, FNV_OFFSET};
@@ -155,6 +161,8 @@ pub struct Trace {
     /// Keep every event (for `--trace`); off by default.
     keep_all: bool,
     all: Vec<Event>,
+    /// With `keep_all`: what a report needs beyond the events (never hashed).
+    detail: Detail,
 }
 
 impl Default for Trace {
@@ -163,7 +171,29 @@ impl Default for Trace {
     }
 }
 
+thread_local! {
+    /// Set while `sim explore --report` records its run on this thread
+    /// (see [`Trace::for_recording`]).
+    static KEEP_ALL_FOR_REPORT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `f` with every [`Trace::for_recording`] made on this thread keeping
+/// every event: `sim explore --report` records its run once more this way,
+/// to draw it. The hash is the same either way.
+pub fn keeping_all_for_report<R>(f: impl FnOnce() -> R) -> R {
+    KEEP_ALL_FOR_REPORT.with(|flag| flag.set(true));
+    let result = f();
+    KEEP_ALL_FOR_REPORT.with(|flag| flag.set(false));
+    result
+}
+
 impl Trace {
+    /// The trace of an exploration's recording run: keeps every event only
+    /// inside [`keeping_all_for_report`].
+    pub fn for_recording() -> Self {
+        Self::new(KEEP_ALL_FOR_REPORT.with(std::cell::Cell::get))
+    }
+
     /// An empty trace; `keep_all` also keeps every event for printing.
     pub fn new(keep_all: bool) -> Self {
         Trace {
@@ -175,6 +205,7 @@ impl Trace {
             name_list: Vec::new(),
             keep_all,
             all: Vec::new(),
+            detail: Detail::default(),
         }
     }
 
@@ -277,6 +308,84 @@ impl Trace {
     /// Every event (empty unless made with `keep_all`).
     pub fn all(&self) -> &[Event] {
         &self.all
+    }
+
+    /// Whether every event is kept (and with it the side record for
+    /// reports, [`Trace::detail`]).
+    pub fn keeps_all(&self) -> bool {
+        self.keep_all
+    }
+
+    /// The side record (empty unless made with `keep_all`).
+    pub fn detail(&self) -> &Detail {
+        &self.detail
+    }
+
+    /// The side record, to add to; `None` unless made with `keep_all`.
+    /// Nothing written there is hashed.
+    pub fn detail_mut(&mut self) -> Option<&mut Detail> {
+        self.keep_all.then_some(&mut self.detail)
+    }
+
+    /// With `keep_all`, note `text()` after the latest event (a recovery's
+    /// report, say); otherwise `text` is never called.
+    pub fn note(&mut self, text: impl FnOnce() -> String) {
+        if self.keep_all {
+            let at = self.all.len();
+            self.detail.notes.push((at, text()));
+        }
+    }
+
+    /// With `keep_all`, keep `text()` as the words of the reply event just
+    /// pushed (printed by [`Trace::describe_all`] instead of its hash);
+    /// otherwise `text` is never called.
+    pub fn note_reply(&mut self, text: impl FnOnce() -> String) {
+        if self.keep_all && !self.all.is_empty() {
+            let at = self.all.len() - 1;
+            self.detail.replies.insert(at, text());
+        }
+    }
+
+    /// Every kept event as a line, as `--trace` prints them: like
+    /// [`Trace::describe`], but a file is named by what it is at that
+    /// moment, with the name its handle was opened under when that
+    /// differs (after a rename), and a reply by its words when kept.
+    pub fn describe_all(&self) -> Vec<String> {
+        let mut now: BTreeMap<u64, String> = BTreeMap::new();
+        let mut lines = Vec::with_capacity(self.all.len());
+        for (position, event) in self.all.iter().enumerate() {
+            let line = match *event {
+                Event::Io { index, kind, name, offset, len, ok } => {
+                    let opened = self.name(name);
+                    let detail = self.detail.io.get(&index);
+                    let inode = detail.and_then(|d| d.inode);
+                    if let (Some(inode), true) = (inode, kind == IoKind::Open && ok) {
+                        now.insert(inode, opened.to_string());
+                    }
+                    let current = inode.and_then(|i| now.get(&i)).map_or(opened, String::as_str);
+                    let shown =
+                        if current == opened { opened.to_string() } else { format!("{current} (opened as {opened})") };
+                    let status = if ok { "" } else { " -> error" };
+                    let mut line = format!("io#{index} {kind:?} {shown} off={offset} len={len}{status}");
+                    if let (Some(to), Some(inode), true) = (detail.and_then(|d| d.renamed_to.as_ref()), inode, ok) {
+                        line.push_str(&format!(" -> {to}"));
+                        now.insert(inode, to.clone());
+                    }
+                    line
+                }
+                Event::Reply { index, .. } if self.detail.replies.contains_key(&position) => {
+                    format!("op#{index} reply {}", self.detail.replies[&position])
+                }
+                _ => self.describe(event),
+            };
+            lines.push(line);
+        }
+        lines
+    }
+
+    /// The interned name with this id (`?` for an unknown id).
+    pub fn name(&self, id: u32) -> &str {
+        self.name_list.get(id as usize).map_or("?", String::as_str)
     }
 
     /// A line of text for `event`.

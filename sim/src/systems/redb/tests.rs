@@ -170,3 +170,18 @@ fn a_damaged_newest_commit_is_rolled_back_silently_in_one_phase_and_refused_in_t
         "{two_phase:?}"
     );
 }
+
+/// A quarter of the crash points reached inside an operation are process
+/// kills (the page cache kept), some followed by a power loss: redb comes
+/// back from every one of them over a few dozen seeds.
+#[test]
+fn kills_inside_operations_happen_and_redb_survives_them() {
+    let target = redb(KitSettings { ops: Some(120), ..KitSettings::default() });
+    let mut kills = 0;
+    for seed in 0..40 {
+        let outcome = target.run(seed, &target.generate(seed), false);
+        assert!(outcome.failure.is_none(), "seed {seed}: {:?}", outcome.failure);
+        kills += outcome.crash_gaps.get("kill_in_op").copied().unwrap_or(0);
+    }
+    assert!(kills > 0, "no kill inside an operation in 40 seeds");
+}

@@ -15,6 +15,7 @@
 //! switched on per thread (`crate::canary::CanarySwitch`) by whatever
 //! runs the engine: the run, the recording, each recovery.
 
+mod damage;
 mod record;
 mod recover;
 
@@ -23,10 +24,10 @@ use std::sync::Arc;
 use engine::aof::FsyncPolicy;
 use engine::vfs::Vfs;
 
-use super::{FaultedRecovery, Recording, RecoveryRecording, Target, TargetName};
+use super::{DamageSite, DamageVerdict, FaultedRecovery, FaultedRun, Recording, RecoveryRecording, Target, TargetName};
 use crate::canary::Canary;
 use crate::config::{Config, Overrides};
-use crate::disk::{CrashMode, DiskConfig, DiskImage};
+use crate::disk::{ArmedFault, CrashMode, Damage, DiskConfig, DiskImage};
 use crate::failure::Check;
 use crate::outcome::SeedOutcome;
 use crate::run::run_ops_with;
@@ -210,13 +211,38 @@ impl Target for SegsimTarget {
         seed: u64,
         image: &DiskImage,
         now_ms: u64,
-        fault_io: Option<u64>,
+        fault: Option<(u64, ArmedFault)>,
     ) -> FaultedRecovery<Outcome> {
-        self.recovery(seed, image, now_ms).run_with_fault(fault_io)
+        self.recovery(seed, image, now_ms).run_with_fault(fault)
+    }
+
+    fn run_with_fault(&self, seed: u64, workload: &[PlannedOp], fault: (u64, ArmedFault)) -> FaultedRun {
+        let config = self.config(seed);
+        let disk = SegsimTarget::explore_disk(&config);
+        record::run_with_fault(&config, &disk, self.overrides, self.wrap, workload, fault)
     }
 
     fn same_recovery(&self, faulted: &Outcome, plain: &Outcome) -> Result<(), (Check, String)> {
         recover::same_recovery(faulted, plain)
+    }
+
+    fn explores_damage(&self) -> bool {
+        true
+    }
+
+    fn damage_sites(&self, image: &DiskImage) -> Vec<DamageSite> {
+        damage::sites(image)
+    }
+
+    fn recover_damaged(
+        &self,
+        seed: u64,
+        image: &DiskImage,
+        damage: &Damage,
+        point_in_time: bool,
+        context: &RecoveryContext,
+    ) -> Result<DamageVerdict, (Check, String)> {
+        damage::recover(self, seed, image, damage, point_in_time, context)
     }
 }
 

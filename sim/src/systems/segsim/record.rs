@@ -24,10 +24,11 @@ use super::VfsWrap;
 use crate::canary::CanarySwitch;
 use crate::checker::Checker;
 use crate::config::{Config, Overrides};
-use crate::disk::{DiskConfig, SimVfs};
-use crate::drive::{Driver, Moment, Observer};
+use crate::disk::{ArmedFault, DiskConfig, SimVfs};
+use crate::drive::{transient_fault_called_corruption, Driver, Moment, Observer, Unobserved};
 use crate::failure::{catch_panic, Check, Failure};
-use crate::systems::{RecordedContext, Recording};
+use crate::run::no_hazards;
+use crate::systems::{FaultedRun, RecordedContext, Recording};
 use crate::trace::Trace;
 use crate::workload::{Op, PlannedOp, T0_MS};
 
@@ -52,18 +53,51 @@ pub(super) fn record(
     workload: &[PlannedOp],
 ) -> Recording<RecoveryContext> {
     let _canary = CanarySwitch::on(overrides.canary);
-    let vfs = Arc::new(SimVfs::new(disk_config.clone(), Trace::new(false)));
+    let vfs = Arc::new(SimVfs::new(disk_config.clone(), Trace::for_recording()));
     vfs.start_recording();
+    vfs.note_workload_faultable_ios();
     let clock = Arc::new(ManualClock::new(T0_MS));
     let mut driver = Driver::new(config, overrides, vfs.clone(), wrap(vfs.clone()), clock);
     let mut contexts = Contexts { prefix: "", contexts: Vec::new() };
-    let failure = match catch_panic(|| run(&mut driver, &mut contexts, workload)) {
+    let context = RecoveryContext { now_ms: driver.now_ms(), checker: driver.checker().clone() };
+    contexts.contexts.push(RecordedContext { first_io_index: 0, what: "the initial open".to_string(), context });
+    let failure = match catch_panic(|| run(&mut driver, &mut contexts, workload, false)) {
         Ok(result) => result.err(),
         Err(message) => Some(driver.fail(Check::Panic, message)),
     };
     drop(driver);
     let failure = failure.map(|failure| (failure.check, failure.detail));
-    Recording { disk: vfs.take_recording(), contexts: contexts.contexts, failure }
+    let (faultable_ios, faultable_writes) = (vfs.faultable_ios(), vfs.faultable_writes());
+    let trace = Some(vfs.take_trace()).filter(Trace::keeps_all);
+    let disk = vfs.take_recording();
+    Recording { disk, contexts: contexts.contexts, failure, faultable_ios, faultable_writes, trace }
+}
+
+/// The recording's run without its snapshots, with the I/O at `fault.0`
+/// failing as `fault.1` says (`sim explore --faults`): the run's failure,
+/// and whether the fault fired.
+pub(super) fn run_with_fault(
+    config: &Config,
+    disk_config: &DiskConfig,
+    overrides: Overrides,
+    wrap: VfsWrap,
+    workload: &[PlannedOp],
+    fault: (u64, ArmedFault),
+) -> FaultedRun {
+    let _canary = CanarySwitch::on(overrides.canary);
+    let vfs = Arc::new(SimVfs::new(disk_config.clone(), Trace::new(false)));
+    vfs.arm_workload_fault_at(fault.0, fault.1);
+    let clock = Arc::new(ManualClock::new(T0_MS));
+    let mut driver = Driver::new(config, overrides, vfs.clone(), wrap(vfs.clone()), clock);
+    let failure = match catch_panic(|| run(&mut driver, &mut Unobserved, workload, true)) {
+        Ok(result) => result.err(),
+        Err(message) => Some(driver.fail(Check::Panic, message)),
+    };
+    drop(driver);
+    FaultedRun {
+        failure: failure.map(|failure| (failure.check, failure.detail)),
+        fired: vfs.armed_fault() == Some(true),
+    }
 }
 
 /// The recording's observer: from each operation's first I/O on, a crash
@@ -92,19 +126,54 @@ impl Observer for Contexts {
     }
 }
 
-fn run(driver: &mut Driver<'_>, contexts: &mut Contexts, workload: &[PlannedOp]) -> Result<(), Failure> {
-    let context = RecoveryContext { now_ms: driver.now_ms(), checker: driver.checker().clone() };
-    contexts.contexts.push(RecordedContext { first_io_index: 0, what: "the initial open".to_string(), context });
-    driver.open_empty()?;
+/// The initial open of a faulted run: if the armed fault failed it, the
+/// error must not call itself corruption, and a second open must succeed
+/// on whatever the first left behind.
+fn open_through_fault(driver: &mut Driver<'_>) -> Result<(), Failure> {
+    let Err(first) = driver.open() else { return Ok(()) };
+    if driver.vfs().armed_fault() != Some(true) {
+        return Err(driver.fail(Check::Open, format!("an empty directory did not open: {first}")));
+    }
+    if matches!(first, engine::Error::Corrupt { .. }) {
+        return Err(driver.fail(Check::Open, transient_fault_called_corruption(&first)));
+    }
+    driver.open().map_err(|e| {
+        let why =
+            format!("after creating the store failed on an injected I/O error ({first}), the next open failed: {e}");
+        driver.fail(Check::Open, why)
+    })
+}
+
+/// The run: the initial open, `workload`, a clean restart. With `faulted`
+/// (one I/O armed to fail), a store the fault poisoned is killed,
+/// reopened and then loses the power, as the random mode's two reopens of
+/// a poisoned store, each recovery checked, and the workload goes on.
+fn run(
+    driver: &mut Driver<'_>,
+    observer: &mut dyn Observer,
+    workload: &[PlannedOp],
+    faulted: bool,
+) -> Result<(), Failure> {
+    match faulted {
+        false => driver.open_empty()?,
+        true => open_through_fault(driver)?,
+    }
+    no_hazards(driver)?;
     // The end, as in the random mode: a clean restart must bring back
     // exactly the model. Its I/Os are crash indices like any other.
     let end = PlannedOp { index: workload.last().map_or(0, |p| p.index + 1), op: Op::Restart, crash: None };
     for planned in workload.iter().chain([&end]) {
-        let stepped = driver.step(planned, contexts)?;
-        if stepped.poisoned {
+        let stepped = driver.step(planned, observer)?;
+        if stepped.poisoned && faulted && driver.vfs().armed_fault() == Some(true) {
+            driver.process_crash()?;
+            driver.power_loss(&planned.op)?;
+        } else if stepped.poisoned {
             let why = driver.store().poisoned().unwrap_or_default().to_string();
             return Err(driver.fail(Check::Poisoned, format!("the store poisoned itself on a fault-free disk: {why}")));
         }
+        // As in the random mode: no persistence hazard left behind, crash
+        // or not (a failed directory fsync ignored shows here at once).
+        no_hazards(driver)?;
         // The random mode audits every few operations; one run can afford
         // an audit after each. It also registers every segment in the
         // run-wide seq ledger as soon as it exists, so a seq a rewrite

@@ -29,7 +29,7 @@ use super::record::{Contexts, RecoveryContext};
 use super::VfsWrap;
 use crate::canary::CanarySwitch;
 use crate::config::{Config, Overrides};
-use crate::disk::{DiskConfig, DiskImage, SimVfs};
+use crate::disk::{ArmedFault, DiskConfig, DiskImage, SimVfs};
 use crate::drive::{transient_fault_called_corruption, Driver, Observer, Unobserved};
 use crate::failure::{catch_panic, Check, Failure};
 use crate::systems::{FaultedRecovery, RecordedContext, RecoveryRecording};
@@ -88,16 +88,18 @@ impl Recovery {
     }
 
     /// [`Recovery::run`] with the I/O at index
-    /// `fault_io` failing (EIO) once — `sim explore --faults` — or, with
-    /// `None`, plainly, noting the I/O indices where a fault could fire.
-    pub(super) fn run_with_fault(self, fault_io: Option<u64>) -> FaultedRecovery<Outcome> {
-        match fault_io {
-            Some(io_index) => self.vfs.arm_fault_at(io_index),
+    /// `fault.0` failing once as `fault.1` says — `sim explore --faults` —
+    /// or, with `None`, plainly, noting the I/O indices where a fault
+    /// could fire.
+    pub(super) fn run_with_fault(self, fault: Option<(u64, ArmedFault)>) -> FaultedRecovery<Outcome> {
+        match fault {
+            Some((io_index, kind)) => self.vfs.arm_fault_at(io_index, kind),
             None => self.vfs.note_faultable_ios(),
         }
         let recovered = self.run_observed(&mut Unobserved, None);
         let fired = self.vfs.armed_fault() == Some(true);
-        FaultedRecovery { recovered, fired, faultable_ios: self.vfs.faultable_ios() }
+        let (faultable_ios, faultable_writes) = (self.vfs.faultable_ios(), self.vfs.faultable_writes());
+        FaultedRecovery { recovered, fired, faultable_ios, faultable_writes }
     }
 
     /// [`Recovery::run`] on a disk that keeps a snapshot before every I/O,

@@ -39,7 +39,8 @@ use rand::{Rng, RngCore};
 use super::conn::{reseed_prng, Conn, SqlError};
 use super::vfs::{RegisteredVfs, VfsContext, VfsOptions, VfsPlant};
 use crate::kit::{
-    Adapter, Env, ErrorKind, KeyKind, KitError, Level, Maintenance, Op, Plant, Promise, Reply, Rows, TableSpec,
+    Adapter, DocumentedHazard, Env, ErrorKind, KeyKind, KitError, Level, Maintenance, Op, Plant, Promise, Reply, Rows,
+    TableSpec,
 };
 use libsqlite3_sys as ffi;
 
@@ -48,6 +49,31 @@ const TABLES: &[TableSpec] =
 
 /// The declared promise is a placeholder: [`promise_of`] decides per seed.
 const LEVELS: &[Level] = &[Level { name: "commit", promise: Promise::Eventual }];
+
+/// What SQLite does that the disk flags as a persistence hazard, by
+/// design of `os_unix.c` (SQLITE.md, "Persistence hazards"):
+///
+/// - `unixSync` fsyncs the directory at a new journal's or WAL's first
+///   sync and ignores that fsync's error (finding 5): the file is then
+///   relied on under a name that may not be durable.
+/// - `unixOpen` gives only a journal it *creates* the `UNIXFILE_DIRSYNC`
+///   flag: a hot journal a dead process left, its name maybe never made
+///   durable (the process died before that first sync), is opened, synced
+///   and rolled back without a directory fsync.
+///
+/// Declared by file, so a hazard of another cause in these files would
+/// pass as one of these: the report counts them all.
+const HAZARDS: &[DocumentedHazard] = &[
+    DocumentedHazard {
+        file_suffix: "-journal",
+        documented: "os_unix.c: unixSync ignores a failed directory fsync; unixOpen sets UNIXFILE_DIRSYNC only for a \
+                     journal it creates, not a hot journal it rolls back",
+    },
+    DocumentedHazard {
+        file_suffix: "-wal",
+        documented: "os_unix.c: unixSync ignores a failed directory fsync at the WAL's first sync",
+    },
+];
 
 const PLANTS: &[Plant] = &[
     Plant { name: "sqlite-no-sync", what: "the VFS's xSync returns SQLITE_OK and syncs nothing" },
@@ -496,6 +522,10 @@ impl Adapter for SqliteAdapter {
 
     fn plants(&self) -> &'static [Plant] {
         PLANTS
+    }
+
+    fn hazards(&self, _config: &SqliteConfig) -> &'static [DocumentedHazard] {
+        HAZARDS
     }
 
     /// Create the file and both tables (see `open_conn`), then close (in WAL

@@ -1,0 +1,98 @@
+//! Damage placed by hand in a durable image, for `sim explore --damage`.
+//!
+//! The random mode's media corruption strikes one random sector at a power
+//! loss (`crash.rs`); exploration instead takes the disk as power loss
+//! finds it keeping nothing unsynced, lets the target say where its
+//! records lie, and damages each one in turn. The disk's part is the same
+//! in both: write the bad bytes, and announce the damage — which file,
+//! from which byte, and whether a later durable write could have vouched
+//! for those bytes (`Inode::vouched`), since that decides whether an
+//! engine can tell the damage from a torn write at all.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::config::{Damage, DamageKind};
+use super::crash_states::CrashState;
+use super::image::{DiskImage, ImageFile};
+use super::inode::vouched;
+use super::snapshot::DiskSnapshot;
+
+impl DiskSnapshot {
+    /// The disk a power loss now leaves when nothing unsynced survives:
+    /// every durable entry, every file's durable bytes.
+    pub fn durable_image(&self) -> DiskImage {
+        self.image(&CrashState::strict(self.pending_dir_changes()))
+    }
+
+    /// `image` (this snapshot's [`DiskSnapshot::durable_image`]) with
+    /// `bytes` written over the file at `path` from `offset_bytes` on
+    /// (clipped at the file's end), and the damage as the disk announces
+    /// media corruption: from the first byte that changed. `None` if no
+    /// file is at `path` or no byte changed.
+    pub fn damaged(
+        &self,
+        image: &DiskImage,
+        path: &Path,
+        offset_bytes: u64,
+        bytes: &[u8],
+    ) -> Option<(DiskImage, Damage)> {
+        let (dir, name) = (path.parent()?, path.file_name()?.to_str()?);
+        let id = *image.dirs.get(dir)?.get(name)?;
+        let old = &image.files.get(&id)?.bytes;
+        let start = usize::try_from(offset_bytes).ok().filter(|&start| start < old.len())?;
+        let end = start + bytes.len().min(old.len() - start);
+        let mut new = old.to_vec();
+        new[start..end].copy_from_slice(&bytes[..end - start]);
+        let first = (start..end).find(|&at| new[at] != old[at])?;
+        let last = (start..end).rev().find(|&at| new[at] != old[at]).expect("first changed");
+        let file = self.files.get(&id).expect("a snapshot holds every inode its image names");
+        let range = first as u64..last as u64 + 1;
+        let vouched = vouched(file.vouching.whole_bytes, &file.vouching.vouchers, range);
+        let mut damaged = image.clone();
+        damaged.files.insert(id, ImageFile { bytes: Arc::from(new), hash: None });
+        let path = path.to_string_lossy().into_owned();
+        Some((damaged, Damage { kind: DamageKind::Media, path, offset_bytes: first as u64, vouched }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use engine::vfs::{OpenMode, Vfs};
+
+    use super::super::{CrashMode, DiskConfig, SimVfs};
+    use crate::trace::Trace;
+
+    /// A file of two synced writes: damage to the first is vouched (the
+    /// second write was made when the first was durable), damage to the
+    /// second is not; and nothing unsynced reaches the durable image.
+    #[test]
+    fn damage_is_vouched_where_a_later_durable_write_could_say_so() {
+        let disk = SimVfs::new(DiskConfig::fault_free(CrashMode::Strict, 512), Trace::new(false));
+        let dir = PathBuf::from("/db");
+        disk.create_dir_all(&dir).unwrap();
+        let path = dir.join("log");
+        let mut file = disk.open(&path, OpenMode::Create).unwrap();
+        file.write_at(0, b"first").unwrap();
+        file.sync().unwrap();
+        file.write_at(5, b"second").unwrap();
+        file.sync().unwrap();
+        disk.sync_dir(&dir).unwrap();
+        file.write_at(11, b"unsynced").unwrap();
+        disk.start_recording();
+        let _ = file.len();
+        let recording = disk.take_recording();
+        let snapshot = recording.snapshots.last().unwrap();
+        let image = snapshot.durable_image();
+        assert_eq!(image.files(), vec![(path.clone(), &b"firstsecond"[..])]);
+        let (damaged, damage) = snapshot.damaged(&image, &path, 1, b"X").unwrap();
+        assert_eq!((damage.offset_bytes, damage.vouched), (1, true));
+        assert_eq!(damaged.files()[0].1, b"fXrstsecond");
+        let (_, damage) = snapshot.damaged(&image, &path, 6, b"Xcond-and-past-the-end").unwrap();
+        assert_eq!((damage.offset_bytes, damage.vouched), (6, false));
+        assert!(snapshot.damaged(&image, &path, 0, b"f").is_none(), "no byte changed");
+        assert!(snapshot.damaged(&image, &dir.join("other"), 0, b"X").is_none());
+    }
+}

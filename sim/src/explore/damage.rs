@@ -1,0 +1,184 @@
+//! Damage in exploration (`sim explore --damage`): every record of every
+//! durable image damaged, one at a time, and recovered twice.
+//!
+//! Exploration's crash states never damage a durable byte, so every rule
+//! about damage — refuse it, changing nothing; cut at it and quarantine
+//! the rest when an operator asks for a point in time; never sweep after
+//! it — was only sampled by the random mode's media corruption, one random
+//! sector now and then. Here the recording's durable images (the disk a
+//! power loss leaves keeping nothing unsynced, at each crash index; each
+//! distinct image once, at the first index it appears) are each damaged
+//! at every site the target names ([`Target::damage_sites`]: for segsim,
+//! each record of the log, the manifest and every segment, three ways),
+//! the damage announced as the disk announces media corruption, with
+//! whether a later durable write could have vouched for the bytes
+//! (`DiskSnapshot::damaged`). Each damaged image is recovered the default
+//! way and at a point in time ([`Target::recover_damaged`]) and judged by
+//! the random mode's rule after damage, in the context of the crash index
+//! the image was first seen at. The damage is the only thing that differs
+//! from a state depth 1 already passed, so a failure here is the damage's.
+//!
+//! The recoveries run in the order image, site, mode, are merged in that
+//! order (the report is the same for every `--jobs`), and
+//! `--max-damage-states` cuts that order at a fixed point.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::parallel::map_in_order;
+use super::report::{DamageReport, ExploreFailure};
+use super::ExploreOptions;
+use crate::disk::{DiskImage, DiskSnapshot};
+use crate::systems::{DamageSite, DamageVerdict, Recording, Target};
+
+/// One durable image and where to damage it.
+struct Image {
+    io_index: u64,
+    context: usize,
+    snapshot: Arc<DiskSnapshot>,
+    image: DiskImage,
+    sites: Vec<DamageSite>,
+}
+
+/// One damaged recovery: an image's site, opened one way.
+#[derive(Clone, Copy)]
+struct Run {
+    image: usize,
+    site: usize,
+    point_in_time: bool,
+}
+
+/// Explore `--damage` over `recording`'s durable images: the counts and
+/// the failures in merge order. `Err` if `--damage-site` names no site of
+/// the `--only-io` image.
+pub(super) fn explore<T: Target>(
+    target: &T,
+    seed: u64,
+    ops: u64,
+    recording: &Recording<T::Context>,
+    options: &ExploreOptions,
+) -> Result<(DamageReport, Vec<ExploreFailure>), String> {
+    let started = Instant::now();
+    assert!(target.explores_damage(), "checked by the caller");
+    let images = durable_images(target, recording, options);
+    let (runs, capped) = plan_runs(&images, options)?;
+    let progress = options.progress.then_some("recovering damaged durable images");
+    let verdicts = map_in_order(&runs, options.jobs, progress, |run| {
+        let image = &images[run.image];
+        let site = &image.sites[run.site];
+        let (damaged, damage) = image
+            .snapshot
+            .damaged(&image.image, &site.path, site.offset_bytes, &site.bytes)
+            .expect("a site that changes nothing was planned out");
+        let context = &recording.contexts[image.context].context;
+        target.recover_damaged(seed, &damaged, &damage, run.point_in_time, context)
+    });
+    let mut report = DamageReport {
+        images: images.len() as u64,
+        sites: images.iter().map(|image| image.sites.len() as u64).sum(),
+        recoveries: runs.len() as u64,
+        capped,
+        ..DamageReport::default()
+    };
+    let mut failures = Vec::new();
+    for (run, verdict) in runs.iter().zip(verdicts) {
+        match verdict {
+            Ok(DamageVerdict::Refused) => report.refused += 1,
+            Ok(DamageVerdict::Opened) => report.opened += 1,
+            Err((check, detail)) => failures.push(failure(target, seed, ops, recording, &images, run, check, detail)),
+        }
+    }
+    report.elapsed_sec = started.elapsed().as_secs_f64();
+    Ok((report, failures))
+}
+
+/// The recording's distinct durable images, each at the first crash index
+/// it appears (with `--only-io`, that index's alone), with their sites.
+fn durable_images<T: Target>(target: &T, recording: &Recording<T::Context>, options: &ExploreOptions) -> Vec<Image> {
+    let mut seen = BTreeSet::new();
+    let mut images = Vec::new();
+    let mut previous: Option<&Arc<DiskSnapshot>> = None;
+    for io_index in recording.disk.io_indices() {
+        let snapshot = recording.disk.before_io(io_index).expect("an index of the recording");
+        // Runs of I/Os that change nothing share one snapshot.
+        let same_as_previous = previous.is_some_and(|p| Arc::ptr_eq(p, snapshot));
+        previous = Some(snapshot);
+        if options.only_io.is_some_and(|only| only != io_index) || (same_as_previous && options.only_io.is_none()) {
+            continue;
+        }
+        let image = snapshot.durable_image();
+        if !seen.insert(image.hash()) && options.only_io.is_none() {
+            continue;
+        }
+        let sites = target.damage_sites(&image);
+        let context = recording.context_at(io_index);
+        images.push(Image { io_index, context, snapshot: snapshot.clone(), image, sites });
+    }
+    images
+}
+
+/// Every run in merge order (image, site, default then point-in-time),
+/// sites that change no byte left out, cut at `--max-damage-states`; and
+/// whether the cut took any.
+fn plan_runs(images: &[Image], options: &ExploreOptions) -> Result<(Vec<Run>, bool), String> {
+    if let (Some(site), Some(image)) = (options.damage_site, images.first()) {
+        if site >= image.sites.len() {
+            return Err(format!(
+                "--damage-site {site}: the durable image at crash index {} has {} damage sites",
+                image.io_index,
+                image.sites.len()
+            ));
+        }
+    }
+    let mut runs = Vec::new();
+    for (index, image) in images.iter().enumerate() {
+        for (site_index, site) in image.sites.iter().enumerate() {
+            if options.damage_site.is_some_and(|only| only != site_index) {
+                continue;
+            }
+            if image.snapshot.damaged(&image.image, &site.path, site.offset_bytes, &site.bytes).is_none() {
+                continue;
+            }
+            for point_in_time in [false, true] {
+                if options.max_damage_states.is_some_and(|max| runs.len() as u64 >= max) {
+                    return Ok((runs, true));
+                }
+                runs.push(Run { image: index, site: site_index, point_in_time });
+            }
+        }
+    }
+    Ok((runs, false))
+}
+
+/// The failure of `run`, with the command that recovers that damaged
+/// image again (both ways).
+#[allow(clippy::too_many_arguments)]
+fn failure<T: Target>(
+    target: &T,
+    seed: u64,
+    ops: u64,
+    recording: &Recording<T::Context>,
+    images: &[Image],
+    run: &Run,
+    check: crate::failure::Check,
+    detail: String,
+) -> ExploreFailure {
+    let image = &images[run.image];
+    let site = &image.sites[run.site];
+    let how = if run.point_in_time { "opened at a point in time" } else { "opened the default way" };
+    let extra = format!(" --damage --only-io {} --damage-site {}", image.io_index, run.site);
+    ExploreFailure {
+        io_index: Some(image.io_index),
+        state: None,
+        then: None,
+        fault_io: None,
+        fault_kind: None,
+        damage_site: Some(run.site),
+        op: recording.contexts[image.context].what.clone(),
+        description: format!("the durable image, damaged: {}; {how}", site.what),
+        check,
+        detail,
+        repro: target.explore_repro(seed, ops, &extra),
+    }
+}

@@ -1,0 +1,202 @@
+//! `sim explore --damage` for segsim: where the records of its three kinds
+//! of file lie, how each is damaged, and the recovery of a damaged image
+//! judged by the random mode's rule.
+//!
+//! Each record of the log, the manifest and every segment is damaged three
+//! ways, one at a time: a bit flipped in its payload (the quietest rot), a
+//! length that runs past the end of the file (a reader must not trust it,
+//! let alone allocate by it), and a record of the *other* log's kind
+//! written in its place (whole and checksummed, but not this file's). The
+//! records are found by walking the formats as the engine documents them
+//! (`engine::frame` for both logs, the layout in `engine::seg`'s module
+//! doc for segments) over the undamaged image; the judgement is none of
+//! this file's business — it is the random mode's own recovery, told of
+//! the damage as the disk announces media corruption (`Driver::
+//! recover_damaged`): refuse with nothing changed, or hold a state the
+//! rule allows, where only damage nothing later vouched for may be cut
+//! like a torn tail, and a point-in-time open cuts at the damage and
+//! quarantines the rest.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use engine::clock::ManualClock;
+use engine::frame::{decode_frame, Place, FRAME_HEADER_BYTES};
+use engine::manifest::MANIFEST_FILE;
+use engine::store::AOF_FILE;
+
+use super::record::RecoveryContext;
+use super::SegsimTarget;
+use crate::canary::CanarySwitch;
+use crate::disk::{Damage, DiskImage, SimVfs};
+use crate::drive::Driver;
+use crate::failure::{catch_panic, Check};
+use crate::systems::{DamageSite, DamageVerdict};
+use crate::trace::Trace;
+
+/// A segment's fixed-size tail, and where its index and bounds offsets
+/// lie in it (`engine::seg`'s layout).
+const SEG_TAIL_BYTES: usize = 56;
+const SEG_TAIL_INDEX_OFFSET_AT: usize = 16;
+const SEG_TAIL_BOUNDS_OFFSET_AT: usize = 24;
+/// A record's checksum, after its value.
+const SEG_RECORD_CRC_BYTES: usize = 4;
+
+/// Every damage site of `image`, file by file in path order, record by
+/// record, three ways each (see the module doc).
+pub(super) fn sites(image: &DiskImage) -> Vec<DamageSite> {
+    let files = image.files();
+    let first_frame = |name: &str, place: Place| {
+        let (_, bytes) = files.iter().find(|(path, _)| path.file_name().is_some_and(|n| n == name))?;
+        let frame = decode_frame(bytes, place).ok()?;
+        Some(bytes[..frame.total_bytes].to_vec())
+    };
+    let log_header = first_frame(AOF_FILE, Place::aof(0));
+    let manifest_header = first_frame(MANIFEST_FILE, Place::manifest(0));
+    let mut sites = Vec::new();
+    for (path, bytes) in &files {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if name == AOF_FILE {
+            let foreign = (manifest_header.as_deref(), "the manifest's header frame");
+            frame_sites(&mut sites, path, bytes, Place::aof(0), foreign);
+        } else if name == MANIFEST_FILE {
+            frame_sites(&mut sites, path, bytes, Place::manifest(0), (log_header.as_deref(), "the log's header frame"));
+        } else if name.ends_with(".seg") {
+            segment_sites(&mut sites, path, bytes, log_header.as_deref());
+        }
+    }
+    sites
+}
+
+/// The sites of a log made of frames, `start` its first frame's place:
+/// each valid frame from the start on (the walk stops at the first
+/// invalid one: a durable image's logs end with their last whole frame).
+fn frame_sites(
+    sites: &mut Vec<DamageSite>,
+    path: &Path,
+    bytes: &[u8],
+    start: Place,
+    (foreign, foreign_what): (Option<&[u8]>, &str),
+) {
+    let mut at = 0usize;
+    let mut number = 0usize;
+    while let Ok(frame) = decode_frame(&bytes[at..], start.plus(at)) {
+        let what =
+            |how: &str| format!("{} frame {number} (bytes {at}..{}): {how}", path.display(), at + frame.total_bytes);
+        let flip_at = if frame.payload.is_empty() {
+            at + FRAME_HEADER_BYTES - 1
+        } else {
+            at + FRAME_HEADER_BYTES + frame.payload.len() / 2
+        };
+        sites.push(flipped(path, bytes, flip_at, what("a bit flipped in its payload (in its kind, if empty)")));
+        let past_end = u32::try_from(bytes.len() - at - FRAME_HEADER_BYTES + 1).unwrap_or(u32::MAX);
+        let length = DamageSite {
+            path: path.to_path_buf(),
+            offset_bytes: at as u64,
+            bytes: past_end.to_le_bytes().to_vec(),
+            what: what("its length runs one byte past the end of the file"),
+        };
+        sites.push(length);
+        if let Some(foreign) = foreign {
+            let what = what(&format!("{foreign_what} written in its place"));
+            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes: at as u64, bytes: foreign.to_vec(), what });
+        }
+        at += frame.total_bytes;
+        number += 1;
+    }
+}
+
+/// The sites of a segment: each record its index names (the index read
+/// as the layout says, over an undamaged file; a file that does not
+/// parse so yields none).
+fn segment_sites(sites: &mut Vec<DamageSite>, path: &Path, bytes: &[u8], foreign: Option<&[u8]>) {
+    for (number, entry) in segment_index(bytes).into_iter().enumerate() {
+        let (start, end) = (entry.value_offset, entry.value_offset + entry.value_len + SEG_RECORD_CRC_BYTES);
+        let what = |how: &str| format!("{} record {number} (bytes {start}..{end}): {how}", path.display());
+        let flip_at = if entry.value_len == 0 { start } else { start + entry.value_len / 2 };
+        sites.push(flipped(path, bytes, flip_at, what("a bit flipped in its value (in its checksum, if empty)")));
+        let past_end = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+        let what_len = what("its index entry's length runs past the end of the file");
+        sites.push(DamageSite {
+            path: path.to_path_buf(),
+            offset_bytes: entry.len_field_at as u64,
+            bytes: past_end.to_le_bytes().to_vec(),
+            what: what_len,
+        });
+        if let Some(foreign) = foreign {
+            let what = what("the log's header frame written in its place");
+            sites.push(DamageSite {
+                path: path.to_path_buf(),
+                offset_bytes: start as u64,
+                bytes: foreign.to_vec(),
+                what,
+            });
+        }
+    }
+}
+
+/// The lowest bit of `bytes[at]` flipped.
+fn flipped(path: &Path, bytes: &[u8], at: usize, what: String) -> DamageSite {
+    DamageSite { path: path.to_path_buf(), offset_bytes: at as u64, bytes: vec![bytes[at] ^ 1], what }
+}
+
+/// One index entry of a segment: where its record's value lies, and
+/// where the entry's own length field is.
+struct SegEntry {
+    value_offset: usize,
+    value_len: usize,
+    len_field_at: usize,
+}
+
+/// A segment's index entries, `[key_len u32][value_offset u64][value_len
+/// u32][key]` back to back between the tail's index and bounds offsets;
+/// empty if the file is not laid out so.
+fn segment_index(bytes: &[u8]) -> Vec<SegEntry> {
+    let Some(tail_at) = bytes.len().checked_sub(SEG_TAIL_BYTES) else { return Vec::new() };
+    let u64_at = |at: usize| bytes.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+    let u32_at = |at: usize| bytes.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
+    let offsets = (u64_at(tail_at + SEG_TAIL_INDEX_OFFSET_AT), u64_at(tail_at + SEG_TAIL_BOUNDS_OFFSET_AT));
+    let (Some(index_at), Some(bounds_at)) = offsets else { return Vec::new() };
+    let (Ok(mut at), Ok(bounds_at)) = (usize::try_from(index_at), usize::try_from(bounds_at)) else {
+        return Vec::new();
+    };
+    let mut entries = Vec::new();
+    while at < bounds_at.min(tail_at) {
+        let parsed = (u32_at(at), u64_at(at + 4), u32_at(at + 12));
+        let (Some(key_len), Some(value_offset), Some(value_len)) = parsed else { return Vec::new() };
+        let (value_offset, value_len) = (value_offset as usize, value_len as usize);
+        if value_offset.saturating_add(value_len).saturating_add(SEG_RECORD_CRC_BYTES) > index_at as usize {
+            return Vec::new();
+        }
+        entries.push(SegEntry { value_offset, value_len, len_field_at: at + 12 });
+        at += 16 + key_len as usize;
+    }
+    entries
+}
+
+/// Open `image`, damaged as `damage` says, the default way or at a point
+/// in time, at `context`'s clock, with `context`'s checker: the random
+/// mode's recovery and rule (see the module doc).
+pub(super) fn recover(
+    target: &SegsimTarget,
+    seed: u64,
+    image: &DiskImage,
+    damage: &Damage,
+    point_in_time: bool,
+    context: &RecoveryContext,
+) -> Result<DamageVerdict, (Check, String)> {
+    let mut config = target.config(seed);
+    config.point_in_time = point_in_time;
+    let disk = SegsimTarget::explore_disk(&config);
+    let vfs = Arc::new(SimVfs::from_image(disk, image, Trace::new(false)));
+    let _canary = CanarySwitch::on(target.overrides.canary);
+    let clock = Arc::new(ManualClock::new(context.now_ms));
+    let mut driver = Driver::new(&config, target.overrides, vfs.clone(), (target.wrap)(vfs), clock);
+    *driver.checker_mut() = context.checker.clone();
+    let opened = catch_panic(|| driver.recover_damaged(vec![damage.clone()])).map_err(|panic| (Check::Panic, panic))?;
+    match opened {
+        Ok(true) => Ok(DamageVerdict::Opened),
+        Ok(false) => Ok(DamageVerdict::Refused),
+        Err(failure) => Err((failure.check, failure.detail)),
+    }
+}

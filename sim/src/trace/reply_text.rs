@@ -72,7 +72,7 @@ mod tests {
         assert_eq!(store_reply(&pairs), r#""f"="v""#);
         let long: Result<StoreReply, String> = Ok(StoreReply::Bulk(vec![b'x'; 200]));
         let text = store_reply(&long);
-        assert!(text.ends_with("… (129 more chars)"), "{text}");
+        assert!(text.ends_with("… (130 more chars)"), "{text}");
         let err: Result<KitReply, String> = Err("boom".into());
         assert_eq!(kit_reply(&err), "(error) boom");
     }

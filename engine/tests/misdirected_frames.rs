@@ -14,6 +14,11 @@
 //! exactly the content of the log cut at `j`. With the previous
 //! format's place-free checksum (the `aof-place-ignored` canary), the same
 //! pairs replay the moved frame as if it had always been there.
+//!
+//! The manifest gets the same treatment: every record moved whole onto
+//! every earlier record of its size is refused, or — only where no valid
+//! record follows it, a torn tail to any format — cut there, and never
+//! replayed.
 
 mod support;
 
@@ -24,7 +29,7 @@ use std::sync::Arc;
 use engine::aof::{scan_log, Record};
 use engine::clock::ManualClock;
 use engine::frame::{decode_frame, Place};
-use engine::manifest::MANIFEST_FILE;
+use engine::manifest::{Manifest, SegEntry, MANIFEST_FILE};
 use engine::store::{LogicalEntry, Options, Store, AOF_FILE};
 use engine::vfs::{read_whole, MemVfs, OpenMode, Vfs};
 use engine::Error;
@@ -153,6 +158,7 @@ fn a_whole_frame_misdirected_to_an_earlier_same_size_frame_is_damage_never_histo
             }
         }
     }
+    eprintln!("log: {refused} misdirected frames refused, {cut} cut as a torn tail");
     // Only the close's own mark, moved onto the mark before it, leaves
     // nothing in place to vouch: the rest is refused.
     assert!(refused > 0 && cut <= 1, "{refused} refused, {cut} cut");
@@ -170,4 +176,74 @@ fn with_the_place_left_out_of_the_checksum_a_misdirected_frame_replays() {
     });
     engine::canary::set(None);
     assert!(replayed, "no misdirected frame replayed: the test could not fail");
+}
+
+/// A manifest whose records come in a few sizes: ADDs of same-length
+/// names, DROPs (all one size).
+fn written_manifest() -> Vec<u8> {
+    let vfs = Arc::new(MemVfs::new());
+    vfs.create_dir_all(Path::new(DIR)).unwrap();
+    let (mut manifest, _) = Manifest::open(vfs.clone(), Path::new(DIR)).unwrap();
+    let entry = |seq: u64| SegEntry {
+        seq,
+        file: format!("row-74-{seq}.seg"),
+        table: b"t".to_vec(),
+        min_key: b"t:a".to_vec(),
+        max_key: b"t:z".to_vec(),
+        records: 3,
+    };
+    for seq in 1..=6 {
+        manifest.add(entry(seq)).unwrap();
+        if seq % 2 == 0 {
+            manifest.drop_seg(seq - 1).unwrap();
+        }
+    }
+    // Two ADDs last: the newest moved onto the one before it would, with a
+    // checksum that ignored the place, register seq 8 without seq 7 — a
+    // ledger no prefix of the history holds, which its rules cannot see.
+    manifest.add(entry(7)).unwrap();
+    manifest.add(entry(8)).unwrap();
+    drop(manifest);
+    read_whole(vfs.as_ref(), &Path::new(DIR).join(MANIFEST_FILE)).unwrap()
+}
+
+/// Where each record of a manifest starts and ends.
+fn manifest_frames(bytes: &[u8]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let frame = decode_frame(&bytes[at..], Place::manifest(at as u64)).expect("a whole manifest");
+        out.push((at, at + frame.total_bytes));
+        at += frame.total_bytes;
+    }
+    out
+}
+
+#[test]
+fn a_whole_manifest_record_misdirected_to_an_earlier_same_size_record_is_never_replayed() {
+    let bytes = written_manifest();
+    let path = Path::new(DIR).join(MANIFEST_FILE);
+    let frames = manifest_frames(&bytes);
+    let (mut refused, mut cut) = (0, 0);
+    for (i, later) in frames.iter().enumerate().skip(1) {
+        for earlier in frames[1..i].iter().filter(|f| f.1 - f.0 == later.1 - later.0) {
+            let image = misdirected(&bytes, *earlier, *later);
+            match Manifest::parse(&path, &image) {
+                Err(e) => {
+                    assert!(e.is_corrupt(), "{earlier:?} {later:?}: {e}");
+                    refused += 1;
+                }
+                Ok(state) => {
+                    // Cut at the moved record: only if nothing valid follows.
+                    assert_eq!(state.valid_len_bytes, earlier.0 as u64, "{earlier:?} {later:?}");
+                    assert_eq!(*later, *frames.last().unwrap(), "{earlier:?} {later:?}: a valid record followed");
+                    let at_the_cut = Manifest::parse(&path, &bytes[..earlier.0]).unwrap();
+                    assert_eq!(state.live, at_the_cut.live, "{earlier:?} {later:?}");
+                    cut += 1;
+                }
+            }
+        }
+    }
+    eprintln!("manifest: {refused} misdirected records refused, {cut} cut as a torn tail");
+    assert!(refused >= 5, "{refused} refused, {cut} cut: the manifest must give same-size pairs");
 }

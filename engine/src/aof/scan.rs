@@ -145,10 +145,7 @@ impl<'a> LogWalk<'a> {
             let frame = match decoded {
                 Ok(frame) => frame,
                 Err(invalid) => {
-                    if let Some(version) = older_version(&bytes[at..]).filter(|_| at == 0) {
-                        let file = self.path.to_path_buf();
-                        return Err(Error::OldFormat { file, version, reads: AOF_VERSION });
-                    }
+                    refuse_older_format(self.path, bytes, at)?;
                     let mut beyond = look_past(bytes, at);
                     if at == 0 && beyond.damage.is_none() && bytes.len() as u64 > HEADER_FRAME_BYTES {
                         // Nothing valid anywhere, and more bytes than a
@@ -292,6 +289,15 @@ impl<'a> LogWalk<'a> {
     /// (a log with any is one a store has written to).
     pub fn frames(&self) -> u64 {
         self.frames
+    }
+}
+
+/// An invalid frame at byte 0 that is an older format's valid header
+/// (`header.rs`, `older_version`) is refused by its version, not as damage.
+fn refuse_older_format(path: &Path, bytes: &[u8], at: usize) -> Result<()> {
+    match older_version(&bytes[at..]).filter(|_| at == 0) {
+        Some(version) => Err(Error::OldFormat { file: path.to_path_buf(), version, reads: AOF_VERSION }),
+        None => Ok(()),
     }
 }
 

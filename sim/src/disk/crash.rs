@@ -27,7 +27,7 @@ use super::dir::Dir;
 use super::inode::InodeId;
 use super::inode::{to_usize, write_into, DataOp, Inode};
 use super::sectors::{inner_cuts, sector_end, sectors_spanned};
-use super::silent;
+use super::silent::{self, Landing, Scar};
 use super::state::FileSystem;
 
 /// Settle every pending operation into the durable views. The caller
@@ -36,7 +36,8 @@ pub(super) fn build_next_disk(fs: &mut FileSystem, config: &DiskConfig, rng: &mu
     let mut outcome = CrashOutcome::default();
     // What silent write faults left on the durable images (nothing, and no
     // cost, on a disk without them), announced once the crash settled.
-    let scars = silent::open_scars(fs);
+    let mut scars = silent::open_scars(fs);
+    let mut landings = Vec::new();
     for dir in fs.dirs.values_mut() {
         outcome.lost_dir_changes += settle_dir(dir, config.crash_mode, rng);
     }
@@ -47,13 +48,27 @@ pub(super) fn build_next_disk(fs: &mut FileSystem, config: &DiskConfig, rng: &mu
             continue;
         }
         let settled = match config.crash_mode {
-            CrashMode::Strict => Settled { lost_writes: inode.pending.len() as u64, torn_sectors: 0 },
+            CrashMode::Strict => Settled::new(inode.pending.len() as u64, 0),
             CrashMode::Prefix => settle_prefix(inode, config, rng),
             CrashMode::Reorder => settle_reorder(inode, config, rng),
         };
         inode.pending.clear();
         outcome.lost_writes += settled.lost_writes;
         outcome.torn_sectors += settled.torn_sectors;
+        if !settled.scars.is_empty() {
+            scars.entry(*id).or_default().extend(settled.scars);
+        }
+        landings.extend(settled.landings);
+    }
+    for landing in landings {
+        let Some(inode) = fs.inodes.get_mut(&landing.inode).filter(|_| reachable.contains(&landing.inode)) else {
+            continue;
+        };
+        if let Some(scar) =
+            silent::land(&mut inode.durable, &mut inode.vouchers, landing.offset_bytes, &landing.data, true)
+        {
+            scars.entry(landing.inode).or_default().push(scar);
+        }
     }
     outcome.damage.extend(silent::announce(fs, scars));
     if config.p_media_corruption > 0.0 && rng.gen_bool(config.p_media_corruption) {
@@ -157,6 +172,15 @@ fn settle_dir(dir: &mut Dir, mode: CrashMode, rng: &mut ChaCha8Rng) -> u64 {
 struct Settled {
     lost_writes: u64,
     torn_sectors: u64,
+    /// What kept writes with a silent fate left wrong (`prefix` only).
+    scars: Vec<Scar>,
+    landings: Vec<Landing>,
+}
+
+impl Settled {
+    fn new(lost_writes: u64, torn_sectors: u64) -> Settled {
+        Settled { lost_writes, torn_sectors, scars: Vec::new(), landings: Vec::new() }
+    }
 }
 
 fn fill_garbage(image: &mut Vec<u8>, range: Range<u64>, rng: &mut ChaCha8Rng) {
@@ -169,11 +193,26 @@ fn fill_garbage(image: &mut Vec<u8>, range: Range<u64>, rng: &mut ChaCha8Rng) {
 /// `prefix`: a random number of pending ops survive whole; the next one,
 /// if a write, is torn: a sector-aligned prefix of it survives (maybe
 /// none), and the sector it was writing when power went may hold garbage.
+///
+/// A kept write with a silent fate (`silent.rs`) meets it here as at an
+/// fsync: the drive wrote it before the power went, and lost or misdirected
+/// it — a lost write before any fsync, which a later kept write outlives.
 fn settle_prefix(inode: &mut Inode, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Settled {
     let count = inode.pending.len();
     let keep = rng.gen_range(0..=count);
-    for op in &inode.pending[..keep] {
-        op.apply(&mut inode.durable);
+    let (mut scars, mut landings) = (Vec::new(), Vec::new());
+    for (index, op) in inode.pending[..keep].iter().enumerate() {
+        match silent::fate_of(&inode.silent.fates, index, op) {
+            Some((offset_bytes, data, fate)) => landings.extend(silent::strike(
+                &mut inode.durable,
+                &mut inode.vouchers,
+                offset_bytes,
+                data,
+                fate,
+                &mut scars,
+            )),
+            None => op.apply(&mut inode.durable),
+        }
     }
     let mut torn_sectors = 0;
     if let Some(DataOp::Write { offset_bytes, data }) = inode.pending.get(keep) {
@@ -193,7 +232,7 @@ fn settle_prefix(inode: &mut Inode, config: &DiskConfig, rng: &mut ChaCha8Rng) -
             torn_sectors = 1;
         }
     }
-    Settled { lost_writes: (count - keep) as u64, torn_sectors }
+    Settled { lost_writes: (count - keep) as u64, torn_sectors, scars, landings }
 }
 
 /// What one dirty sector holds after a `reorder` crash.
@@ -208,7 +247,7 @@ enum Fate {
 /// a pending op dirtied is independently old, new or garbage.
 fn settle_reorder(inode: &mut Inode, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Settled {
     if inode.pending.is_empty() {
-        return Settled { lost_writes: 0, torn_sectors: 0 };
+        return Settled::new(0, 0);
     }
     let sector_bytes = config.sector_bytes;
     let durable_len = inode.durable.len() as u64;
@@ -298,7 +337,7 @@ fn settle_reorder(inode: &mut Inode, config: &DiskConfig, rng: &mut ChaCha8Rng) 
                     .any(|sector| fates[to_usize(sector)] != Fate::New)
         })
         .count() as u64;
-    Settled { lost_writes, torn_sectors }
+    Settled::new(lost_writes, torn_sectors)
 }
 
 /// Damage one random sector of one random non-empty durable file: half

@@ -7,8 +7,11 @@
 //! fsync that makes it durable. The page cache holds the right bytes until
 //! power goes, so the engine reads back what it wrote until then — as on a
 //! real system, where such faults surface after a restart. A crash before
-//! the fsync leaves the write to the crash mode, which may lose or tear it
-//! anyway. Three fates:
+//! the fsync leaves the write to the crash mode: in `prefix` mode a write it
+//! keeps meets its fate then (the drive wrote it back on its own and lost
+//! or misdirected it: a lost write before any fsync, which a later kept
+//! write outlives); in `reorder` mode every unsynced sector already
+//! survives or not on its own, and in `strict` mode none does. Three fates:
 //!
 //! - **lost**: the bytes never land. The file keeps its length (the file
 //!   system's metadata saw the write) and the place its old bytes (zeros
@@ -39,7 +42,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use super::config::{Damage, DamageKind};
-use super::inode::{to_usize, DataOp, Inode, InodeId};
+use super::inode::{to_usize, DataOp, Inode, InodeId, Voucher};
 use super::state::FileSystem;
 
 /// How many recent writes of a file are kept for choosing a misdirected
@@ -139,55 +142,98 @@ pub(super) fn sync(fs: &mut FileSystem, id: InodeId) {
     let inode = fs.inode_mut(id);
     let pending = std::mem::take(&mut inode.pending);
     let fates = std::mem::take(&mut inode.silent.fates);
+    let mut scars = std::mem::take(&mut inode.silent.scars);
     let mut misplaced_at = Vec::new();
     let mut landings = Vec::new();
     for (index, op) in pending.iter().enumerate() {
-        let fate = fates.iter().find(|(at, _)| *at == index).map(|(_, fate)| *fate);
-        let (DataOp::Write { offset_bytes, data }, Some(fate)) = (op, fate) else {
+        let Some((offset_bytes, data, fate)) = fate_of(&fates, index, op) else {
             op.apply(&mut inode.durable);
             continue;
         };
-        misplaced_at.push(*offset_bytes);
-        // The length grows (the file system saw the write); the bytes of
-        // the place stay as they were.
-        let end = to_usize(offset_bytes + data.len() as u64);
-        if inode.durable.len() < end {
-            inode.durable.resize(end, 0);
-        }
-        let kind = fate.damage_kind();
-        inode.silent.scars.push(Scar { start_bytes: *offset_bytes, intended: data.clone(), kind });
-        match fate {
-            Fate::Lost => {}
-            Fate::Elsewhere { offset_bytes: to } => land(inode, to, data, false),
-            Fate::OtherFile { inode: other } => landings.push((other, *offset_bytes, data.clone())),
-        }
+        misplaced_at.push(offset_bytes);
+        landings.extend(strike(&mut inode.durable, &mut inode.vouchers, offset_bytes, data, fate, &mut scars));
     }
+    inode.silent.scars = scars;
     // A write that did not land where it belongs vouches for nothing.
     inode.pending_vouchers.retain(|v| !misplaced_at.contains(&v.start_bytes));
     refresh_scars(inode);
     fs.finish_sync(id);
-    for (other, offset_bytes, data) in landings {
-        if let Some(inode) = fs.inodes.get_mut(&other) {
-            land(inode, offset_bytes, &data, true);
+    for landing in landings {
+        if let Some(inode) = fs.inodes.get_mut(&landing.inode) {
+            let scar = land(&mut inode.durable, &mut inode.vouchers, landing.offset_bytes, &landing.data, true);
+            inode.silent.scars.extend(scar);
         }
     }
 }
 
-/// `data` lands at `offset_bytes` of `inode`'s durable image, as far as
-/// the image reaches, leaving a scar there (whose intended bytes are the
-/// ones it covered, if `keep_intended`; else refreshed at the fsync).
-fn land(inode: &mut Inode, offset_bytes: u64, data: &[u8], keep_intended: bool) {
-    let start = to_usize(offset_bytes);
-    let end = (start + data.len()).min(inode.durable.len());
-    if start >= end {
-        return;
+/// Where a write misdirected to another file lands: that file's inode,
+/// the write's own offset, and its bytes.
+#[derive(Debug)]
+pub(super) struct Landing {
+    pub inode: InodeId,
+    pub offset_bytes: u64,
+    pub data: Vec<u8>,
+}
+
+/// The pending op at `index`, if it is a write with a fate: its offset,
+/// its bytes and the fate.
+pub(super) fn fate_of<'a>(fates: &[(usize, Fate)], index: usize, op: &'a DataOp) -> Option<(u64, &'a [u8], Fate)> {
+    let fate = fates.iter().find(|(at, _)| *at == index).map(|(_, fate)| *fate)?;
+    match op {
+        DataOp::Write { offset_bytes, data } => Some((*offset_bytes, data, fate)),
+        DataOp::SetLen { .. } => None,
     }
-    let intended = if keep_intended { inode.durable[start..end].to_vec() } else { vec![0; end - start] };
-    inode.durable[start..end].copy_from_slice(&data[..end - start]);
+}
+
+/// The drive writes `data`, meant for `offset_bytes` of a file whose
+/// durable image and vouchers these are, per `fate`: the length grows (the
+/// file system saw the write) but the place keeps its old bytes, and the
+/// bytes land elsewhere in the file, or nowhere, or are to land in another
+/// file (returned). The scars it leaves in this file go to `scars`.
+pub(super) fn strike(
+    durable: &mut Vec<u8>,
+    vouchers: &mut Vec<Voucher>,
+    offset_bytes: u64,
+    data: &[u8],
+    fate: Fate,
+    scars: &mut Vec<Scar>,
+) -> Option<Landing> {
+    let end = to_usize(offset_bytes + data.len() as u64);
+    if durable.len() < end {
+        durable.resize(end, 0);
+    }
+    scars.push(Scar { start_bytes: offset_bytes, intended: data.to_vec(), kind: fate.damage_kind() });
+    match fate {
+        Fate::Lost => None,
+        Fate::Elsewhere { offset_bytes: to } => {
+            scars.extend(land(durable, vouchers, to, data, false));
+            None
+        }
+        Fate::OtherFile { inode } => Some(Landing { inode, offset_bytes, data: data.to_vec() }),
+    }
+}
+
+/// `data` lands at `offset_bytes` of a durable image, as far as the image
+/// reaches: the scar it leaves, if any (its intended bytes the ones it
+/// covered, if `keep_intended`; else refreshed at the fsync). Whatever
+/// record of durability lay under it is gone (its vouchers).
+pub(super) fn land(
+    durable: &mut [u8],
+    vouchers: &mut Vec<Voucher>,
+    offset_bytes: u64,
+    data: &[u8],
+    keep_intended: bool,
+) -> Option<Scar> {
+    let start = to_usize(offset_bytes);
+    let end = (start + data.len()).min(durable.len());
+    if start >= end {
+        return None;
+    }
+    let intended = if keep_intended { durable[start..end].to_vec() } else { vec![0; end - start] };
+    durable[start..end].copy_from_slice(&data[..end - start]);
     let range = offset_bytes..end as u64;
-    // Whatever record lay under the landing is gone.
-    inode.vouchers.retain(|v| !range.contains(&v.start_bytes));
-    inode.silent.scars.push(Scar { start_bytes: offset_bytes, intended, kind: DamageKind::MisdirectedWrite });
+    vouchers.retain(|v| !range.contains(&v.start_bytes));
+    Some(Scar { start_bytes: offset_bytes, intended, kind: DamageKind::MisdirectedWrite })
 }
 
 /// After an fsync the page cache is what the file should hold: every scar

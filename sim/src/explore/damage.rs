@@ -9,7 +9,8 @@
 //! power loss leaves keeping nothing unsynced, at each crash index; each
 //! distinct image once, at the first index it appears) are each damaged
 //! at every site the target names ([`Target::damage_sites`]: for segsim,
-//! each record of the log, the manifest and every segment, three ways),
+//! each record of the log, the manifest and every segment, three ways,
+//! and each frame of the logs misdirected onto, a fourth),
 //! the damage announced as the disk announces media corruption, with
 //! whether a later durable write could have vouched for the bytes
 //! (`DiskSnapshot::damaged`). Each damaged image is recovered the default

@@ -470,7 +470,8 @@ fn a_compaction_that_renames_before_it_fsyncs_is_caught_by_exploration() {
 }
 
 /// `--damage`: every record of every durable image of a short workload,
-/// damaged three ways and opened both ways, passes on the real engine;
+/// damaged three ways (a frame four: a later one misdirected onto it) and
+/// opened both ways, passes on the real engine;
 /// some opens refuse and some go through (a cut of unvouched bytes, a
 /// point in time); the report is the same for any `--jobs`; the cap cuts
 /// a prefix.
@@ -504,7 +505,9 @@ fn damage_sites_that_cannot_exist_are_usage_errors() {
 
 /// With the `canaries` feature: the planted bugs of the damage rules —
 /// vouched damage cut as a torn tail, a segment read that skips its
-/// checksum, a sweep after damage, replay past an invalid frame — pass plain exploration at CI's seed
+/// checksum, a sweep after damage, replay past an invalid frame, a frame
+/// checksum that leaves out the place (caught by a frame misdirected onto
+/// an earlier one of its size) — pass plain exploration at CI's seed
 /// 10, and `--damage` catches each there; a failure's repro damages that
 /// one site again and fails the same way.
 #[cfg(feature = "canaries")]
@@ -512,7 +515,9 @@ fn damage_sites_that_cannot_exist_are_usage_errors() {
 fn every_damage_rule_canary_is_caught_by_damage_exploration_only() {
     use crate::canary::Canary;
     let damage = ExploreOptions { damage: true, ..options() };
-    for name in ["cut-vouched-damage", "seg-no-checksum", "sweep-after-damage", "replay-past-invalid"] {
+    let names =
+        ["cut-vouched-damage", "seg-no-checksum", "sweep-after-damage", "replay-past-invalid", "aof-place-ignored"];
+    for name in names {
         let canary = Some(Canary::parse(name).expect("a canary of the engine"));
         let planted = SegsimTarget::new(Overrides { canary, ..Overrides::default() });
         assert_eq!(explore(&planted, 10, 100, &options()).unwrap().failures_total, 0, "{name}: seen without damage");

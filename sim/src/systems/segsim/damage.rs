@@ -6,7 +6,12 @@
 //! ways, one at a time: a bit flipped in its payload (the quietest rot), a
 //! length that runs past the end of the file (a reader must not trust it,
 //! let alone allocate by it), and a record of the *other* log's kind
-//! written in its place (whole and checksummed, but not this file's). The
+//! written in its place (whole and checksummed, but not this file's). A
+//! frame of either log is also damaged a fourth way (issue 25): a later
+//! frame of the same size written whole in its place, as a misdirected
+//! write leaves it (the later frame's own place left as it was before it:
+//! zeros), for each of the next few such frames — the case only a
+//! checksum that covers the place can tell from history. The
 //! records are found by walking the formats as the engine documents them
 //! (`engine::frame` for both logs, the layout in `engine::seg`'s module
 //! doc for segments) over the undamaged image; the judgement is none of
@@ -80,6 +85,7 @@ fn frame_sites(
 ) {
     let mut at = 0usize;
     let mut number = 0usize;
+    let mut frames = Vec::new();
     while let Ok(frame) = decode_frame(&bytes[at..], start.plus(at)) {
         let what =
             |how: &str| format!("{} frame {number} (bytes {at}..{}): {how}", path.display(), at + frame.total_bytes);
@@ -101,8 +107,39 @@ fn frame_sites(
             let what = what(&format!("{foreign_what} written in its place"));
             sites.push(DamageSite { path: path.to_path_buf(), offset_bytes: at as u64, bytes: foreign.to_vec(), what });
         }
+        frames.push((at, at + frame.total_bytes));
         at += frame.total_bytes;
         number += 1;
+    }
+    misdirected_sites(sites, path, bytes, &frames);
+}
+
+/// How many later frames of the same size each frame is replaced by (the
+/// nearest ones): bounds the sites to a few per frame.
+const MISDIRECTED_PER_FRAME: usize = 4;
+
+/// The fourth way: for each frame after the first (a header is rewritten
+/// in place, never misdirected onto), each of the next few later frames
+/// of the same size, as a drive that put that frame's write at this one's
+/// place leaves the file: the later frame's bytes here — whole, once
+/// valid, bound to the other place — the frames between unchanged, and
+/// zeros where the later frame belonged (what an append's place held
+/// before it). One contiguous site, from this frame to the later one's end.
+fn misdirected_sites(sites: &mut Vec<DamageSite>, path: &Path, bytes: &[u8], frames: &[(usize, usize)]) {
+    for (number, &(at, end)) in frames.iter().enumerate().skip(1) {
+        let same_size = frames[number + 1..].iter().filter(|(a, e)| e - a == end - at);
+        for (later, &(later_at, later_end)) in same_size.take(MISDIRECTED_PER_FRAME).enumerate() {
+            let mut moved = bytes[at..later_end].to_vec();
+            moved[..end - at].copy_from_slice(&bytes[later_at..later_end]);
+            moved[later_at - at..].fill(0);
+            let what = format!(
+                "{} frame {number} (bytes {at}..{end}): the write of the frame at bytes {later_at}..{later_end} \
+                 (later frame #{} of its size) misdirected onto it, its own place left as before it",
+                path.display(),
+                later + 1
+            );
+            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes: at as u64, bytes: moved, what });
+        }
     }
 }
 

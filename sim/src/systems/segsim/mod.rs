@@ -231,6 +231,11 @@ impl Target for SegsimTarget {
     }
 
     fn damage_sites(&self, image: &DiskImage) -> Vec<DamageSite> {
+        // The records lie where the engine under test wrote them: a planted
+        // bug that changes the format (`aof-place-ignored` writes the old,
+        // place-free checksum) is walked in its own format, so its frames
+        // are found and damaged like any others.
+        let _canary = crate::canary::CanarySwitch::on(self.overrides.canary);
         damage::sites(image)
     }
 

@@ -110,6 +110,16 @@ impl Observer for Unobserved {
     fn op_begins(&mut self, _: &Driver<'_>, _: &PlannedOp, _: Moment, _: Option<&Command>) {}
 }
 
+/// How the open after a crash went ([`Driver::reopen`]).
+enum Reopened {
+    /// It opened: the store, its recovery report, the directory before
+    /// the attempt that opened (when watched), and whether any attempt
+    /// met an injected fault.
+    Opened { store: Store, report: RecoveryReport, before: Option<BTreeMap<String, Vec<u8>>>, faulted: bool },
+    /// It refused the damage, having changed nothing: to be accepted.
+    Refused,
+}
+
 /// What a clean restart must reproduce beyond the logical content: where
 /// the rows live, and what the next eviction would seal. Replay rebuilds
 /// memory from the log, so after a clean close the same rows are cold, in
@@ -694,39 +704,9 @@ impl<'a> Driver<'a> {
         let inspected = self.inspect_read_only()?;
         let damage: Vec<Damage> = crash.map_or_else(Vec::new, |c| c.damage.clone());
         let damaged = !damage.is_empty();
-        // What the directory held before each open attempt, when a refusal
-        // must have changed nothing or a point-in-time open lost nothing.
-        let watch = damaged || self.config.point_in_time;
-        let mut opened = None;
-        let mut faulted = false;
-        for attempt in 0..=OPEN_ATTEMPTS_WITH_FAULTS {
-            let before = watch.then(|| self.vfs.files(Path::new(DB_DIR)));
-            self.vfs.begin_op(seeds::open_attempt(self.config.seed, self.op_index, attempt));
-            self.vfs.set_faults_enabled(attempt < OPEN_ATTEMPTS_WITH_FAULTS);
-            let result = self.open_store();
-            let injected = self.vfs.faults_injected_this_op();
-            faulted |= injected;
-            self.vfs.set_faults_enabled(true);
-            match result {
-                Ok(ok) => {
-                    opened = Some((ok, before));
-                    break;
-                }
-                Err(e @ Error::Corrupt { .. }) if injected && !damaged => {
-                    return Err(self.fail(Check::Open, transient_fault_called_corruption(&e)));
-                }
-                Err(_) if injected && attempt < OPEN_ATTEMPTS_WITH_FAULTS => continue,
-                Err(Error::Corrupt { .. }) if damaged => {
-                    self.check_untouched(before.as_ref().expect("watched when damaged"))?;
-                    return self.accept_refusal();
-                }
-                Err(e) => {
-                    let why = if damaged { format!(" (damage injected: {damage:?})") } else { String::new() };
-                    return Err(self.fail(Check::Open, format!("the store refused to open after a crash: {e}{why}")));
-                }
-            }
-        }
-        let ((store, report), before) = opened.expect("the loop either opened or returned");
+        let Reopened::Opened { store, report, before, faulted } = self.reopen(&damage)? else {
+            return self.accept_refusal();
+        };
         self.vfs.with_trace(|t| t.note(|| format!("recovery report: {report:?}")));
         self.sweep_skipped = report.sweep_skipped;
         // Damage to the manifest's newest records, which nothing later
@@ -746,11 +726,55 @@ impl<'a> Driver<'a> {
         if let (Some(seen), false) = (&inspected, faulted) {
             self.compare_inspection(seen, damaged)?;
         }
-        let floor = self.floor(&damage);
+        self.judge_recovered(crash.is_some(), &damage)
+    }
+
+    /// Open the store after a crash that left `damage`, retrying an open
+    /// a fault failed: it opened, or it refused the damage having changed
+    /// nothing (to be accepted); any other refusal is a failure.
+    fn reopen(&mut self, damage: &[Damage]) -> Step<Reopened> {
+        let damaged = !damage.is_empty();
+        // What the directory held before each open attempt, when a refusal
+        // must have changed nothing or a point-in-time open lost nothing.
+        let watch = damaged || self.config.point_in_time;
+        let mut faulted = false;
+        for attempt in 0..=OPEN_ATTEMPTS_WITH_FAULTS {
+            let before = watch.then(|| self.vfs.files(Path::new(DB_DIR)));
+            self.vfs.begin_op(seeds::open_attempt(self.config.seed, self.op_index, attempt));
+            self.vfs.set_faults_enabled(attempt < OPEN_ATTEMPTS_WITH_FAULTS);
+            let result = self.open_store();
+            let injected = self.vfs.faults_injected_this_op();
+            faulted |= injected;
+            self.vfs.set_faults_enabled(true);
+            match result {
+                Ok((store, report)) => return Ok(Reopened::Opened { store, report, before, faulted }),
+                Err(e @ Error::Corrupt { .. }) if injected && !damaged => {
+                    return Err(self.fail(Check::Open, transient_fault_called_corruption(&e)));
+                }
+                Err(_) if injected && attempt < OPEN_ATTEMPTS_WITH_FAULTS => continue,
+                Err(Error::Corrupt { .. }) if damaged => {
+                    self.check_untouched(before.as_ref().expect("watched when damaged"))?;
+                    return Ok(Reopened::Refused);
+                }
+                Err(e) => {
+                    let why = if damaged { format!(" (damage injected: {damage:?})") } else { String::new() };
+                    return Err(self.fail(Check::Open, format!("the store refused to open after a crash: {e}{why}")));
+                }
+            }
+        }
+        unreachable!("the last attempt, with faults off, returns")
+    }
+
+    /// The reopened store's content against the checker (after a power
+    /// loss: `power_lost`), down to the floor `damage` allows, then its
+    /// audit and the seq ledger.
+    fn judge_recovered(&mut self, power_lost: bool, damage: &[Damage]) -> Step {
+        let damaged = !damage.is_empty();
+        let floor = self.floor(damage);
         let now_ms = self.now_ms();
-        let store = self.store.as_ref().expect("opened above");
+        let store = self.store.as_ref().expect("opened by recover");
         // Read as the store walks its content (no dump).
-        match self.checker.recovered_store(store, now_ms, crash.is_some(), floor) {
+        match self.checker.recovered_store(store, now_ms, power_lost, floor) {
             Ok(Ok(_)) => {}
             Ok(Err(mismatch)) => {
                 let why =

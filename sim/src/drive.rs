@@ -110,14 +110,14 @@ impl Observer for Unobserved {
     fn op_begins(&mut self, _: &Driver<'_>, _: &PlannedOp, _: Moment, _: Option<&Command>) {}
 }
 
-/// How the open after a crash went ([`Driver::reopen`]).
-enum Reopened {
-    /// It opened: the store, its recovery report, the directory before
-    /// the attempt that opened (when watched), and whether any attempt
-    /// met an injected fault.
-    Opened { store: Store, report: RecoveryReport, before: Option<BTreeMap<String, Vec<u8>>>, faulted: bool },
-    /// It refused the damage, having changed nothing: to be accepted.
-    Refused,
+/// A store reopened after a crash ([`Driver::reopen`]): the store, its
+/// recovery report, the directory before the attempt that opened (when
+/// watched), and whether any attempt met an injected fault.
+struct Reopened {
+    store: Store,
+    report: RecoveryReport,
+    before: Option<BTreeMap<String, Vec<u8>>>,
+    faulted: bool,
 }
 
 /// What a clean restart must reproduce beyond the logical content: where
@@ -704,7 +704,7 @@ impl<'a> Driver<'a> {
         let inspected = self.inspect_read_only()?;
         let damage: Vec<Damage> = crash.map_or_else(Vec::new, |c| c.damage.clone());
         let damaged = !damage.is_empty();
-        let Reopened::Opened { store, report, before, faulted } = self.reopen(&damage)? else {
+        let Some(Reopened { store, report, before, faulted }) = self.reopen(&damage)? else {
             return self.accept_refusal();
         };
         self.vfs.with_trace(|t| t.note(|| format!("recovery report: {report:?}")));
@@ -730,9 +730,9 @@ impl<'a> Driver<'a> {
     }
 
     /// Open the store after a crash that left `damage`, retrying an open
-    /// a fault failed: it opened, or it refused the damage having changed
-    /// nothing (to be accepted); any other refusal is a failure.
-    fn reopen(&mut self, damage: &[Damage]) -> Step<Reopened> {
+    /// a fault failed: it opened, or (`None`) it refused the damage having
+    /// changed nothing, to be accepted; any other refusal is a failure.
+    fn reopen(&mut self, damage: &[Damage]) -> Step<Option<Reopened>> {
         let damaged = !damage.is_empty();
         // What the directory held before each open attempt, when a refusal
         // must have changed nothing or a point-in-time open lost nothing.
@@ -747,14 +747,14 @@ impl<'a> Driver<'a> {
             faulted |= injected;
             self.vfs.set_faults_enabled(true);
             match result {
-                Ok((store, report)) => return Ok(Reopened::Opened { store, report, before, faulted }),
+                Ok((store, report)) => return Ok(Some(Reopened { store, report, before, faulted })),
                 Err(e @ Error::Corrupt { .. }) if injected && !damaged => {
                     return Err(self.fail(Check::Open, transient_fault_called_corruption(&e)));
                 }
                 Err(_) if injected && attempt < OPEN_ATTEMPTS_WITH_FAULTS => continue,
                 Err(Error::Corrupt { .. }) if damaged => {
                     self.check_untouched(before.as_ref().expect("watched when damaged"))?;
-                    return Ok(Reopened::Refused);
+                    return Ok(None);
                 }
                 Err(e) => {
                     let why = if damaged { format!(" (damage injected: {damage:?})") } else { String::new() };

@@ -42,27 +42,35 @@ pub struct Hazard {
     pub io_index: u64,
     /// The phase last marked before it, if any.
     pub phase: Option<String>,
-    /// Relied on by another fsync (`true`), or acknowledged (`false`).
-    pub relied_on: bool,
-    /// Its name is a rename still pending (acknowledged), rather than a
-    /// name its fsynced data waited for.
-    pub renamed: bool,
+    /// Which mistake it is.
+    pub how: HazardHow,
+}
+
+/// The three hazards of the module doc.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HazardHow {
+    /// Fsynced under a name not durable, then another file's fsync relied on it.
+    ReliedOn,
+    /// Fsynced under a name not durable, then the operation ended.
+    Acknowledged,
+    /// Renamed into place, the rename still pending when the operation ended.
+    RenamedAcknowledged,
 }
 
 impl Hazard {
     /// One line for a report.
     pub fn describe(&self) -> String {
-        if self.renamed {
-            let phase = self.phase.as_deref().map_or(String::new(), |p| format!(" after phase {p}"));
-            return format!(
-                "{}: renamed into place, the rename not durable when the operation ended (acknowledged) at io#{}{phase}",
-                self.file, self.io_index
-            );
-        }
-        let how =
-            if self.relied_on { "relied on by another file's fsync" } else { "acknowledged (the operation ended)" };
+        let what = match self.how {
+            HazardHow::ReliedOn => "fsynced while its name was not durable, then relied on by another file's fsync",
+            HazardHow::Acknowledged => {
+                "fsynced while its name was not durable, then acknowledged (the operation ended)"
+            }
+            HazardHow::RenamedAcknowledged => {
+                "renamed into place, the rename not durable when the operation ended (acknowledged)"
+            }
+        };
         let phase = self.phase.as_deref().map_or(String::new(), |p| format!(" after phase {p}"));
-        format!("{}: fsynced while its name was not durable, then {how} at io#{}{phase}", self.file, self.io_index)
+        format!("{}: {what} at io#{}{phase}", self.file, self.io_index)
     }
 }
 
@@ -97,8 +105,7 @@ impl HazardWatch {
                 file: name_of(file),
                 io_index,
                 phase: phase.map(str::to_string),
-                relied_on: true,
-                renamed: false,
+                how: HazardHow::ReliedOn,
             });
         }
         if unnamed.contains(&synced) {
@@ -121,12 +128,13 @@ impl HazardWatch {
         self.forget_named(unnamed);
         let left: Vec<InodeId> = self.synced_unnamed.iter().copied().filter(|f| !self.reported.contains(f)).collect();
         let renamed_left: Vec<InodeId> = renamed.iter().copied().filter(|f| !self.reported.contains(f)).collect();
-        for (file, renamed) in left.into_iter().map(|f| (f, false)).chain(renamed_left.into_iter().map(|f| (f, true))) {
+        let synced = left.into_iter().map(|f| (f, HazardHow::Acknowledged));
+        for (file, how) in synced.chain(renamed_left.into_iter().map(|f| (f, HazardHow::RenamedAcknowledged))) {
             if !self.reported.insert(file) {
                 continue;
             }
             let phase = phase.map(str::to_string);
-            self.found.push(Hazard { file: name_of(file), io_index, phase, relied_on: false, renamed });
+            self.found.push(Hazard { file: name_of(file), io_index, phase, how });
         }
     }
 
@@ -163,7 +171,7 @@ mod tests {
         watch.on_fsync(2, &unnamed, 5, Some("seal.built"), name);
         let found = watch.take();
         assert_eq!(found.len(), 1);
-        assert!(found[0].relied_on && found[0].io_index == 5 && found[0].file == "f1", "{found:?}");
+        assert!(found[0].how == HazardHow::ReliedOn && found[0].io_index == 5 && found[0].file == "f1", "{found:?}");
         watch.on_fsync(2, &unnamed, 6, None, name);
         assert!(watch.take().is_empty(), "one mistake, one hazard");
         watch.on_op_end(&BTreeSet::new(), &BTreeSet::new(), 7, None, name);
@@ -178,7 +186,7 @@ mod tests {
         watch.on_op_end(&unnamed, &BTreeSet::new(), 2, None, |_| "log".into());
         let found = watch.take();
         assert_eq!(found.len(), 1);
-        assert!(!found[0].relied_on && !found[0].renamed);
+        assert_eq!(found[0].how, HazardHow::Acknowledged);
         assert!(found[0].describe().contains("acknowledged"), "{}", found[0].describe());
     }
 
@@ -192,7 +200,7 @@ mod tests {
         watch.on_op_end(&unnamed, &renamed, 2, Some("rewrite.renamed"), name);
         let found = watch.take();
         assert_eq!(found.len(), 2, "{found:?}");
-        assert!(found[1].renamed && found[1].file == "f6", "{found:?}");
+        assert!(found[1].how == HazardHow::RenamedAcknowledged && found[1].file == "f6", "{found:?}");
         assert!(found[1].describe().contains("renamed into place"), "{}", found[1].describe());
         watch.on_op_end(&unnamed, &renamed, 3, None, name);
         assert!(watch.take().is_empty(), "one mistake, one hazard");

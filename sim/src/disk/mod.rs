@@ -167,7 +167,7 @@ use engine::Phase;
 pub use config::{CrashMode, CrashOutcome, CrashPoint, Damage, DamageKind, DiskConfig, MAX_SECTOR_BYTES};
 pub use crash_states::{CrashState, ALL_DIR_SUBSETS_UP_TO, MAX_TWO_FILE_STATES, WHOLE_OP_CUTS};
 pub use faults::ArmedFault;
-pub use hazards::Hazard;
+pub use hazards::{Hazard, HazardHow};
 pub use image::DiskImage;
 pub use snapshot::{DiskRecording, DiskSnapshot};
 

@@ -9,13 +9,14 @@
 //! for those bytes (`Inode::vouched`), since that decides whether an
 //! engine can tell the damage from a torn write at all.
 
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
 use super::config::{Damage, DamageKind};
 use super::crash_states::CrashState;
 use super::image::{DiskImage, ImageFile};
-use super::inode::vouched;
+use super::inode::{vouched, InodeId};
 use super::snapshot::DiskSnapshot;
 
 impl DiskSnapshot {
@@ -37,23 +38,41 @@ impl DiskSnapshot {
         offset_bytes: u64,
         bytes: &[u8],
     ) -> Option<(DiskImage, Damage)> {
-        let (dir, name) = (path.parent()?, path.file_name()?.to_str()?);
-        let id = *image.dirs.get(dir)?.get(name)?;
-        let old = &image.files.get(&id)?.bytes;
-        let start = usize::try_from(offset_bytes).ok().filter(|&start| start < old.len())?;
-        let end = start + bytes.len().min(old.len() - start);
-        let mut new = old.to_vec();
-        new[start..end].copy_from_slice(&bytes[..end - start]);
-        let first = (start..end).find(|&at| new[at] != old[at])?;
-        let last = (start..end).rev().find(|&at| new[at] != old[at]).expect("first changed");
+        let damage = self.damage(image, path, offset_bytes, bytes)?;
+        let (id, at) = locate(image, path, offset_bytes, bytes.len())?;
+        let mut new = image.files[&id].bytes.to_vec();
+        new[at.clone()].copy_from_slice(&bytes[..at.len()]);
+        let mut damaged = image.clone();
+        damaged.files.insert(id, ImageFile { bytes: Arc::from(new), hash: None });
+        Some((damaged, damage))
+    }
+
+    /// The damage [`DiskSnapshot::damaged`] would announce, without
+    /// building the damaged image: `None` if it would change no byte.
+    pub fn damage(&self, image: &DiskImage, path: &Path, offset_bytes: u64, bytes: &[u8]) -> Option<Damage> {
+        let (id, at) = locate(image, path, offset_bytes, bytes.len())?;
+        let old = &image.files[&id].bytes;
+        let start = at.start;
+        let differs = |i: usize| bytes[i - start] != old[i];
+        let first = at.clone().find(|&i| differs(i))?;
+        let last = at.rev().find(|&i| differs(i)).expect("first changed");
         let file = self.files.get(&id).expect("a snapshot holds every inode its image names");
         let range = first as u64..last as u64 + 1;
         let vouched = vouched(file.vouching.whole_bytes, &file.vouching.vouchers, range);
-        let mut damaged = image.clone();
-        damaged.files.insert(id, ImageFile { bytes: Arc::from(new), hash: None });
         let path = path.to_string_lossy().into_owned();
-        Some((damaged, Damage { kind: DamageKind::Media, path, offset_bytes: first as u64, vouched }))
+        Some(Damage { kind: DamageKind::Media, path, offset_bytes: first as u64, vouched })
     }
+}
+
+/// The file at `path` in `image` and the bytes of it that `len_bytes`
+/// written from `offset_bytes` cover (clipped at its end); `None` if there
+/// is no such file or the offset lies past its end.
+fn locate(image: &DiskImage, path: &Path, offset_bytes: u64, len_bytes: usize) -> Option<(InodeId, Range<usize>)> {
+    let (dir, name) = (path.parent()?, path.file_name()?.to_str()?);
+    let id = *image.dirs.get(dir)?.get(name)?;
+    let old_len = image.files.get(&id)?.bytes.len();
+    let start = usize::try_from(offset_bytes).ok().filter(|&start| start < old_len)?;
+    Some((id, start..start + len_bytes.min(old_len - start)))
 }
 
 #[cfg(test)]

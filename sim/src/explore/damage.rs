@@ -138,7 +138,7 @@ fn plan_runs(images: &[Image], options: &ExploreOptions) -> Result<(Vec<Run>, bo
             if options.damage_site.is_some_and(|only| only != site_index) {
                 continue;
             }
-            if image.snapshot.damaged(&image.image, &site.path, site.offset_bytes, &site.bytes).is_none() {
+            if image.snapshot.damage(&image.image, &site.path, site.offset_bytes, &site.bytes).is_none() {
                 continue;
             }
             for point_in_time in [false, true] {

@@ -87,7 +87,7 @@ pub(super) fn explore<T: Target>(
         match verdict {
             Ok(DamageVerdict::Refused) => report.refused += 1,
             Ok(DamageVerdict::Opened) => report.opened += 1,
-            Err((check, detail)) => failures.push(failure(target, seed, ops, recording, &images, run, check, detail)),
+            Err(failed) => failures.push(failure(target, seed, ops, recording, &images, run, failed)),
         }
     }
     report.elapsed_sec = started.elapsed().as_secs_f64();
@@ -152,9 +152,8 @@ fn plan_runs(images: &[Image], options: &ExploreOptions) -> Result<(Vec<Run>, bo
     Ok((runs, false))
 }
 
-/// The failure of `run`, with the command that recovers that damaged
-/// image again (both ways).
-#[allow(clippy::too_many_arguments)]
+/// The failure `(check, detail)` of `run`, with the command that
+/// recovers that damaged image again (both ways).
 fn failure<T: Target>(
     target: &T,
     seed: u64,
@@ -162,8 +161,7 @@ fn failure<T: Target>(
     recording: &Recording<T::Context>,
     images: &[Image],
     run: &Run,
-    check: crate::failure::Check,
-    detail: String,
+    (check, detail): (crate::failure::Check, String),
 ) -> ExploreFailure {
     let image = &images[run.image];
     let site = &image.sites[run.site];

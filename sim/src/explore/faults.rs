@@ -112,7 +112,7 @@ pub(super) fn explore<T: Target>(
     for (&(_, fault_io, kind), verdict) in runs.iter().zip(&verdicts) {
         let Some(failed_checks) = verdict else { continue };
         for (at, (check, detail)) in failed_checks {
-            let failed = FailedCheck { check: *check, detail: detail.clone() };
+            let failed = (*check, detail.clone());
             failures.push(recovery_failure(target, seed, ops, recording, options, at, (fault_io, kind), failed));
         }
     }
@@ -132,14 +132,8 @@ pub(super) fn explore<T: Target>(
     Ok((report, failures))
 }
 
-/// A check a faulted recovery failed, and why.
-struct FailedCheck {
-    check: Check,
-    detail: String,
-}
-
-/// The failure of the recovery of the crash state `at` with the I/O
-/// `fault.0` of it failing as `fault.1` says, and its repro.
+/// The failure `(check, detail)` of the recovery of the crash state `at`
+/// with the I/O `fault.0` of it failing as `fault.1` says, and its repro.
 #[allow(clippy::too_many_arguments)]
 fn recovery_failure<T: Target>(
     target: &T,
@@ -149,7 +143,7 @@ fn recovery_failure<T: Target>(
     options: &ExploreOptions,
     at: &CheckAt,
     (fault_io, kind): (u64, ArmedFault),
-    failed: FailedCheck,
+    (check, detail): (Check, String),
 ) -> ExploreFailure {
     let snapshot = recording.disk.before_io(at.io_index).expect("a recorded index");
     let state = &snapshot.crash_states_with(options.max_dir_subsets, options.reordered)[at.state];
@@ -168,8 +162,8 @@ fn recovery_failure<T: Target>(
             snapshot.describe(state),
             fault_words(kind)
         ),
-        check: failed.check,
-        detail: failed.detail,
+        check,
+        detail,
         repro: format!("{repro} --fault-io {fault_io}{}", fault_kind_flag(kind)),
     }
 }

@@ -93,11 +93,7 @@ pub(super) fn record<A: Adapter>(
         runner.contexts = Some(vec![first]);
         runner.drive(workload)
     });
-    let failure = match result {
-        Ok(Ok(())) => None,
-        Ok(Err(failure)) => Some((failure.check, failure.detail)),
-        Err(message) => Some((Check::Panic, message)),
-    };
+    let failure = run_failure(result);
     let contexts = runner.contexts.take().unwrap_or_default();
     let started = !contexts.is_empty();
     drop(runner);
@@ -108,6 +104,16 @@ pub(super) fn record<A: Adapter>(
     let (faultable_ios, faultable_writes) = (vfs.faultable_ios(), vfs.faultable_writes());
     let trace = Some(vfs.take_trace()).filter(Trace::keeps_all);
     Recording { disk: vfs.take_recording(), contexts, failure, faultable_ios, faultable_writes, trace }
+}
+
+/// How a run under `catch_panic` failed, if it did: its check and why
+/// (a panic is check `panic`).
+fn run_failure(result: Result<Result<(), Failure>, String>) -> Option<(Check, String)> {
+    match result {
+        Ok(Ok(())) => None,
+        Ok(Err(failure)) => Some((failure.check, failure.detail)),
+        Err(message) => Some((Check::Panic, message)),
+    }
 }
 
 /// [`record`]'s run without its snapshots, with the I/O at `fault.0`
@@ -128,11 +134,7 @@ pub(super) fn run_with_fault<A: Adapter>(
         runner.start()?;
         runner.drive(workload)
     });
-    let failure = match result {
-        Ok(Ok(())) => None,
-        Ok(Err(failure)) => Some((failure.check, failure.detail)),
-        Err(message) => Some((Check::Panic, message)),
-    };
+    let failure = run_failure(result);
     drop(runner);
     FaultedRun { failure, fired: vfs.armed_fault() == Some(true) }
 }

@@ -31,9 +31,9 @@ use engine::clock::ManualClock;
 use engine::frame::{decode_frame, Place};
 use engine::manifest::{Manifest, SegEntry, MANIFEST_FILE};
 use engine::store::{LogicalEntry, Options, Store, AOF_FILE};
-use engine::vfs::{read_whole, MemVfs, OpenMode, Vfs};
+use engine::vfs::{read_whole, MemVfs, Vfs};
 use engine::Error;
-use support::cmd;
+use support::{cmd, put_synced, vfs_files};
 
 const NOW_MS: u64 = 1_700_000_000_000;
 /// The AOF's durability mark frame kind (`engine/src/aof/mod.rs`).
@@ -42,17 +42,6 @@ const DIR: &str = "/db";
 
 fn open(vfs: Arc<MemVfs>) -> engine::Result<Store> {
     Store::open(vfs, Arc::new(ManualClock::new(NOW_MS)), Path::new(DIR), Options::default()).map(|(store, _)| store)
-}
-
-fn put(vfs: &dyn Vfs, name: &str, bytes: &[u8]) {
-    let mut file = vfs.open(&Path::new(DIR).join(name), OpenMode::Truncate).unwrap();
-    file.write_at(0, bytes).unwrap();
-    file.sync().unwrap();
-}
-
-fn files(vfs: &dyn Vfs) -> BTreeMap<String, Vec<u8>> {
-    let names = vfs.list_dir(Path::new(DIR)).unwrap();
-    names.into_iter().map(|name| (name.clone(), read_whole(vfs, &Path::new(DIR).join(&name)).unwrap())).collect()
 }
 
 /// The log and the manifest of a store that ran a short workload whose
@@ -100,12 +89,12 @@ fn misdirected(log: &[u8], (j_at, j_end): (usize, usize), (i_at, i_end): (usize,
 fn open_on(manifest: &[u8], log: &[u8]) -> Result<BTreeMap<Vec<u8>, LogicalEntry>, (Error, bool)> {
     let vfs = Arc::new(MemVfs::new());
     vfs.create_dir_all(Path::new(DIR)).unwrap();
-    put(vfs.as_ref(), MANIFEST_FILE, manifest);
-    put(vfs.as_ref(), AOF_FILE, log);
-    let before = files(vfs.as_ref());
+    put_synced(vfs.as_ref(), &Path::new(DIR).join(MANIFEST_FILE), manifest);
+    put_synced(vfs.as_ref(), &Path::new(DIR).join(AOF_FILE), log);
+    let before = vfs_files(vfs.as_ref(), Path::new(DIR));
     match open(vfs.clone()) {
         Ok(store) => Ok(store.logical_dump().unwrap()),
-        Err(e) => Err((e, files(vfs.as_ref()) == before)),
+        Err(e) => Err((e, vfs_files(vfs.as_ref(), Path::new(DIR)) == before)),
     }
 }
 

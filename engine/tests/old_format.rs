@@ -6,7 +6,8 @@
 //! previous release wrote them: a frame's crc32 covered its length, kind
 //! and payload only.
 
-use std::collections::BTreeMap;
+mod support;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -14,8 +15,9 @@ use engine::clock::ManualClock;
 use engine::manifest::MANIFEST_FILE;
 use engine::seg::{Seg, SegBuilder};
 use engine::store::{Options, Store, AOF_FILE};
-use engine::vfs::{read_whole, Mapping, MemVfs, OpenMode, Vfs};
+use engine::vfs::{read_whole, Mapping, MemVfs, Vfs};
 use engine::Error;
+use support::{put_synced, vfs_files};
 
 const NOW_MS: u64 = 1_700_000_000_000;
 const DIR: &str = "/db";
@@ -54,18 +56,6 @@ fn old_log() -> Vec<u8> {
     bytes
 }
 
-fn put(vfs: &dyn Vfs, name: &str, bytes: &[u8]) {
-    let mut file = vfs.open(&Path::new(DIR).join(name), OpenMode::Truncate).unwrap();
-    file.write_at(0, bytes).unwrap();
-    file.sync().unwrap();
-}
-
-/// Every file of the store with its bytes.
-fn files(vfs: &dyn Vfs) -> BTreeMap<String, Vec<u8>> {
-    let names = vfs.list_dir(Path::new(DIR)).unwrap();
-    names.into_iter().map(|name| (name.clone(), read_whole(vfs, &Path::new(DIR).join(&name)).unwrap())).collect()
-}
-
 fn open(vfs: &Arc<MemVfs>) -> engine::Result<Store> {
     let clock = Arc::new(ManualClock::new(NOW_MS));
     Store::open(vfs.clone(), clock, Path::new(DIR), Options::default()).map(|(store, _)| store)
@@ -80,16 +70,16 @@ fn new_disk() -> Arc<MemVfs> {
 #[test]
 fn a_store_of_the_previous_format_is_refused_by_its_manifest_and_nothing_changes() {
     let vfs = new_disk();
-    put(vfs.as_ref(), MANIFEST_FILE, &old_manifest());
-    put(vfs.as_ref(), AOF_FILE, &old_log());
-    let before = files(vfs.as_ref());
+    put_synced(vfs.as_ref(), &Path::new(DIR).join(MANIFEST_FILE), &old_manifest());
+    put_synced(vfs.as_ref(), &Path::new(DIR).join(AOF_FILE), &old_log());
+    let before = vfs_files(vfs.as_ref(), Path::new(DIR));
     match open(&vfs) {
         Err(Error::OldFormat { file, version: 1, reads: 2 }) => {
             assert_eq!(file, Path::new(DIR).join(MANIFEST_FILE));
         }
         other => panic!("expected OldFormat for the manifest, got {:?}", other.map(|_| "an open store")),
     }
-    assert_eq!(files(vfs.as_ref()), before, "a refused open changed the directory");
+    assert_eq!(vfs_files(vfs.as_ref(), Path::new(DIR)), before, "a refused open changed the directory");
 }
 
 #[test]
@@ -98,8 +88,8 @@ fn a_log_of_the_previous_format_is_refused_by_its_version_not_as_damage() {
     // A store of this format, closed cleanly; then its log replaced by an
     // older one (the manifest is the current format's).
     open(&vfs).unwrap().close().unwrap();
-    put(vfs.as_ref(), AOF_FILE, &old_log());
-    let before = files(vfs.as_ref());
+    put_synced(vfs.as_ref(), &Path::new(DIR).join(AOF_FILE), &old_log());
+    let before = vfs_files(vfs.as_ref(), Path::new(DIR));
     let err = open(&vfs).err().expect("an old log is refused");
     match &err {
         Error::OldFormat { file, version: 2, reads: 3 } => assert_eq!(file, &Path::new(DIR).join(AOF_FILE)),
@@ -107,7 +97,7 @@ fn a_log_of_the_previous_format_is_refused_by_its_version_not_as_damage() {
     }
     let message = err.to_string();
     assert!(message.contains("format version 2") && message.contains("reads"), "{message}");
-    assert_eq!(files(vfs.as_ref()), before, "a refused open changed the directory");
+    assert_eq!(vfs_files(vfs.as_ref(), Path::new(DIR)), before, "a refused open changed the directory");
 }
 
 #[test]

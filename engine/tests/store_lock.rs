@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use engine::clock::ManualClock;
 use engine::store::{Options, Reply, Store, AOF_FILE, REWRITE_TEMP_FILE};
-use engine::vfs::{read_whole, MemVfs, OsVfs, Vfs, LOCK_FILE};
+use engine::vfs::{MemVfs, OsVfs, Vfs, LOCK_FILE};
 use engine::{Error, IoOp, Phase};
-use support::{cmd, os_files, CrashAfter, NoLock};
+use support::{cmd, os_files, vfs_files, CrashAfter, NoLock};
 
 const T0_MS: u64 = 1_700_000_000_000;
 
@@ -67,12 +67,6 @@ fn populated_in_memory() -> (Arc<dyn Vfs>, &'static Path, Store) {
     (vfs, dir, store)
 }
 
-/// Every file in `dir`, by name, with its bytes.
-fn files(vfs: &dyn Vfs, dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let names = vfs.list_dir(dir).unwrap();
-    names.into_iter().map(|name| (name.clone(), read_whole(vfs, &dir.join(name)).unwrap())).collect()
-}
-
 fn assert_locked(result: engine::Result<Store>, dir: &Path) {
     match result {
         Err(Error::Locked { dir: locked }) => assert_eq!(locked, dir),
@@ -84,7 +78,7 @@ fn assert_locked(result: engine::Result<Store>, dir: &Path) {
 #[test]
 fn a_second_opener_is_refused_with_a_clear_error_and_touches_nothing() {
     let (vfs, dir, mut first) = populated_in_memory();
-    let before = files(vfs.as_ref(), dir);
+    let before = vfs_files(vfs.as_ref(), dir);
 
     let refused = open(vfs.clone(), dir);
     let message = refused.as_ref().err().map(|e| e.to_string()).unwrap_or_default();
@@ -92,7 +86,7 @@ fn a_second_opener_is_refused_with_a_clear_error_and_touches_nothing() {
     assert!(message.contains("/db"), "the message names the directory: {message}");
     assert_locked(refused, dir);
     assert_locked(open_read_only(vfs.clone(), dir), dir);
-    assert_eq!(files(vfs.as_ref(), dir), before, "a refused opener changed the directory");
+    assert_eq!(vfs_files(vfs.as_ref(), dir), before, "a refused opener changed the directory");
 
     // The first store is unharmed and still the one owner.
     run(&mut first, &["SET", "c", "3"]);
@@ -149,7 +143,7 @@ fn a_read_only_store_serves_reads_and_refuses_every_write() {
     let (vfs, dir, writer) = populated_in_memory();
     let written = writer.logical_dump().unwrap();
     drop(writer);
-    let before = files(vfs.as_ref(), dir);
+    let before = vfs_files(vfs.as_ref(), dir);
 
     let mut store = open_read_only(vfs.clone(), dir).unwrap();
     assert_eq!(store.logical_dump().unwrap(), written);
@@ -185,7 +179,7 @@ fn a_read_only_store_serves_reads_and_refuses_every_write() {
 
     assert_eq!(store.logical_dump().unwrap(), written, "a refused write changed memory");
     store.close().unwrap();
-    assert_eq!(files(vfs.as_ref(), dir), before, "a read-only store changed the directory");
+    assert_eq!(vfs_files(vfs.as_ref(), dir), before, "a read-only store changed the directory");
 }
 
 /// Bytes that look like the start of a frame and end before its header

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use engine::store::Command;
-use engine::vfs::{Interpose, LockGuard, LockMode, Mapping, OpenMode, Vfs, VfsFile};
+use engine::vfs::{read_whole, Interpose, LockGuard, LockMode, Mapping, OpenMode, Vfs, VfsFile};
 use engine::Phase;
 
 /// Parse a command from words.
@@ -26,6 +26,19 @@ pub fn os_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         files.insert(entry.file_name().to_string_lossy().into_owned(), std::fs::read(entry.path()).unwrap());
     }
     files
+}
+
+/// Every file in `dir` by name with its bytes, read through `vfs`.
+pub fn vfs_files(vfs: &dyn Vfs, dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let names = vfs.list_dir(dir).unwrap();
+    names.into_iter().map(|name| (name.clone(), read_whole(vfs, &dir.join(name)).unwrap())).collect()
+}
+
+/// Write `bytes` as the whole file at `path` and fsync it.
+pub fn put_synced(vfs: &dyn Vfs, path: &Path, bytes: &[u8]) {
+    let mut file = vfs.open(path, OpenMode::Truncate).unwrap();
+    file.write_at(0, bytes).unwrap();
+    file.sync().unwrap();
 }
 
 /// A process crash at a named phase: once the engine marks `target`,

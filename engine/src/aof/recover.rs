@@ -30,7 +30,7 @@ use std::sync::Arc;
 use super::header::encode_header;
 use super::quarantine::quarantine;
 use super::{AofWriter, FsyncPolicy, LogWalk, Record};
-use crate::vfs::{read_once, read_whole, OpenMode, Vfs};
+use crate::vfs::{read_whole, Mapping, OpenMode, Vfs};
 use crate::IoOp;
 use crate::{Error, Result};
 
@@ -114,8 +114,8 @@ pub struct LogRead {
     dir: PathBuf,
     name: String,
     path: PathBuf,
-    /// The whole file as read.
-    bytes: Vec<u8>,
+    /// The whole file as read (or, on a real disk, mapped: `Vfs::read_once`).
+    bytes: Mapping,
     /// Valid frames after the header, `SYNCED` marks included.
     frames_walked: u64,
     /// What the valid prefix's marks vouch for, and where its data ends.
@@ -184,12 +184,17 @@ impl LogRead {
         check_file_name(name)?;
         let path = dir.join(name);
         let exists = vfs.exists(&path).map_err(|e| Error::io(IoOp::Stat, &path, e))?;
-        let read_error =
-            |e| if canary!(ReadErrorEmptyLog) { Ok(Vec::new()) } else { Err(Error::io(IoOp::Read, &path, e)) };
+        let read_error = |e| {
+            if canary!(ReadErrorEmptyLog) {
+                Ok(Mapping::from_vec(Vec::new()))
+            } else {
+                Err(Error::io(IoOp::Read, &path, e))
+            }
+        };
         // Planted (`ReadErrorEmptyLog`): a log that cannot be read is taken
         // for an empty one.
-        let bytes = match exists.then(|| read_once(vfs, &path)) {
-            None => Vec::new(),
+        let bytes = match exists.then(|| vfs.read_once(&path)) {
+            None => Mapping::from_vec(Vec::new()),
             Some(Ok(bytes)) => bytes,
             Some(Err(e)) => read_error(e)?,
         };
@@ -208,7 +213,7 @@ impl LogRead {
             first if canary!(SingleReadRecovery) => (bytes, first?),
             _ => {
                 let stable = match read_whole(vfs, &path) {
-                    Ok(bytes) => bytes,
+                    Ok(bytes) => Mapping::from_vec(bytes),
                     Err(e) => read_error(e)?,
                 };
                 let walked = Walked::of(&path, &stable)?;
@@ -358,9 +363,10 @@ impl AofWriter {
         let read = LogRead::read(vfs.as_ref(), dir, name, mode)?;
         let mut writer = read.open_writer(vfs.clone(), policy, now_ms)?;
         let mut report = read.report().clone();
+        // A copy, taken before the writer cuts the file: the log may be
+        // mapped (`Vfs::read_once`).
+        let bytes = read.bytes[..report.valid_len_bytes as usize].to_vec();
         report.quarantine_file = writer.finish_recovery(vfs.as_ref())?;
-        let mut bytes = read.bytes;
-        bytes.truncate(report.valid_len_bytes as usize);
         let log = RecoveredLog { path: read.path, bytes, frames: report.frames };
         Ok((writer, log, report))
     }
@@ -630,6 +636,36 @@ mod tests {
         let read = LogRead::read(vfs.as_ref(), Path::new(DIR), "aof", RecoveryMode::Consistent).unwrap();
         assert_eq!(read.records().collect_records().unwrap(), records);
         assert_eq!(reads.load(std::sync::atomic::Ordering::Relaxed), 1);
+    }
+
+    /// A log of [`crate::vfs::MAP_READ_MIN_BYTES`] or more is mapped on a
+    /// real disk, not read: its records replay exactly from the mapping,
+    /// and a torn tail is quarantined and cut while the mapping is alive.
+    #[test]
+    fn a_large_log_on_a_real_disk_recovers_through_its_mapping() {
+        let value = vec![b'v'; 4096];
+        let records: Vec<Record> = (0..300)
+            .map(|i| Record::Command(vec![b"SET".to_vec(), format!("key{i}").into_bytes(), value.clone()]))
+            .collect();
+        let mut bytes = log_bytes(&records);
+        assert!(bytes.len() as u64 >= crate::vfs::MAP_READ_MIN_BYTES, "the log is large enough to be mapped");
+        bytes.extend_from_slice(b"torn");
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("aof"), &bytes).unwrap();
+        let vfs: Arc<dyn Vfs> = Arc::new(OsVfs);
+
+        let read = LogRead::read(vfs.as_ref(), tmp.path(), "aof", RecoveryMode::Consistent).unwrap();
+        assert_eq!(read.records().collect_records().unwrap(), records);
+        let mut writer = read.open_writer(vfs.clone(), FsyncPolicy::No, 0).unwrap();
+        let quarantined = writer.finish_recovery(vfs.as_ref()).unwrap();
+        assert_eq!(quarantined.as_deref(), Some("aof.quarantine.1"));
+        assert_eq!(std::fs::read(tmp.path().join("aof.quarantine.1")).unwrap(), b"torn");
+        // The records still read right from the mapping after the cut.
+        assert_eq!(read.records().collect_records().unwrap(), records);
+        drop((read, writer));
+
+        let (_, again, report) = recover_with(vfs, tmp.path(), FsyncPolicy::No, 0).unwrap();
+        assert_eq!((again, report.dropped_bytes), (records, 0));
     }
 
     /// A log with no valid frame is a torn creation only while it is no

@@ -41,7 +41,7 @@ pub use interpose::Interpose;
 pub use lock::{lock_conflict, Holders, LockGuard, LockMode, LockTable, LOCK_FILE};
 pub use mapping::Mapping;
 pub use mem::MemVfs;
-pub use os::OsVfs;
+pub use os::{OsVfs, MAP_READ_MIN_BYTES};
 
 /// How [`Vfs::open`] treats an existing or missing file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,6 +83,26 @@ pub trait Vfs: Send + Sync {
     /// A read-only view of the whole file at `path`, for immutable files
     /// (segments). The engine never writes a file it has mapped.
     fn map_readonly(&self, path: &Path) -> io::Result<Mapping>;
+
+    /// The whole file at `path` as it is now, read once: for a reader that
+    /// checks every byte against a checksum and rereads with [`read_whole`]
+    /// when one does not check (recovery's first read of the log). The
+    /// caller holds the store's lock and drops the bytes before anything
+    /// shrinks the file.
+    ///
+    /// The default opens the file and reads it into memory, one read; this
+    /// is what the simulator's disk and every interposer see, so a
+    /// transient fault on the read path strikes it as it would any read. A
+    /// real disk may map a large file instead ([`OsVfs`]): a fresh buffer
+    /// the size of a large log costs a page fault per page to fill, which
+    /// was a third of a 33 MB replay.
+    fn read_once(&self, path: &Path) -> io::Result<Mapping> {
+        let file = self.open(path, OpenMode::Read)?;
+        let len = usize::try_from(file.len()?).map_err(|_| io::Error::other("file too large"))?;
+        let mut bytes = vec![0u8; len];
+        read_exact_at(file.as_ref(), 0, &mut bytes)?;
+        Ok(Mapping::from_vec(bytes))
+    }
 
     /// Whether `path` names an existing file.
     fn exists(&self, path: &Path) -> io::Result<bool>;
@@ -150,17 +170,6 @@ pub fn read_whole(vfs: &dyn Vfs, path: &Path) -> io::Result<Vec<u8>> {
     let file = vfs.open(path, OpenMode::Read)?;
     let len_bytes = file.len()?;
     read_stable(file.as_ref(), len_bytes)
-}
-
-/// Read the whole file at `path` once. Only for bytes whose every part a
-/// checksum covers, and whose reader falls back to [`read_whole`] when one
-/// does not check (a transient flip on the read path looks like damage).
-pub fn read_once(vfs: &dyn Vfs, path: &Path) -> io::Result<Vec<u8>> {
-    let file = vfs.open(path, OpenMode::Read)?;
-    let len = usize::try_from(file.len()?).map_err(|_| io::Error::other("file too large"))?;
-    let mut bytes = vec![0u8; len];
-    read_exact_at(file.as_ref(), 0, &mut bytes)?;
-    Ok(bytes)
 }
 
 /// Read the first `len_bytes` of `file` until two reads in a row agree —

@@ -21,6 +21,11 @@ use std::sync::Arc;
 
 use super::{lock_conflict, LockGuard, LockMode, Mapping, OpenMode, Vfs, VfsFile, LOCK_FILE};
 
+/// Files at least this long are mapped by [`OsVfs`]'s `read_once` rather
+/// than read into a fresh buffer; below it, one `pread` costs less than a
+/// map and its unmap.
+pub const MAP_READ_MIN_BYTES: u64 = 1 << 20;
+
 /// The operating system's file system.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OsVfs;
@@ -118,6 +123,28 @@ impl Vfs for OsVfs {
         // which it never writes, truncates or reuses the name of while a
         // mapping is alive. Another process modifying the file would be
         // outside the engine's contract, as for any embedded database.
+        let map = unsafe { memmap2::Mmap::map(&file)? };
+        Ok(Mapping::new(Arc::new(map)))
+    }
+
+    /// A file of [`MAP_READ_MIN_BYTES`] or more is mapped rather than read:
+    /// its pages come straight from the page cache, where a read would
+    /// first fault in and zero a fresh buffer of the same size (the
+    /// default). Smaller files are read, one `pread`.
+    fn read_once(&self, path: &Path) -> io::Result<Mapping> {
+        let file = File::open(path)?;
+        let len_bytes = file.metadata()?.len();
+        if len_bytes < MAP_READ_MIN_BYTES {
+            let mut bytes = vec![0u8; len_bytes as usize];
+            file.read_exact_at(&mut bytes, 0)?;
+            return Ok(Mapping::from_vec(bytes));
+        }
+        // SAFETY: the caller holds the store's lock (`Vfs::read_once`), so
+        // no store writes the file while the mapping is read; the engine
+        // reads it (recovery's check and replay) before its own recovery
+        // cuts the file, and only ever appends to it otherwise. Another
+        // process shrinking the file would be outside the engine's
+        // contract, as for segments.
         let map = unsafe { memmap2::Mmap::map(&file)? };
         Ok(Mapping::new(Arc::new(map)))
     }

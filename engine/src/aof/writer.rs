@@ -30,7 +30,7 @@ use super::header::{encode_snapshot_header, encode_unfinished_header};
 use super::record::{command_payload_len_bytes, encode_command_payload};
 use super::recover::PendingRecovery;
 use super::{FsyncPolicy, Record, KIND_COMMAND, KIND_SYNCED};
-use crate::frame::{encode_frame, Place, MAX_FRAME_PAYLOAD_BYTES};
+use crate::frame::{encode_frame, encode_frame_with, Place, MAX_FRAME_PAYLOAD_BYTES};
 use crate::vfs::{OpenMode, Vfs, VfsFile};
 use crate::IoOp;
 use crate::{Error, Result};
@@ -214,13 +214,12 @@ impl AofWriter {
     /// it into an owned argument list.
     pub fn append_command(&mut self, args: &[&[u8]], now_ms: u64) -> Result<()> {
         self.check_not_poisoned()?;
-        check_payload_len(command_payload_len_bytes(args))?;
+        let payload_len_bytes = command_payload_len_bytes(args);
+        check_payload_len(payload_len_bytes)?;
         assert!(self.frame_buf.is_empty());
         self.begin_batch(true);
         self.batch_has_data = true;
-        self.payload_buf.clear();
-        encode_command_payload(args, &mut self.payload_buf);
-        encode_frame(&mut self.frame_buf, Place::aof(self.len_bytes), KIND_COMMAND, &self.payload_buf);
+        self.encode_command(args, payload_len_bytes);
         self.write_frame_buf()?;
         self.apply_policy(now_ms)
     }
@@ -231,13 +230,21 @@ impl AofWriter {
     /// records in between. Refuses an oversized record (nothing is added).
     pub fn batch_command(&mut self, args: &[&[u8]]) -> Result<()> {
         self.check_not_poisoned()?;
-        check_payload_len(command_payload_len_bytes(args))?;
+        let payload_len_bytes = command_payload_len_bytes(args);
+        check_payload_len(payload_len_bytes)?;
         self.begin_batch(true);
         self.batch_has_data = true;
-        self.payload_buf.clear();
-        encode_command_payload(args, &mut self.payload_buf);
-        encode_frame(&mut self.frame_buf, Place::aof(self.len_bytes), KIND_COMMAND, &self.payload_buf);
+        self.encode_command(args, payload_len_bytes);
         Ok(())
+    }
+
+    /// Add a COMMAND frame of `args`, whose payload `check_payload_len`
+    /// passed, to the pending batch: encoded straight into it.
+    fn encode_command(&mut self, args: &[&[u8]], payload_len_bytes: u64) {
+        let payload_len_bytes = usize::try_from(payload_len_bytes).expect("a checked payload length fits in memory");
+        encode_frame_with(&mut self.frame_buf, Place::aof(self.len_bytes), KIND_COMMAND, payload_len_bytes, |out| {
+            encode_command_payload(args, out)
+        });
     }
 
     /// Add `record`'s frame to the pending batch (see

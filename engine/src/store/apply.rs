@@ -189,7 +189,7 @@ impl Store {
         let records: Vec<Record> = purges.iter().map(|c| Record::Command(c.to_args())).collect();
         self.log(&records, now_ms)?;
         for purge in purges {
-            self.apply(purge)?;
+            self.apply(&purge)?;
         }
         Ok(())
     }
@@ -265,11 +265,11 @@ impl Store {
     /// `check` and `promote_for` it cannot fail (replay relies on it).
     /// Takes the command by value so its bytes move into the map as they
     /// are: replay copies each kept byte exactly once, at parse.
-    pub(super) fn apply(&mut self, command: Command) -> Result<Reply> {
+    pub(super) fn apply(&mut self, command: &Command) -> Result<Reply> {
         let reply = match command {
             Command::Set { key, value } => {
-                self.remove_key(&key);
-                self.insert_entry(key, Entry { value: Value::Str(value), expire_at_ms: None });
+                self.remove_key(key);
+                self.insert_entry(key.clone(), Entry { value: Value::Str(value.clone()), expire_at_ms: None });
                 Reply::Ok
             }
             Command::Del { keys } => {
@@ -277,30 +277,30 @@ impl Store {
                 Reply::Int(removed as i64)
             }
             Command::HSet { key, pairs } => {
-                let added = self.apply_hset(key, pairs.iter().map(|(f, v)| (f.as_slice(), v.as_slice())))?;
+                let added = self.apply_hset(key.clone(), pairs.iter().map(|(f, v)| (f.as_slice(), v.as_slice())))?;
                 Reply::Int(added)
             }
             Command::HDel { key, fields } => {
-                let removed = self.apply_hdel(&key, &fields)?;
+                let removed = self.apply_hdel(key, fields)?;
                 Reply::Int(removed)
             }
-            Command::PExpireAt { key, at_ms } => match self.map.get_mut(&key) {
+            Command::PExpireAt { key, at_ms } => match self.map.get_mut(key) {
                 None => Reply::Int(0),
                 Some(entry) => {
                     assert!(!matches!(entry.value, Value::Cold(_)), "a stub never carries a TTL");
-                    entry.expire_at_ms = Some(logged_deadline(at_ms));
+                    entry.expire_at_ms = Some(logged_deadline(*at_ms));
                     Reply::Int(1)
                 }
             },
             Command::Persist { key } => {
-                let had = self.map.get_mut(&key).and_then(|e| e.expire_at_ms.take()).is_some();
+                let had = self.map.get_mut(key).and_then(|e| e.expire_at_ms.take()).is_some();
                 Reply::Int(i64::from(had))
             }
             Command::HPExpireAt { key, at_ms, fields } => {
                 let mut set = 0;
-                if let Some(Entry { value: Value::Hash(row), .. }) = self.map.get_mut(&key) {
-                    for field in &fields {
-                        if row.set_expiry(field, Some(logged_deadline(at_ms))) {
+                if let Some(Entry { value: Value::Hash(row), .. }) = self.map.get_mut(key) {
+                    for field in fields {
+                        if row.set_expiry(field, Some(logged_deadline(*at_ms))) {
                             set += 1;
                         }
                     }
@@ -315,17 +315,18 @@ impl Store {
                 Reply::Ok
             }
             Command::Window { table, column, span } => {
-                let max_seen = self.scan_max_seen(&table, &column);
-                self.windows.insert(table, Window { column, span, max_seen });
+                let max_seen = self.scan_max_seen(table, column);
+                self.windows.insert(table.clone(), Window { column: column.clone(), span: *span, max_seen });
                 Reply::Ok
             }
-            Command::HIncrBy { key, field, by } => Reply::Int(self.apply_hincrby(key, &field, by)?),
+            Command::HIncrBy { key, field, by } => Reply::Int(self.apply_hincrby(key, field, *by)?),
             Command::HSetNx { key, field, value } => {
-                let present = matches!(self.map.get(&key), Some(Entry { value: Value::Hash(row), .. }) if row.contains_key(&field));
+                let present =
+                    matches!(self.map.get(key), Some(Entry { value: Value::Hash(row), .. }) if row.contains_key(field));
                 if present {
                     Reply::Int(0)
                 } else {
-                    Reply::Int(self.apply_hset(key, std::iter::once((field.as_slice(), value.as_slice())))?)
+                    Reply::Int(self.apply_hset(key.clone(), std::iter::once((field.as_slice(), value.as_slice())))?)
                 }
             }
             _ => unreachable!("apply() is called only for writes"),
@@ -354,15 +355,15 @@ impl Store {
     /// HINCRBY after a passing `check` and `promote_for`: the field takes
     /// the sum (through `apply_hset`, which also raises a window's mark
     /// when the field is its column) and keeps its TTL, as in Redis.
-    fn apply_hincrby(&mut self, key: Vec<u8>, field: &[u8], by: i64) -> Result<i64> {
-        let value = self.incremented(&key, field, by)?;
-        let ttl = match self.map.get(&key) {
+    fn apply_hincrby(&mut self, key: &[u8], field: &[u8], by: i64) -> Result<i64> {
+        let value = self.incremented(key, field, by)?;
+        let ttl = match self.map.get(key) {
             Some(Entry { value: Value::Hash(row), .. }) => row.get(field).and_then(|f| f.expire_at_ms),
             _ => None,
         };
         let text = value.to_string();
-        self.apply_hset(key.clone(), std::iter::once((field, text.as_bytes())))?;
-        if let (Some(at), Some(Entry { value: Value::Hash(row), .. })) = (ttl, self.map.get_mut(&key)) {
+        self.apply_hset(key.to_vec(), std::iter::once((field, text.as_bytes())))?;
+        if let (Some(at), Some(Entry { value: Value::Hash(row), .. })) = (ttl, self.map.get_mut(key)) {
             row.set_expiry(field, Some(at));
         }
         Ok(value)

@@ -159,7 +159,7 @@ impl Store {
         }
         self.promote_for(command)?;
         self.log_command(command, now_ms)?;
-        let reply = self.apply(command.clone());
+        let reply = self.apply(command);
         debug_assert!(reply.is_ok(), "apply after a passing check cannot fail: {reply:?}");
         reply
     }

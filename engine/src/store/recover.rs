@@ -253,7 +253,7 @@ impl Store {
                         }
                         self.check(&command).map_err(|e| self.replay_error(index, e))?;
                         self.promote_for(&command)?;
-                        self.apply(command).map(drop)
+                        self.apply(&command).map(drop)
                     }
                 };
                 // A refusal is the log's fault; a failed promotion read

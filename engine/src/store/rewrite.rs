@@ -93,7 +93,7 @@ impl Store {
     pub(super) fn flush_all(&mut self, now_ms: u64) -> Result<Reply> {
         let command = Command::FlushAll;
         self.log_command(&command, now_ms)?;
-        let reply = self.apply(command)?;
+        let reply = self.apply(&command)?;
         if canary!(FlushallRetireEarly) {
             // Planted: the log names these segments until the rewrite below is durable.
             self.retire_unnamed(&BTreeSet::new())?;

@@ -651,15 +651,16 @@ mod tests {
         assert!(bytes.len() as u64 >= crate::vfs::MAP_READ_MIN_BYTES, "the log is large enough to be mapped");
         bytes.extend_from_slice(b"torn");
         let tmp = tempfile::tempdir().unwrap();
-        std::fs::write(tmp.path().join("aof"), &bytes).unwrap();
         let vfs: Arc<dyn Vfs> = Arc::new(OsVfs);
+        let path_of = |name: &str| tmp.path().join(name).to_str().unwrap().to_string();
+        put_file(vfs.as_ref(), &path_of("aof"), &bytes);
 
         let read = LogRead::read(vfs.as_ref(), tmp.path(), "aof", RecoveryMode::Consistent).unwrap();
         assert_eq!(read.records().collect_records().unwrap(), records);
         let mut writer = read.open_writer(vfs.clone(), FsyncPolicy::No, 0).unwrap();
         let quarantined = writer.finish_recovery(vfs.as_ref()).unwrap();
         assert_eq!(quarantined.as_deref(), Some("aof.quarantine.1"));
-        assert_eq!(std::fs::read(tmp.path().join("aof.quarantine.1")).unwrap(), b"torn");
+        assert_eq!(file_bytes(vfs.as_ref(), &path_of("aof.quarantine.1")), b"torn");
         // The records still read right from the mapping after the cut.
         assert_eq!(read.records().collect_records().unwrap(), records);
         drop((read, writer));

@@ -15,6 +15,7 @@
 //! length plus every hot value's weight (a stub costs only its key), and a
 //! segment's `live` is the number of stubs pointing into it.
 
+use super::key::Key;
 use super::segments::Segments;
 use super::value::{entry_weight, value_weight, Entry, Stub, Value};
 use super::Store;
@@ -33,10 +34,10 @@ impl Store {
 
     /// Put `entry` at `key`, which must be absent (or already removed
     /// through [`Store::remove_key`]).
-    pub(super) fn insert_entry(&mut self, key: Vec<u8>, entry: Entry) {
+    pub(super) fn insert_entry(&mut self, key: &[u8], entry: Entry) {
         assert!(!matches!(entry.value, Value::Cold(_)), "stubs enter through insert_stub");
-        self.charge(entry_weight(&key, &entry));
-        let previous = self.map.insert(key, entry);
+        self.charge(entry_weight(key, &entry));
+        let previous = self.map.insert(Key::new(key), entry);
         assert!(previous.is_none(), "insert_entry over a present key");
     }
 
@@ -61,7 +62,7 @@ impl Store {
     /// A stub for `key`, absent until now, pointing into `stub.seq`.
     pub(super) fn insert_stub(&mut self, key: &[u8], stub: Stub) {
         self.charge(key.len() as u64);
-        let previous = self.map.insert(key.to_vec(), Entry { value: Value::Cold(stub), expire_at_ms: None });
+        let previous = self.map.insert(Key::new(key), Entry { value: Value::Cold(stub), expire_at_ms: None });
         assert!(previous.is_none(), "insert_stub over a present key");
         self.segments.note_live(stub.seq, 1);
     }

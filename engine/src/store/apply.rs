@@ -7,9 +7,11 @@
 //! which turns it into logged deletes.
 
 use std::collections::{btree_map, BTreeMap};
+use std::ops::Bound;
 
 use super::accounting::promote_entry;
 use super::command::{parse_int, Command, Reply};
+use super::key::Key;
 use super::row::{packed_bytes, Row};
 use super::value::{Entry, Value};
 use super::{Store, Window};
@@ -72,7 +74,7 @@ impl Store {
     /// rows resolve through their segment without being promoted.
     pub(super) fn read(&self, command: &Command, now_ms: u64) -> Result<Reply> {
         match command {
-            Command::Get { key } => match self.map.get(key) {
+            Command::Get { key } => match self.map.get(&key[..]) {
                 Some(e) if !e.is_expired(now_ms) => match &e.value {
                     Value::Str(v) => Ok(Reply::Bulk(v.clone())),
                     // A hash whose every field has expired is no key at all.
@@ -108,7 +110,7 @@ impl Store {
                 }
                 Ok(Reply::Int(count))
             }
-            Command::PTtl { key } => Ok(Reply::Int(match self.map.get(key) {
+            Command::PTtl { key } => Ok(Reply::Int(match self.map.get(&key[..]) {
                 _ if !self.exists(key, now_ms)? => -2,
                 Some(Entry { expire_at_ms: Some(at), .. }) => i64::try_from(at - now_ms).unwrap_or(i64::MAX),
                 _ => -1,
@@ -119,7 +121,7 @@ impl Store {
                 Ok(Reply::Array(fields.iter().map(value).collect()))
             }
             Command::HLen { key } => {
-                if let Some(Entry { value: Value::Cold(stub), .. }) = self.map.get(key) {
+                if let Some(Entry { value: Value::Cold(stub), .. }) = self.map.get(&key[..]) {
                     if canary!(HlenStubWeight) {
                         // Planted: a cold row's field count read from the
                         // stub's accounting instead of its segment.
@@ -170,7 +172,7 @@ impl Store {
     pub(super) fn purge_expired(&mut self, command: &Command, now_ms: u64) -> Result<()> {
         let mut purges = Vec::new();
         for key in touched_keys(command) {
-            let Some(entry) = self.map.get(key) else { continue };
+            let Some(entry) = self.map.get(&key[..]) else { continue };
             if entry.is_expired(now_ms) {
                 purges.push(Command::Del { keys: vec![key.clone()] });
                 continue;
@@ -200,8 +202,8 @@ impl Store {
     pub(super) fn check(&self, command: &Command) -> Result<bool> {
         let changes = match command {
             Command::Set { .. } | Command::FlushAll => true,
-            Command::Del { keys } => keys.iter().any(|k| self.map.contains_key(k)),
-            Command::HSet { key, .. } => match self.map.get(key).map(|e| &e.value) {
+            Command::Del { keys } => keys.iter().any(|k| self.map.contains_key(&k[..])),
+            Command::HSet { key, .. } => match self.map.get(&key[..]).map(|e| &e.value) {
                 Some(Value::Str(_)) => return Err(wrong_type(key, "hash")),
                 _ => true,
             },
@@ -211,7 +213,7 @@ impl Store {
                 return Err(Error::Invalid(format!("a logged deadline is negative: {at_ms}")));
             }
             Command::HDel { key, fields } | Command::HPExpireAt { key, fields, .. } => {
-                match self.map.get(key).map(|e| &e.value) {
+                match self.map.get(&key[..]).map(|e| &e.value) {
                     None => false,
                     Some(Value::Str(_)) => return Err(wrong_type(key, "hash")),
                     Some(Value::Hash(row)) => fields.iter().any(|f| row.contains_key(f)),
@@ -221,15 +223,15 @@ impl Store {
                     }
                 }
             }
-            Command::PExpireAt { key, .. } => self.map.contains_key(key),
+            Command::PExpireAt { key, .. } => self.map.contains_key(&key[..]),
             Command::HIncrBy { key, field, by } => self.incremented(key, field, *by).map(|_| true)?,
-            Command::HSetNx { key, field, .. } => match self.map.get(key).map(|e| &e.value) {
+            Command::HSetNx { key, field, .. } => match self.map.get(&key[..]).map(|e| &e.value) {
                 None => true,
                 Some(Value::Str(_)) => return Err(wrong_type(key, "hash")),
                 Some(Value::Hash(row)) => !row.contains_key(field),
                 Some(Value::Cold(stub)) => !self.segments.read_row(key, *stub)?.contains_key(field),
             },
-            Command::Persist { key } => self.map.get(key).is_some_and(|e| e.expire_at_ms.is_some()),
+            Command::Persist { key } => self.map.get(&key[..]).is_some_and(|e| e.expire_at_ms.is_some()),
             Command::Window { table, column, span } => {
                 self.windows.get(table).is_none_or(|w| w.column != *column || w.span != *span)
             }
@@ -269,7 +271,7 @@ impl Store {
         let reply = match command {
             Command::Set { key, value } => {
                 self.remove_key(key);
-                self.insert_entry(key.clone(), Entry { value: Value::Str(value.clone()), expire_at_ms: None });
+                self.insert_entry(key, Entry { value: Value::Str(value.clone()), expire_at_ms: None });
                 Reply::Ok
             }
             Command::Del { keys } => {
@@ -277,14 +279,14 @@ impl Store {
                 Reply::Int(removed as i64)
             }
             Command::HSet { key, pairs } => {
-                let added = self.apply_hset(key.clone(), pairs.iter().map(|(f, v)| (f.as_slice(), v.as_slice())))?;
+                let added = self.apply_hset(key, pairs.iter().map(|(f, v)| (f.as_slice(), v.as_slice())))?;
                 Reply::Int(added)
             }
             Command::HDel { key, fields } => {
                 let removed = self.apply_hdel(key, fields)?;
                 Reply::Int(removed)
             }
-            Command::PExpireAt { key, at_ms } => match self.map.get_mut(key) {
+            Command::PExpireAt { key, at_ms } => match self.map.get_mut(&key[..]) {
                 None => Reply::Int(0),
                 Some(entry) => {
                     assert!(!matches!(entry.value, Value::Cold(_)), "a stub never carries a TTL");
@@ -293,12 +295,12 @@ impl Store {
                 }
             },
             Command::Persist { key } => {
-                let had = self.map.get_mut(key).and_then(|e| e.expire_at_ms.take()).is_some();
+                let had = self.map.get_mut(&key[..]).and_then(|e| e.expire_at_ms.take()).is_some();
                 Reply::Int(i64::from(had))
             }
             Command::HPExpireAt { key, at_ms, fields } => {
                 let mut set = 0;
-                if let Some(Entry { value: Value::Hash(row), .. }) = self.map.get_mut(key) {
+                if let Some(Entry { value: Value::Hash(row), .. }) = self.map.get_mut(&key[..]) {
                     for field in fields {
                         if row.set_expiry(field, Some(logged_deadline(*at_ms))) {
                             set += 1;
@@ -321,12 +323,11 @@ impl Store {
             }
             Command::HIncrBy { key, field, by } => Reply::Int(self.apply_hincrby(key, field, *by)?),
             Command::HSetNx { key, field, value } => {
-                let present =
-                    matches!(self.map.get(key), Some(Entry { value: Value::Hash(row), .. }) if row.contains_key(field));
+                let present = matches!(self.map.get(&key[..]), Some(Entry { value: Value::Hash(row), .. }) if row.contains_key(field));
                 if present {
                     Reply::Int(0)
                 } else {
-                    Reply::Int(self.apply_hset(key.clone(), std::iter::once((field.as_slice(), value.as_slice())))?)
+                    Reply::Int(self.apply_hset(key, std::iter::once((field.as_slice(), value.as_slice())))?)
                 }
             }
             _ => unreachable!("apply() is called only for writes"),
@@ -362,7 +363,7 @@ impl Store {
             _ => None,
         };
         let text = value.to_string();
-        self.apply_hset(key.to_vec(), std::iter::once((field, text.as_bytes())))?;
+        self.apply_hset(key, std::iter::once((field, text.as_bytes())))?;
         if let (Some(at), Some(Entry { value: Value::Hash(row), .. })) = (ttl, self.map.get_mut(key)) {
             row.set_expiry(field, Some(at));
         }
@@ -376,10 +377,10 @@ impl Store {
     /// log: a new row is then the key's allocation and the row's, no more.
     pub(super) fn apply_hset<'p>(
         &mut self,
-        key: Vec<u8>,
+        key: &[u8],
         pairs: impl Iterator<Item = (&'p [u8], &'p [u8])> + Clone,
     ) -> Result<i64> {
-        let mut entry = self.map.entry(key);
+        let mut entry = self.map.entry(Key::new(key));
         if let btree_map::Entry::Occupied(occupied) = &mut entry {
             match occupied.get().value {
                 Value::Str(_) => return Err(wrong_type(occupied.key(), "hash")),
@@ -387,7 +388,7 @@ impl Store {
                     // Rare, and it reads a segment anyway: the copy of the
                     // key (the entry cannot lend it and itself at once) is
                     // noise.
-                    let key = occupied.key().clone();
+                    let key = occupied.key().to_vec();
                     promote_entry(&mut self.segments, &mut self.used_memory, &key, occupied.get_mut())?;
                 }
                 Value::Hash(_) => {}
@@ -459,7 +460,7 @@ impl Store {
     fn scan_max_seen(&self, table: &[u8], column: &[u8]) -> Option<i64> {
         let prefix = table_prefix(table);
         self.map
-            .range(prefix.clone()..)
+            .range::<[u8], _>((Bound::Included(&prefix[..]), Bound::Unbounded))
             .take_while(|(k, _)| k.starts_with(&prefix))
             .filter_map(|(_, e)| match &e.value {
                 Value::Hash(row) => row.get(column).and_then(|f| parse_int(f.value)),

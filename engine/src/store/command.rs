@@ -226,6 +226,20 @@ pub(super) enum Parsed<'a, A> {
     Other(Command),
 }
 
+/// Append the argument list of `HSET key field value …` to `args`: the
+/// one place its layout is spelled, for [`Command::with_args`] and for a
+/// rewrite that logs a row's fields straight from the row.
+pub(super) fn hset_args<'a>(
+    key: &'a [u8],
+    pairs: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+    args: &mut Vec<&'a [u8]>,
+) {
+    args.extend([&b"HSET"[..], key]);
+    for (field, value) in pairs {
+        args.extend([field, value]);
+    }
+}
+
 impl Command {
     /// Parse `args` (the first is the command name, any case). Each
     /// argument the command keeps is copied once; nothing else allocates.
@@ -402,10 +416,7 @@ impl Command {
                 args.extend(keys.iter().map(Vec::as_slice));
             }
             Command::HSet { key, pairs } => {
-                args.extend([&b"HSET"[..], key]);
-                for (field, value) in pairs {
-                    args.extend([field.as_slice(), value]);
-                }
+                hset_args(key, pairs.iter().map(|(field, value)| (field.as_slice(), value.as_slice())), &mut args);
             }
             Command::HGet { key, field } => args.extend([&b"HGET"[..], key, field]),
             Command::HDel { key, fields } => {

@@ -14,6 +14,8 @@
 //! replays to the committed state. Reversing 1 and 2 would let a durable
 //! frame name a segment that never became durable — rows with no home.
 
+use std::ops::Bound;
+
 use super::apply::table_holds;
 use super::command::parse_int;
 use super::command::Command;
@@ -145,7 +147,7 @@ impl Store {
         let Some(threshold) = window.threshold() else { return Vec::new() };
         let prefix = super::apply::table_prefix(table);
         let mut rows = Vec::new();
-        for (key, entry) in self.map.range(prefix..) {
+        for (key, entry) in self.map.range::<[u8], _>((Bound::Included(&prefix[..]), Bound::Unbounded)) {
             if !table_holds(table, key) {
                 break;
             }

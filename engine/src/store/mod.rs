@@ -24,6 +24,7 @@ mod apply;
 mod audit;
 mod command;
 mod evict;
+mod key;
 mod logical;
 mod recover;
 mod rewrite;
@@ -51,6 +52,7 @@ use crate::manifest::Manifest;
 use crate::vfs::{LockGuard, LockMode, Vfs};
 use crate::IoOp;
 use crate::{Error, Result};
+use key::Key;
 use segments::Segments;
 use value::{Entry, Value};
 
@@ -107,7 +109,7 @@ pub struct Store {
     /// The log's writer; `None` exactly when the store is read-only.
     aof: Option<AofWriter>,
     manifest: Manifest,
-    map: BTreeMap<Vec<u8>, Entry>,
+    map: BTreeMap<Key, Entry>,
     segments: Segments,
     windows: BTreeMap<Vec<u8>, Window>,
     /// Hot bytes: keys plus hot values; a stub counts only its key.

@@ -245,7 +245,7 @@ impl Store {
                     // apply with one map lookup instead of three, packing
                     // its pairs into the row straight from the log.
                     Parsed::HSet { key, pairs } => {
-                        self.apply_hset(key.to_vec(), pairs.chunks_exact(2).map(|pair| (pair[0], pair[1]))).map(drop)
+                        self.apply_hset(key, pairs.chunks_exact(2).map(|pair| (pair[0], pair[1]))).map(drop)
                     }
                     Parsed::Other(command) => {
                         if !command.is_write() {
@@ -314,7 +314,7 @@ impl Store {
             rows.push((key.to_vec(), row));
         }
         for (key, row) in rows {
-            match self.map.get(&key) {
+            match self.map.get(&key[..]) {
                 None => {
                     let weight = value_weight(&Value::Hash(row));
                     self.insert_stub(&key, Stub { seq, weight });

@@ -18,8 +18,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::command::Command;
+use super::command::{hset_args, Command};
 use super::evict::is_sync_failure;
+use super::row::FieldRef;
 use super::value::Value;
 use super::{Reply, Store, AOF_FILE, REWRITE_TEMP_FILE};
 use crate::aof::{AofWriter, Record};
@@ -124,27 +125,17 @@ impl Store {
                 continue;
             }
             match &entry.value {
-                Value::Str(value) => emit(writer, Command::Set { key: key.clone(), value: value.clone() })?,
+                Value::Str(value) => emit(writer, Command::Set { key: key.to_vec(), value: value.clone() })?,
                 Value::Cold(stub) => {
                     named.insert(stub.seq);
-                    writer.batch_record(&Record::Stub { key: key.clone(), seq: stub.seq, weight: stub.weight })?;
+                    writer.batch_record(&Record::Stub { key: key.to_vec(), seq: stub.seq, weight: stub.weight })?;
                 }
                 Value::Hash(fields) => {
                     let live: Vec<_> = fields.iter().filter(|(_, slot)| !slot.is_expired(now_ms)).collect();
                     if live.is_empty() {
                         continue;
                     }
-                    let mut pairs = Vec::new();
-                    let mut chunk_bytes = 0usize;
-                    for (field, slot) in &live {
-                        if !pairs.is_empty() && chunk_bytes + field.len() + slot.value.len() > REWRITE_CHUNK_BYTES {
-                            emit(writer, Command::HSet { key: key.clone(), pairs: std::mem::take(&mut pairs) })?;
-                            chunk_bytes = 0;
-                        }
-                        chunk_bytes += field.len() + slot.value.len();
-                        pairs.push((field.to_vec(), slot.value.to_vec()));
-                    }
-                    emit(writer, Command::HSet { key: key.clone(), pairs })?;
+                    emit_hset(writer, key, &live)?;
                     let mut by_expiry: BTreeMap<u64, Vec<Vec<u8>>> = BTreeMap::new();
                     for (field, slot) in &live {
                         if let Some(at_ms) = slot.expire_at_ms {
@@ -152,12 +143,12 @@ impl Store {
                         }
                     }
                     for (at_ms, fields) in by_expiry {
-                        emit(writer, Command::HPExpireAt { key: key.clone(), at_ms: deadline_arg(at_ms), fields })?;
+                        emit(writer, Command::HPExpireAt { key: key.to_vec(), at_ms: deadline_arg(at_ms), fields })?;
                     }
                 }
             }
             if let Some(at_ms) = entry.expire_at_ms.filter(|_| !canary!(RewriteDropsTtl)) {
-                emit(writer, Command::PExpireAt { key: key.clone(), at_ms: deadline_arg(at_ms) })?;
+                emit(writer, Command::PExpireAt { key: key.to_vec(), at_ms: deadline_arg(at_ms) })?;
             }
         }
         Ok(named)
@@ -168,6 +159,37 @@ impl Store {
 /// from a non-negative `i64`, so it fits.
 fn deadline_arg(at_ms: u64) -> i64 {
     i64::try_from(at_ms).unwrap_or(i64::MAX)
+}
+
+/// Add `HSET key …` of a row's `live` fields to the rewrite's batch, in
+/// commands of at most [`REWRITE_CHUNK_BYTES`] of names and values each
+/// (one field may exceed it alone), borrowed from the row: a rewrite
+/// copies no field or value on its way to the log.
+fn emit_hset(writer: &mut AofWriter, key: &[u8], live: &[(&[u8], FieldRef<'_>)]) -> Result<()> {
+    let mut args: Vec<&[u8]> = Vec::with_capacity(2 + 2 * live.len());
+    let mut start = 0;
+    let mut chunk_bytes = 0usize;
+    for (i, (field, slot)) in live.iter().enumerate() {
+        if i > start && chunk_bytes + field.len() + slot.value.len() > REWRITE_CHUNK_BYTES {
+            emit_hset_chunk(writer, key, &live[start..i], &mut args)?;
+            (start, chunk_bytes) = (i, 0);
+        }
+        chunk_bytes += field.len() + slot.value.len();
+    }
+    emit_hset_chunk(writer, key, &live[start..], &mut args)
+}
+
+/// One `HSET key …` of `pairs` into the rewrite's batch.
+fn emit_hset_chunk<'a>(
+    writer: &mut AofWriter,
+    key: &'a [u8],
+    pairs: &[(&'a [u8], FieldRef<'a>)],
+    args: &mut Vec<&'a [u8]>,
+) -> Result<()> {
+    debug_assert!(!pairs.is_empty(), "an HSET holds at least one pair");
+    args.clear();
+    hset_args(key, pairs.iter().map(|(field, slot)| (*field, slot.value)), args);
+    writer.batch_command(args)
 }
 
 /// Add `command` to the rewrite's batch, encoded from the command as it is.

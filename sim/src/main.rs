@@ -105,6 +105,19 @@ enum SubCommand {
         #[arg(long)]
         json: bool,
     },
+
+    /// Internal to `sim bench`: time one reopen of the store in DIR (which
+    /// must replay FRAMES records) in this fresh process, as a restart is,
+    /// and print the seconds.
+    #[command(hide = true)]
+    BenchReplay {
+        #[arg(long, value_name = "DIR")]
+        dir: std::path::PathBuf,
+        #[arg(long, value_name = "FRAMES")]
+        frames: u64,
+        #[arg(long, value_name = "MS")]
+        now_ms: u64,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -161,9 +174,18 @@ fn main() -> ExitCode {
         Some(SubCommand::Canaries(args)) => return canaries(args),
         Some(SubCommand::Explore { args }) => return sim::explore::cli(args),
         Some(SubCommand::Merge { files, json }) => return sim::command::merge(files, *json),
+        Some(SubCommand::BenchReplay { dir, frames, now_ms }) => {
+            println!("{}", sim::bench::replay_seconds(dir, *frames, *now_ms));
+            return ExitCode::SUCCESS;
+        }
         Some(SubCommand::Bench { seeds, os_seeds, rows, explore_ops, json }) => {
-            let options =
-                sim::bench::BenchOptions { seeds: *seeds, os_seeds: *os_seeds, rows: *rows, explore_ops: *explore_ops };
+            let options = sim::bench::BenchOptions {
+                seeds: *seeds,
+                os_seeds: *os_seeds,
+                rows: *rows,
+                explore_ops: *explore_ops,
+                replay_program: std::env::current_exe().ok(),
+            };
             let report = sim::bench::run(options);
             if *json {
                 println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("a JSON value serializes"));

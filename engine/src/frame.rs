@@ -24,6 +24,9 @@ use crate::codec::put_u32;
 /// Bytes before the payload: len, crc, kind.
 pub const FRAME_HEADER_BYTES: usize = 9;
 
+/// Where a frame's kind byte lies, after its length and checksum.
+const KIND_OFFSET_BYTES: usize = 8;
+
 /// The largest payload a frame may carry. Checked on write and on read,
 /// so a garbage length can never make a reader allocate or scan past it.
 pub const MAX_FRAME_PAYLOAD_BYTES: usize = 64 << 20;
@@ -212,7 +215,7 @@ fn decode_frame_checking(bytes: &[u8], check: Check) -> Result<Frame<'_>, FrameI
     }
     let len = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
     let crc = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
-    let kind = bytes[8];
+    let kind = bytes[KIND_OFFSET_BYTES];
     if len > MAX_FRAME_PAYLOAD_BYTES {
         return Err(FrameInvalid::LengthTooLarge);
     }
@@ -279,10 +282,13 @@ pub fn find_valid_frame_within(
                 return Scan::GaveUp;
             }
             *budget_left_bytes -= cost_bytes;
-            if let Ok(frame) = decode_frame(&bytes[at..], Place { log, offset_bytes: at as u64 }) {
-                if kind_ok(frame.kind) {
-                    return Scan::Found(at);
-                }
+            // The kind first: a frame of a kind not wanted is not found
+            // whatever its checksum, and most offsets in garbage fail here,
+            // without a checksum's cost.
+            if kind_ok(bytes[at + KIND_OFFSET_BYTES])
+                && decode_frame(&bytes[at..], Place { log, offset_bytes: at as u64 }).is_ok()
+            {
+                return Scan::Found(at);
             }
         }
         at += 1;

@@ -34,6 +34,26 @@ pub struct LogicalEntry {
     pub expire_at_ms: Option<u64>,
 }
 
+/// A row's fields, owned, leaving out those expired at `now_ms` (`None`:
+/// a cold row's, which carry no TTL). Inserted one by one in the row's
+/// own field order, each at the map's right edge: a `collect` first
+/// gathers, sorts and deduplicates a vector of them, an allocation and a
+/// pass per row that a dump of every key pays for.
+fn logical_fields(row: &Row, now_ms: Option<u64>) -> LogicalFields {
+    let mut fields = LogicalFields::new();
+    for (field, slot) in row.iter() {
+        if now_ms.is_some_and(|now_ms| slot.is_expired(now_ms)) {
+            continue;
+        }
+        debug_assert!(
+            fields.last_key_value().is_none_or(|(last, _)| last.as_slice() < field),
+            "a row iterates in field order"
+        );
+        fields.insert(field.to_vec(), (slot.value.to_vec(), slot.expire_at_ms));
+    }
+    fields
+}
+
 /// One visible key's content as [`Store::walk`] finds it.
 enum Found<'a> {
     Str(&'a [u8]),
@@ -55,15 +75,8 @@ impl Store {
         self.walk(now_ms, |key, expire_at_ms, found| {
             let value = match found {
                 Found::Str(bytes) => LogicalValue::Str(bytes.to_vec()),
-                Found::Hot(row) => LogicalValue::Hash(
-                    row.iter()
-                        .filter(|(_, slot)| !slot.is_expired(now_ms))
-                        .map(|(f, slot)| (f.to_vec(), (slot.value.to_vec(), slot.expire_at_ms)))
-                        .collect(),
-                ),
-                Found::Cold(row) => LogicalValue::Hash(
-                    row.iter().map(|(f, slot)| (f.to_vec(), (slot.value.to_vec(), slot.expire_at_ms))).collect(),
-                ),
+                Found::Hot(row) => LogicalValue::Hash(logical_fields(row, Some(now_ms))),
+                Found::Cold(row) => LogicalValue::Hash(logical_fields(&row, None)),
             };
             dump.insert(key.to_vec(), LogicalEntry { value, expire_at_ms });
         })?;

@@ -135,9 +135,7 @@ impl Vfs for OsVfs {
         let file = File::open(path)?;
         let len_bytes = file.metadata()?.len();
         if len_bytes < MAP_READ_MIN_BYTES {
-            let mut bytes = vec![0u8; len_bytes as usize];
-            file.read_exact_at(&mut bytes, 0)?;
-            return Ok(Mapping::from_vec(bytes));
+            return read_whole_file(&file, len_bytes);
         }
         // SAFETY: the caller holds the store's lock (`Vfs::read_once`), so
         // no store writes the file while the mapping is read; the engine
@@ -145,8 +143,12 @@ impl Vfs for OsVfs {
         // cuts the file, and only ever appends to it otherwise. Another
         // process shrinking the file would be outside the engine's
         // contract, as for segments.
-        let map = unsafe { memmap2::Mmap::map(&file)? };
-        Ok(Mapping::new(Arc::new(map)))
+        match unsafe { memmap2::Mmap::map(&file) } {
+            Ok(map) => Ok(Mapping::new(Arc::new(map))),
+            // A file system that cannot map a file (some network and FUSE
+            // ones) can still read it: the same bytes, the slower way.
+            Err(_) => read_whole_file(&file, len_bytes),
+        }
     }
 
     fn exists(&self, path: &Path) -> io::Result<bool> {
@@ -181,6 +183,14 @@ impl Vfs for OsVfs {
         try_lock(&file, mode, dir)?;
         Ok(LockGuard::new(dir, mode, OsLock { dir: dir_file, file }))
     }
+}
+
+/// The first `len_bytes` of `file`, read into memory with one `pread`.
+fn read_whole_file(file: &File, len_bytes: u64) -> io::Result<Mapping> {
+    let len = usize::try_from(len_bytes).map_err(|_| io::Error::other("file too large"))?;
+    let mut bytes = vec![0u8; len];
+    file.read_exact_at(&mut bytes, 0)?;
+    Ok(Mapping::from_vec(bytes))
 }
 
 impl VfsFile for OsFile {

@@ -35,7 +35,7 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy --workspace --all-targets --features sim/canaries -- -D warnings
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -p sim --no-deps -q
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps -q
 
 fmt:
 	$(CARGO) fmt --all

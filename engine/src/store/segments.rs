@@ -48,7 +48,7 @@ const TAG_PREFIX_BYTES: usize = TAG_WHOLE_MAX_BYTES - 8;
 /// 255 bytes on the usual file systems; a 200-byte table name once made
 /// every eviction of its table fail, issue 22).
 ///
-/// The tag is the table's name up to [`TAG_WHOLE_MAX_BYTES`] (so stores
+/// The tag is the table's name up to `TAG_WHOLE_MAX_BYTES` (so stores
 /// made before this keep their names), else its first bytes and an
 /// FNV-1a hash of the whole. The tag only helps a person reading a
 /// directory listing: the seq, never reused, is what makes a name unique,

@@ -125,7 +125,7 @@ impl Model {
     }
 
     /// Everything visible at `now_ms`: comparable with
-    /// [`crate::store::Store::logical_dump`].
+    /// [`engine::store::Store::logical_dump`].
     pub fn dump(&self, now_ms: u64) -> BTreeMap<Vec<u8>, LogicalEntry> {
         self.map.keys().filter_map(|k| self.visible(k, now_ms).map(|e| (k.clone(), e))).collect()
     }

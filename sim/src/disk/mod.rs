@@ -379,15 +379,8 @@ impl SimVfs {
     /// a driver that checks what a recovery changed.
     pub fn files(&self, dir: &Path) -> BTreeMap<String, Vec<u8>> {
         let disk = self.disk();
-        let Ok(names) = disk.fs.list_dir(dir) else { return BTreeMap::new() };
-        names
-            .into_iter()
-            .map(|name| {
-                let id = disk.fs.lookup(&dir.join(&name)).expect("a listed name");
-                let bytes = disk.fs.inode(id).volatile.clone();
-                (name, bytes)
-            })
-            .collect()
+        let Ok(entries) = disk.fs.entries(dir) else { return BTreeMap::new() };
+        entries.map(|(name, id)| (name.to_string(), disk.fs.inode(id).volatile.clone())).collect()
     }
 
     /// Every name in `dir` with its inode number, as a read sees them now:

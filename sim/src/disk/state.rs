@@ -57,6 +57,39 @@ fn split(path: &Path) -> io::Result<(&Path, &str)> {
     Ok((dir, name))
 }
 
+/// Up to this many directories, a lookup compares plain spellings by
+/// bytes ([`FileSystem::bytes_decide`]); the engine makes one.
+const FEW_DIRS: usize = 8;
+
+/// Whether `path` is spelled as its components print it back: no empty
+/// component (`//`, a trailing `/`) and no `.` one, which `Path` skips
+/// when it compares. Two plain spellings of one path are the same bytes.
+fn plain(path: &[u8]) -> bool {
+    if path == b"/" {
+        return true;
+    }
+    let rest = path.strip_prefix(b"/").unwrap_or(path);
+    // The current component's length, and whether it is `.` so far.
+    let (mut part_bytes, mut dot) = (0usize, false);
+    for &byte in rest {
+        if byte == b'/' {
+            if part_bytes == 0 || (part_bytes == 1 && dot) {
+                return false;
+            }
+            part_bytes = 0;
+        } else {
+            dot = part_bytes == 0 && byte == b'.';
+            part_bytes += 1;
+        }
+    }
+    part_bytes > 1 || (part_bytes == 1 && !dot)
+}
+
+/// A path's bytes as spelled.
+fn spelling(path: &Path) -> &[u8] {
+    path.as_os_str().as_encoded_bytes()
+}
+
 impl FileSystem {
     /// The sum of all files' volatile lengths.
     pub fn volatile_bytes(&self) -> u64 {
@@ -96,11 +129,43 @@ impl FileSystem {
     }
 
     fn dir(&self, path: &Path) -> io::Result<&Dir> {
-        self.dirs.get(path).ok_or_else(|| not_found(path))
+        self.dir_at(path).ok_or_else(|| not_found(path))
     }
 
     fn dir_mut(&mut self, path: &Path) -> io::Result<&mut Dir> {
-        self.dirs.get_mut(path).ok_or_else(|| not_found(path))
+        let found = match self.bytes_decide(path) {
+            Some(wanted) => self.dirs.iter_mut().find(|(key, _)| spelling(key) == wanted).map(|(_, dir)| dir),
+            None => self.dirs.get_mut(path),
+        };
+        found.ok_or_else(|| not_found(path))
+    }
+
+    /// The directory at `path`, if there is one: `dirs.get(path)`, found
+    /// by bytes where that answers the same (see
+    /// [`FileSystem::bytes_decide`]).
+    fn dir_at(&self, path: &Path) -> Option<&Dir> {
+        match self.bytes_decide(path) {
+            Some(wanted) => self.dirs.iter().find(|(key, _)| spelling(key) == wanted).map(|(_, dir)| dir),
+            None => self.dirs.get(path),
+        }
+    }
+
+    /// Whether `path` is a directory.
+    pub fn is_dir(&self, path: &Path) -> bool {
+        self.dir_at(path).is_some()
+    }
+
+    /// `path`'s bytes, if comparing them with the few keys of `dirs` finds
+    /// what a `Path` lookup finds: every file call looks its directory up
+    /// (and an open asks whether its path is one), and `Path`'s
+    /// component-wise comparison cost more than the rest of the lookup.
+    /// Two plain spellings (see [`plain`]) name the same path exactly when
+    /// their bytes are equal, so among plain keys a plain `path` is found
+    /// by bytes or is not there.
+    fn bytes_decide<'p>(&self, path: &'p Path) -> Option<&'p [u8]> {
+        let wanted = spelling(path);
+        let decides = self.dirs.len() <= FEW_DIRS && plain(wanted) && self.dirs.keys().all(|key| plain(spelling(key)));
+        decides.then_some(wanted)
     }
 
     /// The inode `path` names now.
@@ -112,7 +177,7 @@ impl FileSystem {
     /// Open `path` per `mode` and count the new handle.
     pub fn open(&mut self, path: &Path, mode: OpenMode) -> io::Result<InodeId> {
         let (dir_path, name) = split(path)?;
-        if self.dirs.contains_key(path) {
+        if self.is_dir(path) {
             return Err(io::Error::new(io::ErrorKind::IsADirectory, format!("{}: is a directory", path.display())));
         }
         let existing = self.dir(dir_path)?.volatile.get(name).copied();
@@ -384,7 +449,7 @@ impl FileSystem {
 
     /// Whether `path` names a file or a directory now.
     pub fn exists(&self, path: &Path) -> bool {
-        self.dirs.contains_key(path) || self.lookup(path).is_ok()
+        self.is_dir(path) || self.lookup(path).is_ok()
     }
 
     /// Forget every inode that nothing can reach any more: no directory
@@ -444,6 +509,41 @@ impl FileSystem {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_directory_found_by_bytes_is_the_one_a_path_lookup_finds() {
+        let mut fs = FileSystem::default();
+        fs.create_dir_all(Path::new("/db"));
+        fs.create_dir_all(Path::new("/db/sub"));
+        fs.create_dir_all(Path::new("rel/x"));
+        let spellings = [
+            "/",
+            "/db",
+            "/db/",
+            "//db",
+            "/db/.",
+            "/./db",
+            "/db/sub",
+            "/db//sub/",
+            "rel",
+            "./rel",
+            "rel/x",
+            "/rel",
+            "",
+            "/dbx",
+            "/.",
+            "/db/.s",
+        ];
+        for spelling in spellings {
+            let path = Path::new(spelling);
+            let by_map = fs.dirs.get(path).map(|dir| dir as *const Dir);
+            assert_eq!(fs.dir_at(path).map(|dir| dir as *const Dir), by_map, "{spelling:?}");
+            assert_eq!(fs.is_dir(path), by_map.is_some(), "{spelling:?}");
+        }
+        // A key spelled unplainly leaves the lookup to the map.
+        fs.dirs.insert(PathBuf::from("/odd/"), Dir::default());
+        assert!(fs.is_dir(Path::new("/odd")) && fs.is_dir(Path::new("/odd/")));
+    }
 
     #[test]
     fn sync_is_incremental_and_keeps_the_invariant() {

@@ -250,20 +250,20 @@ impl<'a> Generator<'a> {
     fn table_row(&mut self) -> Vec<u8> {
         let table = self.rng.gen_range(0..self.config.tables.len());
         let id = self.rng.gen_range(0..self.config.key_space);
-        named(self.config.tables[table].name.as_bytes(), b":", id)
+        named(self.config.tables[table].name.as_bytes(), b":", u64::from(id))
     }
 
     fn hash_key(&mut self) -> Vec<u8> {
         if self.rng.gen_bool(0.8) {
             self.table_row()
         } else {
-            named(b"h", b"", self.rng.gen_range(0..self.config.key_space))
+            named(b"h", b"", u64::from(self.rng.gen_range(0..self.config.key_space)))
         }
     }
 
     fn any_key(&mut self) -> Vec<u8> {
         match self.rng.gen_range(0..4) {
-            0 => named(b"k", b"", self.rng.gen_range(0..self.config.key_space)),
+            0 => named(b"k", b"", u64::from(self.rng.gen_range(0..self.config.key_space))),
             _ => self.hash_key(),
         }
     }
@@ -292,7 +292,8 @@ impl<'a> Generator<'a> {
     /// slide and rows fall out of them.
     fn ts_value(&mut self, index: u64) -> Vec<u8> {
         let ts = (index / 4) as i64 + self.rng.gen_range(-8..8);
-        ts.to_string().into_bytes()
+        let sign: &[u8] = if ts < 0 { b"-" } else { b"" };
+        named(sign, b"", ts.unsigned_abs())
     }
 
     /// A deadline: some already past, most a few simulated seconds ahead,
@@ -334,7 +335,7 @@ impl<'a> Generator<'a> {
             }
             OpKind::HSet => {
                 let key = self.hash_key();
-                let mut pairs = Vec::new();
+                let mut pairs = Vec::with_capacity(4);
                 if self.rng.gen_bool(0.8) {
                     pairs.push((b"ts".to_vec(), self.ts_value(index)));
                 }
@@ -598,9 +599,9 @@ pub fn window_declarations(config: &Config) -> Vec<PlannedOp> {
 /// `prefix`, `separator` and `n` in decimal, as `format!` would spell
 /// them: keys are made for every generated operation, and the formatting
 /// machinery cost more than the rest of drawing one.
-fn named(prefix: &[u8], separator: &[u8], n: u32) -> Vec<u8> {
-    // u32::MAX has 10 digits.
-    let mut digits = [0u8; 10];
+fn named(prefix: &[u8], separator: &[u8], n: u64) -> Vec<u8> {
+    // u64::MAX has 20 digits.
+    let mut digits = [0u8; 20];
     let mut start = digits.len();
     let mut rest = n;
     loop {
@@ -753,7 +754,7 @@ mod tests {
 
     #[test]
     fn names_are_spelled_as_format_spells_them() {
-        for n in [0, 7, 10, 99, 12_345, u32::MAX] {
+        for n in [0, 7, 10, 99, 12_345, u64::from(u32::MAX), u64::MAX] {
             assert_eq!(named(b"t", b":", n), format!("t:{n}").into_bytes());
             assert_eq!(named(b"h", b"", n), format!("h{n}").into_bytes());
         }

@@ -15,7 +15,9 @@
 //! gives a caller (a missing file, a missing directory).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use engine::vfs::OpenMode;
@@ -48,6 +50,9 @@ fn not_found(path: &Path) -> io::Error {
 
 /// Split `path` into its directory and its (UTF-8) file name.
 fn split(path: &Path) -> io::Result<(&Path, &str)> {
+    if let Some((dir, name)) = split_plain(path) {
+        return Ok((dir, name));
+    }
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{}: not a file path", path.display())));
     };
@@ -55,6 +60,23 @@ fn split(path: &Path) -> io::Result<(&Path, &str)> {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{}: name is not UTF-8", path.display())));
     };
     Ok((dir, name))
+}
+
+/// [`split`] of a plainly spelled path (see [`plain`]) with a directory
+/// part, at its last `/`: every file call splits its path, and `Path`
+/// parses components to find its parent. For such a path the bytes before
+/// the last `/` are the parent `Path` finds (the root's `/` itself for a
+/// file at the root), and the bytes after it the file name (unless `..`,
+/// which has none). `None`: any other path, for `Path` to split.
+fn split_plain(path: &Path) -> Option<(&Path, &str)> {
+    let bytes = spelling(path);
+    let at = bytes.iter().rposition(|&byte| byte == b'/')?;
+    let name = &bytes[at + 1..];
+    if name.is_empty() || name == b".." || !plain(bytes) {
+        return None;
+    }
+    let dir = if at == 0 { &bytes[..1] } else { &bytes[..at] };
+    Some((Path::new(OsStr::from_bytes(dir)), std::str::from_utf8(name).ok()?))
 }
 
 /// Up to this many directories, a lookup compares plain spellings by
@@ -509,6 +531,31 @@ impl FileSystem {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plain_split_is_the_one_path_makes() {
+        let spellings = [
+            "/db/appendonly.aof",
+            "/x",
+            "/db/sub/f",
+            "rel/f",
+            "/db/..",
+            "/db/",
+            "/db//f",
+            "/db/./f",
+            "/db/.",
+            "/",
+            "f",
+        ];
+        for spelling in spellings {
+            let path = Path::new(spelling);
+            let by_path = path.parent().zip(path.file_name().and_then(|name| name.to_str()));
+            if let Some(split) = split_plain(path) {
+                assert_eq!(Some(split), by_path, "{spelling:?}");
+            }
+        }
+        assert!(split_plain(Path::new("/db/appendonly.aof")).is_some());
+    }
 
     #[test]
     fn a_directory_found_by_bytes_is_the_one_a_path_lookup_finds() {

@@ -62,25 +62,31 @@ fn split(path: &Path) -> io::Result<(&Path, &str)> {
     Ok((dir, name))
 }
 
-/// [`split`] of a plainly spelled path (see [`plain`]) with a directory
-/// part, at its last `/`: every file call splits its path, and `Path`
-/// parses components to find its parent. For such a path the bytes before
-/// the last `/` are the parent `Path` finds (the root's `/` itself for a
-/// file at the root), and the bytes after it the file name (unless `..`,
-/// which has none). `None`: any other path, for `Path` to split.
+/// [`split`] by bytes, at the last `/`, where that splits as `Path` does:
+/// every file call splits its path, and `Path` parses components to find
+/// the parent. `Path` takes a last component that is a name (not empty,
+/// `.` or `..`) as the file name, and the bytes before its `/` as the
+/// parent once trailing `/`s and `.` components are trimmed; where there
+/// are none to trim, the bytes are the parent (`/` itself for a file at
+/// the root). `None`: any other path, for `Path` to split.
 fn split_plain(path: &Path) -> Option<(&Path, &str)> {
     let bytes = spelling(path);
     let at = bytes.iter().rposition(|&byte| byte == b'/')?;
-    let name = &bytes[at + 1..];
-    if name.is_empty() || name == b".." || !plain(bytes) {
+    let (dir, name) = (&bytes[..at], &bytes[at + 1..]);
+    if matches!(name, b"" | b"." | b"..") {
         return None;
     }
-    let dir = if at == 0 { &bytes[..1] } else { &bytes[..at] };
+    let dir = match dir {
+        b"" => &bytes[..1],
+        b"." => return None,
+        _ if dir.ends_with(b"/") || dir.ends_with(b"/.") => return None,
+        _ => dir,
+    };
     Some((Path::new(OsStr::from_bytes(dir)), std::str::from_utf8(name).ok()?))
 }
 
-/// Up to this many directories, a lookup compares plain spellings by
-/// bytes ([`FileSystem::bytes_decide`]); the engine makes one.
+/// Up to this many directories, a lookup compares spellings by bytes
+/// ([`FileSystem::dir_at`]); the engine makes one.
 const FEW_DIRS: usize = 8;
 
 /// Whether `path` is spelled as its components print it back: no empty
@@ -155,21 +161,37 @@ impl FileSystem {
     }
 
     fn dir_mut(&mut self, path: &Path) -> io::Result<&mut Dir> {
-        let found = match self.bytes_decide(path) {
-            Some(wanted) => self.dirs.iter_mut().find(|(key, _)| spelling(key) == wanted).map(|(_, dir)| dir),
-            None => self.dirs.get_mut(path),
-        };
-        found.ok_or_else(|| not_found(path))
+        let wanted = spelling(path);
+        let few = self.dirs.len() <= FEW_DIRS;
+        // Found, then borrowed mutably: a borrow returned from inside the
+        // first search would hold `dirs` for the fallback too.
+        if few && self.dirs.keys().any(|key| spelling(key) == wanted) {
+            let (_, dir) = self.dirs.iter_mut().find(|(key, _)| spelling(key) == wanted).expect("just found");
+            return Ok(dir);
+        }
+        if few && self.absent_by_bytes(wanted) {
+            return Err(not_found(path));
+        }
+        self.dirs.get_mut(path).ok_or_else(|| not_found(path))
     }
 
-    /// The directory at `path`, if there is one: `dirs.get(path)`, found
-    /// by bytes where that answers the same (see
-    /// [`FileSystem::bytes_decide`]).
+    /// The directory at `path`, if there is one: what `dirs.get(path)`
+    /// finds, found by bytes where they decide it. Every file call looks
+    /// its directory up (and an open asks whether its path is one), and
+    /// `Path`'s component-wise comparison cost more than the rest of the
+    /// lookup. A key spelled as `path` is byte for byte is the one `Path`
+    /// finds too; see [`FileSystem::absent_by_bytes`] for a miss.
     fn dir_at(&self, path: &Path) -> Option<&Dir> {
-        match self.bytes_decide(path) {
-            Some(wanted) => self.dirs.iter().find(|(key, _)| spelling(key) == wanted).map(|(_, dir)| dir),
-            None => self.dirs.get(path),
+        let wanted = spelling(path);
+        if self.dirs.len() <= FEW_DIRS {
+            if let Some((_, dir)) = self.dirs.iter().find(|(key, _)| spelling(key) == wanted) {
+                return Some(dir);
+            }
+            if self.absent_by_bytes(wanted) {
+                return None;
+            }
         }
+        self.dirs.get(path)
     }
 
     /// Whether `path` is a directory.
@@ -177,17 +199,12 @@ impl FileSystem {
         self.dir_at(path).is_some()
     }
 
-    /// `path`'s bytes, if comparing them with the few keys of `dirs` finds
-    /// what a `Path` lookup finds: every file call looks its directory up
-    /// (and an open asks whether its path is one), and `Path`'s
-    /// component-wise comparison cost more than the rest of the lookup.
-    /// Two plain spellings (see [`plain`]) name the same path exactly when
-    /// their bytes are equal, so among plain keys a plain `path` is found
-    /// by bytes or is not there.
-    fn bytes_decide<'p>(&self, path: &'p Path) -> Option<&'p [u8]> {
-        let wanted = spelling(path);
-        let decides = self.dirs.len() <= FEW_DIRS && plain(wanted) && self.dirs.keys().all(|key| plain(spelling(key)));
-        decides.then_some(wanted)
+    /// Whether no key of `dirs` names `wanted`, given that none is spelled
+    /// as it is: two plain spellings (see [`plain`]) name the same path
+    /// exactly when their bytes are equal, so if `wanted` and every key
+    /// are plain, there is none. `false`: only `Path` can tell.
+    fn absent_by_bytes(&self, wanted: &[u8]) -> bool {
+        plain(wanted) && self.dirs.keys().all(|key| plain(spelling(key)))
     }
 
     /// The inode `path` names now.
@@ -546,6 +563,16 @@ mod tests {
             "/db/.",
             "/",
             "f",
+            "/./db/f",
+            "./f",
+            "//f",
+            "a/.",
+            ".//f",
+            "/db/f.",
+            "/db/.f",
+            "/db/..f",
+            "db/../f",
+            "/../f",
         ];
         for spelling in spellings {
             let path = Path::new(spelling);

@@ -14,7 +14,7 @@
 //! `ops.rs` and `faults.rs`. Errors here are the ones a real file system
 //! gives a caller (a missing file, a missing directory).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -42,6 +42,10 @@ pub(super) struct FileSystem {
     /// last snapshot without comparing (`snapshot.rs`). Forgetting an
     /// unreachable inode is no such change: no crash could have kept it.
     version: u64,
+    /// [`FileSystem::collect_garbage`]'s list of reachable inodes, kept
+    /// between calls so that a collection (at every last close) allocates
+    /// nothing: a set built per call cost more than the collection itself.
+    reachable_scratch: Vec<InodeId>,
 }
 
 fn not_found(path: &Path) -> io::Error {
@@ -496,21 +500,24 @@ impl FileSystem {
     /// handle. Called when references go away (a dir sync, a last close,
     /// a restart), never per read or write.
     pub fn collect_garbage(&mut self) {
-        let mut reachable = BTreeSet::new();
+        let mut reachable = std::mem::take(&mut self.reachable_scratch);
+        reachable.clear();
         for dir in self.dirs.values() {
             reachable.extend(dir.volatile.values().copied());
             reachable.extend(dir.durable.values().copied());
             reachable.extend(dir.pending.iter().map(DirOp::inode));
         }
+        reachable.sort_unstable();
         let mut freed_bytes = 0u64;
         self.inodes.retain(|id, inode| {
-            let keep = inode.open_handles > 0 || reachable.contains(id);
+            let keep = inode.open_handles > 0 || reachable.binary_search(id).is_ok();
             if !keep {
                 freed_bytes += inode.volatile.len() as u64;
             }
             keep
         });
         self.volatile_bytes -= freed_bytes;
+        self.reachable_scratch = reachable;
     }
 
     /// Every handle is gone (a restart or power loss bumped the epoch).

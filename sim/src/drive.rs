@@ -309,12 +309,11 @@ impl<'a> Driver<'a> {
     /// Run one planned operation (see the module doc).
     pub fn step(&mut self, planned: &PlannedOp, observer: &mut dyn Observer) -> Step<Stepped> {
         self.op_index = planned.index;
-        self.vfs.begin_op(seeds::faults(self.config.seed, planned.index));
-        self.vfs.arm_crash(planned.crash);
         self.planned_crash = planned.crash;
-        let index = planned.index;
-        let tag = planned.op.tag();
-        self.vfs.with_trace(|t| t.push(Event::Op { index, tag }));
+        let (index, tag) = (planned.index, planned.op.tag());
+        self.vfs.begin_op_armed(seeds::faults(self.config.seed, index), planned.crash, |t| {
+            t.push(Event::Op { index, tag });
+        });
         let was_poisoned = self.store().poisoned().is_some();
         let result = match &planned.op {
             Op::Cmd(command) => self.run_command(command, planned, observer),

@@ -245,6 +245,17 @@ impl SimVfs {
         self.disk().begin_op(fault_seed);
     }
 
+    /// [`SimVfs::begin_op`], then [`SimVfs::arm_crash`] with `crash`,
+    /// then `trace` run on the trace, in that order under one lock: the
+    /// driver begins every operation so, and taking the disk's lock three
+    /// times showed in its profile.
+    pub fn begin_op_armed(&self, fault_seed: u64, crash: Option<CrashPoint>, trace: impl FnOnce(&mut Trace)) {
+        let mut disk = self.disk();
+        disk.begin_op(fault_seed);
+        disk.crash_point = crash;
+        trace(&mut disk.trace);
+    }
+
     /// Turn fault injection on or off. Off, no fault of any kind is
     /// injected (capacity included); crash points still apply.
     pub fn set_faults_enabled(&self, on: bool) {

@@ -378,11 +378,11 @@ impl<'a> Driver<'a> {
             Err(_) => 0,
         };
         let index = self.op_index;
-        self.vfs.with_trace(|t| {
+        let crashed = self.vfs.trace_then_crash_reached(|t| {
             t.push(Event::Reply { index, hash: reply_hash });
             t.note_reply(|| reply_text::store_reply(&result));
         });
-        if self.vfs.crash_point_reached() {
+        if crashed {
             if command.is_write() {
                 self.checker.uncertain(command, now_ms);
             }

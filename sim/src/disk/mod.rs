@@ -335,6 +335,14 @@ impl SimVfs {
         self.disk().crash_reached
     }
 
+    /// [`SimVfs::with_trace`], then [`SimVfs::crash_point_reached`], under
+    /// one lock: the driver asks both after every reply.
+    pub fn trace_then_crash_reached(&self, f: impl FnOnce(&mut Trace)) -> bool {
+        let mut disk = self.disk();
+        f(&mut disk.trace);
+        disk.crash_reached
+    }
+
     /// Whether any fault was injected since the last `begin_op`.
     pub fn faults_injected_this_op(&self) -> bool {
         self.disk().fault_this_op

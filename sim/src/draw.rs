@@ -69,15 +69,28 @@ impl<'a, K: Copy> Weighted<'a, K> {
 /// cost as much as running it). The slight bias of `% 36` does not matter
 /// here.
 pub fn token(rng: &mut impl Rng, max_len: usize) -> Vec<u8> {
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let len = rng.gen_range(1..=max_len.max(1));
     let mut token = vec![0u8; len];
     rng.fill_bytes(&mut token);
     for byte in &mut token {
-        *byte = ALPHABET[usize::from(*byte) % ALPHABET.len()];
+        *byte = TOKEN_BYTE[usize::from(*byte)];
     }
     token
 }
+
+const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+
+/// Each drawn byte's letter, `ALPHABET[byte % 36]`, looked up rather than
+/// divided: a 4 KiB value maps 4 KiB of them.
+const TOKEN_BYTE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut byte = 0;
+    while byte < table.len() {
+        table[byte] = ALPHABET[byte % ALPHABET.len()];
+        byte += 1;
+    }
+    table
+};
 
 #[cfg(test)]
 mod tests {

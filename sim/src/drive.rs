@@ -41,12 +41,12 @@
 //! file.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use engine::clock::{Clock, ManualClock};
 use engine::manifest::MANIFEST_FILE;
-use engine::store::{Command, Options, RecoveryReport, Reply, Store, AOF_FILE};
+use engine::store::{Command, EntryView, Options, RecoveryReport, Reply, Store, ValueView, AOF_FILE};
 use engine::vfs::Vfs;
 use engine::{Error, Phase};
 
@@ -179,6 +179,9 @@ pub struct Driver<'a> {
     /// never landed), which no reader can see but a reopen undoes: the
     /// layout is compared across a clean restart only when this is false.
     call_failed_since_open: bool,
+    /// `DB_DIR/AOF_FILE`, joined once: [`Driver::log_position`] looks
+    /// it up after every acknowledged write.
+    log_path: PathBuf,
 }
 
 impl<'a> Driver<'a> {
@@ -206,6 +209,7 @@ impl<'a> Driver<'a> {
             call_failed_since_open: false,
             segment_seqs: BTreeMap::new(),
             sweep_skipped: false,
+            log_path: Path::new(DB_DIR).join(AOF_FILE),
         }
     }
 
@@ -305,12 +309,11 @@ impl<'a> Driver<'a> {
     /// Run one planned operation (see the module doc).
     pub fn step(&mut self, planned: &PlannedOp, observer: &mut dyn Observer) -> Step<Stepped> {
         self.op_index = planned.index;
-        self.vfs.begin_op(seeds::faults(self.config.seed, planned.index));
-        self.vfs.arm_crash(planned.crash);
         self.planned_crash = planned.crash;
-        let index = planned.index;
-        let tag = planned.op.tag();
-        self.vfs.with_trace(|t| t.push(Event::Op { index, tag }));
+        let (index, tag) = (planned.index, planned.op.tag());
+        self.vfs.begin_op_armed(seeds::faults(self.config.seed, index), planned.crash, |t| {
+            t.push(Event::Op { index, tag });
+        });
         let was_poisoned = self.store().poisoned().is_some();
         let result = match &planned.op {
             Op::Cmd(command) => self.run_command(command, planned, observer),
@@ -375,11 +378,11 @@ impl<'a> Driver<'a> {
             Err(_) => 0,
         };
         let index = self.op_index;
-        self.vfs.with_trace(|t| {
+        let crashed = self.vfs.trace_then_crash_reached(|t| {
             t.push(Event::Reply { index, hash: reply_hash });
             t.note_reply(|| reply_text::store_reply(&result));
         });
-        if self.vfs.crash_point_reached() {
+        if crashed {
             if command.is_write() {
                 self.checker.uncertain(command, now_ms);
             }
@@ -674,10 +677,18 @@ impl<'a> Driver<'a> {
         if damaged || self.config.point_in_time {
             return Ok(());
         }
-        let recovered = self.store().logical_dump().map_err(|e| self.fail(Check::Dump, e.to_string()))?;
-        if *seen == recovered {
+        // Compared as the store walks its content; the recovered dump is
+        // built only for a report.
+        let mut seen_entries = seen.iter();
+        let mut same = true;
+        let visited = self.store().logical_visit(|key, entry| {
+            same = same && seen_entries.next().is_some_and(|(k, e)| k.as_slice() == key && same_entry(e.view(), entry));
+        });
+        visited.map_err(|e| self.fail(Check::Dump, e.to_string()))?;
+        if same && seen_entries.next().is_none() {
             return Ok(());
         }
+        let recovered = self.store().logical_dump().map_err(|e| self.fail(Check::Dump, e.to_string()))?;
         Err(self.fail(
             Check::Inspect,
             format!(
@@ -856,7 +867,7 @@ impl<'a> Driver<'a> {
     /// Where the log ends now: for each acknowledged write, so a damage
     /// floor knows which writes lie wholly before the damage.
     fn log_position(&self) -> Option<LogPosition> {
-        let (file, len_bytes) = self.vfs.identity(&Path::new(DB_DIR).join(AOF_FILE))?;
+        let (file, len_bytes) = self.vfs.identity(&self.log_path)?;
         Some(LogPosition { file, len_bytes })
     }
 
@@ -983,6 +994,19 @@ impl<'a> Driver<'a> {
             Err(e) => Err(self.fail(Check::Content, format!("logical_dump failed: {e}"))),
         }
     }
+}
+
+/// Whether two entries are equal, as their owned copies
+/// ([`EntryView::to_entry`]) would be: the same expiry and value, a hash's
+/// fields equal one for one (both views yield them in field order, each
+/// once).
+fn same_entry(a: EntryView<'_>, b: EntryView<'_>) -> bool {
+    a.expire_at_ms == b.expire_at_ms
+        && match (a.value, b.value) {
+            (ValueView::Str(a), ValueView::Str(b)) => a == b,
+            (ValueView::Hash(a), ValueView::Hash(b)) => a.iter().eq(b.iter()),
+            _ => false,
+        }
 }
 
 /// The seq in a segment file's name (`row-<hex table>-<seq>.seg`).

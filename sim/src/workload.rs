@@ -250,20 +250,20 @@ impl<'a> Generator<'a> {
     fn table_row(&mut self) -> Vec<u8> {
         let table = self.rng.gen_range(0..self.config.tables.len());
         let id = self.rng.gen_range(0..self.config.key_space);
-        format!("{}:{id}", self.config.tables[table].name).into_bytes()
+        named(self.config.tables[table].name.as_bytes(), b":", u64::from(id))
     }
 
     fn hash_key(&mut self) -> Vec<u8> {
         if self.rng.gen_bool(0.8) {
             self.table_row()
         } else {
-            format!("h{}", self.rng.gen_range(0..self.config.key_space)).into_bytes()
+            named(b"h", b"", u64::from(self.rng.gen_range(0..self.config.key_space)))
         }
     }
 
     fn any_key(&mut self) -> Vec<u8> {
         match self.rng.gen_range(0..4) {
-            0 => format!("k{}", self.rng.gen_range(0..self.config.key_space)).into_bytes(),
+            0 => named(b"k", b"", u64::from(self.rng.gen_range(0..self.config.key_space))),
             _ => self.hash_key(),
         }
     }
@@ -272,8 +272,16 @@ impl<'a> Generator<'a> {
         if self.rng.gen_bool(0.3) {
             b"ts".to_vec()
         } else {
-            format!("f{}", self.rng.gen_range(0..4)).into_bytes()
+            self.numbered_field()
         }
+    }
+
+    /// `f0`..`f3`, one draw. Drawn as an `i32`, the type the draw had
+    /// when it was formatted: `gen_range` rejects by the type's width,
+    /// and another type would change the stream.
+    fn numbered_field(&mut self) -> Vec<u8> {
+        let n: i32 = self.rng.gen_range(0..4);
+        vec![b'f', b"0123"[n as usize]]
     }
 
     fn fields(&mut self) -> Vec<Vec<u8>> {
@@ -284,7 +292,8 @@ impl<'a> Generator<'a> {
     /// slide and rows fall out of them.
     fn ts_value(&mut self, index: u64) -> Vec<u8> {
         let ts = (index / 4) as i64 + self.rng.gen_range(-8..8);
-        ts.to_string().into_bytes()
+        let sign: &[u8] = if ts < 0 { b"-" } else { b"" };
+        named(sign, b"", ts.unsigned_abs())
     }
 
     /// A deadline: some already past, most a few simulated seconds ahead,
@@ -326,12 +335,12 @@ impl<'a> Generator<'a> {
             }
             OpKind::HSet => {
                 let key = self.hash_key();
-                let mut pairs = Vec::new();
+                let mut pairs = Vec::with_capacity(4);
                 if self.rng.gen_bool(0.8) {
                     pairs.push((b"ts".to_vec(), self.ts_value(index)));
                 }
                 for _ in 0..self.rng.gen_range(usize::from(pairs.is_empty())..=3) {
-                    let field = format!("f{}", self.rng.gen_range(0..4)).into_bytes();
+                    let field = self.numbered_field();
                     pairs.push((field, self.token(max_value)));
                 }
                 Op::Cmd(Command::HSet { key, pairs })
@@ -390,7 +399,7 @@ impl<'a> Generator<'a> {
             }
             OpKind::HSetNx => {
                 let key = self.hash_key();
-                let field = format!("f{}", self.rng.gen_range(0..4)).into_bytes();
+                let field = self.numbered_field();
                 Command::HSetNx { key, field, value: self.token(self.config.max_value_bytes) }
             }
             other => unreachable!("op() draws {other:?} itself (op {index})"),
@@ -444,7 +453,7 @@ impl Generator<'_> {
         let mut ops = Vec::new();
         for _ in 0..self.rng.gen_range(1..=2) {
             let key = self.hash_key();
-            let field = format!("f{}", self.rng.gen_range(0..4)).into_bytes();
+            let field = self.numbered_field();
             ops.push(Op::Cmd(Command::HSet { key, pairs: vec![(field, self.token(24))] }));
         }
         ops.push(Op::Kill);
@@ -476,7 +485,7 @@ impl Generator<'_> {
             (0..self.rng.gen_range(1..=3)).map(|_| self.rng.gen_range(0..self.config.key_space)).collect();
         let mut ops = Vec::new();
         for &id in &ids {
-            let field = format!("f{}", self.rng.gen_range(0..4)).into_bytes();
+            let field = self.numbered_field();
             let pairs = vec![(b"ts".to_vec(), base.to_string().into_bytes()), (field, self.token(24))];
             ops.push(Op::Cmd(Command::HSet { key: row(id), pairs }));
         }
@@ -585,6 +594,29 @@ pub fn window_declarations(config: &Config) -> Vec<PlannedOp> {
         ops.push(PlannedOp { index: ops.len() as u64, op: Op::Cmd(command), crash: None });
     }
     ops
+}
+
+/// `prefix`, `separator` and `n` in decimal, as `format!` would spell
+/// them: keys are made for every generated operation, and the formatting
+/// machinery cost more than the rest of drawing one.
+fn named(prefix: &[u8], separator: &[u8], n: u64) -> Vec<u8> {
+    // u64::MAX has 20 digits.
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    let mut rest = n;
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let mut name = Vec::with_capacity(prefix.len() + separator.len() + digits.len() - start);
+    name.extend_from_slice(prefix);
+    name.extend_from_slice(separator);
+    name.extend_from_slice(&digits[start..]);
+    name
 }
 
 /// The operation list of `config`'s seed: window declarations, then
@@ -718,6 +750,14 @@ mod tests {
             kill_cycles += ops.windows(2).filter(|w| w[0] == &Op::Kill && matches!(w[1], Op::Advance(1_000..))).count();
         }
         assert!(cold_cycles >= 32 && kill_cycles >= 8, "{cold_cycles} cold cycles, {kill_cycles} kill cycles");
+    }
+
+    #[test]
+    fn names_are_spelled_as_format_spells_them() {
+        for n in [0, 7, 10, 99, 12_345, u64::from(u32::MAX), u64::MAX] {
+            assert_eq!(named(b"t", b":", n), format!("t:{n}").into_bytes());
+            assert_eq!(named(b"h", b"", n), format!("h{n}").into_bytes());
+        }
     }
 
     #[test]

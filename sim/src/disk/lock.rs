@@ -61,7 +61,7 @@ pub(super) fn acquire(shared: &Arc<Mutex<Disk>>, disk: &mut Disk, dir: &Path, mo
     if disk.crash_reached {
         return Err(power_lost());
     }
-    if !disk.fs.dirs.contains_key(dir) {
+    if !disk.fs.is_dir(dir) {
         return Err(io::Error::new(io::ErrorKind::NotFound, format!("{}: no such directory", dir.display())));
     }
     // Not an I/O (no index): only the seeded stream can fail it, and it

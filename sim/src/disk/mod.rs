@@ -245,6 +245,17 @@ impl SimVfs {
         self.disk().begin_op(fault_seed);
     }
 
+    /// [`SimVfs::begin_op`], then [`SimVfs::arm_crash`] with `crash`,
+    /// then `trace` run on the trace, in that order under one lock: the
+    /// driver begins every operation so, and taking the disk's lock three
+    /// times showed in its profile.
+    pub fn begin_op_armed(&self, fault_seed: u64, crash: Option<CrashPoint>, trace: impl FnOnce(&mut Trace)) {
+        let mut disk = self.disk();
+        disk.begin_op(fault_seed);
+        disk.crash_point = crash;
+        trace(&mut disk.trace);
+    }
+
     /// Turn fault injection on or off. Off, no fault of any kind is
     /// injected (capacity included); crash points still apply.
     pub fn set_faults_enabled(&self, on: bool) {
@@ -324,6 +335,14 @@ impl SimVfs {
         self.disk().crash_reached
     }
 
+    /// [`SimVfs::with_trace`], then [`SimVfs::crash_point_reached`], under
+    /// one lock: the driver asks both after every reply.
+    pub fn trace_then_crash_reached(&self, f: impl FnOnce(&mut Trace)) -> bool {
+        let mut disk = self.disk();
+        f(&mut disk.trace);
+        disk.crash_reached
+    }
+
     /// Whether any fault was injected since the last `begin_op`.
     pub fn faults_injected_this_op(&self) -> bool {
         self.disk().fault_this_op
@@ -379,15 +398,8 @@ impl SimVfs {
     /// a driver that checks what a recovery changed.
     pub fn files(&self, dir: &Path) -> BTreeMap<String, Vec<u8>> {
         let disk = self.disk();
-        let Ok(names) = disk.fs.list_dir(dir) else { return BTreeMap::new() };
-        names
-            .into_iter()
-            .map(|name| {
-                let id = disk.fs.lookup(&dir.join(&name)).expect("a listed name");
-                let bytes = disk.fs.inode(id).volatile.clone();
-                (name, bytes)
-            })
-            .collect()
+        let Ok(entries) = disk.fs.entries(dir) else { return BTreeMap::new() };
+        entries.map(|(name, id)| (name.to_string(), disk.fs.inode(id).volatile.clone())).collect()
     }
 
     /// Every name in `dir` with its inode number, as a read sees them now:

@@ -14,8 +14,10 @@
 //! `ops.rs` and `faults.rs`. Errors here are the ones a real file system
 //! gives a caller (a missing file, a missing directory).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use engine::vfs::OpenMode;
@@ -40,6 +42,10 @@ pub(super) struct FileSystem {
     /// last snapshot without comparing (`snapshot.rs`). Forgetting an
     /// unreachable inode is no such change: no crash could have kept it.
     version: u64,
+    /// [`FileSystem::collect_garbage`]'s list of reachable inodes, kept
+    /// between calls so that a collection (at every last close) allocates
+    /// nothing: a set built per call cost more than the collection itself.
+    reachable_scratch: Vec<InodeId>,
 }
 
 fn not_found(path: &Path) -> io::Error {
@@ -48,6 +54,9 @@ fn not_found(path: &Path) -> io::Error {
 
 /// Split `path` into its directory and its (UTF-8) file name.
 fn split(path: &Path) -> io::Result<(&Path, &str)> {
+    if let Some((dir, name)) = split_plain(path) {
+        return Ok((dir, name));
+    }
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{}: not a file path", path.display())));
     };
@@ -55,6 +64,62 @@ fn split(path: &Path) -> io::Result<(&Path, &str)> {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{}: name is not UTF-8", path.display())));
     };
     Ok((dir, name))
+}
+
+/// [`split`] by bytes, at the last `/`, where that splits as `Path` does:
+/// every file call splits its path, and `Path` parses components to find
+/// the parent. `Path` takes a last component that is a name (not empty,
+/// `.` or `..`) as the file name, and the bytes before its `/` as the
+/// parent once trailing `/`s and `.` components are trimmed; where there
+/// are none to trim, the bytes are the parent (`/` itself for a file at
+/// the root). `None`: any other path, for `Path` to split.
+fn split_plain(path: &Path) -> Option<(&Path, &str)> {
+    let bytes = spelling(path);
+    let at = bytes.iter().rposition(|&byte| byte == b'/')?;
+    let (dir, name) = (&bytes[..at], &bytes[at + 1..]);
+    if matches!(name, b"" | b"." | b"..") {
+        return None;
+    }
+    let dir = match dir {
+        b"" => &bytes[..1],
+        b"." => return None,
+        _ if dir.ends_with(b"/") || dir.ends_with(b"/.") => return None,
+        _ => dir,
+    };
+    Some((Path::new(OsStr::from_bytes(dir)), std::str::from_utf8(name).ok()?))
+}
+
+/// Up to this many directories, a lookup compares spellings by bytes
+/// ([`FileSystem::dir_at`]); the engine makes one.
+const FEW_DIRS: usize = 8;
+
+/// Whether `path` is spelled as its components print it back: no empty
+/// component (`//`, a trailing `/`) and no `.` one, which `Path` skips
+/// when it compares. Two plain spellings of one path are the same bytes.
+fn plain(path: &[u8]) -> bool {
+    if path == b"/" {
+        return true;
+    }
+    let rest = path.strip_prefix(b"/").unwrap_or(path);
+    // The current component's length, and whether it is `.` so far.
+    let (mut part_bytes, mut dot) = (0usize, false);
+    for &byte in rest {
+        if byte == b'/' {
+            if part_bytes == 0 || (part_bytes == 1 && dot) {
+                return false;
+            }
+            part_bytes = 0;
+        } else {
+            dot = part_bytes == 0 && byte == b'.';
+            part_bytes += 1;
+        }
+    }
+    part_bytes > 1 || (part_bytes == 1 && !dot)
+}
+
+/// A path's bytes as spelled.
+fn spelling(path: &Path) -> &[u8] {
+    path.as_os_str().as_encoded_bytes()
 }
 
 impl FileSystem {
@@ -96,11 +161,54 @@ impl FileSystem {
     }
 
     fn dir(&self, path: &Path) -> io::Result<&Dir> {
-        self.dirs.get(path).ok_or_else(|| not_found(path))
+        self.dir_at(path).ok_or_else(|| not_found(path))
     }
 
     fn dir_mut(&mut self, path: &Path) -> io::Result<&mut Dir> {
+        let wanted = spelling(path);
+        let few = self.dirs.len() <= FEW_DIRS;
+        // Found, then borrowed mutably: a borrow returned from inside the
+        // first search would hold `dirs` for the fallback too.
+        if few && self.dirs.keys().any(|key| spelling(key) == wanted) {
+            let (_, dir) = self.dirs.iter_mut().find(|(key, _)| spelling(key) == wanted).expect("just found");
+            return Ok(dir);
+        }
+        if few && self.absent_by_bytes(wanted) {
+            return Err(not_found(path));
+        }
         self.dirs.get_mut(path).ok_or_else(|| not_found(path))
+    }
+
+    /// The directory at `path`, if there is one: what `dirs.get(path)`
+    /// finds, found by bytes where they decide it. Every file call looks
+    /// its directory up (and an open asks whether its path is one), and
+    /// `Path`'s component-wise comparison cost more than the rest of the
+    /// lookup. A key spelled as `path` is byte for byte is the one `Path`
+    /// finds too; see [`FileSystem::absent_by_bytes`] for a miss.
+    fn dir_at(&self, path: &Path) -> Option<&Dir> {
+        let wanted = spelling(path);
+        if self.dirs.len() <= FEW_DIRS {
+            if let Some((_, dir)) = self.dirs.iter().find(|(key, _)| spelling(key) == wanted) {
+                return Some(dir);
+            }
+            if self.absent_by_bytes(wanted) {
+                return None;
+            }
+        }
+        self.dirs.get(path)
+    }
+
+    /// Whether `path` is a directory.
+    pub fn is_dir(&self, path: &Path) -> bool {
+        self.dir_at(path).is_some()
+    }
+
+    /// Whether no key of `dirs` names `wanted`, given that none is spelled
+    /// as it is: two plain spellings (see [`plain`]) name the same path
+    /// exactly when their bytes are equal, so if `wanted` and every key
+    /// are plain, there is none. `false`: only `Path` can tell.
+    fn absent_by_bytes(&self, wanted: &[u8]) -> bool {
+        plain(wanted) && self.dirs.keys().all(|key| plain(spelling(key)))
     }
 
     /// The inode `path` names now.
@@ -112,7 +220,7 @@ impl FileSystem {
     /// Open `path` per `mode` and count the new handle.
     pub fn open(&mut self, path: &Path, mode: OpenMode) -> io::Result<InodeId> {
         let (dir_path, name) = split(path)?;
-        if self.dirs.contains_key(path) {
+        if self.is_dir(path) {
             return Err(io::Error::new(io::ErrorKind::IsADirectory, format!("{}: is a directory", path.display())));
         }
         let existing = self.dir(dir_path)?.volatile.get(name).copied();
@@ -384,7 +492,7 @@ impl FileSystem {
 
     /// Whether `path` names a file or a directory now.
     pub fn exists(&self, path: &Path) -> bool {
-        self.dirs.contains_key(path) || self.lookup(path).is_ok()
+        self.is_dir(path) || self.lookup(path).is_ok()
     }
 
     /// Forget every inode that nothing can reach any more: no directory
@@ -392,21 +500,24 @@ impl FileSystem {
     /// handle. Called when references go away (a dir sync, a last close,
     /// a restart), never per read or write.
     pub fn collect_garbage(&mut self) {
-        let mut reachable = BTreeSet::new();
+        let mut reachable = std::mem::take(&mut self.reachable_scratch);
+        reachable.clear();
         for dir in self.dirs.values() {
             reachable.extend(dir.volatile.values().copied());
             reachable.extend(dir.durable.values().copied());
             reachable.extend(dir.pending.iter().map(DirOp::inode));
         }
+        reachable.sort_unstable();
         let mut freed_bytes = 0u64;
         self.inodes.retain(|id, inode| {
-            let keep = inode.open_handles > 0 || reachable.contains(id);
+            let keep = inode.open_handles > 0 || reachable.binary_search(id).is_ok();
             if !keep {
                 freed_bytes += inode.volatile.len() as u64;
             }
             keep
         });
         self.volatile_bytes -= freed_bytes;
+        self.reachable_scratch = reachable;
     }
 
     /// Every handle is gone (a restart or power loss bumped the epoch).
@@ -444,6 +555,76 @@ impl FileSystem {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plain_split_is_the_one_path_makes() {
+        let spellings = [
+            "/db/appendonly.aof",
+            "/x",
+            "/db/sub/f",
+            "rel/f",
+            "/db/..",
+            "/db/",
+            "/db//f",
+            "/db/./f",
+            "/db/.",
+            "/",
+            "f",
+            "/./db/f",
+            "./f",
+            "//f",
+            "a/.",
+            ".//f",
+            "/db/f.",
+            "/db/.f",
+            "/db/..f",
+            "db/../f",
+            "/../f",
+        ];
+        for spelling in spellings {
+            let path = Path::new(spelling);
+            let by_path = path.parent().zip(path.file_name().and_then(|name| name.to_str()));
+            if let Some(split) = split_plain(path) {
+                assert_eq!(Some(split), by_path, "{spelling:?}");
+            }
+        }
+        assert!(split_plain(Path::new("/db/appendonly.aof")).is_some());
+    }
+
+    #[test]
+    fn a_directory_found_by_bytes_is_the_one_a_path_lookup_finds() {
+        let mut fs = FileSystem::default();
+        fs.create_dir_all(Path::new("/db"));
+        fs.create_dir_all(Path::new("/db/sub"));
+        fs.create_dir_all(Path::new("rel/x"));
+        let spellings = [
+            "/",
+            "/db",
+            "/db/",
+            "//db",
+            "/db/.",
+            "/./db",
+            "/db/sub",
+            "/db//sub/",
+            "rel",
+            "./rel",
+            "rel/x",
+            "/rel",
+            "",
+            "/dbx",
+            "/.",
+            "/db/.s",
+        ];
+        for spelling in spellings {
+            let path = Path::new(spelling);
+            let by_map = fs.dirs.get(path).map(|dir| dir as *const Dir);
+            assert_eq!(fs.dir_at(path).map(|dir| dir as *const Dir), by_map, "{spelling:?}");
+            assert_eq!(fs.is_dir(path), by_map.is_some(), "{spelling:?}");
+        }
+        // A key spelled unplainly leaves the lookup to the map.
+        fs.dirs.insert(PathBuf::from("/odd/"), Dir::default());
+        assert!(fs.is_dir(Path::new("/odd")) && fs.is_dir(Path::new("/odd/")));
+    }
 
     #[test]
     fn sync_is_incremental_and_keeps_the_invariant() {

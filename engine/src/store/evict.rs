@@ -85,19 +85,7 @@ impl Store {
     /// Evict one table's out-of-window rows into one segment: the rows
     /// that became cold (0: nothing to evict).
     fn evict_table(&mut self, table: &[u8], now_ms: u64) -> Result<u64> {
-        // A row whose TTL'd fields have all expired is TTL-free to a
-        // reader: purge those fields first (logged, as every purge is),
-        // so the hot row is exactly what the segment will hold.
-        let stale: Vec<Vec<u8>> = self
-            .out_of_window(table, false, now_ms)
-            .into_iter()
-            .filter(|(_, row)| row.values().any(|slot| slot.is_expired(now_ms)))
-            .map(|(key, _)| key.to_vec())
-            .collect();
-        for key in stale {
-            self.purge_expired(&Command::HDel { key, fields: Vec::new() }, now_ms)?;
-        }
-        let rows = self.evictable_rows(table, now_ms);
+        let rows = self.purged_evictable_rows(table, now_ms)?;
         if rows.is_empty() {
             return Ok(0);
         }
@@ -106,6 +94,27 @@ impl Store {
             self.frame(&sealed, now_ms)?;
         }
         Ok(self.commit(table, &sealed))
+    }
+
+    /// [`Store::evictable_rows`], once the out-of-window rows with expired
+    /// fields are purged of them. A row whose TTL'd fields have all expired
+    /// is TTL-free to a reader: its purge is logged, as every purge is, so
+    /// the hot row is exactly what the segment will hold. Most evictions
+    /// find none to purge, and then the one scan serves both.
+    fn purged_evictable_rows(&mut self, table: &[u8], now_ms: u64) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let out = self.out_of_window(table, false, now_ms);
+        let stale: Vec<Vec<u8>> = out
+            .iter()
+            .filter(|(_, row)| row.values().any(|slot| slot.is_expired(now_ms)))
+            .map(|(key, _)| key.to_vec())
+            .collect();
+        if stale.is_empty() {
+            return Ok(encode_rows(out));
+        }
+        for key in stale {
+            self.purge_expired(&Command::HDel { key, fields: Vec::new() }, now_ms)?;
+        }
+        Ok(self.evictable_rows(table, now_ms))
     }
 
     /// The keys [`Store::evict`] would seal now: each windowed table's
@@ -126,14 +135,7 @@ impl Store {
     /// encoded payload: the out-of-window rows without any TTL (purged of
     /// expired fields by the caller).
     fn evictable_rows(&self, table: &[u8], now_ms: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let rows = self.out_of_window(table, false, now_ms);
-        rows.into_iter()
-            .map(|(key, row)| {
-                let mut payload = Vec::new();
-                encode_row(row, &mut payload);
-                (key.to_vec(), payload)
-            })
-            .collect()
+        encode_rows(self.out_of_window(table, false, now_ms))
     }
 
     /// The table's hot hash rows, as a reader at `now_ms` sees them, whose
@@ -258,4 +260,15 @@ impl Store {
         self.vfs.mark(Phase::CommitDone);
         sealed.keys.len() as u64
     }
+}
+
+/// Each row with its segment payload, in the rows' order.
+fn encode_rows(rows: Vec<(&[u8], &Row)>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    rows.into_iter()
+        .map(|(key, row)| {
+            let mut payload = Vec::new();
+            encode_row(row, &mut payload);
+            (key.to_vec(), payload)
+        })
+        .collect()
 }

@@ -265,8 +265,12 @@ impl Store {
 
     /// Step 5: change memory. Never reads the clock; after a passing
     /// `check` and `promote_for` it cannot fail (replay relies on it).
-    /// Takes the command by value so its bytes move into the map as they
-    /// are: replay copies each kept byte exactly once, at parse.
+    /// Borrows the command and copies into the map only what it keeps
+    /// (for HSET, through `apply_hset`, a short key not even that): the
+    /// live path's command is the caller's, and cloning it whole to move
+    /// it in cost every argument's allocation. Replay applies HSET, most
+    /// of any log, from the log's own bytes; its other commands are parsed
+    /// into a `Command` first and so copied twice.
     pub(super) fn apply(&mut self, command: &Command) -> Result<Reply> {
         let reply = match command {
             Command::Set { key, value } => {
@@ -373,8 +377,9 @@ impl Store {
     /// HSET with one map lookup. It refuses a string and promotes a cold
     /// row itself, so replay can skip `check` and `promote_for` for it
     /// (the live path still runs them first, to refuse before logging).
-    /// The pairs are borrowed, so replay can pass them straight from the
-    /// log: a new row is then the key's allocation and the row's, no more.
+    /// The key and pairs are borrowed, so replay can pass them straight
+    /// from the log: a new row is then the row's allocation and, for a key
+    /// longer than a `Key` holds inline, the key's, no more.
     pub(super) fn apply_hset<'p>(
         &mut self,
         key: &[u8],

@@ -98,10 +98,8 @@ pub trait Vfs: Send + Sync {
     /// was a third of a 33 MB replay.
     fn read_once(&self, path: &Path) -> io::Result<Mapping> {
         let file = self.open(path, OpenMode::Read)?;
-        let len = usize::try_from(file.len()?).map_err(|_| io::Error::other("file too large"))?;
-        let mut bytes = vec![0u8; len];
-        read_exact_at(file.as_ref(), 0, &mut bytes)?;
-        Ok(Mapping::from_vec(bytes))
+        let len_bytes = file.len()?;
+        read_into_memory(file.as_ref(), len_bytes)
     }
 
     /// Whether `path` names an existing file.
@@ -170,6 +168,16 @@ pub fn read_whole(vfs: &dyn Vfs, path: &Path) -> io::Result<Vec<u8>> {
     let file = vfs.open(path, OpenMode::Read)?;
     let len_bytes = file.len()?;
     read_stable(file.as_ref(), len_bytes)
+}
+
+/// The first `len_bytes` of `file`, read into memory: [`Vfs::read_once`]
+/// as a file system that does not map a file does it. The length comes
+/// from the file system, not from bytes inside the file.
+pub(crate) fn read_into_memory(file: &dyn VfsFile, len_bytes: u64) -> io::Result<Mapping> {
+    let len = usize::try_from(len_bytes).map_err(|_| io::Error::other("file too large"))?;
+    let mut bytes = vec![0u8; len];
+    read_exact_at(file, 0, &mut bytes)?;
+    Ok(Mapping::from_vec(bytes))
 }
 
 /// Read the first `len_bytes` of `file` until two reads in a row agree —

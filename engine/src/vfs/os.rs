@@ -19,7 +19,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{lock_conflict, LockGuard, LockMode, Mapping, OpenMode, Vfs, VfsFile, LOCK_FILE};
+use super::{lock_conflict, read_into_memory, LockGuard, LockMode, Mapping, OpenMode, Vfs, VfsFile, LOCK_FILE};
 
 /// Files at least this long are mapped by [`OsVfs`]'s `read_once` rather
 /// than read into a fresh buffer; below it, one `pread` costs less than a
@@ -132,10 +132,10 @@ impl Vfs for OsVfs {
     /// first fault in and zero a fresh buffer of the same size (the
     /// default). Smaller files are read, one `pread`.
     fn read_once(&self, path: &Path) -> io::Result<Mapping> {
-        let file = File::open(path)?;
-        let len_bytes = file.metadata()?.len();
+        let file = OsFile { file: File::open(path)? };
+        let len_bytes = file.len()?;
         if len_bytes < MAP_READ_MIN_BYTES {
-            return read_whole_file(&file, len_bytes);
+            return read_into_memory(&file, len_bytes);
         }
         // SAFETY: the caller holds the store's lock (`Vfs::read_once`), so
         // no store writes the file while the mapping is read; the engine
@@ -143,11 +143,11 @@ impl Vfs for OsVfs {
         // cuts the file, and only ever appends to it otherwise. Another
         // process shrinking the file would be outside the engine's
         // contract, as for segments.
-        match unsafe { memmap2::Mmap::map(&file) } {
+        match unsafe { memmap2::Mmap::map(&file.file) } {
             Ok(map) => Ok(Mapping::new(Arc::new(map))),
             // A file system that cannot map a file (some network and FUSE
             // ones) can still read it: the same bytes, the slower way.
-            Err(_) => read_whole_file(&file, len_bytes),
+            Err(_) => read_into_memory(&file, len_bytes),
         }
     }
 
@@ -183,14 +183,6 @@ impl Vfs for OsVfs {
         try_lock(&file, mode, dir)?;
         Ok(LockGuard::new(dir, mode, OsLock { dir: dir_file, file }))
     }
-}
-
-/// The first `len_bytes` of `file`, read into memory with one `pread`.
-fn read_whole_file(file: &File, len_bytes: u64) -> io::Result<Mapping> {
-    let len = usize::try_from(len_bytes).map_err(|_| io::Error::other("file too large"))?;
-    let mut bytes = vec![0u8; len];
-    file.read_exact_at(&mut bytes, 0)?;
-    Ok(Mapping::from_vec(bytes))
 }
 
 impl VfsFile for OsFile {

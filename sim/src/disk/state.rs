@@ -117,6 +117,16 @@ fn plain(path: &[u8]) -> bool {
     part_bytes > 1 || (part_bytes == 1 && !dot)
 }
 
+/// What [`FileSystem::dir_by_bytes`] could tell of a directory path.
+enum ByBytes {
+    /// The key at this position of `dirs` is spelled as the path is.
+    At(usize),
+    /// No key names the path.
+    Absent,
+    /// Only `Path`'s comparison can tell.
+    Unknown,
+}
+
 /// A path's bytes as spelled.
 fn spelling(path: &Path) -> &[u8] {
     path.as_os_str().as_encoded_bytes()
@@ -165,37 +175,43 @@ impl FileSystem {
     }
 
     fn dir_mut(&mut self, path: &Path) -> io::Result<&mut Dir> {
-        let wanted = spelling(path);
-        let few = self.dirs.len() <= FEW_DIRS;
-        // Found, then borrowed mutably: a borrow returned from inside the
-        // first search would hold `dirs` for the fallback too.
-        if few && self.dirs.keys().any(|key| spelling(key) == wanted) {
-            let (_, dir) = self.dirs.iter_mut().find(|(key, _)| spelling(key) == wanted).expect("just found");
-            return Ok(dir);
+        match self.dir_by_bytes(path) {
+            ByBytes::At(index) => Ok(self.dirs.values_mut().nth(index).expect("an index into dirs")),
+            ByBytes::Absent => Err(not_found(path)),
+            ByBytes::Unknown => self.dirs.get_mut(path).ok_or_else(|| not_found(path)),
         }
-        if few && self.absent_by_bytes(wanted) {
-            return Err(not_found(path));
-        }
-        self.dirs.get_mut(path).ok_or_else(|| not_found(path))
     }
 
     /// The directory at `path`, if there is one: what `dirs.get(path)`
-    /// finds, found by bytes where they decide it. Every file call looks
-    /// its directory up (and an open asks whether its path is one), and
-    /// `Path`'s component-wise comparison cost more than the rest of the
-    /// lookup. A key spelled as `path` is byte for byte is the one `Path`
-    /// finds too; see [`FileSystem::absent_by_bytes`] for a miss.
+    /// finds, found by bytes where they decide it ([`FileSystem::dir_by_bytes`]).
     fn dir_at(&self, path: &Path) -> Option<&Dir> {
-        let wanted = spelling(path);
-        if self.dirs.len() <= FEW_DIRS {
-            if let Some((_, dir)) = self.dirs.iter().find(|(key, _)| spelling(key) == wanted) {
-                return Some(dir);
-            }
-            if self.absent_by_bytes(wanted) {
-                return None;
-            }
+        match self.dir_by_bytes(path) {
+            ByBytes::At(index) => self.dirs.values().nth(index),
+            ByBytes::Absent => None,
+            ByBytes::Unknown => self.dirs.get(path),
         }
-        self.dirs.get(path)
+    }
+
+    /// Where `dirs` holds `path`, told by bytes where they decide it.
+    /// Every file call looks its directory up (and an open asks whether
+    /// its path is one), and `Path`'s component-wise comparison cost more
+    /// than the rest of the lookup. A key spelled as `path` is byte for
+    /// byte is the one `Path` finds too; see
+    /// [`FileSystem::absent_by_bytes`] for a miss. The position, not a
+    /// borrow: [`FileSystem::dir_mut`] borrows mutably what this finds.
+    fn dir_by_bytes(&self, path: &Path) -> ByBytes {
+        if self.dirs.len() > FEW_DIRS {
+            return ByBytes::Unknown;
+        }
+        let wanted = spelling(path);
+        if let Some(index) = self.dirs.keys().position(|key| spelling(key) == wanted) {
+            return ByBytes::At(index);
+        }
+        if self.absent_by_bytes(wanted) {
+            ByBytes::Absent
+        } else {
+            ByBytes::Unknown
+        }
     }
 
     /// Whether `path` is a directory.

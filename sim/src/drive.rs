@@ -46,7 +46,7 @@ use std::sync::Arc;
 
 use engine::clock::{Clock, ManualClock};
 use engine::manifest::MANIFEST_FILE;
-use engine::store::{Command, EntryView, Options, RecoveryReport, Reply, Store, ValueView, AOF_FILE};
+use engine::store::{Command, Options, RecoveryReport, Reply, Store, AOF_FILE};
 use engine::vfs::Vfs;
 use engine::{Error, Phase};
 
@@ -682,7 +682,7 @@ impl<'a> Driver<'a> {
         let mut seen_entries = seen.iter();
         let mut same = true;
         let visited = self.store().logical_visit(|key, entry| {
-            same = same && seen_entries.next().is_some_and(|(k, e)| k.as_slice() == key && same_entry(e.view(), entry));
+            same = same && seen_entries.next().is_some_and(|(k, e)| k.as_slice() == key && e.view() == entry);
         });
         visited.map_err(|e| self.fail(Check::Dump, e.to_string()))?;
         if same && seen_entries.next().is_none() {
@@ -994,19 +994,6 @@ impl<'a> Driver<'a> {
             Err(e) => Err(self.fail(Check::Content, format!("logical_dump failed: {e}"))),
         }
     }
-}
-
-/// Whether two entries are equal, as their owned copies
-/// ([`EntryView::to_entry`]) would be: the same expiry and value, a hash's
-/// fields equal one for one (both views yield them in field order, each
-/// once).
-fn same_entry(a: EntryView<'_>, b: EntryView<'_>) -> bool {
-    a.expire_at_ms == b.expire_at_ms
-        && match (a.value, b.value) {
-            (ValueView::Str(a), ValueView::Str(b)) => a == b,
-            (ValueView::Hash(a), ValueView::Hash(b)) => a.iter().eq(b.iter()),
-            _ => false,
-        }
 }
 
 /// The seq in a segment file's name (`row-<hex table>-<seq>.seg`).

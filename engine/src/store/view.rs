@@ -18,7 +18,7 @@ use super::{LogicalEntry, LogicalFields, LogicalValue};
 /// A logical entry as its holder keeps it, borrowed — a logical dump's
 /// entry, or the store's own row ([`Store::logical_visit`](super::Store::logical_visit))
 /// — for a checker to compare without copying it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EntryView<'a> {
     /// The value.
     pub value: ValueView<'a>,
@@ -27,7 +27,7 @@ pub struct EntryView<'a> {
 }
 
 /// A logical value, borrowed.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ValueView<'a> {
     /// A string.
     Str(&'a [u8]),
@@ -64,6 +64,17 @@ impl<'a> FieldsView<'a> {
         })
     }
 }
+
+/// Equal when the fields are, one for one, wherever each view's fields
+/// lie: what comparing their owned copies ([`EntryView::to_entry`]) says,
+/// since both yield their fields in field order, each once.
+impl PartialEq for FieldsView<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for FieldsView<'_> {}
 
 /// [`FieldsView::iter`].
 pub struct FieldsIter<'a>(IterSource<'a>);
@@ -107,5 +118,36 @@ impl LogicalEntry {
             LogicalValue::Hash(fields) => ValueView::Hash(FieldsView(FieldsSource::Logical(fields))),
         };
         EntryView { value, expire_at_ms: self.expire_at_ms }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hash(fields: &[(&str, &str, Option<u64>)], expire_at_ms: Option<u64>) -> LogicalEntry {
+        let fields = fields.iter().map(|(f, v, at)| (f.as_bytes().to_vec(), (v.as_bytes().to_vec(), *at))).collect();
+        LogicalEntry { value: LogicalValue::Hash(fields), expire_at_ms }
+    }
+
+    /// Two views are equal exactly when their owned copies are.
+    #[test]
+    fn views_are_equal_as_their_entries_are() {
+        let entries = [
+            LogicalEntry { value: LogicalValue::Str(b"v".to_vec()), expire_at_ms: None },
+            LogicalEntry { value: LogicalValue::Str(b"v".to_vec()), expire_at_ms: Some(5) },
+            LogicalEntry { value: LogicalValue::Str(b"w".to_vec()), expire_at_ms: None },
+            hash(&[("a", "v", None)], None),
+            hash(&[("a", "v", None)], Some(5)),
+            hash(&[("a", "v", Some(7))], None),
+            hash(&[("a", "w", None)], None),
+            hash(&[("a", "v", None), ("b", "v", None)], None),
+            hash(&[("b", "v", None)], None),
+        ];
+        for a in &entries {
+            for b in &entries {
+                assert_eq!(a.view() == b.view(), a == b, "{a:?} against {b:?}");
+            }
+        }
     }
 }

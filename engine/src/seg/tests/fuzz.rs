@@ -1,7 +1,8 @@
 //! No bytes make the reader panic, allocate without bound or loop: not
 //! arbitrary bytes, and not valid segments mutated behind resealed
 //! checksums (which reach the checks that checksums otherwise shield).
-//! Only the absence of panics and the error kind are asserted here; the
+//! Only the absence of panics and the error kind (damage, or an older
+//! format where the version field says so) are asserted here; the
 //! "never different data" property is [`super::damage`]'s.
 
 use proptest::collection::vec;
@@ -11,8 +12,10 @@ use proptest::sample::Index;
 use super::*;
 use crate::codec::put_len_prefixed;
 use crate::seg::format::{
-    Tail, HEAD_BYTES, MAGIC, TAIL_BOUNDS_OFFSET_AT, TAIL_BYTES, TAIL_INDEX_OFFSET_AT, TAIL_RECORDS_AT,
+    Tail, FORMAT_VERSION, HEAD_BYTES, MAGIC, TAIL_BOUNDS_OFFSET_AT, TAIL_BYTES, TAIL_INDEX_OFFSET_AT, TAIL_RECORDS_AT,
+    TAIL_VERSION_AT,
 };
+use crate::Error;
 
 /// A mutation for the structured fuzz.
 #[derive(Clone, Debug)]
@@ -55,8 +58,14 @@ proptest! {
             }
         }
         reseal(&mut bytes);
+        // A mutation of the version field that names an older version
+        // makes the file an older format's, refused by its version.
+        let tail_version = u32::from_le_bytes(bytes[tail + TAIL_VERSION_AT..][..4].try_into().expect("4 bytes"));
         match open_bytes(bytes) {
             Ok(seg) => read_everything(&seg, &probes),
+            Err(Error::OldFormat { version, .. }) => {
+                prop_assert!(version == tail_version && version < FORMAT_VERSION, "old format {} read from version field {}", version, tail_version)
+            }
             Err(e) => prop_assert!(e.is_corrupt(), "{}", e),
         }
     }

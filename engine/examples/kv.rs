@@ -183,6 +183,11 @@ fn print_cut(report: &RecoveryReport, read_only: bool) {
     if report.sweep_skipped && !read_only {
         println!("# nothing was swept or removed in this open (point-in-time recovery); orphans wait for a rewrite");
     }
+    for name in &report.foreign_files {
+        // `Path::display` shows a name that is not UTF-8 with U+FFFD for its
+        // bad bytes; `{:?}` shows the bytes themselves.
+        println!("# left untouched, not the store's: {name:?}");
+    }
 }
 
 fn main() -> ExitCode {

@@ -109,7 +109,12 @@ fn the_lock_goes_with_the_store_however_it_ends() {
 
     // An open that fails after taking the lock gives it back: here the
     // manifest registers a segment whose file is gone (damage, refused).
-    let segment = vfs.list_dir(dir).unwrap().into_iter().find(|name| name.ends_with(".seg")).unwrap();
+    let segment = vfs
+        .list_dir(dir)
+        .unwrap()
+        .into_iter()
+        .find(|name| name.to_str().is_some_and(|name| name.ends_with(".seg")))
+        .unwrap();
     vfs.unlink(&dir.join(&segment)).unwrap();
     for _ in 0..2 {
         let refused = open(vfs.clone(), dir).err().expect("a missing registered segment is refused");

@@ -9,6 +9,7 @@
 //! back; a crash between the copy and the cut just quarantines the same
 //! bytes again under the next number.
 
+use std::ffi::OsString;
 use std::path::Path;
 
 use crate::vfs::{OpenMode, Vfs};
@@ -39,11 +40,11 @@ fn prefix(log_name: &str) -> String {
 
 /// One past the highest `<log_name>.quarantine.<n>` in `names` (1 if none).
 /// Names with anything but digits after the prefix are not ours.
-fn next_number(names: &[String], log_name: &str) -> Result<u64> {
+fn next_number(names: &[OsString], log_name: &str) -> Result<u64> {
     let prefix = prefix(log_name);
     let highest = names
         .iter()
-        .filter_map(|name| name.strip_prefix(&prefix))
+        .filter_map(|name| name.to_str()?.strip_prefix(&prefix))
         .filter(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
         .filter_map(|digits| digits.parse::<u64>().ok())
         .max()
@@ -59,8 +60,8 @@ mod tests {
     use crate::aof::testing::file_bytes;
     use crate::vfs::MemVfs;
 
-    fn names(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| s.to_string()).collect()
+    fn names(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
     }
 
     #[test]
@@ -77,6 +78,9 @@ mod tests {
         ]);
         assert_eq!(next_number(&list, "aof").unwrap(), 11);
         assert_eq!(next_number(&list, "other").unwrap(), 51);
+        let mut with_bytes = list.clone();
+        with_bytes.push(std::os::unix::ffi::OsStringExt::from_vec(b"aof.quarantine.9\xff".to_vec()));
+        assert_eq!(next_number(&with_bytes, "aof").unwrap(), 11, "a name that is not UTF-8 is a stranger's");
         assert!(matches!(next_number(&names(&["aof.quarantine.18446744073709551615"]), "aof"), Err(Error::Invalid(_))));
     }
 

@@ -526,7 +526,7 @@ mod tests {
         } else {
             assert_eq!(report.reason, None);
             assert_eq!(report.quarantine_file, None);
-            assert_eq!(vfs.list_dir(Path::new(DIR)).unwrap(), vec!["aof".to_string()]);
+            assert_eq!(vfs.list_dir(Path::new(DIR)).unwrap(), vec![std::ffi::OsString::from("aof")]);
         }
 
         writer.append_all(more, 1).unwrap();
@@ -741,7 +741,7 @@ mod tests {
         assert!(err.is_corrupt(), "{err}");
         assert!(err.to_string().contains("/db/aof"), "{err}");
         assert_eq!(file_bytes(vfs.as_ref(), LOG), bytes);
-        assert_eq!(vfs.list_dir(Path::new(DIR)).unwrap(), vec!["aof".to_string()]);
+        assert_eq!(vfs.list_dir(Path::new(DIR)).unwrap(), vec![std::ffi::OsString::from("aof")]);
     }
 
     #[test]

@@ -35,7 +35,13 @@ fn mem() -> Arc<MemVfs> {
 /// Every file in the directory, by name.
 fn files(vfs: &dyn Vfs) -> BTreeMap<String, Vec<u8>> {
     let names = vfs.list_dir(dir()).unwrap();
-    names.into_iter().map(|name| (name.clone(), read_whole(vfs, &dir().join(&name)).unwrap())).collect()
+    names
+        .into_iter()
+        .map(|name| {
+            let bytes = read_whole(vfs, &dir().join(&name)).unwrap();
+            (name.into_string().expect("the engine writes UTF-8 names"), bytes)
+        })
+        .collect()
 }
 
 /// A fresh disk holding exactly `files`.

@@ -4,6 +4,7 @@
 //! one whose process stops at a named phase.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -250,7 +251,7 @@ impl Vfs for StopAt {
         Self::check(&self.stopped)?;
         self.inner.unlink(path)
     }
-    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
         Self::check(&self.stopped)?;
         self.inner.list_dir(dir)
     }

@@ -4,7 +4,9 @@
 //! durability contract, not a debugging aid.
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 
+use super::names::{classify, Listed};
 use super::segments::seq_of_file_name;
 use super::value::{entry_weight, Value};
 use super::{Store, REWRITE_TEMP_FILE};
@@ -96,23 +98,26 @@ impl Store {
                 // After a point-in-time cut the sweep waits (nothing is
                 // removed after damage): strays are expected until then.
                 for name in names.iter().filter(|_| !self.sweep_pending) {
-                    if self.leftovers.contains(name) {
+                    // A name the engine never writes is not its business.
+                    let file = match classify(name, |file| self.manifest.is_live_file(file)) {
+                        Listed::Kept | Listed::Foreign => continue,
+                        Listed::UnregisteredSegment(file) | Listed::LeftoverTemp(file) => file,
+                    };
+                    if self.leftovers.contains(file) {
                         // A failed step's file whose removal failed too:
                         // the store knows it (see `Store::leftovers`).
                         continue;
                     }
-                    if name.ends_with(".seg") && !self.manifest.is_live_file(name) {
-                        v(format!("unregistered segment file {name} in the directory"));
-                    }
-                    if name == REWRITE_TEMP_FILE {
-                        v(format!("leftover rewrite temp file {name}"));
-                    }
-                    if name == MANIFEST_TEMP_FILE {
-                        v(format!("leftover manifest compaction temp file {name}"));
+                    if file == REWRITE_TEMP_FILE {
+                        v(format!("leftover rewrite temp file {file}"));
+                    } else if file == MANIFEST_TEMP_FILE {
+                        v(format!("leftover manifest compaction temp file {file}"));
+                    } else {
+                        v(format!("unregistered segment file {file} in the directory"));
                     }
                 }
                 for entry in self.manifest.live() {
-                    if names.binary_search(&entry.file).is_err() {
+                    if names.binary_search_by(|name| name.as_os_str().cmp(OsStr::new(&entry.file))).is_err() {
                         v(format!("registered segment {} is missing from the directory", entry.file));
                     }
                 }

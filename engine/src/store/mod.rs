@@ -26,6 +26,7 @@ mod command;
 mod evict;
 mod key;
 mod logical;
+mod names;
 mod recover;
 mod rewrite;
 mod row;

@@ -29,8 +29,10 @@
 //!    torn tail cut, or a fresh header) — in that order, so a new store's
 //!    log is durable before its manifest exists.
 //! 6. Sweep: registered segments the log never names (a crash between seal
-//!    and frame) are dropped and unlinked; unregistered `*.seg` files and a
-//!    leftover rewrite or manifest-compaction temp file are unlinked. A
+//!    and frame) are dropped and unlinked; unregistered segment files of
+//!    the engine's naming and a leftover rewrite or manifest-compaction
+//!    temp file are unlinked; a name the engine never writes is left alone
+//!    and reported (`store/names.rs`). A
 //!    segment the log names stays even with no live stub: dropping it would
 //!    break the *next* replay, which meets the same `SEGMENTED` frame
 //!    again. No destructive step follows damage: after a point-in-time cut
@@ -50,16 +52,18 @@
 //! lacks — is refused as corruption, never papered over.
 
 use std::collections::BTreeSet;
+use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
 
 use super::command::{Command, Parsed};
+use super::names::{classify, Listed};
 use super::segments::{seq_of_file_name, Segments};
 use super::value::{decode_row, value_weight, Entry, Stub, Value};
-use super::{Options, Store, AOF_FILE, REWRITE_TEMP_FILE};
+use super::{Options, Store, AOF_FILE};
 use crate::aof::{AofRecovery, LogRead, RecordRef, RecoveryMode};
 use crate::clock::Clock;
-use crate::manifest::{Manifest, ManifestRead, MANIFEST_TEMP_FILE};
+use crate::manifest::{Manifest, ManifestRead};
 use crate::seg::Seg;
 use crate::vfs::{LockGuard, LockMode, Vfs};
 use crate::IoOp;
@@ -78,8 +82,14 @@ pub struct RecoveryReport {
     pub segments_loaded: u64,
     /// Registered segments no frame names, dropped and unlinked.
     pub orphan_segments_swept: u64,
-    /// Unregistered files (`*.seg`, rewrite and manifest temp files) unlinked.
+    /// The engine's own leftovers unlinked: segment files of its naming
+    /// that the manifest does not register, rewrite and manifest temp files.
     pub stray_files_swept: u64,
+    /// Names in the directory the engine never writes (not UTF-8, or none
+    /// of its file patterns: `store/names.rs`), found by the sweep and
+    /// left untouched, as listed. Another program's files are never
+    /// removed and never stop an open.
+    pub foreign_files: Vec<OsString>,
     /// The sweep did not run: this open cut the log at damage or at a
     /// point-in-time cut, and nothing is removed after damage. Orphans and
     /// strays wait for a later open or rewrite.
@@ -353,14 +363,15 @@ impl Store {
         for name in names {
             // A compaction's temp file is never the manifest: the rename
             // that would have made it one is atomic (`manifest/compact.rs`).
-            let stray = (name.ends_with(".seg") && !self.manifest.is_live_file(&name))
-                || name == REWRITE_TEMP_FILE
-                || name == MANIFEST_TEMP_FILE;
-            if stray {
-                let path = self.dir.join(&name);
-                let unlinked = Self::io(IoOp::Unlink, &path, self.vfs.unlink(&path));
-                self.poison_on_error(unlinked)?;
-                report.stray_files_swept += 1;
+            match classify(&name, |file| self.manifest.is_live_file(file)) {
+                Listed::Kept => {}
+                Listed::UnregisteredSegment(file) | Listed::LeftoverTemp(file) => {
+                    let path = self.dir.join(file);
+                    let unlinked = Self::io(IoOp::Unlink, &path, self.vfs.unlink(&path));
+                    self.poison_on_error(unlinked)?;
+                    report.stray_files_swept += 1;
+                }
+                Listed::Foreign => report.foreign_files.push(name),
             }
         }
         if report.orphan_segments_swept > 0 || report.stray_files_swept > 0 {

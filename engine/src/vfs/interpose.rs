@@ -14,6 +14,7 @@
 //! Each file keeps a clone of the interposer, so a hook sees the same
 //! state whichever file it runs for; keep that state behind an `Arc`.
 
+use std::ffi::OsString;
 use std::io;
 use std::path::Path;
 
@@ -76,7 +77,7 @@ impl<T: Interpose> Vfs for T {
     fn unlink(&self, path: &Path) -> io::Result<()> {
         self.inner().unlink(path)
     }
-    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
         self.inner().list_dir(dir)
     }
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
@@ -191,7 +192,7 @@ mod tests {
         probe.rename(a, b).unwrap();
         probe.sync_dir(dir).unwrap();
         probe.mark(Phase::OpenDone);
-        assert_eq!(probe.list_dir(dir).unwrap(), ["b"]);
+        assert_eq!(probe.list_dir(dir).unwrap(), [OsString::from("b")]);
         assert!(probe.exists(b).unwrap() && !probe.exists(a).unwrap());
         assert_eq!(read_whole(probe.inner.as_ref(), b).unwrap(), b"hello");
         assert_eq!(&probe.map_readonly(b).unwrap()[..], b"hello");

@@ -8,6 +8,7 @@
 //! overhead is measured against. The fault-injecting disk lives in `sim`.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -105,16 +106,16 @@ impl Vfs for MemVfs {
         self.state().files.remove(path).map(|_| ()).ok_or_else(|| not_found(path))
     }
 
-    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
         let state = self.state();
         if !state.dirs.contains(dir) {
             return Err(not_found(dir));
         }
-        let mut names: Vec<String> = state
+        let mut names: Vec<OsString> = state
             .files
             .keys()
             .filter(|p| p.parent() == Some(dir))
-            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .filter_map(|p| p.file_name().map(|n| n.to_os_string()))
             .collect();
         names.sort();
         Ok(names)
@@ -221,7 +222,7 @@ mod tests {
         assert_eq!(f.read_at(0, &mut buf).unwrap(), 6);
         assert_eq!(&buf[..6], b"\0\0\0xyz");
         vfs.rename(&path, &dir.join("b")).unwrap();
-        assert_eq!(vfs.list_dir(dir).unwrap(), vec!["b".to_string()]);
+        assert_eq!(vfs.list_dir(dir).unwrap(), vec![OsString::from("b")]);
         assert_eq!(&*vfs.map_readonly(&dir.join("b")).unwrap(), b"\0\0\0xyz");
         vfs.unlink(&dir.join("b")).unwrap();
         assert!(vfs.list_dir(dir).unwrap().is_empty());

@@ -32,6 +32,7 @@ mod mapping;
 mod mem;
 mod os;
 
+use std::ffi::OsString;
 use std::io;
 use std::path::Path;
 
@@ -71,7 +72,10 @@ pub trait Vfs: Send + Sync {
 
     /// The names (not paths) of the regular files in `dir`, sorted
     /// bytewise so that every caller sees one order on every platform.
-    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// Names are bytes, not text: a name another program wrote need not be
+    /// UTF-8, and a caller that acts on a listed name (unlinks it, opens it)
+    /// must act on exactly these bytes, never on a lossy rendering of them.
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>>;
 
     /// Create `dir` and any missing parents. Durable after `sync_dir` of
     /// each parent; the engine calls this only for its own root.

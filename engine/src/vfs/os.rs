@@ -13,6 +13,7 @@
 //! This module and `clock` are the only places in the engine allowed to
 //! touch `std::fs`, `memmap2` or the wall clock (a test enforces it).
 
+use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -89,17 +90,19 @@ impl Vfs for OsVfs {
         fs::remove_file(path)
     }
 
-    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
         let mut names = Vec::new();
         for entry in fs::read_dir(dir)? {
             let entry = entry?;
             if !entry.file_type()?.is_file() {
                 continue;
             }
-            // A name that is not UTF-8 was not made by the engine; it is
-            // listed lossily so a sweep can still report it.
-            names.push(entry.file_name().to_string_lossy().into_owned());
+            // The name's own bytes, UTF-8 or not: the engine never wrote a
+            // name that is not text, but it must be able to name (and
+            // leave alone) one that another program wrote.
+            names.push(entry.file_name());
         }
+        // `OsString` orders by its bytes on Unix.
         names.sort();
         Ok(names)
     }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,7 +32,13 @@ pub fn os_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 /// Every file in `dir` by name with its bytes, read through `vfs`.
 pub fn vfs_files(vfs: &dyn Vfs, dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let names = vfs.list_dir(dir).unwrap();
-    names.into_iter().map(|name| (name.clone(), read_whole(vfs, &dir.join(name)).unwrap())).collect()
+    names
+        .into_iter()
+        .map(|name| {
+            let bytes = read_whole(vfs, &dir.join(&name)).unwrap();
+            (name.into_string().expect("the tests' file names are UTF-8"), bytes)
+        })
+        .collect()
 }
 
 /// Write `bytes` as the whole file at `path` and fsync it.
@@ -98,7 +105,7 @@ impl Vfs for CrashAfter {
         self.check()?;
         self.inner.unlink(path)
     }
-    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
         self.check()?;
         self.inner.list_dir(dir)
     }

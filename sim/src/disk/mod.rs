@@ -157,6 +157,7 @@ mod state;
 mod tests;
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -465,10 +466,13 @@ impl Vfs for SimVfs {
         disk.run(IoKind::Unlink, name, 0, 0, |disk, _| disk.fs.unlink(path))
     }
 
-    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
         let mut disk = self.disk();
         let name = disk.name_of(dir);
-        disk.run(IoKind::ListDir, name, 0, 0, |disk, _| disk.fs.list_dir(dir))
+        // The simulated disk names files with text (the engine writes no
+        // other names); the seam carries them as bytes.
+        let names = disk.run(IoKind::ListDir, name, 0, 0, |disk, _| disk.fs.list_dir(dir))?;
+        Ok(names.into_iter().map(OsString::from).collect())
     }
 
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {

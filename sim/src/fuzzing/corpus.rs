@@ -509,7 +509,8 @@ fn read(vfs: &dyn Vfs, name: &str) -> Vec<u8> {
 }
 
 fn names(vfs: &dyn Vfs) -> Vec<String> {
-    vfs.list_dir(Path::new(DIR)).expect("the store directory exists")
+    let names = vfs.list_dir(Path::new(DIR)).expect("the store directory exists");
+    names.into_iter().map(|name| name.into_string().expect("the engine writes UTF-8 names")).collect()
 }
 
 /// A segment holding `rows` (sorted, distinct keys), as its builder writes it.

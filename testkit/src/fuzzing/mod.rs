@@ -89,7 +89,8 @@ fn read(vfs: &dyn Vfs, name: &str) -> Vec<u8> {
 
 /// The names in the store directory.
 fn names(vfs: &dyn Vfs) -> Vec<String> {
-    vfs.list_dir(dir()).expect("the store directory exists")
+    let names = vfs.list_dir(dir()).expect("the store directory exists");
+    names.into_iter().map(|name| name.into_string().expect("the engine writes UTF-8 names")).collect()
 }
 
 /// Where a reseal binds the checksums it recomputes: to the bytes' own

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use engine::vfs::{OpenMode, Vfs};
 use proptest::prelude::*;
 
-use super::{contents, create_durable, dir, disk, disk_holding, open_write, path, pattern, sector_sizes};
+use super::{contents, create_durable, dir, disk, disk_holding, listed, open_write, path, pattern, sector_sizes};
 use crate::disk::{CrashMode, DiskConfig, DiskImage, DiskSnapshot, SimVfs};
 use crate::trace::Trace;
 
@@ -147,7 +147,7 @@ fn a_disk_made_from_an_image_holds_exactly_it_durably() {
     let all = snapshot.image(&states[3]); // every dir change, every write
     assert_eq!(file_of(&all, "new"), Some(&b"unsynced"[..]));
     let restored = SimVfs::from_image(DiskConfig::fault_free(CrashMode::Strict, 512), &all, Trace::new(false));
-    assert_eq!(restored.list_dir(dir()).unwrap(), vec!["kept".to_string(), "new".to_string()]);
+    assert_eq!(listed(&restored, dir()), vec!["kept".to_string(), "new".to_string()]);
     restored.power_loss(1);
     assert_eq!(contents(&restored, "kept"), Some(pattern(5, 900)));
     assert_eq!(contents(&restored, "new"), Some(b"unsynced".to_vec()));

@@ -13,7 +13,7 @@ use engine::store::{Command, Options, Reply, Store};
 use engine::vfs::{Holders, LockMode, Vfs};
 use engine::Error;
 
-use super::{contents, dir};
+use super::{contents, dir, listed};
 use crate::disk::{CrashMode, CrashPoint, DiskConfig, SimVfs};
 use crate::trace::Trace;
 
@@ -54,7 +54,7 @@ const ONE_WRITER: Option<Holders> = Some(Holders { mode: LockMode::Exclusive, co
 
 /// Every file of the store directory with its bytes as reads see them.
 fn files(vfs: &SimVfs) -> Vec<(String, Option<Vec<u8>>)> {
-    let names = vfs.list_dir(dir()).unwrap();
+    let names = listed(vfs, dir());
     names.into_iter().map(|name| (name.clone(), contents(vfs, &name))).collect()
 }
 

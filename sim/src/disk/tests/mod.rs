@@ -46,6 +46,12 @@ pub(super) fn disk(mode: CrashMode, sector_bytes: u64) -> SimVfs {
     disk_with(DiskConfig::fault_free(mode, sector_bytes))
 }
 
+/// The names in `dir` as text (the simulated disk writes no other names).
+pub(super) fn listed(vfs: &SimVfs, dir: &std::path::Path) -> Vec<String> {
+    let names = vfs.list_dir(dir).unwrap();
+    names.into_iter().map(|name| name.into_string().expect("a simulated name is UTF-8")).collect()
+}
+
 /// The file's bytes now, or `None` if it does not exist.
 pub(super) fn contents(vfs: &SimVfs, name: &str) -> Option<Vec<u8>> {
     if !vfs.exists(&path(name)).unwrap() {

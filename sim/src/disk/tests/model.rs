@@ -111,7 +111,9 @@ fn apply(vfs: &dyn Vfs, slots: &mut [Option<Box<dyn VfsFile>>], op: &Op) -> Opti
         Op::Sync { slot } => seen(slots[*slot].as_mut()?.sync(), nothing),
         Op::Rename { from, to } => seen(vfs.rename(&file_path(*from), &file_path(*to)), nothing),
         Op::Unlink { file } => seen(vfs.unlink(&file_path(*file)), nothing),
-        Op::ListDir { missing } => seen(vfs.list_dir(&dir_arg(*missing)), |names| names.join("/").into_bytes()),
+        Op::ListDir { missing } => {
+            seen(vfs.list_dir(&dir_arg(*missing)), |names| names.join(std::ffi::OsStr::new("/")).into_encoded_bytes())
+        }
         Op::SyncDir { missing } => seen(vfs.sync_dir(&dir_arg(*missing)), nothing),
         Op::Map { file } => seen(vfs.map_readonly(&file_path(*file)), |map| map.to_vec()),
         Op::Exists { file } => seen(vfs.exists(&file_path(*file)), |yes| vec![u8::from(yes)]),

@@ -385,6 +385,7 @@ impl<'a> Driver<'a> {
         if crashed {
             if command.is_write() {
                 self.checker.uncertain(command, now_ms);
+                self.outcome.in_doubt += 1;
             }
             return self.power_loss(&planned.op).map(|()| true);
         }
@@ -416,6 +417,7 @@ impl<'a> Driver<'a> {
                 if !was_poisoned && self.store().poisoned().is_some() {
                     // Poisoned by this write: its frame may be on disk.
                     self.checker.uncertain(command, now_ms);
+                    self.outcome.in_doubt += 1;
                 } else if !was_poisoned && !self.vfs.faults_injected_this_op() {
                     return Err(self.fail(Check::Reply, format!("{command:?}: failed with no fault injected: {e}")));
                 }
@@ -786,7 +788,7 @@ impl<'a> Driver<'a> {
         let store = self.store.as_ref().expect("opened by recover");
         // Read as the store walks its content (no dump).
         match self.checker.recovered_store(store, now_ms, power_lost, floor) {
-            Ok(Ok(_)) => {}
+            Ok(Ok(_)) => self.outcome.came_back += u64::from(self.checker.take_came_back()),
             Ok(Err(mismatch)) => {
                 let why =
                     if damaged { format!("\n    damage injected: {damage:?}, floor {floor:?}") } else { String::new() };

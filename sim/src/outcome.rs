@@ -41,6 +41,13 @@ pub struct SeedOutcome {
     /// Recoveries (or refusals) no promise covered, after a commit at a
     /// level that promises nothing: measured, never failed.
     pub unpromised: u64,
+    /// Writes (segsim) or commits (kit) whose outcome was left in doubt: an
+    /// error returned, or a crash or a kill cut them short (ARCHITECTURE.md,
+    /// "Outcomes in doubt"). Counted, never failed.
+    pub in_doubt: u64,
+    /// Of those, the ones a later recovery showed applied after an earlier
+    /// recovery had not: allowed while in doubt, counted apart.
+    pub came_back: u64,
     /// Persistence hazards a kit target's engine left that it documents
     /// (`Adapter::hazards`: reported, not failed; an undeclared one fails
     /// the run, as every one does for the segsim target, check `hazard`).

@@ -39,6 +39,10 @@ pub struct Summary {
     pub silent_rollbacks: u64,
     /// Recoveries no promise covered (see `SeedOutcome::unpromised`).
     pub unpromised: u64,
+    /// Writes or commits left in doubt (see `SeedOutcome::in_doubt`).
+    pub in_doubt: u64,
+    /// In-doubt ones that came back later (see `SeedOutcome::came_back`).
+    pub came_back: u64,
     /// Persistence hazards reported (see `SeedOutcome::hazards`).
     pub hazards: u64,
     /// Read-only inspections of crashed directories.
@@ -80,6 +84,8 @@ impl Summary {
             refusals_accepted: outcome.refusals_accepted,
             silent_rollbacks: outcome.silent_rollbacks,
             unpromised: outcome.unpromised,
+            in_doubt: outcome.in_doubt,
+            came_back: outcome.came_back,
             hazards: outcome.hazards,
             inspections: outcome.inspections,
             after_damage: outcome.after_damage.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
@@ -133,6 +139,8 @@ impl Summary {
             "refusals_accepted": self.refusals_accepted,
             "silent_rollbacks": self.silent_rollbacks,
             "unpromised": self.unpromised,
+            "in_doubt": self.in_doubt,
+            "came_back": self.came_back,
             "hazards": self.hazards,
             "inspections": self.inspections,
             "after_damage": self.after_damage,
@@ -159,6 +167,8 @@ impl Summary {
         self.refusals_accepted += other.refusals_accepted;
         self.silent_rollbacks += other.silent_rollbacks;
         self.unpromised += other.unpromised;
+        self.in_doubt += other.in_doubt;
+        self.came_back += other.came_back;
         self.hazards += other.hazards;
         self.inspections += other.inspections;
         for (outcome, count) in &other.after_damage {
@@ -195,6 +205,9 @@ impl Summary {
             // Absent from summaries written before the kit counted it.
             silent_rollbacks: value.get("silent_rollbacks").and_then(Value::as_u64).unwrap_or(0),
             unpromised: value.get("unpromised").and_then(Value::as_u64).unwrap_or(0),
+            // Absent from summaries written before outcomes in doubt.
+            in_doubt: value.get("in_doubt").and_then(Value::as_u64).unwrap_or(0),
+            came_back: value.get("came_back").and_then(Value::as_u64).unwrap_or(0),
             hazards: value.get("hazards").and_then(Value::as_u64).unwrap_or(0),
             inspections: value.get("inspections").and_then(Value::as_u64).unwrap_or(0),
             elapsed_sec: value.get("elapsed_sec").and_then(Value::as_f64).ok_or("no number `elapsed_sec`")?,
@@ -277,6 +290,14 @@ impl Summary {
                 "{} recoveries no promise covered (after commits at a level that promises nothing; measured, not \
                  failed)",
                 self.unpromised
+            );
+        }
+        if self.in_doubt > 0 {
+            let _ = writeln!(
+                out,
+                "{} writes or commits left in doubt (an error or a crash cut them short: either outcome allowed, \
+                 never half), {} of them came back after a recovery that had not shown them",
+                self.in_doubt, self.came_back
             );
         }
         if self.inspections > 0 {

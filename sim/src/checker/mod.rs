@@ -90,9 +90,18 @@ pub struct Checker {
     /// `history[..durable]` is known durable.
     durable: usize,
 
-    /// A write whose outcome is unknown (at most one: after it the store
-    /// is either gone or poisoned).
+    /// A write whose outcome is in doubt (at most one: after it the store
+    /// is either gone or poisoned, and the next write acknowledged settles
+    /// it). It survives a recovery after a process restart that did not
+    /// show it; a power loss's recovery settles it (ARCHITECTURE.md,
+    /// "Outcomes in doubt").
     uncertain: Option<(u64, Command)>,
+    /// `uncertain` was already in doubt at an earlier recovery that did not
+    /// show it: if a recovery shows it now, it came back.
+    uncertain_outlived_recovery: bool,
+    /// The last recovery showed a write that came back (see
+    /// [`Checker::take_came_back`]).
+    came_back: bool,
     /// The state at the last recovery + `history`: what reads must see now.
     current: Model,
 }
@@ -112,7 +121,21 @@ struct Acked {
 impl Checker {
     /// A checker for a store that starts empty.
     pub fn new(fsync: FsyncPolicy) -> Self {
-        Checker { fsync, history: Vec::new(), durable: 0, uncertain: None, current: Model::new() }
+        Checker {
+            fsync,
+            history: Vec::new(),
+            durable: 0,
+            uncertain: None,
+            uncertain_outlived_recovery: false,
+            came_back: false,
+            current: Model::new(),
+        }
+    }
+
+    /// Whether the last recovery showed an in-doubt write that an earlier
+    /// recovery had not shown (asked once: the answer is then cleared).
+    pub fn take_came_back(&mut self) -> bool {
+        std::mem::take(&mut self.came_back)
     }
 
     /// What the model answers for a read (it does not change the model).
@@ -136,6 +159,10 @@ impl Checker {
     ) -> engine::Result<Reply> {
         let (reply, undo) = self.current.execute_undoable(command, now_ms)?;
         self.history.push(Acked { at_ms: now_ms, undo, log_at });
+        // The store built this write on the content it showed, without the
+        // write in doubt, and acknowledged it: that settles the doubt.
+        self.uncertain = None;
+        self.uncertain_outlived_recovery = false;
         if self.fsync == FsyncPolicy::Always {
             self.durable = self.history.len();
         }
@@ -148,9 +175,13 @@ impl Checker {
         self.current.refuses(command, now_ms)
     }
 
-    /// `command` may or may not have reached the disk.
+    /// `command` may or may not have reached the disk: its outcome is in
+    /// doubt. One still in doubt from before a process restart is settled
+    /// as not applied: the store wrote this one after the content it
+    /// showed, which did not hold it.
     pub fn uncertain(&mut self, command: &Command, now_ms: u64) {
         self.uncertain = Some((now_ms, command.clone()));
+        self.uncertain_outlived_recovery = false;
     }
 
     /// Everything acknowledged so far is durable (a successful sync,
@@ -324,6 +355,7 @@ impl Checker {
             let (_, undo) =
                 self.current.execute_undoable(&command, at_ms).expect("the uncertain write applied in the search");
             self.history.push(Acked { at_ms, undo, log_at: None });
+            self.came_back = self.uncertain_outlived_recovery;
         }
         // Roll `current` back to the state after p writes.
         while self.history.len() > p {
@@ -332,7 +364,13 @@ impl Checker {
         }
         // After a power loss what came back is what the disk held: durable.
         self.durable = if power_lost { p } else { self.durable.min(p) };
-        self.uncertain = None;
+        // A process restart that did not show the write in doubt settles
+        // nothing: its bytes may yet be what a power loss leaves. After
+        // one, the disk has answered.
+        if power_lost {
+            self.uncertain = None;
+        }
+        self.uncertain_outlived_recovery = self.uncertain.is_some();
     }
 
     /// Continue from `dump` as the new truth (a loss the store reported).

@@ -84,12 +84,15 @@ impl ForwardSearch {
         // The history is kept across recoveries (a recovery after damage
         // may go back further than the durable prefix): cut to the match.
         if p > self.history.len() {
-            self.history.push(self.uncertain.clone().unwrap());
+            self.history.push(self.uncertain.take().unwrap());
         }
         self.history.truncate(p);
         self.durable = if power_lost { p } else { self.durable.min(p) };
         self.current = state;
-        self.uncertain = None;
+        // Still in doubt after a process restart that did not show it.
+        if power_lost {
+            self.uncertain = None;
+        }
         Some(p)
     }
 
@@ -141,13 +144,50 @@ fn store_holding(dump: &BTreeMap<Vec<u8>, LogicalEntry>, now_ms: u64) -> Store {
     store
 }
 
+/// A write in doubt (the store poisoned by it) that a reopen after a
+/// process restart does not show may still be what a later power loss
+/// leaves; after the power loss's recovery, or once a later write is
+/// acknowledged, it may not.
+#[test]
+fn a_write_in_doubt_outlives_a_process_restart_until_evidence_settles_it() {
+    let a = set("a", "1");
+    let doubt = set("b", "2");
+    let shown = dump_of(&[a.clone(), doubt.clone()]);
+    let not_shown = dump_of(std::slice::from_ref(&a));
+    let in_doubt = || {
+        let mut checker = Checker::new(FsyncPolicy::Always);
+        checker.acknowledged(&a, 0).unwrap();
+        checker.uncertain(&doubt, 0);
+        assert_eq!(checker.recovered(&not_shown, 0, false).ok(), Some(1), "the restart did not show it");
+        checker
+    };
+    let mut checker = in_doubt();
+    assert_eq!(checker.recovered(&shown, 0, true).ok(), Some(2), "a later power loss may show it");
+    assert!(checker.take_came_back(), "counted as come back");
+    assert!(!checker.take_came_back(), "once");
+
+    let mut checker = in_doubt();
+    assert_eq!(checker.recovered(&not_shown, 0, true).ok(), Some(1));
+    assert!(checker.recovered(&shown, 0, true).is_err(), "the power loss's recovery settled it");
+
+    let mut checker = in_doubt();
+    checker.acknowledged(&set("c", "3"), 0).unwrap();
+    let shown_after = dump_of(&[a.clone(), set("c", "3"), doubt.clone()]);
+    assert!(checker.recovered(&shown_after, 0, true).is_err(), "the next acknowledged write settled it");
+
+    let mut checker = Checker::new(FsyncPolicy::Always);
+    checker.uncertain(&doubt, 0);
+    assert_eq!(checker.recovered(&dump_of(std::slice::from_ref(&doubt)), 0, false).ok(), Some(1));
+    assert!(!checker.take_came_back(), "shown at the first recovery: in flight, not come back");
+}
+
 #[test]
 fn the_rule_is_the_forward_search_bit_for_bit() {
     let policies = [FsyncPolicy::Always, FsyncPolicy::EverySec, FsyncPolicy::No];
     // Recoveries that matched: below the newest prefix, at it, with
     // the uncertain write; and that matched nothing.
     let (mut below, mut newest, mut with_uncertain, mut nothing) = (0, 0, 0, 0);
-    for seed in 1..=150u64 {
+    for seed in 1..=300u64 {
         let mut writes = Writes(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
         let fsync = policies[seed as usize % 3];
         let mut checker = Checker::new(fsync);
@@ -169,6 +209,8 @@ fn the_rule_is_the_forward_search_bit_for_bit() {
                     let want = reference.current.execute(&command, now_ms).ok();
                     assert_eq!(got, want, "{at}: {command:?}");
                     if want.is_some() {
+                        // An acknowledged write settles the one in doubt.
+                        reference.uncertain = None;
                         reference.history.push((now_ms, command));
                         if fsync == FsyncPolicy::Always {
                             reference.durable = reference.history.len();

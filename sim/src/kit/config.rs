@@ -67,6 +67,9 @@ pub struct KitConfig<C> {
     pub detects_damage: bool,
     /// What a commit at each level promises, so configured.
     pub promises: Vec<Promise>,
+    /// Per level, whether a commit that returned an error is documented as
+    /// rolled back (`Adapter::failed_commit_rolls_back`); else it is in doubt.
+    pub failed_commits_roll_back: Vec<bool>,
     /// Distinct keys per table.
     pub key_space: u32,
     /// Largest generated value, in bytes.
@@ -152,6 +155,8 @@ impl<C> KitConfig<C> {
         let engine = adapter.configure_with(&mut rng, options).expect("options are checked when they are set");
         let detects_damage = adapter.detects_damage(&engine);
         let promises = (0..adapter.levels().len()).map(|level| adapter.promise(&engine, level)).collect();
+        let failed_commits_roll_back =
+            (0..adapter.levels().len()).map(|level| adapter.failed_commit_rolls_back(&engine, level)).collect();
         let (torn, flips) = adapter.tolerates();
         let allowed = Harsh { torn_garbage: torn || harsh.torn_garbage, read_bitflips: flips || harsh.read_bitflips };
         let mut disk = draw_disk(&mut rng, detects_damage, allowed);
@@ -175,6 +180,7 @@ impl<C> KitConfig<C> {
             engine,
             detects_damage,
             promises,
+            failed_commits_roll_back,
             key_space: rng.gen_range(4..64),
             max_value_bytes,
             weights,

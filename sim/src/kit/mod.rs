@@ -335,6 +335,18 @@ pub trait Adapter: Send + Sync + 'static {
         self.levels()[level].promise
     }
 
+    /// Whether the engine documents that a commit at `level` which returned
+    /// an error has been rolled back, so configured. Default `false`: a
+    /// failed commit is *in doubt* — it may or may not have taken effect,
+    /// never half — until a power loss's recovery, a recovery that shows it
+    /// or the next acknowledged commit that changes the content settles it
+    /// (the kit's model, "Outcomes in doubt"). Declare `true` only with the
+    /// place the engine documents it: then the failed commit's state
+    /// appearing at any later recovery fails the run.
+    fn failed_commit_rolls_back(&self, _config: &Self::Config, _level: usize) -> bool {
+        false
+    }
+
     /// Whether the engine, so configured, promises to detect damage to its
     /// bytes (verify checksums): only then does the disk damage durable
     /// bytes at power losses, and a `Corrupt` refusal or a rollback to an

@@ -22,7 +22,33 @@
 //!   never survives on its own, and the report says when one did).
 //!
 //! After a clean close that returned `Ok` (and the engine declares that a
-//! close syncs), `D = A`. When the disk announced damage to durable bytes
+//! close syncs), `D = A`.
+//!
+//! # Outcomes in doubt
+//! A commit that returned an error, or that a crash or a kill cut short, is
+//! *in doubt*: it may or may not have taken effect, never half (Jepsen's
+//! `:info` operation; TigerBeetle's workload calls the reply `unknown`).
+//! SQLite documents exactly this much about a failed `COMMIT`: the
+//! transaction "might be rolled back" (`c3ref/get_autocommit.html`,
+//! `lang_transaction.html`). So its state `T` is allowed at the recovery
+//! that follows (in flight, as above), and if that recovery does not show
+//! it, at every later recovery too, until evidence settles it:
+//! - **a recovery after a power loss**: the disk is all there is, so what
+//!   it shows is the answer (`T` or not), for good;
+//! - **a recovery that shows `T`**: it took effect (counted as *came
+//!   back* when an earlier recovery had not shown it);
+//! - **the next acknowledged commit that changed the content**: the engine
+//!   built it on the content it showed, which did not hold `T`, and said
+//!   so; a `T` after that is a failure.
+//!
+//! What does not settle it: a process restart (a reopen syncs nothing by
+//! itself, and the page cache may hold the failed commit's bytes in a shape
+//! the engine's next open reads differently), an empty commit (it
+//! acknowledges no new content), a clean close or a maintenance operation
+//! (they make durable what the engine shows, not what it may still find).
+//! An adapter whose engine documents that a failed commit is rolled back
+//! declares it ([`super::Adapter::failed_commit_rolls_back`]): then the
+//! failed commit is not in doubt, and its state appearing fails. When the disk announced damage to durable bytes
 //! and the engine promises to detect it, it may refuse, or fall back to an
 //! *older* committed state: accepted, and counted apart as a **silent
 //! rollback** when it went back past a durable commit (a loss of
@@ -80,6 +106,9 @@ pub struct Model {
     /// A commit that promised nothing was acknowledged since everything
     /// was last durable: a power loss may leave any content.
     unpromised: bool,
+    /// The states of failed commits still in doubt (see the module doc),
+    /// oldest first: each may yet appear, whole.
+    doubts: Vec<Arc<State>>,
 }
 
 /// How a recovered state was accepted.
@@ -101,6 +130,9 @@ pub enum Accepted {
     /// No promise covers it, and none was made: a commit at a level that
     /// promises nothing was acknowledged since everything was durable.
     Unpromised,
+    /// It is the state of a failed commit that an earlier recovery did not
+    /// show: still in doubt, it came back (allowed; counted).
+    CameBack,
 }
 
 impl Model {
@@ -113,7 +145,14 @@ impl Model {
     /// nothing in flight (where a recovery's probe starts).
     pub fn recovered_at(state: State) -> Model {
         let first = Committed { state: Arc::new(state), survives_alone: true };
-        Model { history: vec![first], durable: 0, working: None, pending: Vec::new(), unpromised: false }
+        Model {
+            history: vec![first],
+            durable: 0,
+            working: None,
+            pending: Vec::new(),
+            unpromised: false,
+            doubts: Vec::new(),
+        }
     }
 
     /// The last committed state (what a read outside a transaction sees).
@@ -170,6 +209,17 @@ impl Model {
         self.pending.clear();
     }
 
+    /// The commit in flight returned an error, and the engine documents
+    /// that a failed commit is rolled back: its state may not appear.
+    pub(super) fn commit_rolled_back(&mut self) {
+        self.pending.retain(|pending| !matches!(pending, Pending::Commit(_)));
+    }
+
+    /// How many failed commits are still in doubt.
+    pub fn in_doubt(&self) -> usize {
+        self.doubts.len()
+    }
+
     /// Whether a commit that promised nothing was acknowledged since
     /// everything was last durable.
     pub fn unpromised(&self) -> bool {
@@ -190,6 +240,9 @@ impl Model {
         let survives_alone = promise != Promise::Volatile;
         if state != *self.committed() {
             self.history.push(Committed { state: Arc::new(state), survives_alone });
+            // Built on the content the engine showed, which held no
+            // failed commit: that settles every doubt.
+            self.doubts.clear();
         } else if survives_alone {
             self.history.last_mut().expect("never empty").survives_alone = true;
         }
@@ -221,9 +274,14 @@ impl Model {
     /// never synced, and a reopen syncs nothing by itself — so the durable
     /// point stays, and the recovered state is one a later power loss may
     /// keep or roll back.
+    ///
+    /// A failed commit (one still pending: it never returned `Ok`) that
+    /// this recovery does not show stays in doubt unless the power was lost
+    /// (see the module doc).
     pub fn recovered(&mut self, recovered: &State, damaged: bool, power_lost: bool) -> Result<Accepted, String> {
         let verdict = self.allows(recovered, damaged);
-        if let Ok((_, index)) = &verdict {
+        if let Ok((accepted, index)) = &verdict {
+            self.settle_doubts(recovered, *accepted, power_lost);
             match index {
                 Some(index) => self.history.truncate(index + 1),
                 None => self.history.push(Committed { state: Arc::new(recovered.clone()), survives_alone: true }),
@@ -242,6 +300,23 @@ impl Model {
         verdict.map(|(accepted, _)| accepted)
     }
 
+    /// Keep in doubt, or settle, the failed commits once a recovery showed
+    /// `recovered` (accepted as `accepted`).
+    fn settle_doubts(&mut self, recovered: &State, accepted: Accepted, power_lost: bool) {
+        let shown = matches!(accepted, Accepted::InFlight | Accepted::CameBack);
+        if power_lost || shown {
+            self.doubts.clear();
+            return;
+        }
+        for pending in &self.pending {
+            if let Pending::Commit(target) = pending {
+                if **target != *recovered && !self.doubts.contains(target) {
+                    self.doubts.push(target.clone());
+                }
+            }
+        }
+    }
+
     /// Whether `recovered` is allowed now, and where it is in the history
     /// (`None`: an in-flight commit's new state). `Err` is the report.
     pub fn allows(&self, recovered: &State, damaged: bool) -> Result<(Accepted, Option<usize>), String> {
@@ -257,6 +332,10 @@ impl Model {
                 let at = (*target == *self.committed()).then_some(self.history.len() - 1);
                 return Ok((Accepted::InFlight, at));
             }
+        }
+        if self.doubts.iter().any(|doubt| **doubt == *recovered) {
+            let at = (*recovered == *self.committed()).then_some(self.history.len() - 1);
+            return Ok((Accepted::CameBack, at));
         }
         let found = self.history.iter().rposition(|c| *c.state == *recovered);
         match found {
@@ -282,9 +361,13 @@ impl Model {
             .collect();
         let in_flight =
             if in_flight.is_empty() { "nothing that could publish".to_string() } else { in_flight.join(" and ") };
+        let in_doubt = match self.doubts.len() {
+            0 => String::new(),
+            n => format!(", {n} failed commits still in doubt"),
+        };
         let mut out = format!(
             "recovered content is not a state the durability promises allow: {} committed states, #{} the last \
-             durable, #{acked} the last acknowledged, in flight: {in_flight}",
+             durable, #{acked} the last acknowledged, in flight: {in_flight}{in_doubt}",
             self.history.len(),
             self.durable,
         );
@@ -460,6 +543,63 @@ mod tests {
         assert_eq!(m.allows(&other, false).unwrap().0, Accepted::Unpromised, "still nothing promised");
         m.all_durable();
         assert!(m.allows(&other, false).is_err());
+    }
+
+    /// A model whose commit of `a=1` failed (still pending), on an empty
+    /// durable database.
+    fn failed_commit() -> (Model, State) {
+        let mut m = Model::new(1);
+        m.put(0, b"a", b"1");
+        m.set_pending(Pending::Commit(m.commit_target()));
+        (m, state(&[(b"a", b"1")]))
+    }
+
+    /// SQLite's finding 1, reduced: a failed commit that the reopen after a
+    /// process restart does not show may still be what a later power loss
+    /// leaves. In doubt, it may come back; never half.
+    #[test]
+    fn a_failed_commit_stays_in_doubt_across_a_process_restart() {
+        let (mut m, landed) = failed_commit();
+        assert_eq!(m.recovered(&State::empty(1), false, false), Ok(Accepted::Durable));
+        assert_eq!(m.in_doubt(), 1);
+        // Neither an empty commit nor a clean close settles it.
+        m.commit(Promise::Durable);
+        m.all_durable();
+        assert_eq!(m.in_doubt(), 1);
+        assert_eq!(m.clone().recovered(&landed, false, true), Ok(Accepted::CameBack));
+        let half = state(&[(b"a", b"2")]);
+        assert!(m.allows(&half, false).is_err(), "never a state the failed commit did not have");
+        // A power loss's recovery settles it, whichever way it went.
+        let mut settled = m.clone();
+        assert_eq!(settled.recovered(&State::empty(1), false, true), Ok(Accepted::Durable));
+        assert_eq!(settled.in_doubt(), 0);
+        assert!(settled.allows(&landed, false).is_err(), "settled by the power loss: it did not land");
+        let mut landed_model = m;
+        assert_eq!(landed_model.recovered(&landed, false, false), Ok(Accepted::CameBack));
+        assert_eq!((landed_model.in_doubt(), landed_model.committed()), (0, &landed), "it took effect");
+    }
+
+    #[test]
+    fn the_next_commit_that_changes_the_content_settles_a_doubt() {
+        let (mut m, landed) = failed_commit();
+        m.recovered(&State::empty(1), false, false).unwrap();
+        m.put(0, b"b", b"2");
+        m.commit(Promise::Eventual);
+        assert_eq!(m.in_doubt(), 0);
+        let err = m.allows(&landed, false).unwrap_err();
+        assert!(err.contains("no committed state"), "{err}");
+    }
+
+    /// An engine that documents a failed commit as rolled back: its state
+    /// may not appear, not even at the recovery right after.
+    #[test]
+    fn a_documented_rollback_leaves_nothing_in_doubt() {
+        let (mut m, landed) = failed_commit();
+        m.commit_rolled_back();
+        assert!(m.clone().recovered(&landed, false, false).is_err());
+        assert_eq!(m.recovered(&State::empty(1), false, false), Ok(Accepted::Durable));
+        assert_eq!(m.in_doubt(), 0);
+        assert!(m.allows(&landed, false).is_err());
     }
 
     #[test]

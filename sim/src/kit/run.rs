@@ -332,6 +332,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
             Ok(Accepted::SilentRollback) => self.outcome.silent_rollbacks += 1,
             Ok(Accepted::DamageRollback) => self.outcome.refusals_accepted += 1,
             Ok(Accepted::Unpromised) => self.outcome.unpromised += 1,
+            Ok(Accepted::CameBack) => self.outcome.came_back += 1,
             Ok(_) => {}
             Err(detail) => return Err(self.fail(Check::Durability, detail)),
         }
@@ -438,13 +439,32 @@ impl<'a, A: Adapter> Runner<'a, A> {
         let result = self.adapter.apply(self.db(), op);
         self.trace_reply(result.as_ref().map_or(0, hash_debug));
         self.vfs.with_trace(|t| t.note_reply(|| crate::trace::reply_text::kit_reply(&result)));
-        if let (KitOp::Commit { level, .. }, Ok(_)) = (&planned.op, &result) {
-            // Acknowledged: whatever happens next, the user was told.
-            self.model.commit(self.config.promises[*level]);
+        if let KitOp::Commit { level, .. } = &planned.op {
+            self.commit_concluded(*level, result.is_ok());
         }
         match self.conclude(planned, result)? {
             Some(reply) => self.check_reply(&planned.op, planned, reply),
             None => Ok(()),
+        }
+    }
+
+    /// A commit at `level` returned `Ok` (`acknowledged`), or an error, or a
+    /// crash point cut it short: tell the model, and count a commit left in
+    /// doubt (a volatile one promised nothing to doubt).
+    fn commit_concluded(&mut self, level: usize, acknowledged: bool) {
+        if acknowledged {
+            // Whatever happens next (a crash point after the reply too),
+            // the user was told.
+            self.model.commit(self.config.promises[level]);
+            return;
+        }
+        // Only an error the engine returned is documented as a rollback; a
+        // commit a crash cut short never returned at all.
+        let documented_rollback = self.config.failed_commits_roll_back[level] && !self.vfs.crash_point_reached();
+        if documented_rollback {
+            self.model.commit_rolled_back();
+        } else if self.config.promises[level] != Promise::Volatile {
+            self.outcome.in_doubt += 1;
         }
     }
 

@@ -125,3 +125,18 @@ fn seeds_on_two_threads_trace_as_they_do_alone() {
     });
     assert_eq!(alone, together);
 }
+
+/// SQLITE.md's finding 1, judged by the in-doubt rule: the failed WAL
+/// commit that a reopen showed rolled back comes back after a later power
+/// loss. SQLite documents only that such a transaction "might be rolled
+/// back", so this passes — and it passes because the comeback is allowed
+/// and counted, not because the repro stopped reaching it.
+#[test]
+fn finding_one_is_a_failed_commit_that_came_back_in_doubt() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../corpus/sqlite/findings/wal-failed-commit-comes-back.ops");
+    let text = std::fs::read_to_string(path).unwrap();
+    let (target, seed, ops) = parse_ops_file(sqlite(KitSettings::default()), &text).unwrap();
+    let outcome = target.run(seed, &ops, false);
+    assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
+    assert_eq!((outcome.in_doubt, outcome.came_back), (1, 1), "the failed commit, and its comeback");
+}

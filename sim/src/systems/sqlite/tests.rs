@@ -59,6 +59,20 @@ fn options_are_checked() {
     assert_eq!(target.config(1, None).engine.synchronous, Synchronous::Extra);
 }
 
+/// The default VFS claims what os_unix claims on Linux: powersafe
+/// overwrite and 4096-byte sectors; the old claims are a `--set` away.
+#[test]
+fn the_default_vfs_claims_what_os_unix_claims() {
+    let mut target = sqlite(KitSettings::default());
+    let engine = target.config(1, None).engine;
+    assert!(engine.powersafe && !engine.sector_from_disk, "{engine:?}");
+    assert!(target.set_option("sector=512").is_err());
+    target.set_option("powersafe=off").unwrap();
+    target.set_option("sector=disk").unwrap();
+    let engine = target.config(1, None).engine;
+    assert!(!engine.powersafe && engine.sector_from_disk, "{engine:?}");
+}
+
 #[test]
 fn promises_follow_the_documented_table() {
     use crate::kit::Promise::*;

@@ -37,11 +37,11 @@
 //!   per file: levels are tracked in memory and always granted;
 //!   `xCheckReservedLock` reports this connection's own reserved lock, as
 //!   os_unix reports any in the process.
-//! - `xSectorSize`: the seed's sector size. `xDeviceCharacteristics`:
-//!   nothing by default (our disk writes nothing atomically or in order,
-//!   and a torn sector may hold garbage, so not even os_unix's default
-//!   `SQLITE_IOCAP_POWERSAFE_OVERWRITE`); `powersafe=on` claims that one,
-//!   so both can be measured.
+//! - `xSectorSize` and `xDeviceCharacteristics`: os_unix's defaults on
+//!   Linux (4096 bytes; `SQLITE_IOCAP_POWERSAFE_OVERWRITE` alone), unless
+//!   the adapter asks for the disk's sector size (`sector=disk`) or no
+//!   claim (`powersafe=off`: our disk writes nothing atomically or in
+//!   order, and a torn sector may hold garbage), so both can be measured.
 //! - `xFileControl`: `SQLITE_NOTFOUND` for every opcode.
 //! - `xRandomness`, `xSleep`, `xCurrentTime(Int64)`: from the context's
 //!   seeded stream and simulated clock (a sleep advances it), so a seed

@@ -144,6 +144,7 @@ mod dir;
 mod faults;
 mod file;
 mod hazards;
+mod history;
 mod image;
 mod inode;
 mod lock;
@@ -168,6 +169,7 @@ pub use config::{CrashMode, CrashOutcome, CrashPoint, Damage, DamageKind, DiskCo
 pub use crash_states::{CrashState, ALL_DIR_SUBSETS_UP_TO, MAX_TWO_FILE_STATES, WHOLE_OP_CUTS};
 pub use faults::ArmedFault;
 pub use hazards::{Hazard, HazardHow};
+pub use history::LostWrites;
 pub use image::DiskImage;
 pub use snapshot::{DiskRecording, DiskSnapshot};
 
@@ -216,6 +218,7 @@ impl SimVfs {
         let mut disk = self.disk();
         assert!(disk.recorder.is_none(), "already recording");
         disk.recorder = Some(Recorder::new(disk.io_index));
+        disk.fs.keep_history = true;
     }
 
     /// Stop recording and return the snapshots: one per I/O operation
@@ -224,6 +227,7 @@ impl SimVfs {
     pub fn take_recording(&self) -> DiskRecording {
         let mut disk = self.disk();
         let recorder = disk.recorder.take().expect("recording was started");
+        disk.fs.keep_history = false;
         recorder.finish(&disk.fs, disk.config.sector_bytes)
     }
 

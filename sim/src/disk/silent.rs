@@ -140,6 +140,8 @@ impl Silent {
 /// the drive does, then the usual bookkeeping (`FileSystem::sync`).
 pub(super) fn sync(fs: &mut FileSystem, id: InodeId) {
     let inode = fs.inode_mut(id);
+    // A silent fault's durable image is not what the history would say.
+    inode.history = None;
     let pending = std::mem::take(&mut inode.pending);
     let fates = std::mem::take(&mut inode.silent.fates);
     let mut scars = std::mem::take(&mut inode.silent.scars);
@@ -160,6 +162,7 @@ pub(super) fn sync(fs: &mut FileSystem, id: InodeId) {
     fs.finish_sync(id);
     for landing in landings {
         if let Some(inode) = fs.inodes.get_mut(&landing.inode) {
+            inode.history = None;
             let scar = land(&mut inode.durable, &mut inode.vouchers, landing.offset_bytes, &landing.data, true);
             inode.silent.scars.extend(scar);
         }

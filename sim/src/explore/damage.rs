@@ -70,7 +70,7 @@ pub(super) fn explore<T: Target>(
         let site = &image.sites[run.site];
         let (damaged, damage) = image
             .snapshot
-            .damaged(&image.image, &site.path, site.offset_bytes, &site.bytes)
+            .damaged(&image.image, &site.path, site.offset_bytes, &site.bytes, site.kind)
             .expect("a site that changes nothing was planned out");
         let context = &recording.contexts[image.context].context;
         target.recover_damaged(seed, &damaged, &damage, run.point_in_time, context)

@@ -22,6 +22,7 @@
 //! like a torn tail, and a point-in-time open cuts at the damage and
 //! quarantines the rest.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -33,7 +34,7 @@ use engine::store::AOF_FILE;
 use super::record::RecoveryContext;
 use super::SegsimTarget;
 use crate::canary::CanarySwitch;
-use crate::disk::{Damage, DiskImage, SimVfs};
+use crate::disk::{Damage, DamageKind, DiskImage, LostWrites, SimVfs};
 use crate::drive::Driver;
 use crate::failure::{catch_panic, Check};
 use crate::systems::{DamageSite, DamageVerdict};
@@ -63,11 +64,12 @@ pub(super) fn sites(image: &DiskImage) -> Vec<DamageSite> {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         if name == AOF_FILE {
             let foreign = (manifest_header.as_deref(), "the manifest's header frame");
-            frame_sites(&mut sites, path, bytes, Place::aof(0), foreign);
+            frame_sites(&mut sites, image, path, bytes, Place::aof(0), foreign);
         } else if name == MANIFEST_FILE {
-            frame_sites(&mut sites, path, bytes, Place::manifest(0), (log_header.as_deref(), "the log's header frame"));
+            let foreign = (log_header.as_deref(), "the log's header frame");
+            frame_sites(&mut sites, image, path, bytes, Place::manifest(0), foreign);
         } else if name.ends_with(".seg") {
-            segment_sites(&mut sites, path, bytes, log_header.as_deref());
+            segment_sites(&mut sites, image, path, bytes, log_header.as_deref());
         }
     }
     sites
@@ -78,6 +80,7 @@ pub(super) fn sites(image: &DiskImage) -> Vec<DamageSite> {
 /// invalid one: a durable image's logs end with their last whole frame).
 fn frame_sites(
     sites: &mut Vec<DamageSite>,
+    image: &DiskImage,
     path: &Path,
     bytes: &[u8],
     start: Place,
@@ -100,18 +103,21 @@ fn frame_sites(
             path: path.to_path_buf(),
             offset_bytes: at as u64,
             bytes: past_end.to_le_bytes().to_vec(),
+            kind: DamageKind::Media,
             what: what("its length runs one byte past the end of the file"),
         };
         sites.push(length);
         if let Some(foreign) = foreign {
             let what = what(&format!("{foreign_what} written in its place"));
-            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes: at as u64, bytes: foreign.to_vec(), what });
+            let (offset_bytes, bytes) = (at as u64, foreign.to_vec());
+            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes, bytes, kind: DamageKind::Media, what });
         }
         frames.push((at, at + frame.total_bytes));
         at += frame.total_bytes;
         number += 1;
     }
-    misdirected_sites(sites, path, bytes, &frames);
+    misdirected_sites(sites, image, path, bytes, &frames);
+    lost_write_sites(sites, image, path, &frames);
 }
 
 /// How many later frames of the same size each frame is replaced by (the
@@ -125,20 +131,58 @@ const MISDIRECTED_PER_FRAME: usize = 4;
 /// valid, bound to the other place — the frames between unchanged, and
 /// zeros where the later frame belonged (what an append's place held
 /// before it). One contiguous site, from this frame to the later one's end.
-fn misdirected_sites(sites: &mut Vec<DamageSite>, path: &Path, bytes: &[u8], frames: &[(usize, usize)]) {
+fn misdirected_sites(
+    sites: &mut Vec<DamageSite>,
+    image: &DiskImage,
+    path: &Path,
+    bytes: &[u8],
+    frames: &[(usize, usize)],
+) {
     for (number, &(at, end)) in frames.iter().enumerate().skip(1) {
         let same_size = frames[number + 1..].iter().filter(|(a, e)| e - a == end - at);
         for (later, &(later_at, later_end)) in same_size.take(MISDIRECTED_PER_FRAME).enumerate() {
             let mut moved = bytes[at..later_end].to_vec();
             moved[..end - at].copy_from_slice(&bytes[later_at..later_end]);
-            moved[later_at - at..].fill(0);
+            let own_place = image.before_newest_write(path, later_at as u64..later_end as u64);
+            moved[later_at - at..].copy_from_slice(&own_place);
             let what = format!(
                 "{} frame {number} (bytes {at}..{end}): the write of the frame at bytes {later_at}..{later_end} \
                  (later frame #{} of its size) misdirected onto it, its own place left as before it",
                 path.display(),
                 later + 1
             );
-            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes: at as u64, bytes: moved, what });
+            let (offset_bytes, kind) = (at as u64, DamageKind::MisdirectedWrite);
+            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes, bytes: moved, kind, what });
+        }
+    }
+}
+
+/// The fifth way, for every kind of file: the write that put each record
+/// (`records`, byte ranges) in place lost, as if it never reached the
+/// media — its place holding what it held before that write (the disk's
+/// durable history says what: `DiskImage::lost_write`) — and, apart, that
+/// write with the rest of its fsync lost (a drive that acknowledged the
+/// flush with writes still in its cache). Records one write put in place
+/// share one site; a file without a history has none.
+fn lost_write_sites(sites: &mut Vec<DamageSite>, image: &DiskImage, path: &Path, records: &[(usize, usize)]) {
+    let mut seen = BTreeSet::new();
+    for (number, &(at, end)) in records.iter().enumerate() {
+        for (how, what) in [
+            (LostWrites::One, "the write that put it there lost"),
+            (LostWrites::FlushTail, "the write that put it there lost, with every later write of its fsync"),
+        ] {
+            let Some((offset_bytes, bytes)) = image.lost_write(path, at as u64..end as u64, how) else { continue };
+            if !seen.insert((offset_bytes, bytes.clone())) {
+                continue;
+            }
+            let what = format!(
+                "{} record {number} (bytes {at}..{end}): {what} (bytes {offset_bytes}..{} back to what they held \
+                 before)",
+                path.display(),
+                offset_bytes + bytes.len() as u64
+            );
+            let kind = DamageKind::LostWrite;
+            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes, bytes, kind, what });
         }
     }
 }
@@ -146,9 +190,11 @@ fn misdirected_sites(sites: &mut Vec<DamageSite>, path: &Path, bytes: &[u8], fra
 /// The sites of a segment: each record its index names (the index read
 /// as the layout says, over an undamaged file; a file that does not
 /// parse so yields none).
-fn segment_sites(sites: &mut Vec<DamageSite>, path: &Path, bytes: &[u8], foreign: Option<&[u8]>) {
+fn segment_sites(sites: &mut Vec<DamageSite>, image: &DiskImage, path: &Path, bytes: &[u8], foreign: Option<&[u8]>) {
+    let mut records = Vec::new();
     for (number, entry) in segment_index(bytes).into_iter().enumerate() {
         let (start, end) = (entry.value_offset, entry.value_offset + entry.value_len + SEG_RECORD_CRC_BYTES);
+        records.push((start, end));
         let what = |how: &str| format!("{} record {number} (bytes {start}..{end}): {how}", path.display());
         let flip_at = if entry.value_len == 0 { start } else { start + entry.value_len / 2 };
         sites.push(flipped(path, bytes, flip_at, what("a bit flipped in its value (in its checksum, if empty)")));
@@ -158,6 +204,7 @@ fn segment_sites(sites: &mut Vec<DamageSite>, path: &Path, bytes: &[u8], foreign
             path: path.to_path_buf(),
             offset_bytes: entry.len_field_at as u64,
             bytes: past_end.to_le_bytes().to_vec(),
+            kind: DamageKind::Media,
             what: what_len,
         });
         if let Some(foreign) = foreign {
@@ -166,15 +213,18 @@ fn segment_sites(sites: &mut Vec<DamageSite>, path: &Path, bytes: &[u8], foreign
                 path: path.to_path_buf(),
                 offset_bytes: start as u64,
                 bytes: foreign.to_vec(),
+                kind: DamageKind::Media,
                 what,
             });
         }
     }
+    lost_write_sites(sites, image, path, &records);
 }
 
 /// The lowest bit of `bytes[at]` flipped.
 fn flipped(path: &Path, bytes: &[u8], at: usize, what: String) -> DamageSite {
-    DamageSite { path: path.to_path_buf(), offset_bytes: at as u64, bytes: vec![bytes[at] ^ 1], what }
+    let (offset_bytes, bytes) = (at as u64, vec![bytes[at] ^ 1]);
+    DamageSite { path: path.to_path_buf(), offset_bytes, bytes, kind: DamageKind::Media, what }
 }
 
 /// One index entry of a segment: where its record's value lies, and

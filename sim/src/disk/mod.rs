@@ -86,11 +86,13 @@
 //! - **misdirected write** (`p_misdirected_write`, 0.0005..0.005 per
 //!   successful write): the place keeps its old bytes and the data lands
 //!   elsewhere — at the offset of one of the file's last 64 writes of the
-//!   same size (half the time there is one: a whole, once-valid record of
-//!   the same shape replaced, the case a checksum without the place cannot
-//!   see), at the same offset of another open file (as far as it reaches),
-//!   or at another sector-aligned offset inside the file; with none of
-//!   those, the write is lost. Models a wrong LBA from firmware or RAID.
+//!   same size (two times in five when there is one: a whole, once-valid
+//!   record of the same shape replaced, the case a checksum without the
+//!   place cannot see), at the same offset of another open file (as far
+//!   as it reaches), at another sector-aligned offset inside the file, or
+//!   where another of those 64 writes started (a record's start, aligned
+//!   or not); with none of those, the write is lost. Models a wrong LBA
+//!   from firmware or RAID.
 //! - **misdirected read** (`p_misdirected_read`, 0.001..0.02 per read):
 //!   one sector of what a read returns holds another sector's bytes of the
 //!   same file (zeros past its end). Transient, like a bit flip, and never

@@ -17,9 +17,10 @@
 //!   system's metadata saw the write) and the place its old bytes (zeros
 //!   past the old end).
 //! - **misdirected within the file**: the place keeps its old bytes, and
-//!   the data lands at another sector-aligned offset inside the file —
-//!   often that of an earlier write of the same size, where a whole,
-//!   once-valid record of the same shape used to be.
+//!   the data lands at another offset inside the file: often that of an
+//!   earlier write of the same size, where a whole, once-valid record of
+//!   the same shape used to be; else where another recent write started
+//!   (a record's start, aligned or not), or at a sector-aligned offset.
 //! - **misdirected to another file**: the place keeps its old bytes, and
 //!   the data lands at the same offset of another open file, as far as
 //!   that file reaches.

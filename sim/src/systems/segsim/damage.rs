@@ -287,3 +287,75 @@ pub(super) fn recover(
         Err(failure) => Err((failure.check, failure.detail)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use engine::frame::{encode_frame, Place};
+    use engine::vfs::{OpenMode, Vfs};
+
+    use super::*;
+    use crate::disk::{CrashMode, DiskConfig};
+
+    /// A log of three frames, each written and fsynced on its own; the
+    /// third frame's place held `old` (durable) before the frame was
+    /// written over it, and the second and third are the same size.
+    fn log_image(old: &[u8]) -> (DiskImage, PathBuf, [Vec<u8>; 3]) {
+        let disk = SimVfs::new(DiskConfig::fault_free(CrashMode::Strict, 512), Trace::new(false));
+        disk.start_recording();
+        let dir = PathBuf::from("/db");
+        disk.create_dir_all(&dir).unwrap();
+        let path = dir.join(AOF_FILE);
+        let mut file = disk.open(&path, OpenMode::Create).unwrap();
+        disk.sync_dir(&dir).unwrap();
+        let mut frames: [Vec<u8>; 3] = Default::default();
+        let mut at = 0u64;
+        for (number, payload) in [&b"header"[..], b"first", b"other"].into_iter().enumerate() {
+            encode_frame(&mut frames[number], Place::aof(at), 1, payload);
+            if number == 2 {
+                file.write_at(at, old).unwrap();
+                file.sync().unwrap();
+            }
+            file.write_at(at, &frames[number]).unwrap();
+            file.sync().unwrap();
+            at += frames[number].len() as u64;
+        }
+        let recording = disk.take_recording();
+        (recording.snapshots.last().unwrap().durable_image(), path, frames)
+    }
+
+    #[test]
+    fn a_misdirected_frame_leaves_its_own_place_as_it_was_and_lands_on_an_earlier_one() {
+        let old = vec![b'o'; 20];
+        let (image, path, frames) = log_image(&old);
+        assert_eq!(frames[1].len(), frames[2].len());
+        let (first_at, second_at) = (frames[0].len(), frames[0].len() + frames[1].len());
+        let all = sites(&image);
+        let misdirected: Vec<&DamageSite> = all.iter().filter(|s| s.kind == DamageKind::MisdirectedWrite).collect();
+        assert_eq!(misdirected.len(), 1, "one later frame of the first's size");
+        let site = misdirected[0];
+        assert_eq!(site.offset_bytes, first_at as u64, "it lands on the earlier frame's place");
+        assert_eq!(&site.bytes[..frames[2].len()], &frames[2][..], "the later frame, whole");
+        let own_place = &site.bytes[second_at - first_at..];
+        assert_eq!(own_place, &old[..frames[2].len()], "its own place holds what it held before the write");
+        assert!(decode_frame(&site.bytes, Place::aof(first_at as u64)).is_err(), "invalid where it landed");
+        assert_eq!(image.before_newest_write(&path, second_at as u64..second_at as u64 + 4), old[..4]);
+    }
+
+    #[test]
+    fn a_lost_write_leaves_the_records_place_as_it_was_before_that_write() {
+        let old = vec![b'o'; 20];
+        let (image, path, frames) = log_image(&old);
+        let second_at = (frames[0].len() + frames[1].len()) as u64;
+        let all = sites(&image);
+        let lost: Vec<&DamageSite> = all.iter().filter(|s| s.kind == DamageKind::LostWrite).collect();
+        let third = lost.iter().find(|s| s.offset_bytes == second_at).expect("the last frame's write lost");
+        assert_eq!(third.bytes, old[..frames[2].len()], "the place keeps its old bytes");
+        let first = lost.iter().find(|s| s.offset_bytes == frames[0].len() as u64).expect("an append lost");
+        assert!(first.bytes.iter().all(|&b| b == 0), "an append's place held nothing: zeros, the length kept");
+        // Each write was its own fsync: no flush tail apart from the write.
+        assert_eq!(lost.len(), 3, "{lost:?}");
+        assert!(image.lost_write(&path, 0..4, LostWrites::One).is_some());
+    }
+}

@@ -105,10 +105,6 @@ pub enum Canary {
     /// The AOF frame checksum leaves out the frame's place (its offset):
     /// a whole frame a misdirected write put elsewhere in the log replays.
     AofPlaceIgnored,
-    /// The manifest's record checksum leaves out the record's place: a
-    /// whole record a misdirected write put at another record's offset
-    /// replays there.
-    ManifestPlaceIgnored,
     /// A rewrite's log whose header still says the rewrite is unfinished
     /// (the write that finished it was lost) is read as a log no rewrite
     /// made, its snapshot unvouched: the seed-6503 bug.
@@ -117,7 +113,7 @@ pub enum Canary {
 
 impl Canary {
     /// Every canary, in table order.
-    pub const ALL: [Canary; 37] = [
+    pub const ALL: [Canary; 36] = [
         Canary::SegNoFsync,
         Canary::SealNoDirSync,
         Canary::FrameBeforeRegister,
@@ -153,7 +149,6 @@ impl Canary {
         Canary::ReadOnlyCutsTail,
         Canary::QuarantineNoDirSync,
         Canary::AofPlaceIgnored,
-        Canary::ManifestPlaceIgnored,
         Canary::UnfinishedRewriteRead,
     ];
 
@@ -195,7 +190,6 @@ impl Canary {
             Canary::ReadOnlyCutsTail => "read-only-cuts-tail",
             Canary::QuarantineNoDirSync => "quarantine-no-dir-sync",
             Canary::AofPlaceIgnored => "aof-place-ignored",
-            Canary::ManifestPlaceIgnored => "manifest-place-ignored",
             Canary::UnfinishedRewriteRead => "unfinished-rewrite-read",
         }
     }
@@ -249,9 +243,6 @@ impl Canary {
                 "the quarantine copy's name is made durable only after the log's cut (masked)"
             }
             Canary::AofPlaceIgnored => "the AOF frame checksum ignores the frame's offset (misdirected frames replay)",
-            Canary::ManifestPlaceIgnored => {
-                "the manifest's record checksum ignores the record's offset (misdirected records replay)"
-            }
             Canary::UnfinishedRewriteRead => {
                 "a rewrite's log still marked unfinished (its finishing header write lost) is read as finished"
             }

@@ -9,9 +9,14 @@
 //! written in its place (whole and checksummed, but not this file's). A
 //! frame of either log is also damaged a fourth way (issue 25): a later
 //! frame of the same size written whole in its place, as a misdirected
-//! write leaves it (the later frame's own place left as it was before it:
-//! zeros), for each of the next few such frames — the case only a
-//! checksum that covers the place can tell from history. The
+//! write leaves it (the later frame's own place left as it was before its
+//! write: what the disk's durable history says it held, zeros for an
+//! append), for each of the next few such frames — the case only a
+//! checksum that covers the place can tell from history. And every record
+//! of every file a fifth way (issue 32): the write that put it in place
+//! lost, alone and with the rest of its fsync, its place back to the
+//! bytes it held before — for a rewrite's log, the header that says
+//! "unfinished". The
 //! records are found by walking the formats as the engine documents them
 //! (`engine::frame` for both logs, the layout in `engine::seg`'s module
 //! doc for segments) over the undamaged image; the judgement is none of

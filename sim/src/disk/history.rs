@@ -37,11 +37,21 @@ pub(super) struct Landed {
     /// before it, which holds zeros either way), or a `set_len`'s cut or
     /// extension.
     pub range: Range<u64>,
-    /// What `range` held before, zeros past the old end.
-    pub before: Vec<u8>,
+    /// What `range` held before, up to the file's old end (past it, the
+    /// range held nothing: zeros once the file is that long). An append
+    /// keeps nothing here, so the history costs what overwrites cost.
+    before: Vec<u8>,
     /// A write (a `set_len` is metadata: never lost or misdirected).
     pub write: bool,
     previous: Option<Arc<Landed>>,
+}
+
+impl Landed {
+    /// What byte `at` of `range` held before this op.
+    fn old_byte(&self, at: u64) -> u8 {
+        assert!(self.range.contains(&at));
+        self.before.get(to_usize(at - self.range.start)).copied().unwrap_or(0)
+    }
 }
 
 impl Drop for Landed {
@@ -92,12 +102,9 @@ impl History {
         if range.is_empty() {
             return;
         }
-        let mut before = vec![0u8; to_usize(range.end - range.start)];
         let old_end = range.end.min(len_before);
-        if range.start < old_end {
-            let old = &durable[to_usize(range.start)..to_usize(old_end)];
-            before[..old.len()].copy_from_slice(old);
-        }
+        let before =
+            if range.start < old_end { durable[to_usize(range.start)..to_usize(old_end)].to_vec() } else { Vec::new() };
         let previous = self.newest.take();
         self.newest = Some(Arc::new(Landed { flush: self.flushes + 1, range, before, write, previous }));
     }
@@ -153,7 +160,7 @@ pub(super) fn undo(bytes: &[u8], history: &History, range: Range<u64>, how: Lost
             let kept_later = ops[..first_lost].iter().any(|later| later.range.contains(&at));
             let index = to_usize(at);
             if !kept_later && index < image.len() {
-                image[index] = op.before[to_usize(at - op.range.start)];
+                image[index] = op.old_byte(at);
             }
         }
     }
@@ -170,7 +177,7 @@ pub(super) fn before_newest(history: &History, range: Range<u64>) -> Vec<u8> {
     let newest = history.newest_first().find(|op| op.range.start < range.end && range.start < op.range.end);
     if let Some(op) = newest {
         for at in range.start.max(op.range.start)..range.end.min(op.range.end) {
-            out[to_usize(at - range.start)] = op.before[to_usize(at - op.range.start)];
+            out[to_usize(at - range.start)] = op.old_byte(at);
         }
     }
     out

@@ -470,8 +470,9 @@ fn a_compaction_that_renames_before_it_fsyncs_is_caught_by_exploration() {
 }
 
 /// `--damage`: every record of every durable image of a short workload,
-/// damaged three ways (a frame four: a later one misdirected onto it) and
-/// opened both ways, passes on the real engine;
+/// damaged three ways (a frame four: a later one misdirected onto it;
+/// every record five: its write lost, alone and with its fsync's tail)
+/// and opened both ways, passes on the real engine;
 /// some opens refuse and some go through (a cut of unvouched bytes, a
 /// point in time); the report is the same for any `--jobs`; the cap cuts
 /// a prefix.

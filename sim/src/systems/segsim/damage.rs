@@ -54,7 +54,8 @@ const SEG_TAIL_BOUNDS_OFFSET_AT: usize = 24;
 const SEG_RECORD_CRC_BYTES: usize = 4;
 
 /// Every damage site of `image`, file by file in path order, record by
-/// record, three ways each (see the module doc).
+/// record, three ways each, frames a fourth, writes lost a fifth (see the
+/// module doc).
 pub(super) fn sites(image: &DiskImage) -> Vec<DamageSite> {
     let files = image.files();
     let first_frame = |name: &str, place: Place| {

@@ -105,11 +105,15 @@ pub enum Canary {
     /// The AOF frame checksum leaves out the frame's place (its offset):
     /// a whole frame a misdirected write put elsewhere in the log replays.
     AofPlaceIgnored,
+    /// A rewrite's log whose header still says the rewrite is unfinished
+    /// (the write that finished it was lost) is read as a log no rewrite
+    /// made, its snapshot unvouched: the seed-6503 bug.
+    UnfinishedRewriteRead,
 }
 
 impl Canary {
     /// Every canary, in table order.
-    pub const ALL: [Canary; 35] = [
+    pub const ALL: [Canary; 36] = [
         Canary::SegNoFsync,
         Canary::SealNoDirSync,
         Canary::FrameBeforeRegister,
@@ -145,6 +149,7 @@ impl Canary {
         Canary::ReadOnlyCutsTail,
         Canary::QuarantineNoDirSync,
         Canary::AofPlaceIgnored,
+        Canary::UnfinishedRewriteRead,
     ];
 
     /// The kebab-case name the command line uses.
@@ -185,6 +190,7 @@ impl Canary {
             Canary::ReadOnlyCutsTail => "read-only-cuts-tail",
             Canary::QuarantineNoDirSync => "quarantine-no-dir-sync",
             Canary::AofPlaceIgnored => "aof-place-ignored",
+            Canary::UnfinishedRewriteRead => "unfinished-rewrite-read",
         }
     }
 
@@ -237,6 +243,9 @@ impl Canary {
                 "the quarantine copy's name is made durable only after the log's cut (masked)"
             }
             Canary::AofPlaceIgnored => "the AOF frame checksum ignores the frame's offset (misdirected frames replay)",
+            Canary::UnfinishedRewriteRead => {
+                "a rewrite's log still marked unfinished (its finishing header write lost) is read as finished"
+            }
         }
     }
 }

@@ -88,10 +88,10 @@ pub struct DiskConfig {
     /// Announced at the next power loss (`silent.rs`).
     pub p_lost_write: f64,
     /// A write that reports success lands elsewhere when the drive writes
-    /// it: at another sector-aligned offset of the file (often an earlier
-    /// write's of the same size) or at the same offset of another open
-    /// file; the place keeps its old bytes. Announced at the next power
-    /// loss.
+    /// it: at another offset of the file (often an earlier write's of the
+    /// same size; else another recent write's start, aligned or not, or a
+    /// sector-aligned offset) or at the same offset of another open file;
+    /// the place keeps its old bytes. Announced at the next power loss.
     pub p_misdirected_write: f64,
     /// A read returns, for one sector of what it reads, another sector's
     /// bytes of the same file (transient, like a bit flip: never twice

@@ -24,6 +24,7 @@ use std::path::PathBuf;
 
 use super::config::{CrashMode, CrashOutcome, Damage, DamageKind, DiskConfig};
 use super::dir::Dir;
+use super::history;
 use super::inode::InodeId;
 use super::inode::{to_usize, write_into, DataOp, Inode};
 use super::sectors::{inner_cuts, sector_end, sectors_spanned};
@@ -33,6 +34,14 @@ use super::state::FileSystem;
 /// Settle every pending operation into the durable views. The caller
 /// then resets the volatile views to them (`FileSystem::reset_to_durable`).
 pub(super) fn build_next_disk(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> CrashOutcome {
+    let with_history = history::durable_with_history(fs);
+    let outcome = settle(fs, config, rng);
+    history::forget_where_changed(fs, with_history);
+    outcome
+}
+
+/// [`build_next_disk`] but for the histories it may invalidate.
+fn settle(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> CrashOutcome {
     let mut outcome = CrashOutcome::default();
     // What silent write faults left on the durable images (nothing, and no
     // cost, on a disk without them), announced once the crash settled.

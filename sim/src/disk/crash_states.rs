@@ -268,7 +268,7 @@ impl DiskSnapshot {
             };
             files.insert(*id, image_file);
         }
-        DiskImage { dirs, files }
+        DiskImage { dirs, files, histories: BTreeMap::new() }
     }
 
     /// A line for a person: which directory changes applied, which writes

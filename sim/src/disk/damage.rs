@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use super::config::{Damage, DamageKind};
 use super::crash_states::CrashState;
+use super::history::{self, LostWrites};
 use super::image::{DiskImage, ImageFile};
 use super::inode::{vouched, InodeId};
 use super::snapshot::DiskSnapshot;
@@ -23,7 +24,13 @@ impl DiskSnapshot {
     /// The disk a power loss now leaves when nothing unsynced survives:
     /// every durable entry, every file's durable bytes.
     pub fn durable_image(&self) -> DiskImage {
-        self.image(&CrashState::strict(self.pending_dir_changes()))
+        let mut image = self.image(&CrashState::strict(self.pending_dir_changes()));
+        for id in image.files.keys() {
+            if let Some(history) = self.files.get(id).and_then(|file| file.history.clone()) {
+                image.histories.insert(*id, history);
+            }
+        }
+        image
     }
 
     /// `image` (this snapshot's [`DiskSnapshot::durable_image`]) with
@@ -37,8 +44,9 @@ impl DiskSnapshot {
         path: &Path,
         offset_bytes: u64,
         bytes: &[u8],
+        kind: DamageKind,
     ) -> Option<(DiskImage, Damage)> {
-        let damage = self.damage(image, path, offset_bytes, bytes)?;
+        let damage = Damage { kind, ..self.damage(image, path, offset_bytes, bytes)? };
         let (id, at) = locate(image, path, offset_bytes, bytes.len())?;
         let mut new = image.files[&id].bytes.to_vec();
         new[at.clone()].copy_from_slice(&bytes[..at.len()]);
@@ -64,6 +72,32 @@ impl DiskSnapshot {
     }
 }
 
+impl DiskImage {
+    /// For a durable image: the file at `path` as it would be had the
+    /// drive lost the newest write that touched `range` (with `how`, the
+    /// rest of that write's fsync too), everything else durable — as the
+    /// first byte that changes and the bytes from there to the last that
+    /// does (`history.rs` says what the lost writes' places hold). `None`
+    /// if the file has no history, no write touched the range, or nothing
+    /// would change.
+    pub fn lost_write(&self, path: &Path, range: Range<u64>, how: LostWrites) -> Option<(u64, Vec<u8>)> {
+        let (id, _) = locate(self, path, range.start, 0)?;
+        history::undo(&self.files[&id].bytes, self.histories.get(&id)?, range, how)
+    }
+
+    /// For a durable image: what `range` of the file at `path` held
+    /// before the newest write that touched it — a misdirected write's
+    /// own place after the drive put it elsewhere. Zeros where the
+    /// history does not say (no history, or no write there).
+    pub fn before_newest_write(&self, path: &Path, range: Range<u64>) -> Vec<u8> {
+        let history = locate(self, path, range.start, 0).and_then(|(id, _)| self.histories.get(&id));
+        match history {
+            Some(history) => history::before_newest(history, range),
+            None => vec![0; usize::try_from(range.end - range.start).expect("a range of a file in memory")],
+        }
+    }
+}
+
 /// The file at `path` in `image` and the bytes of it that `len_bytes`
 /// written from `offset_bytes` cover (clipped at its end); `None` if there
 /// is no such file or the offset lies past its end.
@@ -81,7 +115,7 @@ mod tests {
 
     use engine::vfs::{OpenMode, Vfs};
 
-    use super::super::{CrashMode, DiskConfig, SimVfs};
+    use super::super::{CrashMode, DamageKind, DiskConfig, SimVfs};
     use crate::trace::Trace;
 
     /// A file of two synced writes: damage to the first is vouched (the
@@ -106,12 +140,12 @@ mod tests {
         let snapshot = recording.snapshots.last().unwrap();
         let image = snapshot.durable_image();
         assert_eq!(image.files(), vec![(path.clone(), &b"firstsecond"[..])]);
-        let (damaged, damage) = snapshot.damaged(&image, &path, 1, b"X").unwrap();
+        let (damaged, damage) = snapshot.damaged(&image, &path, 1, b"X", DamageKind::Media).unwrap();
         assert_eq!((damage.offset_bytes, damage.vouched), (1, true));
         assert_eq!(damaged.files()[0].1, b"fXrstsecond");
-        let (_, damage) = snapshot.damaged(&image, &path, 6, b"Xcond-and-past-the-end").unwrap();
+        let (_, damage) = snapshot.damaged(&image, &path, 6, b"Xcond-and-past-the-end", DamageKind::Media).unwrap();
         assert_eq!((damage.offset_bytes, damage.vouched), (6, false));
-        assert!(snapshot.damaged(&image, &path, 0, b"f").is_none(), "no byte changed");
-        assert!(snapshot.damaged(&image, &dir.join("other"), 0, b"X").is_none());
+        assert!(snapshot.damaged(&image, &path, 0, b"f", DamageKind::Media).is_none(), "no byte changed");
+        assert!(snapshot.damaged(&image, &dir.join("other"), 0, b"X", DamageKind::Media).is_none());
     }
 }

@@ -312,10 +312,12 @@ impl Faults {
     }
 
     /// Where a misdirected write of `len_bytes` meant for `offset_bytes`
-    /// lands: an earlier write's offset of the same size (half the time
-    /// when there is one: the nasty case, a whole once-valid record of the
-    /// same shape replaced), the same offset of another open file, or
-    /// another sector-aligned offset inside the file — the first drawn of
+    /// lands: an earlier write's offset of the same size (two times in
+    /// five when there is one: the nasty case, a whole once-valid record
+    /// of the same shape replaced), the same offset of another open file,
+    /// another sector-aligned offset inside the file, or where any recent
+    /// write of the file started (records start there, aligned or not: a
+    /// small log has no aligned offset but its first) — the first drawn of
     /// those that exist, or nowhere (a lost write) if none does.
     pub fn misdirect(&mut self, config: &DiskConfig, offset_bytes: u64, len_bytes: u64, targets: &Targets) -> Fate {
         let same_size: Vec<u64> = targets
@@ -324,11 +326,17 @@ impl Faults {
             .filter(|(offset, len)| *len == len_bytes && *offset != offset_bytes)
             .map(|(offset, _)| *offset)
             .collect();
+        let record_starts: Vec<u64> = targets
+            .recent_writes
+            .iter()
+            .map(|(offset, _)| *offset)
+            .filter(|offset| *offset != offset_bytes && *offset < targets.file_len_bytes)
+            .collect();
         // Sector-aligned offsets where the whole write fits in the file.
         let slots = targets.file_len_bytes.checked_sub(len_bytes).map_or(0, |last| last / config.sector_bytes + 1);
         let rng = self.rng();
-        let first = [0, 0, 1, 2][rng.gen_range(0..4)];
-        for choice in (first..first + 3).map(|c| c % 3) {
+        let first = [0, 0, 1, 2, 3][rng.gen_range(0..5)];
+        for choice in (first..first + 4).map(|c| c % 4) {
             match choice {
                 0 if !same_size.is_empty() => {
                     return Fate::Elsewhere { offset_bytes: same_size[rng.gen_range(0..same_size.len())] };
@@ -343,6 +351,9 @@ impl Faults {
                         to = (to + config.sector_bytes) % (slots * config.sector_bytes);
                     }
                     return Fate::Elsewhere { offset_bytes: to };
+                }
+                3 if !record_starts.is_empty() => {
+                    return Fate::Elsewhere { offset_bytes: record_starts[rng.gen_range(0..record_starts.len())] };
                 }
                 _ => {}
             }
@@ -438,18 +449,21 @@ mod tests {
     }
 
     #[test]
-    fn a_misdirected_write_lands_on_an_aligned_offset_inside_the_file_or_another_file() {
+    fn a_misdirected_write_lands_on_an_aligned_offset_a_record_start_or_another_file() {
         let config = always(512);
         let mut faults = Faults::new();
-        let recent = [(0, 100), (512, 100), (1024, 50)];
-        let mut seen_same_size = false;
+        let recent = [(0, 100), (512, 100), (1024, 50), (1074, 29)];
+        let (mut seen_same_size, mut seen_unaligned) = (false, false);
         for seed in 0..200 {
             faults.reseed(seed);
             let targets = Targets { recent_writes: &recent, file_len_bytes: 2048, other_files: &[9] };
-            match faults.misdirect(&config, 1024, 100, &targets) {
+            match faults.misdirect(&config, 1103, 100, &targets) {
                 Fate::Elsewhere { offset_bytes } => {
-                    assert!(offset_bytes % 512 == 0 && offset_bytes + 100 <= 2048 && offset_bytes != 1024);
+                    let aligned = offset_bytes % 512 == 0 && offset_bytes + 100 <= 2048;
+                    let record_start = recent.iter().any(|(offset, _)| *offset == offset_bytes);
+                    assert!((aligned || record_start) && offset_bytes != 1103, "{offset_bytes}");
                     seen_same_size |= offset_bytes == 512 || offset_bytes == 0;
+                    seen_unaligned |= offset_bytes == 1074;
                 }
                 Fate::OtherFile { inode } => assert_eq!(inode, 9),
                 Fate::Lost => panic!("targets exist"),
@@ -457,7 +471,7 @@ mod tests {
             let nowhere = Targets { recent_writes: &[], file_len_bytes: 0, other_files: &[] };
             assert_eq!(faults.misdirect(&config, 0, 100, &nowhere), Fate::Lost, "nowhere to land");
         }
-        assert!(seen_same_size);
+        assert!(seen_same_size && seen_unaligned);
     }
 
     #[test]

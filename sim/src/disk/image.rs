@@ -14,6 +14,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::history::History;
 use super::inode::InodeId;
 
 /// A disk after power loss (see the module doc).
@@ -22,6 +23,11 @@ pub struct DiskImage {
     pub(super) dirs: BTreeMap<PathBuf, BTreeMap<String, InodeId>>,
     /// Exactly the inodes some entry names.
     pub(super) files: BTreeMap<InodeId, ImageFile>,
+    /// For a durable image (`DiskSnapshot::durable_image`), each file's
+    /// durable history where it has one, to place lost and misdirected
+    /// writes (`history.rs`); empty for any other image. Not hashed: the
+    /// engine cannot observe it.
+    pub(super) histories: BTreeMap<InodeId, History>,
 }
 
 /// One file's bytes, and maybe their hash.

@@ -9,6 +9,7 @@
 
 use std::ops::Range;
 
+use super::history::History;
 use super::silent::Silent;
 
 /// An inode number. Never reused, so a stale handle cannot reach a new file.
@@ -110,6 +111,9 @@ pub(super) struct Inode {
     /// Silent write faults: fates of pending writes, and the scars flushed
     /// ones left on the durable image (`silent.rs`).
     pub silent: Silent,
+    /// What each op that reached the durable image overwrote, while a
+    /// recording keeps it and the history is whole (`history.rs`).
+    pub history: Option<History>,
 }
 
 /// A write, as far as vouching goes: it starts at `start_bytes`, and the

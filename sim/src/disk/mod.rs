@@ -86,11 +86,13 @@
 //! - **misdirected write** (`p_misdirected_write`, 0.0005..0.005 per
 //!   successful write): the place keeps its old bytes and the data lands
 //!   elsewhere — at the offset of one of the file's last 64 writes of the
-//!   same size (half the time there is one: a whole, once-valid record of
-//!   the same shape replaced, the case a checksum without the place cannot
-//!   see), at the same offset of another open file (as far as it reaches),
-//!   or at another sector-aligned offset inside the file; with none of
-//!   those, the write is lost. Models a wrong LBA from firmware or RAID.
+//!   same size (two times in five when there is one: a whole, once-valid
+//!   record of the same shape replaced, the case a checksum without the
+//!   place cannot see), at the same offset of another open file (as far
+//!   as it reaches), at another sector-aligned offset inside the file, or
+//!   where another of those 64 writes started (a record's start, aligned
+//!   or not); with none of those, the write is lost. Models a wrong LBA
+//!   from firmware or RAID.
 //! - **misdirected read** (`p_misdirected_read`, 0.001..0.02 per read):
 //!   one sector of what a read returns holds another sector's bytes of the
 //!   same file (zeros past its end). Transient, like a bit flip, and never
@@ -144,6 +146,7 @@ mod dir;
 mod faults;
 mod file;
 mod hazards;
+mod history;
 mod image;
 mod inode;
 mod lock;
@@ -169,6 +172,7 @@ pub use config::{CrashMode, CrashOutcome, CrashPoint, Damage, DamageKind, DiskCo
 pub use crash_states::{CrashState, ALL_DIR_SUBSETS_UP_TO, MAX_TWO_FILE_STATES, WHOLE_OP_CUTS};
 pub use faults::ArmedFault;
 pub use hazards::{Hazard, HazardHow};
+pub use history::LostWrites;
 pub use image::DiskImage;
 pub use snapshot::{DiskRecording, DiskSnapshot};
 
@@ -217,6 +221,7 @@ impl SimVfs {
         let mut disk = self.disk();
         assert!(disk.recorder.is_none(), "already recording");
         disk.recorder = Some(Recorder::new(disk.io_index));
+        disk.fs.keep_history = true;
     }
 
     /// Stop recording and return the snapshots: one per I/O operation
@@ -225,6 +230,7 @@ impl SimVfs {
     pub fn take_recording(&self) -> DiskRecording {
         let mut disk = self.disk();
         let recorder = disk.recorder.take().expect("recording was started");
+        disk.fs.keep_history = false;
         recorder.finish(&disk.fs, disk.config.sector_bytes)
     }
 

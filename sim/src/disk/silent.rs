@@ -17,9 +17,10 @@
 //!   system's metadata saw the write) and the place its old bytes (zeros
 //!   past the old end).
 //! - **misdirected within the file**: the place keeps its old bytes, and
-//!   the data lands at another sector-aligned offset inside the file —
-//!   often that of an earlier write of the same size, where a whole,
-//!   once-valid record of the same shape used to be.
+//!   the data lands at another offset inside the file: often that of an
+//!   earlier write of the same size, where a whole, once-valid record of
+//!   the same shape used to be; else where another recent write started
+//!   (a record's start, aligned or not), or at a sector-aligned offset.
 //! - **misdirected to another file**: the place keeps its old bytes, and
 //!   the data lands at the same offset of another open file, as far as
 //!   that file reaches.
@@ -140,6 +141,8 @@ impl Silent {
 /// the drive does, then the usual bookkeeping (`FileSystem::sync`).
 pub(super) fn sync(fs: &mut FileSystem, id: InodeId) {
     let inode = fs.inode_mut(id);
+    // A silent fault's durable image is not what the history would say.
+    inode.history = None;
     let pending = std::mem::take(&mut inode.pending);
     let fates = std::mem::take(&mut inode.silent.fates);
     let mut scars = std::mem::take(&mut inode.silent.scars);
@@ -160,6 +163,7 @@ pub(super) fn sync(fs: &mut FileSystem, id: InodeId) {
     fs.finish_sync(id);
     for landing in landings {
         if let Some(inode) = fs.inodes.get_mut(&landing.inode) {
+            inode.history = None;
             let scar = land(&mut inode.durable, &mut inode.vouchers, landing.offset_bytes, &landing.data, true);
             inode.silent.scars.extend(scar);
         }

@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::dir::DirOp;
+use super::history::History;
 use super::image::content_hash;
 use super::inode::{DataOp, InodeId, Voucher};
 use super::state::FileSystem;
@@ -56,6 +57,9 @@ pub(super) struct FileSnapshot {
     /// damage placed in a durable image (`damage.rs`). Shared with the
     /// previous snapshot when unchanged.
     pub vouching: Arc<Vouching>,
+    /// What each durable op overwrote (`history.rs`), if the file has a
+    /// whole history: shared, never copied.
+    pub history: Option<History>,
 }
 
 /// An inode's durable vouching state (see `Inode::vouched`).
@@ -89,7 +93,8 @@ impl DiskSnapshot {
                 Some(file) => file.vouching.clone(),
                 None => Arc::new(vouching),
             };
-            files.insert(id, FileSnapshot { durable, durable_hash, pending: inode.pending.clone(), vouching });
+            let history = inode.history.clone();
+            files.insert(id, FileSnapshot { durable, durable_hash, pending: inode.pending.clone(), vouching, history });
         }
         DiskSnapshot { sector_bytes, dirs, files }
     }

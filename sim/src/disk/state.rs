@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use engine::vfs::OpenMode;
 
 use super::dir::{Dir, DirOp};
+use super::history::History;
 use super::inode::{DataOp, Inode, InodeId, Voucher, MAX_FILE_BYTES};
 use super::silent::{self, Fate};
 
@@ -46,6 +47,9 @@ pub(super) struct FileSystem {
     /// between calls so that a collection (at every last close) allocates
     /// nothing: a set built per call cost more than the collection itself.
     reachable_scratch: Vec<InodeId>,
+    /// Files created from now on keep a durable history (`history.rs`):
+    /// set while a recording runs, for exploration's damage.
+    pub keep_history: bool,
 }
 
 fn not_found(path: &Path) -> io::Error {
@@ -253,7 +257,8 @@ impl FileSystem {
             (OpenMode::Create | OpenMode::Truncate, None) => {
                 let id = self.next_inode;
                 self.next_inode += 1;
-                self.inodes.insert(id, Inode::default());
+                let history = self.keep_history.then(History::default);
+                self.inodes.insert(id, Inode { history, ..Inode::default() });
                 let dir = self.dir_mut(dir_path).expect("checked above");
                 dir.volatile.insert(name.to_string(), id);
                 dir.pending.push(DirOp::Link { name: name.to_string(), inode: id });
@@ -354,7 +359,13 @@ impl FileSystem {
         }
         let inode = self.inode_mut(id);
         for op in &inode.pending {
+            if let Some(history) = &mut inode.history {
+                history.note(&inode.durable, op);
+            }
             op.apply(&mut inode.durable);
+        }
+        if let Some(history) = &mut inode.history {
+            history.end_flush();
         }
         inode.pending.clear();
         self.finish_sync(id);

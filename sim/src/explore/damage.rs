@@ -10,8 +10,11 @@
 //! distinct image once, at the first index it appears) are each damaged
 //! at every site the target names ([`Target::damage_sites`]: for segsim,
 //! each record of the log, the manifest and every segment, three ways,
-//! and each frame of the logs misdirected onto, a fourth),
-//! the damage announced as the disk announces media corruption, with
+//! each frame of the logs misdirected onto, a fourth, and the write that
+//! put each record in place lost, alone or with the rest of its fsync, a
+//! fifth: the disk's durable history says what those places held before),
+//! the damage announced as the disk announces media corruption (or a lost
+//! or misdirected write), with
 //! whether a later durable write could have vouched for the bytes
 //! (`DiskSnapshot::damaged`). Each damaged image is recovered the default
 //! way and at a point in time ([`Target::recover_damaged`]) and judged by
@@ -70,7 +73,7 @@ pub(super) fn explore<T: Target>(
         let site = &image.sites[run.site];
         let (damaged, damage) = image
             .snapshot
-            .damaged(&image.image, &site.path, site.offset_bytes, &site.bytes)
+            .damaged(&image.image, &site.path, site.offset_bytes, &site.bytes, site.kind)
             .expect("a site that changes nothing was planned out");
         let context = &recording.contexts[image.context].context;
         target.recover_damaged(seed, &damaged, &damage, run.point_in_time, context)

@@ -470,8 +470,9 @@ fn a_compaction_that_renames_before_it_fsyncs_is_caught_by_exploration() {
 }
 
 /// `--damage`: every record of every durable image of a short workload,
-/// damaged three ways (a frame four: a later one misdirected onto it) and
-/// opened both ways, passes on the real engine;
+/// damaged three ways (a frame four: a later one misdirected onto it;
+/// every record five: its write lost, alone and with its fsync's tail)
+/// and opened both ways, passes on the real engine;
 /// some opens refuse and some go through (a cut of unvouched bytes, a
 /// point in time); the report is the same for any `--jobs`; the cap cuts
 /// a prefix.
@@ -507,16 +508,24 @@ fn damage_sites_that_cannot_exist_are_usage_errors() {
 /// vouched damage cut as a torn tail, a segment read that skips its
 /// checksum, a sweep after damage, replay past an invalid frame, a frame
 /// checksum that leaves out the place (caught by a frame misdirected onto
-/// an earlier one of its size) — pass plain exploration at CI's seed
-/// 10, and `--damage` catches each there; a failure's repro damages that
-/// one site again and fails the same way.
+/// an earlier one of its size), a rewrite's unfinished header read as
+/// finished (caught by its finishing header write lost with the rest of
+/// its fsync) — pass plain exploration at CI's seed 10, and `--damage`
+/// catches each there; a failure's repro damages that one site again and
+/// fails the same way.
 #[cfg(feature = "canaries")]
 #[test]
 fn every_damage_rule_canary_is_caught_by_damage_exploration_only() {
     use crate::canary::Canary;
     let damage = ExploreOptions { damage: true, ..options() };
-    let names =
-        ["cut-vouched-damage", "seg-no-checksum", "sweep-after-damage", "replay-past-invalid", "aof-place-ignored"];
+    let names = [
+        "cut-vouched-damage",
+        "seg-no-checksum",
+        "sweep-after-damage",
+        "replay-past-invalid",
+        "aof-place-ignored",
+        "unfinished-rewrite-read",
+    ];
     for name in names {
         let canary = Some(Canary::parse(name).expect("a canary of the engine"));
         let planted = SegsimTarget::new(Overrides { canary, ..Overrides::default() });

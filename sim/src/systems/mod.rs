@@ -249,6 +249,9 @@ pub struct DamageSite {
     pub offset_bytes: u64,
     /// The bad bytes (clipped at the file's end).
     pub bytes: Vec<u8>,
+    /// What the disk announces the damage as (media corruption, a lost
+    /// write, a misdirected one; the floor after each is the same).
+    pub kind: crate::disk::DamageKind,
     /// For a person: which record, and how it is damaged.
     pub what: String,
 }

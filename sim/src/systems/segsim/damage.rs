@@ -9,9 +9,14 @@
 //! written in its place (whole and checksummed, but not this file's). A
 //! frame of either log is also damaged a fourth way (issue 25): a later
 //! frame of the same size written whole in its place, as a misdirected
-//! write leaves it (the later frame's own place left as it was before it:
-//! zeros), for each of the next few such frames — the case only a
-//! checksum that covers the place can tell from history. The
+//! write leaves it (the later frame's own place left as it was before its
+//! write: what the disk's durable history says it held, zeros for an
+//! append), for each of the next few such frames — the case only a
+//! checksum that covers the place can tell from history. And every record
+//! of every file a fifth way (issue 32): the write that put it in place
+//! lost, alone and with the rest of its fsync, its place back to the
+//! bytes it held before — for a rewrite's log, the header that says
+//! "unfinished". The
 //! records are found by walking the formats as the engine documents them
 //! (`engine::frame` for both logs, the layout in `engine::seg`'s module
 //! doc for segments) over the undamaged image; the judgement is none of
@@ -22,6 +27,7 @@
 //! like a torn tail, and a point-in-time open cuts at the damage and
 //! quarantines the rest.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -33,7 +39,7 @@ use engine::store::AOF_FILE;
 use super::record::RecoveryContext;
 use super::SegsimTarget;
 use crate::canary::CanarySwitch;
-use crate::disk::{Damage, DiskImage, SimVfs};
+use crate::disk::{Damage, DamageKind, DiskImage, LostWrites, SimVfs};
 use crate::drive::Driver;
 use crate::failure::{catch_panic, Check};
 use crate::systems::{DamageSite, DamageVerdict};
@@ -48,7 +54,8 @@ const SEG_TAIL_BOUNDS_OFFSET_AT: usize = 24;
 const SEG_RECORD_CRC_BYTES: usize = 4;
 
 /// Every damage site of `image`, file by file in path order, record by
-/// record, three ways each (see the module doc).
+/// record, three ways each, frames a fourth, writes lost a fifth (see the
+/// module doc).
 pub(super) fn sites(image: &DiskImage) -> Vec<DamageSite> {
     let files = image.files();
     let first_frame = |name: &str, place: Place| {
@@ -63,11 +70,12 @@ pub(super) fn sites(image: &DiskImage) -> Vec<DamageSite> {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         if name == AOF_FILE {
             let foreign = (manifest_header.as_deref(), "the manifest's header frame");
-            frame_sites(&mut sites, path, bytes, Place::aof(0), foreign);
+            frame_sites(&mut sites, image, path, bytes, Place::aof(0), foreign);
         } else if name == MANIFEST_FILE {
-            frame_sites(&mut sites, path, bytes, Place::manifest(0), (log_header.as_deref(), "the log's header frame"));
+            let foreign = (log_header.as_deref(), "the log's header frame");
+            frame_sites(&mut sites, image, path, bytes, Place::manifest(0), foreign);
         } else if name.ends_with(".seg") {
-            segment_sites(&mut sites, path, bytes, log_header.as_deref());
+            segment_sites(&mut sites, image, path, bytes, log_header.as_deref());
         }
     }
     sites
@@ -78,6 +86,7 @@ pub(super) fn sites(image: &DiskImage) -> Vec<DamageSite> {
 /// invalid one: a durable image's logs end with their last whole frame).
 fn frame_sites(
     sites: &mut Vec<DamageSite>,
+    image: &DiskImage,
     path: &Path,
     bytes: &[u8],
     start: Place,
@@ -100,18 +109,21 @@ fn frame_sites(
             path: path.to_path_buf(),
             offset_bytes: at as u64,
             bytes: past_end.to_le_bytes().to_vec(),
+            kind: DamageKind::Media,
             what: what("its length runs one byte past the end of the file"),
         };
         sites.push(length);
         if let Some(foreign) = foreign {
             let what = what(&format!("{foreign_what} written in its place"));
-            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes: at as u64, bytes: foreign.to_vec(), what });
+            let (offset_bytes, bytes) = (at as u64, foreign.to_vec());
+            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes, bytes, kind: DamageKind::Media, what });
         }
         frames.push((at, at + frame.total_bytes));
         at += frame.total_bytes;
         number += 1;
     }
-    misdirected_sites(sites, path, bytes, &frames);
+    misdirected_sites(sites, image, path, bytes, &frames);
+    lost_write_sites(sites, image, path, &frames);
 }
 
 /// How many later frames of the same size each frame is replaced by (the
@@ -125,20 +137,58 @@ const MISDIRECTED_PER_FRAME: usize = 4;
 /// valid, bound to the other place — the frames between unchanged, and
 /// zeros where the later frame belonged (what an append's place held
 /// before it). One contiguous site, from this frame to the later one's end.
-fn misdirected_sites(sites: &mut Vec<DamageSite>, path: &Path, bytes: &[u8], frames: &[(usize, usize)]) {
+fn misdirected_sites(
+    sites: &mut Vec<DamageSite>,
+    image: &DiskImage,
+    path: &Path,
+    bytes: &[u8],
+    frames: &[(usize, usize)],
+) {
     for (number, &(at, end)) in frames.iter().enumerate().skip(1) {
         let same_size = frames[number + 1..].iter().filter(|(a, e)| e - a == end - at);
         for (later, &(later_at, later_end)) in same_size.take(MISDIRECTED_PER_FRAME).enumerate() {
             let mut moved = bytes[at..later_end].to_vec();
             moved[..end - at].copy_from_slice(&bytes[later_at..later_end]);
-            moved[later_at - at..].fill(0);
+            let own_place = image.before_newest_write(path, later_at as u64..later_end as u64);
+            moved[later_at - at..].copy_from_slice(&own_place);
             let what = format!(
                 "{} frame {number} (bytes {at}..{end}): the write of the frame at bytes {later_at}..{later_end} \
                  (later frame #{} of its size) misdirected onto it, its own place left as before it",
                 path.display(),
                 later + 1
             );
-            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes: at as u64, bytes: moved, what });
+            let (offset_bytes, kind) = (at as u64, DamageKind::MisdirectedWrite);
+            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes, bytes: moved, kind, what });
+        }
+    }
+}
+
+/// The fifth way, for every kind of file: the write that put each record
+/// (`records`, byte ranges) in place lost, as if it never reached the
+/// media — its place holding what it held before that write (the disk's
+/// durable history says what: `DiskImage::lost_write`) — and, apart, that
+/// write with the rest of its fsync lost (a drive that acknowledged the
+/// flush with writes still in its cache). Records one write put in place
+/// share one site; a file without a history has none.
+fn lost_write_sites(sites: &mut Vec<DamageSite>, image: &DiskImage, path: &Path, records: &[(usize, usize)]) {
+    let mut seen = BTreeSet::new();
+    for (number, &(at, end)) in records.iter().enumerate() {
+        for (how, what) in [
+            (LostWrites::One, "the write that put it there lost"),
+            (LostWrites::FlushTail, "the write that put it there lost, with every later write of its fsync"),
+        ] {
+            let Some((offset_bytes, bytes)) = image.lost_write(path, at as u64..end as u64, how) else { continue };
+            if !seen.insert((offset_bytes, bytes.clone())) {
+                continue;
+            }
+            let what = format!(
+                "{} record {number} (bytes {at}..{end}): {what} (bytes {offset_bytes}..{} back to what they held \
+                 before)",
+                path.display(),
+                offset_bytes + bytes.len() as u64
+            );
+            let kind = DamageKind::LostWrite;
+            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes, bytes, kind, what });
         }
     }
 }
@@ -146,9 +196,11 @@ fn misdirected_sites(sites: &mut Vec<DamageSite>, path: &Path, bytes: &[u8], fra
 /// The sites of a segment: each record its index names (the index read
 /// as the layout says, over an undamaged file; a file that does not
 /// parse so yields none).
-fn segment_sites(sites: &mut Vec<DamageSite>, path: &Path, bytes: &[u8], foreign: Option<&[u8]>) {
+fn segment_sites(sites: &mut Vec<DamageSite>, image: &DiskImage, path: &Path, bytes: &[u8], foreign: Option<&[u8]>) {
+    let mut records = Vec::new();
     for (number, entry) in segment_index(bytes).into_iter().enumerate() {
         let (start, end) = (entry.value_offset, entry.value_offset + entry.value_len + SEG_RECORD_CRC_BYTES);
+        records.push((start, end));
         let what = |how: &str| format!("{} record {number} (bytes {start}..{end}): {how}", path.display());
         let flip_at = if entry.value_len == 0 { start } else { start + entry.value_len / 2 };
         sites.push(flipped(path, bytes, flip_at, what("a bit flipped in its value (in its checksum, if empty)")));
@@ -158,6 +210,7 @@ fn segment_sites(sites: &mut Vec<DamageSite>, path: &Path, bytes: &[u8], foreign
             path: path.to_path_buf(),
             offset_bytes: entry.len_field_at as u64,
             bytes: past_end.to_le_bytes().to_vec(),
+            kind: DamageKind::Media,
             what: what_len,
         });
         if let Some(foreign) = foreign {
@@ -166,15 +219,18 @@ fn segment_sites(sites: &mut Vec<DamageSite>, path: &Path, bytes: &[u8], foreign
                 path: path.to_path_buf(),
                 offset_bytes: start as u64,
                 bytes: foreign.to_vec(),
+                kind: DamageKind::Media,
                 what,
             });
         }
     }
+    lost_write_sites(sites, image, path, &records);
 }
 
 /// The lowest bit of `bytes[at]` flipped.
 fn flipped(path: &Path, bytes: &[u8], at: usize, what: String) -> DamageSite {
-    DamageSite { path: path.to_path_buf(), offset_bytes: at as u64, bytes: vec![bytes[at] ^ 1], what }
+    let (offset_bytes, bytes) = (at as u64, vec![bytes[at] ^ 1]);
+    DamageSite { path: path.to_path_buf(), offset_bytes, bytes, kind: DamageKind::Media, what }
 }
 
 /// One index entry of a segment: where its record's value lies, and
@@ -235,5 +291,77 @@ pub(super) fn recover(
         Ok(true) => Ok(DamageVerdict::Opened),
         Ok(false) => Ok(DamageVerdict::Refused),
         Err(failure) => Err((failure.check, failure.detail)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use engine::frame::{encode_frame, Place};
+    use engine::vfs::{OpenMode, Vfs};
+
+    use super::*;
+    use crate::disk::{CrashMode, DiskConfig};
+
+    /// A log of three frames, each written and fsynced on its own; the
+    /// third frame's place held `old` (durable) before the frame was
+    /// written over it, and the second and third are the same size.
+    fn log_image(old: &[u8]) -> (DiskImage, PathBuf, [Vec<u8>; 3]) {
+        let disk = SimVfs::new(DiskConfig::fault_free(CrashMode::Strict, 512), Trace::new(false));
+        disk.start_recording();
+        let dir = PathBuf::from("/db");
+        disk.create_dir_all(&dir).unwrap();
+        let path = dir.join(AOF_FILE);
+        let mut file = disk.open(&path, OpenMode::Create).unwrap();
+        disk.sync_dir(&dir).unwrap();
+        let mut frames: [Vec<u8>; 3] = Default::default();
+        let mut at = 0u64;
+        for (number, payload) in [&b"header"[..], b"first", b"other"].into_iter().enumerate() {
+            encode_frame(&mut frames[number], Place::aof(at), 1, payload);
+            if number == 2 {
+                file.write_at(at, old).unwrap();
+                file.sync().unwrap();
+            }
+            file.write_at(at, &frames[number]).unwrap();
+            file.sync().unwrap();
+            at += frames[number].len() as u64;
+        }
+        let recording = disk.take_recording();
+        (recording.snapshots.last().unwrap().durable_image(), path, frames)
+    }
+
+    #[test]
+    fn a_misdirected_frame_leaves_its_own_place_as_it_was_and_lands_on_an_earlier_one() {
+        let old = vec![b'o'; 20];
+        let (image, path, frames) = log_image(&old);
+        assert_eq!(frames[1].len(), frames[2].len());
+        let (first_at, second_at) = (frames[0].len(), frames[0].len() + frames[1].len());
+        let all = sites(&image);
+        let misdirected: Vec<&DamageSite> = all.iter().filter(|s| s.kind == DamageKind::MisdirectedWrite).collect();
+        assert_eq!(misdirected.len(), 1, "one later frame of the first's size");
+        let site = misdirected[0];
+        assert_eq!(site.offset_bytes, first_at as u64, "it lands on the earlier frame's place");
+        assert_eq!(&site.bytes[..frames[2].len()], &frames[2][..], "the later frame, whole");
+        let own_place = &site.bytes[second_at - first_at..];
+        assert_eq!(own_place, &old[..frames[2].len()], "its own place holds what it held before the write");
+        assert!(decode_frame(&site.bytes, Place::aof(first_at as u64)).is_err(), "invalid where it landed");
+        assert_eq!(image.before_newest_write(&path, second_at as u64..second_at as u64 + 4), old[..4]);
+    }
+
+    #[test]
+    fn a_lost_write_leaves_the_records_place_as_it_was_before_that_write() {
+        let old = vec![b'o'; 20];
+        let (image, path, frames) = log_image(&old);
+        let second_at = (frames[0].len() + frames[1].len()) as u64;
+        let all = sites(&image);
+        let lost: Vec<&DamageSite> = all.iter().filter(|s| s.kind == DamageKind::LostWrite).collect();
+        let third = lost.iter().find(|s| s.offset_bytes == second_at).expect("the last frame's write lost");
+        assert_eq!(third.bytes, old[..frames[2].len()], "the place keeps its old bytes");
+        let first = lost.iter().find(|s| s.offset_bytes == frames[0].len() as u64).expect("an append lost");
+        assert!(first.bytes.iter().all(|&b| b == 0), "an append's place held nothing: zeros, the length kept");
+        // Each write was its own fsync: no flush tail apart from the write.
+        assert_eq!(lost.len(), 3, "{lost:?}");
+        assert!(image.lost_write(&path, 0..4, LostWrites::One).is_some());
     }
 }

@@ -297,15 +297,18 @@ impl<'a> Generator<'a> {
     }
 
     /// A deadline: some already past, most a few simulated seconds ahead,
-    /// and the edges Redis defines drawn on purpose — exactly the clock (a
-    /// key alive through its deadline), just before it, and negative ones
-    /// (past: the key or fields are deleted).
+    /// and the edges Redis defines drawn on purpose — exactly the clock
+    /// (already due: the key or fields are deleted, Redis's
+    /// `checkAlreadyExpired`), just before it, just after it (kept: alive
+    /// through that millisecond, gone once the clock passes it), and
+    /// negative ones (past: deleted).
     fn at_ms(&mut self) -> i64 {
         let now = i64::try_from(self.now_ms).unwrap_or(i64::MAX);
         match self.rng.gen_range(0..20) {
             0 | 1 => now,
             2 => now - 1,
-            3 => -self.rng.gen_range(1..1_000),
+            3 => now + 1,
+            4 => -self.rng.gen_range(1..1_000),
             _ => now.saturating_add(self.rng.gen_range(-2_000..15_000)),
         }
     }
@@ -690,7 +693,7 @@ mod tests {
 
     #[test]
     fn workloads_draw_the_edges_redis_defines() {
-        let (mut at_clock, mut negative, mut misspelled) = (0, 0, 0);
+        let (mut at_clock, mut around_clock, mut negative, mut misspelled) = (0, [0, 0], 0, 0);
         for seed in 0..64 {
             let config = Config::from_seed(seed, Overrides::default());
             let mut now_ms = T0_MS;
@@ -699,6 +702,8 @@ mod tests {
                     Op::Advance(ms) => now_ms += ms,
                     Op::Cmd(Command::PExpireAt { at_ms, .. } | Command::HPExpireAt { at_ms, .. }) => {
                         at_clock += usize::from(*at_ms == now_ms as i64);
+                        around_clock[0] += usize::from(*at_ms == now_ms as i64 - 1);
+                        around_clock[1] += usize::from(*at_ms == now_ms as i64 + 1);
                         negative += usize::from(*at_ms < 0);
                     }
                     Op::Args(args) => {
@@ -709,7 +714,10 @@ mod tests {
                 }
             }
         }
-        assert!(at_clock > 0 && negative > 0 && misspelled > 0, "{at_clock} {negative} {misspelled}");
+        assert!(
+            at_clock > 0 && around_clock.iter().all(|&n| n > 0) && negative > 0 && misspelled > 0,
+            "{at_clock} {around_clock:?} {negative} {misspelled}"
+        );
     }
 
     #[test]

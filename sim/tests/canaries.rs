@@ -39,7 +39,7 @@ mod planted {
     /// Seeds each hunt may take before the test calls the canary a
     /// survivor: four times the seeds it took for the CANARIES.md table,
     /// and never fewer than 16.
-    const CAPS: [(&str, u64); 35] = [
+    const CAPS: [(&str, u64); 36] = [
         ("seg-no-fsync", 16),
         ("seal-no-dir-sync", 16),
         ("frame-before-register", 16),
@@ -75,6 +75,7 @@ mod planted {
         ("read-only-cuts-tail", 48),
         ("quarantine-no-dir-sync", 20),
         ("aof-place-ignored", 17672),
+        ("expire-at-now-kept", 16),
     ];
 
     fn caught_within_its_cap(name: &str) {
@@ -300,5 +301,10 @@ mod planted {
     #[test]
     fn aof_place_ignored() {
         caught_within_its_cap("aof-place-ignored");
+    }
+
+    #[test]
+    fn expire_at_now_kept() {
+        caught_within_its_cap("expire-at-now-kept");
     }
 }

@@ -105,11 +105,15 @@ pub enum Canary {
     /// The AOF frame checksum leaves out the frame's place (its offset):
     /// a whole frame a misdirected write put elsewhere in the log replays.
     AofPlaceIgnored,
+    /// `PEXPIREAT`/`HPEXPIREAT` with a deadline equal to the clock set a
+    /// TTL instead of deleting (the old `at < now`; Redis deletes at
+    /// `at <= now`).
+    ExpireAtNowKept,
 }
 
 impl Canary {
     /// Every canary, in table order.
-    pub const ALL: [Canary; 35] = [
+    pub const ALL: [Canary; 36] = [
         Canary::SegNoFsync,
         Canary::SealNoDirSync,
         Canary::FrameBeforeRegister,
@@ -145,6 +149,7 @@ impl Canary {
         Canary::ReadOnlyCutsTail,
         Canary::QuarantineNoDirSync,
         Canary::AofPlaceIgnored,
+        Canary::ExpireAtNowKept,
     ];
 
     /// The kebab-case name the command line uses.
@@ -185,6 +190,7 @@ impl Canary {
             Canary::ReadOnlyCutsTail => "read-only-cuts-tail",
             Canary::QuarantineNoDirSync => "quarantine-no-dir-sync",
             Canary::AofPlaceIgnored => "aof-place-ignored",
+            Canary::ExpireAtNowKept => "expire-at-now-kept",
         }
     }
 
@@ -237,6 +243,7 @@ impl Canary {
                 "the quarantine copy's name is made durable only after the log's cut (masked)"
             }
             Canary::AofPlaceIgnored => "the AOF frame checksum ignores the frame's offset (misdirected frames replay)",
+            Canary::ExpireAtNowKept => "PEXPIREAT/HPEXPIREAT at exactly the clock set a TTL instead of deleting",
         }
     }
 }

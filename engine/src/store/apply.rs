@@ -35,15 +35,25 @@ fn logged_deadline(at_ms: i64) -> u64 {
     u64::try_from(at_ms).unwrap_or(0)
 }
 
-/// The write that `command` is at `now_ms` when its deadline has already
-/// passed (negative included): Redis deletes the key (`PEXPIREAT`, reply
-/// 1 if it was there) or the fields (`HPEXPIREAT`, here the count of
-/// fields deleted), and so does the store, logging the delete itself.
-/// Replay never reads the clock, so only the live path may decide that a
-/// deadline is past; what it logs is a plain `DEL` or `HDEL`. A deadline
-/// equal to the clock is not past: the key lives until the clock passes it.
+/// The write that `command` is at `now_ms` when its deadline is already
+/// due — at or before the clock, negative included: Redis deletes the key
+/// (`PEXPIREAT`, reply 1 if it was there) or the fields (`HPEXPIREAT`,
+/// here the count of fields deleted), and so does the store, logging the
+/// delete itself. Redis's `checkAlreadyExpired` is `when <= now`, while a
+/// deadline set earlier keeps its key until the clock passes it
+/// (`value::alive`, `now > when` expires): a deadline equal to the clock
+/// deletes when it is *given*, not when it is reached. Replay never reads
+/// the clock, so only the live path may decide that a deadline is due;
+/// what it logs is a plain `DEL` or `HDEL`, and a logged `PEXPIREAT`
+/// always names a deadline after the clock it was logged at.
 pub(super) fn past_deadline(command: &Command, now_ms: u64) -> Option<Command> {
-    let past = |at_ms: i64| i128::from(at_ms) < i128::from(now_ms);
+    let past = |at_ms: i64| {
+        if canary!(ExpireAtNowKept) {
+            // Planted: the old rule, a deadline equal to the clock kept.
+            return i128::from(at_ms) < i128::from(now_ms);
+        }
+        i128::from(at_ms) <= i128::from(now_ms)
+    };
     match command {
         Command::PExpireAt { key, at_ms } if past(*at_ms) => Some(Command::Del { keys: vec![key.clone()] }),
         Command::HPExpireAt { key, at_ms, fields } if past(*at_ms) => {

@@ -55,8 +55,8 @@ pub enum Command {
         key: Vec<u8>,
     },
     /// `PEXPIREAT key unix_ms`: the key expires once the clock passes
-    /// that instant; a deadline already past (negative included) deletes
-    /// it, as in Redis (the store logs a `DEL`).
+    /// that instant; a deadline already due — at or before the clock,
+    /// negative included — deletes it, as in Redis (the store logs a `DEL`).
     PExpireAt {
         /// The key.
         key: Vec<u8>,
@@ -69,7 +69,7 @@ pub enum Command {
         key: Vec<u8>,
     },
     /// `HPEXPIREAT key unix_ms field [field ...]`: field TTLs; a deadline
-    /// already past deletes the fields (the store logs an `HDEL`).
+    /// at or before the clock deletes the fields (the store logs an `HDEL`).
     HPExpireAt {
         /// The key.
         key: Vec<u8>,

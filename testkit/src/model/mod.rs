@@ -48,11 +48,14 @@ fn alive(at_ms: Option<u64>, now_ms: u64) -> bool {
     }
 }
 
-/// A deadline as the model stores it, or `None` if it has passed at
-/// `now_ms` (negative ones always have): Redis then deletes instead.
+/// A deadline as the model stores it, or `None` if it is already due at
+/// `now_ms` — at or before the clock, negative ones always: Redis then
+/// deletes instead (`checkAlreadyExpired`: `when <= now`). A deadline
+/// kept this way is strictly ahead, and [`alive`] keeps its key through
+/// the millisecond it names.
 fn future_deadline(at_ms: i64, now_ms: u64) -> Option<u64> {
     let at = u64::try_from(at_ms).ok()?;
-    (at >= now_ms).then_some(at)
+    (at > now_ms).then_some(at)
 }
 
 /// Redis's reply to an integer it does not spell so.

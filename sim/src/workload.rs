@@ -302,9 +302,12 @@ struct Generator<'a> {
     /// the next one slides the window past it.
     cycle_ts: i64,
     kinds: Weighted<'a, OpKind>,
-    /// Whether commands are sometimes drawn as bad input (the random
-    /// mode's lists; exploration's keep to real work).
-    bad_input: bool,
+    /// Whether the input edges of issue 32 are drawn: `SET`'s options, a
+    /// deadline one after the clock, commands turned into bad input. The
+    /// random mode's lists draw them; exploration's keep the draws they
+    /// had before, so CI's explore seeds keep the catches they are pinned
+    /// to (and exploration spends its crash states on real work).
+    input_edges: bool,
 }
 
 impl<'a> Generator<'a> {
@@ -370,11 +373,12 @@ impl<'a> Generator<'a> {
     /// negative ones (past: deleted).
     fn at_ms(&mut self) -> i64 {
         let now = i64::try_from(self.now_ms).unwrap_or(i64::MAX);
+        let negative = 3 + i32::from(self.input_edges);
         match self.rng.gen_range(0..20) {
             0 | 1 => now,
             2 => now - 1,
-            3 => now + 1,
-            4 => -self.rng.gen_range(1..1_000),
+            3 if self.input_edges => now + 1,
+            roll if roll == negative => -self.rng.gen_range(1..1_000),
             _ => now.saturating_add(self.rng.gen_range(-2_000..15_000)),
         }
     }
@@ -503,7 +507,7 @@ impl<'a> Generator<'a> {
     /// into bad input ([`Generator::bad_input`]), or an admin call.
     fn op(&mut self, index: u64, kind: OpKind) -> Op {
         match self.drawn_op(index, kind) {
-            Op::Cmd(command) if self.bad_input && self.rng.gen_bool(BAD_INPUT_RATE) => self.bad_input(command),
+            Op::Cmd(command) if self.input_edges && self.rng.gen_bool(BAD_INPUT_RATE) => self.bad_input(command),
             op => op,
         }
     }
@@ -514,7 +518,7 @@ impl<'a> Generator<'a> {
             OpKind::Set => {
                 let key = if self.rng.gen_bool(0.9) { self.any_key() } else { self.table_row() };
                 let value = self.token(max_value);
-                if !self.rng.gen_bool(SET_OPTIONS_RATE) {
+                if !self.input_edges || !self.rng.gen_bool(SET_OPTIONS_RATE) {
                     return Op::Cmd(Command::Set { key, value });
                 }
                 Op::Cmd(Command::SetWith { key, value, options: self.set_options() })
@@ -825,7 +829,7 @@ fn generate_ops(config: &Config, motifs: bool, aim_compaction: bool) -> Vec<Plan
         now_ms: T0_MS,
         cycle_ts: i64::MIN,
         kinds: Weighted::new(&config.weights),
-        bad_input: !motifs,
+        input_edges: !motifs,
     };
     let mut ops = window_declarations(config);
     ops.reserve(config.ops as usize);

@@ -61,13 +61,13 @@ mod planted {
         ("ack-failed-append", 36),
         ("read-error-empty-log", 16),
         ("cut-vouched-damage", 44),
-        ("missing-log-is-empty", 24),
+        ("missing-log-is-empty", 296),
         ("sweep-after-damage", 524),
         ("rewrite-drops-hwm", 944),
         ("recovery-no-fsync", 48),
         ("seq-from-live-set", 16),
         ("cut-no-fsync", 33280),
-        ("compact-rename-before-fsync", 164),
+        ("compact-rename-before-fsync", 2040),
         ("hlen-stub-weight", 16),
         ("dir-sync-error-ignored", 16),
         ("rename-error-ignored", 296),
@@ -125,7 +125,9 @@ mod planted {
         assert_eq!(json["caught"], 1);
         assert_eq!(json["survived"], 0);
         assert_eq!(json["canaries"][0]["name"], "promote-not-dead");
-        assert_eq!(json["canaries"][0]["check"], "audit");
+        // Seed 0's rewrite trips the engine's own assertion (a retired
+        // segment still has stubs) before any audit runs.
+        assert_eq!(json["canaries"][0]["check"], "panic");
     }
 
     #[test]

@@ -138,3 +138,38 @@ fn misspelled_increments_are_refused_with_redis_text() {
     }
     assert_eq!(both.store.logical_dump().unwrap(), both.model.dump(T0_MS));
 }
+
+/// Redis's "already expired" (issue 32): `PEXPIREAT`/`HPEXPIREAT` with a
+/// deadline at or before the clock delete, on a hot row and on a cold one
+/// (whose `HDEL` promotes it first), and the model agrees; one after the
+/// clock is kept, and its key lives through that millisecond. The store
+/// logs the deletes as deletes: a reopen whose clock stands at zero (where
+/// every deadline here is ahead) finds the same content. The old rule
+/// (`at < now`) would keep the key at `now` and fail the reply checks below.
+#[test]
+fn a_deadline_at_the_clock_deletes_hot_and_cold_rows_alike() {
+    for (delta_ms, deleted) in [(-1i64, true), (0, true), (1, false)] {
+        let (vfs, mut both) = cold_rows();
+        let at = (T0_MS as i64 + delta_ms).to_string();
+        both.run(&["SET", "s", "v"]);
+        both.run(&["HSET", "h", "a", "1", "b", "2"]);
+        assert_eq!(both.run(&["PEXPIREAT", "s", &at]), Reply::Int(1));
+        assert_eq!(both.run(&["HPEXPIREAT", "h", &at, "a"]), Reply::Int(1));
+        // Cold: a key TTL on t:0, a field TTL on t:1 (both promote).
+        assert_eq!(both.run(&["PEXPIREAT", "t:0", &at]), Reply::Int(1));
+        assert_eq!(both.run(&["HPEXPIREAT", "t:1", &at, "n"]), Reply::Int(1));
+        let exists = Reply::Int(i64::from(!deleted));
+        assert_eq!(both.run(&["EXISTS", "s"]), exists, "at {at}");
+        assert_eq!(both.run(&["HEXISTS", "h", "a"]), exists, "at {at}");
+        assert_eq!(both.run(&["EXISTS", "t:0"]), exists, "at {at}");
+        assert_eq!(both.run(&["HEXISTS", "t:1", "n"]), exists, "at {at}");
+        assert_eq!(both.store.key_count() - both.store.cold_count(), if deleted { 3 } else { 5 }, "at {at}");
+        assert_eq!(both.store.logical_dump().unwrap(), both.model.dump(T0_MS));
+        let want = both.model.dump(T0_MS);
+        both.store.close().unwrap();
+        let early = Arc::new(ManualClock::new(0));
+        let reopened = Store::open(vfs.clone(), early, Path::new("/db"), Options::default()).expect("reopen").0;
+        assert_eq!(reopened.logical_dump().unwrap(), want, "replay at another clock, deadline {at}");
+        assert!(reopened.audit().is_empty(), "{:?}", reopened.audit());
+    }
+}

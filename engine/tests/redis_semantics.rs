@@ -1,6 +1,6 @@
 //! Where Redis defines the meaning, the store means the same (issue 22):
 //! a key or field lives while the clock is at or before its deadline; a
-//! deadline already past (negative included) deletes, replying as Redis
+//! deadline given at or before the clock (negative included) deletes, replying as Redis
 //! does, and the delete survives a reopen and a rewrite; integers are
 //! spelled as Redis spells them, and a refused one changes nothing.
 

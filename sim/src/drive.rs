@@ -393,6 +393,10 @@ impl<'a> Driver<'a> {
             let want = self.checker.read(command, now_ms);
             return match (&result, want) {
                 (Ok(got), want) => self.check_reply(command, got, want),
+                (Err(Error::Invalid(_)), Err(_)) => {
+                    self.outcome.bad_inputs_refused += 1;
+                    Ok(())
+                }
                 (Err(_), Err(_)) => Ok(()),
                 (Err(_), Ok(_)) if self.vfs.faults_injected_this_op() => Ok(()),
                 (Err(e), Ok(want)) => Err(self
@@ -411,6 +415,7 @@ impl<'a> Driver<'a> {
                 if !self.checker.model_would_refuse(command, now_ms) {
                     return Err(self.fail(Check::Reply, format!("{command:?}: the store refused a valid write: {why}")));
                 }
+                self.outcome.bad_inputs_refused += 1;
             }
             Err(e) => {
                 self.call_failed_since_open = true;
@@ -426,21 +431,22 @@ impl<'a> Driver<'a> {
         Ok(false)
     }
 
-    /// A command given as raw arguments. One with an integer Redis does
-    /// not spell so (the model's own reading, `testkit::model`) must be
-    /// refused with Redis's text before it touches anything; any other is
-    /// the command it parses to.
+    /// A command given as raw arguments. One that Redis refuses before
+    /// running anything (the model's own reading, `testkit::model::
+    /// refusal_of`: wrong arity, a misspelled integer, `SET` options that
+    /// do not read, a `WINDOW` that declares nothing) must be refused with
+    /// those words and change nothing — not a byte of the log, not a byte
+    /// of memory; any other is the command it parses to.
     fn run_args(&mut self, args: &[Vec<u8>], planned: &PlannedOp, observer: &mut dyn Observer) -> Step<bool> {
-        let shown = || args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ");
-        if !model::refuses_integer_in(args) {
+        let shown = || planned.to_string();
+        let Some(refusal) = model::refusal_of(args) else {
             return match Command::parse(args) {
                 Ok(command) => self.run_command(&command, planned, observer),
-                Err(e) => {
-                    Err(self.fail(Check::Reply, format!("{}: the store refused integers Redis reads: {e}", shown())))
-                }
+                Err(e) => Err(self.fail(Check::Reply, format!("{}: the store refused what Redis reads: {e}", shown()))),
             };
-        }
+        };
         observer.op_begins(self, planned, Moment::Begins, None);
+        let before = (self.log_position(), self.store().used_memory(), self.store().key_count());
         let result = self.store_mut().execute_args(args);
         let reply_hash = result.as_ref().map_or(0, hash_reply);
         let index = self.op_index;
@@ -448,14 +454,19 @@ impl<'a> Driver<'a> {
             t.push(Event::Reply { index, hash: reply_hash });
             t.note_reply(|| reply_text::store_reply(&result));
         });
+        let after = (self.log_position(), self.store().used_memory(), self.store().key_count());
         match result {
-            Err(Error::Invalid(why)) if why == model::NOT_AN_INTEGER => Ok(false),
+            Err(Error::Invalid(why)) if why.contains(refusal.words()) && before == after => {
+                self.outcome.bad_inputs_refused += 1;
+                Ok(false)
+            }
             other => Err(self.fail(
                 Check::Reply,
                 format!(
-                    "{}: Redis refuses the integer ({}), the store answered {other:?}",
+                    "{}: Redis refuses it ({}), the store answered {other:?}{}",
                     shown(),
-                    model::NOT_AN_INTEGER
+                    refusal.words(),
+                    if before == after { "" } else { " and changed its log or memory" }
                 ),
             )),
         }

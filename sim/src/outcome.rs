@@ -33,6 +33,11 @@ pub struct SeedOutcome {
     pub crash_gaps: BTreeMap<&'static str, u64>,
     /// Recoveries whose refusal was expected (media corruption) and accepted.
     pub refusals_accepted: u64,
+    /// Bad input the store refused as the model predicted (wrong arity, a
+    /// misspelled integer, unreadable `SET` options, a `WINDOW` that
+    /// declares nothing, the wrong type, an oversized write), changing
+    /// nothing.
+    pub bad_inputs_refused: u64,
     /// Recoveries accepted after announced damage that went back past a
     /// durable commit: acknowledged durable data silently lost (a kit
     /// engine that detects damage and falls back to an older commit, as

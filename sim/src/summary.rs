@@ -34,6 +34,9 @@ pub struct Summary {
     pub error_reopens: u64,
     /// Expected refusals after media corruption.
     pub refusals_accepted: u64,
+    /// Bad input refused as the model predicted (see
+    /// `SeedOutcome::bad_inputs_refused`).
+    pub bad_inputs_refused: u64,
     /// Recoveries after announced damage that silently went back past a
     /// durable commit (see `SeedOutcome::silent_rollbacks`).
     pub silent_rollbacks: u64,
@@ -82,6 +85,7 @@ impl Summary {
             clean_restarts: outcome.clean_restarts,
             error_reopens: outcome.error_reopens,
             refusals_accepted: outcome.refusals_accepted,
+            bad_inputs_refused: outcome.bad_inputs_refused,
             silent_rollbacks: outcome.silent_rollbacks,
             unpromised: outcome.unpromised,
             in_doubt: outcome.in_doubt,
@@ -137,6 +141,7 @@ impl Summary {
             "clean_restarts": self.clean_restarts,
             "error_reopens": self.error_reopens,
             "refusals_accepted": self.refusals_accepted,
+            "bad_inputs_refused": self.bad_inputs_refused,
             "silent_rollbacks": self.silent_rollbacks,
             "unpromised": self.unpromised,
             "in_doubt": self.in_doubt,
@@ -165,6 +170,7 @@ impl Summary {
         self.clean_restarts += other.clean_restarts;
         self.error_reopens += other.error_reopens;
         self.refusals_accepted += other.refusals_accepted;
+        self.bad_inputs_refused += other.bad_inputs_refused;
         self.silent_rollbacks += other.silent_rollbacks;
         self.unpromised += other.unpromised;
         self.in_doubt += other.in_doubt;
@@ -202,6 +208,8 @@ impl Summary {
             clean_restarts: value.get("clean_restarts").and_then(Value::as_u64).unwrap_or(0),
             error_reopens: value.get("error_reopens").and_then(Value::as_u64).unwrap_or(0),
             refusals_accepted: number("refusals_accepted")?,
+            // Absent from summaries written before bad input was counted.
+            bad_inputs_refused: value.get("bad_inputs_refused").and_then(Value::as_u64).unwrap_or(0),
             // Absent from summaries written before the kit counted it.
             silent_rollbacks: value.get("silent_rollbacks").and_then(Value::as_u64).unwrap_or(0),
             unpromised: value.get("unpromised").and_then(Value::as_u64).unwrap_or(0),
@@ -262,14 +270,21 @@ impl Summary {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "{} seeds, {} ops in {:.3} s ({:.0} ops/s), {} crashes, {} restarts, {} expected refusals",
+            "{} seeds, {} ops in {:.3} s ({:.0} ops/s), {} crashes, {} restarts, {} expected refusals{}",
             self.seeds,
             self.ops,
             self.elapsed_sec,
             self.ops_per_sec(),
             self.crashes,
             self.restarts,
-            self.refusals_accepted
+            self.refusals_accepted,
+            // Only the segsim workload draws bad input: a kit target's
+            // line stays as it was.
+            if self.bad_inputs_refused > 0 {
+                format!(", {} bad inputs refused", self.bad_inputs_refused)
+            } else {
+                String::new()
+            }
         );
         let _ = writeln!(
             out,

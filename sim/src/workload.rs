@@ -12,7 +12,7 @@
 use std::fmt;
 
 use arbitrary::Arbitrary;
-use engine::store::Command;
+use engine::store::{Command, SetCondition, SetOptions, SetTtl};
 use engine::Phase;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -32,6 +32,15 @@ const COMPACTION_AIM_RATE: f64 = 0.25;
 /// The share of `PEXPIREAT`s and `HPEXPIREAT`s drawn with their deadline
 /// misspelled (see [`Op::Args`]).
 const MISSPELLED_INTEGER_RATE: f64 = 0.08;
+
+/// The share of `SET`s drawn with Redis's options (`NX`, `XX`, `GET`,
+/// `PX`, `PXAT`, `KEEPTTL`; see [`Generator::set_options`]).
+const SET_OPTIONS_RATE: f64 = 0.35;
+
+/// The share of drawn commands turned into bad input, or into input at an
+/// edge the engine declares (see [`Generator::bad_input`]): modest, so the
+/// workload still mostly does real work.
+const BAD_INPUT_RATE: f64 = 0.03;
 
 /// A way to spell an integer that Rust's parser may take and Redis
 /// refuses (`value is not an integer or out of range`): the workload's
@@ -108,9 +117,13 @@ pub enum Op {
     /// `ADVANCE` and a `CRASH`: a power loss then takes what the reopen
     /// replayed but did not make durable.
     Kill,
-    /// A command given as its raw arguments, with an integer spelled as
-    /// Redis does not spell integers (`+5`, `007`, `-0`): the store must
-    /// refuse it with Redis's text and change nothing.
+    /// A command given as its raw arguments: bad input — an integer
+    /// spelled as Redis does not spell integers (`+5`, `007`, `-0`), the
+    /// wrong number of arguments, `SET` options that do not read, a
+    /// `WINDOW` that declares nothing — which the store must refuse as the
+    /// model predicts (`testkit::model::refusal_of`) and change nothing;
+    /// or, where the model reads it, the command it parses to (an empty
+    /// key or field).
     Args(Vec<Vec<u8>>),
     /// While the store is open, a second opener tries the same directory
     /// (to write on even indices, read-only on odd ones): it must be
@@ -134,6 +147,7 @@ impl Op {
     pub fn tag(&self) -> &'static str {
         match self {
             Op::Cmd(Command::Set { .. }) => "set",
+            Op::Cmd(Command::SetWith { .. }) => "set_with",
             Op::Cmd(Command::Get { .. }) => "get",
             Op::Cmd(Command::Del { .. }) => "del",
             Op::Cmd(Command::HSet { .. }) => "hset",
@@ -171,14 +185,14 @@ impl fmt::Display for PlannedOp {
         match &self.op {
             Op::Cmd(command) => {
                 for arg in command.to_args() {
-                    write!(f, " {}", String::from_utf8_lossy(&arg))?;
+                    write!(f, " {}", Shown(&arg))?;
                 }
                 Ok(())
             }
             Op::Args(args) => {
                 write!(f, " ARGS")?;
                 for arg in args {
-                    write!(f, " {}", String::from_utf8_lossy(arg))?;
+                    write!(f, " {}", Shown(arg))?;
                 }
                 Ok(())
             }
@@ -194,6 +208,43 @@ impl fmt::Display for PlannedOp {
     }
 }
 
+/// An argument as an operation line prints it: as it is, but for the two
+/// the line could not hold — an empty one (`@empty`) and a long run of one
+/// byte (`@repeat:<count>:<byte>`, an oversized value: 64 MiB do not make
+/// a line). Drawn tokens never start with `@`.
+struct Shown<'a>(&'a [u8]);
+
+/// Runs at least this long print as `@repeat:...`.
+const REPEAT_MIN_BYTES: usize = 64;
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            [] => write!(f, "@empty"),
+            [first, rest @ ..] if rest.len() + 1 >= REPEAT_MIN_BYTES && rest.iter().all(|b| b == first) => {
+                write!(f, "@repeat:{}:{}", self.0.len(), char::from(*first))
+            }
+            bytes => write!(f, "{}", String::from_utf8_lossy(bytes)),
+        }
+    }
+}
+
+/// An argument of an operation line, as [`Shown`] printed it.
+fn read_arg(word: &str) -> Result<Vec<u8>, String> {
+    if word == "@empty" {
+        return Ok(Vec::new());
+    }
+    let Some(run) = word.strip_prefix("@repeat:") else { return Ok(word.as_bytes().to_vec()) };
+    let (count, byte) = run.split_once(':').ok_or(format!("bad repeat {word:?}"))?;
+    let count: usize = count.parse().map_err(|_| format!("bad repeat count {word:?}"))?;
+    let &[byte] = byte.as_bytes() else { return Err(format!("bad repeat byte {word:?}")) };
+    // An oversized write is a little over the frame limit: never more.
+    if count > 2 * engine::frame::MAX_FRAME_PAYLOAD_BYTES {
+        return Err(format!("repeat too long {word:?}"));
+    }
+    Ok(vec![byte; count])
+}
+
 impl PlannedOp {
     /// Parse a line printed by `Display`.
     pub fn parse(line: &str) -> Result<PlannedOp, String> {
@@ -207,9 +258,11 @@ impl PlannedOp {
             ["SECOND-OPEN"] => Op::SecondOpen,
             ["KILL"] => Op::Kill,
             ["ADVANCE", ms] => Op::Advance(ms.parse().map_err(|_| format!("bad advance {ms:?}"))?),
-            ["ARGS", args @ ..] if !args.is_empty() => Op::Args(args.iter().map(|a| a.as_bytes().to_vec()).collect()),
+            ["ARGS", args @ ..] if !args.is_empty() => {
+                Op::Args(args.iter().map(|a| read_arg(a)).collect::<Result<_, _>>()?)
+            }
             args => {
-                let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+                let args: Vec<Vec<u8>> = args.iter().map(|a| read_arg(a)).collect::<Result<_, _>>()?;
                 Op::Cmd(Command::parse(&args).map_err(|e| format!("{line:?}: {e}"))?)
             }
         };
@@ -230,6 +283,16 @@ pub fn misspelled(command: &Command, how: Misspelling) -> Option<Vec<Vec<u8>>> {
     Some(args)
 }
 
+/// `SET key <value>` whose log record is one byte over the frame limit
+/// the engine declares (`engine::frame::MAX_FRAME_PAYLOAD_BYTES`): the
+/// store must refuse it and change nothing.
+fn oversized_set(key: Vec<u8>) -> Command {
+    let limit_bytes = engine::frame::MAX_FRAME_PAYLOAD_BYTES;
+    // The record: the count, then each argument's length and bytes.
+    let other_bytes = 4 + (4 + 3) + (4 + key.len()) + 4;
+    Command::Set { key, value: vec![b'x'; limit_bytes + 1 - other_bytes] }
+}
+
 /// Builds a seed's operation list.
 struct Generator<'a> {
     config: &'a Config,
@@ -239,6 +302,12 @@ struct Generator<'a> {
     /// the next one slides the window past it.
     cycle_ts: i64,
     kinds: Weighted<'a, OpKind>,
+    /// Whether the input edges of issue 32 are drawn: `SET`'s options, a
+    /// deadline one after the clock, commands turned into bad input. The
+    /// random mode's lists draw them; exploration's keep the draws they
+    /// had before, so CI's explore seeds keep the catches they are pinned
+    /// to (and exploration spends its crash states on real work).
+    input_edges: bool,
 }
 
 impl<'a> Generator<'a> {
@@ -297,17 +366,130 @@ impl<'a> Generator<'a> {
     }
 
     /// A deadline: some already past, most a few simulated seconds ahead,
-    /// and the edges Redis defines drawn on purpose — exactly the clock (a
-    /// key alive through its deadline), just before it, and negative ones
-    /// (past: the key or fields are deleted).
+    /// and the edges Redis defines drawn on purpose — exactly the clock
+    /// (already due: the key or fields are deleted, Redis's
+    /// `checkAlreadyExpired`), just before it, just after it (kept: alive
+    /// through that millisecond, gone once the clock passes it), and
+    /// negative ones (past: deleted).
     fn at_ms(&mut self) -> i64 {
         let now = i64::try_from(self.now_ms).unwrap_or(i64::MAX);
+        let negative = 3 + i32::from(self.input_edges);
         match self.rng.gen_range(0..20) {
             0 | 1 => now,
             2 => now - 1,
-            3 => -self.rng.gen_range(1..1_000),
+            3 if self.input_edges => now + 1,
+            roll if roll == negative => -self.rng.gen_range(1..1_000),
             _ => now.saturating_add(self.rng.gen_range(-2_000..15_000)),
         }
+    }
+
+    /// `command` as bad input, or at an edge the engine declares: the
+    /// wrong number of arguments (any command), an empty key or field,
+    /// `HINCRBY` on a plain key (a string, mostly: WRONGTYPE), a `WINDOW`
+    /// that declares nothing, `SET` options that do not read, a key either
+    /// side of the longest kept inline (22 bytes), a hash either side of
+    /// the most fields packed in one buffer (32), and, rarely, a write one
+    /// byte over the log's frame limit (64 MiB). What the store must answer
+    /// is the model's to say: a refusal that changes nothing, or (an empty
+    /// key, the edges) the command's ordinary meaning.
+    fn bad_input(&mut self, command: Command) -> Op {
+        let mut args = command.to_args();
+        let plain_key = || named(b"k", b"", 0);
+        match self.rng.gen_range(0..20) {
+            0..=5 if args.len() > 1 && self.rng.gen_bool(0.5) => {
+                args.truncate(self.rng.gen_range(1..args.len()));
+                Op::Args(args)
+            }
+            6 | 7 if args.len() > 1 => {
+                args[1].clear();
+                Op::Args(args)
+            }
+            8 if args.len() > 2 && args[0].starts_with(b"H") => {
+                args[2].clear();
+                Op::Args(args)
+            }
+            9 => {
+                let key = named(b"k", b"", u64::from(self.rng.gen_range(0..self.config.key_space)));
+                Op::Cmd(Command::HIncrBy { key, field: self.field(), by: 1 })
+            }
+            10 | 11 => Op::Args(self.nonsense_window()),
+            12 => Op::Args(self.unreadable_set()),
+            13 if args.len() > 1 => {
+                // `k` and 21 or 22 digits: 22 bytes is the longest key kept inline.
+                let width = self.rng.gen_range(21..=22);
+                args[1] = format!("k{:0>width$}", self.rng.gen_range(0..self.config.key_space)).into_bytes();
+                Op::Args(args)
+            }
+            14 => {
+                let key = named(b"h", b"", u64::from(self.rng.gen_range(0..self.config.key_space)));
+                let count = self.rng.gen_range(32..=33);
+                let pairs = (0..count).map(|i| (format!("w{i}").into_bytes(), self.token(8))).collect();
+                Op::Cmd(Command::HSet { key, pairs })
+            }
+            15 if self.rng.gen_bool(0.02) => Op::Cmd(oversized_set(plain_key())),
+            _ => {
+                args.push(b"extra".to_vec());
+                Op::Args(args)
+            }
+        }
+    }
+
+    /// `WINDOW` as nothing declares a table: a negative span, an empty
+    /// table, a span that is no integer, too few or too many arguments.
+    fn nonsense_window(&mut self) -> Vec<Vec<u8>> {
+        let table = self.config.tables[0].name.clone();
+        let span = self.rng.gen_range(1..100).to_string();
+        let words: Vec<&str> = match self.rng.gen_range(0..5) {
+            0 => vec!["WINDOW", &table, "ts", "-5"],
+            1 => vec!["WINDOW", "", "ts", &span],
+            2 => vec!["WINDOW", &table, "ts", "wide"],
+            3 => vec!["WINDOW", &table],
+            _ => vec!["WINDOW", &table, "ts", &span, "extra"],
+        };
+        words.iter().map(|w| w.as_bytes().to_vec()).collect()
+    }
+
+    /// `SET` with options that do not read: conflicting, incomplete, not
+    /// above zero, misspelled, unknown.
+    fn unreadable_set(&mut self) -> Vec<Vec<u8>> {
+        let options: &[&str] = match self.rng.gen_range(0..6) {
+            0 => &["NX", "XX"],
+            1 => &["EX"],
+            2 => &["EX", "0"],
+            3 => &["PX", "5", "EX", "5"],
+            4 => &["PXAT", "+5"],
+            _ => &["SOON"],
+        };
+        let mut args = vec![b"SET".to_vec(), named(b"k", b"", 0), b"v".to_vec()];
+        args.extend(options.iter().map(|o| o.as_bytes().to_vec()));
+        args
+    }
+
+    /// `SET`'s options: a condition a quarter of the time each (`NX`,
+    /// `XX`), `GET` a third of the time, and a TTL — none, `KEEPTTL`, a
+    /// relative one (now and then one whose deadline overflows, which
+    /// Redis refuses), or an absolute one drawn as `PEXPIREAT`'s are (the
+    /// clock and either side of it on purpose; above zero, as the option
+    /// requires). Never none of them: that is a plain `SET`.
+    fn set_options(&mut self) -> SetOptions {
+        let condition = match self.rng.gen_range(0..4) {
+            0 => Some(SetCondition::Nx),
+            1 => Some(SetCondition::Xx),
+            _ => None,
+        };
+        let get = self.rng.gen_bool(0.3);
+        let ttl = match self.rng.gen_range(0..12) {
+            0..=2 => None,
+            3 | 4 => Some(SetTtl::Keep),
+            5 => Some(SetTtl::AfterMs(1_000 * self.rng.gen_range(1..15))),
+            6 => Some(SetTtl::AfterMs(if self.rng.gen_bool(0.1) { i64::MAX } else { self.rng.gen_range(1..15_000) })),
+            _ => Some(SetTtl::AtMs(self.at_ms().max(1))),
+        };
+        let options = SetOptions { condition, ttl, get };
+        if options == SetOptions::default() {
+            return SetOptions { get: true, ..options };
+        }
+        options
     }
 
     /// `command` (a `PEXPIREAT`, `HPEXPIREAT` or `HINCRBY`), or now and
@@ -321,12 +503,25 @@ impl<'a> Generator<'a> {
         misspelled(&command, how).map_or(Op::Cmd(command), Op::Args)
     }
 
+    /// The operation of `kind` at `index`: a command, now and then turned
+    /// into bad input ([`Generator::bad_input`]), or an admin call.
     fn op(&mut self, index: u64, kind: OpKind) -> Op {
+        match self.drawn_op(index, kind) {
+            Op::Cmd(command) if self.input_edges && self.rng.gen_bool(BAD_INPUT_RATE) => self.bad_input(command),
+            op => op,
+        }
+    }
+
+    fn drawn_op(&mut self, index: u64, kind: OpKind) -> Op {
         let max_value = self.config.max_value_bytes;
         match kind {
             OpKind::Set => {
                 let key = if self.rng.gen_bool(0.9) { self.any_key() } else { self.table_row() };
-                Op::Cmd(Command::Set { key, value: self.token(max_value) })
+                let value = self.token(max_value);
+                if !self.input_edges || !self.rng.gen_bool(SET_OPTIONS_RATE) {
+                    return Op::Cmd(Command::Set { key, value });
+                }
+                Op::Cmd(Command::SetWith { key, value, options: self.set_options() })
             }
             OpKind::Get => Op::Cmd(Command::Get { key: self.any_key() }),
             OpKind::Del => {
@@ -634,6 +829,7 @@ fn generate_ops(config: &Config, motifs: bool, aim_compaction: bool) -> Vec<Plan
         now_ms: T0_MS,
         cycle_ts: i64::MIN,
         kinds: Weighted::new(&config.weights),
+        input_edges: !motifs,
     };
     let mut ops = window_declarations(config);
     ops.reserve(config.ops as usize);
@@ -690,7 +886,7 @@ mod tests {
 
     #[test]
     fn workloads_draw_the_edges_redis_defines() {
-        let (mut at_clock, mut negative, mut misspelled) = (0, 0, 0);
+        let (mut at_clock, mut around_clock, mut negative, mut misspelled) = (0, [0, 0], 0, 0);
         for seed in 0..64 {
             let config = Config::from_seed(seed, Overrides::default());
             let mut now_ms = T0_MS;
@@ -699,17 +895,65 @@ mod tests {
                     Op::Advance(ms) => now_ms += ms,
                     Op::Cmd(Command::PExpireAt { at_ms, .. } | Command::HPExpireAt { at_ms, .. }) => {
                         at_clock += usize::from(*at_ms == now_ms as i64);
+                        around_clock[0] += usize::from(*at_ms == now_ms as i64 - 1);
+                        around_clock[1] += usize::from(*at_ms == now_ms as i64 + 1);
                         negative += usize::from(*at_ms < 0);
                     }
                     Op::Args(args) => {
-                        assert!(testkit::model::refuses_integer_in(args), "{planned}");
-                        misspelled += 1;
+                        let readable = testkit::model::refusal_of(args).is_none();
+                        assert!(readable == Command::parse(args).is_ok(), "{planned}");
+                        misspelled += usize::from(testkit::model::refuses_integer_in(args));
                     }
                     _ => {}
                 }
             }
         }
-        assert!(at_clock > 0 && negative > 0 && misspelled > 0, "{at_clock} {negative} {misspelled}");
+        assert!(
+            at_clock > 0 && around_clock.iter().all(|&n| n > 0) && negative > 0 && misspelled > 0,
+            "{at_clock} {around_clock:?} {negative} {misspelled}"
+        );
+    }
+
+    /// Every kind of bad input, and each edge, is drawn somewhere in a
+    /// few hundred seeds, and every operation (an oversized one by its
+    /// `@repeat` form, an empty argument by `@empty`) prints as a line
+    /// that parses back to it.
+    #[test]
+    fn workloads_draw_bad_input_of_every_kind() {
+        use testkit::model::{refusal_of, ArgsRefusal};
+        let mut refusals = std::collections::BTreeSet::new();
+        let (mut empty, mut wrong_type, mut wide, mut long_key) = (0, 0, 0, 0);
+        for seed in 0..300 {
+            let config = Config::from_seed(seed, Overrides::default());
+            for planned in generate(&config) {
+                match &planned.op {
+                    Op::Args(args) => {
+                        refusals.extend(refusal_of(args).map(|r| format!("{r:?}")));
+                        empty += usize::from(args.iter().any(Vec::is_empty));
+                        long_key += usize::from(args.get(1).is_some_and(|key| key.len() >= 22));
+                    }
+                    Op::Cmd(Command::HIncrBy { key, .. }) => wrong_type += usize::from(key.starts_with(b"k")),
+                    Op::Cmd(Command::HSet { pairs, .. }) => wide += usize::from(pairs.len() >= 32),
+                    _ => {}
+                }
+                assert_eq!(PlannedOp::parse(&planned.to_string()).as_ref(), Ok(&planned));
+            }
+        }
+        for kind in [
+            ArgsRefusal::WrongArity,
+            ArgsRefusal::NotAnInteger,
+            ArgsRefusal::SyntaxError,
+            ArgsRefusal::InvalidExpire,
+            ArgsRefusal::NegativeSpan,
+            ArgsRefusal::EmptyTable,
+        ] {
+            assert!(refusals.contains(&format!("{kind:?}")), "{kind:?} never drawn: {refusals:?}");
+        }
+        assert!(empty > 0 && wrong_type > 0 && wide > 0 && long_key > 0, "{empty} {wrong_type} {wide} {long_key}");
+        let oversized = Op::Cmd(oversized_set(b"k0".to_vec()));
+        let planned = PlannedOp { index: 7, op: oversized, crash: None };
+        assert!(planned.to_string().len() < 100, "an oversized value prints short");
+        assert_eq!(PlannedOp::parse(&planned.to_string()), Ok(planned));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use engine::aof::FsyncPolicy;
 use engine::clock::{Clock, ManualClock};
-use engine::store::{Command, Options, Store};
+use engine::store::{Command, Options, SetCondition, SetOptions, SetTtl, Store};
 use engine::vfs::{OsVfs, Vfs};
 use proptest::prelude::*;
 use testkit::model::Model;
@@ -63,11 +63,31 @@ fn at_ms() -> impl Strategy<Value = i64> {
     ]
 }
 
+/// `SET`'s options (issue 32), never none of them.
+fn set_options() -> impl Strategy<Value = SetOptions> {
+    let condition = prop_oneof![Just(None), Just(Some(SetCondition::Nx)), Just(Some(SetCondition::Xx))];
+    let ttl = prop_oneof![
+        Just(None),
+        Just(Some(SetTtl::Keep)),
+        (1i64..5_000).prop_map(|ms| Some(SetTtl::AfterMs(ms))),
+        at_ms().prop_map(|at| Some(SetTtl::AtMs(at.max(1)))),
+    ];
+    (condition, ttl, any::<bool>()).prop_map(|(condition, ttl, get)| {
+        let options = SetOptions { condition, ttl, get };
+        if options == SetOptions::default() {
+            SetOptions { get: true, ..options }
+        } else {
+            options
+        }
+    })
+}
+
 fn command() -> impl Strategy<Value = Command> {
     prop_oneof![
         4 => (key(), proptest::collection::vec(pair(), 1..4))
             .prop_map(|(key, pairs)| Command::HSet { key, pairs }),
         1 => (key(), value()).prop_map(|(key, value)| Command::Set { key, value }),
+        1 => (key(), value(), set_options()).prop_map(|(key, value, options)| Command::SetWith { key, value, options }),
         1 => (key(), field()).prop_map(|(key, field)| Command::HGet { key, field }),
         1 => key().prop_map(|key| Command::HGetAll { key }),
         1 => key().prop_map(|key| Command::Get { key }),

@@ -109,11 +109,15 @@ pub enum Canary {
     /// (the write that finished it was lost) is read as a log no rewrite
     /// made, its snapshot unvouched: the seed-6503 bug.
     UnfinishedRewriteRead,
+    /// `PEXPIREAT`/`HPEXPIREAT` with a deadline equal to the clock set a
+    /// TTL instead of deleting (the old `at < now`; Redis deletes at
+    /// `at <= now`).
+    ExpireAtNowKept,
 }
 
 impl Canary {
     /// Every canary, in table order.
-    pub const ALL: [Canary; 36] = [
+    pub const ALL: [Canary; 37] = [
         Canary::SegNoFsync,
         Canary::SealNoDirSync,
         Canary::FrameBeforeRegister,
@@ -150,6 +154,7 @@ impl Canary {
         Canary::QuarantineNoDirSync,
         Canary::AofPlaceIgnored,
         Canary::UnfinishedRewriteRead,
+        Canary::ExpireAtNowKept,
     ];
 
     /// The kebab-case name the command line uses.
@@ -191,6 +196,7 @@ impl Canary {
             Canary::QuarantineNoDirSync => "quarantine-no-dir-sync",
             Canary::AofPlaceIgnored => "aof-place-ignored",
             Canary::UnfinishedRewriteRead => "unfinished-rewrite-read",
+            Canary::ExpireAtNowKept => "expire-at-now-kept",
         }
     }
 
@@ -246,6 +252,7 @@ impl Canary {
             Canary::UnfinishedRewriteRead => {
                 "a rewrite's log still marked unfinished (its finishing header write lost) is read as finished"
             }
+            Canary::ExpireAtNowKept => "PEXPIREAT/HPEXPIREAT at exactly the clock set a TTL instead of deleting",
         }
     }
 }

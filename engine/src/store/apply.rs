@@ -10,7 +10,7 @@ use std::collections::{btree_map, BTreeMap};
 use std::ops::Bound;
 
 use super::accounting::promote_entry;
-use super::command::{parse_int, Command, Reply};
+use super::command::{parse_int, Command, Reply, SetTtl};
 use super::key::Key;
 use super::row::{packed_bytes, Row};
 use super::value::{Entry, Value};
@@ -18,7 +18,7 @@ use super::{Store, Window};
 use crate::aof::Record;
 use crate::{Error, Result};
 
-fn wrong_type(key: &[u8], want: &str) -> Error {
+pub(super) fn wrong_type(key: &[u8], want: &str) -> Error {
     Error::Invalid(format!("WRONGTYPE key {:?} does not hold a {want}", String::from_utf8_lossy(key)))
 }
 
@@ -35,15 +35,25 @@ fn logged_deadline(at_ms: i64) -> u64 {
     u64::try_from(at_ms).unwrap_or(0)
 }
 
-/// The write that `command` is at `now_ms` when its deadline has already
-/// passed (negative included): Redis deletes the key (`PEXPIREAT`, reply
-/// 1 if it was there) or the fields (`HPEXPIREAT`, here the count of
-/// fields deleted), and so does the store, logging the delete itself.
-/// Replay never reads the clock, so only the live path may decide that a
-/// deadline is past; what it logs is a plain `DEL` or `HDEL`. A deadline
-/// equal to the clock is not past: the key lives until the clock passes it.
+/// The write that `command` is at `now_ms` when its deadline is already
+/// due — at or before the clock, negative included: Redis deletes the key
+/// (`PEXPIREAT`, reply 1 if it was there) or the fields (`HPEXPIREAT`,
+/// here the count of fields deleted), and so does the store, logging the
+/// delete itself. Redis's `checkAlreadyExpired` is `when <= now`, while a
+/// deadline set earlier keeps its key until the clock passes it
+/// (`value::alive`, `now > when` expires): a deadline equal to the clock
+/// deletes when it is *given*, not when it is reached. Replay never reads
+/// the clock, so only the live path may decide that a deadline is due;
+/// what it logs is a plain `DEL` or `HDEL`, and a logged `PEXPIREAT`
+/// always names a deadline after the clock it was logged at.
 pub(super) fn past_deadline(command: &Command, now_ms: u64) -> Option<Command> {
-    let past = |at_ms: i64| i128::from(at_ms) < i128::from(now_ms);
+    let past = |at_ms: i64| {
+        if canary!(ExpireAtNowKept) {
+            // Planted: the old rule, a deadline equal to the clock kept.
+            return i128::from(at_ms) < i128::from(now_ms);
+        }
+        i128::from(at_ms) <= i128::from(now_ms)
+    };
     match command {
         Command::PExpireAt { key, at_ms } if past(*at_ms) => Some(Command::Del { keys: vec![key.clone()] }),
         Command::HPExpireAt { key, at_ms, fields } if past(*at_ms) => {
@@ -54,11 +64,13 @@ pub(super) fn past_deadline(command: &Command, now_ms: u64) -> Option<Command> {
 }
 
 /// The keys a write touches (whose expired state it must purge first).
-/// `SET` overwrites whatever was there, so it needs no purge.
+/// A plain `SET` overwrites whatever was there, so it needs no purge; one
+/// with options asks whether the key is there, and what it holds.
 fn touched_keys(command: &Command) -> &[Vec<u8>] {
     match command {
         Command::Del { keys } => keys,
-        Command::HSet { key, .. }
+        Command::SetWith { key, .. }
+        | Command::HSet { key, .. }
         | Command::HDel { key, .. }
         | Command::PExpireAt { key, .. }
         | Command::Persist { key }
@@ -202,6 +214,14 @@ impl Store {
     pub(super) fn check(&self, command: &Command) -> Result<bool> {
         let changes = match command {
             Command::Set { .. } | Command::FlushAll => true,
+            Command::SetWith { options, .. } => {
+                if !super::set::is_logged_set(options) {
+                    // The live path decides the options and logs a plain
+                    // write (`set.rs`): this is no write a log holds.
+                    return Err(Error::Invalid(format!("SET options decided live were logged: {options:?}")));
+                }
+                true
+            }
             Command::Del { keys } => keys.iter().any(|k| self.map.contains_key(&k[..])),
             Command::HSet { key, .. } => match self.map.get(&key[..]).map(|e| &e.value) {
                 Some(Value::Str(_)) => return Err(wrong_type(key, "hash")),
@@ -276,6 +296,13 @@ impl Store {
             Command::Set { key, value } => {
                 self.remove_key(key);
                 self.insert_entry(key, Entry { value: Value::Str(value.clone()), expire_at_ms: None });
+                Reply::Ok
+            }
+            Command::SetWith { key, value, options } => {
+                let Some(SetTtl::AtMs(at_ms)) = options.ttl else { unreachable!("check() passed a logged form") };
+                self.remove_key(key);
+                let expire_at_ms = Some(logged_deadline(at_ms));
+                self.insert_entry(key, Entry { value: Value::Str(value.clone()), expire_at_ms });
                 Reply::Ok
             }
             Command::Del { keys } => {

@@ -18,6 +18,19 @@ pub enum Command {
         /// The value.
         value: Vec<u8>,
     },
+    /// `SET key value` with at least one of Redis's options (see
+    /// [`SetOptions`]); a plain `SET key value` is [`Command::Set`]. The
+    /// store decides the options live (`store/set.rs`) and logs what they
+    /// came to: a plain `SET`, a `SET key value PXAT ms` with the deadline
+    /// ahead of the clock, a `DEL`, or nothing.
+    SetWith {
+        /// The key.
+        key: Vec<u8>,
+        /// The value.
+        value: Vec<u8>,
+        /// The options; never all absent.
+        options: SetOptions,
+    },
     /// `GET key`.
     Get {
         /// The key.
@@ -55,8 +68,8 @@ pub enum Command {
         key: Vec<u8>,
     },
     /// `PEXPIREAT key unix_ms`: the key expires once the clock passes
-    /// that instant; a deadline already past (negative included) deletes
-    /// it, as in Redis (the store logs a `DEL`).
+    /// that instant; a deadline already due — at or before the clock,
+    /// negative included — deletes it, as in Redis (the store logs a `DEL`).
     PExpireAt {
         /// The key.
         key: Vec<u8>,
@@ -69,7 +82,7 @@ pub enum Command {
         key: Vec<u8>,
     },
     /// `HPEXPIREAT key unix_ms field [field ...]`: field TTLs; a deadline
-    /// already past deletes the fields (the store logs an `HDEL`).
+    /// at or before the clock deletes the fields (the store logs an `HDEL`).
     HPExpireAt {
         /// The key.
         key: Vec<u8>,
@@ -141,6 +154,116 @@ pub enum Command {
         /// Rows whose column is below `max_seen - span` are out of window.
         span: i64,
     },
+}
+
+/// `SET`'s options, as Redis spells them: `NX | XX`, `GET`, and one of
+/// `EX s | PX ms | EXAT s | PXAT ms | KEEPTTL`, in any order and any case.
+/// Seconds are kept as milliseconds (`EX 10` is `PX 10000`), so a command
+/// prints back as `PX`/`PXAT` and parses to itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SetOptions {
+    /// `NX` (only if absent) or `XX` (only if present).
+    pub condition: Option<SetCondition>,
+    /// The key's TTL after the set; `None`: no TTL (Redis's default).
+    pub ttl: Option<SetTtl>,
+    /// `GET`: reply the old string value (or nil) instead of `OK`.
+    pub get: bool,
+}
+
+/// `SET`'s `NX` / `XX`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetCondition {
+    /// Set only if the key is absent.
+    Nx,
+    /// Set only if the key is present.
+    Xx,
+}
+
+/// `SET`'s TTL option.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetTtl {
+    /// `PX ms` (or `EX s`): the deadline is the clock plus this, above 0.
+    AfterMs(i64),
+    /// `PXAT ms` (or `EXAT s`): an absolute Unix deadline, above 0; at or
+    /// before the clock it leaves no key (PEXPIREAT's rule).
+    AtMs(i64),
+    /// `KEEPTTL`: the key keeps the TTL it had.
+    Keep,
+}
+
+/// Redis's reply to a `SET` option it cannot read, or two that conflict.
+pub const SYNTAX_ERROR: &str = "syntax error";
+
+/// Redis's reply to a `SET` TTL that is not above zero, or overflows.
+pub const INVALID_EXPIRE: &str = "invalid expire time in 'set' command";
+
+/// Parse `SET key value` options, `args` being everything after the
+/// value (at least one). Errors name the argument (counted from 1 after
+/// the command's name) and what is wrong with it.
+fn parse_set_options<A: AsRef<[u8]>>(args: &[A]) -> Result<SetOptions> {
+    assert!(!args.is_empty(), "a SET with options has at least one");
+    let syntax = |at: usize, why: &str| Error::Invalid(format!("{SYNTAX_ERROR}: SET argument {}: {why}", at + 3));
+    let mut options = SetOptions::default();
+    // Which TTL word set `options.ttl` (Redis refuses two different ones,
+    // `EX` then `PX` included, though both are kept in milliseconds).
+    let mut ttl_word: Option<[u8; 7]> = None;
+    let mut at = 0;
+    while at < args.len() {
+        let option_at = at;
+        let mut word = [0u8; 7];
+        let option = args[at].as_ref();
+        let upper = match word.get_mut(..option.len()) {
+            Some(word) => {
+                word.copy_from_slice(option);
+                word.make_ascii_uppercase();
+                &word[..]
+            }
+            None => &[][..],
+        };
+        let condition = match upper {
+            b"NX" => Some(SetCondition::Nx),
+            b"XX" => Some(SetCondition::Xx),
+            _ => None,
+        };
+        if let Some(condition) = condition {
+            if options.condition.is_some_and(|had| had != condition) {
+                return Err(syntax(at, "NX and XX together"));
+            }
+            options.condition = Some(condition);
+            at += 1;
+            continue;
+        }
+        if upper == b"GET" {
+            options.get = true;
+            at += 1;
+            continue;
+        }
+        let ttl = match upper {
+            b"KEEPTTL" => SetTtl::Keep,
+            b"EX" | b"PX" | b"EXAT" | b"PXAT" => {
+                let Some(number) = args.get(at + 1) else { return Err(syntax(at, "a TTL option without its number")) };
+                let n = parse_i64(number.as_ref())?;
+                let ms_per_unit = if upper[0] == b'E' { 1_000 } else { 1 };
+                let ms = n.checked_mul(ms_per_unit).filter(|&ms| n > 0 && ms > 0);
+                let ms = ms.ok_or_else(|| Error::Invalid(INVALID_EXPIRE.into()))?;
+                at += 1;
+                if upper.ends_with(b"AT") {
+                    SetTtl::AtMs(ms)
+                } else {
+                    SetTtl::AfterMs(ms)
+                }
+            }
+            _ => return Err(syntax(at, "not a SET option")),
+        };
+        if ttl_word.is_some_and(|had| had != word) {
+            return Err(syntax(option_at, "two different TTL options"));
+        }
+        ttl_word = Some(word);
+        options.ttl = Some(ttl);
+        at += 1;
+    }
+    assert_ne!(options, SetOptions::default());
+    Ok(options)
 }
 
 /// A command's answer.
@@ -273,8 +396,11 @@ impl Command {
         let all_from = |i: usize| args[i..].iter().map(|arg| arg.as_ref().to_vec()).collect::<Vec<_>>();
         let command = match upper {
             b"SET" => {
-                arity("SET", n, n == 3)?;
-                Command::Set { key: a(1), value: a(2) }
+                arity("SET", n, n >= 3)?;
+                match &args[3..] {
+                    [] => Command::Set { key: a(1), value: a(2) },
+                    more => Command::SetWith { key: a(1), value: a(2), options: parse_set_options(more)? },
+                }
             }
             b"GET" => {
                 arity("GET", n, n == 2)?;
@@ -404,12 +530,16 @@ impl Command {
         let number = match self {
             Command::PExpireAt { at_ms, .. } | Command::HPExpireAt { at_ms, .. } => at_ms.to_string(),
             Command::Window { span, .. } => span.to_string(),
+            Command::SetWith {
+                options: SetOptions { ttl: Some(SetTtl::AfterMs(ms) | SetTtl::AtMs(ms)), .. }, ..
+            } => ms.to_string(),
             Command::HIncrBy { by, .. } => by.to_string(),
             _ => String::new(),
         };
         let mut args: Vec<&[u8]> = Vec::with_capacity(self.arg_count());
         match self {
             Command::Set { key, value } => args.extend([&b"SET"[..], key, value]),
+            Command::SetWith { key, value, options } => set_args(key, value, options, number.as_bytes(), &mut args),
             Command::Get { key } => args.extend([&b"GET"[..], key]),
             Command::Del { keys } => {
                 args.push(b"DEL");
@@ -469,7 +599,37 @@ impl Command {
             Command::HPExpireAt { fields, .. } => 3 + fields.len(),
             Command::FlushAll => 1,
             Command::Window { .. } => 4,
+            Command::SetWith { options, .. } => {
+                let ttl_words = match options.ttl {
+                    None => 0,
+                    Some(SetTtl::Keep) => 1,
+                    Some(SetTtl::AfterMs(_) | SetTtl::AtMs(_)) => 2,
+                };
+                3 + usize::from(options.condition.is_some()) + usize::from(options.get) + ttl_words
+            }
         }
+    }
+}
+
+/// Append the argument list of `SET key value options…` to `args`, the
+/// TTL's number spelled in `number`: `NX`/`XX`, then `GET`, then the TTL
+/// as `PX`, `PXAT` or `KEEPTTL`.
+fn set_args<'a>(key: &'a [u8], value: &'a [u8], options: &SetOptions, number: &'a [u8], args: &mut Vec<&'a [u8]>) {
+    assert_ne!(*options, SetOptions::default(), "a SET without options is Command::Set");
+    args.extend([&b"SET"[..], key, value]);
+    match options.condition {
+        Some(SetCondition::Nx) => args.push(b"NX"),
+        Some(SetCondition::Xx) => args.push(b"XX"),
+        None => {}
+    }
+    if options.get {
+        args.push(b"GET");
+    }
+    match options.ttl {
+        Some(SetTtl::AfterMs(_)) => args.extend([&b"PX"[..], number]),
+        Some(SetTtl::AtMs(_)) => args.extend([&b"PXAT"[..], number]),
+        Some(SetTtl::Keep) => args.push(b"KEEPTTL"),
+        None => {}
     }
 }
 
@@ -502,6 +662,15 @@ mod tests {
             (&["HEXISTS", "k"][..], "wrong number"),
             (&["WINDOW", "t", "ts", "-1"][..], "negative"),
             (&["FROB"][..], "unknown command"),
+            (&["SET", "k", "v", "NX", "XX"][..], "syntax error: SET argument 4: NX and XX"),
+            (&["SET", "k", "v", "EX", "1", "PX", "1"][..], "two different TTL options"),
+            (&["SET", "k", "v", "KEEPTTL", "PXAT", "5"][..], "two different TTL options"),
+            (&["SET", "k", "v", "EX"][..], "without its number"),
+            (&["SET", "k", "v", "SOON"][..], "syntax error: SET argument 3: not a SET option"),
+            (&["SET", "k", "v", "EX", "0"][..], INVALID_EXPIRE),
+            (&["SET", "k", "v", "PXAT", "-5"][..], INVALID_EXPIRE),
+            (&["SET", "k", "v", "EX", "9223372036854776"][..], INVALID_EXPIRE),
+            (&["SET", "k", "v", "EX", "+5"][..], NOT_AN_INTEGER),
         ] {
             let err = Command::parse(&args(words)).unwrap_err().to_string();
             assert!(err.contains(needle), "{words:?}: {err}");
@@ -569,6 +738,27 @@ mod tests {
     }
 
     #[test]
+    fn set_options_parse_as_redis_spells_them() {
+        let set = |words: &[&str]| match Command::parse(&args(words)).unwrap() {
+            Command::SetWith { options, .. } => options,
+            other => panic!("{words:?}: {other:?}"),
+        };
+        assert_eq!(
+            Command::parse(&args(&["SET", "k", "v"])).unwrap(),
+            Command::Set { key: b"k".to_vec(), value: b"v".to_vec() }
+        );
+        let nx_get_ex = SetOptions { condition: Some(SetCondition::Nx), ttl: Some(SetTtl::AfterMs(10_000)), get: true };
+        assert_eq!(set(&["SET", "k", "v", "ex", "10", "Get", "nx"]), nx_get_ex);
+        assert_eq!(set(&["SET", "k", "v", "PX", "10000", "GET", "NX", "NX"]), nx_get_ex);
+        assert_eq!(set(&["SET", "k", "v", "EXAT", "2"]).ttl, Some(SetTtl::AtMs(2_000)));
+        assert_eq!(set(&["SET", "k", "v", "PX", "1", "PX", "2"]).ttl, Some(SetTtl::AfterMs(2)), "the last wins");
+        assert_eq!(set(&["SET", "k", "v", "KEEPTTL", "XX"]).ttl, Some(SetTtl::Keep));
+        // EX in seconds prints back as PX in milliseconds, and parses to itself.
+        let command = Command::parse(&args(&["SET", "k", "v", "EX", "3"])).unwrap();
+        assert_eq!(command.to_args(), args(&["SET", "k", "v", "PX", "3000"]));
+    }
+
+    #[test]
     fn names_are_case_insensitive() {
         assert_eq!(Command::parse(&args(&["get", "k"])).unwrap(), Command::Get { key: b"k".to_vec() });
     }
@@ -581,8 +771,26 @@ mod tests {
         proptest::collection::vec(arb_bytes(), 1..4)
     }
 
+    fn arb_set_options() -> impl Strategy<Value = SetOptions> {
+        let condition = prop_oneof![Just(None), Just(Some(SetCondition::Nx)), Just(Some(SetCondition::Xx))];
+        let ttl = prop_oneof![
+            Just(None),
+            Just(Some(SetTtl::Keep)),
+            (1i64..i64::MAX).prop_map(|ms| Some(SetTtl::AfterMs(ms))),
+            (1i64..i64::MAX).prop_map(|ms| Some(SetTtl::AtMs(ms))),
+        ];
+        (condition, ttl, any::<bool>())
+            .prop_map(|(condition, ttl, get)| SetOptions { condition, ttl, get })
+            .prop_filter("some option", |options| *options != SetOptions::default())
+    }
+
     fn arb_command() -> impl Strategy<Value = Command> {
         prop_oneof![
+            (arb_bytes(), arb_bytes(), arb_set_options()).prop_map(|(key, value, options)| Command::SetWith {
+                key,
+                value,
+                options
+            }),
             (arb_bytes(), arb_bytes()).prop_map(|(key, value)| Command::Set { key, value }),
             keys().prop_map(|keys| Command::Del { keys }),
             (arb_bytes(), proptest::collection::vec((arb_bytes(), arb_bytes()), 1..4))

@@ -16,6 +16,8 @@
 //! 5. **apply** — memory changes, and the write is acknowledged.
 //!
 //! Replay runs steps 2, 3 and 5 over the logged commands (`recover.rs`).
+//! `SET` with options decides them on the live path and logs the plain
+//! write they came to (`set.rs`).
 //! Eviction (`evict.rs`), rewrite (`rewrite.rs`) and the audit
 //! (`audit.rs`) live beside this file.
 
@@ -31,6 +33,7 @@ mod recover;
 mod rewrite;
 mod row;
 mod segments;
+mod set;
 mod value;
 mod view;
 
@@ -40,7 +43,7 @@ use std::sync::Arc;
 
 pub use crate::aof::FsyncPolicy;
 pub use audit::Violation;
-pub use command::{Command, Reply};
+pub use command::{Command, Reply, SetCondition, SetOptions, SetTtl, INVALID_EXPIRE, SYNTAX_ERROR};
 pub use evict::EvictReport;
 pub use logical::{LogicalEntry, LogicalFields, LogicalValue};
 pub use recover::RecoveryReport;
@@ -151,8 +154,10 @@ impl Store {
         }
         self.check_writable()?;
         self.tick_at(now_ms)?;
-        if let Command::FlushAll = command {
-            return self.flush_all(now_ms);
+        match command {
+            Command::FlushAll => return self.flush_all(now_ms),
+            Command::SetWith { .. } => return self.execute_set(command, now_ms),
+            _ => {}
         }
         let deleting = apply::past_deadline(command, now_ms);
         let command = deleting.as_ref().unwrap_or(command);

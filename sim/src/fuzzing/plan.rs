@@ -197,7 +197,7 @@ pub enum FuzzOp {
 #[derive(Arbitrary, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Deadline {
     /// The clock plus `n` ms (negative: already past; zero: the clock,
-    /// at which the key still lives).
+    /// already due: the key or fields are deleted, as Redis does).
     In(i16),
     /// `-(n + 1)`.
     Negative(u16),

@@ -19,6 +19,7 @@
 //! `tests.rs` holds that model to a copying one, and every undo and
 //! comparison to the plain operations they stand for.
 
+mod args;
 mod compare;
 #[cfg(test)]
 mod tests;
@@ -26,9 +27,10 @@ mod undo;
 
 use std::collections::BTreeMap;
 
-use engine::store::{Command, LogicalEntry, LogicalFields, LogicalValue, Reply};
+use engine::store::{Command, LogicalEntry, LogicalFields, LogicalValue, Reply, SetCondition, SetOptions, SetTtl};
 use engine::{Error, Result};
 
+pub use args::{refusal_of, ArgsRefusal};
 pub use compare::{CountInOrder, ShowsInOrder};
 pub use undo::Undo;
 
@@ -48,11 +50,14 @@ fn alive(at_ms: Option<u64>, now_ms: u64) -> bool {
     }
 }
 
-/// A deadline as the model stores it, or `None` if it has passed at
-/// `now_ms` (negative ones always have): Redis then deletes instead.
+/// A deadline as the model stores it, or `None` if it is already due at
+/// `now_ms` — at or before the clock, negative ones always: Redis then
+/// deletes instead (`checkAlreadyExpired`: `when <= now`). A deadline
+/// kept this way is strictly ahead, and [`alive`] keeps its key through
+/// the millisecond it names.
 fn future_deadline(at_ms: i64, now_ms: u64) -> Option<u64> {
     let at = u64::try_from(at_ms).ok()?;
-    (at >= now_ms).then_some(at)
+    (at > now_ms).then_some(at)
 }
 
 /// Redis's reply to an integer it does not spell so.
@@ -91,6 +96,27 @@ fn integer_argument(args: &[Vec<u8>]) -> Option<&[u8]> {
 /// `value is not an integer or out of range` and nothing changes.
 pub fn refuses_integer_in(args: &[Vec<u8>]) -> bool {
     integer_argument(args).is_some_and(|text| redis_integer(text).is_none())
+}
+
+/// The one limit the engine declares on what a write may carry: its log
+/// record, `4 + Σ (4 + argument bytes)` counting the name, must fit a
+/// frame (`engine::frame::MAX_FRAME_PAYLOAD_BYTES`, 64 MiB). For the writes
+/// the store logs as they are given (`SET`, `HSET`), the record's bytes if
+/// they are over it: the store refuses such a write and changes nothing.
+/// (The simulator draws oversized writes of these two only; a write the
+/// store logs in another shape is not predicted here.)
+fn oversized_write(command: &Command) -> Option<u64> {
+    let args: Vec<&[u8]> = match command {
+        Command::Set { key, value } => vec![b"SET", key, value],
+        Command::HSet { key, pairs } => {
+            let mut args = vec![&b"HSET"[..], key];
+            args.extend(pairs.iter().flat_map(|(field, value)| [field.as_slice(), value.as_slice()]));
+            args
+        }
+        _ => return None,
+    };
+    let bytes = 4 + args.iter().map(|arg| 4 + arg.len() as u64).sum::<u64>();
+    (bytes > engine::frame::MAX_FRAME_PAYLOAD_BYTES as u64).then_some(bytes)
 }
 
 fn wrong_type() -> Error {
@@ -180,6 +206,12 @@ impl Model {
     /// meets a visible key of the other type (WRONGTYPE), and an
     /// `HINCRBY` whose field holds no integer or whose sum overflows.
     fn refusal(&self, command: &Command, now_ms: u64) -> Option<Error> {
+        if let Some(bytes) = oversized_write(command) {
+            return Some(Error::Invalid(format!("a write of {bytes} bytes is over the log's frame limit")));
+        }
+        if let Command::SetWith { key, options, .. } = command {
+            return self.set_refusal(key, options, now_ms);
+        }
         let (key, wants_hash) = match command {
             Command::Get { key } => (key, false),
             Command::HGet { key, .. }
@@ -193,6 +225,7 @@ impl Model {
             | Command::HIncrBy { key, .. }
             | Command::HSetNx { key, .. } => (key, true),
             Command::Set { .. }
+            | Command::SetWith { .. }
             | Command::Del { .. }
             | Command::PExpireAt { .. }
             | Command::Persist { .. }
@@ -207,6 +240,59 @@ impl Model {
         }
         let Command::HIncrBy { field, by, .. } = command else { return None };
         self.increment(key, field, *by, now_ms).err()
+    }
+
+    /// Why Redis refuses `SET key value options` at `now_ms`: a relative
+    /// TTL whose deadline overflows an i64 (Redis's `invalid expire time`),
+    /// or `GET` of a key that holds a hash (WRONGTYPE); else `None`.
+    fn set_refusal(&self, key: &[u8], options: &SetOptions, now_ms: u64) -> Option<Error> {
+        if let Some(SetTtl::AfterMs(ms)) = options.ttl {
+            if i64::try_from(i128::from(now_ms) + i128::from(ms)).is_err() {
+                return Some(Error::Invalid(engine::store::INVALID_EXPIRE.into()));
+            }
+        }
+        let holds_hash =
+            matches!(self.visible_ref(key, now_ms), Some(LogicalEntry { value: LogicalValue::Hash(_), .. }));
+        (options.get && holds_hash).then(wrong_type)
+    }
+
+    /// `SET key value options`, after [`Model::set_refusal`] passed, as
+    /// Redis means it: `NX`/`XX` look at the visible key; `GET` answers
+    /// its old string (nil if none), set or not; the TTL is the clock plus
+    /// `PX`, or `PXAT`, or the visible key's own (`KEEPTTL`), or none. An
+    /// explicit deadline at or before the clock leaves no key, as
+    /// `PEXPIREAT`'s does; a kept one is the key's, which was alive.
+    fn set_with(&mut self, key: &[u8], value: &[u8], options: &SetOptions, now_ms: u64) -> Reply {
+        let visible = self.visible_ref(key, now_ms);
+        let old = match visible {
+            Some(LogicalEntry { value: LogicalValue::Str(old), .. }) => Reply::Bulk(old.clone()),
+            _ => Reply::Nil,
+        };
+        let go = match options.condition {
+            None => true,
+            Some(SetCondition::Nx) => visible.is_none(),
+            Some(SetCondition::Xx) => visible.is_some(),
+        };
+        let reply = if options.get { old } else { Reply::Ok };
+        if !go {
+            return if options.get { reply } else { Reply::Nil };
+        }
+        let (deadline, due) = match options.ttl {
+            None => (None, false),
+            Some(SetTtl::Keep) => (visible.and_then(|e| e.expire_at_ms), false),
+            Some(SetTtl::AfterMs(ms)) => {
+                let at = i128::from(now_ms) + i128::from(ms);
+                (u64::try_from(at).ok(), at <= i128::from(now_ms))
+            }
+            Some(SetTtl::AtMs(at)) => (u64::try_from(at).ok(), i128::from(at) <= i128::from(now_ms)),
+        };
+        if due {
+            self.map.remove(key);
+        } else {
+            let entry = LogicalEntry { value: LogicalValue::Str(value.to_vec()), expire_at_ms: deadline };
+            self.map.insert(key.to_vec(), entry);
+        }
+        reply
     }
 
     /// The value `HINCRBY` leaves in `field` of the visible hash at `key`
@@ -266,6 +352,7 @@ impl Model {
                 self.set(key, value);
                 Reply::Ok
             }
+            Command::SetWith { key, value, options } => self.set_with(key, value, options, now_ms),
             Command::Del { keys } => Reply::Int(self.del(keys, now_ms, |_, _| {})),
             Command::HSet { key, pairs } => {
                 // Not visible (absent, expired, or a hash with no live

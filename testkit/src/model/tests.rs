@@ -94,9 +94,11 @@ fn a_passed_deadline_deletes_as_redis_does() {
     assert!(m.stored(b"s").is_none());
     assert_eq!(m.execute(&cmd(&["PEXPIREAT", "s", "-1"]), 10).unwrap(), Reply::Int(0));
     m.execute(&cmd(&["SET", "s", "v"]), 10).unwrap();
-    // A deadline equal to the clock keeps the key until the clock passes it.
+    // A deadline equal to the clock is already due: deleted, as Redis's
+    // `checkAlreadyExpired` (`when <= now`) does.
     assert_eq!(m.execute(&cmd(&["PEXPIREAT", "s", "10"]), 10).unwrap(), Reply::Int(1));
-    assert_eq!(m.dump(10).len(), 1);
+    assert!(m.stored(b"s").is_none());
+    m.execute(&cmd(&["SET", "s", "v"]), 10).unwrap();
     assert_eq!(m.execute(&cmd(&["PEXPIREAT", "s", "9"]), 10).unwrap(), Reply::Int(1));
     assert!(m.dump(0).is_empty());
     m.execute(&cmd(&["HSET", "h", "a", "1", "b", "2"]), 10).unwrap();
@@ -107,6 +109,32 @@ fn a_passed_deadline_deletes_as_redis_does() {
     );
     assert_eq!(m.execute(&cmd(&["HPEXPIREAT", "h", "-5", "b"]), 10).unwrap(), Reply::Int(1));
     assert!(m.stored(b"h").is_none());
+}
+
+/// The boundary of "already due", key and field: a deadline one before
+/// the clock or equal to it deletes at once; one after it is kept, and
+/// its key lives through that millisecond and no longer.
+#[test]
+fn a_deadline_at_the_clock_deletes_and_one_after_it_lives_through_it() {
+    let now = 1_000;
+    for (at, deleted) in [(now - 1, true), (now, true), (now + 1, false)] {
+        let mut m = Model::new();
+        m.execute(&cmd(&["SET", "s", "v"]), now).unwrap();
+        m.execute(&cmd(&["HSET", "h", "a", "1", "b", "2"]), now).unwrap();
+        let at_text = at.to_string();
+        assert_eq!(m.execute(&cmd(&["PEXPIREAT", "s", &at_text]), now).unwrap(), Reply::Int(1), "{at}");
+        assert_eq!(m.execute(&cmd(&["HPEXPIREAT", "h", &at_text, "a"]), now).unwrap(), Reply::Int(1), "{at}");
+        assert_eq!(m.stored(b"s").is_none(), deleted, "PEXPIREAT at {at}, now {now}");
+        let field_stored =
+            matches!(&m.stored(b"h").unwrap().value, LogicalValue::Hash(f) if f.contains_key(b"a".as_slice()));
+        assert_eq!(field_stored, !deleted, "HPEXPIREAT at {at}, now {now}");
+        if !deleted {
+            assert_eq!(m.execute(&cmd(&["GET", "s"]), at).unwrap(), Reply::Bulk(b"v".to_vec()));
+            assert_eq!(m.execute(&cmd(&["HGET", "h", "a"]), at).unwrap(), Reply::Bulk(b"1".to_vec()));
+            assert_eq!(m.execute(&cmd(&["GET", "s"]), at + 1).unwrap(), Reply::Nil);
+            assert_eq!(m.execute(&cmd(&["HGET", "h", "a"]), at + 1).unwrap(), Reply::Nil);
+        }
+    }
 }
 
 #[test]

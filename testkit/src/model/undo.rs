@@ -37,6 +37,7 @@ impl Model {
     pub fn keys_of(command: &Command) -> Option<&[Vec<u8>]> {
         Some(match command {
             Command::Set { key, .. }
+            | Command::SetWith { key, .. }
             | Command::Get { key }
             | Command::HSet { key, .. }
             | Command::HGet { key, .. }

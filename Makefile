@@ -3,7 +3,7 @@
 CARGO ?= cargo
 SIM = $(CARGO) run --release -q -p sim --
 
-.PHONY: help test lint fmt check sweep determinism soak crash-os canaries test-canaries explore redb sqlite kit-example bench ci kv fuzz corpus report-check readme-example
+.PHONY: open-findings help test lint fmt check sweep determinism soak crash-os canaries test-canaries explore redb sqlite kit-example bench ci kv fuzz corpus report-check readme-example
 
 help:
 	@echo "make test         - the whole test suite (unit, property, integration, replayed regressions)"
@@ -21,6 +21,7 @@ help:
 	@echo "make kit-example - the target kit's example engine (logkv): KSEEDS (default 0..2000) clean, its planted bug caught, explored"
 	@echo "make readme-example - rewrite the README's seed-42 example output from a fresh run (a test fails when it drifts)"
 	@echo "make report-check - --report pages (a canary failure, a redb failure, an explore repro) rendered in headless Chromium and checked; screenshots in target/ci-artifacts/reports/"
+	@echo "make open-findings - the segsim findings not fixed yet (corpus/open-findings/) must still fail"
 	@echo "make bench        - the harness and the engine measured side by side (BENCHMARKS.md)"
 	@echo "make ci           - what .ci/run runs: lint, test, sweep, determinism, explore, redb, sqlite, crash-os, canaries, test-canaries, report-check"
 	@echo "make kv DIR=/tmp/kvdemo - the engine's interactive shell on a real directory"
@@ -132,6 +133,12 @@ kit-example:
 
 bench:
 	$(SIM) bench
+
+# Segsim findings not fixed yet (corpus/open-findings/*.ops, each with its
+# analysis): each must still fail; once one passes, move it to
+# corpus/regressions/ (which cargo test replays) and say so.
+open-findings:
+	for f in corpus/open-findings/*.ops; do $(SIM) --replay $$f >/dev/null 2>&1; test $$? -eq 1 || { echo "open finding $$f no longer fails: move it to corpus/regressions/"; exit 1; }; done
 
 # The README's seed-42 output is checked by sim/tests/readme.rs; after an
 # intended change of the simulator, rewrite it from a fresh run and commit.

@@ -75,7 +75,6 @@ mod planted {
         ("read-only-cuts-tail", 48),
         ("quarantine-no-dir-sync", 20),
         ("aof-place-ignored", 17672),
-        ("unfinished-rewrite-read", 26016),
         ("expire-at-now-kept", 16),
     ];
 
@@ -98,8 +97,10 @@ mod planted {
     #[test]
     fn every_canary_has_a_cap_and_a_test() {
         let names: Vec<&str> = CAPS.iter().map(|(name, _)| *name).collect();
-        let all: Vec<&str> = Canary::ALL.iter().map(|c| c.name()).collect();
-        assert_eq!(names, all, "CAPS lists every canary, in table order");
+        // A canary the random mode does not hunt is held by an explore
+        // test instead (`Canary::hunted_by_random_mode`).
+        let all: Vec<&str> = Canary::ALL.iter().filter(|c| c.hunted_by_random_mode()).map(|c| c.name()).collect();
+        assert_eq!(names, all, "CAPS lists every canary the random mode hunts, in table order");
         let source = include_str!("canaries.rs");
         for name in all {
             let test = format!("fn {}()", name.replace('-', "_"));
@@ -304,15 +305,6 @@ mod planted {
     #[test]
     fn aof_place_ignored() {
         caught_within_its_cap("aof-place-ignored");
-    }
-
-    /// The random mode needs two silent faults in one rewrite (its
-    /// finishing header write and its snapshot batch both lost): seed
-    /// 6503, after 6504 seeds. `sim explore --damage` catches it at CI's
-    /// seeds 10 and 8 (`explore/tests.rs`).
-    #[test]
-    fn unfinished_rewrite_read() {
-        caught_within_its_cap("unfinished-rewrite-read");
     }
 
     #[test]

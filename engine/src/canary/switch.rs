@@ -157,6 +157,16 @@ impl Canary {
         Canary::ExpireAtNowKept,
     ];
 
+    /// Whether `sim canaries` hunts it with the random mode. One canary is
+    /// not: `UnfinishedRewriteRead` needs two silent faults in one rewrite
+    /// (its finishing header write and its snapshot batch both lost), which
+    /// the random mode draws once in thousands of seeds and a soak may meet
+    /// an unrelated failure first; `sim explore --damage` catches it at
+    /// CI's seeds (CANARIES.md, `sim/src/explore/tests.rs`).
+    pub fn hunted_by_random_mode(self) -> bool {
+        !matches!(self, Canary::UnfinishedRewriteRead)
+    }
+
     /// The kebab-case name the command line uses.
     pub fn name(self) -> &'static str {
         match self {

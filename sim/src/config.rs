@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::canary::Canary;
-use crate::disk::{CrashMode, DiskConfig};
+use crate::disk::{CrashMode, DiskConfig, FsProfile};
 use crate::draw::{maybe, swarm_weights};
 
 /// The workload operation kinds whose weights the swarm draws.
@@ -179,6 +179,7 @@ impl Config {
             p_lost_write: 0.0,
             p_misdirected_write: 0.0,
             p_misdirected_read: 0.0,
+            fs: FsProfile::POSIX,
         };
         let tables = (0..rng.gen_range(1..=3))
             .map(|i| TableSpec { name: format!("t{i}"), column: "ts".to_string(), span: rng.gen_range(0..40) })

@@ -228,6 +228,8 @@ impl VfsFile for SimFile {
                 return Err(eio("fsync failed (simulated EIO); the file's dirty data was dropped"));
             }
             disk.fs.sync(self.inode);
+            let rule = disk.config.fs.fsync_names;
+            disk.fs.persist_names(self.inode, rule);
             disk.note_fsync(self.inode, index);
             Ok(())
         })

@@ -208,7 +208,6 @@ impl DiskSnapshot {
         true
     }
 
-
     fn reordered_fates(&self) -> Vec<DataFate> {
         let mut fates = Vec::new();
         for (id, file) in self.files.iter().filter(|(_, f)| f.pending.len() >= 2) {

@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 use engine::vfs::OpenMode;
 
 use super::dir::{Dir, DirOp};
-use super::profile::FsyncNames;
 use super::inode::{DataOp, Inode, InodeId, Voucher, MAX_FILE_BYTES};
+use super::profile::FsyncNames;
 use super::silent::{self, Fate};
 
 /// Every inode and directory on the disk.

@@ -56,7 +56,9 @@ fn a_renamed_file_fsynced_keeps_its_new_name_on_the_journaled_and_logged_profile
 
 #[test]
 fn a_journal_fsync_commits_the_earlier_changes_of_the_directory_and_a_log_tree_only_its_own() {
-    for (fs, expected) in [(FsProfile::EXT4, vec!["a", "b"]), (FsProfile::XFS, vec!["a", "b"]), (FsProfile::BTRFS, vec!["b"])] {
+    for (fs, expected) in
+        [(FsProfile::EXT4, vec!["a", "b"]), (FsProfile::XFS, vec!["a", "b"]), (FsProfile::BTRFS, vec!["b"])]
+    {
         let vfs = disk_on(fs, CrashMode::Strict);
         create_only(&vfs, "a");
         let file = create_and_fsync(&vfs, "b", b"data");

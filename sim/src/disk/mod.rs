@@ -124,8 +124,9 @@
 //! earlier change of its directory with it; btrfs: its own changes), a
 //! crash keeps a prefix of each directory's changes in every mode (ext4,
 //! XFS), and a failed `sync_dir` shuts the file system down — every later
-//! fsync and `sync_dir` fails until the next power loss or restart (ext4,
-//! XFS, btrfs). Under `posix` no rule is consulted and nothing new is
+//! fsync (dropping the file's dirty data, as any failed fsync does) and
+//! `sync_dir` fails until the next power loss or restart (ext4, XFS,
+//! btrfs). Under `posix` no rule is consulted and nothing new is
 //! drawn, so its traces are what they were before profiles.
 //!
 //! # Locks

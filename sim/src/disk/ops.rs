@@ -126,10 +126,10 @@ impl Disk {
         self.crash_reached |= due;
         let result = if self.crash_reached {
             Err(power_lost())
-        } else if self.shut_down && matches!(kind, IoKind::Sync | IoKind::SyncDir) && self.faults.active() {
-            let fault = if kind == IoKind::Sync { FaultKind::FsyncEio } else { FaultKind::MetaEio };
-            self.inject(index, fault);
-            Err(io::Error::other(format!("{kind:?} failed: the file system shut down after a failed directory fsync")))
+        } else if self.shut_down && kind == IoKind::SyncDir && self.faults.active() {
+            // A file's fsync fails the same way, in `file.rs` (it knows its file).
+            self.inject(index, FaultKind::MetaEio);
+            Err(io::Error::other("SyncDir failed: the file system shut down after a failed directory fsync"))
         } else if kind.is_metadata() && (self.faults.take_armed(index) || self.faults.meta(&self.config)) {
             self.inject(index, FaultKind::MetaEio);
             // A journal whose commit failed aborts (`FILESYSTEMS.md`).

@@ -57,8 +57,10 @@ pub struct FsProfile {
     /// replays in order); off, `reorder` keeps any subset.
     pub dir_changes_in_order: bool,
     /// A directory fsync that fails (the journal's commit failed) shuts the
-    /// file system down: every later fsync and directory fsync fails with
-    /// EIO, changing nothing, until the next power loss or process restart.
+    /// file system down: every later directory fsync fails with EIO,
+    /// changing nothing, and every later file fsync fails with EIO and
+    /// discards the file's dirty data (reads see the durable image, as
+    /// after any failed fsync), until the next power loss or restart.
     pub failed_sync_dir_shuts_down: bool,
 }
 

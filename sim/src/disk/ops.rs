@@ -130,7 +130,13 @@ impl Disk {
             // A file's fsync fails the same way, in `file.rs` (it knows its file).
             self.inject(index, FaultKind::MetaEio);
             Err(io::Error::other("SyncDir failed: the file system shut down after a failed directory fsync"))
-        } else if kind.is_metadata() && (self.faults.take_armed(index) || self.faults.meta(&self.config)) {
+        } else if kind.is_metadata() && self.faults.take_armed(index) {
+            // Exploration's one armed fault shuts nothing down: its checks
+            // hold the next open to succeed with the fault spent, which a
+            // shut-down file system allows only after a remount.
+            self.inject(index, FaultKind::MetaEio);
+            Err(io::Error::other(format!("{kind:?} failed (simulated EIO)")))
+        } else if kind.is_metadata() && self.faults.meta(&self.config) {
             self.inject(index, FaultKind::MetaEio);
             // A journal whose commit failed aborts (`FILESYSTEMS.md`).
             self.shut_down |= kind == IoKind::SyncDir && self.config.fs.failed_sync_dir_shuts_down;

@@ -60,7 +60,8 @@ pub struct FsProfile {
     /// file system down: every later directory fsync fails with EIO,
     /// changing nothing, and every later file fsync fails with EIO and
     /// discards the file's dirty data (reads see the durable image, as
-    /// after any failed fsync), until the next power loss or restart.
+    /// after any failed fsync), until the next power loss or restart. Only
+    /// a drawn failure does: exploration's armed one shuts nothing down.
     pub failed_sync_dir_shuts_down: bool,
 }
 

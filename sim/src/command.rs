@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use clap::Args;
 
 use crate::canary::Canary;
-use crate::disk::CrashMode;
+use crate::disk::{CrashMode, FsProfile};
 use crate::explore::{is_explore_report, ExploreTotals};
 use crate::failure::{Check, Failure};
 use crate::outcome::SeedOutcome;
@@ -81,6 +81,11 @@ pub struct RunArgs {
     /// Force the crash mode: strict, prefix or reorder.
     #[arg(long, value_parser = parse_crash_mode)]
     pub crash_mode: Option<CrashMode>,
+
+    /// The file-system profile the disk follows (FILESYSTEMS.md): posix
+    /// (the default, the weakest POSIX allows), ext4, xfs or btrfs.
+    #[arg(long = "fs", value_name = "NAME", value_parser = parse_fs)]
+    pub fs: Option<FsProfile>,
 
     /// Draw the run as one self-contained HTML page (one seed, or with
     /// --replay): the operations in time, a lane per file, the crash, the
@@ -179,6 +184,7 @@ pub fn run_target<T: Target>(cli: &RunArgs, target: T, hooks: &Hooks<'_>) -> Exi
     let started = Instant::now();
     let mut summary = run_many(&seeds, &target, cli.jobs, cli.check_determinism, cli.shard.map(|(_, n)| n));
     summary.elapsed_sec = started.elapsed().as_secs_f64();
+    summary.fs = Some(target.fs_profile().name.to_string());
     emit(&summary.to_text(), cli.json.then(|| summary.to_json()).as_ref());
     if cli.shrink {
         match summary.failures.first() {
@@ -204,6 +210,7 @@ fn run_one_with_report<T: Target>(target: &T, seed: u64, report: &Path, json: bo
     let mut summary = Summary::default();
     summary.add(&outcome);
     summary.elapsed_sec = started.elapsed().as_secs_f64();
+    summary.fs = Some(target.fs_profile().name.to_string());
     emit(&summary.to_text(), json.then(|| summary.to_json()).as_ref());
     verdict(!summary.failures.is_empty())
 }
@@ -388,10 +395,16 @@ pub fn merge(files: &[PathBuf], json: bool) -> ExitCode {
             .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).map_err(|e| e.to_string()))
             .and_then(|value| match is_explore_report(&value) {
                 true => explored.add(&value),
-                false => Summary::from_json(&value).map(|summary| merged.merge(&summary)),
+                false => Summary::from_json(&value).and_then(|summary| merged.merge_same_fs(&summary)),
             });
         if let Err(e) = added {
             eprintln!("sim merge: {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    }
+    if let (Some(random), Some(explored)) = (&merged.fs, &explored.fs) {
+        if random != explored {
+            eprintln!("sim merge: summaries under file-system profile {random:?} and explorations under {explored:?}");
             return ExitCode::from(2);
         }
     }
@@ -429,6 +442,10 @@ pub fn parse_shard(s: &str) -> Result<(u64, u64), String> {
 
 pub fn parse_crash_mode(s: &str) -> Result<CrashMode, String> {
     CrashMode::parse(s).ok_or_else(|| format!("{s:?}: expected strict, prefix or reorder"))
+}
+
+pub fn parse_fs(s: &str) -> Result<FsProfile, String> {
+    FsProfile::parse_or_list(s)
 }
 
 /// Which seeds to run: a finite list, or an endless soak from a base.

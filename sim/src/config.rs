@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::canary::Canary;
-use crate::disk::{CrashMode, DiskConfig};
+use crate::disk::{CrashMode, DiskConfig, FsProfile};
 use crate::draw::{maybe, swarm_weights};
 
 /// The workload operation kinds whose weights the swarm draws.
@@ -135,6 +135,10 @@ pub struct Overrides {
     pub crash_mode: Option<CrashMode>,
     /// `--point-in-time`: force point-in-time recovery on.
     pub point_in_time: bool,
+    /// `--fs`: the file-system profile the disk follows (default `posix`).
+    /// It draws nothing: the seed's configuration is the same under every
+    /// profile, only the disk's rules differ.
+    pub fs: FsProfile,
     /// `--canary`: the engine bug to plant. Only the runner reads it, to
     /// switch it on in the engine; [`Config::from_seed`] ignores it, so
     /// the workload, the disk and the checker are the same with or
@@ -149,7 +153,7 @@ impl Config {
     /// The configuration of `seed`, with `overrides` applied (all but the
     /// canary, which is none of the configuration's business).
     pub fn from_seed(seed: u64, overrides: Overrides) -> Config {
-        let Overrides { ops, fsync: fsync_override, crash_mode: crash_mode_override, point_in_time, canary: _ } =
+        let Overrides { ops, fsync: fsync_override, crash_mode: crash_mode_override, point_in_time, fs, canary: _ } =
             overrides;
         let mut rng = ChaCha8Rng::seed_from_u64(crate::seeds::config(seed));
         let fsync = match rng.gen_range(0..3) {
@@ -179,6 +183,7 @@ impl Config {
             p_lost_write: 0.0,
             p_misdirected_write: 0.0,
             p_misdirected_read: 0.0,
+            fs,
         };
         let tables = (0..rng.gen_range(1..=3))
             .map(|i| TableSpec { name: format!("t{i}"), column: "ts".to_string(), span: rng.gen_range(0..40) })
@@ -230,6 +235,9 @@ impl Config {
         if overrides.point_in_time {
             out.push_str(" --point-in-time");
         }
+        if !overrides.fs.is_posix() {
+            out.push_str(&format!(" --fs {}", overrides.fs.name));
+        }
         if let Some(canary) = overrides.canary {
             out.push_str(&format!(" --canary {}", canary.name()));
         }
@@ -268,14 +276,16 @@ mod tests {
             fsync: Some(FsyncPolicy::EverySec),
             crash_mode: Some(CrashMode::Strict),
             point_in_time: false,
+            fs: FsProfile::EXT4,
             canary: None,
         };
         let c = Config::from_seed(3, pinned);
         assert_eq!((c.ops, c.fsync, c.disk.crash_mode), (7, FsyncPolicy::EverySec, CrashMode::Strict));
-        assert_eq!(Config::override_args(&pinned), " --ops 7 --fsync everysec --crash-mode strict");
+        assert_eq!(c.disk.fs, FsProfile::EXT4);
+        assert_eq!(Config::override_args(&pinned), " --ops 7 --fsync everysec --crash-mode strict --fs ext4");
         assert_eq!(
             Config::repro(3, &pinned, " --trace"),
-            "cargo run --release -p sim -- --seed 3 --ops 7 --fsync everysec --crash-mode strict --trace"
+            "cargo run --release -p sim -- --seed 3 --ops 7 --fsync everysec --crash-mode strict --fs ext4 --trace"
         );
     }
 

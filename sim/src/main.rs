@@ -214,6 +214,7 @@ fn main() -> ExitCode {
                 fsync: cli.fsync,
                 crash_mode: cli.run.crash_mode,
                 point_in_time: cli.point_in_time,
+                fs: cli.run.fs.unwrap_or_default(),
                 canary: cli.canary,
             }),
             &hooks,
@@ -230,8 +231,12 @@ fn main() -> ExitCode {
             target.name()
         )),
         TargetName::Redb | TargetName::Sqlite => {
-            let mut settings =
-                KitSettings { ops: cli.run.ops, crash_mode: cli.run.crash_mode, ..KitSettings::default() };
+            let mut settings = KitSettings {
+                ops: cli.run.ops,
+                crash_mode: cli.run.crash_mode,
+                fs: cli.run.fs.unwrap_or_default(),
+                ..KitSettings::default()
+            };
             settings.harsh = Harsh { torn_garbage, read_bitflips: cli.read_bitflips };
             if target == TargetName::Redb {
                 run_kit(&cli.run, redb_target(settings), plant.as_deref(), &options, &hooks)

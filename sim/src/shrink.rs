@@ -14,7 +14,9 @@
 //! as segsim's); `seed N`; the target's settings, one `key value` (or a
 //! bare `key`) per line; then one operation per line, as the target
 //! prints it (each begins with its index). Segsim's settings are `fsync
-//! X`, `crash-mode Y` and `point-in-time`; a planted canary is not one —
+//! X`, `crash-mode Y`, `point-in-time` and `fs NAME` (a file-system profile
+//! other than `posix`: every target writes it, so a repro replays under its
+//! profile); a planted canary is not one —
 //! `--replay` takes it from the command line.
 
 use crate::failure::Check;

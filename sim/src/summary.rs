@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
+use crate::disk::FsProfile;
 use crate::failure::{Check, Failure};
 use crate::outcome::SeedOutcome;
 use crate::trace::FaultKind;
@@ -63,6 +64,9 @@ pub struct Summary {
     pub trace_hash: Option<u64>,
     /// Wall-clock seconds the run took (the only wall-clock figure).
     pub elapsed_sec: f64,
+    /// The file-system profile the verdict holds under (`FsProfile::name`),
+    /// once the run says; summaries of different profiles never merge.
+    pub fs: Option<String>,
 }
 
 impl Summary {
@@ -98,6 +102,7 @@ impl Summary {
             failures: outcome.failure.iter().cloned().collect(),
             trace_hash: Some(outcome.trace_hash),
             elapsed_sec: 0.0,
+            fs: None,
         }
     }
 
@@ -156,7 +161,25 @@ impl Summary {
         if let Some(hash) = self.trace_hash {
             out["trace_hash"] = json!(format!("{hash:016x}"));
         }
+        if let Some(fs) = &self.fs {
+            out["fs"] = json!(fs);
+        }
         out
+    }
+
+    /// [`Summary::merge`], refused if the two verdicts hold under different
+    /// file-system profiles (a sweep under ext4 and one under posix are
+    /// not one sweep).
+    pub fn merge_same_fs(&mut self, other: &Summary) -> Result<(), String> {
+        if let (Some(ours), Some(theirs)) = (&self.fs, &other.fs) {
+            if ours != theirs {
+                return Err(format!(
+                    "a summary under file-system profile {theirs:?} cannot merge with ones under {ours:?}"
+                ));
+            }
+        }
+        self.merge(other);
+        Ok(())
     }
 
     /// Add another summary's totals (shards of one sweep, run apart).
@@ -192,6 +215,9 @@ impl Summary {
         }
         self.trace_hash = None;
         self.elapsed_sec = self.elapsed_sec.max(other.elapsed_sec);
+        if self.fs.is_none() {
+            self.fs.clone_from(&other.fs);
+        }
     }
 
     /// Read back a summary printed by [`Summary::to_json`]; errors name
@@ -219,6 +245,8 @@ impl Summary {
             hazards: value.get("hazards").and_then(Value::as_u64).unwrap_or(0),
             inspections: value.get("inspections").and_then(Value::as_u64).unwrap_or(0),
             elapsed_sec: value.get("elapsed_sec").and_then(Value::as_f64).ok_or("no number `elapsed_sec`")?,
+            // Absent from summaries written before profiles: all were posix.
+            fs: Some(value.get("fs").and_then(Value::as_str).unwrap_or(FsProfile::POSIX.name).to_string()),
             ..Summary::default()
         };
         let faults = value.get("faults").and_then(Value::as_object).ok_or("no object `faults`")?;
@@ -291,6 +319,10 @@ impl Summary {
             "restarts by cause: {} power losses, {} process kills, {} clean restarts, {} reopens after an error",
             self.crashes, self.kills, self.clean_restarts, self.error_reopens
         );
+        if let Some(fs) = &self.fs {
+            let title = FsProfile::parse(fs).map_or(fs.as_str(), |profile| profile.title);
+            let _ = writeln!(out, "file-system profile: {title}");
+        }
         if self.silent_rollbacks > 0 {
             let _ = writeln!(
                 out,
@@ -404,6 +436,8 @@ mod tests {
             merged.merge(&Summary::from_json(&shard.to_json()).unwrap());
         }
         whole.trace_hash = None;
+        // A summary that names no profile was written under posix.
+        whole.fs = Some(FsProfile::POSIX.name.to_string());
         assert_eq!(merged.to_json(), whole.to_json());
     }
 
@@ -428,6 +462,23 @@ mod tests {
         let checks: Vec<Check> = merged.failures.iter().map(|f| f.check).collect();
         assert_eq!(checks, Check::ALL);
         assert_eq!(merged.to_json()["failures"], shard.to_json()["failures"]);
+    }
+
+    #[test]
+    fn the_profile_is_said_and_summaries_of_different_profiles_do_not_merge() {
+        let mut ext4 = Summary { seeds: 1, fs: Some("ext4".to_string()), ..Summary::default() };
+        assert!(ext4.to_text().contains("file-system profile: ext4 (data=ordered)\n"), "{}", ext4.to_text());
+        let back = Summary::from_json(&ext4.to_json()).unwrap();
+        assert_eq!(back.fs.as_deref(), Some("ext4"));
+        let mut old = ext4.to_json();
+        old.as_object_mut().unwrap().remove("fs");
+        let posix = Summary::from_json(&old).unwrap();
+        assert_eq!(posix.fs.as_deref(), Some("posix"), "a summary from before profiles was posix");
+        let refused = ext4.merge_same_fs(&posix).unwrap_err();
+        assert!(refused.contains("\"posix\"") && refused.contains("\"ext4\""), "{refused}");
+        assert_eq!(ext4.seeds, 1, "a refused merge adds nothing");
+        ext4.merge_same_fs(&back).unwrap();
+        assert_eq!((ext4.seeds, ext4.fs.as_deref()), (2, Some("ext4")));
     }
 
     #[test]

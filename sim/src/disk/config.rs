@@ -7,6 +7,8 @@
 
 use engine::Phase;
 
+use super::profile::FsProfile;
+
 /// How the unsynced part of the disk fares at power loss (see the module
 /// doc of [`crate::disk`] for the exact rules).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,6 +99,9 @@ pub struct DiskConfig {
     /// bytes of the same file (transient, like a bit flip: never twice
     /// for the same sector, so two reads that agree hold the disk's bytes).
     pub p_misdirected_read: f64,
+    /// The file system's rules beyond POSIX (`profile.rs`): `posix`, the
+    /// weakest, unless a run asks for another.
+    pub fs: FsProfile,
 }
 
 /// The largest sector size a disk accepts.
@@ -122,6 +127,7 @@ impl DiskConfig {
             p_lost_write: 0.0,
             p_misdirected_write: 0.0,
             p_misdirected_read: 0.0,
+            fs: FsProfile::POSIX,
         }
     }
 

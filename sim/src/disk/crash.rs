@@ -48,7 +48,7 @@ fn settle(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Cra
     let mut scars = silent::open_scars(fs);
     let mut landings = Vec::new();
     for dir in fs.dirs.values_mut() {
-        outcome.lost_dir_changes += settle_dir(dir, config.crash_mode, rng);
+        outcome.lost_dir_changes += settle_dir(dir, config.crash_mode, config.fs.dir_changes_in_order, rng);
     }
     let reachable: BTreeSet<_> = fs.dirs.values().flat_map(|dir| dir.durable.values().copied()).collect();
     for (id, inode) in &mut fs.inodes {
@@ -150,13 +150,15 @@ fn damage_environment(fs: &mut FileSystem, rng: &mut ChaCha8Rng) -> Option<Damag
 }
 
 /// Apply the surviving pending ops of `dir` to its durable entries; the
-/// number lost.
-fn settle_dir(dir: &mut Dir, mode: CrashMode, rng: &mut ChaCha8Rng) -> u64 {
+/// number lost. `in_order` (the profile's `dir_changes_in_order`): a
+/// `reorder` crash keeps a prefix too, as a journal replays in order.
+fn settle_dir(dir: &mut Dir, mode: CrashMode, in_order: bool, rng: &mut ChaCha8Rng) -> u64 {
     let pending = std::mem::take(&mut dir.pending);
     let mut applied = 0u64;
+    let as_prefix = mode == CrashMode::Prefix || (mode == CrashMode::Reorder && in_order);
     match mode {
         CrashMode::Strict => {}
-        CrashMode::Prefix => {
+        CrashMode::Prefix | CrashMode::Reorder if as_prefix => {
             let keep = rng.gen_range(0..=pending.len());
             for op in &pending[..keep] {
                 let ok = op.apply(&mut dir.durable);
@@ -164,6 +166,7 @@ fn settle_dir(dir: &mut Dir, mode: CrashMode, rng: &mut ChaCha8Rng) -> u64 {
                 applied += 1;
             }
         }
+        CrashMode::Prefix => unreachable!("a prefix crash keeps a prefix"),
         CrashMode::Reorder => {
             // Each op survives or not; survivors apply in their original
             // order, and one whose precondition no longer holds (a rename

@@ -163,7 +163,8 @@ impl DiskSnapshot {
         let changes = self.pending_dir_changes();
         let any_data = self.pending_data_ops() > 0;
         let mut states = Vec::new();
-        for kept in dir_subsets(changes, max_dir_subsets) {
+        let subsets = dir_subsets(changes, max_dir_subsets);
+        for kept in subsets.into_iter().filter(|kept| !self.dir_changes_in_order || self.prefix_per_dir(kept)) {
             states.push(CrashState { dir_changes_kept: kept.clone(), data: DataFate::Strict });
             if any_data {
                 states.push(CrashState { dir_changes_kept: kept, data: DataFate::AllSurvive });
@@ -191,7 +192,22 @@ impl DiskSnapshot {
         states
     }
 
-    /// Family 4 (see the module doc).
+    /// Whether `kept` (one flag per pending directory change, directories
+    /// by path) keeps a prefix of each directory's changes: what a journal
+    /// replaying in order can leave (`FsProfile::dir_changes_in_order`).
+    fn prefix_per_dir(&self, kept: &[bool]) -> bool {
+        let mut at = 0;
+        for dir in self.dirs.values() {
+            let flags = &kept[at..at + dir.pending.len()];
+            at += dir.pending.len();
+            if flags.windows(2).any(|pair| !pair[0] && pair[1]) {
+                return false;
+            }
+        }
+        assert_eq!(at, kept.len(), "one flag per pending directory change");
+        true
+    }
+
     fn reordered_fates(&self) -> Vec<DataFate> {
         let mut fates = Vec::new();
         for (id, file) in self.files.iter().filter(|(_, f)| f.pending.len() >= 2) {

@@ -57,6 +57,14 @@ impl DirOp {
         }
     }
 
+    /// The names the change touches.
+    pub fn names(&self) -> Vec<&str> {
+        match self {
+            DirOp::Link { name, .. } | DirOp::Unlink { name, .. } => vec![name.as_str()],
+            DirOp::Rename { from, to, .. } => vec![from.as_str(), to.as_str()],
+        }
+    }
+
     /// The inode the change is about: it stays reachable while the change
     /// is pending, since a crash may yet apply it.
     pub fn inode(&self) -> InodeId {
@@ -72,6 +80,57 @@ pub(super) struct Dir {
     pub volatile: BTreeMap<String, InodeId>,
     pub durable: BTreeMap<String, InodeId>,
     pub pending: Vec<DirOp>,
+}
+
+impl Dir {
+    /// A journal's fsync of inode `id` (`FsyncNames::JournalPrefix`): the
+    /// pending changes up to and including the last that names `id` become
+    /// durable, in order. Whether anything changed.
+    pub fn persist_prefix_naming(&mut self, id: InodeId) -> bool {
+        let Some(last) = self.pending.iter().rposition(|op| op.names_inode() == Some(id)) else {
+            return false;
+        };
+        for op in self.pending.drain(..=last) {
+            let applied = op.apply(&mut self.durable);
+            assert!(applied, "a prefix of pending ops applies in order");
+        }
+        true
+    }
+
+    /// A log tree's fsync of inode `id` (`FsyncNames::OwnChanges`): the
+    /// pending changes about `id` become durable, in order, the others
+    /// stay pending — unless another change made before one of them
+    /// touches a name they touch (then their order matters and nothing is
+    /// made durable). Whether anything changed.
+    pub fn persist_own_changes(&mut self, id: InodeId) -> bool {
+        let Some(last) = self.pending.iter().rposition(|op| op.inode() == id) else {
+            return false;
+        };
+        let own_names: Vec<&str> = self.pending.iter().filter(|op| op.inode() == id).flat_map(DirOp::names).collect();
+        let conflict = self.pending[..last]
+            .iter()
+            .filter(|op| op.inode() != id)
+            .any(|op| op.names().iter().any(|name| own_names.contains(name)));
+        if conflict {
+            return false;
+        }
+        let (own, others): (Vec<DirOp>, Vec<DirOp>) =
+            std::mem::take(&mut self.pending).into_iter().partition(|op| op.inode() == id);
+        for op in &own {
+            let applied = op.apply(&mut self.durable);
+            assert!(applied, "a file's own changes apply in order");
+        }
+        self.pending = others;
+        debug_assert!(self.pending_apply_to_volatile(), "what stays pending still leads to the volatile entries");
+        true
+    }
+
+    /// Whether the pending changes, applied in order to the durable
+    /// entries, give the volatile ones (the invariant of `state.rs`).
+    fn pending_apply_to_volatile(&self) -> bool {
+        let mut entries = self.durable.clone();
+        self.pending.iter().all(|op| op.apply(&mut entries)) && entries == self.volatile
+    }
 }
 
 #[cfg(test)]

@@ -238,6 +238,12 @@ impl Faults {
         }
     }
 
+    /// Whether faults may strike now (on, and the harness not observing):
+    /// a shut-down file system's failures heed it as drawn faults do.
+    pub fn active(&self) -> bool {
+        self.enabled && !self.observing
+    }
+
     /// Whether an event of probability `p` happens; draws only if it could.
     fn chance(&mut self, p: f64) -> bool {
         self.enabled && !self.observing && p > 0.0 && self.rng().gen_bool(p)

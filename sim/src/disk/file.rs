@@ -218,6 +218,14 @@ impl VfsFile for SimFile {
         disk.next_detail.inode = Some(self.inode);
         disk.run(IoKind::Sync, self.name, 0, 0, |disk, index| {
             self.check_epoch(disk)?;
+            if disk.shut_down && disk.faults.active() {
+                // A shut-down file system cannot write the file's dirty
+                // pages and discards them (`FILESYSTEMS.md`): reads see the
+                // durable image, and the next fsync fails too.
+                disk.fs.drop_dirty(self.inode);
+                disk.inject(index, FaultKind::FsyncEio);
+                return Err(eio("fsync failed: the file system shut down after a failed directory fsync"));
+            }
             // fsyncgate: after a failure the next fsync succeeds — having
             // lost the dirty data, it has nothing left to fail on.
             let retry = std::mem::take(&mut disk.fs.inode_mut(self.inode).fsync_failed);
@@ -228,6 +236,8 @@ impl VfsFile for SimFile {
                 return Err(eio("fsync failed (simulated EIO); the file's dirty data was dropped"));
             }
             disk.fs.sync(self.inode);
+            let rule = disk.config.fs.fsync_names;
+            disk.fs.persist_names(self.inode, rule);
             disk.note_fsync(self.inode, index);
             Ok(())
         })

@@ -23,6 +23,11 @@
 //! pending by design, the next open sweeps it — and whether something
 //! relies on a file being gone is beyond what the disk can see.)
 //!
+//! The check follows the disk's file-system profile without knowing it: a
+//! name counts as pending only while the disk still holds it pending, and
+//! on a profile where a file's fsync makes its own name durable (ext4, XFS,
+//! btrfs: `profile.rs`) the fsync settles it before the check looks.
+//!
 //! The watch starts afresh with every workload operation and every attempt
 //! at an open (`begin_op`): what an operation left was reported when it
 //! ended, and what a failed attempt left was abandoned with its error — the

@@ -117,6 +117,20 @@
 //! writes, 1785 misdirected writes and 1158 misdirected reads (0..20000,
 //! two jobs: 6849, 6855 and 4707).
 //!
+//! # File-system profiles
+//! Everything above is the `posix` profile: the weakest POSIX allows, and
+//! the default. A [`DiskConfig::fs`] profile (`profile.rs`; the rules and
+//! their sources in `FILESYSTEMS.md`) makes the disk keep what a real file
+//! system keeps beyond it, each rule where the disk's behaviour differs:
+//! a file's fsync also makes its own new name durable (ext4, XFS: every
+//! earlier change of its directory with it; btrfs: its own changes), a
+//! crash keeps a prefix of each directory's changes in every mode (ext4,
+//! XFS), and a failed `sync_dir` shuts the file system down — every later
+//! fsync (dropping the file's dirty data, as any failed fsync does) and
+//! `sync_dir` fails until the next power loss or restart (ext4, XFS,
+//! btrfs). Under `posix` no rule is consulted and nothing new is
+//! drawn, so its traces are what they were before profiles.
+//!
 //! # Locks
 //! [`Vfs::lock`] is modelled (`lock.rs`): a conflicting lock on a directory
 //! is refused while its guard lives; power loss and process restart release
@@ -152,6 +166,7 @@ mod inode;
 mod lock;
 mod ops;
 mod picture;
+mod profile;
 mod sectors;
 mod silent;
 mod snapshot;
@@ -174,6 +189,7 @@ pub use faults::ArmedFault;
 pub use hazards::{Hazard, HazardHow};
 pub use history::LostWrites;
 pub use image::DiskImage;
+pub use profile::{FsProfile, FsyncNames};
 pub use snapshot::{DiskRecording, DiskSnapshot};
 
 use crate::trace::{FaultKind, IoKind, Trace};
@@ -212,7 +228,9 @@ impl SimVfs {
     /// The disk as it is now, as a power loss now would find it.
     pub fn snapshot(&self) -> DiskSnapshot {
         let disk = self.disk();
-        DiskSnapshot::take(&disk.fs, disk.config.sector_bytes, None)
+        let mut snapshot = DiskSnapshot::take(&disk.fs, disk.config.sector_bytes, None);
+        snapshot.dir_changes_in_order = disk.config.fs.dir_changes_in_order;
+        snapshot
     }
 
     /// From the next I/O operation on, keep the disk as each one finds it,
@@ -220,7 +238,7 @@ impl SimVfs {
     pub fn start_recording(&self) {
         let mut disk = self.disk();
         assert!(disk.recorder.is_none(), "already recording");
-        disk.recorder = Some(Recorder::new(disk.io_index));
+        disk.recorder = Some(Recorder::new(disk.io_index, disk.config.fs.dir_changes_in_order));
         disk.fs.keep_history = true;
     }
 

@@ -60,6 +60,10 @@ pub(super) struct Disk {
     /// For a keep-all trace's side record: the inode the next I/O's
     /// handle is on, and a rename's new path (set just before `run`).
     pub next_detail: IoDetail,
+    /// A directory fsync failed on a profile where that shuts the file
+    /// system down (`FsProfile::failed_sync_dir_shuts_down`): every fsync
+    /// and directory fsync fails until the next power loss or restart.
+    pub shut_down: bool,
 }
 
 pub(super) fn power_lost() -> io::Error {
@@ -87,6 +91,7 @@ impl Disk {
             recorder: None,
             locks: LockTable::new(),
             next_detail: IoDetail::default(),
+            shut_down: false,
         }
     }
 
@@ -121,8 +126,20 @@ impl Disk {
         self.crash_reached |= due;
         let result = if self.crash_reached {
             Err(power_lost())
-        } else if kind.is_metadata() && (self.faults.take_armed(index) || self.faults.meta(&self.config)) {
+        } else if self.shut_down && kind == IoKind::SyncDir && self.faults.active() {
+            // A file's fsync fails the same way, in `file.rs` (it knows its file).
             self.inject(index, FaultKind::MetaEio);
+            Err(io::Error::other("SyncDir failed: the file system shut down after a failed directory fsync"))
+        } else if kind.is_metadata() && self.faults.take_armed(index) {
+            // Exploration's one armed fault shuts nothing down: its checks
+            // hold the next open to succeed with the fault spent, which a
+            // shut-down file system allows only after a remount.
+            self.inject(index, FaultKind::MetaEio);
+            Err(io::Error::other(format!("{kind:?} failed (simulated EIO)")))
+        } else if kind.is_metadata() && self.faults.meta(&self.config) {
+            self.inject(index, FaultKind::MetaEio);
+            // A journal whose commit failed aborts (`FILESYSTEMS.md`).
+            self.shut_down |= kind == IoKind::SyncDir && self.config.fs.failed_sync_dir_shuts_down;
             Err(io::Error::other(format!("{kind:?} failed (simulated EIO)")))
         } else {
             op(self, index)
@@ -261,6 +278,7 @@ impl Disk {
             self.note_fault(self.io_index, kind);
         }
         self.fs.reset_to_durable();
+        self.shut_down = false;
         self.hazards.reset();
         self.locks.clear();
         self.epoch += 1;
@@ -270,6 +288,8 @@ impl Disk {
     }
 
     pub fn process_restart(&mut self) {
+        // The restart stands for the remount a shut-down file system needs.
+        self.shut_down = false;
         self.hazards.reset();
         self.fs.forget_handles();
         self.locks.clear();

@@ -35,6 +35,9 @@ pub struct DiskSnapshot {
     /// Every inode that a durable entry or a pending directory change
     /// names; no other inode can survive a crash.
     pub(super) files: BTreeMap<InodeId, FileSnapshot>,
+    /// The profile's `dir_changes_in_order`: a crash keeps a prefix of each
+    /// directory's pending changes, so only those are crash states.
+    pub(super) dir_changes_in_order: bool,
 }
 
 /// One directory as power loss sees it.
@@ -96,7 +99,7 @@ impl DiskSnapshot {
             let history = inode.history.clone();
             files.insert(id, FileSnapshot { durable, durable_hash, pending: inode.pending.clone(), vouching, history });
         }
-        DiskSnapshot { sector_bytes, dirs, files }
+        DiskSnapshot { sector_bytes, dirs, files, dir_changes_in_order: false }
     }
 
     /// Unsynced directory changes, over every directory.
@@ -144,12 +147,14 @@ pub(super) struct Recorder {
     /// The file system's change counter at the last snapshot.
     version: u64,
     snapshots: Vec<Arc<DiskSnapshot>>,
+    /// Every snapshot's `dir_changes_in_order` (the disk's profile).
+    dir_changes_in_order: bool,
 }
 
 impl Recorder {
     /// A recorder whose first I/O will have the global index `first_io_index`.
-    pub fn new(first_io_index: u64) -> Self {
-        Recorder { first_io_index, version: 0, snapshots: Vec::new() }
+    pub fn new(first_io_index: u64, dir_changes_in_order: bool) -> Self {
+        Recorder { first_io_index, version: 0, snapshots: Vec::new(), dir_changes_in_order }
     }
 
     /// I/O `index` is about to run on `fs`: keep the disk as it finds it.
@@ -161,7 +166,11 @@ impl Recorder {
     fn capture(&mut self, fs: &FileSystem, sector_bytes: u64) {
         let snapshot = match self.snapshots.last() {
             Some(last) if self.version == fs.version() => last.clone(),
-            last => Arc::new(DiskSnapshot::take(fs, sector_bytes, last.map(|s| &**s))),
+            last => {
+                let mut snapshot = DiskSnapshot::take(fs, sector_bytes, last.map(|s| &**s));
+                snapshot.dir_changes_in_order = self.dir_changes_in_order;
+                Arc::new(snapshot)
+            }
         };
         self.version = fs.version();
         self.snapshots.push(snapshot);

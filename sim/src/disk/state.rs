@@ -25,6 +25,7 @@ use engine::vfs::OpenMode;
 use super::dir::{Dir, DirOp};
 use super::history::History;
 use super::inode::{DataOp, Inode, InodeId, Voucher, MAX_FILE_BYTES};
+use super::profile::FsyncNames;
 use super::silent::{self, Fate};
 
 /// Every inode and directory on the disk.
@@ -483,6 +484,27 @@ impl FileSystem {
         }
         self.collect_garbage();
         Ok(())
+    }
+
+    /// A file fsync of `id` succeeded: make durable what `rule` says it
+    /// persists of the directory changes about the file (`profile.rs`).
+    /// Every directory keeps the invariant: what stays pending applies in
+    /// order to the new durable entries and gives the volatile ones.
+    pub fn persist_names(&mut self, id: InodeId, rule: FsyncNames) {
+        if rule == FsyncNames::Nothing {
+            return;
+        }
+        let mut changed = false;
+        for dir in self.dirs.values_mut() {
+            changed |= match rule {
+                FsyncNames::Nothing => false,
+                FsyncNames::JournalPrefix => dir.persist_prefix_naming(id),
+                FsyncNames::OwnChanges => dir.persist_own_changes(id),
+            };
+        }
+        if changed {
+            self.version += 1;
+        }
     }
 
     /// The inodes a pending create or rename names: their names are not

@@ -72,6 +72,11 @@ pub struct ExploreCommon {
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub jobs: usize,
 
+    /// The file-system profile the disk follows (FILESYSTEMS.md): posix
+    /// (the default), ext4, xfs or btrfs.
+    #[arg(long = "fs", value_name = "NAME", value_parser = crate::command::parse_fs)]
+    pub fs: Option<crate::disk::FsProfile>,
+
     /// Print one JSON object on stdout (the human report goes to stderr).
     #[arg(long)]
     pub json: bool,
@@ -230,6 +235,7 @@ pub(super) fn parse(args: &[String]) -> Invocation {
         TargetName::Segsim => Explored::Segsim(SegsimTarget::new(Overrides {
             fsync: parsed.fsync,
             canary: parsed.canary,
+            fs: parsed.common.fs.unwrap_or_default(),
             ..Overrides::default()
         })),
         TargetName::Redb | TargetName::Sqlite if parsed.fsync.is_some() || parsed.canary.is_some() => {
@@ -239,7 +245,7 @@ pub(super) fn parse(args: &[String]) -> Invocation {
             ))
         }
         TargetName::Redb | TargetName::Sqlite => {
-            let mut settings = KitSettings::default();
+            let mut settings = KitSettings { fs: parsed.common.fs.unwrap_or_default(), ..KitSettings::default() };
             settings.harsh.torn_garbage = torn_garbage;
             let explored = if target == TargetName::Redb {
                 let mut redb = redb_target(settings);

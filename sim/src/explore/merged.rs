@@ -10,6 +10,8 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
+use crate::disk::FsProfile;
+
 /// One exploration's failure, as a merged report lists it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct MergedFailure {
@@ -42,6 +44,10 @@ pub struct ExploreTotals {
     pub failures_total: u64,
     /// The first failure of each failing exploration.
     pub failures: Vec<MergedFailure>,
+    /// The file-system profile every report explored under (a report
+    /// without `fs` explored under `posix`); reports of different profiles
+    /// do not merge.
+    pub fs: Option<String>,
 }
 
 /// Whether `value` is an exploration report (not a random-mode summary).
@@ -59,6 +65,15 @@ impl ExploreTotals {
     pub fn add(&mut self, report: &Value) -> Result<(), String> {
         let target = report.get("target").and_then(Value::as_str).ok_or("no string `target`")?;
         let seed = report.get("seed").and_then(Value::as_u64).ok_or("no number `seed`")?;
+        let fs = report.get("fs").and_then(Value::as_str).unwrap_or(FsProfile::POSIX.name);
+        match &self.fs {
+            Some(ours) if ours != fs => {
+                return Err(format!(
+                    "an exploration under file-system profile {fs:?} cannot merge with ones under {ours:?}"
+                ))
+            }
+            _ => self.fs = Some(fs.to_string()),
+        }
         *self.seeds.entry(target.to_string()).or_default() += 1;
         self.states += number(report, &["states"]);
         self.distinct_states += number(report, &["distinct_states"]);
@@ -100,6 +115,9 @@ impl ExploreTotals {
             self.fault_runs,
             self.damage_recoveries
         );
+        if let Some(fs) = self.fs.as_deref().filter(|fs| *fs != FsProfile::POSIX.name) {
+            let _ = writeln!(out, "file-system profile: {fs}");
+        }
         if self.failures.is_empty() {
             out.push_str("no exploration failed\n");
         }
@@ -117,7 +135,7 @@ impl ExploreTotals {
             .iter()
             .map(|f| json!({"target": f.target, "seed": f.seed, "check": f.check, "repro": f.repro}))
             .collect();
-        json!({
+        let mut out = json!({
             "seeds": self.seeds,
             "states": self.states,
             "distinct_states": self.distinct_states,
@@ -126,7 +144,11 @@ impl ExploreTotals {
             "damage_recoveries": self.damage_recoveries,
             "failures_total": self.failures_total,
             "failures": failures,
-        })
+        });
+        if let Some(fs) = &self.fs {
+            out["fs"] = json!(fs);
+        }
+        out
     }
 }
 

@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 
 use super::{Adapter, Kit, KitSettings};
 use crate::command::{merge, parse_args, run_target, usage_error, Hooks, RunArgs};
+use crate::disk::FsProfile;
 use crate::explore::{explore_and_report, options, ExploreCommon};
 use crate::shrink::ops_file_name;
 
@@ -82,6 +83,7 @@ enum KitCommand {
 const EXAMPLES: &str = "Examples:
   --seed 42                              one seed, human report
   --seeds 0..2000 --jobs 2 --json        a sweep, JSON summary on stdout
+  --seeds 0..2000 --fs ext4              the same sweep on a disk that keeps what ext4 keeps
   --time 600 --jobs 2                    a ten-minute soak from a random base
   --seed 17 --shrink --save              minimize a failure, keep it as an .ops file
   --replay corpus/NAME/seed-17-durability.ops   re-run a saved operation list
@@ -99,10 +101,16 @@ fn program() -> String {
 }
 
 /// `adapter`'s kit target with these flags, or why not.
-fn target<A: Adapter>(adapter: A, run: Option<&RunArgs>, args: &KitArgs) -> Result<Kit<A>, String> {
+fn target<A: Adapter>(
+    adapter: A,
+    run: Option<&RunArgs>,
+    fs: Option<FsProfile>,
+    args: &KitArgs,
+) -> Result<Kit<A>, String> {
     let mut settings = KitSettings {
         ops: run.and_then(|r| r.ops),
         crash_mode: run.and_then(|r| r.crash_mode),
+        fs: fs.unwrap_or_default(),
         program: program(),
         ..KitSettings::default()
     };
@@ -126,7 +134,7 @@ pub fn main<A: Adapter + Clone>(adapter: A) -> ExitCode {
         Some(KitCommand::Merge { files, json }) => return merge(files, *json),
         Some(KitCommand::Explore { common, target: args }) => {
             let given: Vec<String> = std::env::args().skip(2).collect();
-            let (options, kit) = match (options(common, &given), target(adapter, None, args)) {
+            let (options, kit) = match (options(common, &given), target(adapter, None, common.fs, args)) {
                 (Ok(options), Ok(kit)) => (options, kit),
                 (Err(message), _) | (_, Err(message)) => return usage_error(name, &message),
             };
@@ -135,7 +143,7 @@ pub fn main<A: Adapter + Clone>(adapter: A) -> ExitCode {
         None => {}
     }
     let for_replay = adapter.clone();
-    let kit = match target(adapter, Some(&cli.run), &cli.target) {
+    let kit = match target(adapter, Some(&cli.run), cli.run.fs, &cli.target) {
         Ok(kit) => kit,
         Err(message) => return usage_error(name, &message),
     };

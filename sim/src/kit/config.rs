@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::{Adapter, Promise};
-use crate::disk::{CrashMode, DiskConfig};
+use crate::disk::{CrashMode, DiskConfig, FsProfile};
 use crate::draw::{maybe, swarm_weights};
 
 /// The operation kinds whose weights the swarm draws.
@@ -129,6 +129,8 @@ fn draw_disk(rng: &mut ChaCha8Rng, detects_damage: bool, allowed: Harsh) -> Disk
         p_lost_write: 0.0,
         p_misdirected_write: 0.0,
         p_misdirected_read: 0.0,
+        // The run's profile, set by `Kit::config` (it draws nothing).
+        fs: FsProfile::POSIX,
     };
     DiskConfig {
         p_torn_garbage: if allowed.torn_garbage { disk.p_torn_garbage } else { 0.0 },

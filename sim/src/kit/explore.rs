@@ -65,7 +65,7 @@ impl Refusal {
 /// index is explored instead): the recording's disk.
 pub(super) fn recording_config<C: Clone>(config: &KitConfig<C>) -> KitConfig<C> {
     KitConfig {
-        disk: DiskConfig::fault_free(CrashMode::Strict, config.disk.sector_bytes),
+        disk: DiskConfig { fs: config.disk.fs, ..DiskConfig::fault_free(CrashMode::Strict, config.disk.sector_bytes) },
         p_crash_in_recovery: 0.0,
         ..config.clone()
     }

@@ -10,7 +10,7 @@ use super::model::Model;
 use super::run::run_ops;
 use super::workload::{generate, Grammar, PlannedKitOp};
 use super::{Adapter, Plant};
-use crate::disk::{ArmedFault, CrashMode, DiskImage};
+use crate::disk::{ArmedFault, CrashMode, DiskImage, FsProfile};
 use crate::failure::Check;
 use crate::outcome::SeedOutcome;
 use crate::systems::{FaultedRecovery, FaultedRun, Recording, RecoveryRecording, Target};
@@ -22,6 +22,8 @@ pub struct KitSettings {
     pub ops: Option<u64>,
     /// `--crash-mode`: force the disk's crash mode.
     pub crash_mode: Option<CrashMode>,
+    /// `--fs`: the file-system profile the disk follows (default `posix`).
+    pub fs: FsProfile,
     /// `--plant`: a bug planted under the engine (one of the adapter's).
     pub plant: Option<&'static str>,
     /// `--torn-garbage`, `--read-bitflips`: faults the adapter does not
@@ -58,8 +60,12 @@ impl<A: Adapter> Kit<A> {
     /// `seed`'s configuration under these settings (`ops` forced if given).
     pub fn config(&self, seed: u64, ops: Option<u64>) -> KitConfig<A::Config> {
         let ops = ops.or(self.settings.ops);
-        let KitSettings { crash_mode, harsh, options, .. } = &self.settings;
-        KitConfig::from_seed(&self.adapter, seed, ops, *crash_mode, *harsh, options)
+        let KitSettings { crash_mode, harsh, options, fs, .. } = &self.settings;
+        let mut config = KitConfig::from_seed(&self.adapter, seed, ops, *crash_mode, *harsh, options);
+        // The profile draws nothing: the seed's configuration is the same
+        // under every profile, only the disk's rules differ.
+        config.disk.fs = *fs;
+        config
     }
 
     /// Add `--set KEY=VALUE` (`option` is `KEY=VALUE`), if the adapter
@@ -132,6 +138,9 @@ impl<A: Adapter> Target for Kit<A> {
         if let Some(mode) = self.settings.crash_mode {
             out.push(("crash-mode", mode.name().to_string()));
         }
+        if !self.settings.fs.is_posix() {
+            out.push(("fs", self.settings.fs.name.to_string()));
+        }
         if let Some(plant) = self.settings.plant {
             out.push(("plant", plant.to_string()));
         }
@@ -153,6 +162,7 @@ impl<A: Adapter> Target for Kit<A> {
                 let mode = CrashMode::parse(value).ok_or_else(|| format!("bad crash mode {value:?}"))?;
                 self.settings.crash_mode = Some(mode);
             }
+            "fs" => self.settings.fs = FsProfile::parse_or_list(value)?,
             "plant" => self.settings.plant = Some(self.plant_named(value)?),
             "torn-garbage" if value == "on" => self.settings.harsh.torn_garbage = true,
             "read-bitflips" if value == "on" => self.settings.harsh.read_bitflips = true,
@@ -179,6 +189,17 @@ impl<A: Adapter> Target for Kit<A> {
         let ops = self.settings.ops.map_or(String::new(), |ops| format!(" --ops {ops}"));
         let KitSettings { program, target_flag, .. } = &self.settings;
         format!("{program}{target_flag} --seed {seed}{ops}{}{extra}", self.flags())
+    }
+
+    fn fs_profile(&self) -> FsProfile {
+        self.settings.fs
+    }
+
+    fn explore_facts(&self, _seed: u64) -> Vec<(&'static str, String)> {
+        if self.settings.fs.is_posix() {
+            return Vec::new();
+        }
+        vec![("fs", self.settings.fs.name.to_string())]
     }
 
     fn explore_workload(&self, seed: u64, ops: u64) -> Vec<PlannedKitOp> {

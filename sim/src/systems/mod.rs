@@ -39,7 +39,7 @@ use self::redb::RedbAdapter;
 use self::segsim::SegsimTarget;
 use self::sqlite::SqliteAdapter;
 use crate::canary::Canary;
-use crate::disk::{ArmedFault, DiskImage, DiskRecording};
+use crate::disk::{ArmedFault, DiskImage, DiskRecording, FsProfile};
 use crate::failure::{Check, Failure};
 use crate::kit::{Kit, KitSettings};
 use crate::outcome::SeedOutcome;
@@ -315,6 +315,10 @@ pub trait Target: Sync {
 
     /// The command line that reruns `seed` with these settings, then `extra`.
     fn repro(&self, seed: u64, extra: &str) -> String;
+
+    /// The file-system profile the disk follows (`--fs`): the one a
+    /// verdict holds under, named in every summary.
+    fn fs_profile(&self) -> FsProfile;
 
     /// The workload `sim explore` records for `seed`: `ops` operations,
     /// crash points dropped (every point is explored).

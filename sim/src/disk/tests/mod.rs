@@ -4,8 +4,9 @@
 //! faults do what the config says (`faults.rs`), crash points and traces
 //! are exact and deterministic (`points.rs`), the engine survives on it
 //! (`store.rs`), a store directory has one owner while it lives and none
-//! after a crash (`lock.rs`), and snapshots enumerate exactly the crash states the modes
-//! allow (`crash_states.rs`).
+//! after a crash (`lock.rs`), each file-system profile's rules hold where
+//! it has them and nowhere else (`profiles.rs`), and snapshots enumerate
+//! exactly the crash states the modes allow (`crash_states.rs`).
 
 mod crash_states;
 mod faults;
@@ -13,6 +14,7 @@ mod lock;
 mod model;
 mod points;
 mod prefix;
+mod profiles;
 mod reorder;
 mod store;
 mod strict;

@@ -2,7 +2,7 @@
 //! planted bugs are caught, op lists shrink and replay, explore runs.
 
 use super::*;
-use crate::disk::CrashMode;
+use crate::disk::{CrashMode, FsProfile};
 use crate::explore::{explore, ExploreOptions};
 use crate::kit::{Kit, KitSettings};
 use crate::shrink::{ops_file, parse_ops_file};
@@ -26,6 +26,7 @@ fn ops_files_round_trip() {
     let mut settings = KitSettings {
         ops: Some(30),
         crash_mode: Some(CrashMode::Prefix),
+        fs: FsProfile::EXT4,
         plant: Some("redb-no-sync"),
         ..KitSettings::default()
     };
@@ -34,7 +35,10 @@ fn ops_files_round_trip() {
     let target = redb(settings);
     let ops = target.generate(3);
     let text = ops_file(&target, 3, &ops, "a test");
-    assert!(text.contains("\ntarget redb\nseed 3\ncrash-mode prefix\nplant redb-no-sync\ntorn-garbage on\n"), "{text}");
+    assert!(
+        text.contains("\ntarget redb\nseed 3\ncrash-mode prefix\nfs ext4\nplant redb-no-sync\ntorn-garbage on\n"),
+        "{text}"
+    );
     let (back, seed, parsed) = parse_ops_file(redb(KitSettings::default()), &text).unwrap();
     let KitSettings { ops: op_count, .. } = target.settings.clone();
     assert_eq!(

@@ -27,7 +27,7 @@ use engine::vfs::Vfs;
 use super::{DamageSite, DamageVerdict, FaultedRecovery, FaultedRun, Recording, RecoveryRecording, Target, TargetName};
 use crate::canary::Canary;
 use crate::config::{Config, Overrides};
-use crate::disk::{ArmedFault, CrashMode, Damage, DiskConfig, DiskImage};
+use crate::disk::{ArmedFault, CrashMode, Damage, DiskConfig, DiskImage, FsProfile};
 use crate::failure::Check;
 use crate::outcome::SeedOutcome;
 use crate::run::run_ops_with;
@@ -83,7 +83,7 @@ impl SegsimTarget {
     /// workload's own `CRASH` operations keep exactly what was synced),
     /// with the seed's sector size.
     fn explore_disk(config: &Config) -> DiskConfig {
-        DiskConfig::fault_free(CrashMode::Strict, config.disk.sector_bytes)
+        DiskConfig { fs: config.disk.fs, ..DiskConfig::fault_free(CrashMode::Strict, config.disk.sector_bytes) }
     }
 
     /// `image` of `seed`, to recover at `now_ms` on exploration's disk.
@@ -118,6 +118,9 @@ impl Target for SegsimTarget {
         if self.overrides.point_in_time {
             out.push(("point-in-time", String::new()));
         }
+        if !self.overrides.fs.is_posix() {
+            out.push(("fs", self.overrides.fs.name.to_string()));
+        }
         out
     }
 
@@ -131,6 +134,7 @@ impl Target for SegsimTarget {
                     Some(CrashMode::parse(value).ok_or_else(|| format!("bad crash mode {value:?}"))?);
             }
             "point-in-time" if value.is_empty() => self.overrides.point_in_time = true,
+            "fs" => self.overrides.fs = FsProfile::parse_or_list(value)?,
             _ => return Err(format!("the segsim target has no setting {key:?}")),
         }
         Ok(self)
@@ -180,7 +184,15 @@ impl Target for SegsimTarget {
     }
 
     fn explore_facts(&self, seed: u64) -> Vec<(&'static str, String)> {
-        vec![("fsync", self.config(seed).fsync.name().to_string())]
+        let mut facts = vec![("fsync", self.config(seed).fsync.name().to_string())];
+        if !self.overrides.fs.is_posix() {
+            facts.push(("fs", self.overrides.fs.name.to_string()));
+        }
+        facts
+    }
+
+    fn fs_profile(&self) -> FsProfile {
+        self.overrides.fs
     }
 
     fn record(&self, seed: u64, workload: &[PlannedOp]) -> Recording<RecoveryContext> {
@@ -264,6 +276,7 @@ mod tests {
             fsync: Some(FsyncPolicy::No),
             crash_mode: Some(CrashMode::Reorder),
             point_in_time: true,
+            fs: FsProfile::XFS,
             canary: None,
         };
         let ops = vec![
@@ -273,11 +286,14 @@ mod tests {
         let text = ops_file(&SegsimTarget::new(overrides), 7, &ops, "found by a test\nsecond line");
         assert_eq!(
             text,
-            "# found by a test\n# second line\nseed 7\nfsync no\ncrash-mode reorder\npoint-in-time\n0 EVICT\n5 ADVANCE 12\n"
+            "# found by a test\n# second line\nseed 7\nfsync no\ncrash-mode reorder\npoint-in-time\nfs xfs\n0 EVICT\n5 ADVANCE 12\n"
         );
         let (target, seed, parsed) = parse_ops_file(SegsimTarget::default(), &text).unwrap();
         assert_eq!((target.overrides, seed, parsed), (overrides, 7, ops));
         assert!(parse_ops_file(SegsimTarget::default(), "0 EVICT").unwrap_err().contains("seed"));
         assert!(parse_ops_file(SegsimTarget::default(), "seed 1\nfrob").unwrap_err().starts_with("line 2"));
+        let unknown = parse_ops_file(SegsimTarget::default(), "seed 1\nfs zfs").unwrap_err();
+        assert!(unknown.contains("posix, ext4, xfs, btrfs"), "{unknown}");
+        assert!(SegsimTarget::new(overrides).repro(7, "").contains(" --fs xfs"));
     }
 }

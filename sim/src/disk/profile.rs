@@ -1,0 +1,150 @@
+//! File-system profiles: what the file system under the simulated disk
+//! promises beyond POSIX, as named rules the disk consults.
+//!
+//! The disk's default is `posix`: the weakest behaviour POSIX allows (a
+//! file's fsync makes nothing of any directory durable, directory changes
+//! survive a crash in any subset, a failed directory fsync leaves later
+//! fsyncs free to succeed). Engines run on real file systems that promise
+//! more, and a verdict reached on the weakest disk can fail where no real
+//! one would: a profile says which file system a verdict holds on.
+//!
+//! A profile is data, not code: each field is one rule, with its source in
+//! `FILESYSTEMS.md` at the repository root. Only rules that can be stated
+//! precisely are modelled, and each modelled rule keeps less than the real
+//! file system may (a journal commits more than the file's own name, say):
+//! a profile may be weaker than reality, never stronger. Under `posix`
+//! every rule is off, the disk consults none of them on its hot paths, and
+//! nothing draws a random number it did not draw before profiles existed —
+//! so every trace under `posix` is what it was.
+
+/// What a successful fsync of a file makes durable of the directory
+/// entries that name it (its data and length are durable on every
+/// profile: that is POSIX's fsync).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FsyncNames {
+    /// Nothing: only a directory fsync makes a create or a rename durable
+    /// (POSIX; what the disk did before profiles).
+    Nothing,
+    /// The journal commits in order up to the file's last metadata change:
+    /// every pending change of a directory, oldest first, up to and
+    /// including the last one that names the file (its create or a rename
+    /// to it), becomes durable. Later changes stay pending, and so do other
+    /// directories' (a journal commits those too; the profile does not
+    /// count on it). ext4 (data=ordered) and XFS.
+    JournalPrefix,
+    /// The file's own changes are logged with it (btrfs's log tree): every
+    /// pending change of a directory that is about the file (its create,
+    /// a rename of it, an unlink of one of its names) becomes durable, and
+    /// the others stay pending. Where one of the others, made before one of
+    /// the file's, touches a name the file's changes touch, the order
+    /// between them matters and the profile makes nothing durable in that
+    /// directory (weaker than btrfs, which resolves such conflicts at log
+    /// replay).
+    OwnChanges,
+}
+
+/// One file-system profile (see the module doc and `FILESYSTEMS.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FsProfile {
+    /// The name on the command line, in `.ops` files and in JSON.
+    pub name: &'static str,
+    /// The name for a person: the file system and the mode it models.
+    pub title: &'static str,
+    /// What a file's fsync persists of its own names.
+    pub fsync_names: FsyncNames,
+    /// A directory's pending changes survive a power loss as a prefix, in
+    /// the order they were made, in every crash mode (a journal or a log
+    /// replays in order); off, `reorder` keeps any subset.
+    pub dir_changes_in_order: bool,
+    /// A directory fsync that fails (the journal's commit failed) shuts the
+    /// file system down: every later directory fsync fails with EIO,
+    /// changing nothing, and every later file fsync fails with EIO and
+    /// discards the file's dirty data (reads see the durable image, as
+    /// after any failed fsync), until the next power loss or restart. Only
+    /// a drawn failure does: exploration's armed one shuts nothing down.
+    pub failed_sync_dir_shuts_down: bool,
+}
+
+impl FsProfile {
+    /// The weakest POSIX allows: every rule off (the default).
+    pub const POSIX: FsProfile = FsProfile {
+        name: "posix",
+        title: "posix (the weakest POSIX allows)",
+        fsync_names: FsyncNames::Nothing,
+        dir_changes_in_order: false,
+        failed_sync_dir_shuts_down: false,
+    };
+
+    /// ext4 mounted `data=ordered` (its default), with its journal.
+    pub const EXT4: FsProfile = FsProfile {
+        name: "ext4",
+        title: "ext4 (data=ordered)",
+        fsync_names: FsyncNames::JournalPrefix,
+        dir_changes_in_order: true,
+        failed_sync_dir_shuts_down: true,
+    };
+
+    /// XFS with its default (delayed) logging.
+    pub const XFS: FsProfile = FsProfile {
+        name: "xfs",
+        title: "xfs (default mount)",
+        fsync_names: FsyncNames::JournalPrefix,
+        dir_changes_in_order: true,
+        failed_sync_dir_shuts_down: true,
+    };
+
+    /// btrfs with its log tree (fsync without a full transaction commit).
+    pub const BTRFS: FsProfile = FsProfile {
+        name: "btrfs",
+        title: "btrfs (log tree)",
+        fsync_names: FsyncNames::OwnChanges,
+        dir_changes_in_order: false,
+        failed_sync_dir_shuts_down: true,
+    };
+
+    /// Every profile, the default first.
+    pub const ALL: [FsProfile; 4] = [FsProfile::POSIX, FsProfile::EXT4, FsProfile::XFS, FsProfile::BTRFS];
+
+    /// The profile called `name`, if any.
+    pub fn parse(name: &str) -> Option<FsProfile> {
+        FsProfile::ALL.into_iter().find(|profile| profile.name == name)
+    }
+
+    /// The profile called `name`, or a message listing every name (for a
+    /// command line, which exits 2 with it).
+    pub fn parse_or_list(name: &str) -> Result<FsProfile, String> {
+        FsProfile::parse(name).ok_or_else(|| {
+            let names: Vec<&str> = FsProfile::ALL.iter().map(|profile| profile.name).collect();
+            format!("no file-system profile is called {name:?}; the profiles are: {}", names.join(", "))
+        })
+    }
+
+    /// Whether this is the default, `posix` (then no `.ops` line or flag
+    /// names it).
+    pub fn is_posix(&self) -> bool {
+        *self == FsProfile::POSIX
+    }
+}
+
+impl Default for FsProfile {
+    fn default() -> Self {
+        FsProfile::POSIX
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_round_trip_through_their_names_and_posix_is_every_rule_off() {
+        for profile in FsProfile::ALL {
+            assert_eq!(FsProfile::parse(profile.name), Some(profile));
+        }
+        let posix = FsProfile::default();
+        assert!(posix.is_posix() && posix.fsync_names == FsyncNames::Nothing);
+        assert!(!posix.dir_changes_in_order && !posix.failed_sync_dir_shuts_down);
+        let message = FsProfile::parse_or_list("zfs").unwrap_err();
+        assert!(message.contains("posix, ext4, xfs, btrfs"), "{message}");
+    }
+}

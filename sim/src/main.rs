@@ -186,13 +186,7 @@ fn main() -> ExitCode {
                 explore_ops: *explore_ops,
                 replay_program: std::env::current_exe().ok(),
             };
-            let report = sim::bench::run(options);
-            if *json {
-                println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("a JSON value serializes"));
-            } else {
-                print!("{}", report.to_text());
-            }
-            return ExitCode::SUCCESS;
+            return bench(options, *json);
         }
         None => {}
     }
@@ -245,6 +239,17 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// `sim bench`: measure, then print the figures as text or JSON.
+fn bench(options: sim::bench::BenchOptions, json: bool) -> ExitCode {
+    let report = sim::bench::run(options);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("a JSON value serializes"));
+    } else {
+        print!("{}", report.to_text());
+    }
+    ExitCode::SUCCESS
 }
 
 /// Run a kit target with `--plant` and `--set` applied.

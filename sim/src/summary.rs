@@ -323,6 +323,29 @@ impl Summary {
             let title = FsProfile::parse(fs).map_or(fs.as_str(), |profile| profile.title);
             let _ = writeln!(out, "file-system profile: {title}");
         }
+        self.write_counted_outcomes(&mut out);
+        let faults: Vec<String> = FaultKind::ALL
+            .iter()
+            .map(|k| format!("{}={}", k.name(), self.faults.get(k).copied().unwrap_or(0)))
+            .collect();
+        let _ = writeln!(out, "faults injected: {}", faults.join(" "));
+        let gaps: Vec<String> = self.crash_gaps.iter().map(|(g, n)| format!("{g}={n}")).collect();
+        let _ = writeln!(out, "crashes by gap: {}", if gaps.is_empty() { "none".to_string() } else { gaps.join(" ") });
+        if let Some(hash) = self.trace_hash {
+            let _ = writeln!(out, "trace hash: {hash:016x}");
+        }
+        if self.failures.is_empty() {
+            let _ = writeln!(out, "no failures");
+            return out;
+        }
+        self.write_failures(&mut out);
+        out
+    }
+
+    /// The outcomes counted apart, each on its own line when it happened
+    /// at all: silent rollbacks, unpromised recoveries, writes in doubt,
+    /// inspections, documented hazards, recoveries after damage.
+    fn write_counted_outcomes(&self, out: &mut String) {
         if self.silent_rollbacks > 0 {
             let _ = writeln!(
                 out,
@@ -363,20 +386,11 @@ impl Summary {
             let total: u64 = self.after_damage.values().sum();
             let _ = writeln!(out, "{total} recoveries after announced damage: {}", parts.join(" "));
         }
-        let faults: Vec<String> = FaultKind::ALL
-            .iter()
-            .map(|k| format!("{}={}", k.name(), self.faults.get(k).copied().unwrap_or(0)))
-            .collect();
-        let _ = writeln!(out, "faults injected: {}", faults.join(" "));
-        let gaps: Vec<String> = self.crash_gaps.iter().map(|(g, n)| format!("{g}={n}")).collect();
-        let _ = writeln!(out, "crashes by gap: {}", if gaps.is_empty() { "none".to_string() } else { gaps.join(" ") });
-        if let Some(hash) = self.trace_hash {
-            let _ = writeln!(out, "trace hash: {hash:016x}");
-        }
-        if self.failures.is_empty() {
-            let _ = writeln!(out, "no failures");
-            return out;
-        }
+    }
+
+    /// Each failure: its seed, check and detail, the last events, the repro.
+    fn write_failures(&self, out: &mut String) {
+        debug_assert!(!self.failures.is_empty(), "called only when a seed failed");
         let _ = writeln!(out, "{} FAILED SEEDS", self.failures.len());
         for failure in &self.failures {
             let _ =
@@ -390,7 +404,6 @@ impl Summary {
             }
             let _ = writeln!(out, "  repro: {}", failure.repro);
         }
-        out
     }
 }
 

@@ -96,6 +96,7 @@
 mod header;
 mod policy;
 mod quarantine;
+pub(crate) use quarantine::quarantine_number_text;
 mod record;
 mod recover;
 mod scan;

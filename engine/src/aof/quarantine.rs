@@ -38,14 +38,20 @@ fn prefix(log_name: &str) -> String {
     format!("{log_name}.quarantine.")
 }
 
+/// The digits `<n>` of `name` if it is a quarantine copy of `log_name`,
+/// `<log_name>.quarantine.<n>`. Names with anything but digits after the
+/// prefix are not ours.
+pub(crate) fn quarantine_number_text<'a>(name: &'a str, log_name: &str) -> Option<&'a str> {
+    let digits = name.strip_prefix(log_name)?.strip_prefix(".quarantine.")?;
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(digits)
+}
+
 /// One past the highest `<log_name>.quarantine.<n>` in `names` (1 if none).
-/// Names with anything but digits after the prefix are not ours.
 fn next_number(names: &[OsString], log_name: &str) -> Result<u64> {
     let prefix = prefix(log_name);
     let highest = names
         .iter()
-        .filter_map(|name| name.to_str()?.strip_prefix(&prefix))
-        .filter(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .filter_map(|name| quarantine_number_text(name.to_str()?, log_name))
         .filter_map(|digits| digits.parse::<u64>().ok())
         .max()
         .unwrap_or(0);

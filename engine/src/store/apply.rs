@@ -293,17 +293,10 @@ impl Store {
     /// into a `Command` first and so copied twice.
     pub(super) fn apply(&mut self, command: &Command) -> Result<Reply> {
         let reply = match command {
-            Command::Set { key, value } => {
-                self.remove_key(key);
-                self.insert_entry(key, Entry { value: Value::Str(value.clone()), expire_at_ms: None });
-                Reply::Ok
-            }
+            Command::Set { key, value } => self.apply_set(key, value, None),
             Command::SetWith { key, value, options } => {
                 let Some(SetTtl::AtMs(at_ms)) = options.ttl else { unreachable!("check() passed a logged form") };
-                self.remove_key(key);
-                let expire_at_ms = Some(logged_deadline(at_ms));
-                self.insert_entry(key, Entry { value: Value::Str(value.clone()), expire_at_ms });
-                Reply::Ok
+                self.apply_set(key, value, Some(logged_deadline(at_ms)))
             }
             Command::Del { keys } => {
                 let removed = keys.iter().filter(|k| self.remove_key(k)).count();
@@ -353,17 +346,29 @@ impl Store {
                 Reply::Ok
             }
             Command::HIncrBy { key, field, by } => Reply::Int(self.apply_hincrby(key, field, *by)?),
-            Command::HSetNx { key, field, value } => {
-                let present = matches!(self.map.get(&key[..]), Some(Entry { value: Value::Hash(row), .. }) if row.contains_key(field));
-                if present {
-                    Reply::Int(0)
-                } else {
-                    Reply::Int(self.apply_hset(key, std::iter::once((field.as_slice(), value.as_slice())))?)
-                }
-            }
+            Command::HSetNx { key, field, value } => Reply::Int(self.apply_hsetnx(key, field, value)?),
             _ => unreachable!("apply() is called only for writes"),
         };
         Ok(reply)
+    }
+
+    /// `SET` in its logged forms: the key's old entry, whatever it held,
+    /// replaced by the string, with the deadline the live path decided.
+    fn apply_set(&mut self, key: &[u8], value: &[u8], expire_at_ms: Option<u64>) -> Reply {
+        self.remove_key(key);
+        self.insert_entry(key, Entry { value: Value::Str(value.to_vec()), expire_at_ms });
+        Reply::Ok
+    }
+
+    /// `HSETNX`: the field set only if the hash does not hold it yet; 1 if
+    /// it was set.
+    fn apply_hsetnx(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> Result<i64> {
+        let present =
+            matches!(self.map.get(key), Some(Entry { value: Value::Hash(row), .. }) if row.contains_key(field));
+        if present {
+            return Ok(0);
+        }
+        self.apply_hset(key, std::iter::once((field, value)))
     }
 
     /// The value `HINCRBY key field by` leaves in the field, or why it is

@@ -92,37 +92,41 @@ impl Store {
             }
         }
 
-        match self.vfs.list_dir(&self.dir) {
-            Err(e) => v(format!("cannot list {}: {e}", self.dir.display())),
-            Ok(names) => {
-                // After a point-in-time cut the sweep waits (nothing is
-                // removed after damage): strays are expected until then.
-                for name in names.iter().filter(|_| !self.sweep_pending) {
-                    // A name the engine never writes is not its business.
-                    let file = match classify(name, |file| self.manifest.is_live_file(file)) {
-                        Listed::Kept | Listed::Foreign => continue,
-                        Listed::UnregisteredSegment(file) | Listed::LeftoverTemp(file) => file,
-                    };
-                    if self.leftovers.contains(file) {
-                        // A failed step's file whose removal failed too:
-                        // the store knows it (see `Store::leftovers`).
-                        continue;
-                    }
-                    if file == REWRITE_TEMP_FILE {
-                        v(format!("leftover rewrite temp file {file}"));
-                    } else if file == MANIFEST_TEMP_FILE {
-                        v(format!("leftover manifest compaction temp file {file}"));
-                    } else {
-                        v(format!("unregistered segment file {file} in the directory"));
-                    }
+        self.audit_directory(&mut v);
+        out
+    }
+
+    /// The directory against the manifest: every registered segment is
+    /// there, and none of the engine's own leftovers is (but for those the
+    /// store knows it could not remove, and until the sweep a point-in-time
+    /// cut postponed). A name the engine never writes is not its business.
+    fn audit_directory(&self, v: &mut impl FnMut(String)) {
+        let names = match self.vfs.list_dir(&self.dir) {
+            Ok(names) => names,
+            Err(e) => return v(format!("cannot list {}: {e}", self.dir.display())),
+        };
+        // After a point-in-time cut the sweep waits (nothing is removed
+        // after damage): strays are expected until then.
+        for name in names.iter().filter(|_| !self.sweep_pending) {
+            match classify(name, |file| self.manifest.is_live_file(file)) {
+                Listed::Kept | Listed::Foreign => {}
+                // A failed step's file whose removal failed too: the store
+                // knows it (see `Store::leftovers`).
+                Listed::UnregisteredSegment(file) | Listed::LeftoverTemp(file) if self.leftovers.contains(file) => {}
+                Listed::UnregisteredSegment(file) => v(format!("unregistered segment file {file} in the directory")),
+                Listed::LeftoverTemp(file) if file == REWRITE_TEMP_FILE => {
+                    v(format!("leftover rewrite temp file {file}"))
                 }
-                for entry in self.manifest.live() {
-                    if names.binary_search_by(|name| name.as_os_str().cmp(OsStr::new(&entry.file))).is_err() {
-                        v(format!("registered segment {} is missing from the directory", entry.file));
-                    }
+                Listed::LeftoverTemp(file) => {
+                    debug_assert_eq!(file, MANIFEST_TEMP_FILE, "the two temp files the engine writes");
+                    v(format!("leftover manifest compaction temp file {file}"))
                 }
             }
         }
-        out
+        for entry in self.manifest.live() {
+            if names.binary_search_by(|name| name.as_os_str().cmp(OsStr::new(&entry.file))).is_err() {
+                v(format!("registered segment {} is missing from the directory", entry.file));
+            }
+        }
     }
 }

@@ -18,6 +18,7 @@ use std::ffi::OsStr;
 
 use super::segments::seq_of_file_name;
 use super::{AOF_FILE, REWRITE_TEMP_FILE};
+use crate::aof::quarantine_number_text;
 use crate::manifest::{MANIFEST_FILE, MANIFEST_TEMP_FILE};
 use crate::vfs::LOCK_FILE;
 
@@ -50,17 +51,14 @@ pub(super) fn classify(name: &OsStr, is_registered: impl Fn(&str) -> bool) -> Li
     if text == REWRITE_TEMP_FILE || text == MANIFEST_TEMP_FILE {
         return Listed::LeftoverTemp(text);
     }
-    if text == AOF_FILE || text == MANIFEST_FILE || text == LOCK_FILE || is_quarantine_copy(text) {
+    if text == AOF_FILE
+        || text == MANIFEST_FILE
+        || text == LOCK_FILE
+        || quarantine_number_text(text, AOF_FILE).is_some()
+    {
         return Listed::Kept;
     }
     Listed::Foreign
-}
-
-/// `appendonly.aof.quarantine.<n>`, as `aof/quarantine.rs` numbers them.
-fn is_quarantine_copy(text: &str) -> bool {
-    let Some(rest) = text.strip_prefix(AOF_FILE) else { return false };
-    let Some(digits) = rest.strip_prefix(".quarantine.") else { return false };
-    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 #[cfg(test)]

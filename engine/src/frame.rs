@@ -48,9 +48,12 @@ impl Log {
     }
 
     /// Whether this log's checksum leaves the place out (a planted bug
-    /// only: the previous format's checksum, in the AOF).
+    /// only: the previous format's checksum, in the AOF or the manifest).
     fn place_ignored(self) -> bool {
-        self == Log::Aof && canary!(AofPlaceIgnored)
+        match self {
+            Log::Aof => canary!(AofPlaceIgnored),
+            Log::Manifest => canary!(ManifestPlaceIgnored),
+        }
     }
 }
 

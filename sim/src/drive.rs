@@ -744,6 +744,7 @@ impl<'a> Driver<'a> {
         self.call_failed_since_open = false;
         if let Some(before) = &before {
             self.check_nothing_destroyed(&report, before, &damage)?;
+            self.check_replayed_before_damage(&report, before, &damage)?;
         }
         // A fault in the recovery may change what it finds (a failed fsync
         // drops the dirty pages the inspection read): compared only without.
@@ -904,6 +905,44 @@ impl<'a> Driver<'a> {
     /// After an open that watched the directory: a file the store does not
     /// own (a stray) is never removed; a point-in-time open removes no file
     /// at all, and every byte it cut from the log is in its quarantine file.
+    /// The manifest and the log are replayed as prefixes: whatever an open
+    /// that took them kept, it read from their first byte up to a cut. No
+    /// changed byte may lie inside that prefix — damage is refused or cut
+    /// at, never replayed. This sees what the content cannot: a record
+    /// misdirected onto the place of the record before it and accepted
+    /// there (a checksum that forgot its place) replays a ledger no prefix
+    /// of the manifest ever held, yet one the sweep may tidy into an
+    /// honest-looking registry.
+    fn check_replayed_before_damage(
+        &self,
+        report: &RecoveryReport,
+        before: &BTreeMap<String, Vec<u8>>,
+        damage: &[Damage],
+    ) -> Step {
+        let manifest_len = before.get(MANIFEST_FILE).map_or(0, |bytes| bytes.len() as u64);
+        let prefixes = [
+            (MANIFEST_FILE, manifest_len.saturating_sub(report.manifest_torn_bytes)),
+            (AOF_FILE, report.aof.valid_len_bytes),
+        ];
+        for changed in damage.iter().filter(|d| d.kind.changes_bytes_in_place()) {
+            let name = Path::new(&changed.path).file_name().map(|n| n.to_string_lossy().into_owned());
+            let Some((file, replayed_bytes)) = prefixes.iter().find(|(file, _)| name.as_deref() == Some(*file)) else {
+                continue;
+            };
+            if *replayed_bytes > changed.offset_bytes {
+                return Err(self.fail(
+                    Check::Durability,
+                    format!(
+                        "the open replayed {file} through byte {replayed_bytes}, past byte {} that damage changed \
+                         ({:?}): damage must be refused or cut at, never replayed",
+                        changed.offset_bytes, changed.kind
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn check_nothing_destroyed(
         &self,
         report: &RecoveryReport,

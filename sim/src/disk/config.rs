@@ -199,6 +199,15 @@ pub enum DamageKind {
     MisdirectedWrite,
 }
 
+impl DamageKind {
+    /// Whether this damage changes bytes inside a file that is still there
+    /// (from [`Damage::offset_bytes`], exactly the first changed byte),
+    /// rather than losing, emptying or adding a whole file.
+    pub fn changes_bytes_in_place(self) -> bool {
+        matches!(self, DamageKind::Media | DamageKind::LostWrite | DamageKind::MisdirectedWrite)
+    }
+}
+
 /// One piece of damage one power loss did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Damage {

@@ -525,6 +525,7 @@ fn every_damage_rule_canary_is_caught_by_damage_exploration_only() {
         "replay-past-invalid",
         "aof-place-ignored",
         "unfinished-rewrite-read",
+        "manifest-place-ignored",
     ];
     for name in names {
         let canary = Some(Canary::parse(name).expect("a canary of the engine"));

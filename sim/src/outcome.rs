@@ -75,6 +75,13 @@ pub struct SeedOutcome {
 }
 
 impl SeedOutcome {
+    /// Whether every reopen had exactly one cause: a power loss, a process
+    /// kill, a clean restart or an error. Holds for every run that passed,
+    /// of every target: the summary's "restarts by cause" adds up.
+    pub fn reopens_add_up(&self) -> bool {
+        self.restarts == self.crashes + self.kills + self.clean_restarts + self.error_reopens
+    }
+
     /// At the end of a run, what only the disk knows: the faults it
     /// injected, the hash of its trace and, with `keep_trace`, the trace
     /// itself (the disk is left with an empty one).

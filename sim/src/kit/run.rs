@@ -222,6 +222,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
     /// made durable without making them durable itself.
     fn kill_in_op(&mut self, gap: &'static str) -> Step {
         *self.outcome.crash_gaps.entry("kill_in_op").or_default() += 1;
+        self.outcome.kills += 1;
         self.db = None;
         self.vfs.process_restart();
         self.vfs.with_trace(|t| t.push(Event::Restart { clean: false }));
@@ -652,6 +653,7 @@ pub(super) fn run_ops<A: Adapter>(
         })
     });
     outcome.take_disk(&vfs, keep_trace);
+    assert!(outcome.failure.is_some() || outcome.reopens_add_up(), "a reopen without one cause: {outcome:?}");
     outcome
 }
 
@@ -675,6 +677,23 @@ mod tests {
         unnamed.write_at(0, b"bytes").unwrap();
         unnamed.sync().unwrap();
         vfs.open(&dir.join(database), OpenMode::Write).unwrap().sync().unwrap();
+    }
+
+    /// A kit run counts its process kills (a crash point inside an
+    /// operation taken as a kill), and every reopen of a passing run has
+    /// one cause (`run_ops` asserts it).
+    #[test]
+    fn a_kit_run_counts_its_process_kills() {
+        use crate::systems::Target;
+        let redb = redb_target(KitSettings::default());
+        let mut kills = 0;
+        for seed in 0..30 {
+            let outcome = redb.run(seed, &redb.generate(seed), false);
+            assert!(outcome.failure.is_none(), "seed {seed}: {:?}", outcome.failure);
+            assert_eq!(outcome.kills, outcome.crash_gaps.get("kill_in_op").copied().unwrap_or(0));
+            kills += outcome.kills;
+        }
+        assert!(kills > 0, "no process kill in 30 seeds");
     }
 
     /// An engine that declares no hazard (redb) fails the run on one; an

@@ -30,6 +30,15 @@ const KILL_SALT: u64 = 0x4B11_1000_0000;
 /// ([`crash_in_creation`]).
 const CREATION_SALT: u64 = 0xC4EA_7E00_0000;
 
+/// Salt of a kit target's operation list ([`kit_workload`]).
+const KIT_WORKLOAD_SALT: u64 = 0x4b49_5457_4f52_4b00;
+/// Mixed into an operation's fault seed for a kit target's power losses
+/// ([`kit_crash`]).
+const KIT_CRASH_SALT: u64 = 0x4b49_5443_c4a5_0000;
+/// Added to a kit operation's crash stream, plus the depth, for the coin
+/// of a power loss inside its recovery ([`kit_crash_in_recovery`]).
+const KIT_RECOVERY_CRASH_SALT: u64 = 0x7EC0;
+
 /// The ChaCha seed of the swarm configuration (`config.rs`).
 pub fn config(seed: u64) -> u64 {
     seed ^ CONFIG_SALT
@@ -109,8 +118,49 @@ pub fn poisoned_by_power_loss(seed: u64, index: u64) -> bool {
     faults(seed, index) & 1 == 0
 }
 
-fn splitmix64(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+/// The fault stream of open attempt `attempt` of the recovery `depth`
+/// power losses into operation `index`'s recovery (a kit target's open
+/// may be crashed again); at depth 0, [`open_attempt`].
+pub fn open_attempt_at_depth(seed: u64, index: u64, attempt: u64, depth: u64) -> u64 {
+    faults(seed, index) ^ (OPEN_ATTEMPT_SALT + attempt + (depth << 8))
+}
+
+/// The ChaCha seed of a kit target's swarm configuration (`kit/config.rs`):
+/// salted by the target's name (FNV-1a), so two engines' seeds differ.
+pub fn kit_config(seed: u64, target_name: &str) -> u64 {
+    let salt =
+        target_name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
+    seed ^ salt
+}
+
+/// The ChaCha seed of a kit target's operation list (`kit/workload.rs`).
+pub fn kit_workload(seed: u64) -> u64 {
+    seed ^ KIT_WORKLOAD_SALT
+}
+
+/// A kit target's crash stream of operation `index`: a power loss
+/// `depth` losses into the operation draws what survives from
+/// `kit_crash(..) ^ depth`.
+pub fn kit_crash(seed: u64, index: u64) -> u64 {
+    faults(seed, index) ^ KIT_CRASH_SALT
+}
+
+/// The ChaCha seed of the coin (and the I/O) of a power loss inside a kit
+/// target's recovery, `depth` losses into operation `index`.
+pub fn kit_crash_in_recovery(seed: u64, index: u64, depth: u64) -> u64 {
+    kit_crash(seed, index) ^ (KIT_RECOVERY_CRASH_SALT + depth)
+}
+
+/// SplitMix64: one step of Steele, Lea and Flood's generator, the mixer
+/// every derived stream goes through.
+pub fn splitmix64(x: u64) -> u64 {
+    mix64(x.wrapping_add(0x9e37_79b9_7f4a_7c15))
+}
+
+/// SplitMix64's finaliser alone: a bijection of `u64` that spreads every
+/// input bit over the output. For a caller with its own counter (the
+/// SQLite VFS's randomness) or its own increment.
+pub fn mix64(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
@@ -137,10 +187,25 @@ mod tests {
             open_attempt(seed, 0, 1),
             compaction_aim(seed, 0),
             compaction_aim(seed, 1),
+            open_attempt_at_depth(seed, 0, 0, 1),
+            kit_config(seed, "redb"),
+            kit_config(seed, "sqlite"),
+            kit_workload(seed),
+            kit_crash(seed, 0),
+            kit_crash(seed, 1),
+            kit_crash_in_recovery(seed, 0, 0),
+            kit_crash_in_recovery(seed, 0, 1),
         ];
         let mut sorted = streams.to_vec();
         sorted.sort_unstable();
         sorted.dedup();
         assert_eq!(sorted.len(), streams.len(), "two streams coincide: {streams:x?}");
+        // The kit's streams, pinned to the values they had when they lived
+        // in `kit/` (moving them here moved no trace hash).
+        assert_eq!(open_attempt_at_depth(seed, 3, 2, 0), open_attempt(seed, 3, 2));
+        assert_eq!(kit_config(7, "redb"), 7 ^ 0x4cf0_831f_bfe6_7c1a);
+        assert_eq!(kit_workload(1), 1 ^ 0x4b49_5457_4f52_4b00);
+        assert_eq!(kit_crash(seed, 5), faults(seed, 5) ^ 0x4b49_5443_c4a5_0000);
+        assert_eq!(splitmix64(5), mix64(5u64.wrapping_add(0x9e37_79b9_7f4a_7c15)));
     }
 }

@@ -100,11 +100,6 @@ fn one_of(rng: &mut ChaCha8Rng, stops: &[f64]) -> f64 {
     stops[rng.gen_range(0..stops.len())]
 }
 
-/// The FNV-1a hash of a target's name: its configuration stream's salt.
-fn salt(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
-}
-
 /// The disk a seed draws. Torn garbage and read bit flips are drawn either
 /// way (so the rest does not depend on them) and kept only if the engine
 /// tolerates them or the run asks for them.
@@ -153,7 +148,7 @@ impl<C> KitConfig<C> {
         harsh: Harsh,
         options: &[(String, String)],
     ) -> KitConfig<C> {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ salt(adapter.name()));
+        let mut rng = ChaCha8Rng::seed_from_u64(crate::seeds::kit_config(seed, adapter.name()));
         let engine = adapter.configure_with(&mut rng, options).expect("options are checked when they are set");
         let detects_damage = adapter.detects_damage(&engine);
         let promises = (0..adapter.levels().len()).map(|level| adapter.promise(&engine, level)).collect();
@@ -224,8 +219,9 @@ mod tests {
 
     #[test]
     fn names_salt_their_streams_apart() {
-        assert_ne!(salt("redb"), salt("logkv"));
-        assert_eq!(salt("redb"), salt("redb"));
+        use crate::seeds::kit_config;
+        assert_ne!(kit_config(1, "redb"), kit_config(1, "logkv"));
+        assert_eq!(kit_config(1, "redb"), kit_config(1, "redb"));
     }
 
     #[test]

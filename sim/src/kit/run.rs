@@ -49,7 +49,7 @@ use super::{Adapter, Env, KitError, Promise, Reply};
 use crate::disk::{CrashOutcome, CrashPoint, SimVfs};
 use crate::failure::{catch_panic, Check, Failure};
 use crate::outcome::SeedOutcome;
-use crate::seeds::{self, faults as fault_seed};
+use crate::seeds;
 use crate::systems::RecordedContext;
 use crate::trace::{hash_debug, Event, Trace};
 
@@ -62,11 +62,6 @@ const OPEN_ATTEMPTS_WITH_FAULTS: u64 = 3;
 
 /// Power losses inside one operation's recovery, at most.
 const MAX_CRASHES_IN_RECOVERY: u64 = 3;
-
-/// The crash stream of operation `index` (apart from its fault stream).
-pub(super) fn crash_seed(seed: u64, index: u64) -> u64 {
-    fault_seed(seed, index) ^ 0x4b49_5443_c4a5_0000
-}
 
 /// The committed content, table by table.
 pub(super) fn read_all<A: Adapter>(adapter: &A, db: &mut A::Db) -> Result<State, KitError> {
@@ -174,7 +169,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
 
     /// The first open, on an empty disk, fault-free.
     pub fn start(&mut self) -> Step {
-        self.vfs.begin_op(fault_seed(self.config.seed, u64::MAX));
+        self.vfs.begin_op(seeds::initial_open(self.config.seed));
         self.create_db(false)?;
         self.model = Model::new(self.adapter.tables().len());
         Ok(())
@@ -202,7 +197,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
         self.vfs.arm_crash(Some(CrashPoint::AfterIos(0)));
         self.db = None;
         self.outcome.crashes += 1;
-        let crash = self.vfs.power_loss(crash_seed(self.config.seed, self.op_index) ^ depth);
+        let crash = self.vfs.power_loss(seeds::kit_crash(self.config.seed, self.op_index) ^ depth);
         self.vfs.with_trace(|t| t.push(Event::Restart { clean: false }));
         crash
     }
@@ -243,7 +238,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
     /// which may be a close that writes (redb's commits pending volatile
     /// transactions), so everything acknowledged may come back too.
     fn restart_after_error(&mut self) -> Step {
-        if fault_seed(self.config.seed, self.op_index) & 1 == 0 {
+        if seeds::poisoned_by_power_loss(self.config.seed, self.op_index) {
             return self.power_loss("after_error");
         }
         self.model.set_pending(Pending::PublishAll);
@@ -261,7 +256,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
         if depth >= MAX_CRASHES_IN_RECOVERY || self.config.p_crash_in_recovery == 0.0 {
             return None;
         }
-        let mut rng = ChaCha8Rng::seed_from_u64(crash_seed(self.config.seed, self.op_index) ^ (0x7EC0 + depth));
+        let mut rng = ChaCha8Rng::seed_from_u64(seeds::kit_crash_in_recovery(self.config.seed, self.op_index, depth));
         rng.gen_bool(self.config.p_crash_in_recovery).then(|| CrashPoint::AfterIos(rng.gen_range(0..32)))
     }
 
@@ -275,7 +270,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
         let damaged = power_loss == Some(true);
         self.outcome.restarts += 1;
         for attempt in 0..=OPEN_ATTEMPTS_WITH_FAULTS {
-            self.vfs.begin_op(fault_seed(self.config.seed, self.op_index) ^ (0xA77E_0000 + attempt + (depth << 8)));
+            self.vfs.begin_op(seeds::open_attempt_at_depth(self.config.seed, self.op_index, attempt, depth));
             self.vfs.set_faults_enabled(attempt < OPEN_ATTEMPTS_WITH_FAULTS);
             if attempt == 0 {
                 self.vfs.arm_crash(self.crash_in_recovery(depth));
@@ -397,7 +392,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
 
     fn step(&mut self, planned: &PlannedKitOp) -> Step {
         self.op_index = planned.index;
-        self.vfs.begin_op(fault_seed(self.config.seed, planned.index));
+        self.vfs.begin_op(seeds::faults(self.config.seed, planned.index));
         self.vfs.arm_crash(planned.crash);
         let index = planned.index;
         let tag = planned.op.tag();

@@ -273,8 +273,6 @@ impl<C> Generator<'_, C> {
     }
 }
 
-const WORKLOAD_SALT: u64 = 0x4b49_5457_4f52_4b00;
-
 /// The operation list of `config`'s seed for `adapter`: `config.ops`
 /// drawn operations.
 pub(super) fn generate<A: Adapter>(adapter: &A, config: &KitConfig<A::Config>) -> Vec<PlannedKitOp> {
@@ -284,7 +282,7 @@ pub(super) fn generate<A: Adapter>(adapter: &A, config: &KitConfig<A::Config>) -
         levels: adapter.levels(),
         maintenance: adapter.maintenance(),
         phases: adapter.phases(),
-        rng: ChaCha8Rng::seed_from_u64(config.seed ^ WORKLOAD_SALT),
+        rng: ChaCha8Rng::seed_from_u64(crate::seeds::kit_workload(config.seed)),
     };
     let kinds = Weighted::new(&config.weights);
     let levels = Weighted::new(&config.level_weights);

@@ -238,15 +238,8 @@ static GATE: Mutex<()> = Mutex::new(());
 /// Take the gate and reseed SQLite's PRNG for call `call` of a connection.
 fn gate(prng_seed: u64, call: u64) -> std::sync::MutexGuard<'static, ()> {
     let guard = GATE.lock().unwrap_or_else(PoisonError::into_inner);
-    reseed_prng(mix(prng_seed ^ call.wrapping_mul(0x9E37_79B9_7F4A_7C15)) as u32);
+    reseed_prng(crate::seeds::mix64(prng_seed ^ call.wrapping_mul(0x9E37_79B9_7F4A_7C15)) as u32);
     guard
-}
-
-/// splitmix64's finaliser.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// A panic a VFS callback caught (and turned into an I/O error for
@@ -418,7 +411,7 @@ const OS_UNIX_SECTOR_BYTES: u32 = 4096;
 fn open_conn(env: &Env<'_, SqliteConfig>, create: bool) -> Result<SqliteDb, KitError> {
     let config = env.config;
     let open_index = config.opens.0.fetch_add(1, Ordering::Relaxed);
-    let prng_seed = mix(config.prng_seed ^ open_index.wrapping_mul(0xA24B_AED4_963E_E407));
+    let prng_seed = crate::seeds::mix64(config.prng_seed ^ open_index.wrapping_mul(0xA24B_AED4_963E_E407));
     let options = VfsOptions {
         sector_bytes: if config.sector_from_disk {
             u32::try_from(env.sector_bytes).expect("the disk's sector size fits a u32")

@@ -36,7 +36,7 @@ pub mod bench;
 #[doc(hidden)]
 pub mod canary;
 pub(crate) mod checker;
-pub mod command;
+pub mod cli;
 #[doc(hidden)]
 pub mod config;
 pub mod disk;
@@ -58,6 +58,7 @@ pub mod planted;
 pub mod report;
 #[doc(hidden)]
 pub mod run;
+pub mod seam;
 pub(crate) mod seeds;
 #[doc(hidden)]
 pub mod shrink;

@@ -11,10 +11,11 @@ use sim::config::Overrides;
 use sim::failure::{Check, Failure};
 use sim::kit::{Kit, KitSettings};
 use sim::planted::skip_fsync;
+use sim::seam::{run_seed, Target};
 use sim::shrink::shrink;
 use sim::systems::redb::RedbAdapter;
+use sim::systems::redb_target;
 use sim::systems::segsim::SegsimTarget;
-use sim::systems::{redb_target, run_seed, Target};
 
 /// The first of `seeds` seeds whose run fails, and its failure.
 fn first_caught<T: Target>(target: &T, seeds: u64) -> Option<(u64, Failure)> {

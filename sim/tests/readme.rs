@@ -8,8 +8,8 @@
 
 use std::path::PathBuf;
 
+use sim::seam::run_seed;
 use sim::summary::Summary;
-use sim::systems::run_seed;
 use sim::systems::segsim::SegsimTarget;
 
 /// The command the README shows, and the seed it runs.

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use sim::systems::replay;
+use sim::cli::targets::replay;
 
 #[test]
 fn every_saved_regression_passes() {

@@ -13,8 +13,9 @@ use sim::config::Overrides;
 use sim::kit::KitSettings;
 use sim::planted::skip_fsync;
 use sim::report::Report;
+use sim::seam::{run_seed, Target};
 use sim::systems::segsim::SegsimTarget;
-use sim::systems::{redb_target, run_seed, sqlite_target, Target};
+use sim::systems::{redb_target, sqlite_target};
 
 /// Each seed's trace hash with and without the whole trace kept.
 fn same_hash_with_and_without_recording<T: Target>(target: &T, seeds: std::ops::Range<u64>) -> u64 {

@@ -34,7 +34,7 @@ use super::parallel::map_in_order;
 use super::report::{DamageReport, ExploreFailure};
 use super::ExploreOptions;
 use crate::disk::{DiskImage, DiskSnapshot};
-use crate::systems::{DamageSite, DamageVerdict, Recording, Target};
+use crate::seam::{DamageSite, DamageVerdict, Recording, Target};
 
 /// One durable image and where to damage it.
 struct Image {

@@ -44,7 +44,7 @@ use super::plan::{runs, CheckAt, Plan, Run};
 use super::report::{self, Depth2Report, ExploreFailure};
 use super::ExploreOptions;
 use crate::disk::{CrashState, DiskSnapshot};
-use crate::systems::{Recording, RecoveryRecording, Target};
+use crate::seam::{Recording, RecoveryRecording, Target};
 
 /// Parents recorded per batch: enough to keep every thread busy, few
 /// enough that their recordings' snapshots stay small.

@@ -53,7 +53,7 @@ use super::report::{self, ExploreFailure, FaultsReport, WorkloadFaults};
 use super::ExploreOptions;
 use crate::disk::ArmedFault;
 use crate::failure::Check;
-use crate::systems::{FaultedRecovery, Recording, Target};
+use crate::seam::{FaultedRecovery, Recording, Target};
 
 /// Explore `--faults` over the recoveries of `plan` that passed (`failed`
 /// is by plan recovery): the counts, and the failures in merge order.

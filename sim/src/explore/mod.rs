@@ -117,7 +117,6 @@
 //! one seed's, biased but not searched: a sequence neither the swarm nor
 //! the motifs draw is not explored.
 
-mod cli;
 mod damage;
 mod depth2;
 mod faults;
@@ -131,10 +130,9 @@ mod tests;
 use std::time::Instant;
 
 use crate::disk::ArmedFault;
-use crate::systems::{Recording, Target};
+use crate::seam::{Recording, Target};
 use parallel::map_in_order;
 
-pub use cli::{cli, options, run as explore_and_report, ExploreCommon};
 pub use merged::{is_explore_report, ExploreTotals, MergedFailure};
 pub use report::{
     DamageReport, Depth2Report, ExploreFailure, ExploreReport, FaultsReport, PhaseSeconds, WorkloadFaults,

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use super::parallel::map_in_order;
 use super::ExploreOptions;
 use crate::disk::{CrashState, DiskRecording, DiskSnapshot};
-use crate::systems::{Recording, Target};
+use crate::seam::{Recording, Target};
 
 /// One check of a recovered image: against the context numbered
 /// `context`, where crash index `io_index`'s state number `state` first

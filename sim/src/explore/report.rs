@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::{ExploreOptions, DEFAULT_MAX_DIR_SUBSETS};
 use crate::disk::ArmedFault;
 use crate::failure::Check;
-use crate::systems::Target;
+use crate::seam::Target;
 
 /// Failures kept in full in a report; the rest are only counted (a planted
 /// bug fails thousands of states, and the first ones say it all).

@@ -4,11 +4,8 @@
 //! exactly the failing state; the cap, the usage errors and the command
 //! line behave. (The redb target's are in `target/redb/tests.rs`.)
 
-use std::process::ExitCode;
-
 use engine::aof::FsyncPolicy;
 
-use super::cli::{Explored, Invocation};
 use super::*;
 use crate::config::Overrides;
 use crate::planted::{skip_fsync, unsynced_cut};
@@ -275,79 +272,6 @@ fn a_recovery_that_leaves_its_cut_unsynced_is_caught_at_depth_two_only_with_a_re
     assert!(explore(&planted, seed, 10, &too_far).unwrap_err().contains("--then-io"));
     let no_state = ExploreOptions { then_state: Some(1 << 20), ..only };
     assert!(explore(&planted, seed, 10, &no_state).unwrap_err().contains("--then-state"));
-}
-
-#[test]
-fn the_command_line_parses_refuses_and_exits_by_the_verdict() {
-    let parse = |list: &[&str]| cli::parse(&list.iter().map(|s| s.to_string()).collect::<Vec<String>>());
-    let Invocation::Info(help) = parse(&["--help"]) else { panic!("--help is not an error") };
-    assert!(help.contains("--max-dir-subsets") && help.contains("--only-state"), "{help}");
-    assert!(help.contains("--target") && help.contains("--plant") && help.contains("--canary"), "{help}");
-    let refused = |list: &[&str], why: &str| match parse(list) {
-        Invocation::Usage(text) => assert!(text.contains(why), "{list:?}: {text}"),
-        other => panic!("{list:?} was accepted: {other:?}"),
-    };
-    refused(&[], "--seed");
-    refused(&["--seed", "1", "--jobs", "0"], "--jobs must be at least 1");
-    refused(&["--seed", "1", "--max-dir-subsets", "0"], "--max-dir-subsets");
-    refused(&["--seed", "1", "--only-state", "3"], "--only-io");
-    refused(&["--seed", "1", "--fsync", "sometimes"], "expected always, everysec or no");
-    refused(&["--seed", "1", "--plant", "redb-no-sync"], "add --target redb");
-    refused(&["--seed", "1", "--target", "redb", "--fsync", "no"], "segsim target's");
-    let Invocation::Run { options, target: Explored::Redb(_), .. } =
-        parse(&["--seed", "1", "--target", "redb", "--depth", "2"])
-    else {
-        panic!("redb explores at depth 2 too")
-    };
-    assert_eq!(options.depth, 2);
-    refused(&["--seed", "1", "--depth", "3"], "--depth");
-    refused(&["--seed", "1", "--depth", "0"], "--depth");
-    refused(&["--seed", "1", "--max-depth2-states", "5"], "--max-depth2-states bounds --depth 2");
-    refused(&["--seed", "1", "--depth", "2", "--max-depth2-states", "0"], "at least 1");
-    refused(&["--seed", "1", "--only-io", "3", "--then-io", "2"], "--only-state");
-    refused(&["--seed", "1", "--max-fault-runs", "5"], "--max-fault-runs bounds --faults");
-    refused(&["--seed", "1", "--faults", "--max-fault-runs", "0"], "at least 1");
-    refused(&["--seed", "1", "--only-io", "3", "--fault-io", "2"], "--only-state");
-    let Invocation::Run { options, .. } =
-        parse(&["--seed", "1", "--only-io", "3", "--only-state", "0", "--fault-io", "2"])
-    else {
-        panic!("a faulted recovery's repro")
-    };
-    assert!(options.faults && options.fault_io == Some(2) && options.depth == 1);
-    refused(&["--seed", "1", "--only-io", "3", "--only-state", "0", "--then-io", "2", "--depth", "1"], "--depth 2");
-    let Invocation::Run { options, .. } =
-        parse(&["--seed", "1", "--only-io", "3", "--only-state", "0", "--then-io", "2"])
-    else {
-        panic!("a depth-2 repro")
-    };
-    assert_eq!((options.depth, options.then_io, options.then_state), (2, Some(2), None));
-    let Invocation::Run { seed, ops, options, json, report, target: Explored::Segsim(target) } =
-        parse(&["--seed", "9", "--jobs", "2", "--json", "--fsync", "always"])
-    else {
-        panic!("a valid command line")
-    };
-    assert_eq!((seed, ops, options.jobs, options.max_dir_subsets, json), (9, DEFAULT_OPS, 2, 16, true));
-    assert_eq!(report, None);
-    assert_eq!(target.overrides, Overrides { fsync: Some(FsyncPolicy::Always), ..Overrides::default() });
-    let Invocation::Run { target: Explored::Redb(redb), .. } =
-        parse(&["--seed", "1", "--target", "redb", "--torn-garbage"])
-    else {
-        panic!("a valid redb command line")
-    };
-    assert!(redb.settings.harsh.torn_garbage && redb.settings.plant.is_none());
-    let Invocation::Run { target: Explored::Sqlite(sqlite), .. } =
-        parse(&["--seed", "1", "--target", "sqlite", "--plant", "sqlite-no-sync", "--set", "journal_mode=wal"])
-    else {
-        panic!("a valid sqlite command line")
-    };
-    assert_eq!(sqlite.settings.plant, Some("sqlite-no-sync"));
-    assert_eq!(sqlite.settings.options, vec![("journal_mode".to_string(), "wal".to_string())]);
-    refused(&["--seed", "1", "--target", "sqlite", "--plant", "redb-no-sync"], "sqlite-no-sync");
-    refused(&["--seed", "1", "--target", "sqlite", "--set", "journal_mode=memory"], "journal_mode");
-
-    let args = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<String>>();
-    assert_eq!(cli(&args(&["--seed", "1", "--ops", "3", "--only-io", "999999"])), ExitCode::from(2));
-    assert_eq!(cli(&args(&["--seed", "1", "--ops", "5", "--json"])), ExitCode::SUCCESS);
 }
 
 /// With the `canaries` feature: every planted bug that a crash state can

@@ -32,7 +32,7 @@ use super::workload::PlannedKitOp;
 use super::{Adapter, KeyKind, KitError, Op, Promise};
 use crate::disk::{ArmedFault, CrashMode, DiskConfig, DiskImage, SimVfs};
 use crate::failure::{catch_panic, Check, Failure};
-use crate::systems::{FaultedRecovery, FaultedRun, RecordedContext, Recording, RecoveryRecording};
+use crate::seam::{FaultedRecovery, FaultedRun, RecordedContext, Recording, RecoveryRecording};
 use crate::trace::Trace;
 
 /// What one crash image gave back: the content and the probe's verdict;

@@ -58,7 +58,6 @@
 //!
 //! [`Vfs`]: engine::vfs::Vfs
 
-mod cli;
 mod config;
 mod explore;
 mod model;
@@ -73,7 +72,7 @@ use std::sync::Arc;
 
 use engine::vfs::Vfs;
 
-pub use cli::main;
+pub use crate::cli::kit::main;
 pub use config::{Harsh, KitConfig};
 pub use model::{Accepted, Model, State};
 pub use target::{Kit, KitSettings};

@@ -49,8 +49,8 @@ use super::{Adapter, Env, KitError, Promise, Reply};
 use crate::disk::{CrashOutcome, CrashPoint, SimVfs};
 use crate::failure::{catch_panic, Check, Failure};
 use crate::outcome::SeedOutcome;
+use crate::seam::RecordedContext;
 use crate::seeds;
-use crate::systems::RecordedContext;
 use crate::trace::{hash_debug, Event, Trace};
 
 /// The engine's directory on the simulated disk.
@@ -679,7 +679,7 @@ mod tests {
     /// one cause (`run_ops` asserts it).
     #[test]
     fn a_kit_run_counts_its_process_kills() {
-        use crate::systems::Target;
+        use crate::seam::Target;
         let redb = redb_target(KitSettings::default());
         let mut kills = 0;
         for seed in 0..30 {

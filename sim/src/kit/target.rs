@@ -13,7 +13,7 @@ use super::{Adapter, Plant};
 use crate::disk::{ArmedFault, CrashMode, DiskImage, FsProfile};
 use crate::failure::Check;
 use crate::outcome::SeedOutcome;
-use crate::systems::{FaultedRecovery, FaultedRun, Recording, RecoveryRecording, Target};
+use crate::seam::{FaultedRecovery, FaultedRun, Recording, RecoveryRecording, Target};
 
 /// How a kit target runs, beyond its seed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

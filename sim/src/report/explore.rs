@@ -10,7 +10,7 @@ use std::path::Path;
 use super::story::{AxisKind, AxisMark, Story};
 use super::{Report, Verdict};
 use crate::explore::{ExploreOptions, ExploreReport};
-use crate::systems::Target;
+use crate::seam::Target;
 use crate::trace::keeping_all_for_report;
 
 /// Draw crash state `state` of crash index `io_index` of `seed`'s

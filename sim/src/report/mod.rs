@@ -165,7 +165,7 @@ impl Report {
 
 /// Run `ops` of `seed` on `target`; with `report`, keep the whole trace
 /// and write the run's page there (the hash is the same either way).
-pub fn run_with_report<T: crate::systems::Target>(
+pub fn run_with_report<T: crate::seam::Target>(
     target: &T,
     seed: u64,
     ops: &[T::Op],

@@ -5,8 +5,9 @@ use super::*;
 use crate::disk::{CrashMode, FsProfile};
 use crate::explore::{explore, ExploreOptions};
 use crate::kit::{Kit, KitSettings};
+use crate::seam::{assert_seeds_pass_and_replay, Target};
 use crate::shrink::{ops_file, parse_ops_file};
-use crate::systems::{assert_seeds_pass_and_replay, redb_target, Target};
+use crate::systems::redb_target;
 
 fn redb(settings: KitSettings) -> Kit<RedbAdapter> {
     redb_target(settings)

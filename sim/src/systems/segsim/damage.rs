@@ -42,7 +42,7 @@ use crate::canary::CanarySwitch;
 use crate::disk::{Damage, DamageKind, DiskImage, LostWrites, SimVfs};
 use crate::drive::Driver;
 use crate::failure::{catch_panic, Check};
-use crate::systems::{DamageSite, DamageVerdict};
+use crate::seam::{DamageSite, DamageVerdict};
 use crate::trace::Trace;
 
 /// A segment's fixed-size tail, and where its index and bounds offsets

@@ -24,13 +24,14 @@ use std::sync::Arc;
 use engine::aof::FsyncPolicy;
 use engine::vfs::Vfs;
 
-use super::{DamageSite, DamageVerdict, FaultedRecovery, FaultedRun, Recording, RecoveryRecording, Target, TargetName};
+use super::SEGSIM;
 use crate::canary::Canary;
 use crate::config::{Config, Overrides};
 use crate::disk::{ArmedFault, CrashMode, Damage, DiskConfig, DiskImage, FsProfile};
 use crate::failure::Check;
 use crate::outcome::SeedOutcome;
 use crate::run::run_ops_with;
+use crate::seam::{DamageSite, DamageVerdict, FaultedRecovery, FaultedRun, Recording, RecoveryRecording, Target};
 use crate::workload::{generate, generate_for_explore, PlannedOp};
 
 pub use record::RecoveryContext;
@@ -100,7 +101,7 @@ impl Target for SegsimTarget {
     type Recovered = Outcome;
 
     fn name(&self) -> &'static str {
-        TargetName::Segsim.name()
+        SEGSIM
     }
 
     fn is_default(&self) -> bool {

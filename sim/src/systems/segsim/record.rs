@@ -28,7 +28,7 @@ use crate::disk::{ArmedFault, DiskConfig, SimVfs};
 use crate::drive::{Driver, Moment, Observer, Unobserved};
 use crate::failure::{catch_panic, Check, Failure};
 use crate::run::no_hazards;
-use crate::systems::{FaultedRun, RecordedContext, Recording};
+use crate::seam::{FaultedRun, RecordedContext, Recording};
 use crate::trace::Trace;
 use crate::workload::{Op, PlannedOp, T0_MS};
 

@@ -32,7 +32,7 @@ use crate::config::{Config, Overrides};
 use crate::disk::{ArmedFault, DiskConfig, DiskImage, SimVfs};
 use crate::drive::{transient_fault_called_corruption, Driver, Observer, Unobserved};
 use crate::failure::{catch_panic, Check, Failure};
-use crate::systems::{FaultedRecovery, RecordedContext, RecoveryRecording};
+use crate::seam::{FaultedRecovery, RecordedContext, RecoveryRecording};
 use crate::trace::Trace;
 use crate::workload::{Op, PlannedOp};
 

@@ -5,8 +5,9 @@ use super::*;
 use crate::disk::CrashMode;
 use crate::explore::{explore, ExploreOptions};
 use crate::kit::{Kit, KitSettings};
+use crate::seam::{assert_seeds_pass_and_replay, run_seed, Target};
 use crate::shrink::{ops_file, parse_ops_file};
-use crate::systems::{assert_seeds_pass_and_replay, run_seed, sqlite_target, Target};
+use crate::systems::sqlite_target;
 
 fn sqlite(settings: KitSettings) -> Kit<SqliteAdapter> {
     sqlite_target(settings)

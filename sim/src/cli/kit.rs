@@ -9,10 +9,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use super::{Adapter, Kit, KitSettings};
-use crate::command::{merge, parse_args, run_target, usage_error, Hooks, RunArgs};
+use super::explore::{options, run as explore_and_report, ExploreCommon, ExploreRequest};
+use super::replay::replay_as;
+use super::run::{merge, parse_args, run_target, usage_error, Hooks, RunArgs};
 use crate::disk::FsProfile;
-use crate::explore::{explore_and_report, options, ExploreCommon};
+use crate::kit::{Adapter, Kit, KitSettings};
 use crate::shrink::ops_file_name;
 
 /// Deterministic simulation testing of one engine through the target kit:
@@ -138,7 +139,7 @@ pub fn main<A: Adapter + Clone>(adapter: A) -> ExitCode {
                 (Ok(options), Ok(kit)) => (options, kit),
                 (Err(message), _) | (_, Err(message)) => return usage_error(name, &message),
             };
-            return explore_and_report(&kit, common.seed, common.ops, &options, common.json, common.report.as_deref());
+            return explore_and_report(&kit, &ExploreRequest::new(common, options));
         }
         None => {}
     }
@@ -151,7 +152,7 @@ pub fn main<A: Adapter + Clone>(adapter: A) -> ExitCode {
     let replay = move |text: &str, report: Option<&std::path::Path>| {
         let blank = Kit::new(for_replay.clone(), KitSettings { program: program.clone(), ..KitSettings::default() });
         check_file_target(text, name)?;
-        crate::systems::replay_as(blank, text, report)
+        replay_as(blank, text, report)
     };
     run_target(&cli.run, kit, &Hooks { program: name, canary: None, replay: &replay })
 }

@@ -19,9 +19,9 @@ use crate::explore::{is_explore_report, ExploreTotals};
 use crate::failure::{Check, Failure};
 use crate::outcome::SeedOutcome;
 use crate::output::{emit, verdict};
+use crate::seam::{run_seed, Replayed, Target};
 use crate::shrink::{ops_file, shrink};
 use crate::summary::Summary;
-use crate::systems::{run_seed, Replayed, Target};
 
 /// The flags every target's run takes.
 #[derive(Args, Debug, Clone)]

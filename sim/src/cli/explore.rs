@@ -1,26 +1,22 @@
 //! The `sim explore` command line: flags, usage errors, output, exit
 //! status (0 no failure, 1 a failure found, 2 bad usage).
 //!
-//! It lives here rather than in `main.rs` so the simulator's entry point
-//! only has to route `sim explore ...` to [`cli`]. The flags build the
-//! target (`--target` and its settings) and the [`ExploreOptions`]; the
-//! rest is the one generic explorer.
+//! The flags build the target (`--target` and its settings, through the
+//! registry, `targets.rs`) and the [`ExploreOptions`]; the rest is the one
+//! generic explorer (`crate::explore`).
 
 use std::process::ExitCode;
 
 use clap::Parser;
 use engine::aof::FsyncPolicy;
 
-use super::{explore, ExploreOptions, DEFAULT_MAX_DIR_SUBSETS, DEFAULT_OPS};
+use super::run::parse_fs;
+use super::targets::{Runnable, TargetArgs, TargetFlags};
 use crate::canary::{parse_name, Canary};
-use crate::config::Overrides;
 use crate::disk::ArmedFault;
-use crate::kit::{Kit, KitSettings};
+use crate::explore::{explore, ExploreOptions, DEFAULT_MAX_DIR_SUBSETS, DEFAULT_OPS};
 use crate::output::{emit, verdict};
-use crate::systems::redb::RedbAdapter;
-use crate::systems::segsim::SegsimTarget;
-use crate::systems::sqlite::SqliteAdapter;
-use crate::systems::{redb_target, sqlite_target, Target, TargetArgs, TargetName};
+use crate::seam::Target;
 
 /// Exhaustive crash exploration: run one seed's short workload once,
 /// fault-free, then crash it at every I/O index and recover every crash
@@ -74,7 +70,7 @@ pub struct ExploreCommon {
 
     /// The file-system profile the disk follows (FILESYSTEMS.md): posix
     /// (the default), ext4, xfs or btrfs.
-    #[arg(long = "fs", value_name = "NAME", value_parser = crate::command::parse_fs)]
+    #[arg(long = "fs", value_name = "NAME", value_parser = parse_fs)]
     pub fs: Option<crate::disk::FsProfile>,
 
     /// Print one JSON object on stdout (the human report goes to stderr).
@@ -186,32 +182,49 @@ fn parse_fsync(s: &str) -> Result<FsyncPolicy, String> {
     FsyncPolicy::parse(s).ok_or_else(|| format!("{s:?}: expected always, everysec or no"))
 }
 
-/// The target the command line picked, with its settings.
+/// One exploration the command line asks for: which seed, how, and where
+/// the output goes.
 #[derive(Debug)]
-pub(super) enum Explored {
-    Segsim(SegsimTarget),
-    Redb(Box<Kit<RedbAdapter>>),
-    Sqlite(Box<Kit<SqliteAdapter>>),
+pub struct ExploreRequest {
+    /// The seed whose workload is explored.
+    pub seed: u64,
+    /// Its workload's operations.
+    pub ops: u64,
+    /// How to explore.
+    pub options: ExploreOptions,
+    /// Print one JSON object on stdout.
+    pub json: bool,
+    /// `--report FILE.html`: draw the one crash state explored there.
+    pub report: Option<std::path::PathBuf>,
+}
+
+impl ExploreRequest {
+    /// The request of `common`'s flags, explored with `options`.
+    pub fn new(common: &ExploreCommon, options: ExploreOptions) -> ExploreRequest {
+        ExploreRequest { seed: common.seed, ops: common.ops, options, json: common.json, report: common.report.clone() }
+    }
 }
 
 /// What the command line asks for, or why it cannot be run. Made once per
 /// process, so the size of its largest variant costs nothing.
-#[derive(Debug)]
 #[allow(clippy::large_enum_variant)]
 pub(super) enum Invocation {
-    /// Explore this seed of this target.
-    Run {
-        seed: u64,
-        ops: u64,
-        options: ExploreOptions,
-        json: bool,
-        report: Option<std::path::PathBuf>,
-        target: Explored,
-    },
+    /// Explore with this target.
+    Run { request: ExploreRequest, target: Box<dyn Runnable> },
     /// `--help` or `--version`: print this and succeed.
     Info(String),
     /// Bad usage: print this and exit 2.
     Usage(String),
+}
+
+impl std::fmt::Debug for Invocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Invocation::Run { request, target } => write!(f, "Run({request:?}, {})", target.repro(request.seed)),
+            Invocation::Info(text) => write!(f, "Info({text:?})"),
+            Invocation::Usage(text) => write!(f, "Usage({text:?})"),
+        }
+    }
 }
 
 /// Parse `args`, the arguments after `explore`.
@@ -227,41 +240,17 @@ pub(super) fn parse(args: &[String]) -> Invocation {
         Ok(options) => options,
         Err(message) => return usage(&message),
     };
-    let TargetArgs { target, plant, torn_garbage, options: engine_options } = parsed.target;
-    let target = match target {
-        TargetName::Segsim if plant.is_some() || torn_garbage || !engine_options.is_empty() => {
-            return usage("--plant, --torn-garbage and --set are the kit targets': add --target redb")
-        }
-        TargetName::Segsim => Explored::Segsim(SegsimTarget::new(Overrides {
-            fsync: parsed.fsync,
-            canary: parsed.canary,
-            fs: parsed.common.fs.unwrap_or_default(),
-            ..Overrides::default()
-        })),
-        TargetName::Redb | TargetName::Sqlite if parsed.fsync.is_some() || parsed.canary.is_some() => {
-            return usage(&format!(
-                "--fsync and --canary are the segsim target's; {}'s durability is its own (--plant plants a bug under it)",
-                target.name()
-            ))
-        }
-        TargetName::Redb | TargetName::Sqlite => {
-            let mut settings = KitSettings { fs: parsed.common.fs.unwrap_or_default(), ..KitSettings::default() };
-            settings.harsh.torn_garbage = torn_garbage;
-            let explored = if target == TargetName::Redb {
-                let mut redb = redb_target(settings);
-                redb.apply_args(plant.as_deref(), &engine_options).map(|()| Explored::Redb(Box::new(redb)))
-            } else {
-                let mut sqlite = sqlite_target(settings);
-                sqlite.apply_args(plant.as_deref(), &engine_options).map(|()| Explored::Sqlite(Box::new(sqlite)))
-            };
-            match explored {
-                Ok(explored) => explored,
-                Err(message) => return usage(&message),
-            }
-        }
-    };
-    let ExploreCommon { seed, ops, json, report, .. } = parsed.common;
-    Invocation::Run { seed, ops, options, json, report, target }
+    let flags = TargetFlags {
+        canary: parsed.canary,
+        fsync: parsed.fsync,
+        fs: parsed.common.fs.unwrap_or_default(),
+        ..TargetFlags::default()
+    }
+    .with_target_args(&parsed.target);
+    match parsed.target.target.build(&flags) {
+        Ok(target) => Invocation::Run { request: ExploreRequest::new(&parsed.common, options), target },
+        Err(message) => usage(&message),
+    }
 }
 
 /// The explorer's options from the flags every target takes (`args`, as
@@ -331,15 +320,7 @@ pub fn options(parsed: &ExploreCommon, args: &[String]) -> Result<ExploreOptions
 /// if no state failed, 1 if one did, 2 on bad usage.
 pub fn cli(args: &[String]) -> ExitCode {
     match parse(args) {
-        Invocation::Run { seed, ops, options, json, report, target: Explored::Segsim(target) } => {
-            run(&target, seed, ops, &options, json, report.as_deref())
-        }
-        Invocation::Run { seed, ops, options, json, report, target: Explored::Redb(target) } => {
-            run(target.as_ref(), seed, ops, &options, json, report.as_deref())
-        }
-        Invocation::Run { seed, ops, options, json, report, target: Explored::Sqlite(target) } => {
-            run(target.as_ref(), seed, ops, &options, json, report.as_deref())
-        }
+        Invocation::Run { request, target } => target.explore(&request),
         Invocation::Info(text) => {
             print!("{text}");
             ExitCode::SUCCESS
@@ -355,14 +336,9 @@ pub fn cli(args: &[String]) -> ExitCode {
 /// options name a crash index or state that does not exist. With
 /// `page` (`--report`, which needs `--only-io` and `--only-state`), also
 /// draw that crash state (`crate::report::write_explored`).
-pub fn run<T: Target>(
-    target: &T,
-    seed: u64,
-    ops: u64,
-    options: &ExploreOptions,
-    json: bool,
-    page: Option<&std::path::Path>,
-) -> ExitCode {
+pub fn run<T: Target>(target: &T, request: &ExploreRequest) -> ExitCode {
+    let ExploreRequest { seed, ops, options, json, report: page } = request;
+    let (seed, ops, json, page) = (*seed, *ops, *json, page.as_deref());
     let only = options.only_io.zip(options.only_state);
     if page.is_some() && only.is_none() {
         eprintln!("sim explore: --report draws one crash state: give --only-io I --only-state J (a failure's repro)");
@@ -383,4 +359,79 @@ pub fn run<T: Target>(
         }
     }
     verdict(report.failures_total > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_parses_refuses_and_exits_by_the_verdict() {
+        let parse = |list: &[&str]| parse(&list.iter().map(|s| s.to_string()).collect::<Vec<String>>());
+        let Invocation::Info(help) = parse(&["--help"]) else { panic!("--help is not an error") };
+        assert!(help.contains("--max-dir-subsets") && help.contains("--only-state"), "{help}");
+        assert!(help.contains("--target") && help.contains("--plant") && help.contains("--canary"), "{help}");
+        let refused = |list: &[&str], why: &str| match parse(list) {
+            Invocation::Usage(text) => assert!(text.contains(why), "{list:?}: {text}"),
+            other => panic!("{list:?} was accepted: {other:?}"),
+        };
+        refused(&[], "--seed");
+        refused(&["--seed", "1", "--jobs", "0"], "--jobs must be at least 1");
+        refused(&["--seed", "1", "--max-dir-subsets", "0"], "--max-dir-subsets");
+        refused(&["--seed", "1", "--only-state", "3"], "--only-io");
+        refused(&["--seed", "1", "--fsync", "sometimes"], "expected always, everysec or no");
+        refused(&["--seed", "1", "--plant", "redb-no-sync"], "add --target redb");
+        refused(&["--seed", "1", "--target", "redb", "--fsync", "no"], "segsim store's");
+        let Invocation::Run { request, target } = parse(&["--seed", "1", "--target", "redb", "--depth", "2"]) else {
+            panic!("redb explores at depth 2 too")
+        };
+        assert_eq!(request.options.depth, 2);
+        assert!(target.repro(1).contains("--target redb"), "{}", target.repro(1));
+        refused(&["--seed", "1", "--depth", "3"], "--depth");
+        refused(&["--seed", "1", "--depth", "0"], "--depth");
+        refused(&["--seed", "1", "--max-depth2-states", "5"], "--max-depth2-states bounds --depth 2");
+        refused(&["--seed", "1", "--depth", "2", "--max-depth2-states", "0"], "at least 1");
+        refused(&["--seed", "1", "--only-io", "3", "--then-io", "2"], "--only-state");
+        refused(&["--seed", "1", "--max-fault-runs", "5"], "--max-fault-runs bounds --faults");
+        refused(&["--seed", "1", "--faults", "--max-fault-runs", "0"], "at least 1");
+        refused(&["--seed", "1", "--only-io", "3", "--fault-io", "2"], "--only-state");
+        let Invocation::Run { request: ExploreRequest { options, .. }, .. } =
+            parse(&["--seed", "1", "--only-io", "3", "--only-state", "0", "--fault-io", "2"])
+        else {
+            panic!("a faulted recovery's repro")
+        };
+        assert!(options.faults && options.fault_io == Some(2) && options.depth == 1);
+        refused(&["--seed", "1", "--only-io", "3", "--only-state", "0", "--then-io", "2", "--depth", "1"], "--depth 2");
+        let Invocation::Run { request: ExploreRequest { options, .. }, .. } =
+            parse(&["--seed", "1", "--only-io", "3", "--only-state", "0", "--then-io", "2"])
+        else {
+            panic!("a depth-2 repro")
+        };
+        assert_eq!((options.depth, options.then_io, options.then_state), (2, Some(2), None));
+        let Invocation::Run { request, target } = parse(&["--seed", "9", "--jobs", "2", "--json", "--fsync", "always"])
+        else {
+            panic!("a valid command line")
+        };
+        let ExploreRequest { seed, ops, options, json, report } = request;
+        assert_eq!((seed, ops, options.jobs, options.max_dir_subsets, json), (9, DEFAULT_OPS, 2, 16, true));
+        assert_eq!(report, None);
+        assert_eq!(target.repro(9), "cargo run --release -p sim -- --seed 9 --fsync always");
+        let Invocation::Run { target: redb, .. } = parse(&["--seed", "1", "--target", "redb", "--torn-garbage"]) else {
+            panic!("a valid redb command line")
+        };
+        assert!(redb.repro(1).contains(" --torn-garbage") && !redb.repro(1).contains("--plant"), "{}", redb.repro(1));
+        let Invocation::Run { target: sqlite, .. } =
+            parse(&["--seed", "1", "--target", "sqlite", "--plant", "sqlite-no-sync", "--set", "journal_mode=wal"])
+        else {
+            panic!("a valid sqlite command line")
+        };
+        let repro = sqlite.repro(1);
+        assert!(repro.contains(" --plant sqlite-no-sync") && repro.contains(" --set journal_mode=wal"), "{repro}");
+        refused(&["--seed", "1", "--target", "sqlite", "--plant", "redb-no-sync"], "sqlite-no-sync");
+        refused(&["--seed", "1", "--target", "sqlite", "--set", "journal_mode=memory"], "journal_mode");
+
+        let args = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+        assert_eq!(cli(&args(&["--seed", "1", "--ops", "3", "--only-io", "999999"])), ExitCode::from(2));
+        assert_eq!(cli(&args(&["--seed", "1", "--ops", "5", "--json"])), ExitCode::SUCCESS);
+    }
 }

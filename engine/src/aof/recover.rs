@@ -83,6 +83,7 @@ pub struct AofRecovery {
 /// record at a time with [`RecoveredLog::records`]: replay never holds more
 /// than the file's bytes and the one record in hand.
 #[derive(Clone, Debug)]
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
 pub struct RecoveredLog {
     path: PathBuf,
     /// The log up to the end of its last whole valid frame.
@@ -90,6 +91,7 @@ pub struct RecoveredLog {
     frames: u64,
 }
 
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
 impl RecoveredLog {
     /// A walk over the recovered records, in log order. It yields exactly
     /// the records recovery counted and ends without an invalid frame.
@@ -341,6 +343,7 @@ impl AofWriter {
     /// log): [`LogRead::read`], [`LogRead::open_writer`] and
     /// [`AofWriter::finish_recovery`]. Returns a writer positioned at the
     /// valid end, the records before the first invalid frame, and a report.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub fn recover(
         vfs: Arc<dyn Vfs>,
         dir: &Path,
@@ -352,6 +355,7 @@ impl AofWriter {
     }
 
     /// [`AofWriter::recover`] in the given mode.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub fn recover_in(
         vfs: Arc<dyn Vfs>,
         dir: &Path,

@@ -28,6 +28,7 @@ const FIND_BUDGET_BYTES: usize = 64 << 20;
 
 /// What scanning a log's bytes found.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
 pub struct LogScan {
     /// Every record before the first invalid frame, in log order.
     pub records: Vec<Record>,
@@ -54,6 +55,7 @@ pub struct LogScan {
 /// header with the wrong magic or version; and [`Error::OldFormat`] for a
 /// log an older format version wrote. Every other problem ends the scan
 /// and is reported in [`LogScan::invalid`].
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
 pub fn scan_log(path: &Path, bytes: &[u8]) -> Result<LogScan> {
     let mut walk = LogWalk::new(path, bytes);
     let records = walk.collect_records()?;
@@ -241,6 +243,7 @@ impl<'a> LogWalk<'a> {
 
     /// The rest of the walk's records, owned: for scans, tests and fuzz
     /// targets that compare whole logs.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub fn collect_records(&mut self) -> Result<Vec<Record>> {
         let mut records = Vec::new();
         while let Some(record) = self.next_record()? {

@@ -108,6 +108,7 @@ impl Manifest {
     }
 
     /// ADD and DROP records in the file as it stands.
+    #[cfg(test)]
     pub fn file_records(&self) -> u64 {
         self.file_records
     }

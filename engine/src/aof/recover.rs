@@ -402,6 +402,7 @@ impl AofWriter {
         };
         let file = self.file_mut();
         if let Some(len_bytes) = pending.cut_to_bytes {
+            assert!(quarantined.is_some(), "a cut only after its bytes were copied to quarantine");
             file.set_len(len_bytes).map_err(|e| Error::io(IoOp::Truncate, &path, e))?;
         }
         if pending.write_header {

@@ -148,6 +148,7 @@ fn decode_index(
         }
         // No overflow: value_offset ≤ index_offset (checked on the previous
         // turn) and value_len is a u32.
+        debug_assert!(value_offset <= index_offset as u64);
         let record_end = value_offset + u64::from(value_len) + RECORD_CRC_BYTES as u64;
         if record_end > index_offset as u64 {
             return Err(Error::corrupt(

@@ -106,10 +106,19 @@ mod writer;
 mod testing;
 
 pub use policy::FsyncPolicy;
-pub use record::{Args, ArgsIter, Record, RecordRef};
-pub use recover::{AofRecovery, LogRead, RecoveredLog, RecoveryMode};
-pub use scan::{scan_log, LogScan, LogWalk};
+pub use record::{Record, RecordRef};
+pub use recover::{AofRecovery, LogRead, RecoveryMode};
+pub use scan::LogWalk;
 pub use writer::AofWriter;
+
+// The engine never names these; they are the `testing` feature's: a
+// command record's argument types, and the one-shot recovery and scan.
+#[cfg_attr(not(feature = "testing"), allow(unused_imports))]
+pub use record::{Args, ArgsIter};
+#[cfg_attr(not(feature = "testing"), allow(unused_imports))]
+pub use recover::RecoveredLog;
+#[cfg_attr(not(feature = "testing"), allow(unused_imports))]
+pub use scan::{scan_log, LogScan};
 
 /// Frame kind of the header that opens every log.
 const KIND_HEADER: u8 = 1;

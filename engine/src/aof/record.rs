@@ -12,7 +12,7 @@
 
 use super::{KIND_COMMAND, KIND_HEADER, KIND_SEGMENTED, KIND_STUB, KIND_WINDOW_MARK};
 use crate::codec::{put_len_prefixed, put_u32, put_u64, ByteReader, DecodeError};
-use crate::frame::{encode_frame, Place, MAX_FRAME_PAYLOAD_BYTES};
+use crate::frame::MAX_FRAME_PAYLOAD_BYTES;
 
 /// One entry of the log.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,14 +109,16 @@ impl Record {
     /// Panics if the payload exceeds the frame limit (64 MiB);
     /// [`super::AofWriter`] refuses such records with
     /// [`crate::Error::Invalid`] before encoding.
-    pub fn encode_frame(&self, out: &mut Vec<u8>, out_at: Place) {
+    #[cfg(test)]
+    pub fn encode_frame(&self, out: &mut Vec<u8>, out_at: crate::frame::Place) {
         let mut payload = Vec::with_capacity(self.payload_len_bytes() as usize);
         self.encode_payload(&mut payload);
-        encode_frame(out, out_at, self.kind(), &payload);
+        crate::frame::encode_frame(out, out_at, self.kind(), &payload);
     }
 
     /// Decode the payload of a frame of `kind` into an owned record (see
     /// [`RecordRef::decode`], which this wraps).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub fn decode(kind: u8, payload: &[u8], payload_offset_bytes: u64) -> Result<Record, DecodeError> {
         RecordRef::decode(kind, payload, payload_offset_bytes).map(|record| record.to_record())
     }
@@ -208,6 +210,7 @@ impl<'a> RecordRef<'a> {
     }
 
     /// The owned record.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub fn to_record(self) -> Record {
         match self {
             RecordRef::Command(args) => Record::Command(args.iter().map(<[u8]>::to_vec).collect()),

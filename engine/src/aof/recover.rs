@@ -83,6 +83,7 @@ pub struct AofRecovery {
 /// record at a time with [`RecoveredLog::records`]: replay never holds more
 /// than the file's bytes and the one record in hand.
 #[derive(Clone, Debug)]
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
 pub struct RecoveredLog {
     path: PathBuf,
     /// The log up to the end of its last whole valid frame.
@@ -90,6 +91,7 @@ pub struct RecoveredLog {
     frames: u64,
 }
 
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
 impl RecoveredLog {
     /// A walk over the recovered records, in log order. It yields exactly
     /// the records recovery counted and ends without an invalid frame.
@@ -184,81 +186,13 @@ impl LogRead {
         check_file_name(name)?;
         let path = dir.join(name);
         let exists = vfs.exists(&path).map_err(|e| Error::io(IoOp::Stat, &path, e))?;
-        let read_error = |e| {
-            if canary!(ReadErrorEmptyLog) {
-                Ok(Mapping::from_vec(Vec::new()))
-            } else {
-                Err(Error::io(IoOp::Read, &path, e))
-            }
-        };
-        // Planted (`ReadErrorEmptyLog`): a log that cannot be read is taken
-        // for an empty one.
-        let bytes = match exists.then(|| vfs.read_once(&path)) {
-            None => Mapping::from_vec(Vec::new()),
-            Some(Ok(bytes)) => bytes,
-            Some(Err(e)) => read_error(e)?,
-        };
-        // Check every frame before anything changes on disk. One read is
-        // trusted only if every frame in it checks: a transient flip on
-        // the read path that still passes a frame's CRC-32 is a 2^-32
-        // event. Anything else is decided on bytes that read the same
-        // twice (`read_stable`), because recovery acts on it: an invalid
-        // frame may be a torn tail (cut), damage (refused), or a flip on
-        // the read path that is neither.
-        let first = Walked::of(&path, &bytes);
-        // Planted (`SingleReadRecovery`): the one read is taken for the
-        // disk's bytes even when a frame in it is invalid.
-        let (bytes, walked) = match first {
-            Ok(walked) if walked.invalid.is_none() => (bytes, walked),
-            first if canary!(SingleReadRecovery) => (bytes, first?),
-            _ => {
-                let stable = match read_whole(vfs, &path) {
-                    Ok(bytes) => Mapping::from_vec(bytes),
-                    Err(e) => read_error(e)?,
-                };
-                let walked = Walked::of(&path, &stable)?;
-                (stable, walked)
-            }
-        };
+        let (bytes, walked) = read_walked(vfs, &path, exists)?;
         let file_len_bytes = bytes.len() as u64;
         let valid_len_bytes = walked.valid_len_bytes;
         assert!(valid_len_bytes <= file_len_bytes);
         let dropped_bytes = file_len_bytes - valid_len_bytes;
         assert_eq!(walked.invalid.is_some(), dropped_bytes > 0);
-        let inside_snapshot = walked.inside_snapshot && mode != RecoveryMode::ReadOnly;
-        if let (Some(why), Some((at_bytes, reason)), true) = (&walked.damage, walked.invalid, inside_snapshot) {
-            return Err(Error::corrupt(
-                &path,
-                at_bytes,
-                if at_bytes == 0 {
-                    format!(
-                        "{reason}, and {why}: damage to the header, which says whether a rewrite's snapshot follows \
-                         it, so no earlier point in time is known to recover to, in either mode. Nothing on disk \
-                         was changed"
-                    )
-                } else {
-                    format!(
-                        "{reason}, and {why}: damage inside a rewritten snapshot, which has no earlier point in time \
-                         to recover to, in either mode. Nothing on disk was changed"
-                    )
-                },
-            ));
-        }
-        if let (Some(why), Some((at_bytes, reason)), RecoveryMode::Consistent) = (&walked.damage, walked.invalid, mode)
-        {
-            // Planted: damage taken for a torn tail, and cut.
-            if !canary!(CutVouchedDamage) {
-                return Err(Error::corrupt(
-                    &path,
-                    at_bytes,
-                    format!(
-                        "{reason}, and {why}: damage to durable data. Nothing on disk was changed; point-in-time \
-                         recovery would open the log as of byte {at_bytes}, moving the {dropped_bytes} bytes after \
-                         it to a quarantine file"
-                    ),
-                ));
-            }
-        }
+        refuse_damage(&path, &walked, mode, dropped_bytes)?;
         let report = AofRecovery {
             frames: walked.records,
             valid_len_bytes,
@@ -336,11 +270,93 @@ impl LogRead {
     }
 }
 
+/// The log at `path` read (empty if it does not `exist`) and walked, every
+/// frame checked. One read is trusted only if every frame in it checks: a
+/// transient flip on the read path that still passes a frame's CRC-32 is a
+/// 2^-32 event. Anything else is decided on bytes that read the same twice
+/// (`read_stable`), because recovery acts on it: an invalid frame may be a
+/// torn tail (cut), damage (refused), or a flip on the read path that is
+/// neither.
+fn read_walked(vfs: &dyn Vfs, path: &Path, exists: bool) -> Result<(Mapping, Walked)> {
+    let bytes = match exists.then(|| vfs.read_once(path)) {
+        None => Mapping::from_vec(Vec::new()),
+        Some(Ok(bytes)) => bytes,
+        Some(Err(e)) => read_failed(path, e)?,
+    };
+    let first = Walked::of(path, &bytes);
+    // Planted (`SingleReadRecovery`): the one read is taken for the
+    // disk's bytes even when a frame in it is invalid.
+    match first {
+        Ok(walked) if walked.invalid.is_none() => Ok((bytes, walked)),
+        first if canary!(SingleReadRecovery) => Ok((bytes, first?)),
+        _ => {
+            let stable = match read_whole(vfs, path) {
+                Ok(bytes) => Mapping::from_vec(bytes),
+                Err(e) => read_failed(path, e)?,
+            };
+            let walked = Walked::of(path, &stable)?;
+            Ok((stable, walked))
+        }
+    }
+}
+
+/// A read of the log at `path` failed: an I/O error. Planted
+/// (`ReadErrorEmptyLog`): a log that cannot be read is taken for an empty
+/// one.
+fn read_failed(path: &Path, e: std::io::Error) -> Result<Mapping> {
+    if canary!(ReadErrorEmptyLog) {
+        Ok(Mapping::from_vec(Vec::new()))
+    } else {
+        Err(Error::io(IoOp::Read, path, e))
+    }
+}
+
+/// Refuse the damage `walked` found where `mode` may not cut it: inside a
+/// rewrite's snapshot or in its header, in every mode but a read-only one
+/// (no earlier point in time exists); anywhere, in the default mode.
+fn refuse_damage(path: &Path, walked: &Walked, mode: RecoveryMode, dropped_bytes: u64) -> Result<()> {
+    let inside_snapshot = walked.inside_snapshot && mode != RecoveryMode::ReadOnly;
+    if let (Some(why), Some((at_bytes, reason)), true) = (&walked.damage, walked.invalid, inside_snapshot) {
+        return Err(Error::corrupt(
+            path,
+            at_bytes,
+            if at_bytes == 0 {
+                format!(
+                    "{reason}, and {why}: damage to the header, which says whether a rewrite's snapshot follows \
+                     it, so no earlier point in time is known to recover to, in either mode. Nothing on disk \
+                     was changed"
+                )
+            } else {
+                format!(
+                    "{reason}, and {why}: damage inside a rewritten snapshot, which has no earlier point in time \
+                     to recover to, in either mode. Nothing on disk was changed"
+                )
+            },
+        ));
+    }
+    if let (Some(why), Some((at_bytes, reason)), RecoveryMode::Consistent) = (&walked.damage, walked.invalid, mode) {
+        // Planted: damage taken for a torn tail, and cut.
+        if !canary!(CutVouchedDamage) {
+            return Err(Error::corrupt(
+                path,
+                at_bytes,
+                format!(
+                    "{reason}, and {why}: damage to durable data. Nothing on disk was changed; point-in-time \
+                     recovery would open the log as of byte {at_bytes}, moving the {dropped_bytes} bytes after \
+                     it to a quarantine file"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl AofWriter {
     /// Recover the log at `dir/name` in one go (a missing file is an empty
     /// log): [`LogRead::read`], [`LogRead::open_writer`] and
     /// [`AofWriter::finish_recovery`]. Returns a writer positioned at the
     /// valid end, the records before the first invalid frame, and a report.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub fn recover(
         vfs: Arc<dyn Vfs>,
         dir: &Path,
@@ -352,6 +368,7 @@ impl AofWriter {
     }
 
     /// [`AofWriter::recover`] in the given mode.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub fn recover_in(
         vfs: Arc<dyn Vfs>,
         dir: &Path,
@@ -385,6 +402,7 @@ impl AofWriter {
         };
         let file = self.file_mut();
         if let Some(len_bytes) = pending.cut_to_bytes {
+            assert!(quarantined.is_some(), "a cut only after its bytes were copied to quarantine");
             file.set_len(len_bytes).map_err(|e| Error::io(IoOp::Truncate, &path, e))?;
         }
         if pending.write_header {

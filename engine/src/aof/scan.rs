@@ -18,7 +18,9 @@ use std::path::Path;
 use super::header::{check_header, older_version, AOF_VERSION, HEADER_FRAME_BYTES, UNFINISHED_SNAPSHOT};
 use super::{is_known_kind, Record, RecordRef, KIND_HEADER, KIND_SYNCED};
 use crate::codec::ByteReader;
-use crate::frame::{decode_checked_frame, decode_frame, find_valid_frame_within, Log, Place, Scan, FRAME_HEADER_BYTES};
+use crate::frame::{
+    decode_checked_frame, decode_frame, find_valid_frame_within, FrameInvalid, Log, Place, Scan, FRAME_HEADER_BYTES,
+};
 use crate::{Error, Result};
 
 /// The most bytes the search past an invalid frame checksums before it
@@ -28,6 +30,7 @@ const FIND_BUDGET_BYTES: usize = 64 << 20;
 
 /// What scanning a log's bytes found.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
 pub struct LogScan {
     /// Every record before the first invalid frame, in log order.
     pub records: Vec<Record>,
@@ -54,6 +57,7 @@ pub struct LogScan {
 /// header with the wrong magic or version; and [`Error::OldFormat`] for a
 /// log an older format version wrote. Every other problem ends the scan
 /// and is reported in [`LogScan::invalid`].
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
 pub fn scan_log(path: &Path, bytes: &[u8]) -> Result<LogScan> {
     let mut walk = LogWalk::new(path, bytes);
     let records = walk.collect_records()?;
@@ -146,38 +150,13 @@ impl<'a> LogWalk<'a> {
                 Ok(frame) => frame,
                 Err(invalid) => {
                     refuse_older_format(self.path, bytes, at)?;
-                    let mut beyond = look_past(bytes, at);
-                    if at == 0 && beyond.damage.is_none() && bytes.len() as u64 > HEADER_FRAME_BYTES {
-                        // Nothing valid anywhere, and more bytes than a
-                        // header: a torn header is the only torn write a
-                        // log can hold before its header is durable, and
-                        // it leaves no more than the header's own bytes.
-                        beyond.damage = Some(format!(
-                            "the log holds {} bytes but no valid frame, and a torn header leaves at most \
-                             {HEADER_FRAME_BYTES} (a header is durable before anything else is written)",
-                            bytes.len()
-                        ));
-                    }
-                    if (at as u64) < self.snapshot_end_bytes {
-                        let end = self.snapshot_end_bytes;
-                        let why =
-                            format!("it lies inside the snapshot a rewrite made durable, which ends at byte {end}");
-                        beyond.damage = Some(why);
-                        beyond.inside_snapshot = true;
-                    }
+                    let beyond = self.look_past_invalid(at);
                     if let (Some(next), true) = (beyond.first_valid, at > 0 && canary!(ReplayPastInvalid)) {
                         // Planted: skip the damage and replay what follows.
                         self.at = next;
                         continue;
                     }
-                    self.invalid = Some((at as u64, invalid.reason()));
-                    self.valid_frames_after_invalid = beyond.first_valid.is_some();
-                    self.damage = beyond.damage;
-                    // Damage to the header is damage to what says whether
-                    // a snapshot follows it: cut at byte 0, a rewritten
-                    // log would lose its whole snapshot, no point in time.
-                    self.inside_snapshot = beyond.inside_snapshot || (at == 0 && self.damage.is_some());
-                    self.ended = true;
+                    self.end_at_invalid(at, invalid, beyond);
                     break;
                 }
             };
@@ -185,35 +164,10 @@ impl<'a> LogWalk<'a> {
             assert!(frame.total_bytes <= bytes.len() - at);
             let payload_offset_bytes = (at + FRAME_HEADER_BYTES) as u64;
             let record = if at == 0 {
-                if frame.kind != KIND_HEADER {
-                    return Err(Error::corrupt(self.path, 0, "log does not start with a header frame"));
-                }
-                let mut snapshot_end_bytes =
-                    check_header(frame.payload, payload_offset_bytes).map_err(|e| e.in_file(self.path))?;
-                if snapshot_end_bytes == UNFINISHED_SNAPSHOT && canary!(UnfinishedRewriteRead) {
-                    // Planted: the unfinished mark unchecked, the header read as a
-                    // log no rewrite made — a lost snapshot passes for a torn tail.
-                    snapshot_end_bytes = 0;
-                }
-                if snapshot_end_bytes > bytes.len() as u64 {
-                    // Cut short by truncation, or damaged: a rewrite wrote
-                    // the whole snapshot durably before it was the log.
-                    return Err(Error::corrupt(self.path, 0, snapshot_past_end(snapshot_end_bytes)));
-                }
-                self.snapshot_end_bytes = snapshot_end_bytes;
-                // What a rewrite made durable is vouched for, marks aside.
-                self.vouched_len_bytes = snapshot_end_bytes;
-                self.data_end_bytes = snapshot_end_bytes;
+                self.read_header(frame.kind, frame.payload, payload_offset_bytes)?;
                 None
             } else if frame.kind == KIND_SYNCED {
-                // A durability mark: read, checked, never a record.
-                let durable_len_bytes = decode_mark(frame.payload, payload_offset_bytes, self.path)?;
-                if durable_len_bytes > at as u64 {
-                    let why = format!("a mark at byte {at} claims the first {durable_len_bytes} bytes durable");
-                    return Err(Error::corrupt(self.path, at as u64, why));
-                }
-                self.frames += 1;
-                self.vouched_len_bytes = self.vouched_len_bytes.max(durable_len_bytes);
+                self.read_mark(at, frame.payload, payload_offset_bytes)?;
                 None
             } else {
                 let record = RecordRef::decode(frame.kind, frame.payload, payload_offset_bytes)
@@ -236,11 +190,91 @@ impl<'a> LogWalk<'a> {
             Some((invalid_at, _)) => assert_eq!(invalid_at, self.valid_len_bytes),
             None => assert_eq!(self.valid_len_bytes, bytes.len() as u64),
         }
+        // A mark vouches only for bytes before itself, and a snapshot end
+        // past the log's end is refused at the header.
+        debug_assert!(self.vouched_len_bytes <= bytes.len() as u64);
         Ok(None)
+    }
+
+    /// What lies past the invalid frame at `at`, and why it must be damage
+    /// if it must: what [`look_past`] finds, plus what the walk so far
+    /// knows (the header's size, the snapshot a rewrite made durable).
+    fn look_past_invalid(&self, at: usize) -> Beyond {
+        let bytes = self.bytes;
+        let mut beyond = look_past(bytes, at);
+        if at == 0 && beyond.damage.is_none() && bytes.len() as u64 > HEADER_FRAME_BYTES {
+            // Nothing valid anywhere, and more bytes than a
+            // header: a torn header is the only torn write a
+            // log can hold before its header is durable, and
+            // it leaves no more than the header's own bytes.
+            beyond.damage = Some(format!(
+                "the log holds {} bytes but no valid frame, and a torn header leaves at most \
+                 {HEADER_FRAME_BYTES} (a header is durable before anything else is written)",
+                bytes.len()
+            ));
+        }
+        if (at as u64) < self.snapshot_end_bytes {
+            let end = self.snapshot_end_bytes;
+            let why = format!("it lies inside the snapshot a rewrite made durable, which ends at byte {end}");
+            beyond.damage = Some(why);
+            beyond.inside_snapshot = true;
+        }
+        beyond
+    }
+
+    /// End the walk at the invalid frame at `at`, recording why and what
+    /// lies past it.
+    fn end_at_invalid(&mut self, at: usize, invalid: FrameInvalid, beyond: Beyond) {
+        self.invalid = Some((at as u64, invalid.reason()));
+        self.valid_frames_after_invalid = beyond.first_valid.is_some();
+        self.damage = beyond.damage;
+        // Damage to the header is damage to what says whether
+        // a snapshot follows it: cut at byte 0, a rewritten
+        // log would lose its whole snapshot, no point in time.
+        self.inside_snapshot = beyond.inside_snapshot || (at == 0 && self.damage.is_some());
+        self.ended = true;
+    }
+
+    /// The header frame, at byte 0: it says whether a rewrite's snapshot
+    /// follows and where it ends, which is then durable whatever the marks
+    /// say.
+    fn read_header(&mut self, kind: u8, payload: &[u8], payload_offset_bytes: u64) -> Result<()> {
+        if kind != KIND_HEADER {
+            return Err(Error::corrupt(self.path, 0, "log does not start with a header frame"));
+        }
+        let mut snapshot_end_bytes = check_header(payload, payload_offset_bytes).map_err(|e| e.in_file(self.path))?;
+        if snapshot_end_bytes == UNFINISHED_SNAPSHOT && canary!(UnfinishedRewriteRead) {
+            // Planted: the unfinished mark unchecked, the header read as a
+            // log no rewrite made — a lost snapshot passes for a torn tail.
+            snapshot_end_bytes = 0;
+        }
+        if snapshot_end_bytes > self.bytes.len() as u64 {
+            // Cut short by truncation, or damaged: a rewrite wrote
+            // the whole snapshot durably before it was the log.
+            return Err(Error::corrupt(self.path, 0, snapshot_past_end(snapshot_end_bytes)));
+        }
+        self.snapshot_end_bytes = snapshot_end_bytes;
+        // What a rewrite made durable is vouched for, marks aside.
+        self.vouched_len_bytes = snapshot_end_bytes;
+        self.data_end_bytes = snapshot_end_bytes;
+        Ok(())
+    }
+
+    /// A durability mark at `at`: read, checked, never a record.
+    fn read_mark(&mut self, at: usize, payload: &[u8], payload_offset_bytes: u64) -> Result<()> {
+        let durable_len_bytes = decode_mark(payload, payload_offset_bytes, self.path)?;
+        if durable_len_bytes > at as u64 {
+            let why = format!("a mark at byte {at} claims the first {durable_len_bytes} bytes durable");
+            return Err(Error::corrupt(self.path, at as u64, why));
+        }
+        self.frames += 1;
+        self.vouched_len_bytes = self.vouched_len_bytes.max(durable_len_bytes);
+        Ok(())
     }
 
     /// The rest of the walk's records, owned: for scans, tests and fuzz
     /// targets that compare whole logs.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub fn collect_records(&mut self) -> Result<Vec<Record>> {
         let mut records = Vec::new();
         while let Some(record) = self.next_record()? {

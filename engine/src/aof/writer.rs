@@ -353,6 +353,7 @@ impl AofWriter {
     }
 
     /// The log's length: the end of the last whole frame.
+    #[cfg(test)]
     pub fn len_bytes(&self) -> u64 {
         self.len_bytes
     }
@@ -375,11 +376,13 @@ impl AofWriter {
 
     /// Whether bytes were written since the last successful fsync: what a
     /// power loss now could take.
+    #[cfg(test)]
     pub fn has_unsynced(&self) -> bool {
         self.unsynced
     }
 
     /// The fsync policy.
+    #[cfg(test)]
     pub fn policy(&self) -> FsyncPolicy {
         self.policy
     }

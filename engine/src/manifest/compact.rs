@@ -108,6 +108,7 @@ impl Manifest {
     }
 
     /// ADD and DROP records in the file as it stands.
+    #[cfg(test)]
     pub fn file_records(&self) -> u64 {
         self.file_records
     }
@@ -160,6 +161,8 @@ impl Manifest {
         assert_eq!(replayed.ledger, self.ledger, "a compacted ledger replays to the ledger it compacts");
         assert_eq!(replayed.valid_len_bytes, image.len() as u64);
         assert!(replayed.compacted);
+        // What `compact` counts as the file's records once it is renamed.
+        assert_eq!(replayed.records, live.len() as u64, "a compacted ledger holds one ADD per live entry");
         image
     }
 

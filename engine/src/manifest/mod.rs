@@ -91,6 +91,9 @@ pub const MANIFEST_FILE: &str = "MANIFEST";
 /// the store's sweep unlinks (see `compact.rs`).
 pub const MANIFEST_TEMP_FILE: &str = "MANIFEST.tmp";
 
+// The thresholds, named for the tests (`testing`); the engine uses them
+// only inside `compact.rs`.
+#[cfg_attr(not(feature = "testing"), allow(unused_imports))]
 pub use compact::{COMPACT_MIN_RECORDS, COMPACT_RECORDS_PER_LIVE};
 
 /// One registered segment, as its ADD record carries it.
@@ -119,9 +122,11 @@ pub struct ManifestReport {
     pub torn_tail_bytes: u64,
 }
 
-/// The parsed content of a manifest's bytes (no I/O): used by open and by
-/// the fuzz target.
+/// The parsed content of a manifest's bytes (no I/O), as
+/// [`Manifest::parse`] gives it to the fuzz target and the tests (open
+/// keeps the replay itself, in a [`ManifestRead`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
 pub struct ManifestState {
     /// The live segments by seq.
     pub live: BTreeMap<u64, SegEntry>,
@@ -273,6 +278,7 @@ impl Manifest {
     /// to the first invalid frame and whether a torn tail follows (the bytes
     /// past `valid_len_bytes`). Mid-file damage → Err(Corrupt naming `path`
     /// and the offset).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub fn parse(path: &Path, bytes: &[u8]) -> Result<ManifestState> {
         let replayed = replay(path, bytes, SCAN_BUDGET_BYTES)?;
         Ok(ManifestState {
@@ -287,6 +293,7 @@ impl Manifest {
     /// Open `dir/MANIFEST` in one go: [`Manifest::read`], then
     /// [`ManifestRead::open`] and [`Manifest::finish_recovery`]. `dir`
     /// must exist.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub fn open(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<(Manifest, ManifestReport)> {
         let read = Manifest::read(vfs.as_ref(), dir)?;
         let mut manifest = read.open(vfs.clone())?;
@@ -297,6 +304,7 @@ impl Manifest {
     /// Open `dir/MANIFEST` to read it only (see [`ManifestRead::read_only`]):
     /// damage is refused as by [`Manifest::open`]; a missing file is an
     /// empty ledger; nothing is written or fsynced.
+    #[cfg(test)]
     pub fn open_read_only(vfs: &dyn Vfs, dir: &Path) -> Result<(Manifest, ManifestReport)> {
         let read = Manifest::read(vfs, dir)?;
         Ok((read.read_only(), read.report()))
@@ -419,6 +427,7 @@ impl Manifest {
     }
 
     /// The manifest file's path.
+    #[cfg(test)]
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -44,6 +44,7 @@ use crate::{Error, Result};
 
 use super::ledger::Ledger;
 use super::record::{self, Record};
+use super::SegEntry;
 
 /// How many bytes the scan after an invalid frame may checksum before it
 /// gives up. Generous for a manifest (a torn tail is one record plus at
@@ -82,28 +83,13 @@ struct Snapshot {
 /// `scan_budget_bytes` is [`SCAN_BUDGET_BYTES`] except in tests, which
 /// shrink it to reach the give-up path with small inputs.
 pub(super) fn replay(path: &Path, bytes: &[u8], scan_budget_bytes: usize) -> Result<Replayed> {
-    let mut ledger = Ledger::new();
-    let mut records = 0u64;
-    let mut compacted = false;
-    let mut snapshot: Option<Snapshot> = None;
+    let mut replay = Replay::new(path);
     let mut at = 0usize;
     while at < bytes.len() {
         let frame = match decode_frame(&bytes[at..], Place::manifest(at as u64)) {
             Ok(frame) => frame,
             Err(invalid) => {
-                if let Some(version) = record::older_version(bytes).filter(|_| at == 0) {
-                    return Err(Error::OldFormat { file: path.to_path_buf(), version, reads: record::VERSION });
-                }
-                if let Some(snapshot) = snapshot {
-                    let why = format!(
-                        "{} inside the compacted ledger's snapshot (COMPACTED at byte {}), which was durable \
-                         before it became the manifest: damage to durable records",
-                        invalid.reason(),
-                        snapshot.at_bytes
-                    );
-                    return Err(Error::corrupt(path, at as u64, why));
-                }
-                refuse_unless_torn_tail(path, bytes, at, invalid, scan_budget_bytes)?;
+                replay.refuse_unless_end(bytes, at, invalid, scan_budget_bytes)?;
                 break;
             }
         };
@@ -113,103 +99,183 @@ pub(super) fn replay(path: &Path, bytes: &[u8], scan_budget_bytes: usize) -> Res
             Record::Header if at == 0 => {}
             Record::Header => return Err(Error::corrupt(path, at_bytes, "a second manifest header")),
             _ if at == 0 => return Err(Error::corrupt(path, 0, "the first record is not the manifest header")),
-            Record::Compacted { next_seq, live_entries } => {
-                if at_bytes != record::HEADER_FRAME_BYTES {
-                    let why = "a COMPACTED record that is not right after the header";
-                    return Err(Error::corrupt(path, at_bytes, why));
-                }
-                assert!(ledger.live().is_empty() && ledger.next_seq() == 1 && records == 0 && snapshot.is_none());
-                if let Err(why) = ledger.check_raise_next_seq(next_seq) {
-                    return Err(Error::corrupt(path, at_bytes, format!("COMPACTED with next_seq {next_seq}: {why}")));
-                }
-                // Every live seq is distinct and in 1..next_seq. This also
-                // bounds the count before anything trusts it.
-                if live_entries > next_seq - 1 {
-                    let why = format!("COMPACTED announces {live_entries} live entries below next_seq {next_seq}");
-                    return Err(Error::corrupt(path, at_bytes, why));
-                }
-                snapshot = Some(Snapshot { at_bytes, next_seq, live_entries, left: live_entries });
-            }
+            Record::Compacted { next_seq, live_entries } => replay.open_snapshot(at_bytes, next_seq, live_entries)?,
             Record::CompactedEnd { next_seq, live_entries } => {
-                let Some(open) = snapshot else {
-                    return Err(Error::corrupt(
-                        path,
-                        at_bytes,
-                        "a COMPACTED_END outside a compacted ledger's snapshot",
-                    ));
-                };
-                if open.left > 0 {
-                    let why = format!(
-                        "COMPACTED_END after {} of the snapshot's {} live entries",
-                        open.live_entries - open.left,
-                        open.live_entries
-                    );
-                    return Err(Error::corrupt(path, at_bytes, why));
-                }
-                if (next_seq, live_entries) != (open.next_seq, open.live_entries) {
-                    let why = format!(
-                        "COMPACTED_END (next_seq {next_seq}, {live_entries} live entries) does not match its COMPACTED \
-                         at byte {} (next_seq {}, {} live entries)",
-                        open.at_bytes, open.next_seq, open.live_entries
-                    );
-                    return Err(Error::corrupt(path, at_bytes, why));
-                }
-                // Checked at COMPACTED, and every ADD since was below it.
-                assert_eq!(ledger.live().len() as u64, live_entries, "the snapshot's ADDs are the whole live set");
-                ledger.raise_next_seq(next_seq);
-                snapshot = None;
-                compacted = true;
+                replay.close_snapshot(at_bytes, next_seq, live_entries)?
             }
-            Record::Add(entry) => {
-                if let Err(why) = ledger.check_add(&entry) {
-                    return Err(Error::corrupt(path, at_bytes, format!("ADD of seq {}: {why}", entry.seq)));
-                }
-                if let Some(open) = &mut snapshot {
-                    if open.left == 0 {
-                        let why = format!(
-                            "ADD of seq {} past the compacted ledger's {} live entries, before its COMPACTED_END",
-                            entry.seq, open.live_entries
-                        );
-                        return Err(Error::corrupt(path, at_bytes, why));
-                    }
-                    if entry.seq >= open.next_seq {
-                        let why = format!(
-                            "ADD of seq {} in a compacted ledger's snapshot, at or above its next_seq {}",
-                            entry.seq, open.next_seq
-                        );
-                        return Err(Error::corrupt(path, at_bytes, why));
-                    }
-                    open.left -= 1;
-                }
-                ledger.apply_add(entry);
-                records += 1;
-            }
-            Record::Drop(seq) => {
-                if snapshot.is_some() {
-                    let why = format!("DROP of seq {seq} inside a compacted ledger's snapshot, which holds only ADDs");
-                    return Err(Error::corrupt(path, at_bytes, why));
-                }
-                if let Err(why) = ledger.check_drop(seq) {
-                    return Err(Error::corrupt(path, at_bytes, format!("DROP of seq {seq}: {why}")));
-                }
-                ledger.apply_drop(seq);
-                records += 1;
-            }
+            Record::Add(entry) => replay.add(at_bytes, entry)?,
+            Record::Drop(seq) => replay.drop_seq(at_bytes, seq)?,
         }
         at += frame.total_bytes;
     }
     assert!(at <= bytes.len());
-    if let Some(snapshot) = snapshot {
-        let why = format!(
-            "the compacted ledger's snapshot (COMPACTED at byte {}) ends after {} of its {} live entries, without its \
-             COMPACTED_END: it was durable before it became the manifest, so this is damage",
-            snapshot.at_bytes,
-            snapshot.live_entries - snapshot.left,
-            snapshot.live_entries
-        );
-        return Err(Error::corrupt(path, at as u64, why));
+    replay.finish(at as u64)
+}
+
+/// Replay's state between records: the registry so far and the snapshot
+/// still open, if any. Each step checks one record against the rules of
+/// the module doc and applies it, or refuses it as damage.
+struct Replay<'a> {
+    path: &'a Path,
+    ledger: Ledger,
+    records: u64,
+    compacted: bool,
+    snapshot: Option<Snapshot>,
+}
+
+impl<'a> Replay<'a> {
+    fn new(path: &'a Path) -> Self {
+        Replay { path, ledger: Ledger::new(), records: 0, compacted: false, snapshot: None }
     }
-    Ok(Replayed { ledger, valid_len_bytes: at as u64, records, compacted })
+
+    /// The frame at `at` is invalid: succeed only if replay may end there
+    /// (a torn tail of the appended ledger).
+    fn refuse_unless_end(
+        &self,
+        bytes: &[u8],
+        at: usize,
+        invalid: FrameInvalid,
+        scan_budget_bytes: usize,
+    ) -> Result<()> {
+        if let Some(version) = record::older_version(bytes).filter(|_| at == 0) {
+            return Err(Error::OldFormat { file: self.path.to_path_buf(), version, reads: record::VERSION });
+        }
+        if let Some(snapshot) = self.snapshot {
+            let why = format!(
+                "{} inside the compacted ledger's snapshot (COMPACTED at byte {}), which was durable \
+                 before it became the manifest: damage to durable records",
+                invalid.reason(),
+                snapshot.at_bytes
+            );
+            return Err(Error::corrupt(self.path, at as u64, why));
+        }
+        refuse_unless_torn_tail(self.path, bytes, at, invalid, scan_budget_bytes)
+    }
+
+    /// `COMPACTED`: a snapshot opens, right after the header.
+    fn open_snapshot(&mut self, at_bytes: u64, next_seq: u64, live_entries: u64) -> Result<()> {
+        let path = self.path;
+        if at_bytes != record::HEADER_FRAME_BYTES {
+            let why = "a COMPACTED record that is not right after the header";
+            return Err(Error::corrupt(path, at_bytes, why));
+        }
+        let ledger = &mut self.ledger;
+        assert!(ledger.live().is_empty() && ledger.next_seq() == 1 && self.records == 0 && self.snapshot.is_none());
+        if let Err(why) = ledger.check_raise_next_seq(next_seq) {
+            return Err(Error::corrupt(path, at_bytes, format!("COMPACTED with next_seq {next_seq}: {why}")));
+        }
+        // Every live seq is distinct and in 1..next_seq. This also
+        // bounds the count before anything trusts it.
+        if live_entries > next_seq - 1 {
+            let why = format!("COMPACTED announces {live_entries} live entries below next_seq {next_seq}");
+            return Err(Error::corrupt(path, at_bytes, why));
+        }
+        self.snapshot = Some(Snapshot { at_bytes, next_seq, live_entries, left: live_entries });
+        Ok(())
+    }
+
+    /// `COMPACTED_END`: the open snapshot closes, whole, and its `next_seq`
+    /// takes effect.
+    fn close_snapshot(&mut self, at_bytes: u64, next_seq: u64, live_entries: u64) -> Result<()> {
+        let path = self.path;
+        let Some(open) = self.snapshot else {
+            return Err(Error::corrupt(path, at_bytes, "a COMPACTED_END outside a compacted ledger's snapshot"));
+        };
+        if open.left > 0 {
+            let why = format!(
+                "COMPACTED_END after {} of the snapshot's {} live entries",
+                open.live_entries - open.left,
+                open.live_entries
+            );
+            return Err(Error::corrupt(path, at_bytes, why));
+        }
+        if (next_seq, live_entries) != (open.next_seq, open.live_entries) {
+            let why = format!(
+                "COMPACTED_END (next_seq {next_seq}, {live_entries} live entries) does not match its COMPACTED \
+                 at byte {} (next_seq {}, {} live entries)",
+                open.at_bytes, open.next_seq, open.live_entries
+            );
+            return Err(Error::corrupt(path, at_bytes, why));
+        }
+        // Checked at COMPACTED, and every ADD since was below it.
+        assert_eq!(self.ledger.live().len() as u64, live_entries, "the snapshot's ADDs are the whole live set");
+        self.ledger.raise_next_seq(next_seq);
+        self.snapshot = None;
+        self.compacted = true;
+        Ok(())
+    }
+
+    /// `ADD`: a segment registered, in a snapshot only as one of its
+    /// announced entries and below its `next_seq`.
+    fn add(&mut self, at_bytes: u64, entry: SegEntry) -> Result<()> {
+        let path = self.path;
+        if let Err(why) = self.ledger.check_add(&entry) {
+            return Err(Error::corrupt(path, at_bytes, format!("ADD of seq {}: {why}", entry.seq)));
+        }
+        if let Some(open) = &mut self.snapshot {
+            if open.left == 0 {
+                let why = format!(
+                    "ADD of seq {} past the compacted ledger's {} live entries, before its COMPACTED_END",
+                    entry.seq, open.live_entries
+                );
+                return Err(Error::corrupt(path, at_bytes, why));
+            }
+            if entry.seq >= open.next_seq {
+                let why = format!(
+                    "ADD of seq {} in a compacted ledger's snapshot, at or above its next_seq {}",
+                    entry.seq, open.next_seq
+                );
+                return Err(Error::corrupt(path, at_bytes, why));
+            }
+            open.left -= 1;
+        }
+        self.ledger.apply_add(entry);
+        self.records += 1;
+        if let Some(open) = &self.snapshot {
+            // A snapshot opens on an empty ledger and holds only ADDs, each
+            // of a new seq: the live set is exactly the ADDs seen so far.
+            debug_assert_eq!(self.ledger.live().len() as u64, open.live_entries - open.left);
+        }
+        Ok(())
+    }
+
+    /// `DROP`: a registered segment retired; never inside a snapshot.
+    fn drop_seq(&mut self, at_bytes: u64, seq: u64) -> Result<()> {
+        let path = self.path;
+        if self.snapshot.is_some() {
+            let why = format!("DROP of seq {seq} inside a compacted ledger's snapshot, which holds only ADDs");
+            return Err(Error::corrupt(path, at_bytes, why));
+        }
+        if let Err(why) = self.ledger.check_drop(seq) {
+            return Err(Error::corrupt(path, at_bytes, format!("DROP of seq {seq}: {why}")));
+        }
+        self.ledger.apply_drop(seq);
+        self.records += 1;
+        Ok(())
+    }
+
+    /// The end of the valid records, at `end_bytes`: refused if a snapshot
+    /// is still open there (it was durable whole, so this is damage).
+    fn finish(self, end_bytes: u64) -> Result<Replayed> {
+        if let Some(snapshot) = self.snapshot {
+            let why = format!(
+                "the compacted ledger's snapshot (COMPACTED at byte {}) ends after {} of its {} live entries, without its \
+                 COMPACTED_END: it was durable before it became the manifest, so this is damage",
+                snapshot.at_bytes,
+                snapshot.live_entries - snapshot.left,
+                snapshot.live_entries
+            );
+            return Err(Error::corrupt(self.path, end_bytes, why));
+        }
+        // Compaction weighs `records` against the live set on this.
+        assert!(self.records >= self.ledger.live().len() as u64, "every live entry has its ADD among the records");
+        Ok(Replayed {
+            ledger: self.ledger,
+            valid_len_bytes: end_bytes,
+            records: self.records,
+            compacted: self.compacted,
+        })
+    }
 }
 
 /// The frame at `at` is invalid: succeed if that can only be a torn tail.

@@ -70,7 +70,10 @@ mod verify;
 mod tests;
 
 pub use builder::SegBuilder;
-pub use reader::{Seg, SegRange};
+pub use reader::Seg;
+// The type `Seg::iter` and `Seg::range` return, named only by `testing` users.
+#[cfg_attr(not(feature = "testing"), allow(unused_imports))]
+pub use reader::SegRange;
 
 /// What a segment holds, as its footer states it (and as
 /// [`SegBuilder::finish`] reports it).

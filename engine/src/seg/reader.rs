@@ -70,6 +70,7 @@ impl Seg {
 
     /// Inclusive range [lo, hi] in key order; each item verified like get.
     /// lo > hi → empty.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub fn range<'a>(&'a self, lo: &[u8], hi: &[u8]) -> SegRange<'a> {
         if lo > hi {
             return SegRange { seg: self, next: 0, end: 0 };

@@ -43,28 +43,8 @@ pub(super) fn verify(file: &Path, bytes: &[u8]) -> Result<(SegMeta, SegIndex)> {
     let tail_offset = len_bytes - TAIL_BYTES;
     let tail = Tail::decode(file, &bytes[tail_offset..], tail_offset as u64)?;
     let tail_field = |field: usize| (tail_offset + field) as u64;
-
-    // Geometry: head ≤ index ≤ bounds ≤ tail. Checked in u64, before any
-    // conversion, so a huge offset cannot wrap.
-    let index_offset = tail.index_offset_bytes;
-    let bounds_offset = tail.bounds_offset_bytes;
-    if index_offset < HEAD_BYTES as u64 || index_offset > bounds_offset {
-        return Err(Error::corrupt(
-            file,
-            tail_field(TAIL_INDEX_OFFSET_AT),
-            format!("index offset {index_offset} outside the file's body (bounds at {bounds_offset})"),
-        ));
-    }
-    if bounds_offset > tail_offset as u64 {
-        return Err(Error::corrupt(
-            file,
-            tail_field(TAIL_BOUNDS_OFFSET_AT),
-            format!("key bounds offset {bounds_offset} runs into the tail at {tail_offset}"),
-        ));
-    }
-    // Both are ≤ tail_offset, which is a usize.
-    let index_offset = index_offset as usize;
-    let bounds_offset = bounds_offset as usize;
+    let (index_offset, bounds_offset) = check_geometry(file, &tail, tail_offset)?;
+    debug_assert!(HEAD_BYTES <= index_offset && index_offset <= bounds_offset && bounds_offset <= tail_offset);
 
     let bounds = &bytes[bounds_offset..tail_offset];
     if crc32fast::hash(bounds) != tail.bounds_crc {
@@ -94,15 +74,38 @@ pub(super) fn verify(file: &Path, bytes: &[u8]) -> Result<(SegMeta, SegIndex)> {
         _ => (&[], &[]),
     };
     if min_key != expected_min || max_key != expected_max {
-        return Err(Error::corrupt(
-            file,
-            bounds_offset as u64,
-            "segment key bounds disagree with the first and last keys of the index",
-        ));
+        let why = "segment key bounds disagree with the first and last keys of the index";
+        return Err(Error::corrupt(file, bounds_offset as u64, why));
     }
     let meta = SegMeta { seq: tail.seq, records: tail.records, min_key: min_key.to_vec(), max_key: max_key.to_vec() };
     let shared_prefix = min_key[..shared_prefix_bytes].to_vec();
     Ok((meta, SegIndex::new(entries, shared_prefix)))
+}
+
+/// The tail's offsets, checked: head ≤ index ≤ bounds ≤ tail, so each
+/// region is a slice of the file. Checked in u64, before any conversion,
+/// so a huge offset cannot wrap. Returns the index's and the bounds'
+/// offsets.
+fn check_geometry(file: &Path, tail: &Tail, tail_offset: usize) -> Result<(usize, usize)> {
+    let tail_field = |field: usize| (tail_offset + field) as u64;
+    let index_offset = tail.index_offset_bytes;
+    let bounds_offset = tail.bounds_offset_bytes;
+    if index_offset < HEAD_BYTES as u64 || index_offset > bounds_offset {
+        return Err(Error::corrupt(
+            file,
+            tail_field(TAIL_INDEX_OFFSET_AT),
+            format!("index offset {index_offset} outside the file's body (bounds at {bounds_offset})"),
+        ));
+    }
+    if bounds_offset > tail_offset as u64 {
+        return Err(Error::corrupt(
+            file,
+            tail_field(TAIL_BOUNDS_OFFSET_AT),
+            format!("key bounds offset {bounds_offset} runs into the tail at {tail_offset}"),
+        ));
+    }
+    // Both are ≤ tail_offset, which is a usize.
+    Ok((index_offset as usize, bounds_offset as usize))
 }
 
 /// `[min_key_len u32][min_key][max_key_len u32][max_key]`, nothing after.
@@ -145,6 +148,7 @@ fn decode_index(
         }
         // No overflow: value_offset ≤ index_offset (checked on the previous
         // turn) and value_len is a u32.
+        debug_assert!(value_offset <= index_offset as u64);
         let record_end = value_offset + u64::from(value_len) + RECORD_CRC_BYTES as u64;
         if record_end > index_offset as u64 {
             return Err(Error::corrupt(
@@ -168,6 +172,14 @@ fn decode_index(
         entries.push(IndexEntry::new(key_start, key, value_start, value_len, shared_prefix_bytes));
         expected_value_offset = record_end;
     }
+    check_index_end(file, &reader, index_offset, expected_value_offset)?;
+    Ok(entries)
+}
+
+/// After the last entry: nothing left in the index, and the last record
+/// ends where the index starts (`records_end_bytes`), so the records tile
+/// their region exactly.
+fn check_index_end(file: &Path, reader: &ByteReader<'_>, index_offset: usize, records_end_bytes: u64) -> Result<()> {
     if reader.remaining() != 0 {
         return Err(Error::corrupt(
             file,
@@ -175,17 +187,17 @@ fn decode_index(
             format!("{} bytes in the index after its last entry", reader.remaining()),
         ));
     }
-    if expected_value_offset != index_offset as u64 {
+    if records_end_bytes != index_offset as u64 {
         return Err(Error::corrupt(
             file,
-            expected_value_offset,
+            records_end_bytes,
             format!(
                 "{} unindexed bytes between the last record and the index",
-                index_offset as u64 - expected_value_offset
+                index_offset as u64 - records_end_bytes
             ),
         ));
     }
-    Ok(entries)
+    Ok(())
 }
 
 /// One index entry as stored, before its meaning is checked.

@@ -363,6 +363,35 @@ pub(super) fn hset_args<'a>(
     }
 }
 
+/// `name` in capitals, written into `buf`: empty (no command's name) when
+/// it is longer than any, so a long name costs no allocation either.
+fn upper_name<'b>(name: &[u8], buf: &'b mut [u8; NAME_MAX_BYTES]) -> &'b [u8] {
+    match buf.get_mut(..name.len()) {
+        Some(upper) => {
+            upper.copy_from_slice(name);
+            upper.make_ascii_uppercase();
+            upper
+        }
+        None => &[],
+    }
+}
+
+/// `WINDOW table column span`: a negative span or an empty table name is
+/// refused.
+fn parse_window<A: AsRef<[u8]>>(args: &[A]) -> Result<Command> {
+    let n = args.len();
+    let arg = |i: usize| args[i].as_ref();
+    arity("WINDOW", n, n == 4)?;
+    let span = parse_i64(arg(3))?;
+    if span < 0 {
+        return Err(Error::Invalid(format!("window span is negative: {span}")));
+    }
+    if arg(1).is_empty() {
+        return Err(Error::Invalid("window table name is empty".into()));
+    }
+    Ok(Command::Window { table: arg(1).to_vec(), column: arg(2).to_vec(), span })
+}
+
 impl Command {
     /// Parse `args` (the first is the command name, any case). Each
     /// argument the command keeps is copied once; nothing else allocates.
@@ -382,14 +411,7 @@ impl Command {
             return Err(Error::Invalid("empty command".into()));
         };
         let mut upper = [0u8; NAME_MAX_BYTES];
-        let upper = match upper.get_mut(..name.len()) {
-            Some(upper) => {
-                upper.copy_from_slice(name);
-                upper.make_ascii_uppercase();
-                &upper[..]
-            }
-            None => &[][..],
-        };
+        let upper = upper_name(name, &mut upper);
         let n = args.len();
         let arg = |i: usize| args[i].as_ref();
         let a = |i: usize| arg(i).to_vec();
@@ -442,17 +464,7 @@ impl Command {
                 arity("FLUSHALL", n, n == 1)?;
                 Command::FlushAll
             }
-            b"WINDOW" => {
-                arity("WINDOW", n, n == 4)?;
-                let span = parse_i64(arg(3))?;
-                if span < 0 {
-                    return Err(Error::Invalid(format!("window span is negative: {span}")));
-                }
-                if arg(1).is_empty() {
-                    return Err(Error::Invalid("window table name is empty".into()));
-                }
-                Command::Window { table: a(1), column: a(2), span }
-            }
+            b"WINDOW" => parse_window(args)?,
             _ => Command::parse_more(upper, name, args)?,
         };
         Ok(Parsed::Other(command))

@@ -161,6 +161,12 @@ impl Store {
         }
         let deleting = apply::past_deadline(command, now_ms);
         let command = deleting.as_ref().unwrap_or(command);
+        // Replay, which never reads the clock, refuses a negative deadline
+        // as the log's damage: none may be logged.
+        debug_assert!(
+            !matches!(command, Command::PExpireAt { at_ms, .. } | Command::HPExpireAt { at_ms, .. } if *at_ms < 0),
+            "a deadline at or before the clock became a delete"
+        );
         self.purge_expired(command, now_ms)?;
         if !self.check(command)? {
             return Ok(apply::unchanged_reply(command));

@@ -61,7 +61,7 @@ use super::names::{classify, Listed};
 use super::segments::{seq_of_file_name, Segments};
 use super::value::{decode_row, value_weight, Entry, Stub, Value};
 use super::{Options, Store, AOF_FILE};
-use crate::aof::{AofRecovery, LogRead, RecordRef, RecoveryMode};
+use crate::aof::{AofRecovery, Args, LogRead, RecordRef, RecoveryMode};
 use crate::clock::Clock;
 use crate::manifest::{Manifest, ManifestRead};
 use crate::seg::Seg;
@@ -149,61 +149,9 @@ impl Store {
         let mut report = RecoveryReport::default();
 
         // Read: nothing below changes the disk until every check passed.
-        let manifest_read = Manifest::read(vfs.as_ref(), dir)?;
-        let log_read = LogRead::read(vfs.as_ref(), dir, AOF_FILE, mode)?;
-        if !read_only {
-            check_history(&manifest_read, &log_read)?;
-        }
-        report.manifest_torn_bytes = manifest_read.report().torn_tail_bytes;
-        report.manifest_records_replayed = manifest_read.report().records_replayed;
-        report.aof = log_read.report().clone();
-        if read_only && report.aof.dropped_bytes > 0 && canary!(ReadOnlyCutsTail) {
-            // Planted: an inspection "repairs" the torn tail it found.
-            if let Ok(mut log) = vfs.open(&dir.join(AOF_FILE), crate::vfs::OpenMode::Write) {
-                let _ = log.set_len(report.aof.valid_len_bytes);
-            }
-        }
-        let segments = load_segments(vfs.as_ref(), dir, &manifest_read)?;
-        report.segments_loaded = segments.len() as u64;
-
-        // The files are opened (created only where missing, and then
-        // nothing a replay reads can refuse), their writes held back.
-        let now_ms = clock.now_ms();
-        let (aof, manifest) = if read_only {
-            (None, manifest_read.read_only())
-        } else {
-            (Some(log_read.open_writer(vfs.clone(), options.fsync, now_ms)?), manifest_read.open(vfs.clone())?)
-        };
-        let mut store = Store {
-            vfs,
-            clock,
-            dir: dir.to_path_buf(),
-            options,
-            aof,
-            manifest,
-            map: Default::default(),
-            segments,
-            windows: Default::default(),
-            used_memory: 0,
-            poisoned: None,
-            sweep_pending: false,
-            leftovers: BTreeSet::new(),
-            lock,
-        };
-        assert_eq!(store.aof.is_none(), store.is_read_only());
-        let mut named = BTreeSet::new();
-        // Records are read in place from the log's bytes, one at a time;
-        // `args` is reused so a command's argument list costs nothing.
-        let mut records = log_read.records();
-        let mut args: Vec<&[u8]> = Vec::new();
-        let mut index = 0usize;
-        while let Some(record) = records.next_record()? {
-            store.replay(index, record, &mut args, &mut named, &mut report)?;
-            report.frames_replayed += 1;
-            index += 1;
-        }
-        assert_eq!(report.frames_replayed, report.aof.frames, "replay read what recovery counted");
-        store.segments.settle_dead_counts();
+        let read = OpenRead::read(vfs.as_ref(), dir, mode, &mut report)?;
+        let (mut store, log_read) = Store::with_files(vfs, clock, dir, options, read, lock)?;
+        let named = store.replay_log(&log_read, &mut report)?;
 
         if read_only {
             // Not `sweep_pending`: an inspector's audit lists what a writer
@@ -233,6 +181,65 @@ impl Store {
         Ok((store, report))
     }
 
+    /// The store over what `read` found, its files opened (created only
+    /// where missing, and then nothing a replay reads can refuse) with
+    /// their writes held back; none at all when the open is read-only.
+    /// Hands the log's read back for the replay.
+    fn with_files(
+        vfs: Arc<dyn Vfs>,
+        clock: Arc<dyn Clock>,
+        dir: &Path,
+        options: Options,
+        read: OpenRead,
+        lock: LockGuard,
+    ) -> Result<(Store, LogRead)> {
+        let OpenRead { manifest: manifest_read, log: log_read, segments } = read;
+        let now_ms = clock.now_ms();
+        let (aof, manifest) = if lock.mode() == LockMode::Shared {
+            (None, manifest_read.read_only())
+        } else {
+            (Some(log_read.open_writer(vfs.clone(), options.fsync, now_ms)?), manifest_read.open(vfs.clone())?)
+        };
+        let store = Store {
+            vfs,
+            clock,
+            dir: dir.to_path_buf(),
+            options,
+            aof,
+            manifest,
+            map: Default::default(),
+            segments,
+            windows: Default::default(),
+            used_memory: 0,
+            poisoned: None,
+            sweep_pending: false,
+            leftovers: BTreeSet::new(),
+            lock,
+        };
+        assert_eq!(store.aof.is_none(), store.is_read_only());
+        Ok((store, log_read))
+    }
+
+    /// Replay the log's valid records into the empty store; the seqs of
+    /// the segments its frames name, for the sweep.
+    fn replay_log(&mut self, log_read: &LogRead, report: &mut RecoveryReport) -> Result<BTreeSet<u64>> {
+        assert!(self.map.is_empty() && self.used_memory == 0, "replay starts from an empty store");
+        let mut named = BTreeSet::new();
+        // Records are read in place from the log's bytes, one at a time;
+        // `args` is reused so a command's argument list costs nothing.
+        let mut records = log_read.records();
+        let mut args: Vec<&[u8]> = Vec::new();
+        let mut index = 0usize;
+        while let Some(record) = records.next_record()? {
+            self.replay(index, record, &mut args, &mut named, report)?;
+            report.frames_replayed += 1;
+            index += 1;
+        }
+        assert_eq!(report.frames_replayed, report.aof.frames, "replay read what recovery counted");
+        self.segments.settle_dead_counts();
+        Ok(named)
+    }
+
     fn replay_error(&self, index: usize, why: impl std::fmt::Display) -> Error {
         let path = self.dir.join(AOF_FILE);
         Error::corrupt(path, 0, format!("frame #{index} (after the header) does not replay: {why}"))
@@ -247,32 +254,7 @@ impl Store {
         report: &mut RecoveryReport,
     ) -> Result<()> {
         match record {
-            RecordRef::Command(logged) => {
-                args.clear();
-                args.extend(logged.iter());
-                let applied = match Command::parse_borrowed(args).map_err(|e| self.replay_error(index, e))? {
-                    // HSET, most of any log, checks and promotes inside
-                    // apply with one map lookup instead of three, packing
-                    // its pairs into the row straight from the log.
-                    Parsed::HSet { key, pairs } => {
-                        self.apply_hset(key, pairs.chunks_exact(2).map(|pair| (pair[0], pair[1]))).map(drop)
-                    }
-                    Parsed::Other(command) => {
-                        if !command.is_write() {
-                            return Err(self.replay_error(index, "a read command in the log"));
-                        }
-                        self.check(&command).map_err(|e| self.replay_error(index, e))?;
-                        self.promote_for(&command)?;
-                        self.apply(&command).map(drop)
-                    }
-                };
-                // A refusal is the log's fault; a failed promotion read
-                // stays what it was (an I/O error is not corruption).
-                applied.map_err(|e| match e {
-                    Error::Invalid(_) => self.replay_error(index, e),
-                    other => other,
-                })?;
-            }
+            RecordRef::Command(logged) => self.replay_command(index, logged, args)?,
             RecordRef::Segmented { seq, file } => {
                 match self.segments.get(seq) {
                     Some(slot) if slot.file == file => {}
@@ -291,24 +273,58 @@ impl Store {
                 window.max_seen = Some(window.max_seen.map_or(max_seen, |seen| seen.max(max_seen)));
             }
             RecordRef::Stub { key, seq, weight } => {
-                let Some(slot) = self.segments.get(seq) else {
-                    return Err(
-                        self.replay_error(index, format!("a stub names segment seq {seq}, which is not registered"))
-                    );
-                };
-                if slot.seg.get(key)?.is_none() {
-                    return Err(
-                        self.replay_error(index, format!("segment {} does not hold the stubbed key", slot.file))
-                    );
-                }
-                if self.map.contains_key(key) {
-                    return Err(self.replay_error(index, "a stub for a key that already exists"));
-                }
+                self.replay_stub(index, key, Stub { seq, weight })?;
                 named.insert(seq);
-                self.insert_stub(key, Stub { seq, weight });
                 report.stubs_inserted += 1;
             }
         }
+        Ok(())
+    }
+
+    /// A logged command, applied as it was when it was logged: refused if
+    /// it no longer parses, checks or applies (the log's fault), except
+    /// for an I/O error promoting a cold row.
+    fn replay_command<'a>(&mut self, index: usize, logged: Args<'a>, args: &mut Vec<&'a [u8]>) -> Result<()> {
+        args.clear();
+        args.extend(logged.iter());
+        let applied = match Command::parse_borrowed(args).map_err(|e| self.replay_error(index, e))? {
+            // HSET, most of any log, checks and promotes inside
+            // apply with one map lookup instead of three, packing
+            // its pairs into the row straight from the log.
+            Parsed::HSet { key, pairs } => {
+                self.apply_hset(key, pairs.chunks_exact(2).map(|pair| (pair[0], pair[1]))).map(drop)
+            }
+            Parsed::Other(command) => {
+                if !command.is_write() {
+                    return Err(self.replay_error(index, "a read command in the log"));
+                }
+                self.check(&command).map_err(|e| self.replay_error(index, e))?;
+                self.promote_for(&command)?;
+                self.apply(&command).map(drop)
+            }
+        };
+        // A refusal is the log's fault; a failed promotion read
+        // stays what it was (an I/O error is not corruption).
+        applied.map_err(|e| match e {
+            Error::Invalid(_) => self.replay_error(index, e),
+            other => other,
+        })
+    }
+
+    /// A `STUB` frame: `key`'s row lives in the registered segment `stub`
+    /// names, and nowhere in memory yet.
+    fn replay_stub(&mut self, index: usize, key: &[u8], stub: Stub) -> Result<()> {
+        let seq = stub.seq;
+        let Some(slot) = self.segments.get(seq) else {
+            return Err(self.replay_error(index, format!("a stub names segment seq {seq}, which is not registered")));
+        };
+        if slot.seg.get(key)?.is_none() {
+            return Err(self.replay_error(index, format!("segment {} does not hold the stubbed key", slot.file)));
+        }
+        if self.map.contains_key(key) {
+            return Err(self.replay_error(index, "a stub for a key that already exists"));
+        }
+        self.insert_stub(key, stub);
         Ok(())
     }
 
@@ -379,6 +395,40 @@ impl Store {
             self.poison_on_error(synced)?;
         }
         Ok(())
+    }
+}
+
+/// What an open reads before it changes anything: the manifest, the log
+/// (each checked whole) and the registered segments.
+struct OpenRead {
+    manifest: ManifestRead,
+    log: LogRead,
+    segments: Segments,
+}
+
+impl OpenRead {
+    /// Read the store in `dir`, refusing a manifest and a log whose
+    /// histories disagree (a writer's open only: an inspector reports);
+    /// what was found goes into `report`.
+    fn read(vfs: &dyn Vfs, dir: &Path, mode: RecoveryMode, report: &mut RecoveryReport) -> Result<OpenRead> {
+        let read_only = mode == RecoveryMode::ReadOnly;
+        let manifest_read = Manifest::read(vfs, dir)?;
+        let log_read = LogRead::read(vfs, dir, AOF_FILE, mode)?;
+        if !read_only {
+            check_history(&manifest_read, &log_read)?;
+        }
+        report.manifest_torn_bytes = manifest_read.report().torn_tail_bytes;
+        report.manifest_records_replayed = manifest_read.report().records_replayed;
+        report.aof = log_read.report().clone();
+        if read_only && report.aof.dropped_bytes > 0 && canary!(ReadOnlyCutsTail) {
+            // Planted: an inspection "repairs" the torn tail it found.
+            if let Ok(mut log) = vfs.open(&dir.join(AOF_FILE), crate::vfs::OpenMode::Write) {
+                let _ = log.set_len(report.aof.valid_len_bytes);
+            }
+        }
+        let segments = load_segments(vfs, dir, &manifest_read)?;
+        report.segments_loaded = segments.len() as u64;
+        Ok(OpenRead { manifest: manifest_read, log: log_read, segments })
     }
 }
 

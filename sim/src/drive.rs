@@ -530,10 +530,9 @@ impl<'a> Driver<'a> {
         }
         observer.op_begins(self, planned, Moment::Reopening, None);
         self.outcome.clean_restarts += 1;
-        self.vfs.process_restart();
-        self.vfs.with_trace(|t| t.push(Event::Restart { clean: closed.is_ok() }));
-        self.recover(None)?;
-        if let (Some(before), Ok(())) = (before, closed) {
+        let remount = self.restart_process(closed.is_ok());
+        self.recover(remount.as_ref())?;
+        if let (Some(before), Ok(()), None) = (before, closed, remount) {
             let after = Layout::of(self.store());
             if after != before {
                 return Err(self.fail(
@@ -652,9 +651,21 @@ impl<'a> Driver<'a> {
 
     fn process_restart_and_recover(&mut self) -> Step {
         self.store = None;
-        self.vfs.process_restart();
-        self.vfs.with_trace(|t| t.push(Event::Restart { clean: false }));
-        self.recover(None)
+        let remount = self.restart_process(false);
+        self.recover(remount.as_ref())
+    }
+
+    /// The process restarts (memory lost, page cache kept) — unless the
+    /// file system shut itself down, when the restart is the remount a
+    /// power loss stands for (`SimVfs::process_restart`): its outcome, to
+    /// be recovered as after a power loss.
+    fn restart_process(&mut self, clean: bool) -> Option<CrashOutcome> {
+        let remount = self.vfs.process_restart();
+        if remount.is_some() {
+            *self.outcome.crash_gaps.entry("remount").or_default() += 1;
+        }
+        self.vfs.with_trace(|t| t.push(Event::Restart { clean }));
+        remount
     }
 
     /// A read-only inspection of the directory as the crash left it,

@@ -30,6 +30,9 @@ const KILL_SALT: u64 = 0x4B11_1000_0000;
 /// ([`crash_in_creation`]).
 const CREATION_SALT: u64 = 0xC4EA_7E00_0000;
 
+/// Mixed into an operation's fault seed for the power loss that stands
+/// for the remount of a shut-down file system ([`remount`]).
+const REMOUNT_SALT: u64 = 0x4E3_0000_7E30;
 /// Salt of a kit target's operation list ([`kit_workload`]).
 const KIT_WORKLOAD_SALT: u64 = 0x4b49_5457_4f52_4b00;
 /// Mixed into an operation's fault seed for a kit target's power losses
@@ -118,6 +121,14 @@ pub fn poisoned_by_power_loss(seed: u64, index: u64) -> bool {
     faults(seed, index) & 1 == 0
 }
 
+/// The power loss a remount stands for: a file system that shut itself
+/// down (ext4, xfs, btrfs after a failed directory fsync) comes back only
+/// by a remount, at I/O `io_index`, while the disk's operation stream was
+/// `op_seed` (`disk/ops.rs`, `process_restart`).
+pub fn remount(op_seed: u64, io_index: u64) -> u64 {
+    splitmix64(op_seed ^ REMOUNT_SALT ^ io_index.rotate_left(32))
+}
+
 /// The fault stream of open attempt `attempt` of the recovery `depth`
 /// power losses into operation `index`'s recovery (a kit target's open
 /// may be crashed again); at depth 0, [`open_attempt`].
@@ -195,6 +206,7 @@ mod tests {
             kit_crash(seed, 1),
             kit_crash_in_recovery(seed, 0, 0),
             kit_crash_in_recovery(seed, 0, 1),
+            remount(faults(seed, 0), 0),
         ];
         let mut sorted = streams.to_vec();
         sorted.sort_unstable();

@@ -149,6 +149,12 @@ impl Faults {
         self.seed = seed;
     }
 
+    /// The seed of the current operation's stream (for a draw that must
+    /// not consume the stream itself: a remount's power loss).
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
     /// The stream, made on first use: the same draws as if it had been
     /// made at [`Faults::reseed`].
     fn rng(&mut self) -> &mut ChaCha8Rng {

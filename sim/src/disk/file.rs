@@ -219,10 +219,11 @@ impl VfsFile for SimFile {
         disk.run(IoKind::Sync, self.name, 0, 0, |disk, index| {
             self.check_epoch(disk)?;
             if disk.shut_down && disk.faults.active() {
-                // A shut-down file system cannot write the file's dirty
-                // pages and discards them (`FILESYSTEMS.md`): reads see the
-                // durable image, and the next fsync fails too.
-                disk.fs.drop_dirty(self.inode);
+                // A shut-down file system writes nothing back and leaves
+                // the file's dirty pages as they are, readable until the
+                // remount drops the page cache (ext4's writepages and XFS's
+                // discard both return at once once shut down:
+                // `FILESYSTEMS.md`); every later fsync fails too.
                 disk.inject(index, FaultKind::FsyncEio);
                 return Err(eio("fsync failed: the file system shut down after a failed directory fsync"));
             }

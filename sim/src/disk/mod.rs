@@ -397,8 +397,23 @@ impl SimVfs {
     /// The process restarts without losing power: every handle and lock
     /// dies and the crash point is disarmed (and no longer reached); the page
     /// cache — every volatile image and pending change — survives.
-    pub fn process_restart(&self) {
-        self.disk().process_restart();
+    ///
+    /// Except on a file system that shut itself down (a failed directory
+    /// fsync under a profile with `failed_sync_dir_shuts_down`: ext4, xfs,
+    /// btrfs): no process restart brings it back, only a remount, which
+    /// keeps what the journal committed and nothing of the page cache —
+    /// what a power loss keeps. The restart is then a power loss, and its
+    /// outcome (`Some`) is for the caller's checker, which must judge the
+    /// recovery by the power-loss rule.
+    #[must_use = "a restart of a shut-down file system is a power loss the checker must know of"]
+    pub fn process_restart(&self) -> Option<CrashOutcome> {
+        self.disk().process_restart()
+    }
+
+    /// Whether the file system has shut itself down: the next process
+    /// restart is a remount (see [`SimVfs::process_restart`]).
+    pub fn is_shut_down(&self) -> bool {
+        self.disk().shut_down
     }
 
     /// How many faults of each kind were injected so far.

@@ -287,14 +287,20 @@ impl Disk {
         outcome
     }
 
-    pub fn process_restart(&mut self) {
-        // The restart stands for the remount a shut-down file system needs.
-        self.shut_down = false;
+    pub fn process_restart(&mut self) -> Option<CrashOutcome> {
+        if self.shut_down {
+            // Nothing but a remount brings a shut-down file system back, and
+            // a remount keeps what its journal committed: what a power loss
+            // keeps. The page cache the process restart would keep is gone.
+            let seed = crate::seeds::remount(self.faults.seed(), self.io_index);
+            return Some(self.power_loss(seed));
+        }
         self.hazards.reset();
         self.fs.forget_handles();
         self.locks.clear();
         self.epoch += 1;
         self.crash_point = None;
         self.crash_reached = false;
+        None
     }
 }

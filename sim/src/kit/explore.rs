@@ -196,7 +196,11 @@ impl<'a, A: Adapter> Recovery<'a, A> {
         match attempt() {
             Ok(opened) => Ok(opened),
             Err(_) if self.fault_fired() => {
-                self.vfs.process_restart();
+                // On a file system the fault shut down, this restart is a
+                // remount that loses the recovery's unsynced writes: the
+                // image's own content is still there, and the recovery is
+                // judged in the image's contexts either way.
+                let _remount = self.vfs.process_restart();
                 attempt().map_err(|e| Refusal::open(&e))
             }
             Err(e) => Err(Refusal::open(&e)),
@@ -223,7 +227,9 @@ impl<'a, A: Adapter> Recovery<'a, A> {
         if !self.fault_fired() {
             return Err(format!("the recovered database failed {step} with no fault injected: {error}"));
         }
-        self.vfs.process_restart();
+        // A remount (the fault shut the file system down) keeps what was
+        // durable: `model.allows` spans durable to in flight either way.
+        let _remount = self.vfs.process_restart();
         let (_, got) = self.open_and_read().map_err(|r| format!("after a fault in {step}: {}", r.detail))?;
         model.allows(&got, false).map(|_| ()).map_err(|detail| format!("after a fault in {step}: {detail}"))
     }

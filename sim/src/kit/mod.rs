@@ -416,4 +416,16 @@ pub trait Adapter: Send + Sync + 'static {
     fn close_makes_durable(&self) -> bool {
         true
     }
+
+    /// Whether a `Durable` commit of a transaction that wrote nothing makes
+    /// every earlier commit durable, as one that wrote does. Default `true`
+    /// (redb documents that a later `Durability::Immediate` commit persists
+    /// the `Durability::None` ones before it). Declare `false` for an engine
+    /// that syncs nothing for an empty transaction: the kit then holds such
+    /// a commit to `Eventual` — it promises nothing about the state before
+    /// it, which a later power loss may still take (a failed commit that a
+    /// process restart's reopen showed, say).
+    fn empty_commit_makes_durable(&self) -> bool {
+        true
+    }
 }

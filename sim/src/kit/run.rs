@@ -219,13 +219,26 @@ impl<'a, A: Adapter> Runner<'a, A> {
         *self.outcome.crash_gaps.entry("kill_in_op").or_default() += 1;
         self.outcome.kills += 1;
         self.db = None;
-        self.vfs.process_restart();
-        self.vfs.with_trace(|t| t.push(Event::Restart { clean: false }));
-        self.recover_from(None, 0)?;
+        let remount = self.restart_process(false);
+        self.recover_from(remount, 0)?;
         if seeds::power_after_kill(self.config.seed, self.op_index) {
             return self.power_loss(gap);
         }
         Ok(())
+    }
+
+    /// The process restarts (memory lost, page cache kept), the handles
+    /// already dropped — unless the file system shut itself down, when the
+    /// restart is the remount a power loss stands for (`SimVfs::
+    /// process_restart`): then `Some(damaged)`, to be recovered as after a
+    /// power loss.
+    fn restart_process(&mut self, clean: bool) -> Option<bool> {
+        let remount = self.vfs.process_restart();
+        if remount.is_some() {
+            *self.outcome.crash_gaps.entry("remount").or_default() += 1;
+        }
+        self.vfs.with_trace(|t| t.push(Event::Restart { clean }));
+        remount.map(|crash| self.damaged(&crash))
     }
 
     /// Whether `crash` damaged bytes the engine promises to detect damage to.
@@ -244,9 +257,8 @@ impl<'a, A: Adapter> Runner<'a, A> {
         self.model.set_pending(Pending::PublishAll);
         self.db = None;
         self.outcome.error_reopens += 1;
-        self.vfs.process_restart();
-        self.vfs.with_trace(|t| t.push(Event::Restart { clean: false }));
-        self.recover_from(None, 0)
+        let remount = self.restart_process(false);
+        self.recover_from(remount, 0)
     }
 
     /// Where power fails inside the recovery numbered `depth` of this
@@ -451,7 +463,15 @@ impl<'a, A: Adapter> Runner<'a, A> {
         if acknowledged {
             // Whatever happens next (a crash point after the reply too),
             // the user was told.
-            self.model.commit(self.config.promises[level]);
+            let promise = self.config.promises[level];
+            let empty = !self.model.in_transaction();
+            // A commit that wrote nothing makes the state before it
+            // durable only where the engine says it does.
+            let promise = match promise {
+                Promise::Durable if empty && !self.adapter.empty_commit_makes_durable() => Promise::Eventual,
+                promise => promise,
+            };
+            self.model.commit(promise);
             return;
         }
         // Only an error the engine returned is documented as a rollback; a
@@ -554,9 +574,8 @@ impl<'a, A: Adapter> Runner<'a, A> {
         }
         self.note_context(&format_args!("{planned} (reopening)"));
         self.outcome.clean_restarts += 1;
-        self.vfs.process_restart();
-        self.vfs.with_trace(|t| t.push(Event::Restart { clean: true }));
-        self.recover_from(None, 0)?;
+        let remount = self.restart_process(true);
+        self.recover_from(remount, 0)?;
         // Closed cleanly and reopened: nothing may be missing or extra.
         self.audit()
     }

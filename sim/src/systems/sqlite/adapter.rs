@@ -612,6 +612,18 @@ impl Adapter for SqliteAdapter {
         false
     }
 
+    /// The adapter's `BEGIN` is deferred, which "means that the
+    /// transaction does not actually start until the database is first
+    /// accessed" (`lang_transaction.html`): a transaction that never wrote
+    /// never became a write transaction, so its `COMMIT` opens no journal
+    /// and syncs nothing. It promises nothing about what an earlier commit
+    /// left unsynced (a failed DELETE-mode commit whose journal unlink a
+    /// process restart's reopen no longer sees, but a power loss brings
+    /// back: SQLITE.md).
+    fn empty_commit_makes_durable(&self) -> bool {
+        false
+    }
+
     fn close(&self, mut db: SqliteDb) -> Result<(), KitError> {
         db.call(rollback)?;
         drop(db);

@@ -234,6 +234,8 @@ pub struct WorkloadFaults {
     pub elapsed_sec: f64,
 }
 
+/// What `--faults` did to the recoveries: each distinct depth-1 recovery
+/// rerun once per I/O, with that I/O failing.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FaultsReport {
     /// Distinct depth-1 recoveries faulted.

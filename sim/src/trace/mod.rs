@@ -132,21 +132,63 @@ pub enum Event {
     /// A file-system operation: its global index, kind, file (interned
     /// name id), offset and length (0 where they do not apply), and
     /// whether it succeeded.
-    Io { index: u64, kind: IoKind, name: u32, offset: u64, len: u64, ok: bool },
+    Io {
+        /// The operation's index among every I/O of the run, from 0.
+        index: u64,
+        /// What it did (read, write, fsync, rename, ...).
+        kind: IoKind,
+        /// The file or directory, as an id interned by the trace.
+        name: u32,
+        /// Where in the file it started, in bytes (0 where it does not apply).
+        offset: u64,
+        /// How many bytes it covered (0 where it does not apply).
+        len: u64,
+        /// Whether it succeeded.
+        ok: bool,
+    },
     /// A fault injected into the operation with this index.
-    Fault { index: u64, kind: FaultKind },
+    Fault {
+        /// The index of the I/O the fault struck.
+        index: u64,
+        /// Which fault.
+        kind: FaultKind,
+    },
     /// The engine named a phase.
-    Mark { phase: Phase },
+    Mark {
+        /// The phase, by the engine's fixed code.
+        phase: Phase,
+    },
     /// A kit target's system named a phase of its own.
-    NamedMark { name: &'static str },
+    NamedMark {
+        /// The phase's name as the target declares it.
+        name: &'static str,
+    },
     /// A workload operation began (its index and a short kind tag).
-    Op { index: u64, tag: &'static str },
+    Op {
+        /// The operation's index in the workload, from 0.
+        index: u64,
+        /// A short word for its kind (`set`, `hget`, `put`, `scan`, ...).
+        tag: &'static str,
+    },
     /// What an operation answered, as a hash of its reply.
-    Reply { index: u64, hash: u64 },
+    Reply {
+        /// The operation's index in the workload.
+        index: u64,
+        /// A hash of the reply: equal replies hash alike, so the trace
+        /// hash covers what the engine answered without storing it.
+        hash: u64,
+    },
     /// Power loss; `io_index` is the number of I/O operations so far.
-    Crash { io_index: u64 },
+    Crash {
+        /// How many I/O operations the run had made before it.
+        io_index: u64,
+    },
     /// The store was reopened.
-    Restart { clean: bool },
+    Restart {
+        /// The store was closed first; `false` after a power loss or a
+        /// killed process, when the open is a recovery.
+        clean: bool,
+    },
 }
 
 /// The rolling record of one run.

@@ -14,19 +14,18 @@
 //! engine relies on; damage to durable bytes is modelled, announced, as
 //! media corruption instead.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 use rand::{Rng, RngCore};
 use rand_chacha::ChaCha8Rng;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::config::{CrashMode, CrashOutcome, Damage, DamageKind, DiskConfig};
+use super::data::{to_usize, write_into, DataOp, InodeId};
 use super::dir::Dir;
-use super::history;
-use super::inode::InodeId;
-use super::inode::{to_usize, write_into, DataOp, Inode};
+use super::inode::Inode;
 use super::sectors::{inner_cuts, sector_end, sectors_spanned};
 use super::silent::{self, Landing, Scar};
 use super::state::FileSystem;
@@ -34,10 +33,27 @@ use super::state::FileSystem;
 /// Settle every pending operation into the durable views. The caller
 /// then resets the volatile views to them (`FileSystem::reset_to_durable`).
 pub(super) fn build_next_disk(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> CrashOutcome {
-    let with_history = history::durable_with_history(fs);
+    let with_history = durable_with_history(fs);
     let outcome = settle(fs, config, rng);
-    history::forget_where_changed(fs, with_history);
+    forget_where_changed(fs, with_history);
     outcome
+}
+
+/// Before a power loss: the durable bytes of every file that has a
+/// history (`history.rs`) (none outside a recording: nothing is copied then).
+fn durable_with_history(fs: &FileSystem) -> BTreeMap<InodeId, Vec<u8>> {
+    let with_history = fs.inodes.iter().filter(|(_, inode)| inode.history.is_some());
+    with_history.map(|(id, inode)| (*id, inode.durable.clone())).collect()
+}
+
+/// After it: a file whose durable bytes the power loss changed (it kept
+/// unsynced writes, or damaged the file) has no history from now on.
+fn forget_where_changed(fs: &mut FileSystem, before: BTreeMap<InodeId, Vec<u8>>) {
+    for (id, durable) in before {
+        if let Some(inode) = fs.inodes.get_mut(&id).filter(|inode| inode.durable != durable) {
+            inode.history = None;
+        }
+    }
 }
 
 /// [`build_next_disk`] but for the histories it may invalidate.
@@ -45,7 +61,7 @@ fn settle(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Cra
     let mut outcome = CrashOutcome::default();
     // What silent write faults left on the durable images (nothing, and no
     // cost, on a disk without them), announced once the crash settled.
-    let mut scars = silent::open_scars(fs);
+    let mut scars = open_scars(fs);
     let mut landings = Vec::new();
     for dir in fs.dirs.values_mut() {
         outcome.lost_dir_changes += settle_dir(dir, config.crash_mode, config.fs.dir_changes_in_order, rng);
@@ -79,7 +95,7 @@ fn settle(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Cra
             scars.entry(landing.inode).or_default().push(scar);
         }
     }
-    outcome.damage.extend(silent::announce(fs, scars));
+    outcome.damage.extend(announce(fs, scars));
     if config.p_media_corruption > 0.0 && rng.gen_bool(config.p_media_corruption) {
         if let Some(damage) = corrupt_one_sector(fs, config.sector_bytes, rng) {
             outcome.media_corrupted.push(damage.path.clone());
@@ -90,6 +106,41 @@ fn settle(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Cra
         outcome.damage.extend(damage_environment(fs, rng));
     }
     outcome
+}
+
+/// Before a power loss settles pending operations: each inode's silent
+/// faults' scars that hold other bytes than intended now (`silent.rs`).
+pub(super) fn open_scars(fs: &FileSystem) -> BTreeMap<InodeId, Vec<Scar>> {
+    let mut open = BTreeMap::new();
+    for (id, inode) in &fs.inodes {
+        let scars = inode.silent.open_scars(&inode.durable);
+        if !scars.is_empty() {
+            open.insert(*id, scars);
+        }
+    }
+    open
+}
+
+/// After the power loss settled: the damage each open scar of a reachable
+/// file left (`Scar::first_wrong_byte`), and then every fate and scar is
+/// forgotten.
+pub(super) fn announce(fs: &mut FileSystem, open: BTreeMap<InodeId, Vec<Scar>>) -> Vec<Damage> {
+    let mut damage = Vec::new();
+    for (dir_path, dir) in &fs.dirs {
+        for (name, id) in &dir.durable {
+            let (Some(scars), Some(inode)) = (open.get(id), fs.inodes.get(id)) else { continue };
+            for scar in scars {
+                let Some(at) = scar.first_wrong_byte(&inode.durable, &inode.volatile) else { continue };
+                let path = Path::new(dir_path).join(name).to_string_lossy().into_owned();
+                let vouched = inode.vouched(scar.range());
+                damage.push(Damage { kind: scar.kind, path, offset_bytes: at, vouched });
+            }
+        }
+    }
+    for inode in fs.inodes.values_mut() {
+        inode.silent.forget();
+    }
+    damage
 }
 
 /// Every durable file: (directory, name, inode), in path order.

@@ -31,20 +31,32 @@ pub const RECENT_EVENTS: usize = 48;
 
 /// What a file-system operation was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(missing_docs)]
 pub enum IoKind {
+    /// A file opened (or created): `Vfs::open`.
     Open,
+    /// Bytes read from a file: `VfsFile::read_at`.
     Read,
+    /// Bytes written to a file's page cache: `VfsFile::write_at`.
     Write,
+    /// A file cut or extended: `VfsFile::set_len`.
     SetLen,
+    /// A file's length asked for.
     Len,
+    /// A file's fsync: its pending data made durable.
     Sync,
+    /// A name moved to another, replacing what it named.
     Rename,
+    /// A name removed.
     Unlink,
+    /// A directory's names listed.
     ListDir,
+    /// A directory created, with any missing parents.
     CreateDir,
+    /// A directory's fsync: its pending entry changes made durable.
     SyncDir,
+    /// A file mapped for reading (an immutable segment).
     Map,
+    /// Whether a name exists, asked.
     Exists,
 }
 
@@ -58,19 +70,37 @@ impl IoKind {
 
 /// An injected fault.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-#[allow(missing_docs)]
 pub enum FaultKind {
+    /// A write failed (EIO), writing nothing.
     WriteEio,
+    /// A write failed (EIO) after writing a sector-aligned prefix of its
+    /// bytes.
     ShortWrite,
+    /// An fsync failed (EIO) and the file's dirty pages were dropped: the
+    /// next fsync succeeds, proving nothing about them (fsyncgate).
     FsyncEio,
+    /// A read or a map failed (EIO).
     ReadEio,
+    /// A write or `set_len` that would grow the disk past its capacity
+    /// failed (ENOSPC), changing nothing.
     NoSpace,
+    /// A read returned its bytes with one bit flipped; the disk is
+    /// unchanged.
     BitFlip,
+    /// At a power loss, one durable sector of one file was damaged: garbage,
+    /// or one flipped bit.
     MediaCorruption,
+    /// At a power loss, a sector an unsynced write was writing holds
+    /// garbage.
     TornSector,
+    /// At a power loss, a durable file's name was lost.
     FileLost,
+    /// At a power loss, a durable file was cut to zero bytes.
     FileTruncated,
+    /// At a power loss, junk was put before a durable file's first byte.
     JunkPrepended,
+    /// At a power loss, a file the engine never made appeared in its
+    /// directory.
     StrayFile,
     /// An operation other than a read, write, fsync or map failed (EIO).
     MetaEio,

@@ -189,11 +189,27 @@ pub fn run(options: BenchOptions) -> BenchReport {
     let started = Instant::now();
     let lists = workloads(options.seeds);
     let generate_secs = seconds(started.elapsed());
-    let total_ops: u64 = lists.iter().map(|(_, ops)| ops.len() as u64).sum();
+    assert_eq!(lists.len() as u64, options.seeds, "one list per seed");
+    let sim_secs = sim_figures(&mut report, &lists, generate_secs);
+    bare_figures(&mut report, &lists, sim_secs);
+    let os_lists = &lists[..options.os_seeds.min(options.seeds) as usize];
+    os_figures(&mut report, os_lists);
+    explore_figures(&mut report, options.explore_ops);
+    engine_figures(&mut report, options.rows, options.replay_program.as_deref());
+    report
+}
 
-    // The simulator, checks and all.
+/// Every operation in `lists`.
+fn total_ops(lists: &[(Config, Vec<PlannedOp>)]) -> u64 {
+    lists.iter().map(|(_, ops)| ops.len() as u64).sum()
+}
+
+/// The simulator, checks and all, over `lists` (generated in
+/// `generate_secs`): its figures, and the seconds it ran.
+fn sim_figures(report: &mut BenchReport, lists: &[(Config, Vec<PlannedOp>)], generate_secs: f64) -> f64 {
+    let total_ops = total_ops(lists);
     let started = Instant::now();
-    for (config, ops) in &lists {
+    for (config, ops) in lists {
         let outcome = run_ops(config, Overrides::default(), ops, false);
         assert!(outcome.failure.is_none(), "bench seed {} failed: rerun it with sim --seed", config.seed);
     }
@@ -202,9 +218,9 @@ pub fn run(options: BenchOptions) -> BenchReport {
         "sim_ops_per_sec",
         total_ops as f64 / (generate_secs + sim_secs),
         "ops/s",
-        format!("{} seeds, default swarm, one core, generation included (target >= 500000)", options.seeds),
+        format!("{} seeds, default swarm, one core, generation included (target >= 500000)", lists.len()),
     );
-    report.push("sim_seeds_per_sec", options.seeds as f64 / (generate_secs + sim_secs), "seeds/s", "same run".into());
+    report.push("sim_seeds_per_sec", lists.len() as f64 / (generate_secs + sim_secs), "seeds/s", "same run".into());
     report.push(
         "sim_run_ops_per_sec",
         total_ops as f64 / sim_secs,
@@ -212,25 +228,30 @@ pub fn run(options: BenchOptions) -> BenchReport {
         "same run, lists generated beforehand".into(),
     );
     report.push("generate_ops_per_sec", total_ops as f64 / generate_secs, "ops/s", "workload generation alone".into());
+    sim_secs
+}
 
-    // The bare engine on MemVfs, same lists.
+/// The bare engine on `MemVfs`, same lists, and its overhead against the
+/// simulator's `sim_secs`.
+fn bare_figures(report: &mut BenchReport, lists: &[(Config, Vec<PlannedOp>)], sim_secs: f64) {
     let started = Instant::now();
-    for (config, ops) in &lists {
+    for (config, ops) in lists {
         let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
         run_bare(config, ops, vfs, Path::new("/db"));
     }
     let bare_secs = seconds(started.elapsed());
     report.push(
         "bare_ops_per_sec",
-        total_ops as f64 / bare_secs,
+        total_ops(lists) as f64 / bare_secs,
         "ops/s",
         "same lists, engine on MemVfs, no checks".into(),
     );
     report.push("sim_overhead", sim_secs / bare_secs, "x", "sim time / bare engine time (target <= 1.5)".into());
+}
 
-    // The same lists on the real file system (fewer: fsyncs are real).
-    let os_lists = &lists[..options.os_seeds.min(options.seeds) as usize];
-    let os_ops: u64 = os_lists.iter().map(|(_, ops)| ops.len() as u64).sum();
+/// The same lists on the real file system (fewer: fsyncs are real), and
+/// the simulator on those same few.
+fn os_figures(report: &mut BenchReport, os_lists: &[(Config, Vec<PlannedOp>)]) {
     let started = Instant::now();
     for (config, ops) in os_lists {
         let dir = TempDir::new("os");
@@ -244,15 +265,11 @@ pub fn run(options: BenchOptions) -> BenchReport {
     let sim_small_secs = seconds(started.elapsed());
     report.push(
         "os_ops_per_sec",
-        os_ops as f64 / os_secs,
+        total_ops(os_lists) as f64 / os_secs,
         "ops/s",
         format!("{} seeds' lists on OsVfs, real fsyncs", os_lists.len()),
     );
     report.push("sim_vs_os", os_secs / sim_small_secs, "x", "OsVfs time / sim time, same lists (target >= 20)".into());
-
-    explore_figures(&mut report, options.explore_ops);
-    engine_figures(&mut report, options.rows, options.replay_program.as_deref());
-    report
 }
 
 /// Depth-2 states per seed in the explore figure: a fixed prefix of the
@@ -307,31 +324,68 @@ fn explore_figures(report: &mut BenchReport, ops: u64) {
     );
 }
 
+/// The engine alone on `OsVfs`: sealing a segment, point gets through
+/// its mapping, hot-path writes under each fsync policy, and replay of a
+/// log of small and of large rows.
 fn engine_figures(report: &mut BenchReport, rows: u64, replay_program: Option<&Path>) {
     let dir = TempDir::new("engine");
     let vfs: Arc<dyn Vfs> = Arc::new(OsVfs);
     let value = vec![b'v'; 100];
-
-    // Seal: build a segment of `rows` rows and fsync it.
     let path = dir.0.join("row-74-1.seg");
     let keys: Vec<Vec<u8>> = (0..rows).map(|i| format!("t:{i:012}").into_bytes()).collect();
+    seal_figure(report, &*vfs, &path, &keys, &value);
+    seg_get_figures(report, &*vfs, &path, &keys);
+    let clock = Arc::new(ManualClock::new(T0_MS));
+    write_figures(report, &vfs, &clock, &dir.0, &value, rows);
+    let where_ = if replay_program.is_some() { "fresh process" } else { "in this process" };
+    let log_dir = dir.0.join(FsyncPolicy::No.name());
+    let (mb_per_sec, ns_per_frame, log_mb) = replay(replay_program, &clock, &log_dir, rows);
+    report.push(
+        "aof_replay_mb_per_sec",
+        mb_per_sec,
+        "MB/s",
+        format!("open of a {log_mb:.1} MB log of {rows} HSETs of ~130 B, page cache, {where_} (target >= 500)"),
+    );
+    report.push("aof_replay_ns_per_frame", ns_per_frame, "ns", "same".into());
+
+    // The same replay with 4 KiB values: what a frame costs apart from
+    // its bytes shows as the gap between the two MB/s figures.
+    let large_rows = (rows / 10).max(1);
+    let large_dir = dir.0.join("large");
+    write_large_log(&vfs, &clock, &large_dir, large_rows);
+    let (mb_per_sec, ns_per_frame, log_mb) = replay(replay_program, &clock, &large_dir, large_rows);
+    report.push(
+        "aof_replay_large_mb_per_sec",
+        mb_per_sec,
+        "MB/s",
+        format!("open of a {log_mb:.1} MB log of {large_rows} HSETs of 4 KiB, page cache, {where_}"),
+    );
+    report.push("aof_replay_large_ns_per_frame", ns_per_frame, "ns", "same".into());
+}
+
+/// Seal: build a segment at `path` of one `value` per key and fsync it.
+fn seal_figure(report: &mut BenchReport, vfs: &dyn Vfs, path: &Path, keys: &[Vec<u8>], value: &[u8]) {
     let started = Instant::now();
-    let mut builder = SegBuilder::create(&*vfs, &path, 1).expect("create segment");
-    for key in &keys {
-        builder.push(key, &value).expect("push");
+    let mut builder = SegBuilder::create(vfs, path, 1).expect("create segment");
+    for key in keys {
+        builder.push(key, value).expect("push");
     }
     builder.finish().expect("finish");
     let seal_secs = seconds(started.elapsed());
-    let seal_bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let seal_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     report.push(
         "seal_mb_per_sec",
         seal_bytes as f64 / 1e6 / seal_secs,
         "MB/s",
-        format!("{rows} rows x 100 B, build + fsync"),
+        format!("{} rows x 100 B, build + fsync", keys.len()),
     );
+}
 
-    // Point gets through the mapping, one timed at a time.
-    let seg = Seg::open(&*vfs, &path).expect("open segment");
+/// Point gets of the sealed segment's `keys` through the mapping, one
+/// timed at a time, in a fixed pseudo-random order.
+fn seg_get_figures(report: &mut BenchReport, vfs: &dyn Vfs, path: &Path, keys: &[Vec<u8>]) {
+    let rows = keys.len() as u64;
+    let seg = Seg::open(vfs, path).expect("open segment");
     let mut state = 0x2545_f491_4f6c_dd1du64;
     let mut latencies = Vec::with_capacity(100_000);
     for _ in 0..100_000 {
@@ -352,15 +406,24 @@ fn engine_figures(report: &mut BenchReport, rows: u64, replay_program: Option<&P
         format!("{rows}-row segment, warm mapping"),
     );
     report.push("seg_get_p99_ns", percentile(&latencies, 0.99) as f64, "ns", "same".into());
+}
 
-    // Hot-path writes under each policy, then replay of the `no` log.
-    let clock = Arc::new(ManualClock::new(T0_MS));
+/// Hot-path writes under each fsync policy, each store in a directory of
+/// `dir` named after its policy (the `no` one's log is then replayed).
+fn write_figures(
+    report: &mut BenchReport,
+    vfs: &Arc<dyn Vfs>,
+    clock: &Arc<ManualClock>,
+    dir: &Path,
+    value: &[u8],
+    rows: u64,
+) {
     for (policy, name, count) in [
         (FsyncPolicy::Always, "write_ops_per_sec_always", 5_000u64),
         (FsyncPolicy::EverySec, "write_ops_per_sec_everysec", rows),
         (FsyncPolicy::No, "write_ops_per_sec_no", rows),
     ] {
-        let store_dir = dir.0.join(policy.name());
+        let store_dir = dir.join(policy.name());
         let (mut store, _) =
             Store::open(vfs.clone(), clock.clone(), &store_dir, Options { fsync: policy, ..Options::default() })
                 .expect("open");
@@ -368,7 +431,7 @@ fn engine_figures(report: &mut BenchReport, rows: u64, replay_program: Option<&P
         for i in 0..count {
             let command = Command::HSet {
                 key: format!("t:{i:012}").into_bytes(),
-                pairs: vec![(b"ts".to_vec(), i.to_string().into_bytes()), (b"v".to_vec(), value.clone())],
+                pairs: vec![(b"ts".to_vec(), i.to_string().into_bytes()), (b"v".to_vec(), value.to_vec())],
             };
             store.execute(&command).expect("write");
             if i % 1000 == 999 {
@@ -379,39 +442,20 @@ fn engine_figures(report: &mut BenchReport, rows: u64, replay_program: Option<&P
         store.close().expect("close");
         report.push(name, count as f64 / secs, "ops/s", format!("{count} HSETs of ~130 B, OsVfs"));
     }
-    let where_ = if replay_program.is_some() { "fresh process" } else { "in this process" };
-    let log_dir = dir.0.join(FsyncPolicy::No.name());
-    let (mb_per_sec, ns_per_frame, log_mb) = replay(replay_program, &clock, &log_dir, rows);
-    report.push(
-        "aof_replay_mb_per_sec",
-        mb_per_sec,
-        "MB/s",
-        format!("open of a {log_mb:.1} MB log of {rows} HSETs of ~130 B, page cache, {where_} (target >= 500)"),
-    );
-    report.push("aof_replay_ns_per_frame", ns_per_frame, "ns", "same".into());
+}
 
-    // The same replay with 4 KiB values: what a frame costs apart from
-    // its bytes shows as the gap between the two MB/s figures.
-    let large_rows = (rows / 10).max(1);
-    let large_dir = dir.0.join("large");
+/// A store in `dir` whose log holds `rows` HSETs of one 4 KiB value each.
+fn write_large_log(vfs: &Arc<dyn Vfs>, clock: &Arc<ManualClock>, dir: &Path, rows: u64) {
     let (mut store, _) =
-        Store::open(vfs.clone(), clock.clone(), &large_dir, Options { fsync: FsyncPolicy::No, ..Options::default() })
+        Store::open(vfs.clone(), clock.clone(), dir, Options { fsync: FsyncPolicy::No, ..Options::default() })
             .expect("open");
     let large_value = vec![b'w'; 4096];
-    for i in 0..large_rows {
+    for i in 0..rows {
         let command =
             Command::HSet { key: format!("t:{i:012}").into_bytes(), pairs: vec![(b"v".to_vec(), large_value.clone())] };
         store.execute(&command).expect("write");
     }
     store.close().expect("close");
-    let (mb_per_sec, ns_per_frame, log_mb) = replay(replay_program, &clock, &large_dir, large_rows);
-    report.push(
-        "aof_replay_large_mb_per_sec",
-        mb_per_sec,
-        "MB/s",
-        format!("open of a {log_mb:.1} MB log of {large_rows} HSETs of 4 KiB, page cache, {where_}"),
-    );
-    report.push("aof_replay_large_ns_per_frame", ns_per_frame, "ns", "same".into());
 }
 
 /// Reopen the store in `dir`, whose log holds `frames` records: MB/s,

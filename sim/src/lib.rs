@@ -4,11 +4,11 @@
 //! stable): [`kit`], the target kit — test any transactional key-value
 //! engine through one `Adapter`, with `kit::main` as a whole command line
 //! for your own binary; [`disk`], the simulated disk (`SimVfs`, its fault
-//! model, crash modes and crash states); [`systems`], the `Target` trait
-//! every system under test implements (and the built-in targets: segsim,
-//! and redb and SQLite on the kit);
-//! [`explore`], exhaustive crash exploration of any target; [`command`],
-//! the run command line every target shares; [`outcome`], [`summary`],
+//! model, crash modes and crash states); [`seam`], the `Target` trait
+//! every system under test implements; [`systems`], the built-in targets
+//! (segsim, and redb and SQLite on the kit);
+//! [`explore`], exhaustive crash exploration of any target; [`cli`],
+//! the command line every target shares; [`outcome`], [`summary`],
 //! [`failure`] and [`trace`], what runs report.
 //!
 //! Everything else is the built-in `sim` binary's and this repository's
@@ -28,8 +28,14 @@
 //! `bench` the figures. `draw` holds the random draws every target's
 //! configuration and workload make the same way; `op_line` the head
 //! (index, crash point) every operation line starts with; `planted` bugs
-//! planted under the engine; `output` how commands end. `main.rs` is the
-//! command line.
+//! planted under the engine; `output` how commands end. `main.rs` calls
+//! [`cli`].
+
+#![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+// Safe Rust everywhere but the SQLite target's FFI (`systems/sqlite/conn.rs`
+// and `vfs.rs`), which allow it file by file and argue each block.
+#![deny(unsafe_code)]
 
 #[doc(hidden)]
 pub mod bench;

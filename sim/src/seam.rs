@@ -123,8 +123,12 @@ impl<C> RecoveryRecording<C> {
 /// I/O indices where one could have fired.
 #[derive(Clone, Debug)]
 pub struct FaultedRecovery<R> {
+    /// What the recovery returned (the target's own result type).
     pub recovered: R,
+    /// The armed fault fired: the I/O at its index happened and failed.
     pub fired: bool,
+    /// With no fault armed, the indices of the I/Os a fault can be armed
+    /// at (the harness's observing I/Os left out); empty otherwise.
     pub faultable_ios: Vec<u64>,
     /// Of `faultable_ios`, the writes (where a short write or ENOSPC can
     /// be armed too).
@@ -161,7 +165,9 @@ pub enum DamageVerdict {
 /// --faults`): its failure, if any, and whether the armed fault fired.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FaultedRun {
+    /// The check the run failed, and its detail; `None` if it passed.
     pub failure: Option<(Check, String)>,
+    /// The armed fault fired: the I/O at its index happened and failed.
     pub fired: bool,
 }
 

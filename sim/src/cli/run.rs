@@ -420,6 +420,8 @@ pub fn merge(files: &[PathBuf], json: bool) -> ExitCode {
     verdict(!merged.failures.is_empty() || !explored.failures.is_empty())
 }
 
+/// `--seeds A..B`: the seeds from `A` up to, not including, `B`; an
+/// empty range is refused, since it would run nothing and pass.
 pub fn parse_range(s: &str) -> Result<(u64, u64), String> {
     let (a, b) = s.split_once("..").ok_or_else(|| format!("expected A..B, got {s:?}"))?;
     let a: u64 = a.parse().map_err(|_| format!("{a:?} is not a seed number"))?;
@@ -430,6 +432,8 @@ pub fn parse_range(s: &str) -> Result<(u64, u64), String> {
     Ok((a, b))
 }
 
+/// `--shard K/N`: this process runs the seeds congruent to `K` modulo `N`,
+/// so `N` processes with `K = 0..N` share a range without overlap.
 pub fn parse_shard(s: &str) -> Result<(u64, u64), String> {
     let (k, n) = s.split_once('/').ok_or_else(|| format!("expected K/N, got {s:?}"))?;
     let k: u64 = k.parse().map_err(|_| format!("{k:?} is not a number"))?;
@@ -440,10 +444,14 @@ pub fn parse_shard(s: &str) -> Result<(u64, u64), String> {
     Ok((k, n))
 }
 
+/// `--crash-mode`: what a power loss keeps of unsynced writes (`strict`,
+/// `prefix` or `reorder`; see `disk::CrashMode`).
 pub fn parse_crash_mode(s: &str) -> Result<CrashMode, String> {
     CrashMode::parse(s).ok_or_else(|| format!("{s:?}: expected strict, prefix or reorder"))
 }
 
+/// `--fs`: which file system's crash behaviour the disk follows; a bad
+/// name is answered with the list of known ones.
 pub fn parse_fs(s: &str) -> Result<FsProfile, String> {
     FsProfile::parse_or_list(s)
 }

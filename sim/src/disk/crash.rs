@@ -14,19 +14,18 @@
 //! engine relies on; damage to durable bytes is modelled, announced, as
 //! media corruption instead.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 use rand::{Rng, RngCore};
 use rand_chacha::ChaCha8Rng;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::config::{CrashMode, CrashOutcome, Damage, DamageKind, DiskConfig};
+use super::data::{to_usize, write_into, DataOp, InodeId};
 use super::dir::Dir;
-use super::history;
-use super::inode::InodeId;
-use super::inode::{to_usize, write_into, DataOp, Inode};
+use super::inode::Inode;
 use super::sectors::{inner_cuts, sector_end, sectors_spanned};
 use super::silent::{self, Landing, Scar};
 use super::state::FileSystem;
@@ -34,10 +33,27 @@ use super::state::FileSystem;
 /// Settle every pending operation into the durable views. The caller
 /// then resets the volatile views to them (`FileSystem::reset_to_durable`).
 pub(super) fn build_next_disk(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> CrashOutcome {
-    let with_history = history::durable_with_history(fs);
+    let with_history = durable_with_history(fs);
     let outcome = settle(fs, config, rng);
-    history::forget_where_changed(fs, with_history);
+    forget_where_changed(fs, with_history);
     outcome
+}
+
+/// Before a power loss: the durable bytes of every file that has a
+/// history (`history.rs`) (none outside a recording: nothing is copied then).
+fn durable_with_history(fs: &FileSystem) -> BTreeMap<InodeId, Vec<u8>> {
+    let with_history = fs.inodes.iter().filter(|(_, inode)| inode.history.is_some());
+    with_history.map(|(id, inode)| (*id, inode.durable.clone())).collect()
+}
+
+/// After it: a file whose durable bytes the power loss changed (it kept
+/// unsynced writes, or damaged the file) has no history from now on.
+fn forget_where_changed(fs: &mut FileSystem, before: BTreeMap<InodeId, Vec<u8>>) {
+    for (id, durable) in before {
+        if let Some(inode) = fs.inodes.get_mut(&id).filter(|inode| inode.durable != durable) {
+            inode.history = None;
+        }
+    }
 }
 
 /// [`build_next_disk`] but for the histories it may invalidate.
@@ -45,7 +61,7 @@ fn settle(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Cra
     let mut outcome = CrashOutcome::default();
     // What silent write faults left on the durable images (nothing, and no
     // cost, on a disk without them), announced once the crash settled.
-    let mut scars = silent::open_scars(fs);
+    let mut scars = open_scars(fs);
     let mut landings = Vec::new();
     for dir in fs.dirs.values_mut() {
         outcome.lost_dir_changes += settle_dir(dir, config.crash_mode, config.fs.dir_changes_in_order, rng);
@@ -79,7 +95,7 @@ fn settle(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Cra
             scars.entry(landing.inode).or_default().push(scar);
         }
     }
-    outcome.damage.extend(silent::announce(fs, scars));
+    outcome.damage.extend(announce(fs, scars));
     if config.p_media_corruption > 0.0 && rng.gen_bool(config.p_media_corruption) {
         if let Some(damage) = corrupt_one_sector(fs, config.sector_bytes, rng) {
             outcome.media_corrupted.push(damage.path.clone());
@@ -90,6 +106,41 @@ fn settle(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Cra
         outcome.damage.extend(damage_environment(fs, rng));
     }
     outcome
+}
+
+/// Before a power loss settles pending operations: each inode's silent
+/// faults' scars that hold other bytes than intended now (`silent.rs`).
+pub(super) fn open_scars(fs: &FileSystem) -> BTreeMap<InodeId, Vec<Scar>> {
+    let mut open = BTreeMap::new();
+    for (id, inode) in &fs.inodes {
+        let scars = inode.silent.open_scars(&inode.durable);
+        if !scars.is_empty() {
+            open.insert(*id, scars);
+        }
+    }
+    open
+}
+
+/// After the power loss settled: the damage each open scar of a reachable
+/// file left (`Scar::first_wrong_byte`), and then every fate and scar is
+/// forgotten.
+pub(super) fn announce(fs: &mut FileSystem, open: BTreeMap<InodeId, Vec<Scar>>) -> Vec<Damage> {
+    let mut damage = Vec::new();
+    for (dir_path, dir) in &fs.dirs {
+        for (name, id) in &dir.durable {
+            let (Some(scars), Some(inode)) = (open.get(id), fs.inodes.get(id)) else { continue };
+            for scar in scars {
+                let Some(at) = scar.first_wrong_byte(&inode.durable, &inode.volatile) else { continue };
+                let path = Path::new(dir_path).join(name).to_string_lossy().into_owned();
+                let vouched = inode.vouched(scar.range());
+                damage.push(Damage { kind: scar.kind, path, offset_bytes: at, vouched });
+            }
+        }
+    }
+    for inode in fs.inodes.values_mut() {
+        inode.silent.forget();
+    }
+    damage
 }
 
 /// Every durable file: (directory, name, inode), in path order.
@@ -265,25 +316,7 @@ fn settle_reorder(inode: &mut Inode, config: &DiskConfig, rng: &mut ChaCha8Rng) 
     let durable_len = inode.durable.len() as u64;
     let volatile_len = inode.volatile.len() as u64;
     let new_len = if durable_len != volatile_len && rng.gen_bool(0.5) { volatile_len } else { durable_len };
-
-    // Each op's dirty bytes, replaying the lengths the ops saw.
-    let mut op_ranges = Vec::with_capacity(inode.pending.len());
-    let mut len_bytes = durable_len;
-    let mut max_len_bytes = len_bytes;
-    for op in &inode.pending {
-        op_ranges.push(op.dirty_range(len_bytes));
-        len_bytes = op.len_after(len_bytes);
-        max_len_bytes = max_len_bytes.max(len_bytes);
-    }
-    assert_eq!(len_bytes, volatile_len);
-    let mut dirty = vec![false; to_usize(sectors_spanned(max_len_bytes, sector_bytes))];
-    for range in &op_ranges {
-        if range.start < range.end {
-            for sector in range.start / sector_bytes..range.end.div_ceil(sector_bytes) {
-                dirty[to_usize(sector)] = true;
-            }
-        }
-    }
+    let (op_ranges, dirty) = dirty_sectors(&inode.pending, durable_len, volatile_len, sector_bytes);
 
     // Decide each dirty sector inside the new length, then build the image
     // from the durable one: old bytes are already there.
@@ -297,47 +330,94 @@ fn settle_reorder(inode: &mut Inode, config: &DiskConfig, rng: &mut ChaCha8Rng) 
             continue;
         }
         let end_bytes = (start_bytes + sector_bytes).min(new_len);
-        *fate = if config.p_torn_garbage > 0.0 && rng.gen_bool(config.p_torn_garbage) {
-            Fate::Garbage
-        } else if rng.gen_bool(0.5) {
-            Fate::New
-        } else {
-            Fate::Old
-        };
-        let (start, end) = (to_usize(start_bytes), to_usize(end_bytes));
+        *fate = draw_sector_fate(config, rng);
         match *fate {
             Fate::Old => {}
-            Fate::New => {
-                // Past the volatile end the file was cut; it can be inside
-                // the new length only if that is the old length — the cut
-                // did not survive, and with it the blocks it freed did not
-                // either (a file system changes the size and the block map
-                // in one metadata update): those bytes stay old. (Zeroing
-                // them, as this once did, made SQLite's journal look torn
-                // where no disk would: SQLITE.md, finding 3.)
-                let copy_end = end.min(inode.volatile.len());
-                if start < copy_end {
-                    image[start..copy_end].copy_from_slice(&inode.volatile[start..copy_end]);
-                }
-            }
+            Fate::New => copy_new_bytes(&mut image, &inode.volatile, start_bytes..end_bytes),
             Fate::Garbage => {
-                // Only bytes a pending op wrote: durable neighbours stay.
                 torn_sectors += 1;
-                for range in &op_ranges {
-                    let lo = range.start.max(start_bytes);
-                    let hi = range.end.min(end_bytes);
-                    if lo < hi {
-                        fill_garbage(&mut image, lo..hi, rng);
-                    }
-                }
+                garbage_where_written(&mut image, &op_ranges, start_bytes..end_bytes, rng);
             }
         }
     }
     inode.durable = image;
+    let lost_writes = ops_not_whole(&op_ranges, &fates, new_len, volatile_len, sector_bytes);
+    Settled::new(lost_writes, torn_sectors)
+}
 
-    // An op survived whole if the file kept its newest length and every
-    // sector it dirtied holds the newest content.
-    let lost_writes = op_ranges
+/// Each pending op's dirty bytes, replaying the lengths the ops saw from
+/// `durable_len` (they end at `volatile_len`), and which sectors any of
+/// them dirtied (as far as the longest length the file reached).
+fn dirty_sectors(
+    pending: &[DataOp],
+    durable_len: u64,
+    volatile_len: u64,
+    sector_bytes: u64,
+) -> (Vec<Range<u64>>, Vec<bool>) {
+    let mut op_ranges = Vec::with_capacity(pending.len());
+    let mut len_bytes = durable_len;
+    let mut max_len_bytes = len_bytes;
+    for op in pending {
+        op_ranges.push(op.dirty_range(len_bytes));
+        len_bytes = op.len_after(len_bytes);
+        max_len_bytes = max_len_bytes.max(len_bytes);
+    }
+    assert_eq!(len_bytes, volatile_len, "the pending ops lead from the durable length to the volatile one");
+    let mut dirty = vec![false; to_usize(sectors_spanned(max_len_bytes, sector_bytes))];
+    for range in &op_ranges {
+        if range.start < range.end {
+            for sector in range.start / sector_bytes..range.end.div_ceil(sector_bytes) {
+                dirty[to_usize(sector)] = true;
+            }
+        }
+    }
+    (op_ranges, dirty)
+}
+
+/// One dirty sector's fate: garbage at `p_torn_garbage`, else old or new
+/// with even odds.
+fn draw_sector_fate(config: &DiskConfig, rng: &mut ChaCha8Rng) -> Fate {
+    if config.p_torn_garbage > 0.0 && rng.gen_bool(config.p_torn_garbage) {
+        Fate::Garbage
+    } else if rng.gen_bool(0.5) {
+        Fate::New
+    } else {
+        Fate::Old
+    }
+}
+
+/// A sector's `range` holds the page cache's (`volatile`) bytes.
+///
+/// Past the volatile end the file was cut; it can be inside the new length
+/// only if that is the old length — the cut did not survive, and with it
+/// the blocks it freed did not either (a file system changes the size and
+/// the block map in one metadata update): those bytes stay old. (Zeroing
+/// them, as this once did, made SQLite's journal look torn where no disk
+/// would: SQLITE.md, finding 3.)
+fn copy_new_bytes(image: &mut [u8], volatile: &[u8], range: Range<u64>) {
+    let (start, end) = (to_usize(range.start), to_usize(range.end));
+    let copy_end = end.min(volatile.len());
+    if start < copy_end {
+        image[start..copy_end].copy_from_slice(&volatile[start..copy_end]);
+    }
+}
+
+/// A torn sector's `range`: garbage over the bytes a pending op wrote
+/// (`op_ranges`), in op order; durable neighbours stay.
+fn garbage_where_written(image: &mut Vec<u8>, op_ranges: &[Range<u64>], range: Range<u64>, rng: &mut ChaCha8Rng) {
+    for op_range in op_ranges {
+        let lo = op_range.start.max(range.start);
+        let hi = op_range.end.min(range.end);
+        if lo < hi {
+            fill_garbage(image, lo..hi, rng);
+        }
+    }
+}
+
+/// The ops that did not survive whole: an op did if the file kept its
+/// newest length and every sector it dirtied holds the newest content.
+fn ops_not_whole(op_ranges: &[Range<u64>], fates: &[Fate], new_len: u64, volatile_len: u64, sector_bytes: u64) -> u64 {
+    op_ranges
         .iter()
         .filter(|range| {
             if new_len != volatile_len {
@@ -348,8 +428,7 @@ fn settle_reorder(inode: &mut Inode, config: &DiskConfig, rng: &mut ChaCha8Rng) 
                 && (range.start / sector_bytes..clipped_end.div_ceil(sector_bytes))
                     .any(|sector| fates[to_usize(sector)] != Fate::New)
         })
-        .count() as u64;
-    Settled::new(lost_writes, torn_sectors)
+        .count() as u64
 }
 
 /// Damage one random sector of one random non-empty durable file: half

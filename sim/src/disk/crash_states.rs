@@ -62,9 +62,9 @@ use std::ops::Range;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::data::{to_usize, write_into, DataOp, InodeId};
 use super::dir::DirOp;
 use super::image::{DiskImage, ImageFile};
-use super::inode::{to_usize, write_into, DataOp, InodeId};
 use super::sectors::{inner_cuts, sector_end};
 use super::snapshot::{DiskSnapshot, FileSnapshot};
 

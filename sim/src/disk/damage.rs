@@ -15,9 +15,9 @@ use std::sync::Arc;
 
 use super::config::{Damage, DamageKind};
 use super::crash_states::CrashState;
+use super::data::{vouched, InodeId};
 use super::history::{self, LostWrites};
 use super::image::{DiskImage, ImageFile};
-use super::inode::{vouched, InodeId};
 use super::snapshot::DiskSnapshot;
 
 impl DiskSnapshot {

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::inode::InodeId;
+use super::data::InodeId;
 
 /// One unsynced change to a directory (see the module doc).
 #[derive(Clone, Debug, PartialEq, Eq)]

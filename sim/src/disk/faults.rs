@@ -14,7 +14,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::config::DiskConfig;
-use super::inode::InodeId;
+use super::data::InodeId;
 use super::sectors::inner_cuts;
 use super::silent::Fate;
 

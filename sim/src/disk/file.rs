@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use engine::vfs::VfsFile;
 
+use super::data::{to_usize, InodeId, MAX_FILE_BYTES};
 use super::faults::{ArmedFault, Faults, Targets, WriteFault};
-use super::inode::{to_usize, InodeId, MAX_FILE_BYTES};
 use super::ops::Disk;
 use super::silent::Fate;
 use crate::trace::{FaultKind, IoKind};

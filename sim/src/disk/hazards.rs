@@ -35,7 +35,7 @@
 
 use std::collections::BTreeSet;
 
-use super::inode::InodeId;
+use super::data::InodeId;
 
 /// One hazard (see the module doc).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -21,12 +21,10 @@
 //! silent fault, the environment's damage, a restored image) has no
 //! history from then on, and exploration damages it no such way.
 
-use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::inode::{to_usize, DataOp, InodeId};
-use super::state::FileSystem;
+use super::data::{to_usize, DataOp};
 
 /// One data operation as it reached a durable image.
 #[derive(Debug)]
@@ -181,23 +179,6 @@ pub(super) fn before_newest(history: &History, range: Range<u64>) -> Vec<u8> {
         }
     }
     out
-}
-
-/// Before a power loss: the durable bytes of every file that has a
-/// history (none outside a recording: nothing is copied then).
-pub(super) fn durable_with_history(fs: &FileSystem) -> BTreeMap<InodeId, Vec<u8>> {
-    let with_history = fs.inodes.iter().filter(|(_, inode)| inode.history.is_some());
-    with_history.map(|(id, inode)| (*id, inode.durable.clone())).collect()
-}
-
-/// After it: a file whose durable bytes the power loss changed (it kept
-/// unsynced writes, or damaged the file) has no history from now on.
-pub(super) fn forget_where_changed(fs: &mut FileSystem, before: BTreeMap<InodeId, Vec<u8>>) {
-    for (id, durable) in before {
-        if let Some(inode) = fs.inodes.get_mut(&id).filter(|inode| inode.durable != durable) {
-            inode.history = None;
-        }
-    }
 }
 
 #[cfg(test)]

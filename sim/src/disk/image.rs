@@ -14,8 +14,8 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::data::InodeId;
 use super::history::History;
-use super::inode::InodeId;
 
 /// A disk after power loss (see the module doc).
 #[derive(Clone, Debug)]

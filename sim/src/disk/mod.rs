@@ -156,6 +156,7 @@ mod config;
 mod crash;
 mod crash_states;
 mod damage;
+mod data;
 mod dir;
 mod faults;
 mod file;

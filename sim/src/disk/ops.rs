@@ -19,9 +19,9 @@ use rand_chacha::ChaCha8Rng;
 
 use super::config::{CrashOutcome, CrashPoint, DamageKind, DiskConfig};
 use super::crash::build_next_disk;
+use super::data::InodeId;
 use super::faults::Faults;
 use super::hazards::{Hazard, HazardWatch};
-use super::inode::InodeId;
 use super::picture::picture;
 use super::snapshot::DiskSnapshot;
 use super::snapshot::Recorder;

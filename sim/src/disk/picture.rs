@@ -14,9 +14,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use super::data::{DataOp, InodeId};
 use super::dir::DirOp;
 use super::image::DiskImage;
-use super::inode::{DataOp, InodeId};
 use super::snapshot::DiskSnapshot;
 use super::state::FileSystem;
 use crate::trace::{CrashPicture, DirFate, FileFate, OpFate};

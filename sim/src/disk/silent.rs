@@ -37,14 +37,15 @@
 //! Vouching stays honest: a write whose bytes did not land where they
 //! belong vouches for nothing (whatever record of durability it carried
 //! is not there), and a landing overwrites whatever record lay under it.
+//!
+//! Here are the types and the steps on one file's bytes; the file system's
+//! fsync (`FileSystem::sync_silent`) and the power loss (`crash.rs`:
+//! `open_scars`, `announce`) run them, so this file needs no inode.
 
-use std::collections::BTreeMap;
 use std::ops::Range;
-use std::path::Path;
 
-use super::config::{Damage, DamageKind};
-use super::inode::{to_usize, DataOp, Inode, InodeId, Voucher};
-use super::state::FileSystem;
+use super::config::DamageKind;
+use super::data::{to_usize, DataOp, InodeId, Voucher};
 
 /// How many recent writes of a file are kept for choosing a misdirected
 /// write's target among earlier writes of the same size.
@@ -81,8 +82,21 @@ pub(super) struct Scar {
 }
 
 impl Scar {
-    fn range(&self) -> Range<u64> {
+    /// The bytes of the file it covers.
+    pub fn range(&self) -> Range<u64> {
         self.start_bytes..self.start_bytes + self.intended.len() as u64
+    }
+
+    /// Where the scar's damage shows after a power loss: its first byte
+    /// that holds in `durable` neither the intended byte nor what the page
+    /// cache (`volatile`) held there (a pending write that survived).
+    pub fn first_wrong_byte(&self, durable: &[u8], volatile: &[u8]) -> Option<u64> {
+        let start = to_usize(self.start_bytes);
+        (start..start + self.intended.len()).find_map(|at| {
+            let now = *durable.get(at)?;
+            let wrong = now != self.intended[at - start] && volatile.get(at) != Some(&now);
+            wrong.then_some(at as u64)
+        })
     }
 
     /// Whether `image` holds other bytes than intended anywhere in range.
@@ -127,46 +141,41 @@ impl Silent {
         }
     }
 
+    /// After an fsync the page cache (`volatile`) is what the file should
+    /// hold: every scar now intends its bytes there (cut to the file's
+    /// length).
+    pub fn refresh_scars(&mut self, volatile: &[u8]) {
+        let len = volatile.len();
+        self.scars.retain_mut(|scar| {
+            let start = to_usize(scar.start_bytes);
+            let end = (start + scar.intended.len()).min(len);
+            if start >= end {
+                return false;
+            }
+            scar.intended = volatile[start..end].to_vec();
+            true
+        });
+    }
+
+    /// The scars that hold other bytes than intended in `durable` now
+    /// (the rest healed: a later write made durable covered them).
+    pub fn open_scars(&self, durable: &[u8]) -> Vec<Scar> {
+        self.scars.iter().filter(|s| s.differs(durable)).cloned().collect()
+    }
+
+    /// Forget every fate and scar: after a power loss the damage is on the
+    /// disk, like media corruption.
+    pub fn forget(&mut self) {
+        self.fates.clear();
+        self.scars.clear();
+    }
+
     /// Note a write for target choice, keeping [`RECENT_WRITES`].
     pub fn note_write(&mut self, offset_bytes: u64, len_bytes: u64) {
         if self.recent_writes.len() == RECENT_WRITES {
             self.recent_writes.remove(0);
         }
         self.recent_writes.push((offset_bytes, len_bytes));
-    }
-}
-
-/// fsync of `id` where a pending write has a fate or a scar needs its
-/// intended bytes refreshed: apply the pending ops to the durable image as
-/// the drive does, then the usual bookkeeping (`FileSystem::sync`).
-pub(super) fn sync(fs: &mut FileSystem, id: InodeId) {
-    let inode = fs.inode_mut(id);
-    // A silent fault's durable image is not what the history would say.
-    inode.history = None;
-    let pending = std::mem::take(&mut inode.pending);
-    let fates = std::mem::take(&mut inode.silent.fates);
-    let mut scars = std::mem::take(&mut inode.silent.scars);
-    let mut misplaced_at = Vec::new();
-    let mut landings = Vec::new();
-    for (index, op) in pending.iter().enumerate() {
-        let Some((offset_bytes, data, fate)) = fate_of(&fates, index, op) else {
-            op.apply(&mut inode.durable);
-            continue;
-        };
-        misplaced_at.push(offset_bytes);
-        landings.extend(strike(&mut inode.durable, &mut inode.vouchers, offset_bytes, data, fate, &mut scars));
-    }
-    inode.silent.scars = scars;
-    // A write that did not land where it belongs vouches for nothing.
-    inode.pending_vouchers.retain(|v| !misplaced_at.contains(&v.start_bytes));
-    refresh_scars(inode);
-    fs.finish_sync(id);
-    for landing in landings {
-        if let Some(inode) = fs.inodes.get_mut(&landing.inode) {
-            inode.history = None;
-            let scar = land(&mut inode.durable, &mut inode.vouchers, landing.offset_bytes, &landing.data, true);
-            inode.silent.scars.extend(scar);
-        }
     }
 }
 
@@ -238,155 +247,4 @@ pub(super) fn land(
     let range = offset_bytes..end as u64;
     vouchers.retain(|v| !range.contains(&v.start_bytes));
     Some(Scar { start_bytes: offset_bytes, intended, kind: DamageKind::MisdirectedWrite })
-}
-
-/// After an fsync the page cache is what the file should hold: every scar
-/// of the file now intends its bytes there (cut to the file's length).
-fn refresh_scars(inode: &mut Inode) {
-    let len = inode.volatile.len();
-    let volatile = &inode.volatile;
-    inode.silent.scars.retain_mut(|scar| {
-        let start = to_usize(scar.start_bytes);
-        let end = (start + scar.intended.len()).min(len);
-        if start >= end {
-            return false;
-        }
-        scar.intended = volatile[start..end].to_vec();
-        true
-    });
-}
-
-/// Before a power loss settles pending operations: each inode's scars that
-/// hold other bytes than intended now (the rest healed: a later write made
-/// durable covered them).
-pub(super) fn open_scars(fs: &FileSystem) -> BTreeMap<InodeId, Vec<Scar>> {
-    let mut open = BTreeMap::new();
-    for (id, inode) in &fs.inodes {
-        let scars: Vec<Scar> = inode.silent.scars.iter().filter(|s| s.differs(&inode.durable)).cloned().collect();
-        if !scars.is_empty() {
-            open.insert(*id, scars);
-        }
-    }
-    open
-}
-
-/// After the power loss settled: the damage each open scar of a reachable
-/// file left — its first byte that holds neither the intended bytes nor
-/// what the page cache held (a pending write that survived) — and then
-/// every fate and scar is forgotten.
-pub(super) fn announce(fs: &mut FileSystem, open: BTreeMap<InodeId, Vec<Scar>>) -> Vec<Damage> {
-    let mut damage = Vec::new();
-    for (dir_path, dir) in &fs.dirs {
-        for (name, id) in &dir.durable {
-            let (Some(scars), Some(inode)) = (open.get(id), fs.inodes.get(id)) else { continue };
-            for scar in scars {
-                let Some(at) = first_wrong_byte(inode, scar) else { continue };
-                let path = Path::new(dir_path).join(name).to_string_lossy().into_owned();
-                let vouched = inode.vouched(scar.range());
-                damage.push(Damage { kind: scar.kind, path, offset_bytes: at, vouched });
-            }
-        }
-    }
-    for inode in fs.inodes.values_mut() {
-        inode.silent.fates.clear();
-        inode.silent.scars.clear();
-    }
-    damage
-}
-
-fn first_wrong_byte(inode: &Inode, scar: &Scar) -> Option<u64> {
-    let start = to_usize(scar.start_bytes);
-    (start..start + scar.intended.len()).find_map(|at| {
-        let now = *inode.durable.get(at)?;
-        let wrong = now != scar.intended[at - start] && inode.volatile.get(at) != Some(&now);
-        wrong.then_some(at as u64)
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use engine::vfs::OpenMode;
-
-    fn announced(fs: &mut FileSystem) -> Vec<Damage> {
-        let open = open_scars(fs);
-        announce(fs, open)
-    }
-
-    fn file_with(fs: &mut FileSystem, bytes: &[u8]) -> InodeId {
-        fs.create_dir_all(Path::new("/db"));
-        let id = fs.open(Path::new("/db/f"), OpenMode::Create).unwrap();
-        fs.sync_dir(Path::new("/db")).unwrap();
-        fs.write(id, 0, bytes);
-        fs.sync(id);
-        id
-    }
-
-    #[test]
-    fn a_lost_write_keeps_the_old_bytes_and_the_new_length_and_is_announced_once() {
-        let mut fs = FileSystem::default();
-        let id = file_with(&mut fs, b"aaaa");
-        fs.write(id, 2, b"bbbb");
-        fs.set_fate(id, Fate::Lost);
-        fs.sync(id);
-        assert_eq!(fs.inode(id).durable, b"aaaa\0\0", "the place keeps its old bytes");
-        assert_eq!(fs.inode(id).volatile, b"aabbbb", "the page cache holds the write");
-        let open = open_scars(&fs);
-        let damage = announce(&mut fs, open);
-        assert_eq!(damage.len(), 1);
-        assert_eq!(
-            (damage[0].kind, damage[0].offset_bytes, damage[0].path.as_str()),
-            (DamageKind::LostWrite, 2, "/db/f")
-        );
-        assert!(announced(&mut fs).is_empty(), "announced once");
-    }
-
-    #[test]
-    fn a_misdirected_write_scars_its_place_and_where_it_landed() {
-        let mut fs = FileSystem::default();
-        let id = file_with(&mut fs, b"0123456789");
-        fs.write(id, 6, b"xy");
-        fs.set_fate(id, Fate::Elsewhere { offset_bytes: 2 });
-        fs.sync(id);
-        assert_eq!(fs.inode(id).durable, b"01xy456789");
-        let offsets: Vec<u64> = announced(&mut fs).iter().map(|d| d.offset_bytes).collect();
-        assert_eq!(offsets, vec![6, 2]);
-    }
-
-    #[test]
-    fn a_later_durable_write_over_a_scar_heals_it() {
-        let mut fs = FileSystem::default();
-        let id = file_with(&mut fs, b"aaaa");
-        fs.write(id, 0, b"bb");
-        fs.set_fate(id, Fate::Lost);
-        fs.sync(id);
-        fs.write(id, 0, b"cc");
-        fs.sync(id);
-        assert!(announced(&mut fs).is_empty());
-    }
-
-    #[test]
-    fn a_failed_fsync_keeps_the_clean_pages_a_silent_fault_left_wrong_on_disk() {
-        let mut fs = FileSystem::default();
-        let id = file_with(&mut fs, b"aaaa");
-        fs.write(id, 4, b"bbbb");
-        fs.set_fate(id, Fate::Lost);
-        fs.sync(id);
-        fs.write(id, 8, b"cccc");
-        fs.drop_dirty(id);
-        assert_eq!(fs.inode(id).volatile, b"aaaabbbb", "the dirty write dropped, the lost one still cached");
-    }
-
-    #[test]
-    fn a_lost_write_vouches_for_nothing() {
-        let mut fs = FileSystem::default();
-        let id = file_with(&mut fs, b"aaaa");
-        fs.write(id, 4, b"bbbb");
-        fs.sync(id);
-        // The first write after that fsync would vouch for bytes 4..8.
-        fs.write(id, 8, b"cccc");
-        fs.set_fate(id, Fate::Lost);
-        fs.sync(id);
-        assert!(!fs.inode(id).vouched(4..8));
-    }
 }

@@ -18,10 +18,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::data::{DataOp, InodeId, Voucher};
 use super::dir::DirOp;
 use super::history::History;
 use super::image::content_hash;
-use super::inode::{DataOp, InodeId, Voucher};
 use super::state::FileSystem;
 
 /// The whole disk at one instant, as power loss would find it (see the

@@ -22,9 +22,10 @@ use std::path::{Path, PathBuf};
 
 use engine::vfs::OpenMode;
 
+use super::data::{DataOp, InodeId, Voucher, MAX_FILE_BYTES};
 use super::dir::{Dir, DirOp};
 use super::history::History;
-use super::inode::{DataOp, Inode, InodeId, Voucher, MAX_FILE_BYTES};
+use super::inode::Inode;
 use super::profile::FsyncNames;
 use super::silent::{self, Fate};
 
@@ -355,7 +356,7 @@ impl FileSystem {
             self.version += 1;
         }
         if !self.inode(id).silent.is_idle() {
-            silent::sync(self, id);
+            self.sync_silent(id);
             return;
         }
         let inode = self.inode_mut(id);
@@ -370,6 +371,48 @@ impl FileSystem {
         }
         inode.pending.clear();
         self.finish_sync(id);
+    }
+
+    /// fsync of `id` where a pending write has a fate or a scar needs its
+    /// intended bytes refreshed (`silent.rs`): apply the pending ops to the
+    /// durable image as the drive does, then the usual bookkeeping.
+    fn sync_silent(&mut self, id: InodeId) {
+        let inode = self.inode_mut(id);
+        // A silent fault's durable image is not what the history would say.
+        inode.history = None;
+        let pending = std::mem::take(&mut inode.pending);
+        let fates = std::mem::take(&mut inode.silent.fates);
+        let mut scars = std::mem::take(&mut inode.silent.scars);
+        let mut misplaced_at = Vec::new();
+        let mut landings = Vec::new();
+        for (index, op) in pending.iter().enumerate() {
+            let Some((offset_bytes, data, fate)) = silent::fate_of(&fates, index, op) else {
+                op.apply(&mut inode.durable);
+                continue;
+            };
+            misplaced_at.push(offset_bytes);
+            landings.extend(silent::strike(
+                &mut inode.durable,
+                &mut inode.vouchers,
+                offset_bytes,
+                data,
+                fate,
+                &mut scars,
+            ));
+        }
+        inode.silent.scars = scars;
+        // A write that did not land where it belongs vouches for nothing.
+        inode.pending_vouchers.retain(|v| !misplaced_at.contains(&v.start_bytes));
+        inode.silent.refresh_scars(&inode.volatile);
+        self.finish_sync(id);
+        for landing in landings {
+            if let Some(inode) = self.inodes.get_mut(&landing.inode) {
+                inode.history = None;
+                let scar =
+                    silent::land(&mut inode.durable, &mut inode.vouchers, landing.offset_bytes, &landing.data, true);
+                inode.silent.scars.extend(scar);
+            }
+        }
     }
 
     /// The end of every fsync, once the pending ops are applied: the

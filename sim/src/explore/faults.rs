@@ -48,7 +48,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::parallel::map_in_order;
-use super::plan::{CheckAt, Plan};
+use super::plan::{CheckAt, Plan, Recovery};
 use super::report::{self, ExploreFailure, FaultsReport, WorkloadFaults};
 use super::ExploreOptions;
 use crate::disk::ArmedFault;
@@ -94,18 +94,7 @@ pub(super) fn explore<T: Target>(
     let verdicts = map_in_order(&runs, options.jobs, progress, |&(pos, io_index, kind)| {
         let recovery = &plan.recoveries[passed[pos]];
         let faulted = target.recover_with_fault(seed, &image(passed[pos]), recovery.key, Some((io_index, kind)));
-        if !faulted.fired {
-            return None;
-        }
-        // The content first (held to the plain recovery's, reported at the
-        // state's first check), then every context the image was judged in.
-        let same = target.same_recovery(&faulted.recovered, &plain[pos].recovered).err();
-        let same = same.and_then(|verdict| recovery.checks.first().map(|at| (*at, verdict)));
-        let judged = recovery.checks.iter().map(|at| {
-            let context = &recording.contexts[at.context].context;
-            target.judge(&faulted.recovered, context).err().map(|verdict| (*at, verdict))
-        });
-        Some(same.into_iter().chain(judged.flatten()).collect::<Vec<_>>())
+        faulted.fired.then(|| failed_checks(target, recording, recovery, &faulted.recovered, &plain[pos].recovered))
     });
 
     let mut failures = Vec::new();
@@ -116,20 +105,44 @@ pub(super) fn explore<T: Target>(
             failures.push(recovery_failure(target, seed, ops, recording, options, at, (fault_io, kind), failed));
         }
     }
-    let mut runs_by_kind = BTreeMap::new();
-    for &(_, _, kind) in &runs {
-        *runs_by_kind.entry(kind.name()).or_insert(0) += 1;
-    }
     let report = FaultsReport {
         recoveries: passed.len() as u64,
         runs: runs.len() as u64,
-        runs_by_kind,
+        runs_by_kind: runs_by_kind(&runs),
         injected: verdicts.iter().filter(|verdict| verdict.is_some()).count() as u64,
         capped,
         elapsed_sec: started.elapsed().as_secs_f64(),
         workload: WorkloadFaults::default(),
     };
     Ok((report, failures))
+}
+
+/// The checks a recovery with a fault that fired failed: its content
+/// first (held to the `plain` recovery's, reported at the state's first
+/// check), then every context the image was judged in.
+fn failed_checks<T: Target>(
+    target: &T,
+    recording: &Recording<T::Context>,
+    recovery: &Recovery,
+    faulted: &T::Recovered,
+    plain: &T::Recovered,
+) -> Vec<(CheckAt, (Check, String))> {
+    let same = target.same_recovery(faulted, plain).err();
+    let same = same.and_then(|verdict| recovery.checks.first().map(|at| (*at, verdict)));
+    let judged = recovery.checks.iter().map(|at| {
+        let context = &recording.contexts[at.context].context;
+        target.judge(faulted, context).err().map(|verdict| (*at, verdict))
+    });
+    same.into_iter().chain(judged.flatten()).collect()
+}
+
+/// How many runs fail their I/O each way (`eio`, `short-write`, `enospc`).
+fn runs_by_kind(runs: &[(usize, u64, ArmedFault)]) -> BTreeMap<&'static str, u64> {
+    let mut by_kind = BTreeMap::new();
+    for &(_, _, kind) in runs {
+        *by_kind.entry(kind.name()).or_insert(0) += 1;
+    }
+    by_kind
 }
 
 /// The failure `(check, detail)` of the recovery of the crash state `at`

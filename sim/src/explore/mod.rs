@@ -252,30 +252,13 @@ fn explore_workload<T: Target>(
     options: &ExploreOptions,
     started: Instant,
 ) -> Result<ExploreReport, String> {
-    assert!(options.jobs >= 1 && options.max_dir_subsets >= 1, "checked by the caller");
-    assert!(matches!(options.depth, 1 | 2), "checked by the caller");
-    assert!(options.then_io.is_none() || (options.depth == 2 && options.only_state.is_some()), "checked by the caller");
-    assert!(options.fault_io.is_none() || options.faults, "checked by the caller");
-    assert!(options.damage_site.is_none() || (options.damage && options.only_io.is_some()), "checked by the caller");
+    assert_checked(options);
     let mut report = ExploreReport::new(target, seed, ops);
     let recording = target.record(seed, workload);
     report.recorded_ios = (recording.disk.snapshots.len() as u64).saturating_sub(1);
     report.counts.phase_sec.record = started.elapsed().as_secs_f64();
-    if let Some((check, detail)) = &recording.failure {
-        let what = recording.contexts.last().map_or("the setup".to_string(), |c| c.what.clone());
-        report.add_failures(vec![ExploreFailure {
-            io_index: None,
-            state: None,
-            op: what,
-            description: "the recording run itself, before any explored crash".to_string(),
-            check: *check,
-            detail: detail.clone(),
-            then: None,
-            fault_io: None,
-            damage_site: None,
-            fault_kind: None,
-            repro: report::repro(target, seed, ops, options, None, None, None),
-        }]);
+    if let Some(failure) = recording_failure(target, seed, ops, &recording, options) {
+        report.add_failures(vec![failure]);
         report.counts.elapsed_sec = started.elapsed().as_secs_f64();
         return Ok(report);
     }
@@ -283,12 +266,7 @@ fn explore_workload<T: Target>(
     let enumerate_started = Instant::now();
     let plan = plan::plan(target, &recording, options)?;
     report.counts.phase_sec.enumerate = enumerate_started.elapsed().as_secs_f64();
-    report.counts.io_indices = plan.io_indices;
-    report.counts.states = plan.states;
-    report.counts.distinct_states = plan.recoveries.len() as u64;
-    report.counts.checks = plan.checks;
-    report.counts.capped = plan.capped;
-    report.counts.examined = plan.examined.clone();
+    count_plan(&mut report.counts, &plan);
 
     let check_started = Instant::now();
     let checked = check_all(target, seed, ops, &recording, &plan, options);
@@ -318,6 +296,52 @@ fn explore_workload<T: Target>(
         report.add_failures(failures);
     }
     Ok(report)
+}
+
+/// The options' combinations the command line refuses: a caller that
+/// passes one is a bug, not a user's mistake.
+fn assert_checked(options: &ExploreOptions) {
+    assert!(options.jobs >= 1 && options.max_dir_subsets >= 1, "checked by the caller");
+    assert!(matches!(options.depth, 1 | 2), "checked by the caller");
+    assert!(options.then_io.is_none() || (options.depth == 2 && options.only_state.is_some()), "checked by the caller");
+    assert!(options.fault_io.is_none() || options.faults, "checked by the caller");
+    assert!(options.damage_site.is_none() || (options.damage && options.only_io.is_some()), "checked by the caller");
+}
+
+/// The recording run's own failure, if it failed before any explored
+/// crash: named by the operation it was in (or the setup).
+fn recording_failure<T: Target>(
+    target: &T,
+    seed: u64,
+    ops: u64,
+    recording: &Recording<T::Context>,
+    options: &ExploreOptions,
+) -> Option<ExploreFailure> {
+    let (check, detail) = recording.failure.as_ref()?;
+    let what = recording.contexts.last().map_or("the setup".to_string(), |c| c.what.clone());
+    Some(ExploreFailure {
+        io_index: None,
+        state: None,
+        op: what,
+        description: "the recording run itself, before any explored crash".to_string(),
+        check: *check,
+        detail: detail.clone(),
+        then: None,
+        fault_io: None,
+        damage_site: None,
+        fault_kind: None,
+        repro: report::repro(target, seed, ops, options, None, None, None),
+    })
+}
+
+/// What the plan counted, into the report's counts.
+fn count_plan(counts: &mut report::Counts, plan: &plan::Plan) {
+    counts.io_indices = plan.io_indices;
+    counts.states = plan.states;
+    counts.distinct_states = plan.recoveries.len() as u64;
+    counts.checks = plan.checks;
+    counts.capped = plan.capped;
+    counts.examined = plan.examined.clone();
 }
 
 /// `--faults`: the recoveries of `plan` that passed (`failed` is by plan

@@ -112,8 +112,7 @@ pub(super) fn plan<T: Target>(
     let hashed = hash_runs(&runs, |run| run, options, progress, (0, cap), options.only_state.is_some(), &explored);
 
     let mut plan = Plan { recoveries: Vec::new(), io_indices: 0, states: 0, checks: 0, capped: false, examined: None };
-    let mut recovery_of: BTreeMap<(u64, u64), usize> = BTreeMap::new();
-    let mut checked: BTreeSet<(u64, usize)> = BTreeSet::new();
+    let mut seen = Seen::default();
     'runs: for (run, hashed) in runs.iter().zip(&hashed) {
         if plan.states >= cap {
             plan.capped = true;
@@ -143,26 +142,46 @@ pub(super) fn plan<T: Target>(
                     break 'runs;
                 }
                 plan.states += 1;
-                let hash = hashes[state];
-                let next = plan.recoveries.len();
-                let recovery = *recovery_of.entry((hash, key)).or_insert(next);
-                if recovery == next {
-                    plan.recoveries.push(Recovery {
-                        snapshot: run.snapshot.clone(),
-                        crash_state: states[state].clone(),
-                        hash,
-                        key,
-                        checks: Vec::new(),
-                    });
-                }
-                if checked.insert((hash, context)) {
-                    plan.checks += 1;
-                    plan.recoveries[recovery].checks.push(CheckAt { context, io_index, state });
-                }
+                seen.add(&mut plan, run, &states[state], hashes[state], key, CheckAt { context, io_index, state });
             }
         }
     }
     Ok(plan)
+}
+
+/// What the plan holds already: each recovery by its image's hash and the
+/// target's recovery key, each check by the image's hash and the context.
+#[derive(Default)]
+struct Seen {
+    recovery_of: BTreeMap<(u64, u64), usize>,
+    checked: BTreeSet<(u64, usize)>,
+}
+
+impl Seen {
+    /// One explored crash state of `run` (counted by the caller): a new
+    /// recovery if its image and key are new, a new check of it if its
+    /// image was not yet judged in the context of `at`.
+    fn add(&mut self, plan: &mut Plan, run: &Run, crash_state: &CrashState, hash: u64, key: u64, at: CheckAt) {
+        let next = plan.recoveries.len();
+        let recovery = *self.recovery_of.entry((hash, key)).or_insert(next);
+        if recovery == next {
+            plan.recoveries.push(Recovery {
+                snapshot: run.snapshot.clone(),
+                crash_state: crash_state.clone(),
+                hash,
+                key,
+                checks: Vec::new(),
+            });
+        }
+        debug_assert_eq!(plan.recoveries[recovery].hash, hash, "one recovery per image");
+        if self.checked.insert((hash, at.context)) {
+            plan.checks += 1;
+            plan.recoveries[recovery].checks.push(at);
+        }
+        // A context's key is one, so a new (image, key) is a new (image, context).
+        debug_assert!(!plan.recoveries[recovery].checks.is_empty(), "a recovery's first occurrence is its first check");
+        debug_assert!(plan.checks <= plan.states, "a check per state at most");
+    }
 }
 
 /// The crash indices to explore: all of `indices`, or the one a `flag`

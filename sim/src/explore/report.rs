@@ -234,6 +234,8 @@ pub struct WorkloadFaults {
     pub elapsed_sec: f64,
 }
 
+/// What `--faults` did to the recoveries: each distinct depth-1 recovery
+/// rerun once per I/O, with that I/O failing.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FaultsReport {
     /// Distinct depth-1 recoveries faulted.
@@ -460,26 +462,7 @@ impl ExploreReport {
     /// The machine report: the counts, the timings, the target and its
     /// facts (segsim: `fsync`), and the failures kept.
     pub fn to_json(&self) -> Value {
-        let failures: Vec<Value> = self
-            .failures
-            .iter()
-            .map(|f| {
-                json!({
-                    "io_index": f.io_index,
-                    "state": f.state,
-                    "then_io": f.then.map(|(io, _)| io),
-                    "then_state": f.then.map(|(_, state)| state),
-                    "fault_io": f.fault_io,
-                    "fault_kind": f.fault_kind.map(ArmedFault::name),
-                    "damage_site": f.damage_site,
-                    "op": f.op,
-                    "description": f.description,
-                    "check": f.check.as_str(),
-                    "detail": f.detail,
-                    "repro": f.repro,
-                })
-            })
-            .collect();
+        let failures: Vec<Value> = self.failures.iter().map(ExploreFailure::to_json).collect();
         let mut value = self.counts.to_json();
         let fields = json!({
             "target": self.target,
@@ -500,36 +483,70 @@ impl ExploreReport {
             value["depth2"] = counts;
         }
         if let Some(faults) = &self.faults {
-            value["faults"] = json!({
-                "recoveries": faults.recoveries,
-                "runs": faults.runs,
-                "runs_by_kind": faults.runs_by_kind,
-                "workload": {
-                    "runs": faults.workload.runs,
-                    "injected": faults.workload.injected,
-                    "capped": faults.workload.capped,
-                    "elapsed_sec": faults.workload.elapsed_sec,
-                },
-                "injected": faults.injected,
-                "capped": faults.capped,
-                "elapsed_sec": faults.elapsed_sec,
-            });
+            value["faults"] = faults.to_json();
         }
         if let Some(damage) = &self.damage {
-            value["damage"] = json!({
-                "images": damage.images,
-                "sites": damage.sites,
-                "recoveries": damage.recoveries,
-                "refused": damage.refused,
-                "opened": damage.opened,
-                "capped": damage.capped,
-                "recoveries_per_sec": damage.recoveries_per_sec(),
-                "elapsed_sec": damage.elapsed_sec,
-            });
+            value["damage"] = damage.to_json();
         }
         for (key, fact) in &self.facts {
             value[*key] = Value::from(fact.as_str());
         }
         value
+    }
+}
+
+impl ExploreFailure {
+    /// One failure in the machine report.
+    fn to_json(&self) -> Value {
+        json!({
+            "io_index": self.io_index,
+            "state": self.state,
+            "then_io": self.then.map(|(io, _)| io),
+            "then_state": self.then.map(|(_, state)| state),
+            "fault_io": self.fault_io,
+            "fault_kind": self.fault_kind.map(ArmedFault::name),
+            "damage_site": self.damage_site,
+            "op": self.op,
+            "description": self.description,
+            "check": self.check.as_str(),
+            "detail": self.detail,
+            "repro": self.repro,
+        })
+    }
+}
+
+impl FaultsReport {
+    /// The machine report's `faults` object.
+    fn to_json(&self) -> Value {
+        json!({
+            "recoveries": self.recoveries,
+            "runs": self.runs,
+            "runs_by_kind": self.runs_by_kind,
+            "workload": {
+                "runs": self.workload.runs,
+                "injected": self.workload.injected,
+                "capped": self.workload.capped,
+                "elapsed_sec": self.workload.elapsed_sec,
+            },
+            "injected": self.injected,
+            "capped": self.capped,
+            "elapsed_sec": self.elapsed_sec,
+        })
+    }
+}
+
+impl DamageReport {
+    /// The machine report's `damage` object.
+    fn to_json(&self) -> Value {
+        json!({
+            "images": self.images,
+            "sites": self.sites,
+            "recoveries": self.recoveries,
+            "refused": self.refused,
+            "opened": self.opened,
+            "capped": self.capped,
+            "recoveries_per_sec": self.recoveries_per_sec(),
+            "elapsed_sec": self.elapsed_sec,
+        })
     }
 }

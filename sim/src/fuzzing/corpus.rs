@@ -332,63 +332,9 @@ fn misspelled_op(args: &[Vec<u8>], now_ms: u64) -> Option<FuzzOp> {
 
 /// The plan operation for a generated one, if the plan's vocabulary has it.
 fn fuzz_op(op: &Op, now_ms: &mut u64) -> Option<FuzzOp> {
-    let at = |at_ms: i64| Deadline::of(at_ms, *now_ms);
     Some(match op {
-        // An oversized write (bad input) is no token a plan holds.
-        Op::Cmd(Command::Set { value, .. }) if value.len() > MAX_TOKEN_BYTES => return None,
-        Op::Cmd(Command::Set { key, value }) => FuzzOp::Set { key: key_of(key)?, value: token_of(value) },
-        Op::Cmd(Command::Get { key }) => FuzzOp::Get { key: key_of(key)? },
-        Op::Cmd(Command::Del { keys }) => {
-            let mut keys = keys.iter().map(|k| key_of(k)).collect::<Option<Vec<_>>>()?.into_iter();
-            FuzzOp::Del { first: keys.next()?, more: keys.collect() }
-        }
-        Op::Cmd(Command::HSet { key, pairs }) => {
-            let (ts, rest) = match pairs.split_first() {
-                Some(((field, value), rest)) if field == b"ts" => {
-                    match std::str::from_utf8(value).ok().and_then(|v| v.parse::<i16>().ok()) {
-                        Some(ts) => (Some(ts), rest),
-                        None => (None, pairs.as_slice()),
-                    }
-                }
-                _ => (None, pairs.as_slice()),
-            };
-            let pairs = rest.iter().map(|(f, v)| Some((field_of(f)?, token_of(v)))).collect::<Option<_>>()?;
-            FuzzOp::HSet { key: key_of(key)?, ts, pairs }
-        }
-        Op::Cmd(Command::HGet { key, field }) => FuzzOp::HGet { key: key_of(key)?, field: field_of(field)? },
-        Op::Cmd(Command::HDel { key, fields }) => {
-            let (first, more) = fields_of(fields)?;
-            FuzzOp::HDel { key: key_of(key)?, first, more }
-        }
-        Op::Cmd(Command::HGetAll { key }) => FuzzOp::HGetAll { key: key_of(key)? },
-        Op::Cmd(Command::PExpireAt { key, at_ms }) => {
-            FuzzOp::PExpireAt { key: key_of(key)?, at: at(*at_ms)?, spelling: None }
-        }
-        Op::Cmd(Command::Persist { key }) => FuzzOp::Persist { key: key_of(key)? },
-        Op::Cmd(Command::HPExpireAt { key, at_ms, fields }) => {
-            let (first, more) = fields_of(fields)?;
-            FuzzOp::HPExpireAt { key: key_of(key)?, at: at(*at_ms)?, spelling: None, first, more }
-        }
-        Op::Cmd(Command::FlushAll) => FuzzOp::FlushAll,
-        Op::Cmd(Command::Exists { keys }) => {
-            let mut keys = keys.iter().map(|k| key_of(k)).collect::<Option<Vec<_>>>()?.into_iter();
-            FuzzOp::Exists { first: keys.next()?, more: keys.collect() }
-        }
-        Op::Cmd(Command::PTtl { key }) => FuzzOp::PTtl { key: key_of(key)? },
-        Op::Cmd(Command::HMGet { key, fields }) => {
-            let (first, more) = fields_of(fields)?;
-            FuzzOp::HMGet { key: key_of(key)?, first, more }
-        }
-        Op::Cmd(Command::HLen { key }) => FuzzOp::HLen { key: key_of(key)? },
-        Op::Cmd(Command::HExists { key, field }) => FuzzOp::HExists { key: key_of(key)?, field: field_of(field)? },
-        Op::Cmd(Command::HIncrBy { key, field, by }) => {
-            FuzzOp::HIncrBy { key: key_of(key)?, field: field_of(field)?, by: *by, spelling: None }
-        }
-        Op::Cmd(Command::HSetNx { key, field, value }) => {
-            FuzzOp::HSetNx { key: key_of(key)?, field: field_of(field)?, value: token_of(value) }
-        }
+        Op::Cmd(command) => return command_op(command, *now_ms),
         Op::Args(args) => return misspelled_op(args, *now_ms),
-        Op::Cmd(Command::Window { .. } | Command::SetWith { .. }) => return None,
         Op::SecondOpen => FuzzOp::SecondOpen,
         Op::Kill => FuzzOp::Kill,
         Op::Evict => FuzzOp::Evict,
@@ -402,6 +348,69 @@ fn fuzz_op(op: &Op, now_ms: &mut u64) -> Option<FuzzOp> {
         Op::Crash => FuzzOp::Crash,
         Op::Restart => FuzzOp::Restart,
     })
+}
+
+/// [`fuzz_op`] for a well-formed command, at the clock `now_ms`.
+fn command_op(command: &Command, now_ms: u64) -> Option<FuzzOp> {
+    let at = |at_ms: i64| Deadline::of(at_ms, now_ms);
+    Some(match command {
+        // An oversized write (bad input) is no token a plan holds.
+        Command::Set { value, .. } if value.len() > MAX_TOKEN_BYTES => return None,
+        Command::Set { key, value } => FuzzOp::Set { key: key_of(key)?, value: token_of(value) },
+        Command::Get { key } => FuzzOp::Get { key: key_of(key)? },
+        Command::Del { keys } => {
+            let mut keys = keys.iter().map(|k| key_of(k)).collect::<Option<Vec<_>>>()?.into_iter();
+            FuzzOp::Del { first: keys.next()?, more: keys.collect() }
+        }
+        Command::HSet { key, pairs } => hset_op(key, pairs)?,
+        Command::HGet { key, field } => FuzzOp::HGet { key: key_of(key)?, field: field_of(field)? },
+        Command::HDel { key, fields } => {
+            let (first, more) = fields_of(fields)?;
+            FuzzOp::HDel { key: key_of(key)?, first, more }
+        }
+        Command::HGetAll { key } => FuzzOp::HGetAll { key: key_of(key)? },
+        Command::PExpireAt { key, at_ms } => FuzzOp::PExpireAt { key: key_of(key)?, at: at(*at_ms)?, spelling: None },
+        Command::Persist { key } => FuzzOp::Persist { key: key_of(key)? },
+        Command::HPExpireAt { key, at_ms, fields } => {
+            let (first, more) = fields_of(fields)?;
+            FuzzOp::HPExpireAt { key: key_of(key)?, at: at(*at_ms)?, spelling: None, first, more }
+        }
+        Command::FlushAll => FuzzOp::FlushAll,
+        Command::Exists { keys } => {
+            let mut keys = keys.iter().map(|k| key_of(k)).collect::<Option<Vec<_>>>()?.into_iter();
+            FuzzOp::Exists { first: keys.next()?, more: keys.collect() }
+        }
+        Command::PTtl { key } => FuzzOp::PTtl { key: key_of(key)? },
+        Command::HMGet { key, fields } => {
+            let (first, more) = fields_of(fields)?;
+            FuzzOp::HMGet { key: key_of(key)?, first, more }
+        }
+        Command::HLen { key } => FuzzOp::HLen { key: key_of(key)? },
+        Command::HExists { key, field } => FuzzOp::HExists { key: key_of(key)?, field: field_of(field)? },
+        Command::HIncrBy { key, field, by } => {
+            FuzzOp::HIncrBy { key: key_of(key)?, field: field_of(field)?, by: *by, spelling: None }
+        }
+        Command::HSetNx { key, field, value } => {
+            FuzzOp::HSetNx { key: key_of(key)?, field: field_of(field)?, value: token_of(value) }
+        }
+        Command::Window { .. } | Command::SetWith { .. } => return None,
+    })
+}
+
+/// An `HSET`'s plan operation: a leading `ts` field whose value fits an
+/// `i16` is the plan's timestamp, the rest its pairs.
+fn hset_op(key: &[u8], pairs: &[(Vec<u8>, Vec<u8>)]) -> Option<FuzzOp> {
+    let (ts, rest) = match pairs.split_first() {
+        Some(((field, value), rest)) if field == b"ts" => {
+            match std::str::from_utf8(value).ok().and_then(|v| v.parse::<i16>().ok()) {
+                Some(ts) => (Some(ts), rest),
+                None => (None, pairs),
+            }
+        }
+        _ => (None, pairs),
+    };
+    let pairs = rest.iter().map(|(f, v)| Some((field_of(f)?, token_of(v)))).collect::<Option<_>>()?;
+    Some(FuzzOp::HSet { key: key_of(key)?, ts, pairs })
 }
 
 /// `t<n>:<id>`, `h<id>` or `k<id>`, as the generator names keys.

@@ -237,17 +237,41 @@ impl From<std::io::Error> for KitError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op<'a> {
     /// Insert or overwrite in the write transaction (begin one if none is open).
-    Put { table: usize, key: &'a [u8], value: &'a [u8] },
+    Put {
+        /// The table, by its position in [`Adapter::tables`].
+        table: usize,
+        /// The key's bytes (8 big-endian for a [`KeyKind::U64`] table).
+        key: &'a [u8],
+        /// The value's bytes.
+        value: &'a [u8],
+    },
     /// Remove in the write transaction (begin one if none is open).
-    Delete { table: usize, key: &'a [u8] },
+    Delete {
+        /// The table, by its position in [`Adapter::tables`].
+        table: usize,
+        /// The key to remove (absent is not an error).
+        key: &'a [u8],
+    },
     /// Read one key: in the write transaction if one is open, else the
     /// committed state.
-    Get { table: usize, key: &'a [u8] },
+    Get {
+        /// The table, by its position in [`Adapter::tables`].
+        table: usize,
+        /// The key to read.
+        key: &'a [u8],
+    },
     /// Read a whole table, the same way.
-    Scan { table: usize },
+    Scan {
+        /// The table, by its position in [`Adapter::tables`].
+        table: usize,
+    },
     /// Commit the write transaction at [`Adapter::levels`]`[level]` (an
     /// empty one if none is open: still a commit at that level).
-    Commit { level: usize },
+    Commit {
+        /// The commit level, by its position in [`Adapter::levels`]: it
+        /// decides what the commit promises to keep at a crash.
+        level: usize,
+    },
     /// Abort the write transaction, if one is open.
     Abort,
     /// The engine's [`Maintenance`] operation.

@@ -247,9 +247,18 @@ impl Model {
             self.history.last_mut().expect("never empty").survives_alone = true;
         }
         if promise == Promise::Durable {
-            self.durable = self.history.len() - 1;
+            self.newest_is_durable();
         }
         self.pending.clear();
+    }
+
+    /// The newest committed state is durable: the durable point moves to
+    /// it, forward (it never passes the history, which only a recovery
+    /// cuts back, and then below the point's new place).
+    fn newest_is_durable(&mut self) {
+        let last = self.history.len() - 1;
+        debug_assert!(self.durable <= last, "the durable point is inside the history");
+        self.durable = last;
     }
 
     /// The write transaction was aborted (or lost).
@@ -260,7 +269,7 @@ impl Model {
     /// Everything committed is durable (a clean close or a maintenance
     /// operation returned `Ok`).
     pub fn all_durable(&mut self) {
-        self.durable = self.history.len() - 1;
+        self.newest_is_durable();
         self.pending.clear();
         self.unpromised = false;
     }

@@ -39,29 +39,46 @@ pub struct TableRef {
 /// One workload operation (see the module doc). Keys are the bytes the
 /// engine gets ([`KeyKind::U64`]: 8 big-endian bytes).
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[allow(missing_docs)]
 pub enum KitOp {
+    /// [`Op::Put`]: insert or overwrite in the write transaction.
     Put {
+        /// The table written.
         table: TableRef,
+        /// The key.
         key: Vec<u8>,
+        /// The value it now holds.
         value: Vec<u8>,
     },
+    /// [`Op::Delete`]: remove in the write transaction.
     Delete {
+        /// The table written.
         table: TableRef,
+        /// The key removed.
         key: Vec<u8>,
     },
+    /// [`Op::Get`]: one key, as the transaction or the committed state
+    /// shows it.
     Get {
+        /// The table read.
         table: TableRef,
+        /// The key read.
         key: Vec<u8>,
     },
+    /// [`Op::Scan`]: a whole table, read the same way.
     Scan {
+        /// The table read.
         table: TableRef,
     },
+    /// [`Op::Commit`] at one of the adapter's levels.
     Commit {
+        /// The level's position in [`Adapter::levels`].
         level: usize,
+        /// The level itself: its name and what it promises.
         spec: Level,
     },
+    /// [`Op::Abort`]: the write transaction dropped.
     Abort,
+    /// [`Op::Maintain`]: the engine's maintenance operation.
     Maintain(Maintenance),
     /// Clean close and reopen.
     Restart,

@@ -35,7 +35,9 @@ use crate::trace::CrashPicture;
 /// The slots in view by default, `start..end`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Window {
+    /// The first slot shown.
     pub start: u64,
+    /// One past the last slot shown.
     pub end: u64,
 }
 
@@ -47,13 +49,19 @@ const WHOLE_UP_TO_SLOTS: u64 = 240;
 /// A failed check, as the report shows it (the text report's words).
 #[derive(Clone, Debug)]
 pub struct Verdict {
+    /// The seed that failed.
     pub seed: u64,
+    /// The failed check's name (`Check::as_str`).
     pub check: String,
+    /// The index of the operation during which it failed.
     pub op_index: u64,
     /// The failing operation's line, if known.
     pub op_line: Option<String>,
+    /// What exactly failed, for a person (diffs included).
     pub detail: String,
+    /// The last trace events before the failure, oldest first.
     pub recent: Vec<String>,
+    /// The command line that reproduces the failure.
     pub repro: String,
 }
 
@@ -75,10 +83,13 @@ impl Verdict {
 /// Everything one page shows.
 #[derive(Clone, Debug)]
 pub struct Report {
+    /// The page's heading (and its HTML title).
     pub title: String,
     /// `key: value` lines under the title (target, seed, counts, hash).
     pub facts: Vec<(String, String)>,
+    /// The run laid out on its time axis: the picture's lanes and marks.
     pub story: Story,
+    /// The failed check, if the run failed.
     pub failure: Option<Verdict>,
     /// Recovery lines besides the story's notes (an explored recovery's).
     pub recovery: Vec<String>,

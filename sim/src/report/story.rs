@@ -79,10 +79,17 @@ pub struct AxisMark {
 /// The whole run, laid out (see the module doc).
 #[derive(Clone, Debug, Default)]
 pub struct Story {
+    /// How long the time axis is, in slots (one per I/O, operation start,
+    /// power loss and restart).
     pub slots: u64,
+    /// The workload's operations, in order, each over the slots it spans.
     pub ops: Vec<OpSpan>,
+    /// One per directory and per file (followed through renames), in the
+    /// order they first appear.
     pub lanes: Vec<Lane>,
+    /// Every I/O, in the lane of the file or directory it touched.
     pub marks: Vec<IoMark>,
+    /// Faults, crashes, restarts and notes: the event row above the lanes.
     pub axis: Vec<AxisMark>,
     /// Each power loss's slot and picture.
     pub crashes: Vec<(u64, CrashPicture)>,

@@ -43,9 +43,11 @@ pub struct FileFate {
     pub path_before: Option<String>,
     /// Its full path after (the durable entry that survived), if any.
     pub path_after: Option<String>,
-    /// Durable length before, the length reads saw, and the length after.
+    /// Its durable length before the crash, in bytes.
     pub len_durable: u64,
+    /// Its length as reads saw it before the crash (the page cache's).
     pub len_volatile: u64,
+    /// Its length after the crash settled.
     pub len_after: u64,
     /// Each unsynced data operation, oldest first.
     pub ops: Vec<OpFate>,

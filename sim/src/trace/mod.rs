@@ -31,20 +31,32 @@ pub const RECENT_EVENTS: usize = 48;
 
 /// What a file-system operation was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(missing_docs)]
 pub enum IoKind {
+    /// A file opened (or created): `Vfs::open`.
     Open,
+    /// Bytes read from a file: `VfsFile::read_at`.
     Read,
+    /// Bytes written to a file's page cache: `VfsFile::write_at`.
     Write,
+    /// A file cut or extended: `VfsFile::set_len`.
     SetLen,
+    /// A file's length asked for.
     Len,
+    /// A file's fsync: its pending data made durable.
     Sync,
+    /// A name moved to another, replacing what it named.
     Rename,
+    /// A name removed.
     Unlink,
+    /// A directory's names listed.
     ListDir,
+    /// A directory created, with any missing parents.
     CreateDir,
+    /// A directory's fsync: its pending entry changes made durable.
     SyncDir,
+    /// A file mapped for reading (an immutable segment).
     Map,
+    /// Whether a name exists, asked.
     Exists,
 }
 
@@ -58,19 +70,37 @@ impl IoKind {
 
 /// An injected fault.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-#[allow(missing_docs)]
 pub enum FaultKind {
+    /// A write failed (EIO), writing nothing.
     WriteEio,
+    /// A write failed (EIO) after writing a sector-aligned prefix of its
+    /// bytes.
     ShortWrite,
+    /// An fsync failed (EIO) and the file's dirty pages were dropped: the
+    /// next fsync succeeds, proving nothing about them (fsyncgate).
     FsyncEio,
+    /// A read or a map failed (EIO).
     ReadEio,
+    /// A write or `set_len` that would grow the disk past its capacity
+    /// failed (ENOSPC), changing nothing.
     NoSpace,
+    /// A read returned its bytes with one bit flipped; the disk is
+    /// unchanged.
     BitFlip,
+    /// At a power loss, one durable sector of one file was damaged: garbage,
+    /// or one flipped bit.
     MediaCorruption,
+    /// At a power loss, a sector an unsynced write was writing holds
+    /// garbage.
     TornSector,
+    /// At a power loss, a durable file's name was lost.
     FileLost,
+    /// At a power loss, a durable file was cut to zero bytes.
     FileTruncated,
+    /// At a power loss, junk was put before a durable file's first byte.
     JunkPrepended,
+    /// At a power loss, a file the engine never made appeared in its
+    /// directory.
     StrayFile,
     /// An operation other than a read, write, fsync or map failed (EIO).
     MetaEio,
@@ -132,21 +162,63 @@ pub enum Event {
     /// A file-system operation: its global index, kind, file (interned
     /// name id), offset and length (0 where they do not apply), and
     /// whether it succeeded.
-    Io { index: u64, kind: IoKind, name: u32, offset: u64, len: u64, ok: bool },
+    Io {
+        /// The operation's index among every I/O of the run, from 0.
+        index: u64,
+        /// What it did (read, write, fsync, rename, ...).
+        kind: IoKind,
+        /// The file or directory, as an id interned by the trace.
+        name: u32,
+        /// Where in the file it started, in bytes (0 where it does not apply).
+        offset: u64,
+        /// How many bytes it covered (0 where it does not apply).
+        len: u64,
+        /// Whether it succeeded.
+        ok: bool,
+    },
     /// A fault injected into the operation with this index.
-    Fault { index: u64, kind: FaultKind },
+    Fault {
+        /// The index of the I/O the fault struck.
+        index: u64,
+        /// Which fault.
+        kind: FaultKind,
+    },
     /// The engine named a phase.
-    Mark { phase: Phase },
+    Mark {
+        /// The phase, by the engine's fixed code.
+        phase: Phase,
+    },
     /// A kit target's system named a phase of its own.
-    NamedMark { name: &'static str },
+    NamedMark {
+        /// The phase's name as the target declares it.
+        name: &'static str,
+    },
     /// A workload operation began (its index and a short kind tag).
-    Op { index: u64, tag: &'static str },
+    Op {
+        /// The operation's index in the workload, from 0.
+        index: u64,
+        /// A short word for its kind (`set`, `hget`, `put`, `scan`, ...).
+        tag: &'static str,
+    },
     /// What an operation answered, as a hash of its reply.
-    Reply { index: u64, hash: u64 },
+    Reply {
+        /// The operation's index in the workload.
+        index: u64,
+        /// A hash of the reply: equal replies hash alike, so the trace
+        /// hash covers what the engine answered without storing it.
+        hash: u64,
+    },
     /// Power loss; `io_index` is the number of I/O operations so far.
-    Crash { io_index: u64 },
+    Crash {
+        /// How many I/O operations the run had made before it.
+        io_index: u64,
+    },
     /// The store was reopened.
-    Restart { clean: bool },
+    Restart {
+        /// The store was closed first; `false` after a power loss or a
+        /// killed process, when the open is a recovery.
+        clean: bool,
+    },
 }
 
 /// The rolling record of one run.

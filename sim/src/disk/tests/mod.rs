@@ -5,8 +5,9 @@
 //! are exact and deterministic (`points.rs`), the engine survives on it
 //! (`store.rs`), a store directory has one owner while it lives and none
 //! after a crash (`lock.rs`), each file-system profile's rules hold where
-//! it has them and nowhere else (`profiles.rs`), and snapshots enumerate
-//! exactly the crash states the modes allow (`crash_states.rs`).
+//! it has them and nowhere else (`profiles.rs`), snapshots enumerate exactly
+//! the crash states the modes allow (`crash_states.rs`), and a lost or
+//! misdirected write does what the disk's `silent.rs` says (`silent.rs`).
 
 mod crash_states;
 mod faults;
@@ -16,6 +17,7 @@ mod points;
 mod prefix;
 mod profiles;
 mod reorder;
+mod silent;
 mod store;
 mod strict;
 
@@ -24,7 +26,7 @@ use std::path::{Path, PathBuf};
 use engine::vfs::{read_whole, OpenMode, Vfs, VfsFile};
 use proptest::prelude::*;
 
-use super::inode::DataOp;
+use super::data::DataOp;
 use super::{CrashMode, DiskConfig, SimVfs};
 use crate::trace::Trace;
 

@@ -8,7 +8,7 @@ use engine::vfs::{OpenMode, Vfs};
 use proptest::prelude::*;
 
 use super::{contents, data_op, dir, disk, listed, path, pattern, resized, sector_and_ops, with_pending};
-use crate::disk::inode::DataOp;
+use crate::disk::data::DataOp;
 use crate::disk::sectors::{inner_cuts, sector_end};
 use crate::disk::{CrashMode, DiskConfig};
 

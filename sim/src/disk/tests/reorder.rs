@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use super::{
     contents, data_op, dir, disk_holding, listed, open_write, path, pattern, resized, sector_and_ops, with_pending,
 };
-use crate::disk::inode::DataOp;
+use crate::disk::data::DataOp;
 use crate::disk::{CrashMode, DiskConfig};
 
 /// The volatile image after `changes`, and which of its bytes (up to the

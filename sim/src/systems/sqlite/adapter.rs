@@ -95,18 +95,28 @@ const DB_NAME: &str = "data.sqlite";
 /// no journal on disk and promise nothing at a crash).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JournalMode {
+    /// A rollback journal, deleted at each commit (SQLite's default).
     Delete,
+    /// A rollback journal, truncated to zero at each commit.
     Truncate,
+    /// A rollback journal, kept and its header zeroed at each commit.
     Persist,
+    /// A write-ahead log, checkpointed into the database now and then.
     Wal,
 }
 
 /// `PRAGMA synchronous`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Synchronous {
+    /// No fsync at all: a crash can lose or corrupt committed data.
     Off,
+    /// Fsync at the critical moments only: in WAL mode a crash can lose
+    /// the last commits, but not corrupt the database.
     Normal,
+    /// Fsync before each commit completes (SQLite's default).
     Full,
+    /// As `Full`, and the directory fsynced after a rollback journal is
+    /// deleted.
     Extra,
 }
 
@@ -153,7 +163,10 @@ impl std::fmt::Debug for OpenCount {
 /// A seed's SQLite settings.
 #[derive(Clone, Debug)]
 pub struct SqliteConfig {
+    /// `PRAGMA journal_mode`: with `synchronous`, it decides what a
+    /// commit promises.
     pub journal_mode: JournalMode,
+    /// `PRAGMA synchronous`.
     pub synchronous: Synchronous,
     /// `PRAGMA page_size`, set when the database is created.
     pub page_bytes: u32,
@@ -169,6 +182,8 @@ pub struct SqliteConfig {
     pub claim_durable: bool,
     /// Seeds each connection's PRNG stream.
     pub prng_seed: u64,
+    /// Opens so far in this run, so each connection's PRNG stream starts
+    /// apart.
     pub opens: OpenCount,
 }
 

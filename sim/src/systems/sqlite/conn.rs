@@ -7,6 +7,10 @@
 //! closes before unregistering it: a VFS must outlive every file SQLite
 //! opened through it.
 
+// The C calls behind safe types: each `unsafe` block here argues why it
+// holds (the crate denies `unsafe_code` everywhere else).
+#![allow(unsafe_code)]
+
 use std::ffi::{c_int, CStr, CString};
 use std::fmt;
 use std::ptr;

@@ -59,6 +59,11 @@
 //! `xTruncate` whose new length reaches the file only after the next
 //! `xSync` (so that sync does not make it durable).
 
+// SQLite calls these functions through C pointers: FFI that cannot be safe
+// Rust, each `unsafe` block with its argument (the crate denies
+// `unsafe_code` everywhere else).
+#![allow(unsafe_code)]
+
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -382,7 +387,8 @@ fn guarded<T>(context: Option<&VfsContext>, on_panic: T, body: impl FnOnce() -> 
 /// `vfs` must be a VFS registered by [`RegisteredVfs::register`] that is
 /// still alive (SQLite passes back the pointer it was given).
 unsafe fn vfs_context<'a>(vfs: *mut ffi::sqlite3_vfs) -> &'a VfsContext {
-    &*((*vfs).pAppData as *const VfsContext)
+    // SAFETY: the caller keeps the contract above.
+    unsafe { &*((*vfs).pAppData as *const VfsContext) }
 }
 
 /// The state of an open file.
@@ -391,7 +397,8 @@ unsafe fn vfs_context<'a>(vfs: *mut ffi::sqlite3_vfs) -> &'a VfsContext {
 /// `file` must be a [`SimFile`] that `x_open` opened and `x_close` has not
 /// closed (SQLite calls the methods only then).
 unsafe fn file_state<'a>(file: *mut ffi::sqlite3_file) -> &'a mut FileState {
-    &mut *(*(file as *mut SimFile)).state
+    // SAFETY: the caller keeps the contract above.
+    unsafe { &mut *(*(file as *mut SimFile)).state }
 }
 
 /// A file name from SQLite as a path; `None` for a null name.
@@ -399,7 +406,8 @@ unsafe fn file_state<'a>(file: *mut ffi::sqlite3_file) -> &'a mut FileState {
 /// # Safety
 /// `name` must be null or a NUL-terminated string.
 unsafe fn path_of(name: *const c_char) -> Option<PathBuf> {
-    (!name.is_null()).then(|| PathBuf::from(CStr::from_ptr(name).to_string_lossy().into_owned()))
+    // SAFETY: the caller keeps the contract above.
+    unsafe { (!name.is_null()).then(|| PathBuf::from(CStr::from_ptr(name).to_string_lossy().into_owned())) }
 }
 
 unsafe extern "C" fn x_open(
@@ -410,21 +418,23 @@ unsafe extern "C" fn x_open(
     out_flags: *mut c_int,
 ) -> c_int {
     // SAFETY: SQLite calls this on our VFS with `szOsFile` bytes at `file`.
-    let context = vfs_context(vfs);
-    (*file).pMethods = ptr::null();
-    guarded(Some(context), ffi::SQLITE_CANTOPEN, || {
-        let path = path_of(name);
-        let state = match open_state(context, path, flags) {
-            Ok(state) => state,
-            Err(_) => return ffi::SQLITE_CANTOPEN,
-        };
-        (*(file as *mut SimFile)).state = Box::into_raw(Box::new(state));
-        (*file).pMethods = &IO_METHODS;
-        if !out_flags.is_null() {
-            *out_flags = flags;
-        }
-        ffi::SQLITE_OK
-    })
+    unsafe {
+        let context = vfs_context(vfs);
+        (*file).pMethods = ptr::null();
+        guarded(Some(context), ffi::SQLITE_CANTOPEN, || {
+            let path = path_of(name);
+            let state = match open_state(context, path, flags) {
+                Ok(state) => state,
+                Err(_) => return ffi::SQLITE_CANTOPEN,
+            };
+            (*(file as *mut SimFile)).state = Box::into_raw(Box::new(state));
+            (*file).pMethods = &IO_METHODS;
+            if !out_flags.is_null() {
+                *out_flags = flags;
+            }
+            ffi::SQLITE_OK
+        })
+    }
 }
 
 /// Open the file SQLite asks for (see the module doc: `xOpen`).
@@ -458,11 +468,13 @@ fn open_state(context: &VfsContext, path: Option<PathBuf>, flags: c_int) -> io::
 
 unsafe extern "C" fn x_delete(vfs: *mut ffi::sqlite3_vfs, name: *const c_char, sync_dir: c_int) -> c_int {
     // SAFETY: SQLite calls this on our VFS with a NUL-terminated name.
-    let context = vfs_context(vfs);
-    guarded(Some(context), ffi::SQLITE_IOERR_DELETE, || {
-        let Some(path) = path_of(name) else { return ffi::SQLITE_IOERR_DELETE };
-        delete(context, &path, sync_dir & 1 != 0)
-    })
+    unsafe {
+        let context = vfs_context(vfs);
+        guarded(Some(context), ffi::SQLITE_IOERR_DELETE, || {
+            let Some(path) = path_of(name) else { return ffi::SQLITE_IOERR_DELETE };
+            delete(context, &path, sync_dir & 1 != 0)
+        })
+    }
 }
 
 /// `xDelete` (see the module doc).
@@ -488,18 +500,20 @@ unsafe extern "C" fn x_access(
     out: *mut c_int,
 ) -> c_int {
     // SAFETY: SQLite calls this on our VFS with a name and an out pointer.
-    let context = vfs_context(vfs);
-    *out = 0;
-    guarded(Some(context), ffi::SQLITE_IOERR_ACCESS, || {
-        let Some(path) = path_of(name) else { return ffi::SQLITE_OK };
-        match context.vfs.exists(&path) {
-            Ok(exists) => {
-                *out = c_int::from(exists);
-                ffi::SQLITE_OK
+    unsafe {
+        let context = vfs_context(vfs);
+        *out = 0;
+        guarded(Some(context), ffi::SQLITE_IOERR_ACCESS, || {
+            let Some(path) = path_of(name) else { return ffi::SQLITE_OK };
+            match context.vfs.exists(&path) {
+                Ok(exists) => {
+                    *out = c_int::from(exists);
+                    ffi::SQLITE_OK
+                }
+                Err(_) => ffi::SQLITE_IOERR_ACCESS,
             }
-            Err(_) => ffi::SQLITE_IOERR_ACCESS,
-        }
-    })
+        })
+    }
 }
 
 unsafe extern "C" fn x_full_pathname(
@@ -509,57 +523,67 @@ unsafe extern "C" fn x_full_pathname(
     out: *mut c_char,
 ) -> c_int {
     // SAFETY: SQLite gives `n_out` writable bytes at `out` and a name.
-    let context = vfs_context(vfs);
-    guarded(Some(context), ffi::SQLITE_CANTOPEN, || {
-        let name = CStr::from_ptr(name).to_bytes();
-        let mut full = if name.starts_with(b"/") { Vec::new() } else { b"/".to_vec() };
-        full.extend_from_slice(name);
-        if full.len() + 1 > n_out as usize {
-            return ffi::SQLITE_CANTOPEN;
-        }
-        ptr::copy_nonoverlapping(full.as_ptr() as *const c_char, out, full.len());
-        *out.add(full.len()) = 0;
-        ffi::SQLITE_OK
-    })
+    unsafe {
+        let context = vfs_context(vfs);
+        guarded(Some(context), ffi::SQLITE_CANTOPEN, || {
+            let name = CStr::from_ptr(name).to_bytes();
+            let mut full = if name.starts_with(b"/") { Vec::new() } else { b"/".to_vec() };
+            full.extend_from_slice(name);
+            if full.len() + 1 > n_out as usize {
+                return ffi::SQLITE_CANTOPEN;
+            }
+            ptr::copy_nonoverlapping(full.as_ptr() as *const c_char, out, full.len());
+            *out.add(full.len()) = 0;
+            ffi::SQLITE_OK
+        })
+    }
 }
 
 unsafe extern "C" fn x_randomness(vfs: *mut ffi::sqlite3_vfs, n: c_int, out: *mut c_char) -> c_int {
     // SAFETY: SQLite gives `n` writable bytes at `out`.
-    let context = vfs_context(vfs);
-    guarded(Some(context), 0, || {
-        let out = std::slice::from_raw_parts_mut(out as *mut u8, n.max(0) as usize);
-        for chunk in out.chunks_mut(8) {
-            let word = context.next_random().to_le_bytes();
-            chunk.copy_from_slice(&word[..chunk.len()]);
-        }
-        n
-    })
+    unsafe {
+        let context = vfs_context(vfs);
+        guarded(Some(context), 0, || {
+            let out = std::slice::from_raw_parts_mut(out as *mut u8, n.max(0) as usize);
+            for chunk in out.chunks_mut(8) {
+                let word = context.next_random().to_le_bytes();
+                chunk.copy_from_slice(&word[..chunk.len()]);
+            }
+            n
+        })
+    }
 }
 
 unsafe extern "C" fn x_sleep(vfs: *mut ffi::sqlite3_vfs, micros: c_int) -> c_int {
     // SAFETY: SQLite calls this on our VFS.
-    let context = vfs_context(vfs);
-    guarded(Some(context), 0, || {
-        context.slept_us.fetch_add(micros.max(0) as u64, Ordering::Relaxed);
-        micros
-    })
+    unsafe {
+        let context = vfs_context(vfs);
+        guarded(Some(context), 0, || {
+            context.slept_us.fetch_add(micros.max(0) as u64, Ordering::Relaxed);
+            micros
+        })
+    }
 }
 
 unsafe extern "C" fn x_current_time_int64(vfs: *mut ffi::sqlite3_vfs, out: *mut ffi::sqlite3_int64) -> c_int {
     // SAFETY: SQLite calls this on our VFS with an out pointer.
-    let context = vfs_context(vfs);
-    guarded(Some(context), ffi::SQLITE_ERROR, || {
-        *out = EPOCH_JULIAN_MS + (context.slept_us.load(Ordering::Relaxed) / 1000) as i64;
-        ffi::SQLITE_OK
-    })
+    unsafe {
+        let context = vfs_context(vfs);
+        guarded(Some(context), ffi::SQLITE_ERROR, || {
+            *out = EPOCH_JULIAN_MS + (context.slept_us.load(Ordering::Relaxed) / 1000) as i64;
+            ffi::SQLITE_OK
+        })
+    }
 }
 
 unsafe extern "C" fn x_current_time(vfs: *mut ffi::sqlite3_vfs, out: *mut f64) -> c_int {
-    let mut ms: ffi::sqlite3_int64 = 0;
-    // SAFETY: forwarded from SQLite's call on our VFS (which catches panics).
-    let rc = x_current_time_int64(vfs, &mut ms);
-    *out = ms as f64 / 86_400_000.0;
-    rc
+    unsafe {
+        let mut ms: ffi::sqlite3_int64 = 0;
+        // SAFETY: forwarded from SQLite's call on our VFS (which catches panics).
+        let rc = x_current_time_int64(vfs, &mut ms);
+        *out = ms as f64 / 86_400_000.0;
+        rc
+    }
 }
 
 /// Nothing to catch: it does nothing (no OS error is ever kept).
@@ -570,19 +594,21 @@ unsafe extern "C" fn x_get_last_error(_vfs: *mut ffi::sqlite3_vfs, _n: c_int, _o
 unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
     // SAFETY: SQLite closes a file `x_open` opened, once; the state pointer
     // came from `Box::into_raw` there.
-    let sim = file as *mut SimFile;
-    let state = std::mem::replace(&mut (*sim).state, ptr::null_mut());
-    (*file).pMethods = ptr::null();
-    if state.is_null() {
-        return ffi::SQLITE_OK;
+    unsafe {
+        let sim = file as *mut SimFile;
+        let state = std::mem::replace(&mut (*sim).state, ptr::null_mut());
+        (*file).pMethods = ptr::null();
+        if state.is_null() {
+            return ffi::SQLITE_OK;
+        }
+        let state = Box::from_raw(state);
+        let context = state.context;
+        // Dropping the handle is the close (the disk forgets it).
+        guarded(Some(&*context), ffi::SQLITE_IOERR_CLOSE, || {
+            drop(state);
+            ffi::SQLITE_OK
+        })
     }
-    let state = Box::from_raw(state);
-    let context = state.context;
-    // Dropping the handle is the close (the disk forgets it).
-    guarded(Some(&*context), ffi::SQLITE_IOERR_CLOSE, || {
-        drop(state);
-        ffi::SQLITE_OK
-    })
 }
 
 /// Run a file method's body with the file's state.
@@ -594,93 +620,113 @@ unsafe fn with_file(
     on_panic: c_int,
     body: impl FnOnce(&mut FileState) -> c_int,
 ) -> c_int {
-    let state = file_state(file);
-    let context = state.context;
-    guarded(Some(&*context), on_panic, || body(state))
+    // SAFETY: the caller keeps `file_state`'s contract, and the state's
+    // context outlives its files.
+    unsafe {
+        let state = file_state(file);
+        let context = state.context;
+        guarded(Some(&*context), on_panic, || body(state))
+    }
 }
 
 unsafe extern "C" fn x_read(file: *mut ffi::sqlite3_file, out: *mut c_void, amount: c_int, offset: i64) -> c_int {
     // SAFETY: SQLite gives `amount` writable bytes at `out`.
-    let out = std::slice::from_raw_parts_mut(out as *mut u8, amount.max(0) as usize);
-    with_file(file, ffi::SQLITE_IOERR_READ, |state| match state.read(offset as u64, out) {
-        Ok(n) if n == out.len() => ffi::SQLITE_OK,
-        Ok(n) => {
-            out[n..].fill(0);
-            ffi::SQLITE_IOERR_SHORT_READ
-        }
-        Err(_) => ffi::SQLITE_IOERR_READ,
-    })
+    unsafe {
+        let out = std::slice::from_raw_parts_mut(out as *mut u8, amount.max(0) as usize);
+        with_file(file, ffi::SQLITE_IOERR_READ, |state| match state.read(offset as u64, out) {
+            Ok(n) if n == out.len() => ffi::SQLITE_OK,
+            Ok(n) => {
+                out[n..].fill(0);
+                ffi::SQLITE_IOERR_SHORT_READ
+            }
+            Err(_) => ffi::SQLITE_IOERR_READ,
+        })
+    }
 }
 
 unsafe extern "C" fn x_write(file: *mut ffi::sqlite3_file, data: *const c_void, amount: c_int, offset: i64) -> c_int {
     // SAFETY: SQLite gives `amount` readable bytes at `data`.
-    let data = std::slice::from_raw_parts(data as *const u8, amount.max(0) as usize);
-    with_file(file, ffi::SQLITE_IOERR_WRITE, |state| match state.write(offset as u64, data) {
-        Ok(()) => ffi::SQLITE_OK,
-        Err(e) if e.kind() == io::ErrorKind::StorageFull => ffi::SQLITE_FULL,
-        Err(_) => ffi::SQLITE_IOERR_WRITE,
-    })
+    unsafe {
+        let data = std::slice::from_raw_parts(data as *const u8, amount.max(0) as usize);
+        with_file(file, ffi::SQLITE_IOERR_WRITE, |state| match state.write(offset as u64, data) {
+            Ok(()) => ffi::SQLITE_OK,
+            Err(e) if e.kind() == io::ErrorKind::StorageFull => ffi::SQLITE_FULL,
+            Err(_) => ffi::SQLITE_IOERR_WRITE,
+        })
+    }
 }
 
 unsafe extern "C" fn x_truncate(file: *mut ffi::sqlite3_file, size: i64) -> c_int {
     // SAFETY: as `file_state`.
-    with_file(file, ffi::SQLITE_IOERR_TRUNCATE, |state| {
-        let size = size.max(0) as u64;
-        if state.context().options.plant == Some(VfsPlant::LateTruncate) && matches!(state.bytes, Bytes::Disk(_)) {
-            state.late_truncate = Some(size);
-            return ffi::SQLITE_OK;
-        }
-        match state.set_len(size) {
-            Ok(()) => ffi::SQLITE_OK,
-            Err(e) if e.kind() == io::ErrorKind::StorageFull => ffi::SQLITE_FULL,
-            Err(_) => ffi::SQLITE_IOERR_TRUNCATE,
-        }
-    })
+    unsafe {
+        with_file(file, ffi::SQLITE_IOERR_TRUNCATE, |state| {
+            let size = size.max(0) as u64;
+            if state.context().options.plant == Some(VfsPlant::LateTruncate) && matches!(state.bytes, Bytes::Disk(_)) {
+                state.late_truncate = Some(size);
+                return ffi::SQLITE_OK;
+            }
+            match state.set_len(size) {
+                Ok(()) => ffi::SQLITE_OK,
+                Err(e) if e.kind() == io::ErrorKind::StorageFull => ffi::SQLITE_FULL,
+                Err(_) => ffi::SQLITE_IOERR_TRUNCATE,
+            }
+        })
+    }
 }
 
 unsafe extern "C" fn x_sync(file: *mut ffi::sqlite3_file, _flags: c_int) -> c_int {
     // SAFETY: as `file_state`.
-    with_file(file, ffi::SQLITE_IOERR_FSYNC, |state| match state.sync() {
-        Ok(()) => ffi::SQLITE_OK,
-        Err(_) => ffi::SQLITE_IOERR_FSYNC,
-    })
+    unsafe {
+        with_file(file, ffi::SQLITE_IOERR_FSYNC, |state| match state.sync() {
+            Ok(()) => ffi::SQLITE_OK,
+            Err(_) => ffi::SQLITE_IOERR_FSYNC,
+        })
+    }
 }
 
 unsafe extern "C" fn x_file_size(file: *mut ffi::sqlite3_file, out: *mut i64) -> c_int {
     // SAFETY: as `file_state`, with an out pointer.
-    *out = 0;
-    with_file(file, ffi::SQLITE_IOERR_FSTAT, |state| match state.len() {
-        Ok(len) => {
-            *out = len as i64;
-            ffi::SQLITE_OK
-        }
-        Err(_) => ffi::SQLITE_IOERR_FSTAT,
-    })
+    unsafe {
+        *out = 0;
+        with_file(file, ffi::SQLITE_IOERR_FSTAT, |state| match state.len() {
+            Ok(len) => {
+                *out = len as i64;
+                ffi::SQLITE_OK
+            }
+            Err(_) => ffi::SQLITE_IOERR_FSTAT,
+        })
+    }
 }
 
 unsafe extern "C" fn x_lock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
     // SAFETY: as `file_state`.
-    with_file(file, ffi::SQLITE_IOERR_LOCK, |state| {
-        state.lock = state.lock.max(level);
-        ffi::SQLITE_OK
-    })
+    unsafe {
+        with_file(file, ffi::SQLITE_IOERR_LOCK, |state| {
+            state.lock = state.lock.max(level);
+            ffi::SQLITE_OK
+        })
+    }
 }
 
 unsafe extern "C" fn x_unlock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
     // SAFETY: as `file_state`.
-    with_file(file, ffi::SQLITE_IOERR_UNLOCK, |state| {
-        state.lock = state.lock.min(level);
-        ffi::SQLITE_OK
-    })
+    unsafe {
+        with_file(file, ffi::SQLITE_IOERR_UNLOCK, |state| {
+            state.lock = state.lock.min(level);
+            ffi::SQLITE_OK
+        })
+    }
 }
 
 unsafe extern "C" fn x_check_reserved_lock(file: *mut ffi::sqlite3_file, out: *mut c_int) -> c_int {
     // SAFETY: as `file_state`, with an out pointer.
-    *out = 0;
-    with_file(file, ffi::SQLITE_IOERR_CHECKRESERVEDLOCK, |state| {
-        *out = c_int::from(state.lock >= ffi::SQLITE_LOCK_RESERVED);
-        ffi::SQLITE_OK
-    })
+    unsafe {
+        *out = 0;
+        with_file(file, ffi::SQLITE_IOERR_CHECKRESERVEDLOCK, |state| {
+            *out = c_int::from(state.lock >= ffi::SQLITE_LOCK_RESERVED);
+            ffi::SQLITE_OK
+        })
+    }
 }
 
 /// Nothing to catch: it answers every opcode with `SQLITE_NOTFOUND`.
@@ -690,22 +736,24 @@ unsafe extern "C" fn x_file_control(_file: *mut ffi::sqlite3_file, _op: c_int, _
 
 unsafe extern "C" fn x_sector_size(file: *mut ffi::sqlite3_file) -> c_int {
     // SAFETY: as `file_state`.
-    with_file(file, 512, |state| state.context().options.sector_bytes as c_int)
+    unsafe { with_file(file, 512, |state| state.context().options.sector_bytes as c_int) }
 }
 
 unsafe extern "C" fn x_device_characteristics(file: *mut ffi::sqlite3_file) -> c_int {
     // SAFETY: as `file_state`.
-    with_file(
-        file,
-        0,
-        |state| {
-            if state.context().options.powersafe {
-                ffi::SQLITE_IOCAP_POWERSAFE_OVERWRITE
-            } else {
-                0
-            }
-        },
-    )
+    unsafe {
+        with_file(
+            file,
+            0,
+            |state| {
+                if state.context().options.powersafe {
+                    ffi::SQLITE_IOCAP_POWERSAFE_OVERWRITE
+                } else {
+                    0
+                }
+            },
+        )
+    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use engine::vfs::Vfs;
 
 use crate::canary::CanarySwitch;
 use crate::config::{Config, Overrides};
-use crate::disk::SimVfs;
+use crate::disk::{CrashPoint, SimVfs};
 use crate::drive::{Driver, Unobserved};
 use crate::failure::{catch_panic, Check, Failure};
 use crate::outcome::SeedOutcome;
@@ -57,7 +57,7 @@ pub(crate) fn no_hazards(driver: &Driver<'_>) -> Step {
 /// clean restart that must bring back exactly the model.
 fn run(driver: &mut Driver<'_>, config: &Config, ops: &[PlannedOp]) -> Step {
     match seeds::crash_in_creation(config.seed) {
-        Some(point) => driver.create_crashing(point)?,
+        Some(after_ios) => driver.create_crashing(CrashPoint::AfterIos(after_ios))?,
         None => driver.open_empty()?,
     }
     no_hazards(driver)?;

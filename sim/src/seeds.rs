@@ -106,12 +106,12 @@ pub fn inspect_read_only(seed: u64, index: u64) -> bool {
     splitmix64(faults(seed, index) ^ KILL_SALT ^ 2).is_multiple_of(4)
 }
 
-/// Where the run's first open (the store's creation) crashes, if it does:
-/// one seed in eight, after one of its first 24 I/Os, from a stream of
-/// its own (the other seeds run exactly as before).
-pub fn crash_in_creation(seed: u64) -> Option<crate::disk::CrashPoint> {
+/// After how many I/Os the run's first open (the store's creation)
+/// crashes, if it does: one seed in eight, after one of its first 24 I/Os,
+/// from a stream of its own (the other seeds run exactly as before).
+pub fn crash_in_creation(seed: u64) -> Option<u64> {
     let coin = splitmix64(seed ^ CREATION_SALT);
-    coin.is_multiple_of(8).then_some(crate::disk::CrashPoint::AfterIos((coin >> 8) % 24))
+    coin.is_multiple_of(8).then_some((coin >> 8) % 24)
 }
 
 /// Whether a store poisoned during operation `index` is restarted by a

@@ -10,13 +10,12 @@ use std::process::ExitCode;
 use clap::Parser;
 use engine::aof::FsyncPolicy;
 
+use super::explored::ExploreRequest;
 use super::run::parse_fs;
 use super::targets::{Runnable, TargetArgs, TargetFlags};
 use crate::canary::{parse_name, Canary};
 use crate::disk::ArmedFault;
-use crate::explore::{explore, ExploreOptions, DEFAULT_MAX_DIR_SUBSETS, DEFAULT_OPS};
-use crate::output::{emit, verdict};
-use crate::seam::Target;
+use crate::explore::{ExploreOptions, DEFAULT_MAX_DIR_SUBSETS, DEFAULT_OPS};
 
 /// Exhaustive crash exploration: run one seed's short workload once,
 /// fault-free, then crash it at every I/O index and recover every crash
@@ -182,29 +181,6 @@ fn parse_fsync(s: &str) -> Result<FsyncPolicy, String> {
     FsyncPolicy::parse(s).ok_or_else(|| format!("{s:?}: expected always, everysec or no"))
 }
 
-/// One exploration the command line asks for: which seed, how, and where
-/// the output goes.
-#[derive(Debug)]
-pub struct ExploreRequest {
-    /// The seed whose workload is explored.
-    pub seed: u64,
-    /// Its workload's operations.
-    pub ops: u64,
-    /// How to explore.
-    pub options: ExploreOptions,
-    /// Print one JSON object on stdout.
-    pub json: bool,
-    /// `--report FILE.html`: draw the one crash state explored there.
-    pub report: Option<std::path::PathBuf>,
-}
-
-impl ExploreRequest {
-    /// The request of `common`'s flags, explored with `options`.
-    pub fn new(common: &ExploreCommon, options: ExploreOptions) -> ExploreRequest {
-        ExploreRequest { seed: common.seed, ops: common.ops, options, json: common.json, report: common.report.clone() }
-    }
-}
-
 /// What the command line asks for, or why it cannot be run. Made once per
 /// process, so the size of its largest variant costs nothing.
 #[allow(clippy::large_enum_variant)]
@@ -248,9 +224,14 @@ pub(super) fn parse(args: &[String]) -> Invocation {
     }
     .with_target_args(&parsed.target);
     match parsed.target.target.build(&flags) {
-        Ok(target) => Invocation::Run { request: ExploreRequest::new(&parsed.common, options), target },
+        Ok(target) => Invocation::Run { request: request(&parsed.common, options), target },
         Err(message) => usage(&message),
     }
+}
+
+/// The exploration `common`'s flags ask for, explored with `options`.
+pub fn request(common: &ExploreCommon, options: ExploreOptions) -> ExploreRequest {
+    ExploreRequest { seed: common.seed, ops: common.ops, options, json: common.json, report: common.report.clone() }
 }
 
 /// The explorer's options from the flags every target takes (`args`, as
@@ -330,35 +311,6 @@ pub fn cli(args: &[String]) -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-/// Explore and print the report: exit 1 if a state failed, 2 if the
-/// options name a crash index or state that does not exist. With
-/// `page` (`--report`, which needs `--only-io` and `--only-state`), also
-/// draw that crash state (`crate::report::write_explored`).
-pub fn run<T: Target>(target: &T, request: &ExploreRequest) -> ExitCode {
-    let ExploreRequest { seed, ops, options, json, report: page } = request;
-    let (seed, ops, json, page) = (*seed, *ops, *json, page.as_deref());
-    let only = options.only_io.zip(options.only_state);
-    if page.is_some() && only.is_none() {
-        eprintln!("sim explore: --report draws one crash state: give --only-io I --only-state J (a failure's repro)");
-        return ExitCode::from(2);
-    }
-    let report = match explore(target, seed, ops, options) {
-        Ok(report) => report,
-        Err(message) => {
-            eprintln!("sim explore: {message}");
-            return ExitCode::from(2);
-        }
-    };
-    emit(&report.to_text(), json.then(|| report.to_json()).as_ref());
-    if let (Some(path), Some(crash)) = (page, only) {
-        if let Err(e) = crate::report::write_explored(target, (seed, ops), crash, options, &report, path) {
-            eprintln!("sim explore: {e}");
-            return ExitCode::from(2);
-        }
-    }
-    verdict(report.failures_total > 0)
 }
 
 #[cfg(test)]

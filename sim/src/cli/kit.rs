@@ -9,7 +9,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use super::explore::{options, run as explore_and_report, ExploreCommon, ExploreRequest};
+use super::explore::{options, request, ExploreCommon};
+use super::explored::run as explore_and_report;
 use super::replay::replay_as;
 use super::run::{merge, parse_args, run_target, usage_error, Hooks, RunArgs};
 use crate::disk::FsProfile;
@@ -139,7 +140,7 @@ pub fn main<A: Adapter + Clone>(adapter: A) -> ExitCode {
                 (Ok(options), Ok(kit)) => (options, kit),
                 (Err(message), _) | (_, Err(message)) => return usage_error(name, &message),
             };
-            return explore_and_report(&kit, &ExploreRequest::new(common, options));
+            return explore_and_report(&kit, &request(common, options));
         }
         None => {}
     }

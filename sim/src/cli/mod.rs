@@ -8,13 +8,15 @@
 //! - `run.rs`: the run command line every target shares (one seed, a
 //!   range, a soak, shards, `--jobs`, `--json`, `--trace`,
 //!   `--check-determinism`, `--shrink`, `--replay`, `merge`);
-//! - `explore.rs`: `sim explore`'s flags and output;
+//! - `explore.rs`: `sim explore`'s flags; `explored.rs`: one exploration
+//!   run and printed;
 //! - `kit.rs`: the kit's `main` for a user's own engine;
 //! - `replay.rs`: an `.ops` file replayed under a target.
 //!
 //! Exit status everywhere: 0 no failure, 1 a failure found, 2 bad usage.
 
 pub mod explore;
+pub mod explored;
 pub mod kit;
 pub mod replay;
 pub mod run;

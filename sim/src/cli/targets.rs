@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use clap::Args;
 use engine::aof::FsyncPolicy;
 
-use super::explore::{run as explore_and_report, ExploreRequest};
+use super::explored::{run as explore_and_report, ExploreRequest};
 use super::replay::replay_as;
 use super::run::{run_target, Hooks, RunArgs};
 use crate::canary::Canary;

@@ -123,7 +123,19 @@ pub enum Error {
         file: PathBuf,
         /// The version the file says it is in.
         version: u32,
-        /// The only version this build reads.
+        /// The newest version this build reads (for the manifest, version
+        /// 2 is read too: its records were already bound to their place).
+        reads: u32,
+    },
+    /// A file names an on-disk format version this build does not know (a
+    /// newer build's, most likely), in a header whose checksum held:
+    /// refused, nothing read past the version and nothing changed.
+    UnknownFormat {
+        /// The file that names the version.
+        file: PathBuf,
+        /// The version the file says it is in.
+        version: u32,
+        /// The newest version this build reads.
         reads: u32,
     },
     /// The store was opened read-only ([`crate::store::Store::open_read_only`])
@@ -154,9 +166,10 @@ impl Error {
     }
 
     /// Whether stored bytes were refused: as corrupt, or as written by an
-    /// older format version ([`Error::OldFormat`]).
+    /// older or unknown format version ([`Error::OldFormat`],
+    /// [`Error::UnknownFormat`]).
     pub fn refuses_bytes(&self) -> bool {
-        matches!(self, Error::Corrupt { .. } | Error::OldFormat { .. })
+        matches!(self, Error::Corrupt { .. } | Error::OldFormat { .. } | Error::UnknownFormat { .. })
     }
 }
 
@@ -184,6 +197,12 @@ impl fmt::Display for Error {
                 "{} is in on-disk format version {version}, older than the version {reads} this build reads \
                  (records bound to their place): refused, nothing changed; open it with a build that reads \
                  version {version}, copy its content out, and load it into a new store",
+                file.display()
+            ),
+            Error::UnknownFormat { file, version, reads } => write!(
+                f,
+                "{} is in on-disk format version {version}, which this build does not know (it reads up to \
+                 version {reads}): refused, nothing changed; open it with the build that wrote it",
                 file.display()
             ),
         }

@@ -74,7 +74,9 @@ fn a_store_of_the_previous_format_is_refused_by_its_manifest_and_nothing_changes
     put_synced(vfs.as_ref(), &Path::new(DIR).join(AOF_FILE), &old_log());
     let before = vfs_files(vfs.as_ref(), Path::new(DIR));
     match open(&vfs) {
-        Err(Error::OldFormat { file, version: 1, reads: 2 }) => {
+        // Version 3 is the newest manifest format this build reads (it
+        // reads version 2 too: its records were bound to their place).
+        Err(Error::OldFormat { file, version: 1, reads: 3 }) => {
             assert_eq!(file, Path::new(DIR).join(MANIFEST_FILE));
         }
         other => panic!("expected OldFormat for the manifest, got {:?}", other.map(|_| "an open store")),

@@ -3,12 +3,18 @@
 //!
 //! Every retired segment leaves its ADD and its DROP in the ledger for
 //! good, so without compaction an open replays every registration the
-//! directory ever saw. [`Manifest::compact`] writes a new ledger — `HEADER`,
+//! directory ever saw. [`Manifest::compact`] writes a new ledger — a
+//! `HEADER` that says the file is compacted and carries `next_seq`,
 //! `COMPACTED next_seq n`, the `n` live entries' ADDs in ascending seq,
 //! `COMPACTED_END next_seq n` (byte layout in `record.rs`, replay rules in
-//! `replay.rs`) — and makes it the manifest. `next_seq` carries the one thing the dead records were
-//! still needed for: no seq below it is ever ADDed again, so a seq stays
-//! unique for the life of the directory across any number of compactions.
+//! `replay.rs`) — and makes it the manifest. `next_seq` carries the one
+//! thing the dead records were still needed for: no seq below it is ever
+//! ADDed again, so a seq stays unique for the life of the directory across
+//! any number of compactions. The header carries it too, so that damage
+//! which destroys the snapshot whole is refused rather than read as a
+//! fresh ledger's torn first record (which would forget `next_seq`). The
+//! new ledger is always in the current format (version 3), whatever the
+//! old one's: compaction is how a version-2 manifest is upgraded.
 //!
 //! # When
 //!
@@ -145,7 +151,9 @@ impl Manifest {
         let live = self.ledger.live();
         let next_seq = self.ledger.next_seq();
         let mut image = Vec::new();
-        record::encode_header(&mut image);
+        // The header says "compacted", so that damage that destroys the
+        // whole snapshot is refused rather than read as a torn first record.
+        record::encode_header(&mut image, record::Header::Compacted { next_seq });
         record::encode_compacted(&mut image, next_seq, live.len() as u64);
         for entry in live.values() {
             // It was appended once, so it fits a frame.
@@ -161,6 +169,7 @@ impl Manifest {
         assert_eq!(replayed.ledger, self.ledger, "a compacted ledger replays to the ledger it compacts");
         assert_eq!(replayed.valid_len_bytes, image.len() as u64);
         assert!(replayed.compacted);
+        assert_eq!(replayed.header, Some(record::Header::Compacted { next_seq }));
         // What `compact` counts as the file's records once it is renamed.
         assert_eq!(replayed.records, live.len() as u64, "a compacted ledger holds one ADD per live entry");
         image

@@ -7,10 +7,9 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
-use super::record::{Record, HEADER_FRAME_BYTES};
-use super::testing::{encode_records, entry, FaultyVfs, StopAt};
+use super::record::{Record, HEADER_FRAME_BYTES, V2_HEADER_FRAME_BYTES};
+use super::testing::{compacted_header, encode_records, entry, FaultyVfs, StopAt, APPENDED, V2};
 use super::*;
-use crate::frame::FRAME_HEADER_BYTES;
 use crate::vfs::{read_whole, MemVfs};
 use crate::Phase;
 
@@ -82,7 +81,7 @@ fn dead_heavy(vfs: Arc<dyn Vfs>) -> Manifest {
 fn compacted_image() -> Vec<u8> {
     let live_entries = KEPT.len() as u64;
     let recs = [
-        Record::Header,
+        compacted_header(NEXT_SEQ),
         Record::Compacted { next_seq: NEXT_SEQ, live_entries },
         Record::Add(entry(4)),
         Record::Add(entry(11)),
@@ -182,7 +181,7 @@ fn next_seq_survives_compacting_an_empty_live_set_and_compacting_again() {
     assert_eq!((live, next, report.records_replayed), (vec![], NEXT_SEQ, 0));
     let bytes = read_whole(vfs.as_ref(), &manifest_path()).unwrap();
     let recs = [
-        Record::Header,
+        compacted_header(NEXT_SEQ),
         Record::Compacted { next_seq: NEXT_SEQ, live_entries: 0 },
         Record::CompactedEnd { next_seq: NEXT_SEQ, live_entries: 0 },
     ];
@@ -230,61 +229,111 @@ fn refused(bytes: &[u8], offset_bytes: u64, why: &str) {
 }
 
 #[test]
-fn a_compacted_ledger_that_breaks_its_rules_is_refused() {
+fn a_version_2_compacted_ledger_that_breaks_its_rules_is_refused() {
+    let open = |next_seq, live_entries| Record::Compacted { next_seq, live_entries };
+    let end = |next_seq, live_entries| Record::CompactedEnd { next_seq, live_entries };
+    let add = |seq| Record::Add(entry(seq));
+    let h = V2_HEADER_FRAME_BYTES;
+
+    // COMPACTED only right after the header, and once.
+    let (bytes, ends) = encode_records(&[V2, add(1), open(5, 0), end(5, 0)]);
+    refused(&bytes, ends[1] as u64, "not right after the header");
+    let (bytes, ends) = encode_records(&[V2, open(5, 0), end(5, 0), open(5, 0), end(5, 0)]);
+    refused(&bytes, ends[2] as u64, "not right after the header");
+    let (bytes, ends) = encode_records(&[V2, open(5, 0), open(5, 0)]);
+    refused(&bytes, ends[1] as u64, "not right after the header");
+    let (bytes, _) = encode_records(&[open(5, 0), end(5, 0)]);
+    refused(&bytes, 0, "the first record is not the manifest header");
+    // COMPACTED_END only closing a snapshot.
+    let (bytes, ends) = encode_records(&[V2, add(1), end(5, 0)]);
+    refused(&bytes, ends[1] as u64, "a COMPACTED_END outside a compacted ledger's snapshot");
+    let (bytes, ends) = encode_records(&[V2, open(5, 0), end(5, 0), end(5, 0)]);
+    refused(&bytes, ends[2] as u64, "a COMPACTED_END outside");
+
+    // next_seq in range, and room below it for the announced entries.
+    let (bytes, _) = encode_records(&[V2, open(0, 0), end(0, 0)]);
+    refused(&bytes, h, "next_seq is not above every live seq");
+    let (bytes, _) = encode_records(&[V2, open(ledger_max_seq() + 2, 0), end(ledger_max_seq() + 2, 0)]);
+    refused(&bytes, h, "beyond the highest allowed seq");
+    let (bytes, _) = encode_records(&[V2, open(3, 3)]);
+    refused(&bytes, h, "announces 3 live entries below next_seq 3");
+    let (bytes, _) = encode_records(&[V2, open(u64::MAX, u64::MAX)]);
+    refused(&bytes, h, "COMPACTED with next_seq");
+
+    the_snapshot_s_own_rules_are_checked(V2, h);
+}
+
+/// Inside a snapshot of `next_seq` 9 opened after `header` (whose frame
+/// takes `h` bytes): exactly its ADDs, ascending, below next_seq, then an
+/// end that matches; after it, an appended ledger. The same rules in
+/// version 2 and 3.
+fn the_snapshot_s_own_rules_are_checked(header: Record, h: u64) {
+    let open = |next_seq, live_entries| Record::Compacted { next_seq, live_entries };
+    let end = |next_seq, live_entries| Record::CompactedEnd { next_seq, live_entries };
+    let add = |seq| Record::Add(entry(seq));
+    let with = |recs: &[Record]| encode_records(&[[header.clone()].as_slice(), recs].concat());
+    let (bytes, ends) = with(&[open(9, 2), add(2), Record::Drop(2)]);
+    refused(&bytes, ends[2] as u64, "DROP of seq 2 inside a compacted ledger's snapshot");
+    let (bytes, ends) = with(&[open(9, 2), add(2), add(9)]);
+    refused(&bytes, ends[2] as u64, "at or above its next_seq 9");
+    let (bytes, ends) = with(&[open(9, 2), add(5), add(2)]);
+    refused(&bytes, ends[2] as u64, "ADD of seq 2: seq is below next_seq");
+    let (bytes, ends) = with(&[open(9, 1), add(5), add(6), end(9, 1)]);
+    refused(&bytes, ends[2] as u64, "past the compacted ledger's 1 live entries");
+    let (bytes, ends) = with(&[open(9, 2), add(5), end(9, 2)]);
+    refused(&bytes, ends[2] as u64, "COMPACTED_END after 1 of the snapshot's 2 live entries");
+    let (bytes, ends) = with(&[open(9, 1), add(5), end(10, 1)]);
+    refused(&bytes, ends[2] as u64, &format!("does not match its COMPACTED at byte {h}"));
+    let (bytes, ends) = with(&[open(9, 2), add(5), Record::Header(super::record::Header::Appended)]);
+    refused(&bytes, ends[2] as u64, "a second manifest header");
+
+    // After the snapshot, an appended ledger: ADDs from next_seq on.
+    let (bytes, _) = with(&[open(9, 1), add(5), end(9, 1), add(9), Record::Drop(5)]);
+    let state = Manifest::parse(&manifest_path(), &bytes).unwrap();
+    let live: Vec<u64> = state.live.keys().copied().collect();
+    assert_eq!((live, state.next_seq, state.records, state.compacted), (vec![9], 10, 3, true));
+    let (bytes, ends) = with(&[open(9, 1), add(5), end(9, 1), add(8)]);
+    refused(&bytes, ends[3] as u64, "ADD of seq 8: seq is below next_seq");
+}
+
+#[test]
+fn a_version_3_header_says_whether_a_snapshot_follows_and_is_held_to_it() {
     let open = |next_seq, live_entries| Record::Compacted { next_seq, live_entries };
     let end = |next_seq, live_entries| Record::CompactedEnd { next_seq, live_entries };
     let add = |seq| Record::Add(entry(seq));
     let h = HEADER_FRAME_BYTES;
 
-    // COMPACTED only right after the header, and once.
-    let (bytes, ends) = encode_records(&[Record::Header, add(1), open(5, 0), end(5, 0)]);
-    refused(&bytes, ends[1] as u64, "not right after the header");
-    let (bytes, ends) = encode_records(&[Record::Header, open(5, 0), end(5, 0), open(5, 0), end(5, 0)]);
+    // "Compacted": the snapshot, with the header's next_seq, comes first.
+    for (after, why) in [
+        (add(1), "yet the record after it is not its snapshot's COMPACTED"),
+        (end(5, 0), "yet the record after it is not its snapshot's COMPACTED"),
+        (Record::Drop(1), "yet the record after it is not its snapshot's COMPACTED"),
+        (open(6, 0), "COMPACTED with next_seq 6, yet the header says the snapshot's is 5"),
+        (open(4, 0), "COMPACTED with next_seq 4, yet the header says the snapshot's is 5"),
+    ] {
+        let (bytes, _) = encode_records(&[compacted_header(5), after, end(5, 0)]);
+        refused(&bytes, h, why);
+    }
+    let (bytes, _) = encode_records(&[compacted_header(5)]);
+    refused(&bytes, h, "no valid record follows it");
+    let mut garbage = bytes.clone();
+    garbage.extend([0xAB; 40]);
+    refused(&garbage, h, "where the header says the compacted ledger's snapshot (next_seq 5) starts");
+    let (bytes, ends) = encode_records(&[compacted_header(5), open(5, 0), end(5, 0), open(5, 0), end(5, 0)]);
     refused(&bytes, ends[2] as u64, "not right after the header");
-    let (bytes, ends) = encode_records(&[Record::Header, open(5, 0), open(5, 0)]);
-    refused(&bytes, ends[1] as u64, "not right after the header");
-    let (bytes, _) = encode_records(&[open(5, 0), end(5, 0)]);
-    refused(&bytes, 0, "the first record is not the manifest header");
-    // COMPACTED_END only closing a snapshot.
-    let (bytes, ends) = encode_records(&[Record::Header, add(1), end(5, 0)]);
-    refused(&bytes, ends[1] as u64, "a COMPACTED_END outside a compacted ledger's snapshot");
-    let (bytes, ends) = encode_records(&[Record::Header, open(5, 0), end(5, 0), end(5, 0)]);
-    refused(&bytes, ends[2] as u64, "a COMPACTED_END outside");
-
-    // next_seq in range, and room below it for the announced entries.
-    let (bytes, _) = encode_records(&[Record::Header, open(0, 0), end(0, 0)]);
-    refused(&bytes, h, "next_seq is not above every live seq");
-    let (bytes, _) = encode_records(&[Record::Header, open(ledger_max_seq() + 2, 0), end(ledger_max_seq() + 2, 0)]);
-    refused(&bytes, h, "beyond the highest allowed seq");
-    let (bytes, _) = encode_records(&[Record::Header, open(3, 3)]);
-    refused(&bytes, h, "announces 3 live entries below next_seq 3");
-    let (bytes, _) = encode_records(&[Record::Header, open(u64::MAX, u64::MAX)]);
+    let (bytes, _) = encode_records(&[compacted_header(u64::MAX), open(u64::MAX, 0), end(u64::MAX, 0)]);
     refused(&bytes, h, "COMPACTED with next_seq");
 
-    // Inside the snapshot: exactly its ADDs, ascending, below next_seq,
-    // then an end that matches.
-    let (bytes, ends) = encode_records(&[Record::Header, open(9, 2), add(2), Record::Drop(2)]);
-    refused(&bytes, ends[2] as u64, "DROP of seq 2 inside a compacted ledger's snapshot");
-    let (bytes, ends) = encode_records(&[Record::Header, open(9, 2), add(2), add(9)]);
-    refused(&bytes, ends[2] as u64, "at or above its next_seq 9");
-    let (bytes, ends) = encode_records(&[Record::Header, open(9, 2), add(5), add(2)]);
-    refused(&bytes, ends[2] as u64, "ADD of seq 2: seq is below next_seq");
-    let (bytes, ends) = encode_records(&[Record::Header, open(9, 1), add(5), add(6), end(9, 1)]);
-    refused(&bytes, ends[2] as u64, "past the compacted ledger's 1 live entries");
-    let (bytes, ends) = encode_records(&[Record::Header, open(9, 2), add(5), end(9, 2)]);
-    refused(&bytes, ends[2] as u64, "COMPACTED_END after 1 of the snapshot's 2 live entries");
-    let (bytes, ends) = encode_records(&[Record::Header, open(9, 1), add(5), end(10, 1)]);
-    refused(&bytes, ends[2] as u64, "does not match its COMPACTED at byte 21");
-    let (bytes, ends) = encode_records(&[Record::Header, open(9, 2), add(5), Record::Header]);
-    refused(&bytes, ends[2] as u64, "a second manifest header");
+    // "Never compacted": no snapshot anywhere.
+    let (bytes, _) = encode_records(&[APPENDED, open(5, 0), end(5, 0)]);
+    refused(&bytes, h, "a COMPACTED record in a ledger whose header says it was never compacted");
+    let (bytes, ends) = encode_records(&[APPENDED, add(1), open(5, 0), end(5, 0)]);
+    refused(&bytes, ends[1] as u64, "not right after the header");
 
-    // After the snapshot, an appended ledger: ADDs from next_seq on.
-    let (bytes, _) = encode_records(&[Record::Header, open(9, 1), add(5), end(9, 1), add(9), Record::Drop(5)]);
+    the_snapshot_s_own_rules_are_checked(compacted_header(9), h);
+    let (bytes, _) = encode_records(&[compacted_header(9), open(9, 1), add(5), end(9, 1)]);
     let state = Manifest::parse(&manifest_path(), &bytes).unwrap();
-    let live: Vec<u64> = state.live.keys().copied().collect();
-    assert_eq!((live, state.next_seq, state.records, state.compacted), (vec![9], 10, 3, true));
-    let (bytes, ends) = encode_records(&[Record::Header, open(9, 1), add(5), end(9, 1), add(8)]);
-    refused(&bytes, ends[3] as u64, "ADD of seq 8: seq is below next_seq");
+    assert_eq!((state.version, state.compacted, state.next_seq), (3, true, 9));
 }
 
 fn ledger_max_seq() -> u64 {
@@ -294,18 +343,20 @@ fn ledger_max_seq() -> u64 {
 #[test]
 fn a_compacted_snapshot_is_never_cut_as_a_torn_tail() {
     let bytes = compacted_image();
-    let compacted_ends = HEADER_FRAME_BYTES as usize + FRAME_HEADER_BYTES + 16;
     for cut in 0..=bytes.len() {
         let result = Manifest::parse(&manifest_path(), &bytes[..cut]);
-        if cut < compacted_ends {
-            // Not even COMPACTED is whole: to any format that is the torn
-            // first record of an appended ledger. A compacted file was whole
-            // when it was renamed into place, so only damage (a file cut
-            // short by something else) gets here, and it reads as an empty
-            // ledger, never anything else.
+        if cut < HEADER_FRAME_BYTES as usize {
+            // Not even the header is whole: to any format that is the torn
+            // header of a file being created. A compacted file was whole
+            // when it was renamed into place, so only damage to the whole
+            // file gets here; it reads as an empty ledger, and the store
+            // refuses a headerless manifest beside a written log.
             let state = result.unwrap();
             assert!(state.live.is_empty() && state.next_seq == 1 && !state.compacted, "cut at {cut}");
+            assert_eq!(state.valid_len_bytes, 0, "cut at {cut}");
         } else if cut < bytes.len() {
+            // The header says a snapshot follows: any cut of it is damage,
+            // even one that leaves nothing valid after the header.
             let err = result.unwrap_err();
             assert!(err.is_corrupt(), "cut at {cut}: {err}");
         } else {
@@ -320,6 +371,83 @@ fn a_compacted_snapshot_is_never_cut_as_a_torn_tail() {
     assert_eq!(state.next_seq, NEXT_SEQ);
 }
 
+/// The open finding `manifest-compacted-cut-seq-reuse` in general: a
+/// compacted ledger's bytes destroyed from offset `k` on, for every `k`
+/// from the end of its header to the end of its snapshot — cut there,
+/// zeroed, or overwritten with junk — with or without appends after the
+/// snapshot, and with an empty live set (the finding's: nothing but the
+/// two brackets after the header). Every one is refused as `Corrupt` at
+/// the record `k` falls in, and an open changes nothing; none replays to
+/// a ledger that forgot `next_seq`.
+#[test]
+fn a_compacted_ledger_whose_snapshot_is_destroyed_from_any_offset_is_refused() {
+    let snapshot = |live: &[u64]| {
+        let live_entries = live.len() as u64;
+        let mut recs = vec![compacted_header(NEXT_SEQ), Record::Compacted { next_seq: NEXT_SEQ, live_entries }];
+        recs.extend(live.iter().map(|&seq| Record::Add(entry(seq))));
+        recs.push(Record::CompactedEnd { next_seq: NEXT_SEQ, live_entries });
+        recs
+    };
+    let mut with_appends = snapshot(&KEPT);
+    with_appends.extend([Record::Add(entry(NEXT_SEQ)), Record::Drop(4)]);
+    let mut checked = 0;
+    for recs in [snapshot(&KEPT), snapshot(&[]), with_appends] {
+        let (bytes, ends) = encode_records(&recs);
+        let snapshot_end = ends[recs.iter().position(|r| matches!(r, Record::CompactedEnd { .. })).unwrap()];
+        for k in HEADER_FRAME_BYTES as usize..snapshot_end {
+            let destroyed = [
+                bytes[..k].to_vec(),
+                [&bytes[..k], &vec![0u8; bytes.len() - k][..]].concat(),
+                [&bytes[..k], &vec![0xAB; bytes.len() - k + 7][..]].concat(),
+            ];
+            for damaged in destroyed {
+                // Refused at the record holding the first byte that changed
+                // (zeros written over zeros change nothing).
+                let changed = (k..bytes.len()).find(|&i| damaged.get(i) != Some(&bytes[i]));
+                let Some(changed) = changed.filter(|&changed| changed < snapshot_end) else {
+                    // Zeros over the snapshot's last zero bytes: the
+                    // snapshot is whole, and what follows it appends.
+                    continue;
+                };
+                let record_start = ends.iter().copied().filter(|&end| end <= changed).max().unwrap() as u64;
+                match Manifest::parse(&manifest_path(), &damaged) {
+                    Err(Error::Corrupt { offset_bytes, .. }) => assert_eq!(offset_bytes, record_start, "k {k}"),
+                    other => panic!("destroyed from {k}: expected Corrupt, got {other:?}"),
+                }
+                checked += 1;
+            }
+        }
+        // And an open refuses it too, changing nothing.
+        let damaged = bytes[..HEADER_FRAME_BYTES as usize].to_vec();
+        let vfs = disk_with(&BTreeMap::from([(MANIFEST_FILE.to_owned(), damaged.clone())]));
+        assert!(Manifest::open(vfs.clone(), dir()).unwrap_err().is_corrupt());
+        assert_eq!(read_whole(vfs.as_ref(), &manifest_path()).unwrap(), damaged);
+    }
+    assert!(checked > 300, "{checked} destroyed images");
+}
+
+/// What version 2 could not tell, kept as it was (read compatibility): a
+/// version-2 snapshot destroyed with nothing valid after its header reads
+/// as a torn first record, and is cut. Compaction rewrites such a file in
+/// version 3, which refuses it (above).
+#[test]
+fn a_version_2_snapshot_destroyed_whole_is_still_read_as_a_torn_tail() {
+    let live_entries = KEPT.len() as u64;
+    let mut recs = vec![V2, Record::Compacted { next_seq: NEXT_SEQ, live_entries }];
+    recs.extend(KEPT.iter().map(|&seq| Record::Add(entry(seq))));
+    recs.push(Record::CompactedEnd { next_seq: NEXT_SEQ, live_entries });
+    let (bytes, ends) = encode_records(&recs);
+    let whole = Manifest::parse(&manifest_path(), &bytes).unwrap();
+    assert_eq!((whole.version, whole.compacted, whole.next_seq, whole.records), (2, true, NEXT_SEQ, 2));
+    for cut in V2_HEADER_FRAME_BYTES as usize..ends[1] {
+        let state = Manifest::parse(&manifest_path(), &bytes[..cut]).unwrap();
+        assert_eq!((state.version, state.next_seq, state.valid_len_bytes), (2, 1, V2_HEADER_FRAME_BYTES), "{cut}");
+    }
+    for cut in ends[1]..bytes.len() {
+        assert!(Manifest::parse(&manifest_path(), &bytes[..cut]).unwrap_err().is_corrupt(), "cut at {cut}");
+    }
+}
+
 /// As `every_single_bit_flip_is_refused_or_cuts_only_the_last_record` in
 /// `replay.rs`, for compacted ledgers: a flip anywhere in the snapshot is
 /// refused at the record it hit — even with nothing after the snapshot,
@@ -330,7 +458,7 @@ fn a_compacted_snapshot_is_never_cut_as_a_torn_tail() {
 fn every_single_bit_flip_of_a_compacted_ledger_is_refused_or_cuts_only_the_last_append() {
     let snapshot = |next_seq, live: &[u64]| {
         let live_entries = live.len() as u64;
-        let mut recs = vec![Record::Header, Record::Compacted { next_seq, live_entries }];
+        let mut recs = vec![compacted_header(next_seq), Record::Compacted { next_seq, live_entries }];
         recs.extend(live.iter().map(|&seq| Record::Add(entry(seq))));
         recs.push(Record::CompactedEnd { next_seq, live_entries });
         recs
@@ -421,7 +549,7 @@ fn a_stale_temp_file_is_never_read_and_compaction_overwrites_it() {
     let vfs = mem();
     drop(dead_heavy(vfs.clone()));
     // Longer than the compacted ledger, and a valid-looking ledger itself.
-    let (stale, _) = encode_records(&[Record::Header, Record::Add(entry(1)), Record::Add(entry(2))]);
+    let (stale, _) = encode_records(&[APPENDED, Record::Add(entry(1)), Record::Add(entry(2))]);
     let mut garbage = stale.clone();
     garbage.extend(vec![0xAB; 4096]);
     vfs.open(&temp_path(), OpenMode::Create).unwrap().write_at(0, &garbage).unwrap();

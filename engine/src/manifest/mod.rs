@@ -25,7 +25,12 @@
 //! (`compact.rs`: the threshold, the protocol and its crash gaps). The
 //! store compacts after a rewrite's retirement and at the end of an open,
 //! so an open replays a ledger about the size of its live set, however
-//! long the directory has lived.
+//! long the directory has lived. A compacted file's header says it is
+//! compacted and carries `next_seq` (format version 3, `record.rs`), so
+//! damage that destroys its snapshot — even all of it — is refused,
+//! never cut into a fresh-looking ledger that forgot which seqs were used.
+//! A version-2 file (an older segsim's) still opens by version 2's rules,
+//! and compaction rewrites it as version 3.
 //!
 //! # Torn tail or damage
 //!
@@ -34,8 +39,11 @@
 //! tail if no valid record starts anywhere after it — open cuts it, makes
 //! the cut durable and reports it in [`ManifestReport::torn_tail_bytes`] —
 //! and as damage to durable records otherwise, refused with
-//! [`Error::Corrupt`] naming the file and the offset. Refused, not healed:
-//! guessing which registrations to keep could strand or resurrect rows.
+//! [`Error::Corrupt`] naming the file and the offset. A compacted ledger's
+//! snapshot, from the header that announces it to its `COMPACTED_END`, is
+//! never a torn tail: an invalid frame there, or a file that ends there,
+//! is damage. Refused, not healed: guessing which registrations to keep
+//! could strand or resurrect rows.
 //!
 //! # The one limit
 //!
@@ -140,6 +148,9 @@ pub struct ManifestState {
     pub records: u64,
     /// The file is a compacted ledger (it opens with a whole snapshot).
     pub compacted: bool,
+    /// The format version its header names (2 or 3, see `record.rs`); 0
+    /// when not even the header is whole.
+    pub version: u32,
 }
 
 /// An open manifest: the live set in memory, and the file to append to.
@@ -287,6 +298,7 @@ impl Manifest {
             valid_len_bytes: replayed.valid_len_bytes,
             records: replayed.records,
             compacted: replayed.compacted,
+            version: replayed.header.map_or(0, record::Header::version),
         })
     }
 
@@ -496,7 +508,8 @@ fn write_header(vfs: &dyn Vfs, file: &mut dyn VfsFile, path: &Path, dir: &Path, 
         file.set_len(0).map_err(|e| Error::io(IoOp::Truncate, path, e))?;
     }
     let mut header = Vec::new();
-    record::encode_header(&mut header);
+    // Nothing is registered in it yet: an appended ledger, never compacted.
+    record::encode_header(&mut header, record::Header::Appended);
     assert_eq!(header.len() as u64, record::HEADER_FRAME_BYTES);
     file.write_at(0, &header).map_err(|e| Error::io(IoOp::Write, path, e))?;
     file.sync().map_err(|e| Error::io(IoOp::Sync, path, e))?;

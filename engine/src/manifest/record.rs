@@ -5,7 +5,8 @@
 //! field is a u32 length followed by that many bytes.
 //!
 //! ```text
-//! HEADER    kind 1: magic "SEGSMANI" (8 bytes), version u32 (= 2)
+//! HEADER    kind 1: magic "SEGSMANI" (8 bytes), version u32 (= 3),
+//!                   next_seq u64 (0: never compacted; else the snapshot's)
 //! ADD       kind 2: seq u64, records u64, file bytes (UTF-8), table bytes,
 //!                   min_key bytes, max_key bytes
 //! DROP      kind 3: seq u64
@@ -14,20 +15,41 @@
 //!           kind 5: next_seq u64, live_entries u64 (the same as COMPACTED's)
 //! ```
 //!
-//! A ledger is either *appended* — `HEADER`, then ADDs and DROPs — or
-//! *compacted* (`compact.rs`): `HEADER`, then its *snapshot* — `COMPACTED`,
-//! exactly `live_entries` ADDs (one per live segment, in ascending seq,
-//! each below `next_seq`), `COMPACTED_END` — then appends as in any
-//! ledger. The snapshot stands in for the history it replaced: `next_seq`
-//! is one more than the highest seq ever registered, so that no dropped seq
-//! is registered again. It is bracketed so that damage anywhere in it can
-//! be told from a torn write (see `replay.rs`). Compaction did not change
-//! the version (a file without a snapshot means what it always meant, and
-//! older code refuses a compacted file, an unknown record kind); binding
-//! every record to its place did: since version 2 each frame's checksum
-//! covers its offset in the manifest (`frame.rs`), so an ADD or DROP a
-//! misdirected write put elsewhere is damage, not history. A version 1
-//! manifest is refused with [`crate::Error::OldFormat`] ([`older_version`]).
+//! A ledger is either *appended* — `HEADER` with `next_seq` 0, then ADDs
+//! and DROPs — or *compacted* (`compact.rs`): `HEADER` with the snapshot's
+//! `next_seq`, then its *snapshot* — `COMPACTED`, exactly `live_entries`
+//! ADDs (one per live segment, in ascending seq, each below `next_seq`),
+//! `COMPACTED_END` — then appends as in any ledger. The snapshot stands in
+//! for the history it replaced: `next_seq` is one more than the highest
+//! seq ever registered, so that no dropped seq is registered again. It is
+//! bracketed so that damage anywhere in it can be told from a torn write,
+//! and the header says the file is compacted so that damage which destroys
+//! the whole snapshot — nothing valid left after the header — cannot pass
+//! for the torn first record of a fresh ledger (see `replay.rs`). A
+//! header's `next_seq` is never 0 in a compacted ledger: the ledger's own
+//! starts at 1.
+//!
+//! # Versions
+//!
+//! - **3** (this one): the header says whether the file is compacted, and
+//!   with which `next_seq`. Every manifest this build writes — a fresh one,
+//!   or a compaction's — is version 3.
+//! - **2**: the header is magic and version only (12 bytes of payload, a
+//!   21-byte frame); the records are the same. Compaction came within
+//!   version 2, so a version-2 file may or may not hold a snapshot, and
+//!   its header cannot say which: damage that destroys a version-2
+//!   snapshot whole reads as a torn tail, is cut to the header and forgets
+//!   `next_seq`. This build still reads version 2 by exactly its old rules
+//!   ([`Header::V2`]), appends to it as it stands (its records are
+//!   version 3's), and the first compaction rewrites it as version 3.
+//! - **1**: frame checksums without the record's place; refused with
+//!   [`crate::Error::OldFormat`] ([`older_version`]).
+//! - Any other version in a valid header frame (a newer segsim's) is
+//!   refused with [`crate::Error::UnknownFormat`] ([`unknown_version`]).
+//!
+//! Since version 2 each frame's checksum covers its offset in the manifest
+//! (`frame.rs`), so an ADD or DROP a misdirected write put elsewhere is
+//! damage, not history; the header's covers byte 0, where it stands.
 //!
 //! This module only turns records into bytes and back. Whether a record
 //! is allowed where it stands (a header first, a seq never reused) is the
@@ -57,20 +79,71 @@ pub(super) const KIND_COMPACTED_END: u8 = 5;
 /// over it (an AOF, a segment) is refused rather than misread.
 const MAGIC: [u8; 8] = *b"SEGSMANI";
 
-/// The only format version this code reads and writes (1: checksums
-/// without the record's place).
-pub(super) const VERSION: u32 = 2;
+/// The format version this code writes (see the module doc for the
+/// others).
+pub(super) const VERSION: u32 = 3;
 
-/// The header's whole payload.
-const HEADER_PAYLOAD_BYTES: usize = MAGIC.len() + 4;
+/// The older version this code still reads, by its own rules: a header
+/// that says nothing of compaction.
+pub(super) const VERSION_2: u32 = 2;
+
+/// A version-3 header's whole payload: magic, version, `next_seq`.
+const HEADER_PAYLOAD_BYTES: usize = MAGIC.len() + 4 + 8;
+
+/// A version-2 header's whole payload: magic, version (version 1's was
+/// the same length).
+const V2_HEADER_PAYLOAD_BYTES: usize = MAGIC.len() + 4;
 
 /// The bytes of an ADD payload besides its four variable fields: two u64s
 /// and four u32 length prefixes.
 const ADD_FIXED_BYTES: usize = 8 + 8 + 4 * 4;
 
-/// The bytes a whole header frame takes: where the first ADD or DROP starts
-/// (or, in a compacted ledger, its `COMPACTED` record).
+/// The bytes a whole version-3 header frame takes: where the first ADD or
+/// DROP starts (or, in a compacted ledger, its `COMPACTED` record).
 pub(super) const HEADER_FRAME_BYTES: u64 = (FRAME_HEADER_BYTES + HEADER_PAYLOAD_BYTES) as u64;
+
+/// The bytes a whole version-2 header frame takes.
+pub(super) const V2_HEADER_FRAME_BYTES: u64 = (FRAME_HEADER_BYTES + V2_HEADER_PAYLOAD_BYTES) as u64;
+
+/// What a manifest's header says of the ledger after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Header {
+    /// Version 2: nothing about compaction. A snapshot may follow or not,
+    /// by version 2's rules (see the module doc for what they cannot tell).
+    V2,
+    /// Version 3, `next_seq` 0: an appended ledger, never compacted. No
+    /// snapshot may follow.
+    Appended,
+    /// Version 3: a compacted ledger, whose whole snapshot, recording this
+    /// `next_seq` (never 0), must follow the header.
+    Compacted { next_seq: u64 },
+}
+
+impl Header {
+    /// The format version it is written in.
+    pub(super) fn version(self) -> u32 {
+        match self {
+            Header::V2 => VERSION_2,
+            Header::Appended | Header::Compacted { .. } => VERSION,
+        }
+    }
+
+    /// The bytes its whole frame takes: where the record after it starts.
+    pub(super) fn frame_bytes(self) -> u64 {
+        match self {
+            Header::V2 => V2_HEADER_FRAME_BYTES,
+            Header::Appended | Header::Compacted { .. } => HEADER_FRAME_BYTES,
+        }
+    }
+
+    /// The `next_seq` of the snapshot it says follows, if it says one does.
+    pub(super) fn compacted_next_seq(self) -> Option<u64> {
+        match self {
+            Header::Compacted { next_seq } => Some(next_seq),
+            Header::V2 | Header::Appended => None,
+        }
+    }
+}
 
 /// The whole payload of a COMPACTED or COMPACTED_END record: two u64s.
 const COMPACTED_PAYLOAD_BYTES: usize = 8 + 8;
@@ -79,7 +152,7 @@ const COMPACTED_PAYLOAD_BYTES: usize = 8 + 8;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Record {
     /// The header, magic and version already checked.
-    Header,
+    Header(Header),
     /// A segment registered.
     Add(SegEntry),
     /// The segment with this seq retired.
@@ -99,28 +172,56 @@ pub(super) fn is_known_kind(kind: u8) -> bool {
     matches!(kind, KIND_HEADER | KIND_ADD | KIND_DROP | KIND_COMPACTED | KIND_COMPACTED_END)
 }
 
-/// Append a header frame to `out`, which starts at byte 0 of the file
-/// (a header is the first frame; tests put one elsewhere as damage).
-pub(super) fn encode_header(out: &mut Vec<u8>) {
+/// Append `header`'s frame to `out`, which starts at byte 0 of the file
+/// (a header is the first frame; tests put one elsewhere as damage). The
+/// engine writes only version 3; [`Header::V2`] is for the tests' older
+/// files.
+pub(super) fn encode_header(out: &mut Vec<u8>, header: Header) {
+    let start = out.len();
     let mut payload = Vec::with_capacity(HEADER_PAYLOAD_BYTES);
     payload.extend_from_slice(&MAGIC);
-    put_u32(&mut payload, VERSION);
+    put_u32(&mut payload, header.version());
+    match header {
+        Header::V2 => {}
+        Header::Appended => put_u64(&mut payload, 0),
+        Header::Compacted { next_seq } => {
+            // 0 says "never compacted": a compacted ledger's is at least 1.
+            assert!(next_seq > 0, "a compacted header with next_seq 0");
+            put_u64(&mut payload, next_seq);
+        }
+    }
     encode_frame(out, Place::manifest(0), KIND_HEADER, &payload);
+    // Where the record after it starts: replay's `Header::frame_bytes`.
+    debug_assert_eq!((out.len() - start) as u64, header.frame_bytes());
 }
 
 /// The version of an older manifest's header at the start of `bytes`, if
 /// it is one: a header frame whose checksum covers no place (version 1),
-/// with the manifest magic and a version below this build's. Every frame
-/// of such a file fails this build's checksum; without this check it would
-/// be refused as damage rather than by its version.
+/// with the manifest magic and a version from before checksums covered
+/// the place. Every frame of such a file fails this build's checksum;
+/// without this check it would be refused as damage rather than by its
+/// version.
 pub(super) fn older_version(bytes: &[u8]) -> Option<u32> {
     let frame = decode_unbound_frame(bytes).ok()?;
     let payload = frame.payload;
-    if frame.kind != KIND_HEADER || payload.len() != HEADER_PAYLOAD_BYTES || payload[..MAGIC.len()] != MAGIC {
+    if frame.kind != KIND_HEADER || payload.len() != V2_HEADER_PAYLOAD_BYTES || payload[..MAGIC.len()] != MAGIC {
         return None;
     }
     let version = u32::from_le_bytes(payload[MAGIC.len()..].try_into().expect("4 bytes"));
-    (version < VERSION).then_some(version)
+    (version < VERSION_2).then_some(version)
+}
+
+/// The version a valid header frame (`kind`, `payload`) names, if it is
+/// the manifest's magic with a version this build does not read (neither
+/// 2 nor 3: a newer segsim's, most likely). Its checksum held, so this is
+/// what was written, not damage: refused by its version.
+pub(super) fn unknown_version(kind: u8, payload: &[u8]) -> Option<u32> {
+    if kind != KIND_HEADER || payload.len() < V2_HEADER_PAYLOAD_BYTES || payload[..MAGIC.len()] != MAGIC {
+        return None;
+    }
+    let version_bytes = payload[MAGIC.len()..V2_HEADER_PAYLOAD_BYTES].try_into().expect("4 bytes");
+    let version = u32::from_le_bytes(version_bytes);
+    (version != VERSION && version != VERSION_2).then_some(version)
 }
 
 /// The payload bytes an ADD of `entry` needs. Saturating, so that a caller
@@ -182,16 +283,7 @@ fn encode_counts(out: &mut Vec<u8>, kind: u8, next_seq: u64, live_entries: u64) 
 pub(super) fn decode(kind: u8, payload: &[u8], frame_offset_bytes: u64) -> Result<Record, DecodeError> {
     let mut reader = ByteReader::new(payload, frame_offset_bytes + FRAME_HEADER_BYTES as u64);
     let record = match kind {
-        KIND_HEADER => {
-            if reader.bytes(MAGIC.len())? != MAGIC {
-                return Err(DecodeError { offset_bytes: frame_offset_bytes, reason: "not a manifest: bad magic" });
-            }
-            let version_at = reader.clone();
-            if reader.u32()? != VERSION {
-                return Err(version_at.error("unsupported manifest format version"));
-            }
-            Record::Header
-        }
+        KIND_HEADER => Record::Header(decode_header(&mut reader, frame_offset_bytes)?),
         KIND_ADD => {
             let seq = reader.u64()?;
             let records = reader.u64()?;
@@ -215,6 +307,22 @@ pub(super) fn decode(kind: u8, payload: &[u8], frame_offset_bytes: u64) -> Resul
     };
     reader.finish()?;
     Ok(record)
+}
+
+/// The header's payload, after its frame (at `frame_offset_bytes`).
+fn decode_header(reader: &mut ByteReader<'_>, frame_offset_bytes: u64) -> Result<Header, DecodeError> {
+    if reader.bytes(MAGIC.len())? != MAGIC {
+        return Err(DecodeError { offset_bytes: frame_offset_bytes, reason: "not a manifest: bad magic" });
+    }
+    let version_at = reader.clone();
+    match reader.u32()? {
+        VERSION_2 => Ok(Header::V2),
+        VERSION => match reader.u64()? {
+            0 => Ok(Header::Appended),
+            next_seq => Ok(Header::Compacted { next_seq }),
+        },
+        _ => Err(version_at.error("unsupported manifest format version")),
+    }
 }
 
 #[cfg(test)]
@@ -242,17 +350,76 @@ mod tests {
     }
 
     #[test]
-    fn the_header_frame_has_the_advertised_size() {
+    fn each_header_has_the_advertised_size_and_round_trips() {
+        let headers = [
+            (Header::V2, V2_HEADER_FRAME_BYTES, 2),
+            (Header::Appended, HEADER_FRAME_BYTES, 3),
+            (Header::Compacted { next_seq: 1 }, HEADER_FRAME_BYTES, 3),
+            (Header::Compacted { next_seq: u64::MAX }, HEADER_FRAME_BYTES, 3),
+        ];
+        for (header, frame_bytes, version) in headers {
+            let mut out = Vec::new();
+            encode_header(&mut out, header);
+            assert_eq!((out.len() as u64, header.frame_bytes(), header.version()), (frame_bytes, frame_bytes, version));
+            assert_eq!(decode_one(&out, 0), Ok(Record::Header(header)));
+            assert_eq!(unknown_version(KIND_HEADER, &out[FRAME_HEADER_BYTES..]), None);
+            assert_eq!(older_version(&out), None, "a place-bound header is no older version's");
+        }
+        assert_eq!(HEADER_FRAME_BYTES, 29);
+        assert_eq!(V2_HEADER_FRAME_BYTES, 21, "version 2's header, as older segsims wrote it");
+        assert_eq!(Header::Compacted { next_seq: 9 }.compacted_next_seq(), Some(9));
+        assert_eq!((Header::V2.compacted_next_seq(), Header::Appended.compacted_next_seq()), (None, None));
+    }
+
+    /// A version-2 header's bytes, exactly as an older segsim wrote them:
+    /// magic and version, bound to byte 0 of the manifest.
+    #[test]
+    fn a_version_2_header_is_the_older_format_byte_for_byte() {
+        let mut payload = MAGIC.to_vec();
+        put_u32(&mut payload, 2);
+        let mut by_hand = Vec::new();
+        encode_frame(&mut by_hand, Place::manifest(0), KIND_HEADER, &payload);
         let mut out = Vec::new();
-        encode_header(&mut out);
-        assert_eq!(out.len() as u64, HEADER_FRAME_BYTES);
-        assert_eq!(decode_one(&out, 0), Ok(Record::Header));
+        encode_header(&mut out, Header::V2);
+        assert_eq!(out, by_hand);
+    }
+
+    #[test]
+    fn a_header_of_the_wrong_length_for_its_version_is_refused() {
+        // Version 3 without its next_seq, version 2 with one.
+        let mut short = MAGIC.to_vec();
+        put_u32(&mut short, VERSION);
+        let err = decode(KIND_HEADER, &short, 0).unwrap_err();
+        assert_eq!(err.reason, "length runs past the end of the data");
+        let mut long = MAGIC.to_vec();
+        put_u32(&mut long, VERSION_2);
+        put_u64(&mut long, 5);
+        let err = decode(KIND_HEADER, &long, 0).unwrap_err();
+        assert_eq!(err.reason, "trailing bytes after the record");
+    }
+
+    #[test]
+    fn an_unknown_version_is_named() {
+        for version in [0, 1, 4, u32::MAX] {
+            let mut payload = MAGIC.to_vec();
+            put_u32(&mut payload, version);
+            put_u64(&mut payload, 0);
+            assert_eq!(unknown_version(KIND_HEADER, &payload), Some(version), "version {version}");
+            assert_eq!(unknown_version(KIND_HEADER, &payload[..V2_HEADER_PAYLOAD_BYTES]), Some(version));
+            assert_eq!(unknown_version(KIND_ADD, &payload), None, "only a header names a version");
+            assert!(decode(KIND_HEADER, &payload, 0).is_err());
+        }
+        let mut foreign = b"SEGSAOF!".to_vec();
+        put_u32(&mut foreign, 9);
+        assert_eq!(unknown_version(KIND_HEADER, &foreign), None, "not the manifest's magic");
+        assert_eq!(unknown_version(KIND_HEADER, &MAGIC), None, "too short to name a version");
     }
 
     #[test]
     fn a_foreign_magic_or_version_is_refused_where_it_lies() {
         let mut payload = b"SEGSAOF!".to_vec();
         put_u32(&mut payload, VERSION);
+        put_u64(&mut payload, 0);
         let err = decode(KIND_HEADER, &payload, 100).unwrap_err();
         assert_eq!(err, DecodeError { offset_bytes: 100, reason: "not a manifest: bad magic" });
 
@@ -333,6 +500,16 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn a_version_3_header_round_trips(next_seq in any::<u64>()) {
+            let header = if next_seq == 0 { Header::Appended } else { Header::Compacted { next_seq } };
+            let mut out = Vec::new();
+            encode_header(&mut out, header);
+            prop_assert_eq!(out.len() as u64, HEADER_FRAME_BYTES);
+            prop_assert_eq!(&out[out.len() - 8..], &next_seq.to_le_bytes()[..]);
+            prop_assert_eq!(decode_one(&out, 0), Ok(Record::Header(header)));
+        }
 
         #[test]
         fn compacted_and_its_end_round_trip(next_seq in any::<u64>(), live_entries in any::<u64>()) {

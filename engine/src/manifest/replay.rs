@@ -19,23 +19,47 @@
 //!
 //! # A compacted ledger
 //!
-//! A compacted file (`compact.rs`) opens with `HEADER` and its *snapshot*:
+//! A compacted file (`compact.rs`) opens with a `HEADER` that says so —
+//! it carries the snapshot's `next_seq` — and its *snapshot*:
 //! `COMPACTED next_seq n`, `n` ADDs, `COMPACTED_END next_seq n`. The whole
 //! file was written and fsynced under a temporary name before it was
 //! renamed into place, so a crash cannot tear the snapshot, and an invalid
-//! byte anywhere in it is damage. The brackets let replay tell so for every
-//! byte: damage to the header or to `COMPACTED` leaves a valid record after
-//! it (refused as above); damage to an ADD or to `COMPACTED_END` leaves the
-//! snapshot open where the valid records end. So:
+//! byte anywhere in it is damage. The header and the brackets let replay
+//! tell so for every byte: damage to the header leaves a valid record
+//! after it (refused as above); damage to `COMPACTED`, to an ADD or to
+//! `COMPACTED_END` leaves a header that promised a snapshot, or a snapshot
+//! still open, where the valid records end — even when nothing valid is
+//! left after the header at all, which without the header's word would
+//! read as a fresh ledger's torn first record and be cut, forgetting
+//! `next_seq`. So:
 //!
+//! - a header that says "compacted" (`next_seq` above 0) must be followed
+//!   at once by `COMPACTED` with the same `next_seq`; a header that says
+//!   "never compacted" (0) by no `COMPACTED` anywhere;
 //! - `COMPACTED` stands only right after the header, and only once;
 //! - within the snapshot only its `n` ADDs may stand, each below
 //!   `next_seq` (and ascending, as every ADD must be), then its
 //!   `COMPACTED_END`, repeating its counts;
-//! - an invalid frame inside the snapshot, or a file that ends before its
-//!   `COMPACTED_END`, is damage — refused, never cut as a torn tail;
+//! - an invalid frame where the header promised the snapshot or inside
+//!   it, or a file that ends before its `COMPACTED_END`, is damage —
+//!   refused, never cut as a torn tail;
 //! - at `COMPACTED_END`, `next_seq` is raised to the recorded value, and
-//!   the file continues as an appended ledger (torn tails and all).
+//!   the file continues as an appended ledger (torn tails and all). So the
+//!   `next_seq` replay returns is never below the header's.
+//!
+//! # Version 2
+//!
+//! A version-2 header (`record.rs`) says nothing of compaction, and a
+//! version-2 file is replayed by version 2's rules, unchanged: a snapshot
+//! may follow the header or not, and is held to the rules above once its
+//! `COMPACTED` is read. What version 2 cannot tell is stated, not hidden:
+//! damage that leaves nothing valid after a version-2 header reads as a
+//! torn tail and is cut, the snapshot's `next_seq` with it. The first
+//! compaction rewrites such a file as version 3.
+//!
+//! A header of a version this build does not know is refused by its
+//! version ([`Error::UnknownFormat`]); one of version 1, whose checksums
+//! covered no place, by [`Error::OldFormat`].
 
 use std::path::Path;
 
@@ -43,7 +67,7 @@ use crate::frame::{decode_frame, find_valid_frame, FrameInvalid, Log, Place, Sca
 use crate::{Error, Result};
 
 use super::ledger::Ledger;
-use super::record::{self, Record};
+use super::record::{self, Header, Record};
 use super::SegEntry;
 
 /// How many bytes the scan after an invalid frame may checksum before it
@@ -54,6 +78,8 @@ pub(super) const SCAN_BUDGET_BYTES: usize = 64 << 20;
 /// What replaying a manifest's bytes yields.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Replayed {
+    /// The header, if one is whole (its version is the file's).
+    pub(super) header: Option<Header>,
     /// The registry as of the last whole record.
     pub(super) ledger: Ledger,
     /// The end of the last whole record: 0 when not even the header is
@@ -94,29 +120,24 @@ pub(super) fn replay(path: &Path, bytes: &[u8], scan_budget_bytes: usize) -> Res
             }
         };
         let at_bytes = at as u64;
-        let record = record::decode(frame.kind, frame.payload, at_bytes).map_err(|e| e.in_file(path))?;
-        match record {
-            Record::Header if at == 0 => {}
-            Record::Header => return Err(Error::corrupt(path, at_bytes, "a second manifest header")),
-            _ if at == 0 => return Err(Error::corrupt(path, 0, "the first record is not the manifest header")),
-            Record::Compacted { next_seq, live_entries } => replay.open_snapshot(at_bytes, next_seq, live_entries)?,
-            Record::CompactedEnd { next_seq, live_entries } => {
-                replay.close_snapshot(at_bytes, next_seq, live_entries)?
-            }
-            Record::Add(entry) => replay.add(at_bytes, entry)?,
-            Record::Drop(seq) => replay.drop_seq(at_bytes, seq)?,
+        if let Some(version) = record::unknown_version(frame.kind, frame.payload).filter(|_| at == 0) {
+            return Err(Error::UnknownFormat { file: path.to_path_buf(), version, reads: record::VERSION });
         }
+        let record = record::decode(frame.kind, frame.payload, at_bytes).map_err(|e| e.in_file(path))?;
+        replay.apply(at_bytes, record)?;
         at += frame.total_bytes;
     }
     assert!(at <= bytes.len());
     replay.finish(at as u64)
 }
 
-/// Replay's state between records: the registry so far and the snapshot
-/// still open, if any. Each step checks one record against the rules of
-/// the module doc and applies it, or refuses it as damage.
+/// Replay's state between records: the header, the registry so far and
+/// the snapshot still open, if any. Each step checks one record against
+/// the rules of the module doc and applies it, or refuses it as damage.
 struct Replay<'a> {
     path: &'a Path,
+    /// The header, once its frame at byte 0 was read.
+    header: Option<Header>,
     ledger: Ledger,
     records: u64,
     compacted: bool,
@@ -125,7 +146,43 @@ struct Replay<'a> {
 
 impl<'a> Replay<'a> {
     fn new(path: &'a Path) -> Self {
-        Replay { path, ledger: Ledger::new(), records: 0, compacted: false, snapshot: None }
+        Replay { path, header: None, ledger: Ledger::new(), records: 0, compacted: false, snapshot: None }
+    }
+
+    /// Check the valid record at `at_bytes` against where it stands, and
+    /// apply it.
+    fn apply(&mut self, at_bytes: u64, record: Record) -> Result<()> {
+        let path = self.path;
+        match record {
+            Record::Header(header) if at_bytes == 0 => {
+                self.header = Some(header);
+                return Ok(());
+            }
+            Record::Header(_) => return Err(Error::corrupt(path, at_bytes, "a second manifest header")),
+            _ if at_bytes == 0 => return Err(Error::corrupt(path, 0, "the first record is not the manifest header")),
+            _ => {}
+        }
+        if let (Some(next_seq), false) = (self.owed_snapshot(), matches!(record, Record::Compacted { .. })) {
+            let why = format!(
+                "the header says the ledger is compacted (next_seq {next_seq}), yet the record after it is not \
+                 its snapshot's COMPACTED: damage to durable records"
+            );
+            return Err(Error::corrupt(path, at_bytes, why));
+        }
+        match record {
+            Record::Header(_) => unreachable!("a header is handled above"),
+            Record::Compacted { next_seq, live_entries } => self.open_snapshot(at_bytes, next_seq, live_entries),
+            Record::CompactedEnd { next_seq, live_entries } => self.close_snapshot(at_bytes, next_seq, live_entries),
+            Record::Add(entry) => self.add(at_bytes, entry),
+            Record::Drop(seq) => self.drop_seq(at_bytes, seq),
+        }
+    }
+
+    /// The `next_seq` of the snapshot the header says follows it, while
+    /// none has been opened: it must come next.
+    fn owed_snapshot(&self) -> Option<u64> {
+        let next_seq = self.header?.compacted_next_seq()?;
+        (!self.compacted && self.snapshot.is_none()).then_some(next_seq)
     }
 
     /// The frame at `at` is invalid: succeed only if replay may end there
@@ -149,15 +206,35 @@ impl<'a> Replay<'a> {
             );
             return Err(Error::corrupt(self.path, at as u64, why));
         }
+        if let Some(next_seq) = self.owed_snapshot() {
+            let why = format!(
+                "{} where the header says the compacted ledger's snapshot (next_seq {next_seq}) starts; it was \
+                 durable before it became the manifest: damage to durable records",
+                invalid.reason()
+            );
+            return Err(Error::corrupt(self.path, at as u64, why));
+        }
         refuse_unless_torn_tail(self.path, bytes, at, invalid, scan_budget_bytes)
     }
 
     /// `COMPACTED`: a snapshot opens, right after the header.
     fn open_snapshot(&mut self, at_bytes: u64, next_seq: u64, live_entries: u64) -> Result<()> {
         let path = self.path;
-        if at_bytes != record::HEADER_FRAME_BYTES {
+        let header = self.header.expect("a record after the header");
+        if at_bytes != header.frame_bytes() {
             let why = "a COMPACTED record that is not right after the header";
             return Err(Error::corrupt(path, at_bytes, why));
+        }
+        match header {
+            Header::Appended => {
+                let why = "a COMPACTED record in a ledger whose header says it was never compacted";
+                return Err(Error::corrupt(path, at_bytes, why));
+            }
+            Header::Compacted { next_seq: said } if said != next_seq => {
+                let why = format!("COMPACTED with next_seq {next_seq}, yet the header says the snapshot's is {said}");
+                return Err(Error::corrupt(path, at_bytes, why));
+            }
+            Header::Compacted { .. } | Header::V2 => {}
         }
         let ledger = &mut self.ledger;
         assert!(ledger.live().is_empty() && ledger.next_seq() == 1 && self.records == 0 && self.snapshot.is_none());
@@ -267,9 +344,20 @@ impl<'a> Replay<'a> {
             );
             return Err(Error::corrupt(self.path, end_bytes, why));
         }
+        if let Some(next_seq) = self.owed_snapshot() {
+            let why = format!(
+                "the header says the ledger is compacted (next_seq {next_seq}), yet no valid record follows it: \
+                 its snapshot was durable before it became the manifest, so this is damage"
+            );
+            return Err(Error::corrupt(self.path, end_bytes, why));
+        }
+        // A compacted header's snapshot was read whole, with its next_seq.
+        let promised = self.header.and_then(Header::compacted_next_seq).unwrap_or(0);
+        assert!(self.ledger.next_seq() >= promised, "replay forgot the header's next_seq");
         // Compaction weighs `records` against the live set on this.
         assert!(self.records >= self.ledger.live().len() as u64, "every live entry has its ADD among the records");
         Ok(Replayed {
+            header: self.header,
             ledger: self.ledger,
             valid_len_bytes: end_bytes,
             records: self.records,
@@ -309,7 +397,7 @@ mod tests {
     use super::*;
     use crate::codec::{put_len_prefixed, put_u64};
     use crate::frame::{encode_frame, FRAME_HEADER_BYTES};
-    use crate::manifest::testing::{encode_records, entry};
+    use crate::manifest::testing::{encode_records, entry, APPENDED};
     use crate::manifest::{Manifest, ManifestState};
     use proptest::prelude::*;
     use std::collections::BTreeMap;
@@ -331,7 +419,8 @@ mod tests {
 
     fn state(entries: &[u64], next_seq: u64, valid_len_bytes: usize, records: u64) -> ManifestState {
         let live: BTreeMap<u64, _> = entries.iter().map(|&seq| (seq, entry(seq))).collect();
-        ManifestState { live, next_seq, valid_len_bytes: valid_len_bytes as u64, records, compacted: false }
+        let version = if valid_len_bytes > 0 { record::VERSION } else { 0 };
+        ManifestState { live, next_seq, valid_len_bytes: valid_len_bytes as u64, records, compacted: false, version }
     }
 
     #[test]
@@ -341,14 +430,14 @@ mod tests {
 
     #[test]
     fn a_whole_ledger_replays_to_its_live_set() {
-        let recs = [Record::Header, Record::Add(entry(1)), Record::Add(entry(2)), Record::Drop(1)];
+        let recs = [APPENDED, Record::Add(entry(1)), Record::Add(entry(2)), Record::Drop(1)];
         let (bytes, _) = encode_records(&recs);
         assert_eq!(Manifest::parse(path(), &bytes).unwrap(), state(&[2], 3, bytes.len(), 3));
     }
 
     #[test]
     fn a_torn_header_alone_is_an_empty_manifest() {
-        let (bytes, _) = encode_records(&[Record::Header]);
+        let (bytes, _) = encode_records(&[APPENDED]);
         for cut in 0..bytes.len() {
             assert_eq!(Manifest::parse(path(), &bytes[..cut]).unwrap(), state(&[], 1, 0, 0), "cut at {cut}");
         }
@@ -357,14 +446,14 @@ mod tests {
     #[test]
     fn a_zero_filled_tail_is_torn_not_damage() {
         // A crash can leave a file longer than its data, the rest zeros.
-        let (mut bytes, ends) = encode_records(&[Record::Header, Record::Add(entry(1))]);
+        let (mut bytes, ends) = encode_records(&[APPENDED, Record::Add(entry(1))]);
         bytes.resize(bytes.len() + 4096, 0);
         assert_eq!(Manifest::parse(path(), &bytes).unwrap(), state(&[1], 2, ends[1], 1));
     }
 
     #[test]
     fn damage_before_a_valid_record_is_refused_at_its_offset() {
-        let (mut bytes, ends) = encode_records(&[Record::Header, Record::Add(entry(1)), Record::Add(entry(2))]);
+        let (mut bytes, ends) = encode_records(&[APPENDED, Record::Add(entry(1)), Record::Add(entry(2))]);
         bytes[ends[0] + FRAME_HEADER_BYTES + 3] ^= 0x10;
         let (offset, reason) = corrupt_at(Manifest::parse(path(), &bytes));
         assert_eq!(offset, ends[0] as u64);
@@ -373,7 +462,7 @@ mod tests {
 
     #[test]
     fn a_torn_header_before_valid_records_is_damage() {
-        let (mut bytes, _) = encode_records(&[Record::Header, Record::Add(entry(1))]);
+        let (mut bytes, _) = encode_records(&[APPENDED, Record::Add(entry(1))]);
         bytes[2] ^= 1;
         assert_eq!(corrupt_at(Manifest::parse(path(), &bytes)).0, 0);
     }
@@ -381,7 +470,7 @@ mod tests {
     #[test]
     fn a_scan_that_runs_out_of_budget_refuses() {
         // Every position after the damage holds a small length that fits.
-        let (mut bytes, ends) = encode_records(&[Record::Header]);
+        let (mut bytes, ends) = encode_records(&[APPENDED]);
         bytes.extend_from_slice(&[1u8, 0, 0, 0].repeat(64));
         let err = replay(path(), &bytes, 100).unwrap_err();
         assert!(matches!(err, Error::Corrupt { offset_bytes, .. } if offset_bytes == ends[0] as u64), "{err}");
@@ -395,7 +484,7 @@ mod tests {
         let (offset, reason) = corrupt_at(Manifest::parse(path(), &bytes));
         assert_eq!((offset, reason.as_str()), (0, "the first record is not the manifest header"));
 
-        let (bytes, ends) = encode_records(&[Record::Header, Record::Add(entry(1)), Record::Header]);
+        let (bytes, ends) = encode_records(&[APPENDED, Record::Add(entry(1)), APPENDED]);
         let (offset, reason) = corrupt_at(Manifest::parse(path(), &bytes));
         assert_eq!((offset, reason.as_str()), (ends[1] as u64, "a second manifest header"));
     }
@@ -403,7 +492,7 @@ mod tests {
     #[test]
     fn a_whole_record_misdirected_to_an_earlier_records_place_is_damage_there() {
         let records = [
-            Record::Header,
+            APPENDED,
             Record::Add(entry(1)),
             Record::Add(entry(2)),
             Record::Drop(1),
@@ -432,7 +521,7 @@ mod tests {
 
     #[test]
     fn a_valid_frame_that_does_not_decode_is_damage_even_last() {
-        let (mut bytes, ends) = encode_records(&[Record::Header]);
+        let (mut bytes, ends) = encode_records(&[APPENDED]);
         // An ADD cut short inside a frame whose checksum holds.
         let mut payload = Vec::new();
         put_u64(&mut payload, 1);
@@ -440,7 +529,7 @@ mod tests {
         let (offset, _) = corrupt_at(Manifest::parse(path(), &bytes));
         assert_eq!(offset, (ends[0] + FRAME_HEADER_BYTES + 8) as u64);
 
-        let (mut bytes, ends) = encode_records(&[Record::Header]);
+        let (mut bytes, ends) = encode_records(&[APPENDED]);
         encode_frame(&mut bytes, Place::manifest(0), 77, b"");
         let (offset, reason) = corrupt_at(Manifest::parse(path(), &bytes));
         assert_eq!((offset, reason.as_str()), (ends[0] as u64, "unknown manifest record kind"));
@@ -448,25 +537,25 @@ mod tests {
 
     #[test]
     fn ledger_rules_are_checked_on_replay() {
-        let reused = [Record::Header, Record::Add(entry(1)), Record::Drop(1), Record::Add(entry(1))];
+        let reused = [APPENDED, Record::Add(entry(1)), Record::Drop(1), Record::Add(entry(1))];
         let (bytes, ends) = encode_records(&reused);
         let (offset, reason) = corrupt_at(Manifest::parse(path(), &bytes));
         assert_eq!(offset, ends[2] as u64);
         assert!(reason.starts_with("ADD of seq 1: "), "{reason}");
 
-        let (bytes, ends) = encode_records(&[Record::Header, Record::Add(entry(1)), Record::Drop(2)]);
+        let (bytes, ends) = encode_records(&[APPENDED, Record::Add(entry(1)), Record::Drop(2)]);
         let (offset, reason) = corrupt_at(Manifest::parse(path(), &bytes));
         assert_eq!((offset, reason.as_str()), (ends[1] as u64, "DROP of seq 2: seq was never registered"));
 
         let mut escape = entry(3);
         escape.file = "../../etc/passwd".into();
-        let (bytes, ends) = encode_records(&[Record::Header, Record::Add(escape)]);
+        let (bytes, ends) = encode_records(&[APPENDED, Record::Add(escape)]);
         assert_eq!(corrupt_at(Manifest::parse(path(), &bytes)).0, ends[0] as u64);
     }
 
     #[test]
     fn an_add_with_a_bad_length_prefix_is_refused() {
-        let (mut bytes, ends) = encode_records(&[Record::Header]);
+        let (mut bytes, ends) = encode_records(&[APPENDED]);
         let mut payload = Vec::new();
         put_u64(&mut payload, 1);
         put_u64(&mut payload, 1);
@@ -484,8 +573,7 @@ mod tests {
     /// never any third outcome, and never a different live set.
     #[test]
     fn every_single_bit_flip_is_refused_or_cuts_only_the_last_record() {
-        let recs =
-            [Record::Header, Record::Add(entry(1)), Record::Add(entry(2)), Record::Drop(1), Record::Add(entry(3))];
+        let recs = [APPENDED, Record::Add(entry(1)), Record::Add(entry(2)), Record::Drop(1), Record::Add(entry(3))];
         let (bytes, ends) = encode_records(&recs);
         let last_start = ends[ends.len() - 2];
         let all_but_last = state(&[2], 3, last_start, 3);
@@ -510,7 +598,7 @@ mod tests {
 
     /// A whole ledger for the fuzz-style properties to mutate.
     fn sample_ledger() -> Vec<u8> {
-        let recs = [Record::Header, Record::Add(entry(1)), Record::Add(entry(2)), Record::Drop(2)];
+        let recs = [APPENDED, Record::Add(entry(1)), Record::Add(entry(2)), Record::Drop(2)];
         encode_records(&recs).0
     }
 
@@ -539,7 +627,7 @@ mod tests {
 
         #[test]
         fn arbitrary_bytes_after_a_header_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..600)) {
-            let (mut bytes, _) = encode_records(&[Record::Header]);
+            let (mut bytes, _) = encode_records(&[APPENDED]);
             bytes.extend_from_slice(&tail);
             if let Ok(parsed) = Manifest::parse(path(), &bytes) {
                 check_invariants(&bytes, &parsed)?;

@@ -15,7 +15,7 @@ use proptest::prelude::*;
 use crate::vfs::{Interpose, LockGuard, LockMode, Mapping, MemVfs, OpenMode, Vfs, VfsFile};
 use crate::Phase;
 
-use super::record::{self, Record};
+use super::record::{self, Header, Record};
 use super::SegEntry;
 
 /// A valid entry for `seq`, distinct from every other seq's.
@@ -30,13 +30,24 @@ pub(super) fn entry(seq: u64) -> SegEntry {
     }
 }
 
+/// A fresh ledger's header: version 3, never compacted.
+pub(super) const APPENDED: Record = Record::Header(Header::Appended);
+
+/// A version-2 header, as an older segsim wrote it.
+pub(super) const V2: Record = Record::Header(Header::V2);
+
+/// A compacted ledger's header, promising a snapshot with `next_seq`.
+pub(super) fn compacted_header(next_seq: u64) -> Record {
+    Record::Header(Header::Compacted { next_seq })
+}
+
 /// `records` framed back to back, and the end offset of each frame.
 pub(super) fn encode_records(records: &[Record]) -> (Vec<u8>, Vec<usize>) {
     let mut bytes = Vec::new();
     let mut ends = Vec::new();
     for rec in records {
         match rec {
-            Record::Header => record::encode_header(&mut bytes),
+            Record::Header(header) => record::encode_header(&mut bytes, *header),
             Record::Add(entry) => record::encode_add(&mut bytes, 0, entry),
             Record::Drop(seq) => record::encode_drop(&mut bytes, 0, *seq),
             Record::Compacted { next_seq, live_entries } => {

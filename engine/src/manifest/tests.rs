@@ -400,3 +400,74 @@ proptest! {
         run_history(Arc::new(OsVfs), tmp.path(), &ops)?;
     }
 }
+
+/// Put `bytes` as the manifest of a fresh disk.
+fn disk_holding(bytes: &[u8]) -> Arc<dyn Vfs> {
+    let vfs = mem_vfs();
+    vfs.open(&dir().join(MANIFEST_FILE), OpenMode::Create).unwrap().write_at(0, bytes).unwrap();
+    vfs
+}
+
+/// Read compatibility: a version-2 manifest — appended, or compacted by an
+/// older segsim — replays exactly as version 2 did, takes appends as it
+/// stands (its records are version 3's), and the first compaction rewrites
+/// it as version 3.
+#[test]
+fn a_version_2_manifest_still_opens_takes_appends_and_compacts_to_version_3() {
+    use super::record::{Header, Record};
+    use super::testing::{encode_records, V2};
+    let (add, drop_seq) = (|seq| Record::Add(entry(seq)), Record::Drop);
+    let compacted = |next_seq, live_entries| Record::Compacted { next_seq, live_entries };
+    let end = |next_seq, live_entries| Record::CompactedEnd { next_seq, live_entries };
+    let appended = [V2, add(1), add(2), drop_seq(1)];
+    let older_compacted = [V2, compacted(9, 1), add(2), end(9, 1), add(9), drop_seq(2)];
+    for (recs, live, next_seq, was_compacted) in [(&appended[..], 2, 3, false), (&older_compacted[..], 9, 10, true)] {
+        let (bytes, _) = encode_records(recs);
+        let path = dir().join(MANIFEST_FILE);
+        let state = Manifest::parse(&path, &bytes).unwrap();
+        assert_eq!((state.version, state.compacted, state.next_seq), (2, was_compacted, next_seq));
+        assert_eq!(state.live.keys().copied().collect::<Vec<_>>(), [live]);
+
+        let vfs = disk_holding(&bytes);
+        let (mut manifest, report) = Manifest::open(vfs.clone(), dir()).unwrap();
+        assert_eq!(report.torn_tail_bytes, 0);
+        assert_eq!(manifest.allocate_seq(), next_seq);
+        manifest.add(entry(next_seq)).unwrap();
+        let grown = manifest_bytes(vfs.as_ref());
+        assert_eq!(grown[..bytes.len()], bytes[..], "an append to a version-2 file leaves it as it was");
+        let reread = Manifest::parse(&path, &grown).unwrap();
+        assert_eq!((reread.version, reread.next_seq, reread.live.len()), (2, next_seq + 1, 2));
+
+        manifest.compact(vfs.as_ref()).unwrap();
+        drop(manifest);
+        let rewritten = manifest_bytes(vfs.as_ref());
+        let after = Manifest::parse(&path, &rewritten).unwrap();
+        assert_eq!((after.version, after.compacted, after.next_seq), (3, true, next_seq + 1));
+        assert_eq!(after.live, reread.live);
+        let mut header = Vec::new();
+        record::encode_header(&mut header, Header::Compacted { next_seq: next_seq + 1 });
+        assert_eq!(rewritten[..header.len()], header[..], "the compacted header carries next_seq");
+    }
+}
+
+#[test]
+fn a_manifest_of_an_unknown_version_is_refused_by_its_version_and_left_untouched() {
+    for version in [0u32, 1, 4, u32::MAX] {
+        let mut payload = b"SEGSMANI".to_vec();
+        payload.extend_from_slice(&version.to_le_bytes());
+        payload.extend_from_slice(&0u64.to_le_bytes());
+        let mut bytes = Vec::new();
+        crate::frame::encode_frame(&mut bytes, crate::frame::Place::manifest(0), 1, &payload);
+        let vfs = disk_holding(&bytes);
+        match Manifest::open(vfs.clone(), dir()) {
+            Err(err @ Error::UnknownFormat { .. }) => {
+                let Error::UnknownFormat { file, version: named, reads } = &err else { unreachable!() };
+                assert_eq!((file.as_path(), *named, *reads), (dir().join(MANIFEST_FILE).as_path(), version, 3));
+                assert!(err.refuses_bytes() && !err.is_corrupt());
+                assert!(err.to_string().contains(&format!("format version {version}")), "{err}");
+            }
+            other => panic!("version {version}: expected UnknownFormat, got {other:?}"),
+        }
+        assert_eq!(manifest_bytes(vfs.as_ref()), bytes, "a refused open changed the manifest");
+    }
+}

@@ -50,11 +50,6 @@ impl Canary {
     pub fn description(self) -> &'static str {
         match self {}
     }
-
-    /// Whether `sim canaries` hunts it with the random mode (unreachable).
-    pub fn hunted_by_random_mode(self) -> bool {
-        match self {}
-    }
 }
 
 /// Parse a `--canary` / `--only` argument: the canary, or a message that

@@ -117,6 +117,9 @@ struct Reopened {
     store: Store,
     report: RecoveryReport,
     before: Option<BTreeMap<String, Vec<u8>>>,
+    /// What the directory held before the first attempt, if an earlier
+    /// attempt failed (`None`: the first opened, and this is `before`).
+    at_crash: Option<BTreeMap<String, Vec<u8>>>,
     faulted: bool,
 }
 
@@ -739,7 +742,7 @@ impl<'a> Driver<'a> {
         let inspected = self.inspect_read_only()?;
         let damage: Vec<Damage> = crash.map_or_else(Vec::new, |c| c.damage.clone());
         let damaged = !damage.is_empty();
-        let Some(Reopened { store, report, before, faulted }) = self.reopen(&damage)? else {
+        let Some(Reopened { store, report, before, at_crash, faulted }) = self.reopen(&damage)? else {
             return self.accept_refusal();
         };
         self.vfs.with_trace(|t| t.note(|| format!("recovery report: {report:?}")));
@@ -755,7 +758,7 @@ impl<'a> Driver<'a> {
         self.call_failed_since_open = false;
         if let Some(before) = &before {
             self.check_nothing_destroyed(&report, before, &damage)?;
-            self.check_replayed_before_damage(&report, before, &damage)?;
+            self.check_replayed_before_damage(&report, before, at_crash.as_ref(), &damage)?;
         }
         // A fault in the recovery may change what it finds (a failed fsync
         // drops the dirty pages the inspection read): compared only without.
@@ -774,6 +777,7 @@ impl<'a> Driver<'a> {
         // must have changed nothing or a point-in-time open lost nothing.
         let watch = damaged || self.config.point_in_time;
         let mut faulted = false;
+        let mut at_crash = None;
         for attempt in 0..=OPEN_ATTEMPTS_WITH_FAULTS {
             let before = watch.then(|| self.vfs.files(Path::new(DB_DIR)));
             self.vfs.begin_op(seeds::open_attempt(self.config.seed, self.op_index, attempt));
@@ -783,11 +787,16 @@ impl<'a> Driver<'a> {
             faulted |= injected;
             self.vfs.set_faults_enabled(true);
             match result {
-                Ok((store, report)) => return Ok(Some(Reopened { store, report, before, faulted })),
+                Ok((store, report)) => return Ok(Some(Reopened { store, report, before, at_crash, faulted })),
                 Err(e @ Error::Corrupt { .. }) if injected && !damaged => {
                     return Err(self.fail(Check::Open, transient_fault_called_corruption(&e)));
                 }
-                Err(_) if injected && attempt < OPEN_ATTEMPTS_WITH_FAULTS => continue,
+                Err(_) if injected && attempt < OPEN_ATTEMPTS_WITH_FAULTS => {
+                    if attempt == 0 {
+                        at_crash = before;
+                    }
+                    continue;
+                }
                 Err(Error::Corrupt { .. }) if damaged => {
                     self.check_untouched(before.as_ref().expect("watched when damaged"))?;
                     return Ok(None);
@@ -923,11 +932,15 @@ impl<'a> Driver<'a> {
     /// misdirected onto the place of the record before it and accepted
     /// there (a checksum that forgot its place) replays a ledger no prefix
     /// of the manifest ever held, yet one the sweep may tidy into an
-    /// honest-looking registry.
+    /// honest-looking registry. A file an earlier, failed open attempt
+    /// already rewrote (its cut at the damage, a mark after it) no longer
+    /// holds what the damage left (`at_crash`, the directory before the
+    /// first attempt, differs): the offsets no longer apply to it.
     fn check_replayed_before_damage(
         &self,
         report: &RecoveryReport,
         before: &BTreeMap<String, Vec<u8>>,
+        at_crash: Option<&BTreeMap<String, Vec<u8>>>,
         damage: &[Damage],
     ) -> Step {
         let manifest_len = before.get(MANIFEST_FILE).map_or(0, |bytes| bytes.len() as u64);
@@ -940,6 +953,9 @@ impl<'a> Driver<'a> {
             let Some((file, replayed_bytes)) = prefixes.iter().find(|(file, _)| name.as_deref() == Some(*file)) else {
                 continue;
             };
+            if at_crash.is_some_and(|at_crash| at_crash.get(*file) != before.get(*file)) {
+                continue;
+            }
             if *replayed_bytes > changed.offset_bytes {
                 return Err(self.fail(
                     Check::Durability,

@@ -162,20 +162,6 @@ impl Canary {
         Canary::ManifestPlaceIgnored,
     ];
 
-    /// Whether `sim canaries` hunts it with the random mode. Two canaries
-    /// are not, and `sim explore --damage` catches each at CI's seeds
-    /// (CANARIES.md, `sim/src/explore/tests.rs`): `UnfinishedRewriteRead`
-    /// needs two silent faults in one rewrite (its finishing header write
-    /// and its snapshot batch both lost), which the random mode draws once
-    /// in thousands of seeds and a soak may meet an unrelated failure
-    /// first; `ManifestPlaceIgnored` needs a whole manifest record
-    /// misdirected onto the record before it, with nothing valid after,
-    /// which the random mode's misdirected writes did not draw in 5,000
-    /// seeds.
-    pub fn hunted_by_random_mode(self) -> bool {
-        !matches!(self, Canary::UnfinishedRewriteRead | Canary::ManifestPlaceIgnored)
-    }
-
     /// The kebab-case name the command line uses.
     pub fn name(self) -> &'static str {
         match self {

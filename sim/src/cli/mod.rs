@@ -269,16 +269,7 @@ fn canaries(args: &CanariesArgs) -> ExitCode {
     if !(args.budget > 0.0 && args.budget.is_finite()) {
         return usage_error("--budget must be a positive number of seconds");
     }
-    let hunted = Canary::ALL.into_iter().filter(|canary| canary.hunted_by_random_mode());
-    let chosen: Vec<Canary> = if args.only.is_empty() { hunted.collect() } else { args.only.clone() };
-    if args.only.is_empty() {
-        for canary in Canary::ALL.into_iter().filter(|canary| !canary.hunted_by_random_mode()) {
-            eprintln!(
-                "sim canaries: {} is not hunted by the random mode (sim explore --damage catches it: CANARIES.md)",
-                canary.name()
-            );
-        }
-    }
+    let chosen: Vec<Canary> = if args.only.is_empty() { Canary::ALL.to_vec() } else { args.only.clone() };
     let budget = Duration::from_secs_f64(args.budget);
     eprintln!("sim canaries: hunting {} canaries, {} at a time, up to {} s each", chosen.len(), args.jobs, args.budget);
     let progress = |hunt: &crate::hunt::Hunt| match &hunt.catch {

@@ -119,17 +119,20 @@ sqlite:
 		$(SIM) --replay $(SQFIND)/$$f.ops >/dev/null 2>&1; test $$? -eq 1 || { echo "sqlite: finding $$f no longer reproduces: update SQLITE.md"; exit 1; }; done
 
 # The target kit's worked example (sim/examples/logkv, TESTING-YOUR-ENGINE.md):
-# KSEEDS clean, its planted bug caught by the random mode and by explore
-# (exit 1 expected: a failure found; explore at a crash state of seed 6, not
-# only in its recording run), and seed 1 explored at depth 2 with
-# --faults.
+# KSEEDS clean, its planted lazy-fsync caught by the random mode and by
+# explore (exit 1 expected: a failure found; explore at a crash state of
+# seed 4, not only in its recording run), seed 1 explored at depth 2 with
+# --faults, and with --damage: clean, and its planted no-checksum caught
+# at a damaged durable image.
 KSEEDS ?= 0..2000
 LOGKV = $(CARGO) run --release -q -p sim --example logkv --
 kit-example:
 	$(LOGKV) --seeds $(KSEEDS) --jobs $(JOBS)
 	$(LOGKV) --seeds 0..100 --plant lazy-fsync --jobs $(JOBS) >/dev/null 2>&1; test $$? -eq 1 || { echo "kit-example: the random mode missed lazy-fsync"; exit 1; }
-	$(LOGKV) explore --seed 6 --plant lazy-fsync 2>/dev/null | grep -q '\[crash index' || { echo "kit-example: explore missed lazy-fsync at its crash states"; exit 1; }
+	$(LOGKV) explore --seed 4 --plant lazy-fsync 2>/dev/null | grep -q '\[crash index' || { echo "kit-example: explore missed lazy-fsync at its crash states"; exit 1; }
 	$(LOGKV) explore --seed 1 --depth 2 --faults --jobs $(JOBS)
+	$(LOGKV) explore --seed 1 --damage --jobs $(JOBS)
+	$(LOGKV) explore --seed 1 --damage --plant no-checksum 2>/dev/null | grep -q '\[durable image' || { echo "kit-example: explore --damage missed no-checksum"; exit 1; }
 
 bench:
 	$(SIM) bench

@@ -312,10 +312,18 @@ pub trait Target: Sync {
     }
 
     /// For `sim explore --damage`: where the records of `image` (a
-    /// durable image of the recording) lie, each with a way to damage it,
-    /// in a fixed order (none by default).
-    fn damage_sites(&self, _image: &DiskImage) -> Vec<DamageSite> {
+    /// durable image of `seed`'s recording) lie, each with a way to damage
+    /// it, in a fixed order (none by default, and none where `seed`'s
+    /// configuration promises nothing about damage).
+    fn damage_sites(&self, _seed: u64, _image: &DiskImage) -> Vec<DamageSite> {
         Vec::new()
+    }
+
+    /// Whether a damaged image is opened a second way, as an operator
+    /// cutting at the damage would (a point in time); a target with no
+    /// such mode opens it the default way only.
+    fn opens_at_a_point_in_time(&self) -> bool {
+        true
     }
 
     /// For `sim explore --damage`: open `image`, damaged as the disk

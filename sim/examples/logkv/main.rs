@@ -6,6 +6,7 @@
 //! cargo run --release -p sim --example logkv -- --seeds 0..2000 --jobs 2
 //! cargo run --release -p sim --example logkv -- --seeds 0..200 --plant lazy-fsync
 //! cargo run --release -p sim --example logkv -- explore --seed 1 --depth 2 --faults
+//! cargo run --release -p sim --example logkv -- explore --seed 1 --damage
 //! ```
 
 mod store;
@@ -14,7 +15,7 @@ use std::process::ExitCode;
 
 use engine::vfs::OpenMode;
 use rand::RngCore;
-use sim::kit::{Adapter, Env, ErrorKind, KitError, Level, Op, Plant, Promise, Reply, Rows};
+use sim::kit::{Adapter, Env, ErrorKind, KitError, Level, Op, Plant, Promise, RecordSpan, Reply, Rows};
 
 use crate::store::LogKv;
 
@@ -54,7 +55,31 @@ impl Adapter for LogKvAdapter {
     }
 
     fn plants(&self) -> &'static [Plant] {
-        &[Plant { name: "lazy-fsync", what: "a sync commit fsyncs only when the log crossed a 4 KiB boundary" }]
+        &[
+            Plant { name: "lazy-fsync", what: "a sync commit fsyncs only when the log crossed a 4 KiB boundary" },
+            Plant { name: "no-checksum", what: "open replays a record without checking its checksum" },
+        ]
+    }
+
+    /// Every record carries a checksum: a damaged one is cut at, as a torn
+    /// tail is (an older committed state, never another one).
+    fn detects_damage(&self, _config: &()) -> bool {
+        true
+    }
+
+    /// The log's records, as `LogKv::open` reads them (`sim explore --damage`).
+    fn records(&self, name: &str, bytes: &[u8]) -> Option<Vec<RecordSpan>> {
+        let records = store::records(bytes, true).into_iter().enumerate();
+        let span = |(number, (at, payload)): (usize, (usize, &[u8]))| RecordSpan {
+            offset_bytes: at as u64,
+            len_bytes: (store::HEADER_BYTES + payload.len()) as u64,
+            what: format!("commit record {number}"),
+        };
+        (name == LOG).then(|| records.map(span).collect())
+    }
+
+    fn describes_records(&self) -> bool {
+        true
     }
 
     /// The application creates the (empty) log; the kit makes its name durable.
@@ -65,8 +90,7 @@ impl Adapter for LogKvAdapter {
     }
 
     fn open(&self, env: &Env<'_, ()>) -> Result<LogKv, KitError> {
-        let lazy_fsync = env.plant == Some("lazy-fsync");
-        LogKv::open(env.vfs.clone(), &env.dir.join(LOG), 1, lazy_fsync).map_err(kit_error)
+        LogKv::open(env.vfs.clone(), &env.dir.join(LOG), 1, env.plant).map_err(kit_error)
     }
 
     fn apply(&self, db: &mut LogKv, op: Op<'_>) -> Result<Reply, KitError> {

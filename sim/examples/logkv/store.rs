@@ -14,9 +14,11 @@
 //! A commit appends its record; at the `sync` level it also fsyncs. It
 //! names both moments to the file system (`Vfs::mark_named`: `appended`,
 //! `synced`), which on the simulated disk is where crashes can be aimed.
-//! The one planted bug, `lazy-fsync`, skips that fsync unless the log has
+//! Two planted bugs: `lazy-fsync` skips that fsync unless the log has
 //! crossed a 4 KiB boundary since the last one — a group-commit
-//! "optimisation" that loses commits it acknowledged as durable.
+//! "optimisation" that loses commits it acknowledged as durable;
+//! `no-checksum` replays a record without checking its checksum, so a
+//! damaged byte is served as data.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -28,7 +30,8 @@ use engine::vfs::{read_stable, OpenMode, Vfs, VfsFile};
 /// One table's rows.
 pub type Table = BTreeMap<Vec<u8>, Vec<u8>>;
 
-const HEADER_BYTES: usize = 8;
+/// A record's header: its payload's length and checksum.
+pub const HEADER_BYTES: usize = 8;
 const PUT: u8 = 1;
 const DELETE: u8 = 2;
 
@@ -83,29 +86,42 @@ fn apply(tables: &mut [Table], payload: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// The valid records of `log`: how far they reach, and the state.
-fn replay(log: &[u8], tables: usize) -> io::Result<(u64, Vec<Table>)> {
-    let mut state = vec![Table::new(); tables];
+/// The whole records of `log` up to the first torn one (short, or failing
+/// its checksum unless `check_crc` is off): each one's offset and payload.
+pub fn records(log: &[u8], check_crc: bool) -> Vec<(usize, &[u8])> {
+    let mut out = Vec::new();
     let mut at = 0;
     while let Some(header) = log.get(at..at + HEADER_BYTES) {
         let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
         let crc = u32::from_le_bytes(header[4..].try_into().expect("4 bytes"));
         let Some(payload) = log.get(at + HEADER_BYTES..at + HEADER_BYTES + len) else { break };
-        if len < 4 || crc32fast::hash(payload) != crc {
+        if len < 4 || (check_crc && crc32fast::hash(payload) != crc) {
             break; // a torn tail: cut here
         }
-        apply(&mut state, payload)?;
+        out.push((at, payload));
         at += HEADER_BYTES + len;
     }
-    Ok((at as u64, state))
+    out
+}
+
+/// The valid records of `log`: how far they reach, and the state.
+fn replay(log: &[u8], tables: usize, check_crc: bool) -> io::Result<(u64, Vec<Table>)> {
+    let mut state = vec![Table::new(); tables];
+    let mut end_bytes = 0;
+    for (at, payload) in records(log, check_crc) {
+        apply(&mut state, payload)?;
+        end_bytes = at + HEADER_BYTES + payload.len();
+    }
+    Ok((end_bytes as u64, state))
 }
 
 impl LogKv {
     /// Open the log at `path` (created, empty, by the caller).
-    pub fn open(vfs: Arc<dyn Vfs>, path: &Path, tables: usize, lazy_fsync: bool) -> io::Result<LogKv> {
+    pub fn open(vfs: Arc<dyn Vfs>, path: &Path, tables: usize, plant: Option<&str>) -> io::Result<LogKv> {
         let mut file = vfs.open(path, OpenMode::Write)?;
         let log = read_stable(file.as_ref(), file.len()?)?;
-        let (end_bytes, committed) = replay(&log, tables)?;
+        let (end_bytes, committed) = replay(&log, tables, plant != Some("no-checksum"))?;
+        let lazy_fsync = plant == Some("lazy-fsync");
         if end_bytes < log.len() as u64 {
             file.set_len(end_bytes)?;
             file.sync()?;

@@ -1,5 +1,6 @@
 //! Damage in exploration (`sim explore --damage`): every record of every
-//! durable image damaged, one at a time, and recovered twice.
+//! durable image damaged, one at a time, and recovered (twice where the
+//! target also opens at a point in time).
 //!
 //! Exploration's crash states never damage a durable byte, so every rule
 //! about damage — refuse it, changing nothing; cut at it and quarantine
@@ -65,8 +66,9 @@ pub(super) fn explore<T: Target>(
 ) -> Result<(DamageReport, Vec<ExploreFailure>), String> {
     let started = Instant::now();
     assert!(target.explores_damage(), "checked by the caller");
-    let images = durable_images(target, recording, options);
-    let (runs, capped) = plan_runs(&images, options)?;
+    let images = durable_images(target, seed, recording, options);
+    let ways: &[bool] = if target.opens_at_a_point_in_time() { &[false, true] } else { &[false] };
+    let (runs, capped) = plan_runs(&images, ways, options)?;
     let progress = options.progress.then_some("recovering damaged durable images");
     let verdicts = map_in_order(&runs, options.jobs, progress, |run| {
         let image = &images[run.image];
@@ -99,7 +101,12 @@ pub(super) fn explore<T: Target>(
 
 /// The recording's distinct durable images, each at the first crash index
 /// it appears (with `--only-io`, that index's alone), with their sites.
-fn durable_images<T: Target>(target: &T, recording: &Recording<T::Context>, options: &ExploreOptions) -> Vec<Image> {
+fn durable_images<T: Target>(
+    target: &T,
+    seed: u64,
+    recording: &Recording<T::Context>,
+    options: &ExploreOptions,
+) -> Vec<Image> {
     let mut seen = BTreeSet::new();
     let mut images = Vec::new();
     let mut previous: Option<&Arc<DiskSnapshot>> = None;
@@ -115,17 +122,18 @@ fn durable_images<T: Target>(target: &T, recording: &Recording<T::Context>, opti
         if !seen.insert(image.hash()) && options.only_io.is_none() {
             continue;
         }
-        let sites = target.damage_sites(&image);
+        let sites = target.damage_sites(seed, &image);
         let context = recording.context_at(io_index);
         images.push(Image { io_index, context, snapshot: snapshot.clone(), image, sites });
     }
     images
 }
 
-/// Every run in merge order (image, site, default then point-in-time),
+/// Every run in merge order (image, site, default then point-in-time
+/// where the target opens both `ways`),
 /// sites that change no byte left out, cut at `--max-damage-states`; and
 /// whether the cut took any.
-fn plan_runs(images: &[Image], options: &ExploreOptions) -> Result<(Vec<Run>, bool), String> {
+fn plan_runs(images: &[Image], ways: &[bool], options: &ExploreOptions) -> Result<(Vec<Run>, bool), String> {
     if let (Some(site), Some(image)) = (options.damage_site, images.first()) {
         if site >= image.sites.len() {
             return Err(format!(
@@ -144,7 +152,7 @@ fn plan_runs(images: &[Image], options: &ExploreOptions) -> Result<(Vec<Run>, bo
             if image.snapshot.damage(&image.image, &site.path, site.offset_bytes, &site.bytes).is_none() {
                 continue;
             }
-            for point_in_time in [false, true] {
+            for &point_in_time in ways {
                 if options.max_damage_states.is_some_and(|max| runs.len() as u64 >= max) {
                     return Ok((runs, true));
                 }

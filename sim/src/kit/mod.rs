@@ -41,7 +41,7 @@
 //! }
 //! ```
 //!
-//! `sim/examples/logkv.rs` is a whole engine and its adapter, and
+//! `sim/examples/logkv/` is a whole engine (`store.rs`) and its adapter (`main.rs`), and
 //! `TESTING-YOUR-ENGINE.md` walks through writing one; `sim/src/systems/redb/`
 //! is redb's.
 //!
@@ -59,6 +59,7 @@
 //! [`Vfs`]: engine::vfs::Vfs
 
 mod config;
+mod damage;
 mod explore;
 mod model;
 mod run;
@@ -166,6 +167,18 @@ pub struct Plant {
     pub name: &'static str,
     /// What it does, for `--help` and reports.
     pub what: &'static str,
+}
+
+/// One record of one of the engine's files, where `sim explore --damage`
+/// damages it ([`Adapter::records`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordSpan {
+    /// Where the record starts in its file.
+    pub offset_bytes: u64,
+    /// Its length, header and checksum included.
+    pub len_bytes: u64,
+    /// What it is, for reports (`"commit record 3"`).
+    pub what: String,
 }
 
 /// A persistence hazard the engine documents ([`Adapter::hazards`]): it
@@ -375,6 +388,29 @@ pub trait Adapter: Send + Sync + 'static {
     /// bytes at power losses, and a `Corrupt` refusal or a rollback to an
     /// older commit is accepted after it.
     fn detects_damage(&self, _config: &Self::Config) -> bool {
+        false
+    }
+
+    /// For `sim explore --damage`: the records of the engine's file
+    /// `name` (in the database directory) holding `bytes` — a durable
+    /// image, what a power loss kept — in file order; `None` (the default)
+    /// for a file the adapter does not describe. Each record is then
+    /// damaged in turn, one at a time: a bit flipped in its middle, its
+    /// bytes zeroed, the write that put it there lost (its place keeping
+    /// what it held before). Explored only where the engine, so configured,
+    /// [`Adapter::detects_damage`]: the damaged image must then open to a
+    /// state the rule after damage allows — a refusal as corrupt, or an
+    /// older committed state (a silent rollback) — never to a state no
+    /// commit had. Walk the bytes as the engine's own reader would, and
+    /// stop at the first record that does not parse: a torn tail holds no
+    /// record to damage.
+    fn records(&self, _name: &str, _bytes: &[u8]) -> Option<Vec<RecordSpan>> {
+        None
+    }
+
+    /// Whether [`Adapter::records`] describes the engine's files, so that
+    /// `sim explore --damage` can run.
+    fn describes_records(&self) -> bool {
         false
     }
 

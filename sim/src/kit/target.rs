@@ -5,15 +5,16 @@
 use rand::SeedableRng;
 
 use super::config::{Harsh, KitConfig};
+use super::damage;
 use super::explore::{self, KitRecovered, Recovery};
 use super::model::Model;
 use super::run::run_ops;
 use super::workload::{generate, Grammar, PlannedKitOp};
 use super::{Adapter, Plant};
-use crate::disk::{ArmedFault, CrashMode, DiskImage, FsProfile};
+use crate::disk::{ArmedFault, CrashMode, Damage, DiskImage, FsProfile};
 use crate::failure::Check;
 use crate::outcome::SeedOutcome;
-use crate::seam::{FaultedRecovery, FaultedRun, Recording, RecoveryRecording, Target};
+use crate::seam::{DamageSite, DamageVerdict, FaultedRecovery, FaultedRun, Recording, RecoveryRecording, Target};
 
 /// How a kit target runs, beyond its seed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -267,5 +268,35 @@ impl<A: Adapter> Target for Kit<A> {
 
     fn same_recovery(&self, faulted: &KitRecovered, plain: &KitRecovered) -> Result<(), (Check, String)> {
         explore::same_recovery(faulted, plain)
+    }
+
+    fn explores_damage(&self) -> bool {
+        self.adapter.describes_records()
+    }
+
+    fn damage_sites(&self, seed: u64, image: &DiskImage) -> Vec<DamageSite> {
+        // An engine that promises nothing about damage, so configured, is
+        // held to nothing after it: no site to explore.
+        if !self.config(seed, None).detects_damage {
+            return Vec::new();
+        }
+        damage::sites(&self.adapter, image)
+    }
+
+    fn opens_at_a_point_in_time(&self) -> bool {
+        false
+    }
+
+    fn recover_damaged(
+        &self,
+        seed: u64,
+        image: &DiskImage,
+        _damage: &Damage,
+        point_in_time: bool,
+        context: &Model,
+    ) -> Result<DamageVerdict, (Check, String)> {
+        assert!(!point_in_time, "the kit opens a damaged image the default way only");
+        let config = explore::recording_config(&self.config(seed, None));
+        damage::recover(self.recovery(&config, image), context)
     }
 }

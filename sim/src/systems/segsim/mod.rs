@@ -243,7 +243,7 @@ impl Target for SegsimTarget {
         true
     }
 
-    fn damage_sites(&self, image: &DiskImage) -> Vec<DamageSite> {
+    fn damage_sites(&self, _seed: u64, image: &DiskImage) -> Vec<DamageSite> {
         // The records lie where the engine under test wrote them: a planted
         // bug that changes the format (`aof-place-ignored` writes the old,
         // place-free checksum) is walked in its own format, so its frames

@@ -41,7 +41,7 @@ fn logged_deadline(at_ms: i64) -> u64 {
 /// here the count of fields deleted), and so does the store, logging the
 /// delete itself. Redis's `checkAlreadyExpired` is `when <= now`, while a
 /// deadline set earlier keeps its key until the clock passes it
-/// (`value::alive`, `now > when` expires): a deadline equal to the clock
+/// (`row::alive`, `now > when` expires): a deadline equal to the clock
 /// deletes when it is *given*, not when it is reached. Replay never reads
 /// the clock, so only the live path may decide that a deadline is due;
 /// what it logs is a plain `DEL` or `HDEL`, and a logged `PEXPIREAT`
@@ -215,7 +215,7 @@ impl Store {
         let changes = match command {
             Command::Set { .. } | Command::FlushAll => true,
             Command::SetWith { options, .. } => {
-                if !super::set::is_logged_set(options) {
+                if !super::command::is_logged_set(options) {
                     // The live path decides the options and logs a plain
                     // write (`set.rs`): this is no write a log holds.
                     return Err(Error::Invalid(format!("SET options decided live were logged: {options:?}")));

@@ -645,6 +645,12 @@ fn set_args<'a>(key: &'a [u8], value: &'a [u8], options: &SetOptions, number: &'
     }
 }
 
+/// Whether `SET` options are in the one form a log holds (a lone `PXAT`
+/// above zero).
+pub(super) fn is_logged_set(options: &SetOptions) -> bool {
+    matches!(options, SetOptions { condition: None, get: false, ttl: Some(SetTtl::AtMs(at_ms)) } if *at_ms > 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

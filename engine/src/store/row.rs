@@ -19,8 +19,6 @@
 use std::collections::{btree_map, BTreeMap};
 use std::fmt;
 
-use super::value::{alive, Field};
-
 /// Above this many fields a row is a `BTreeMap`.
 pub const SMALL_MAX_FIELDS: usize = 32;
 
@@ -28,6 +26,30 @@ pub const SMALL_MAX_FIELDS: usize = 32;
 /// [ttl u64]`, little-endian, then the name, then the value. The tag says
 /// whether the TTL is set (every u64 is a valid TTL, so no sentinel).
 const HEADER_BYTES: usize = 17;
+
+/// One hash field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Field {
+    /// The field's value.
+    pub value: Vec<u8>,
+    /// Absolute field expiry, Unix milliseconds.
+    pub expire_at_ms: Option<u64>,
+}
+
+impl Field {
+    /// Whether the field is expired at `now_ms` (reads leave it out).
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        !alive(self.expire_at_ms, now_ms)
+    }
+}
+
+/// The store's one expiry rule, for keys and fields alike: alive while the
+/// clock is at or before the deadline, expired only once it has passed it
+/// (Redis's rule: `now > deadline`). Reads, purges, rewrites and the row
+/// views of `view.rs` all ask it.
+pub fn alive(expire_at_ms: Option<u64>, now_ms: u64) -> bool {
+    expire_at_ms.is_none_or(|at| at >= now_ms)
+}
 
 /// One field, borrowed from a row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,7 +12,7 @@
 //! refuses any other `SET` with options in a log.
 
 use super::apply::wrong_type;
-use super::command::{Command, Reply, SetCondition, SetOptions, SetTtl, INVALID_EXPIRE};
+use super::command::{is_logged_set, Command, Reply, SetCondition, SetOptions, SetTtl, INVALID_EXPIRE};
 use super::value::Value;
 use super::Store;
 use crate::{Error, Result};
@@ -26,12 +26,6 @@ fn deadline_ms(ttl: SetTtl, now_ms: u64) -> Result<Option<i64>> {
         SetTtl::AtMs(at_ms) => Ok(Some(at_ms)),
         SetTtl::Keep => Ok(None),
     }
-}
-
-/// Whether `command` is a `SET` with options in the one form a log holds
-/// (a lone `PXAT` above zero).
-pub(super) fn is_logged_set(options: &SetOptions) -> bool {
-    matches!(options, SetOptions { condition: None, get: false, ttl: Some(SetTtl::AtMs(at_ms)) } if *at_ms > 0)
 }
 
 impl Store {

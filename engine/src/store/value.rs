@@ -6,17 +6,8 @@
 //! never carry a key TTL or field TTLs (the eviction filter guarantees it),
 //! which is why a stub has room for neither.
 
-use super::row::{packed_bytes, Row};
+use super::row::{alive, packed_bytes, Row};
 use crate::codec::{put_len_prefixed, put_u32, ByteReader, DecodeError};
-
-/// One hash field.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Field {
-    /// The field's value.
-    pub value: Vec<u8>,
-    /// Absolute field expiry, Unix milliseconds.
-    pub expire_at_ms: Option<u64>,
-}
 
 /// A cold row's in-memory identity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,21 +44,6 @@ impl Entry {
     pub fn is_expired(&self, now_ms: u64) -> bool {
         !alive(self.expire_at_ms, now_ms)
     }
-}
-
-impl Field {
-    /// Whether the field is expired at `now_ms` (reads leave it out).
-    pub fn is_expired(&self, now_ms: u64) -> bool {
-        !alive(self.expire_at_ms, now_ms)
-    }
-}
-
-/// The store's one expiry rule, for keys and fields alike: alive while the
-/// clock is at or before the deadline, expired only once it has passed it
-/// (Redis's rule: `now > deadline`). Reads, purges, rewrites and the row
-/// views of `view.rs` all ask it.
-pub fn alive(expire_at_ms: Option<u64>, now_ms: u64) -> bool {
-    expire_at_ms.is_none_or(|at| at >= now_ms)
 }
 
 /// The hot bytes a value costs beyond its key: what `used_memory` counts.

@@ -11,8 +11,8 @@
 //! reads them, so what is compared is the store's idea of what is visible,
 //! never the model's idea fed back to itself.
 
+use super::row::alive;
 use super::row::Row;
-use super::value::alive;
 use super::{LogicalEntry, LogicalFields, LogicalValue};
 
 /// A logical entry as its holder keeps it, borrowed — a logical dump's

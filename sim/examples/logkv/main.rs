@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 use engine::vfs::OpenMode;
 use rand::RngCore;
-use sim::kit::{Adapter, Env, ErrorKind, KitError, Level, Op, Plant, Promise, RecordSpan, Reply, Rows};
+use sim::kit::{Adapter, Env, KitError, Level, Op, Plant, Promise, RecordSpan, Reply, Rows};
 
 use crate::store::LogKv;
 
@@ -24,13 +24,6 @@ use crate::store::LogKv;
 struct LogKvAdapter;
 
 const LOG: &str = "log";
-
-/// The kit's error for an engine error: `InvalidData` is the engine
-/// refusing its own bytes.
-fn kit_error(error: std::io::Error) -> KitError {
-    let kind = if error.kind() == std::io::ErrorKind::InvalidData { ErrorKind::Corrupt } else { ErrorKind::Io };
-    KitError::new(kind, error)
-}
 
 impl Adapter for LogKvAdapter {
     type Db = LogKv;
@@ -90,7 +83,8 @@ impl Adapter for LogKvAdapter {
     }
 
     fn open(&self, env: &Env<'_, ()>) -> Result<LogKv, KitError> {
-        LogKv::open(env.vfs.clone(), &env.dir.join(LOG), 1, env.plant).map_err(kit_error)
+        // `?` takes the engine's `InvalidData` as corruption (`From<io::Error>`).
+        Ok(LogKv::open(env.vfs.clone(), &env.dir.join(LOG), 1, env.plant)?)
     }
 
     fn apply(&self, db: &mut LogKv, op: Op<'_>) -> Result<Reply, KitError> {
@@ -100,7 +94,7 @@ impl Adapter for LogKvAdapter {
             Op::Get { table, key } => Reply::Value(db.view()[table].get(key).cloned()),
             Op::Scan { table } => Reply::Rows(db.view()[table].clone()),
             Op::Commit { level } => {
-                db.commit(level == 0).map_err(kit_error)?;
+                db.commit(level == 0)?;
                 Reply::Done
             }
             Op::Abort => {
@@ -116,7 +110,7 @@ impl Adapter for LogKvAdapter {
     }
 
     fn close(&self, db: LogKv) -> Result<(), KitError> {
-        db.close().map_err(kit_error)
+        Ok(db.close()?)
     }
 }
 

@@ -238,9 +238,18 @@ impl fmt::Display for KitError {
     }
 }
 
+/// An I/O error as the kit takes it: `InvalidData` is the engine refusing
+/// its own bytes ([`ErrorKind::Corrupt`]: the `io::Error` kind Rust
+/// engines use for a bad checksum or a format they cannot read); any other
+/// kind is [`ErrorKind::Io`]. So `?` on an engine's `io::Result` classifies
+/// corruption right; an engine with its own error type maps it itself.
 impl From<std::io::Error> for KitError {
     fn from(error: std::io::Error) -> KitError {
-        KitError::new(ErrorKind::Io, error)
+        let kind = match error.kind() {
+            std::io::ErrorKind::InvalidData => ErrorKind::Corrupt,
+            _ => ErrorKind::Io,
+        };
+        KitError::new(kind, error)
     }
 }
 

@@ -36,6 +36,7 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy --workspace --all-targets --features sim/canaries -- -D warnings
+	$(CARGO) clippy -p sim --all-targets --no-default-features -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps -q
 
 fmt:
@@ -125,7 +126,8 @@ sqlite:
 # --faults, and with --damage: clean, and its planted no-checksum caught
 # at a damaged durable image.
 KSEEDS ?= 0..2000
-LOGKV = $(CARGO) run --release -q -p sim --example logkv --
+# Built as a kit user builds it: without the redb and sqlite features.
+LOGKV = $(CARGO) run --release -q -p sim --no-default-features --example logkv --
 kit-example:
 	$(LOGKV) --seeds $(KSEEDS) --jobs $(JOBS)
 	$(LOGKV) --seeds 0..100 --plant lazy-fsync --jobs $(JOBS) >/dev/null 2>&1; test $$? -eq 1 || { echo "kit-example: the random mode missed lazy-fsync"; exit 1; }

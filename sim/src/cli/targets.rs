@@ -21,13 +21,18 @@ use super::run::{run_target, Hooks, RunArgs};
 use crate::canary::Canary;
 use crate::config::Overrides;
 use crate::disk::{CrashMode, FsProfile};
+#[cfg(any(feature = "redb", feature = "sqlite"))]
 use crate::kit::{Adapter, Harsh, Kit, KitSettings};
 use crate::seam::{Replayed, Target};
 use crate::shrink::ops_file_name;
+#[cfg(any(feature = "redb", feature = "sqlite"))]
+use crate::systems::built_in;
+#[cfg(feature = "redb")]
 use crate::systems::redb::RedbAdapter;
 use crate::systems::segsim::SegsimTarget;
+#[cfg(feature = "sqlite")]
 use crate::systems::sqlite::SqliteAdapter;
-use crate::systems::{built_in, SEGSIM};
+use crate::systems::SEGSIM;
 
 /// One target `--target` can name.
 pub struct Registered {
@@ -57,14 +62,17 @@ impl Registered {
     }
 }
 
-/// Every built-in target, the default first.
-pub static TARGETS: [Registered; 3] = [
+/// Every built-in target, the default first (redb and SQLite only in a
+/// build with their features, the default).
+pub static TARGETS: &[Registered] = &[
     Registered { name: SEGSIM, about: "the segsim store (engine/), the default", build: segsim },
+    #[cfg(feature = "redb")]
     Registered {
         name: "redb",
         about: "redb (crates.io redb 4) through its StorageBackend, on the kit (REDB.md)",
         build: |flags| kit(RedbAdapter, flags),
     },
+    #[cfg(feature = "sqlite")]
     Registered {
         name: "sqlite",
         about: "SQLite (the bundled amalgamation) through its own VFS, on the kit (SQLITE.md)",
@@ -198,6 +206,7 @@ fn segsim(flags: &TargetFlags) -> Result<Box<dyn Runnable>, String> {
 }
 
 /// A built-in kit target of `adapter` with `flags`.
+#[cfg(any(feature = "redb", feature = "sqlite"))]
 fn kit<A: Adapter + 'static>(adapter: A, flags: &TargetFlags) -> Result<Box<dyn Runnable>, String> {
     let name = adapter.name();
     if flags.fsync.is_some() || flags.point_in_time {
@@ -234,21 +243,34 @@ mod tests {
 
     #[test]
     fn every_target_is_found_by_its_name_and_the_default_is_first() {
-        for target in &TARGETS {
+        for target in TARGETS {
             assert!(std::ptr::eq(lookup(target.name).unwrap(), target));
             assert!(target.build(&TargetFlags::default()).is_ok(), "{} builds with no flags", target.name);
         }
-        assert!(lookup("sqlite3").unwrap_err().contains("segsim, redb, sqlite"));
-        assert!(TARGETS[0].is_default() && !TARGETS[1].is_default());
+        assert!(TARGETS[0].is_default() && TARGETS[1..].iter().all(|target| !target.is_default()));
         assert_eq!(TARGETS[0].name, SEGSIM);
+        let names: Vec<&str> = TARGETS.iter().map(|target| target.name).collect();
+        assert!(lookup("sqlite3").unwrap_err().contains(&names.join(", ")));
     }
 
     #[test]
     fn a_flag_of_another_kind_of_target_is_refused() {
         let planted = TargetFlags { plant: Some("redb-no-sync".into()), ..TargetFlags::default() };
         assert!(lookup("segsim").unwrap().build(&planted).err().unwrap().contains("kit targets'"));
-        let fsync = TargetFlags { fsync: Some(FsyncPolicy::Always), ..TargetFlags::default() };
-        assert!(lookup("redb").unwrap().build(&fsync).err().unwrap().contains("segsim store's"));
-        assert!(lookup("redb").unwrap().build(&planted).is_ok());
+        #[cfg(feature = "redb")]
+        {
+            let fsync = TargetFlags { fsync: Some(FsyncPolicy::Always), ..TargetFlags::default() };
+            assert!(lookup("redb").unwrap().build(&fsync).err().unwrap().contains("segsim store's"));
+            assert!(lookup("redb").unwrap().build(&planted).is_ok());
+        }
+    }
+
+    /// Without the third-party features, `sim` knows segsim alone (a kit
+    /// user's build compiles neither redb nor SQLite).
+    #[cfg(not(any(feature = "redb", feature = "sqlite")))]
+    #[test]
+    fn without_the_features_only_segsim_is_registered() {
+        assert_eq!(TARGETS.len(), 1);
+        assert!(lookup("redb").unwrap_err().contains("the targets are: segsim"));
     }
 }

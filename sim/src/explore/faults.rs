@@ -295,8 +295,10 @@ mod tests {
     use super::super::{explore, ExploreOptions};
     use crate::config::Overrides;
     use crate::failure::Check;
+    #[cfg(feature = "redb")]
     use crate::kit::KitSettings;
     use crate::planted::swallowed_fsync_error;
+    #[cfg(feature = "redb")]
     use crate::systems::redb_target;
     use crate::systems::segsim::SegsimTarget;
 
@@ -363,6 +365,7 @@ mod tests {
     /// Every kit target injects recovery faults and workload faults (the
     /// kit supplies both): redb survives one failing I/O in each recovery
     /// and in each run of its workload.
+    #[cfg(feature = "redb")]
     #[test]
     fn a_kit_target_survives_one_failing_io_in_every_recovery() {
         let report = explore(&redb_target(KitSettings::default()), 1, 12, &faults()).unwrap();

@@ -671,7 +671,7 @@ pub(super) fn run_ops<A: Adapter>(
     outcome
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "redb", feature = "sqlite"))]
 mod tests {
     use std::path::Path;
 

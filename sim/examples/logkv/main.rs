@@ -13,8 +13,8 @@ mod store;
 
 use std::process::ExitCode;
 
-use engine::vfs::OpenMode;
 use rand::RngCore;
+use sim::kit::vfs::OpenMode;
 use sim::kit::{Adapter, Env, KitError, Level, Op, Plant, Promise, RecordSpan, Reply, Rows};
 
 use crate::store::LogKv;

@@ -56,7 +56,7 @@
 //! announced, and only as [`ErrorKind::Corrupt`]; an error with no fault
 //! injected is a failure; a panic is a failure.
 //!
-//! [`Vfs`]: engine::vfs::Vfs
+//! [`Vfs`]: vfs::Vfs
 
 mod config;
 mod damage;
@@ -72,6 +72,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use engine::vfs::Vfs;
+
+/// The file-system seam an engine under test talks to (`Env::vfs`): the
+/// segsim engine's `Vfs`, re-exported so that an adapter needs no path
+/// dependency of its own on `engine`. Its contract — an fsync that failed
+/// dropped the dirty data (fsyncgate), re-read before trusting a bad
+/// checksum — is in [`vfs::Vfs`]'s docs.
+pub use engine::vfs;
 
 pub use crate::cli::kit::main;
 pub use config::{Harsh, KitConfig};

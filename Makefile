@@ -3,7 +3,7 @@
 CARGO ?= cargo
 SIM = $(CARGO) run --release -q -p sim --
 
-.PHONY: open-findings help test lint fmt check sweep determinism soak crash-os canaries test-canaries explore redb sqlite kit-example bench ci kv fuzz corpus report-check readme-example
+.PHONY: quickstart open-findings help test lint fmt check sweep determinism soak crash-os canaries test-canaries explore redb sqlite kit-example bench ci kv fuzz corpus report-check readme-example
 
 help:
 	@echo "make test         - the whole test suite (unit, property, integration, replayed regressions)"
@@ -22,6 +22,7 @@ help:
 	@echo "make readme-example - rewrite the README's seed-42 example output from a fresh run (a test fails when it drifts)"
 	@echo "make report-check - --report pages (a canary failure, a redb failure, an explore repro) rendered in headless Chromium and checked; screenshots in target/ci-artifacts/reports/"
 	@echo "make open-findings - the segsim findings not fixed yet (corpus/open-findings/) must still fail"
+	@echo "make quickstart   - the kit's quickstart template built outside the repository as a user would, tested, swept and explored"
 	@echo "make bench        - the harness and the engine measured side by side (BENCHMARKS.md)"
 	@echo "make ci           - what .ci/run runs: lint, test, sweep, determinism, explore, redb, sqlite, crash-os, canaries, test-canaries, report-check"
 	@echo "make kv DIR=/tmp/kvdemo - the engine's interactive shell on a real directory"
@@ -135,6 +136,12 @@ kit-example:
 	$(LOGKV) explore --seed 1 --depth 2 --faults --jobs $(JOBS)
 	$(LOGKV) explore --seed 1 --damage --jobs $(JOBS)
 	$(LOGKV) explore --seed 1 --damage --plant no-checksum 2>/dev/null | grep -q '\[durable image' || { echo "kit-example: explore --damage missed no-checksum"; exit 1; }
+
+# The kit's quickstart (quickstart/, TESTING-YOUR-ENGINE.md section 0),
+# built as a user builds it: outside this repository, offline, without
+# redb or SQLite in its tree; tested, swept and explored.
+quickstart:
+	scripts/quickstart-check.sh
 
 bench:
 	$(SIM) bench

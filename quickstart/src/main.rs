@@ -1,0 +1,7 @@
+//! The simulator's whole command line for the quickstart's engine.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    sim::kit::main(quickstart::QuickstartAdapter)
+}

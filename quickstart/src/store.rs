@@ -39,19 +39,25 @@ fn encode(rows: &Rows) -> Vec<u8> {
     out
 }
 
+/// The rows `encode` wrote, or `InvalidData` (which the kit takes as the
+/// engine refusing its bytes) where the file does not parse.
 fn decode(bytes: &[u8]) -> io::Result<Rows> {
-    let mut at = 0;
+    let mut at = 0usize;
+    // The next `n` bytes, checked against the file's end: a length read
+    // from disk never indexes past it.
     let mut take = |n: usize| -> io::Result<&[u8]> {
-        let slice = bytes.get(at..at + n).ok_or_else(|| invalid("data file cut short"))?;
+        let slice = bytes.get(at..at.saturating_add(n)).ok_or_else(|| invalid("data file cut short"))?;
         at += n;
         Ok(slice)
     };
-    let u32_at = |slice: &[u8]| u32::from_le_bytes(slice.try_into().expect("4 bytes")) as usize;
-    let count = u32_at(take(4)?);
+    let len = |slice: &[u8]| u32::from_le_bytes(slice.try_into().expect("4 bytes")) as usize;
+    let count = len(take(4)?);
     let mut rows = Rows::new();
     for _ in 0..count {
-        let key = take(4).map(u32_at).and_then(&mut take)?.to_vec();
-        let value = take(4).map(u32_at).and_then(&mut take)?.to_vec();
+        let key_len = len(take(4)?);
+        let key = take(key_len)?.to_vec();
+        let value_len = len(take(4)?);
+        let value = take(value_len)?.to_vec();
         rows.insert(key, value);
     }
     Ok(rows)

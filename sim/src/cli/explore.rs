@@ -141,12 +141,16 @@ pub struct ExploreCommon {
     pub fault_kind: Option<ArmedFault>,
 
     /// Also damage every record of every distinct durable image of the
-    /// recording (segsim: each frame of the log and the manifest and each
-    /// segment record — a flipped bit, a length past the end, the other
-    /// log's record in its place), one at a time, and open each damaged
-    /// image the default way and at a point in time: a refusal must change
-    /// nothing, a cut is allowed only where nothing vouched for the bytes
-    /// or at a point in time (quarantined), and nothing may be swept.
+    /// recording, one at a time (segsim: each frame of the log and the
+    /// manifest and each segment record — a flipped bit, a length past the
+    /// end, the other log's record in its place, a later frame misdirected
+    /// onto it, its write lost — opened the default way and at a point in
+    /// time: a refusal must change nothing, a cut is allowed only where
+    /// nothing vouched for the bytes or at a point in time (quarantined),
+    /// and nothing may be swept; a kit engine whose adapter describes its
+    /// records and detects damage: each record bit-flipped, zeroed, its
+    /// write lost, opened the default way and held to the rule after
+    /// damage).
     #[arg(long)]
     pub damage: bool,
 

@@ -24,9 +24,8 @@ fn readme_path() -> PathBuf {
 fn fresh_report() -> String {
     let started = std::time::Instant::now();
     let target = SegsimTarget::default();
-    let mut summary = Summary::default();
     // As `sim` fills it in (`cli/run.rs`): the verdict names its profile.
-    summary.fs = Some(target.fs_profile().name.to_string());
+    let mut summary = Summary { fs: Some(target.fs_profile().name.to_string()), ..Summary::default() };
     summary.add(&run_seed(&target, SEED, false));
     summary.elapsed_sec = started.elapsed().as_secs_f64();
     summary.to_text()

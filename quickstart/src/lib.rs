@@ -9,7 +9,7 @@
 
 pub mod store;
 
-use sim::kit::{Adapter, Env, KitError, Level, Op, Promise, Reply, Rows};
+use sim::kit::{Adapter, Env, KitError, Level, NoPlant, Previous, Promise, RngCore, Rows, Spec};
 
 use crate::store::Store;
 
@@ -20,42 +20,50 @@ pub struct QuickstartAdapter;
 impl Adapter for QuickstartAdapter {
     type Db = Store;
     type Config = ();
+    type Plant = NoPlant;
 
     fn name(&self) -> &'static str {
         "quickstart"
     }
 
+    fn configure(&self, _rng: &mut dyn RngCore) {}
+
     /// One level: a commit returns once it is durable.
-    fn levels(&self) -> &'static [Level] {
-        &[Level { name: "durable", promise: Promise::Durable }]
+    fn spec(&self, _config: &()) -> Spec {
+        Spec::new(vec![Level::new("durable", Promise::Durable)])
     }
 
-    fn configure(&self, _rng: &mut dyn rand::RngCore) {}
-
-    fn create(&self, env: &Env<'_, ()>) -> Result<(), KitError> {
+    fn create(&self, env: &Env<'_, Self>) -> Result<(), KitError> {
         Ok(Store::create(env.vfs.as_ref(), env.dir)?)
     }
 
-    fn open(&self, env: &Env<'_, ()>) -> Result<Store, KitError> {
+    fn open(&self, env: &Env<'_, Self>) -> Result<Store, KitError> {
         Ok(Store::open(env.vfs.clone(), env.dir)?)
     }
 
-    fn apply(&self, db: &mut Store, op: Op<'_>) -> Result<Reply, KitError> {
-        Ok(match op {
-            Op::Put { key, value, .. } => Reply::Value(db.write(key, Some(value))),
-            Op::Delete { key, .. } => Reply::Value(db.write(key, None)),
-            Op::Get { key, .. } => Reply::Value(db.view().get(key).cloned()),
-            Op::Scan { .. } => Reply::Rows(db.view().clone()),
-            Op::Commit { .. } => {
-                db.commit()?;
-                Reply::Done
-            }
-            Op::Abort => {
-                db.abort();
-                Reply::Done
-            }
-            Op::Maintain => unreachable!("no maintenance operation is declared"),
-        })
+    fn put(&self, db: &mut Store, _table: usize, key: &[u8], value: &[u8]) -> Result<Previous, KitError> {
+        Ok(Previous::Was(db.write(key, Some(value))))
+    }
+
+    fn delete(&self, db: &mut Store, _table: usize, key: &[u8]) -> Result<Previous, KitError> {
+        Ok(Previous::Was(db.write(key, None)))
+    }
+
+    fn get(&self, db: &mut Store, _table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, KitError> {
+        Ok(db.view().get(key).cloned())
+    }
+
+    fn scan(&self, db: &mut Store, _table: usize) -> Result<Rows, KitError> {
+        Ok(db.view().clone())
+    }
+
+    fn commit(&self, db: &mut Store, _level: usize) -> Result<(), KitError> {
+        Ok(db.commit()?)
+    }
+
+    fn abort(&self, db: &mut Store) -> Result<(), KitError> {
+        db.abort();
+        Ok(())
     }
 
     fn read_committed(&self, db: &mut Store, _table: usize) -> Result<Rows, KitError> {

@@ -54,7 +54,7 @@ pub struct SeedOutcome {
     /// recovery had not: allowed while in doubt, counted apart.
     pub came_back: u64,
     /// Persistence hazards a kit target's engine left that it documents
-    /// (`Adapter::hazards`: reported, not failed; an undeclared one fails
+    /// (`Spec::hazards`: reported, not failed; an undeclared one fails
     /// the run, as every one does for the segsim target, check `hazard`).
     pub hazards: u64,
     /// Read-only inspections of crashed directories (segsim's random mode:

@@ -377,7 +377,7 @@ impl Summary {
             let _ = writeln!(
                 out,
                 "{} persistence hazards the engine documents (data fsynced under a name not yet durable, then relied \
-                 on or acknowledged; declared in Adapter::hazards: reported, not failed)",
+                 on or acknowledged; declared in Spec::hazards: reported, not failed)",
                 self.hazards
             );
         }

@@ -13,11 +13,10 @@ mod store;
 
 use std::process::ExitCode;
 
-use rand::RngCore;
 use sim::kit::vfs::OpenMode;
-use sim::kit::{Adapter, Env, KitError, Level, Op, Plant, Promise, RecordSpan, Reply, Rows};
+use sim::kit::{Adapter, Env, KitError, Level, Plant, Previous, Promise, RecordSpan, RngCore, Rows, Spec};
 
-use crate::store::LogKv;
+use crate::store::{Bug, LogKv};
 
 /// `LogKv` as the kit sees it.
 #[derive(Clone, Copy, Debug)]
@@ -25,39 +24,49 @@ struct LogKvAdapter;
 
 const LOG: &str = "log";
 
+impl Plant for Bug {
+    const ALL: &'static [Bug] = &[Bug::LazyFsync, Bug::NoChecksum];
+
+    fn name(self) -> &'static str {
+        match self {
+            Bug::LazyFsync => "lazy-fsync",
+            Bug::NoChecksum => "no-checksum",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Bug::LazyFsync => "a sync commit fsyncs only when the log crossed a 4 KiB boundary",
+            Bug::NoChecksum => "open replays a record without checking its checksum",
+        }
+    }
+}
+
 impl Adapter for LogKvAdapter {
     type Db = LogKv;
     type Config = ();
+    type Plant = Bug;
 
     fn name(&self) -> &'static str {
         "logkv"
     }
 
-    /// `sync` fsyncs the log before the commit returns; `nosync` leaves it
-    /// in the page cache, so a power loss may roll it back — but only as a
-    /// whole, and only with every commit after it.
-    fn levels(&self) -> &'static [Level] {
-        &[Level { name: "sync", promise: Promise::Durable }, Level { name: "nosync", promise: Promise::Eventual }]
-    }
-
     fn configure(&self, _rng: &mut dyn RngCore) {}
 
-    /// `LogKv::commit` names both moments of a commit: crashes are aimed there.
-    fn phases(&self) -> &'static [&'static str] {
-        &["appended", "synced"]
-    }
-
-    fn plants(&self) -> &'static [Plant] {
-        &[
-            Plant { name: "lazy-fsync", what: "a sync commit fsyncs only when the log crossed a 4 KiB boundary" },
-            Plant { name: "no-checksum", what: "open replays a record without checking its checksum" },
-        ]
-    }
-
-    /// Every record carries a checksum: a damaged one is cut at, as a torn
-    /// tail is (an older committed state, never another one).
-    fn detects_damage(&self, _config: &()) -> bool {
-        true
+    /// `sync` fsyncs the log before the commit returns; `nosync` leaves it
+    /// in the page cache, so a power loss may roll it back — but only as a
+    /// whole, and only with every commit after it. `LogKv::commit` names
+    /// both moments of a commit (crashes are aimed there); every record
+    /// carries a checksum, so a damaged one is cut at, as a torn tail is
+    /// (an older committed state, never another one), and the adapter
+    /// describes the records for `sim explore --damage`.
+    fn spec(&self, _config: &()) -> Spec {
+        Spec {
+            phases: &["appended", "synced"],
+            detects_damage: true,
+            describes_records: true,
+            ..Spec::new(vec![Level::new("sync", Promise::Durable), Level::new("nosync", Promise::Eventual)])
+        }
     }
 
     /// The log's records, as `LogKv::open` reads them (`sim explore --damage`).
@@ -71,38 +80,41 @@ impl Adapter for LogKvAdapter {
         (name == LOG).then(|| records.map(span).collect())
     }
 
-    fn describes_records(&self) -> bool {
-        true
-    }
-
     /// The application creates the (empty) log; the kit makes its name durable.
-    fn create(&self, env: &Env<'_, ()>) -> Result<(), KitError> {
+    fn create(&self, env: &Env<'_, Self>) -> Result<(), KitError> {
         let file = env.vfs.open(&env.dir.join(LOG), OpenMode::Create)?;
         drop(file);
         Ok(())
     }
 
-    fn open(&self, env: &Env<'_, ()>) -> Result<LogKv, KitError> {
+    fn open(&self, env: &Env<'_, Self>) -> Result<LogKv, KitError> {
         // `?` takes the engine's `InvalidData` as corruption (`From<io::Error>`).
         Ok(LogKv::open(env.vfs.clone(), &env.dir.join(LOG), 1, env.plant)?)
     }
 
-    fn apply(&self, db: &mut LogKv, op: Op<'_>) -> Result<Reply, KitError> {
-        Ok(match op {
-            Op::Put { table, key, value } => Reply::Value(db.write(table, key, Some(value))),
-            Op::Delete { table, key } => Reply::Value(db.write(table, key, None)),
-            Op::Get { table, key } => Reply::Value(db.view()[table].get(key).cloned()),
-            Op::Scan { table } => Reply::Rows(db.view()[table].clone()),
-            Op::Commit { level } => {
-                db.commit(level == 0)?;
-                Reply::Done
-            }
-            Op::Abort => {
-                db.abort();
-                Reply::Done
-            }
-            Op::Maintain => unreachable!("LogKv declares no maintenance operation"),
-        })
+    fn put(&self, db: &mut LogKv, table: usize, key: &[u8], value: &[u8]) -> Result<Previous, KitError> {
+        Ok(Previous::Was(db.write(table, key, Some(value))))
+    }
+
+    fn delete(&self, db: &mut LogKv, table: usize, key: &[u8]) -> Result<Previous, KitError> {
+        Ok(Previous::Was(db.write(table, key, None)))
+    }
+
+    fn get(&self, db: &mut LogKv, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, KitError> {
+        Ok(db.view()[table].get(key).cloned())
+    }
+
+    fn scan(&self, db: &mut LogKv, table: usize) -> Result<Rows, KitError> {
+        Ok(db.view()[table].clone())
+    }
+
+    fn commit(&self, db: &mut LogKv, level: usize) -> Result<(), KitError> {
+        Ok(db.commit(level == 0)?)
+    }
+
+    fn abort(&self, db: &mut LogKv) -> Result<(), KitError> {
+        db.abort();
+        Ok(())
     }
 
     fn read_committed(&self, db: &mut LogKv, table: usize) -> Result<Rows, KitError> {

@@ -115,13 +115,23 @@ fn replay(log: &[u8], tables: usize, check_crc: bool) -> io::Result<(u64, Vec<Ta
     Ok((end_bytes as u64, state))
 }
 
+/// A bug to plant (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bug {
+    /// A sync commit fsyncs only when the log crossed a 4 KiB boundary.
+    LazyFsync,
+    /// Open replays a record without checking its checksum.
+    NoChecksum,
+}
+
 impl LogKv {
-    /// Open the log at `path` (created, empty, by the caller).
-    pub fn open(vfs: Arc<dyn Vfs>, path: &Path, tables: usize, plant: Option<&str>) -> io::Result<LogKv> {
+    /// Open the log at `path` (created, empty, by the caller), with `bug`
+    /// planted if given.
+    pub fn open(vfs: Arc<dyn Vfs>, path: &Path, tables: usize, bug: Option<Bug>) -> io::Result<LogKv> {
         let mut file = vfs.open(path, OpenMode::Write)?;
         let log = read_stable(file.as_ref(), file.len()?)?;
-        let (end_bytes, committed) = replay(&log, tables, plant != Some("no-checksum"))?;
-        let lazy_fsync = plant == Some("lazy-fsync");
+        let (end_bytes, committed) = replay(&log, tables, bug != Some(Bug::NoChecksum))?;
+        let lazy_fsync = bug == Some(Bug::LazyFsync);
         if end_bytes < log.len() as u64 {
             file.set_len(end_bytes)?;
             file.sync()?;

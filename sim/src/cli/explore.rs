@@ -7,7 +7,7 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 use engine::aof::FsyncPolicy;
 
 use super::explored::ExploreRequest;
@@ -210,7 +210,8 @@ impl std::fmt::Debug for Invocation {
 /// Parse `args`, the arguments after `explore`.
 pub(super) fn parse(args: &[String]) -> Invocation {
     let argv = std::iter::once("sim explore".to_string()).chain(args.iter().cloned());
-    let parsed = match ExploreArgs::try_parse_from(argv) {
+    let matches = super::targets::plants_listed(ExploreArgs::command()).try_get_matches_from(argv);
+    let parsed = match matches.and_then(|matches| ExploreArgs::from_arg_matches(&matches)) {
         Ok(parsed) => parsed,
         Err(e) if e.use_stderr() => return Invocation::Usage(e.render().to_string()),
         Err(e) => return Invocation::Info(e.render().to_string()),

@@ -12,9 +12,10 @@ use clap::{Parser, Subcommand};
 use super::explore::{options, request, ExploreCommon};
 use super::explored::run as explore_and_report;
 use super::replay::replay_as;
-use super::run::{merge, parse_args, run_target, usage_error, Hooks, RunArgs};
+use super::run::{merge, parse_args_with, run_target, usage_error, Hooks, RunArgs};
 use crate::disk::FsProfile;
-use crate::kit::{Adapter, Kit, KitSettings};
+use crate::kit::spec::plants_help;
+use crate::kit::{Adapter, Kit, KitSettings, Plant};
 use crate::shrink::ops_file_name;
 
 /// Deterministic simulation testing of one engine through the target kit:
@@ -128,7 +129,7 @@ fn target<A: Adapter>(
 /// The adapter is cloned once, for replaying `.ops` files.
 pub fn main<A: Adapter + Clone>(adapter: A) -> ExitCode {
     let name = adapter.name();
-    let cli: KitCli = match parse_args() {
+    let cli: KitCli = match parse_args_with(plants_listed::<A::Plant>) {
         Ok(cli) => cli,
         Err(exit) => return exit,
     };
@@ -158,10 +159,52 @@ pub fn main<A: Adapter + Clone>(adapter: A) -> ExitCode {
     run_target(&cli.run, kit, &Hooks { program: name, canary: None, replay: &replay })
 }
 
+/// The command line with `--plant`'s long help listing `P`'s plants, on
+/// the run and on `explore`.
+fn plants_listed<P: Plant>(command: clap::Command) -> clap::Command {
+    let help = plants_help::<P>("Plant one of the adapter's bugs under the engine (proves the checks can fail):");
+    command
+        .mut_arg("plant", |arg| arg.long_help(help.clone()))
+        .mut_subcommand("explore", |explore| explore.mut_arg("plant", |arg| arg.long_help(help.clone())))
+}
+
 /// An `.ops` file for another target is refused, naming both.
 fn check_file_target(text: &str, name: &str) -> Result<(), String> {
     match ops_file_name(text)? {
         Some(file) if file != name => Err(format!("the file is for target {file:?}, this binary tests {name:?}")),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Planted {
+        LazyFsync,
+    }
+
+    impl Plant for Planted {
+        const ALL: &'static [Planted] = &[Planted::LazyFsync];
+        fn name(self) -> &'static str {
+            "lazy-fsync"
+        }
+        fn what(self) -> &'static str {
+            "commit returns before the log is fsynced"
+        }
+    }
+
+    #[test]
+    fn help_lists_the_adapters_plants_on_the_run_and_on_explore() {
+        let mut command = plants_listed::<Planted>(KitCli::command());
+        let help = command.render_long_help().to_string();
+        assert!(help.contains("lazy-fsync: commit returns before the log is fsynced"), "{help}");
+        let explore = command.find_subcommand_mut("explore").expect("explore").render_long_help().to_string();
+        assert!(explore.contains("lazy-fsync: commit returns before the log is fsynced"), "{explore}");
+        let none = plants_listed::<crate::kit::NoPlant>(KitCli::command()).render_long_help().to_string();
+        assert!(none.contains("plants none"), "{none}");
     }
 }

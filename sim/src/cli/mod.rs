@@ -28,7 +28,7 @@ use std::time::Duration;
 use clap::{CommandFactory, Parser, Subcommand};
 use engine::aof::FsyncPolicy;
 
-use self::run::{parse_args, Hooks, RunArgs};
+use self::run::{parse_args_with, Hooks, RunArgs};
 use self::targets::{TargetArgs, TargetFlags};
 use crate::canary::{Canary, BUILT_WITH_CANARIES, HOW_TO_BUILD};
 use crate::config::Overrides;
@@ -186,7 +186,7 @@ fn usage_error(message: &str) -> ExitCode {
 
 /// The `sim` binary's whole command line.
 pub fn main() -> ExitCode {
-    let cli: Cli = match parse_args() {
+    let cli: Cli = match parse_args_with(targets::plants_listed) {
         Ok(cli) => cli,
         Err(exit) => return exit,
     };

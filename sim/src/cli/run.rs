@@ -112,10 +112,18 @@ pub struct Hooks<'a> {
 /// The process's arguments as `P`, or how to exit: `--help` and
 /// `--version` print and exit 0, bad usage prints why and exits 2.
 pub fn parse_args<P: clap::Parser>() -> Result<P, ExitCode> {
-    P::try_parse().map_err(|e| {
+    parse_args_with(|command| command)
+}
+
+/// [`parse_args`] with `P`'s command line first changed by `adjust` (help
+/// text made at run time: the plants an adapter declares, say).
+pub fn parse_args_with<P: clap::Parser>(adjust: impl FnOnce(clap::Command) -> clap::Command) -> Result<P, ExitCode> {
+    let exit = |e: clap::Error| {
         let _ = e.print();
         ExitCode::from(if e.use_stderr() { 2 } else { 0 })
-    })
+    };
+    let matches = adjust(P::command()).try_get_matches().map_err(exit)?;
+    P::from_arg_matches(&matches).map_err(exit)
 }
 
 /// Bad usage: say so and exit 2.

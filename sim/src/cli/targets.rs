@@ -40,6 +40,8 @@ pub struct Registered {
     pub name: &'static str,
     /// What it is, for `--help` and the error that lists the targets.
     pub about: &'static str,
+    /// The bugs `--plant` can plant under it: name and what it does.
+    pub plants: fn() -> Vec<(&'static str, &'static str)>,
     /// The target with these flags, or why they do not apply to it.
     build: fn(&TargetFlags) -> Result<Box<dyn Runnable>, String>,
 }
@@ -65,20 +67,49 @@ impl Registered {
 /// Every built-in target, the default first (redb and SQLite only in a
 /// build with their features, the default).
 pub static TARGETS: &[Registered] = &[
-    Registered { name: SEGSIM, about: "the segsim store (engine/), the default", build: segsim },
+    Registered { name: SEGSIM, about: "the segsim store (engine/), the default", plants: Vec::new, build: segsim },
     #[cfg(feature = "redb")]
     Registered {
         name: "redb",
         about: "redb (crates.io redb 4) through its StorageBackend, on the kit (REDB.md)",
+        plants: plants_of::<RedbAdapter>,
         build: |flags| kit(RedbAdapter, flags),
     },
     #[cfg(feature = "sqlite")]
     Registered {
         name: "sqlite",
         about: "SQLite (the bundled amalgamation) through its own VFS, on the kit (SQLITE.md)",
+        plants: plants_of::<SqliteAdapter>,
         build: |flags| kit(SqliteAdapter, flags),
     },
 ];
+
+/// The plants of `A`'s adapter: name and what it does.
+#[cfg(any(feature = "redb", feature = "sqlite"))]
+fn plants_of<A: Adapter>() -> Vec<(&'static str, &'static str)> {
+    use crate::kit::Plant;
+    A::Plant::ALL.iter().map(|plant| (plant.name(), plant.what())).collect()
+}
+
+/// `--plant`'s long help: every built-in target's plants, from their
+/// adapters (so it cannot drift from them).
+pub fn plant_help() -> String {
+    let mut help = String::from(
+        "With a kit target: plant one of its adapter's bugs under the engine (proves the checks can fail):",
+    );
+    for target in TARGETS {
+        for (name, what) in (target.plants)() {
+            help.push_str(&format!("\n  {name} ({}): {what}", target.name));
+        }
+    }
+    help
+}
+
+/// The command line with `--plant`'s long help listing every target's
+/// plants.
+pub fn plants_listed(command: clap::Command) -> clap::Command {
+    command.mut_arg("plant", |arg| arg.long_help(plant_help()))
+}
 
 /// The target called `name` (a `--target` value parser).
 pub fn lookup(name: &str) -> Result<&'static Registered, String> {
@@ -98,9 +129,7 @@ pub struct TargetArgs {
     pub target: &'static Registered,
 
     /// With a kit target: plant one of its adapter's bugs under the engine
-    /// (redb: redb-no-sync, sync_data does nothing; redb-late-write, the
-    /// last write before each sync lands after it; sqlite: sqlite-no-sync,
-    /// sqlite-delete-no-dirsync, sqlite-late-truncate).
+    /// (--help lists them).
     #[arg(long, value_name = "NAME")]
     pub plant: Option<String>,
 
@@ -251,6 +280,18 @@ mod tests {
         assert_eq!(TARGETS[0].name, SEGSIM);
         let names: Vec<&str> = TARGETS.iter().map(|target| target.name).collect();
         assert!(lookup("sqlite3").unwrap_err().contains(&names.join(", ")));
+    }
+
+    #[test]
+    fn help_lists_every_targets_plants_from_its_adapter() {
+        let help = plant_help();
+        for target in TARGETS {
+            for (name, what) in (target.plants)() {
+                assert!(help.contains(&format!("{name} ({}): {what}", target.name)), "{help}");
+            }
+        }
+        #[cfg(feature = "redb")]
+        assert!(help.contains("redb-no-sync (redb)"), "{help}");
     }
 
     #[test]

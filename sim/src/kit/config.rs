@@ -12,7 +12,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{Adapter, Promise};
+use super::{Adapter, Promise, Spec};
 use crate::disk::{CrashMode, DiskConfig, FsProfile};
 use crate::draw::{maybe, swarm_weights};
 
@@ -62,14 +62,10 @@ pub struct KitConfig<C> {
     pub disk: DiskConfig,
     /// The engine's configuration, drawn by the adapter.
     pub engine: C,
-    /// Whether the engine, so configured, detects damage (so the disk
-    /// damages durable bytes at some power losses).
-    pub detects_damage: bool,
-    /// What a commit at each level promises, so configured.
-    pub promises: Vec<Promise>,
-    /// Per level, whether a commit that returned an error is documented as
-    /// rolled back (`Adapter::failed_commit_rolls_back`); else it is in doubt.
-    pub failed_commits_roll_back: Vec<bool>,
+    /// What the engine, so configured, is and promises
+    /// ([`Adapter::spec`]): whether it detects damage (so the disk damages
+    /// durable bytes at some power losses), what each level promises.
+    pub spec: Spec,
     /// Distinct keys per table.
     pub key_space: u32,
     /// Largest generated value, in bytes.
@@ -139,9 +135,11 @@ impl<C> KitConfig<C> {
     /// `crash_mode` forced if given, the engine's `options` applied (they
     /// were checked when the settings were made: see
     /// [`super::Kit::set_option`]), and the `harsh` faults on whether or
-    /// not the adapter tolerates them.
+    /// not the adapter tolerates them. The configuration's spec must have
+    /// the shape of `reference` (the kit's: [`super::Kit::spec`]).
     pub fn from_seed<A: Adapter<Config = C>>(
         adapter: &A,
+        reference: &Spec,
         seed: u64,
         ops: Option<u64>,
         crash_mode: Option<CrashMode>,
@@ -150,21 +148,23 @@ impl<C> KitConfig<C> {
     ) -> KitConfig<C> {
         let mut rng = ChaCha8Rng::seed_from_u64(crate::seeds::kit_config(seed, adapter.name()));
         let engine = adapter.configure_with(&mut rng, options).expect("options are checked when they are set");
-        let detects_damage = adapter.detects_damage(&engine);
-        let promises = (0..adapter.levels().len()).map(|level| adapter.promise(&engine, level)).collect();
-        let failed_commits_roll_back =
-            (0..adapter.levels().len()).map(|level| adapter.failed_commit_rolls_back(&engine, level)).collect();
-        let (torn, flips) = adapter.tolerates();
-        let allowed = Harsh { torn_garbage: torn || harsh.torn_garbage, read_bitflips: flips || harsh.read_bitflips };
-        let mut disk = draw_disk(&mut rng, detects_damage, allowed);
+        let spec = adapter.spec(&engine);
+        spec.check();
+        spec.check_shape(reference);
+        let tolerated = spec.tolerates;
+        let allowed = Harsh {
+            torn_garbage: tolerated.torn_garbage || harsh.torn_garbage,
+            read_bitflips: tolerated.read_bitflips || harsh.read_bitflips,
+        };
+        let mut disk = draw_disk(&mut rng, spec.detects_damage, allowed);
         if let Some(mode) = crash_mode {
             disk.crash_mode = mode;
         }
         let mut weights = swarm_weights(&mut rng, &OpKind::BASE_WEIGHTS, OpKind::essential);
-        if adapter.maintenance().is_none() {
+        if spec.maintenance.is_none() {
             weights.retain(|(kind, _)| *kind != OpKind::Maintain);
         }
-        let level_weights = draw_level_weights(&mut rng, adapter.levels().len());
+        let level_weights = draw_level_weights(&mut rng, spec.levels.len());
         let max_value_bytes = match rng.gen_range(0..20) {
             0 => 20_000,
             1 | 2 => 3_000,
@@ -172,12 +172,10 @@ impl<C> KitConfig<C> {
         };
         let mut config = KitConfig {
             seed,
-            ops: ops.unwrap_or_else(|| adapter.default_ops()),
+            ops: ops.unwrap_or(spec.default_ops),
             disk,
             engine,
-            detects_damage,
-            promises,
-            failed_commits_roll_back,
+            spec,
             key_space: rng.gen_range(4..64),
             max_value_bytes,
             weights,
@@ -194,11 +192,9 @@ impl<C> KitConfig<C> {
 }
 
 impl<C> KitConfig<C> {
-    /// Whether every commit level promises nothing, so configured: then the
-    /// engine may write unsynced before any commit returns, and in its own
-    /// recovery, and nothing it writes is promised.
-    pub fn promises_nothing(&self) -> bool {
-        self.promises.iter().all(|p| *p == Promise::Nothing)
+    /// What a commit at `level` promises, so configured.
+    pub fn promise(&self, level: usize) -> Promise {
+        self.spec.levels[level].promise
     }
 }
 

@@ -5,7 +5,7 @@
 //! The explorer (`crate::explore::damage`) takes each distinct durable
 //! image of the recording and, one site at a time, damages it and recovers
 //! it. For a kit engine that promises to detect damage
-//! ([`Adapter::detects_damage`]) the rule is the random mode's after
+//! ([`Spec::detects_damage`](super::Spec::detects_damage)) the rule is the random mode's after
 //! announced damage: the open may refuse the bytes as corrupt, or come
 //! back with an older committed state (a silent rollback: what a reader
 //! that cuts at the first bad record does), never with a state no commit

@@ -28,8 +28,9 @@ use std::sync::Arc;
 use super::config::KitConfig;
 use super::model::{diff, Model, Pending, State};
 use super::run::{env, read_all, Runner};
+use super::spec::Level;
 use super::workload::PlannedKitOp;
-use super::{Adapter, KeyKind, KitError, Op, Promise};
+use super::{Adapter, KeyKind, KitError, Promise};
 use crate::disk::{ArmedFault, CrashMode, DiskConfig, DiskImage, SimVfs};
 use crate::failure::{catch_panic, Check, Failure};
 use crate::seam::{FaultedRecovery, FaultedRun, RecordedContext, Recording, RecoveryRecording};
@@ -75,7 +76,7 @@ pub(super) fn recording_config<C: Clone>(config: &KitConfig<C>) -> KitConfig<C> 
 pub(super) fn record<A: Adapter>(
     adapter: &A,
     config: &KitConfig<A::Config>,
-    plant: Option<&'static str>,
+    plant: Option<A::Plant>,
     workload: &[PlannedKitOp],
 ) -> Recording<Model> {
     let config = recording_config(config);
@@ -122,7 +123,7 @@ fn run_failure(result: Result<Result<(), Failure>, String>) -> Option<(Check, St
 pub(super) fn run_with_fault<A: Adapter>(
     adapter: &A,
     config: &KitConfig<A::Config>,
-    plant: Option<&'static str>,
+    plant: Option<A::Plant>,
     workload: &[PlannedKitOp],
     fault: (u64, ArmedFault),
 ) -> FaultedRun {
@@ -148,18 +149,13 @@ pub(super) type Note<'a> = &'a mut dyn FnMut(u64, &str, &Model);
 pub(super) struct Recovery<'a, A: Adapter> {
     pub adapter: &'a A,
     pub config: &'a KitConfig<A::Config>,
-    pub plant: Option<&'static str>,
+    pub plant: Option<A::Plant>,
     pub vfs: Arc<SimVfs>,
 }
 
 impl<'a, A: Adapter> Recovery<'a, A> {
     /// A fresh disk holding `image`.
-    pub fn new(
-        adapter: &'a A,
-        config: &'a KitConfig<A::Config>,
-        plant: Option<&'static str>,
-        image: &DiskImage,
-    ) -> Self {
+    pub fn new(adapter: &'a A, config: &'a KitConfig<A::Config>, plant: Option<A::Plant>, image: &DiskImage) -> Self {
         let vfs = Arc::new(SimVfs::from_image(config.disk.clone(), image, Trace::new(false)));
         Recovery { adapter, config, plant, vfs }
     }
@@ -174,7 +170,7 @@ impl<'a, A: Adapter> Recovery<'a, A> {
     /// random mode, `run.rs`).
     fn recovered_model(&self, state: State) -> Model {
         let mut model = Model::recovered_at(state);
-        if self.config.promises_nothing() {
+        if self.config.spec.promises_nothing() {
             model.unpromise();
         }
         model
@@ -190,7 +186,7 @@ impl<'a, A: Adapter> Recovery<'a, A> {
     fn open_and_read(&self) -> Result<(A::Db, State), Refusal> {
         let attempt = || -> Result<(A::Db, State), KitError> {
             let mut db = self.open()?;
-            let state = read_all(self.adapter, &mut db)?;
+            let state = read_all(self.adapter, self.config, &mut db)?;
             Ok((db, state))
         };
         match attempt() {
@@ -237,17 +233,15 @@ impl<'a, A: Adapter> Recovery<'a, A> {
     /// The probe on a just recovered `db` holding `state`.
     fn probe(&self, mut db: A::Db, state: &State, note: Note<'_>) -> Result<(), String> {
         let adapter = self.adapter;
-        let (level, promise) = probe_level(&self.config.promises);
-        let key = probe_key(adapter.tables()[0].keys);
+        let (level, promise) = probe_level(&self.config.spec.levels);
+        let key = probe_key(self.config.spec.tables[0].keys);
         let mut model = self.recovered_model(state.clone());
         model.put(0, &key, b"1");
         if promise != Promise::Volatile {
             model.set_pending(Pending::Commit(model.commit_target()));
         }
         note(self.vfs.io_count(), "a commit of one write", &model);
-        let write = adapter
-            .apply(&mut db, Op::Put { table: 0, key: &key, value: b"1" })
-            .and_then(|_| adapter.apply(&mut db, Op::Commit { level }));
+        let write = adapter.put(&mut db, 0, &key, b"1").and_then(|_| adapter.commit(&mut db, level));
         if let Err(e) = write {
             drop(db);
             return self.after_error("a commit", e, &model);
@@ -258,7 +252,7 @@ impl<'a, A: Adapter> Recovery<'a, A> {
         if let Err(e) = adapter.close(db) {
             return self.after_error("a clean close", e, &model);
         }
-        if adapter.close_makes_durable() {
+        if self.config.spec.close_makes_durable {
             model.all_durable();
         }
         note(self.vfs.io_count(), "a power loss and a reopen", &model);
@@ -275,9 +269,9 @@ impl<'a, A: Adapter> Recovery<'a, A> {
 
 /// The level the probe commits at, and what it promises as configured:
 /// the first durable one, else the first.
-fn probe_level(promises: &[Promise]) -> (usize, Promise) {
-    let level = promises.iter().position(|p| *p == Promise::Durable).unwrap_or(0);
-    (level, promises[level])
+fn probe_level(levels: &[Level]) -> (usize, Promise) {
+    let level = levels.iter().position(|l| l.promise == Promise::Durable).unwrap_or(0);
+    (level, levels[level].promise)
 }
 
 /// The probe's key in the first table. No workload draws it: theirs are

@@ -47,7 +47,7 @@
 //! acknowledges no new content), a clean close or a maintenance operation
 //! (they make durable what the engine shows, not what it may still find).
 //! An adapter whose engine documents that a failed commit is rolled back
-//! declares it ([`super::Adapter::failed_commit_rolls_back`]): then the
+//! declares it ([`super::Level::failed_commit_rolls_back`]): then the
 //! failed commit is not in doubt, and its state appearing fails. When the disk announced damage to durable bytes
 //! and the engine promises to detect it, it may refuse, or fall back to an
 //! *older* committed state: accepted, and counted apart as a **silent
@@ -61,7 +61,7 @@ use std::sync::Arc;
 
 use super::{Promise, Rows};
 
-/// The whole content: every table, in [`super::Adapter::tables`] order.
+/// The whole content: every table, in [`super::Spec::tables`] order.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct State {
     /// Per table.
@@ -201,7 +201,25 @@ impl Model {
     /// An operation that may make `pending` durable is about to run (on
     /// top of whatever an earlier step of the same operation may have).
     pub(super) fn set_pending(&mut self, pending: Pending) {
+        if let Pending::Commit(target) = &pending {
+            debug_assert!(**target == *self.visible(), "a commit in flight publishes the state its reads see");
+        }
         self.pending.push(pending);
+    }
+
+    /// Whether nothing is in flight: so between operations, every
+    /// operation's end having settled what it might publish.
+    pub(super) fn nothing_pending(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// The invariants every change keeps (cheap: no state is compared).
+    fn check_invariants(&self) {
+        assert!(!self.history.is_empty(), "the history is never empty");
+        assert!(self.durable < self.history.len(), "the durable point is inside the history");
+        let tables = self.committed().tables.len();
+        debug_assert!(self.history.iter().all(|c| c.state.tables.len() == tables), "every state has every table");
+        debug_assert!(self.working.as_ref().is_none_or(|w| w.tables.len() == tables), "so does the transaction's");
     }
 
     /// The operation in flight finished without leaving doubt.
@@ -250,6 +268,8 @@ impl Model {
             self.newest_is_durable();
         }
         self.pending.clear();
+        debug_assert!(self.working.is_none(), "a commit closes the write transaction");
+        self.check_invariants();
     }
 
     /// The newest committed state is durable: the durable point moves to
@@ -257,7 +277,7 @@ impl Model {
     /// cuts back, and then below the point's new place).
     fn newest_is_durable(&mut self) {
         let last = self.history.len() - 1;
-        debug_assert!(self.durable <= last, "the durable point is inside the history");
+        assert!(self.durable <= last, "the durable point only moves forward, inside the history");
         self.durable = last;
     }
 
@@ -306,6 +326,7 @@ impl Model {
         }
         self.working = None;
         self.pending.clear();
+        self.check_invariants();
         verdict.map(|(accepted, _)| accepted)
     }
 

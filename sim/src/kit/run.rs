@@ -25,7 +25,7 @@
 //!   written before the point, the engine reopens, and by a second coin
 //!   the power goes too.
 //! - Every persistence hazard the disk flags at an operation's end fails
-//!   the run unless the adapter declares it (`Adapter::hazards`).
+//!   the run unless the adapter declares it (`Spec::hazards`).
 //! - The kit observes the engine's content (after a recovery, and every
 //!   few operations) with faults switched off: an observation is not part
 //!   of the workload, and a fault in it would only test the observer. The
@@ -42,10 +42,11 @@ use engine::vfs::Vfs;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::client::{call, Reply};
 use super::config::KitConfig;
 use super::model::{diff, show_value, Accepted, Model, Pending, State};
 use super::workload::{KitOp, PlannedKitOp};
-use super::{Adapter, Env, KitError, Promise, Reply};
+use super::{Adapter, Env, KitError, Promise};
 use crate::disk::{CrashOutcome, CrashPoint, SimVfs};
 use crate::failure::{catch_panic, Check, Failure};
 use crate::outcome::SeedOutcome;
@@ -64,9 +65,12 @@ const OPEN_ATTEMPTS_WITH_FAULTS: u64 = 3;
 const MAX_CRASHES_IN_RECOVERY: u64 = 3;
 
 /// The committed content, table by table.
-pub(super) fn read_all<A: Adapter>(adapter: &A, db: &mut A::Db) -> Result<State, KitError> {
-    let tables = adapter.tables().len();
-    let mut state = State::empty(tables);
+pub(super) fn read_all<A: Adapter>(
+    adapter: &A,
+    config: &KitConfig<A::Config>,
+    db: &mut A::Db,
+) -> Result<State, KitError> {
+    let mut state = State::empty(config.spec.tables.len());
     for (table, rows) in state.tables.iter_mut().enumerate() {
         *rows = adapter.read_committed(db, table)?;
     }
@@ -77,15 +81,15 @@ pub(super) fn read_all<A: Adapter>(adapter: &A, db: &mut A::Db) -> Result<State,
 pub(super) fn env<'a, A: Adapter>(
     vfs: &Arc<SimVfs>,
     config: &'a KitConfig<A::Config>,
-    plant: Option<&'static str>,
-) -> Env<'a, A::Config> {
+    plant: Option<A::Plant>,
+) -> Env<'a, A> {
     let vfs: Arc<dyn Vfs> = vfs.clone();
     Env { vfs, dir: Path::new(DB_DIR), config: &config.engine, plant, sector_bytes: config.disk.sector_bytes }
 }
 
 /// Make the engine's directory (empty, with `replace`) and run the
 /// adapter's setup, fault-free.
-pub(super) fn create<A: Adapter>(adapter: &A, env: &Env<'_, A::Config>, replace: bool) -> Result<(), KitError> {
+pub(super) fn create<A: Adapter>(adapter: &A, env: &Env<'_, A>, replace: bool) -> Result<(), KitError> {
     env.vfs.create_dir_all(env.dir)?;
     if replace {
         for name in env.vfs.list_dir(env.dir)? {
@@ -103,7 +107,7 @@ type Step = Result<(), Failure>;
 pub(super) struct Runner<'a, A: Adapter> {
     pub adapter: &'a A,
     pub config: &'a KitConfig<A::Config>,
-    pub plant: Option<&'static str>,
+    pub plant: Option<A::Plant>,
     /// The command line that reruns this seed.
     pub repro: String,
     pub vfs: Arc<SimVfs>,
@@ -121,7 +125,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
     pub fn new(
         adapter: &'a A,
         config: &'a KitConfig<A::Config>,
-        plant: Option<&'static str>,
+        plant: Option<A::Plant>,
         repro: String,
         vfs: Arc<SimVfs>,
     ) -> Self {
@@ -132,7 +136,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
             repro,
             vfs,
             db: None,
-            model: Model::new(adapter.tables().len()),
+            model: Model::new(config.spec.tables.len()),
             outcome: SeedOutcome { seed: config.seed, ..SeedOutcome::default() },
             op_index: 0,
             contexts: None,
@@ -167,11 +171,19 @@ impl<'a, A: Adapter> Runner<'a, A> {
         result
     }
 
+    /// The committed content, read fault-free (an observation).
+    fn observe(&mut self) -> Result<State, KitError> {
+        self.fault_free(|r| {
+            let (adapter, config) = (r.adapter, r.config);
+            read_all(adapter, config, r.db())
+        })
+    }
+
     /// The first open, on an empty disk, fault-free.
     pub fn start(&mut self) -> Step {
         self.vfs.begin_op(seeds::initial_open(self.config.seed));
         self.create_db(false)?;
-        self.model = Model::new(self.adapter.tables().len());
+        self.model = Model::new(self.config.spec.tables.len());
         Ok(())
     }
 
@@ -243,7 +255,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
 
     /// Whether `crash` damaged bytes the engine promises to detect damage to.
     fn damaged(&self, crash: &CrashOutcome) -> bool {
-        self.config.detects_damage && !crash.media_corrupted.is_empty()
+        self.config.spec.detects_damage && !crash.media_corrupted.is_empty()
     }
 
     /// The engine failed under an injected fault: close and reopen, half
@@ -319,7 +331,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
 
     /// Read what a reopen brought back, fault-free, and judge it.
     fn judge_recovered(&mut self, damaged: bool, power_lost: bool) -> Step {
-        let read = self.fault_free(|r| read_all(r.adapter, r.db()));
+        let read = self.observe();
         let state = match read {
             Ok(state) => state,
             Err(e) if self.refusal_allowed(damaged, &e) => return self.accept_refusal(),
@@ -368,7 +380,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
         }
         self.db = None;
         self.create_db(true)?;
-        self.model = Model::new(self.adapter.tables().len());
+        self.model = Model::new(self.config.spec.tables.len());
         Ok(())
     }
 
@@ -427,10 +439,9 @@ impl<'a, A: Adapter> Runner<'a, A> {
 
     /// One of the engine's own operations, its reply checked.
     fn engine_op(&mut self, planned: &PlannedKitOp) -> Step {
-        let op = planned.op.as_engine_op().expect("the kit's own operations are handled apart");
         let writes =
             matches!(planned.op, KitOp::Put { .. } | KitOp::Delete { .. } | KitOp::Commit { .. } | KitOp::Maintain(_));
-        if writes && self.config.promises_nothing() {
+        if writes && self.config.spec.promises_nothing() {
             // An engine that promises nothing at every level may write
             // unsynced before any commit returns (SQLite with
             // synchronous=OFF spills uncommitted pages into the database
@@ -439,12 +450,13 @@ impl<'a, A: Adapter> Runner<'a, A> {
             self.model.unpromise();
         }
         if let KitOp::Commit { level, .. } = &planned.op {
-            if self.config.promises[*level] != Promise::Volatile {
+            if self.config.promise(*level) != Promise::Volatile {
                 self.model.set_pending(Pending::Commit(self.model.commit_target()));
             }
         }
         self.note_context(planned);
-        let result = self.adapter.apply(self.db(), op);
+        let adapter = self.adapter;
+        let result = call(adapter, self.db(), &planned.op);
         self.trace_reply(result.as_ref().map_or(0, hash_debug));
         self.vfs.with_trace(|t| t.note_reply(|| crate::trace::reply_text::kit_reply(&result)));
         if let KitOp::Commit { level, .. } = &planned.op {
@@ -463,12 +475,12 @@ impl<'a, A: Adapter> Runner<'a, A> {
         if acknowledged {
             // Whatever happens next (a crash point after the reply too),
             // the user was told.
-            let promise = self.config.promises[level];
+            let promise = self.config.promise(level);
             let empty = !self.model.in_transaction();
             // A commit that wrote nothing makes the state before it
             // durable only where the engine says it does.
             let promise = match promise {
-                Promise::Durable if empty && !self.adapter.empty_commit_makes_durable() => Promise::Eventual,
+                Promise::Durable if empty && !self.config.spec.empty_commit_makes_durable => Promise::Eventual,
                 promise => promise,
             };
             self.model.commit(promise);
@@ -476,10 +488,11 @@ impl<'a, A: Adapter> Runner<'a, A> {
         }
         // Only an error the engine returned is documented as a rollback; a
         // commit a crash cut short never returned at all.
-        let documented_rollback = self.config.failed_commits_roll_back[level] && !self.vfs.crash_point_reached();
+        let documented_rollback =
+            self.config.spec.levels[level].failed_commit_rolls_back && !self.vfs.crash_point_reached();
         if documented_rollback {
             self.model.commit_rolled_back();
-        } else if self.config.promises[level] != Promise::Volatile {
+        } else if self.config.promise(level) != Promise::Volatile {
             self.outcome.in_doubt += 1;
         }
     }
@@ -522,9 +535,9 @@ impl<'a, A: Adapter> Runner<'a, A> {
             return Ok(());
         }
         let where_ = if self.model.in_transaction() { "in the write transaction" } else { "committed" };
-        let mut expected = State::empty(self.adapter.tables().len());
+        let mut expected = State::empty(self.config.spec.tables.len());
         expected.tables[table] = want.clone();
-        let mut seen = State::empty(self.adapter.tables().len());
+        let mut seen = State::empty(self.config.spec.tables.len());
         seen.tables[table] = got;
         Err(self.fail(
             Check::Reply,
@@ -547,7 +560,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
         self.note_context(planned);
         let adapter = self.adapter;
         let db = self.db();
-        let result = adapter.apply(db, super::Op::Abort).and_then(|_| adapter.apply(db, super::Op::Maintain));
+        let result = adapter.abort(db).and_then(|()| adapter.maintain(db));
         if result.is_ok() {
             self.model.all_durable();
         }
@@ -565,7 +578,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
         self.note_context(planned);
         let db = self.db.take().expect("a database is open between operations");
         let result = self.adapter.close(db);
-        if result.is_ok() && self.adapter.close_makes_durable() {
+        if result.is_ok() && self.config.spec.close_makes_durable {
             self.model.all_durable();
         }
         self.trace_reply(u64::from(result.is_ok()));
@@ -582,7 +595,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
 
     /// The committed content must be the model's, whole.
     pub fn audit(&mut self) -> Step {
-        let read = self.fault_free(|r| read_all(r.adapter, r.db()));
+        let read = self.observe();
         match read {
             Ok(got) if got == *self.model.committed() => Ok(()),
             Ok(got) => Err(self.fail(
@@ -597,7 +610,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
     /// it (`disk/hazards.rs`) is one the engine documents — counted — or
     /// the run fails.
     fn hazards(&mut self) -> Step {
-        let documented = self.adapter.hazards(&self.config.engine);
+        let documented = self.config.spec.hazards;
         for hazard in self.vfs.end_op_hazards() {
             if documented.iter().any(|d| d.covers(&hazard.file)) {
                 self.outcome.hazards += 1;
@@ -605,7 +618,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
             }
             let why = format!(
                 "persistence hazard the engine does not document: {} (if its documentation says it does this, \
-                 declare it in Adapter::hazards)",
+                 declare it in Spec::hazards)",
                 hazard.describe()
             );
             return Err(self.fail(Check::Hazard, why));
@@ -624,6 +637,8 @@ impl<'a, A: Adapter> Runner<'a, A> {
     pub fn drive(&mut self, ops: &[PlannedKitOp]) -> Step {
         for planned in ops {
             self.step(planned)?;
+            debug_assert!(self.db.is_some(), "a database is open between operations");
+            debug_assert!(self.model.nothing_pending(), "{planned}: its end settled what it might publish");
             self.hazards()?;
             self.outcome.ops += 1;
             if (planned.index + 1) % self.config.audit_every == 0 {
@@ -641,7 +656,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
 pub(super) fn run_ops<A: Adapter>(
     adapter: &A,
     config: &KitConfig<A::Config>,
-    plant: Option<&'static str>,
+    plant: Option<A::Plant>,
     repro: String,
     ops: &[PlannedKitOp],
     keep_trace: bool,
@@ -722,7 +737,7 @@ mod tests {
         make_hazard(&vfs, "data.redb-journal");
         let failure = runner.hazards().unwrap_err();
         assert_eq!(failure.check, Check::Hazard);
-        assert!(failure.detail.contains("data.redb-journal") && failure.detail.contains("Adapter::hazards"));
+        assert!(failure.detail.contains("data.redb-journal") && failure.detail.contains("Spec::hazards"));
 
         let sqlite = sqlite_target(KitSettings::default());
         let config = sqlite.config(1, None);

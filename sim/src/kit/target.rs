@@ -9,8 +9,9 @@ use super::damage;
 use super::explore::{self, KitRecovered, Recovery};
 use super::model::Model;
 use super::run::run_ops;
+use super::spec::{check_plants, plant_named};
 use super::workload::{generate, Grammar, PlannedKitOp};
-use super::{Adapter, Plant};
+use super::{Adapter, Plant, Spec};
 use crate::disk::{ArmedFault, CrashMode, Damage, DiskImage, FsProfile};
 use crate::failure::Check;
 use crate::outcome::SeedOutcome;
@@ -50,19 +51,46 @@ pub struct Kit<A> {
     pub adapter: A,
     /// How it runs.
     pub settings: KitSettings,
+    /// The spec of a reference configuration (the one a fixed draw
+    /// makes): the names every configuration's spec shares.
+    spec: Spec,
 }
 
 impl<A: Adapter> Kit<A> {
-    /// `adapter` with `settings`.
+    /// `adapter` with `settings`. Asserts that the adapter's spec and
+    /// plants are well formed ([`Spec::check`]): a malformed one is the
+    /// adapter's mistake, found before any seed runs.
     pub fn new(adapter: A, settings: KitSettings) -> Self {
-        Kit { adapter, settings }
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+        let spec = adapter.spec(&adapter.configure(&mut rng));
+        spec.check();
+        check_plants::<A::Plant>();
+        if let Some(name) = settings.plant {
+            assert!(
+                plant_named::<A::Plant>(adapter.name(), name).is_ok(),
+                "settings plant {name:?}, not one of the adapter's"
+            );
+        }
+        Kit { adapter, settings, spec }
+    }
+
+    /// The names every configuration's spec shares (tables, levels,
+    /// maintenance, phases), its tolerances and default operation count.
+    pub fn spec(&self) -> &Spec {
+        &self.spec
+    }
+
+    /// The plant the settings name, typed.
+    fn plant(&self) -> Option<A::Plant> {
+        let name = self.settings.plant?;
+        Some(plant_named::<A::Plant>(self.adapter.name(), name).expect("settings hold only the adapter's plants"))
     }
 
     /// `seed`'s configuration under these settings (`ops` forced if given).
     pub fn config(&self, seed: u64, ops: Option<u64>) -> KitConfig<A::Config> {
         let ops = ops.or(self.settings.ops);
         let KitSettings { crash_mode, harsh, options, fs, .. } = &self.settings;
-        let mut config = KitConfig::from_seed(&self.adapter, seed, ops, *crash_mode, *harsh, options);
+        let mut config = KitConfig::from_seed(&self.adapter, &self.spec, seed, ops, *crash_mode, *harsh, options);
         // The profile draws nothing: the seed's configuration is the same
         // under every profile, only the disk's rules differ.
         config.disk.fs = *fs;
@@ -81,14 +109,10 @@ impl<A: Adapter> Kit<A> {
         Ok(())
     }
 
-    /// The adapter's plant called `name`.
+    /// The name of the adapter's plant called `name`, or a message that
+    /// lists them.
     pub fn plant_named(&self, name: &str) -> Result<&'static str, String> {
-        let plants: &'static [Plant] = self.adapter.plants();
-        plants.iter().find(|p| p.name == name).map(|p| p.name).ok_or_else(|| {
-            let names: Vec<&str> = plants.iter().map(|p| p.name).collect();
-            let known = if names.is_empty() { "none".to_string() } else { names.join(", ") };
-            format!("no planted bug is called {name:?}; {}'s are: {known}", self.adapter.name())
-        })
+        plant_named::<A::Plant>(self.adapter.name(), name).map(Plant::name)
     }
 
     /// `--plant NAME` and each `--set KEY=VALUE` from a command line.
@@ -111,17 +135,8 @@ impl<A: Adapter> Kit<A> {
         out
     }
 
-    fn grammar(&self) -> Grammar<'static> {
-        Grammar {
-            tables: self.adapter.tables(),
-            levels: self.adapter.levels(),
-            maintenance: self.adapter.maintenance(),
-            phases: self.adapter.phases(),
-        }
-    }
-
     fn recovery<'a>(&'a self, config: &'a KitConfig<A::Config>, image: &DiskImage) -> Recovery<'a, A> {
-        Recovery::new(&self.adapter, config, self.settings.plant, image)
+        Recovery::new(&self.adapter, config, self.plant(), image)
     }
 }
 
@@ -174,16 +189,16 @@ impl<A: Adapter> Target for Kit<A> {
     }
 
     fn generate(&self, seed: u64) -> Vec<PlannedKitOp> {
-        generate(&self.adapter, &self.config(seed, None))
+        generate(&self.config(seed, None))
     }
 
     fn parse_op(&self, line: &str) -> Result<PlannedKitOp, String> {
-        self.grammar().parse(line)
+        Grammar::of(&self.spec).parse(line)
     }
 
     fn run(&self, seed: u64, ops: &[PlannedKitOp], keep_trace: bool) -> SeedOutcome {
         let config = self.config(seed, None);
-        run_ops(&self.adapter, &config, self.settings.plant, self.repro(seed, ""), ops, keep_trace)
+        run_ops(&self.adapter, &config, self.plant(), self.repro(seed, ""), ops, keep_trace)
     }
 
     fn repro(&self, seed: u64, extra: &str) -> String {
@@ -204,7 +219,7 @@ impl<A: Adapter> Target for Kit<A> {
     }
 
     fn explore_workload(&self, seed: u64, ops: u64) -> Vec<PlannedKitOp> {
-        let mut workload = generate(&self.adapter, &self.config(seed, Some(ops)));
+        let mut workload = generate(&self.config(seed, Some(ops)));
         for planned in &mut workload {
             planned.crash = None;
         }
@@ -225,11 +240,11 @@ impl<A: Adapter> Target for Kit<A> {
     }
 
     fn torn_garbage(&self) -> bool {
-        self.adapter.tolerates().0 || self.settings.harsh.torn_garbage
+        self.spec.tolerates.torn_garbage || self.settings.harsh.torn_garbage
     }
 
     fn record(&self, seed: u64, workload: &[PlannedKitOp]) -> Recording<Model> {
-        explore::record(&self.adapter, &self.config(seed, None), self.settings.plant, workload)
+        explore::record(&self.adapter, &self.config(seed, None), self.plant(), workload)
     }
 
     fn recovery_key(&self, _context: &Model) -> u64 {
@@ -252,7 +267,7 @@ impl<A: Adapter> Target for Kit<A> {
     }
 
     fn run_with_fault(&self, seed: u64, workload: &[PlannedKitOp], fault: (u64, ArmedFault)) -> FaultedRun {
-        explore::run_with_fault(&self.adapter, &self.config(seed, None), self.settings.plant, workload, fault)
+        explore::run_with_fault(&self.adapter, &self.config(seed, None), self.plant(), workload, fault)
     }
 
     fn recover_with_fault(
@@ -271,13 +286,13 @@ impl<A: Adapter> Target for Kit<A> {
     }
 
     fn explores_damage(&self) -> bool {
-        self.adapter.describes_records()
+        self.spec.describes_records
     }
 
     fn damage_sites(&self, seed: u64, image: &DiskImage) -> Vec<DamageSite> {
         // An engine that promises nothing about damage, so configured, is
         // held to nothing after it: no site to explore.
-        if !self.config(seed, None).detects_damage {
+        if !self.config(seed, None).spec.detects_damage {
             return Vec::new();
         }
         damage::sites(&self.adapter, image)

@@ -22,7 +22,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::config::{KitConfig, OpKind};
-use super::{Adapter, KeyKind, Level, Maintenance, Op, TableSpec};
+use super::{KeyKind, Level, Maintenance, Spec, TableSpec};
 use crate::disk::CrashPoint;
 use crate::draw::{self, Weighted};
 use crate::op_line::{parse_head, write_head, Marks};
@@ -40,7 +40,8 @@ pub struct TableRef {
 /// engine gets ([`KeyKind::U64`]: 8 big-endian bytes).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KitOp {
-    /// [`Op::Put`]: insert or overwrite in the write transaction.
+    /// [`Adapter::put`](super::Adapter::put): insert or overwrite in the
+    /// write transaction.
     Put {
         /// The table written.
         table: TableRef,
@@ -49,36 +50,42 @@ pub enum KitOp {
         /// The value it now holds.
         value: Vec<u8>,
     },
-    /// [`Op::Delete`]: remove in the write transaction.
+    /// [`Adapter::delete`](super::Adapter::delete): remove in the write
+    /// transaction.
     Delete {
         /// The table written.
         table: TableRef,
         /// The key removed.
         key: Vec<u8>,
     },
-    /// [`Op::Get`]: one key, as the transaction or the committed state
-    /// shows it.
+    /// [`Adapter::get`](super::Adapter::get): one key, as the transaction
+    /// or the committed state shows it.
     Get {
         /// The table read.
         table: TableRef,
         /// The key read.
         key: Vec<u8>,
     },
-    /// [`Op::Scan`]: a whole table, read the same way.
+    /// [`Adapter::scan`](super::Adapter::scan): a whole table, read the
+    /// same way.
     Scan {
         /// The table read.
         table: TableRef,
     },
-    /// [`Op::Commit`] at one of the adapter's levels.
+    /// [`Adapter::commit`](super::Adapter::commit) at one of the spec's
+    /// levels.
     Commit {
-        /// The level's position in [`Adapter::levels`].
+        /// The level's position in [`Spec::levels`].
         level: usize,
-        /// The level itself: its name and what it promises.
-        spec: Level,
+        /// The level's name (what it promises depends on the seed's
+        /// configuration: the kit looks that up in the seed's spec).
+        name: &'static str,
     },
-    /// [`Op::Abort`]: the write transaction dropped.
+    /// [`Adapter::abort`](super::Adapter::abort): the write transaction
+    /// dropped.
     Abort,
-    /// [`Op::Maintain`]: the engine's maintenance operation.
+    /// [`Adapter::maintain`](super::Adapter::maintain): the engine's
+    /// maintenance operation.
     Maintain(Maintenance),
     /// Clean close and reopen.
     Restart,
@@ -94,26 +101,12 @@ impl KitOp {
             KitOp::Delete { .. } => "delete",
             KitOp::Get { .. } => "get",
             KitOp::Scan { .. } => "scan",
-            KitOp::Commit { spec, .. } => spec.name,
+            KitOp::Commit { name, .. } => name,
             KitOp::Abort => "abort",
             KitOp::Maintain(m) => m.name,
             KitOp::Restart => "restart",
             KitOp::Crash => "crash",
         }
-    }
-
-    /// The operation as the adapter gets it (`None`: the kit's own).
-    pub fn as_engine_op(&self) -> Option<Op<'_>> {
-        Some(match self {
-            KitOp::Put { table, key, value } => Op::Put { table: table.index, key, value },
-            KitOp::Delete { table, key } => Op::Delete { table: table.index, key },
-            KitOp::Get { table, key } => Op::Get { table: table.index, key },
-            KitOp::Scan { table } => Op::Scan { table: table.index },
-            KitOp::Commit { level, .. } => Op::Commit { level: *level },
-            KitOp::Abort => Op::Abort,
-            KitOp::Maintain(_) => Op::Maintain,
-            KitOp::Restart | KitOp::Crash => return None,
-        })
     }
 }
 
@@ -147,7 +140,7 @@ impl fmt::Display for PlannedKitOp {
             KitOp::Delete { table, key: k } => write!(f, " DEL {} {}", table.spec.name, key(table, k)),
             KitOp::Get { table, key: k } => write!(f, " GET {} {}", table.spec.name, key(table, k)),
             KitOp::Scan { table } => write!(f, " SCAN {}", table.spec.name),
-            KitOp::Commit { spec, .. } => write!(f, " COMMIT {}", spec.name),
+            KitOp::Commit { name, .. } => write!(f, " COMMIT {name}"),
             KitOp::Abort => write!(f, " ABORT"),
             KitOp::Maintain(m) => write!(f, " {}", m.name.to_uppercase()),
             KitOp::Restart => write!(f, " RESTART"),
@@ -156,7 +149,7 @@ impl fmt::Display for PlannedKitOp {
     }
 }
 
-/// Parses lines for one adapter's tables, levels and maintenance.
+/// Parses lines for one spec's tables, levels, maintenance and phases.
 pub(super) struct Grammar<'a> {
     pub tables: &'a [TableSpec],
     pub levels: &'a [Level],
@@ -164,7 +157,13 @@ pub(super) struct Grammar<'a> {
     pub phases: &'a [&'static str],
 }
 
-impl Grammar<'_> {
+impl<'a> Grammar<'a> {
+    /// The operation lines `spec`'s engine reads (its names do not depend
+    /// on the configuration: [`Spec::check_shape`]).
+    pub fn of(spec: &'a Spec) -> Grammar<'a> {
+        Grammar { tables: spec.tables, levels: &spec.levels, maintenance: spec.maintenance, phases: spec.phases }
+    }
+
     fn table(&self, word: &str) -> Result<TableRef, String> {
         let index = self.tables.iter().position(|t| t.name == word).ok_or_else(|| format!("unknown table {word:?}"))?;
         Ok(TableRef { index, spec: self.tables[index] })
@@ -202,7 +201,7 @@ impl Grammar<'_> {
                     let names: Vec<&str> = self.levels.iter().map(|l| l.name).collect();
                     format!("unknown commit level {name:?} (the levels: {})", names.join(", "))
                 })?;
-                KitOp::Commit { level, spec: self.levels[level] }
+                KitOp::Commit { level, name: self.levels[level].name }
             }
             ["ABORT"] => KitOp::Abort,
             ["RESTART"] => KitOp::Restart,
@@ -261,7 +260,7 @@ impl<C> Generator<'_, C> {
             OpKind::Scan => KitOp::Scan { table: self.table() },
             OpKind::Commit => {
                 let level = levels.pick(&mut self.rng);
-                KitOp::Commit { level, spec: self.levels[level] }
+                KitOp::Commit { level, name: self.levels[level].name }
             }
             OpKind::Abort => KitOp::Abort,
             OpKind::Maintain => KitOp::Maintain(self.maintenance.expect("weighted only if the engine has one")),
@@ -290,15 +289,15 @@ impl<C> Generator<'_, C> {
     }
 }
 
-/// The operation list of `config`'s seed for `adapter`: `config.ops`
-/// drawn operations.
-pub(super) fn generate<A: Adapter>(adapter: &A, config: &KitConfig<A::Config>) -> Vec<PlannedKitOp> {
+/// The operation list of `config`'s seed: `config.ops` drawn operations
+/// for the engine its spec describes.
+pub(super) fn generate<C>(config: &KitConfig<C>) -> Vec<PlannedKitOp> {
     let mut generator = Generator {
         config,
-        tables: adapter.tables(),
-        levels: adapter.levels(),
-        maintenance: adapter.maintenance(),
-        phases: adapter.phases(),
+        tables: config.spec.tables,
+        levels: &config.spec.levels,
+        maintenance: config.spec.maintenance,
+        phases: config.spec.phases,
         rng: ChaCha8Rng::seed_from_u64(crate::seeds::kit_workload(config.seed)),
     };
     let kinds = Weighted::new(&config.weights);

@@ -5,7 +5,7 @@
 
 use engine::store::Reply as StoreReply;
 
-use crate::kit::Reply as KitReply;
+use crate::kit::client::Reply as KitReply;
 
 /// The longest reply text kept, in characters.
 pub const MAX_REPLY_CHARS: usize = 72;
@@ -45,7 +45,7 @@ pub fn store_reply<E: std::fmt::Display>(result: &Result<StoreReply, E>) -> Stri
 }
 
 /// A kit engine's reply in the same style, shortened.
-pub fn kit_reply<E: std::fmt::Display>(result: &Result<KitReply, E>) -> String {
+pub(crate) fn kit_reply<E: std::fmt::Display>(result: &Result<KitReply, E>) -> String {
     let text = match result {
         Err(e) => format!("(error) {e}"),
         Ok(KitReply::Done) => "OK".into(),

@@ -25,7 +25,8 @@ use redb::{Builder, Database, Durability, ReadableDatabase, ReadableTable, Table
 
 use super::backend::{Plant as Planted, VfsBackend};
 use crate::kit::{
-    Adapter, Env, ErrorKind, KeyKind, KitError, Level, Maintenance, Op, Plant, Promise, Reply, Rows, TableSpec,
+    Adapter, Env, ErrorKind, KeyKind, KitError, Level, Maintenance, Plant, Previous, Promise, Rows, Spec, TableSpec,
+    Tolerances,
 };
 
 const T0: TableDefinition<u64, &[u8]> = TableDefinition::new("t0");
@@ -35,16 +36,29 @@ const TABLES: &[TableSpec] =
     &[TableSpec { name: "t0", keys: KeyKind::U64 }, TableSpec { name: "t1", keys: KeyKind::Bytes }];
 
 const LEVELS: &[Level] = &[
-    Level { name: "immediate", promise: Promise::Durable },
-    Level { name: "immediate-2pc", promise: Promise::Durable },
-    Level { name: "immediate-quick-repair", promise: Promise::Durable },
-    Level { name: "none", promise: Promise::Volatile },
+    Level::new("immediate", Promise::Durable),
+    Level::new("immediate-2pc", Promise::Durable),
+    Level::new("immediate-quick-repair", Promise::Durable),
+    Level::new("none", Promise::Volatile),
 ];
 
-const PLANTS: &[Plant] = &[
-    Plant { name: "redb-no-sync", what: "sync_data returns Ok and syncs nothing" },
-    Plant { name: "redb-late-write", what: "the last write before each sync lands after it" },
-];
+impl Plant for Planted {
+    const ALL: &'static [Planted] = &[Planted::NoSync, Planted::LateWrite];
+
+    fn name(self) -> &'static str {
+        match self {
+            Planted::NoSync => "redb-no-sync",
+            Planted::LateWrite => "redb-late-write",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Planted::NoSync => "sync_data returns Ok and syncs nothing",
+            Planted::LateWrite => "the last write before each sync lands after it",
+        }
+    }
+}
 
 /// Run `$body` on table `$table` of the kit's numbering, with `$def` its
 /// definition and `$k` the kit's key bytes as that table's key type.
@@ -143,15 +157,14 @@ macro_rules! table_rows {
     };
 }
 
-fn db_file(env: &Env<'_, RedbConfig>) -> PathBuf {
+fn db_file(env: &Env<'_, RedbAdapter>) -> PathBuf {
     env.dir.join("data.redb")
 }
 
-fn open_db(env: &Env<'_, RedbConfig>) -> Result<Database, KitError> {
+fn open_db(env: &Env<'_, RedbAdapter>) -> Result<Database, KitError> {
     let path = db_file(env);
     let file = env.vfs.open(&path, OpenMode::Write)?;
-    let plant = env.plant.map(|name| if name == "redb-no-sync" { Planted::NoSync } else { Planted::LateWrite });
-    let backend = VfsBackend::new(file, &path.to_string_lossy(), plant);
+    let backend = VfsBackend::new(file, &path.to_string_lossy(), env.plant);
     let mut builder = Builder::new();
     builder.set_cache_size(env.config.cache_bytes).set_check_integrity_on_open(env.config.check_integrity_on_open);
     builder.create_with_backend(backend).map_err(kit_error)
@@ -169,29 +182,35 @@ impl RedbDb {
         Ok(self.txn.as_ref().expect("begun above"))
     }
 
-    /// A put, delete, get or scan; a get or scan reads the write
-    /// transaction if one is open, else a read transaction.
-    fn data(&mut self, op: Op<'_>) -> Result<Reply, redb::Error> {
-        Ok(match (op, &self.txn) {
-            (Op::Put { table, key, value: v }, _) => {
-                let txn = self.txn()?;
-                Reply::Value(on_table!(table, key, |def, k| value(txn.open_table(def)?.insert(k, v)?)))
-            }
-            (Op::Delete { table, key }, _) => {
-                let txn = self.txn()?;
-                Reply::Value(on_table!(table, key, |def, k| value(txn.open_table(def)?.remove(k)?)))
-            }
-            (Op::Get { table, key }, Some(t)) => {
-                Reply::Value(on_table!(table, key, |def, k| value(t.open_table(def)?.get(k)?)))
-            }
-            (Op::Get { table, key }, None) => {
+    /// Insert in the write transaction: the value replaced.
+    fn put(&mut self, table: usize, key: &[u8], v: &[u8]) -> Result<Option<Vec<u8>>, redb::Error> {
+        let txn = self.txn()?;
+        Ok(on_table!(table, key, |def, k| value(txn.open_table(def)?.insert(k, v)?)))
+    }
+
+    /// Remove in the write transaction: the value removed.
+    fn delete(&mut self, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, redb::Error> {
+        let txn = self.txn()?;
+        Ok(on_table!(table, key, |def, k| value(txn.open_table(def)?.remove(k)?)))
+    }
+
+    /// Read the write transaction if one is open, else a read transaction.
+    fn get(&self, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, redb::Error> {
+        Ok(match &self.txn {
+            Some(t) => on_table!(table, key, |def, k| value(t.open_table(def)?.get(k)?)),
+            None => {
                 let t = self.db().begin_read()?;
-                Reply::Value(on_table!(table, key, |def, k| value(t.open_table(def)?.get(k)?)))
+                on_table!(table, key, |def, k| value(t.open_table(def)?.get(k)?))
             }
-            (Op::Scan { table }, Some(t)) => Reply::Rows(table_rows!(t, table)?),
-            (Op::Scan { table }, None) => Reply::Rows(table_rows!(self.db().begin_read()?, table)?),
-            _ => unreachable!("only data operations"),
         })
+    }
+
+    /// A whole table, read as [`RedbDb::get`] reads.
+    fn scan(&self, table: usize) -> Result<Rows, redb::Error> {
+        match &self.txn {
+            Some(t) => table_rows!(t, table),
+            None => table_rows!(self.db().begin_read()?, table),
+        }
     }
 
     fn commit(&mut self, level: usize) -> Result<(), redb::Error> {
@@ -209,17 +228,10 @@ impl RedbDb {
 impl Adapter for RedbAdapter {
     type Db = RedbDb;
     type Config = RedbConfig;
+    type Plant = Planted;
 
     fn name(&self) -> &'static str {
         "redb"
-    }
-
-    fn levels(&self) -> &'static [Level] {
-        LEVELS
-    }
-
-    fn tables(&self) -> &'static [TableSpec] {
-        TABLES
     }
 
     fn configure(&self, rng: &mut dyn RngCore) -> RedbConfig {
@@ -227,23 +239,17 @@ impl Adapter for RedbAdapter {
         RedbConfig { cache_bytes, check_integrity_on_open: rng.gen_bool(0.5) }
     }
 
-    fn detects_damage(&self, config: &RedbConfig) -> bool {
-        config.check_integrity_on_open
+    fn spec(&self, config: &RedbConfig) -> Spec {
+        Spec {
+            tables: TABLES,
+            maintenance: Some(Maintenance { name: "compact", makes_durable: true }),
+            tolerates: Tolerances { torn_garbage: false, read_bitflips: false },
+            detects_damage: config.check_integrity_on_open,
+            ..Spec::new(LEVELS.to_vec())
+        }
     }
 
-    fn tolerates(&self) -> (bool, bool) {
-        (false, false)
-    }
-
-    fn maintenance(&self) -> Option<Maintenance> {
-        Some(Maintenance { name: "compact", makes_durable: true })
-    }
-
-    fn plants(&self) -> &'static [Plant] {
-        PLANTS
-    }
-
-    fn create(&self, env: &Env<'_, RedbConfig>) -> Result<(), KitError> {
+    fn create(&self, env: &Env<'_, Self>) -> Result<(), KitError> {
         drop(env.vfs.open(&db_file(env), OpenMode::Create)?);
         env.vfs.sync_dir(env.dir)?;
         let db = open_db(env)?;
@@ -254,19 +260,36 @@ impl Adapter for RedbAdapter {
         db.close().map_err(kit_error)
     }
 
-    fn open(&self, env: &Env<'_, RedbConfig>) -> Result<RedbDb, KitError> {
+    fn open(&self, env: &Env<'_, Self>) -> Result<RedbDb, KitError> {
         Ok(RedbDb { txn: None, db: Some(open_db(env)?) })
     }
 
-    fn apply(&self, db: &mut RedbDb, op: Op<'_>) -> Result<Reply, KitError> {
-        let done = |result: Result<(), redb::Error>| result.map(|()| Reply::Done);
-        match op {
-            Op::Commit { level } => done(db.commit(level)),
-            Op::Abort => done(db.txn.take().map_or(Ok(()), |txn| txn.abort().map_err(redb::Error::from))),
-            Op::Maintain => done(db.db.as_mut().expect("open").compact().map(drop).map_err(redb::Error::from)),
-            _ => db.data(op),
-        }
-        .map_err(kit_error)
+    fn put(&self, db: &mut RedbDb, table: usize, key: &[u8], value: &[u8]) -> Result<Previous, KitError> {
+        db.put(table, key, value).map(Previous::Was).map_err(kit_error)
+    }
+
+    fn delete(&self, db: &mut RedbDb, table: usize, key: &[u8]) -> Result<Previous, KitError> {
+        db.delete(table, key).map(Previous::Was).map_err(kit_error)
+    }
+
+    fn get(&self, db: &mut RedbDb, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, KitError> {
+        db.get(table, key).map_err(kit_error)
+    }
+
+    fn scan(&self, db: &mut RedbDb, table: usize) -> Result<Rows, KitError> {
+        db.scan(table).map_err(kit_error)
+    }
+
+    fn commit(&self, db: &mut RedbDb, level: usize) -> Result<(), KitError> {
+        db.commit(level).map_err(kit_error)
+    }
+
+    fn abort(&self, db: &mut RedbDb) -> Result<(), KitError> {
+        db.txn.take().map_or(Ok(()), |txn| txn.abort().map_err(kit_error))
+    }
+
+    fn maintain(&self, db: &mut RedbDb) -> Result<(), KitError> {
+        db.db.as_mut().expect("open").compact().map(drop).map_err(kit_error)
     }
 
     /// A table that does not exist is empty: a rollback after damage may

@@ -43,16 +43,13 @@ use rand::{Rng, RngCore};
 use super::conn::{reseed_prng, Conn, SqlError};
 use super::vfs::{RegisteredVfs, VfsContext, VfsOptions, VfsPlant};
 use crate::kit::{
-    Adapter, DocumentedHazard, Env, ErrorKind, KeyKind, KitError, Level, Maintenance, Op, Plant, Promise, Reply, Rows,
-    TableSpec,
+    Adapter, DocumentedHazard, Env, ErrorKind, KeyKind, KitError, Level, Maintenance, Plant, Previous, Promise, Rows,
+    Spec, TableSpec, Tolerances,
 };
 use libsqlite3_sys as ffi;
 
 const TABLES: &[TableSpec] =
     &[TableSpec { name: "t0", keys: KeyKind::U64 }, TableSpec { name: "t1", keys: KeyKind::Bytes }];
-
-/// The declared promise is a placeholder: [`promise_of`] decides per seed.
-const LEVELS: &[Level] = &[Level { name: "commit", promise: Promise::Eventual }];
 
 /// What SQLite does that the disk flags as a persistence hazard, by
 /// design of `os_unix.c` (SQLITE.md, "Persistence hazards"):
@@ -79,14 +76,27 @@ const HAZARDS: &[DocumentedHazard] = &[
     },
 ];
 
-const PLANTS: &[Plant] = &[
-    Plant { name: "sqlite-no-sync", what: "the VFS's xSync returns SQLITE_OK and syncs nothing" },
-    Plant { name: "sqlite-delete-no-dirsync", what: "the VFS's xDelete ignores syncDir (no directory fsync)" },
-    Plant {
-        name: "sqlite-late-truncate",
-        what: "the VFS's xTruncate reaches the file only after the next xSync (that sync does not cover it)",
-    },
-];
+impl Plant for VfsPlant {
+    const ALL: &'static [VfsPlant] = &[VfsPlant::NoSync, VfsPlant::DeleteNoDirSync, VfsPlant::LateTruncate];
+
+    fn name(self) -> &'static str {
+        match self {
+            VfsPlant::NoSync => "sqlite-no-sync",
+            VfsPlant::DeleteNoDirSync => "sqlite-delete-no-dirsync",
+            VfsPlant::LateTruncate => "sqlite-late-truncate",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            VfsPlant::NoSync => "the VFS's xSync returns SQLITE_OK and syncs nothing",
+            VfsPlant::DeleteNoDirSync => "the VFS's xDelete ignores syncDir (no directory fsync)",
+            VfsPlant::LateTruncate => {
+                "the VFS's xTruncate reaches the file only after the next xSync (that sync does not cover it)"
+            }
+        }
+    }
+}
 
 /// The database file, in the kit's directory.
 const DB_NAME: &str = "data.sqlite";
@@ -306,6 +316,15 @@ impl SqliteDb {
         raise_panic(conn.vfs().context());
         result.map_err(kit_error)
     }
+
+    /// A put (`value`) or a delete (`None`): the value it replaced, the
+    /// key's value before the write transaction noted (see
+    /// `SqliteDb::undo`).
+    fn write(&mut self, table: usize, key: &[u8], value: Option<&[u8]>) -> Result<Option<Vec<u8>>, KitError> {
+        let old = self.call(|conn| write(conn, table, key, value))?;
+        self.undo.entry((table, key.to_vec())).or_insert_with(|| old.clone());
+        Ok(old)
+    }
 }
 
 /// One key's value in `table`, as the connection sees it now.
@@ -345,14 +364,10 @@ fn begin_if_needed(conn: &Conn) -> Result<(), SqlError> {
     Ok(())
 }
 
-/// A put or a delete in the write transaction: the value it replaced.
-fn write(conn: &Conn, op: Op<'_>) -> Result<Option<Vec<u8>>, SqlError> {
+/// A put (`value`) or a delete (`None`) in the write transaction: the
+/// value it replaced.
+fn write(conn: &Conn, table: usize, key: &[u8], value: Option<&[u8]>) -> Result<Option<Vec<u8>>, SqlError> {
     begin_if_needed(conn)?;
-    let (table, key, value) = match op {
-        Op::Put { table, key, value } => (table, key, Some(value)),
-        Op::Delete { table, key } => (table, key, None),
-        _ => unreachable!("only puts and deletes write"),
-    };
     let old = get(conn, table, key)?;
     let name = table_name(table);
     let mut stmt = match value {
@@ -423,7 +438,7 @@ fn integrity_check(conn: &Conn) -> Result<(), SqlError> {
 const OS_UNIX_SECTOR_BYTES: u32 = 4096;
 
 /// Open a connection on `env`'s disk, its own VFS registered for it.
-fn open_conn(env: &Env<'_, SqliteConfig>, create: bool) -> Result<SqliteDb, KitError> {
+fn open_conn(env: &Env<'_, SqliteAdapter>, create: bool) -> Result<SqliteDb, KitError> {
     let config = env.config;
     let open_index = config.opens.0.fetch_add(1, Ordering::Relaxed);
     let prng_seed = crate::seeds::mix64(config.prng_seed ^ open_index.wrapping_mul(0xA24B_AED4_963E_E407));
@@ -434,7 +449,7 @@ fn open_conn(env: &Env<'_, SqliteConfig>, create: bool) -> Result<SqliteDb, KitE
             OS_UNIX_SECTOR_BYTES
         },
         powersafe: config.powersafe,
-        plant: env.plant.and_then(VfsPlant::parse),
+        plant: env.plant,
     };
     let context = Arc::new(VfsContext::new(env.vfs.clone(), options, prng_seed));
     let path = env.dir.join(DB_NAME);
@@ -474,17 +489,10 @@ fn on_off(value: &str) -> Option<bool> {
 impl Adapter for SqliteAdapter {
     type Db = SqliteDb;
     type Config = SqliteConfig;
+    type Plant = VfsPlant;
 
     fn name(&self) -> &'static str {
         "sqlite"
-    }
-
-    fn levels(&self) -> &'static [Level] {
-        LEVELS
-    }
-
-    fn tables(&self) -> &'static [TableSpec] {
-        TABLES
     }
 
     fn configure(&self, rng: &mut dyn RngCore) -> SqliteConfig {
@@ -537,70 +545,81 @@ impl Adapter for SqliteAdapter {
         Ok(config)
     }
 
-    fn promise(&self, config: &SqliteConfig, _level: usize) -> Promise {
-        if config.claim_durable {
-            return Promise::Durable;
+    /// One commit level, whose promise [`promise_of`] reads from the
+    /// seed's journal mode and synchronous level. Closing is not durable:
+    /// it syncs nothing in the rollback modes, and the last commit's
+    /// journal unlink (DELETE) or truncation (TRUNCATE, PERSIST under
+    /// NORMAL) may still be undone by a power loss after it. An empty
+    /// commit is not durable either: the adapter's `BEGIN` is deferred,
+    /// which "means that the transaction does not actually start until
+    /// the database is first accessed" (`lang_transaction.html`), so a
+    /// transaction that never wrote never became a write transaction, its
+    /// `COMMIT` opens no journal and syncs nothing, and it promises
+    /// nothing about what an earlier commit left unsynced (a failed
+    /// DELETE-mode commit whose journal unlink a process restart's reopen
+    /// no longer sees, but a power loss brings back: SQLITE.md).
+    fn spec(&self, config: &SqliteConfig) -> Spec {
+        let promise =
+            if config.claim_durable { Promise::Durable } else { promise_of(config.journal_mode, config.synchronous) };
+        Spec {
+            tables: TABLES,
+            maintenance: Some(Maintenance { name: "vacuum", makes_durable: false }),
+            hazards: HAZARDS,
+            tolerates: Tolerances { torn_garbage: false, read_bitflips: false },
+            close_makes_durable: false,
+            empty_commit_makes_durable: false,
+            ..Spec::new(vec![Level::new("commit", promise)])
         }
-        promise_of(config.journal_mode, config.synchronous)
-    }
-
-    fn tolerates(&self) -> (bool, bool) {
-        (false, false)
-    }
-
-    fn maintenance(&self) -> Option<Maintenance> {
-        Some(Maintenance { name: "vacuum", makes_durable: false })
-    }
-
-    fn plants(&self) -> &'static [Plant] {
-        PLANTS
-    }
-
-    fn hazards(&self, _config: &SqliteConfig) -> &'static [DocumentedHazard] {
-        HAZARDS
     }
 
     /// Create the file and both tables (see `open_conn`), then close (in WAL
     /// mode a clean close checkpoints), with `synchronous=EXTRA` whatever
     /// the seed draws: the application's setup is durable before the
     /// workload starts (the kit then syncs the directory).
-    fn create(&self, env: &Env<'_, SqliteConfig>) -> Result<(), KitError> {
+    fn create(&self, env: &Env<'_, Self>) -> Result<(), KitError> {
         let setup = SqliteConfig { synchronous: Synchronous::Extra, ..env.config.clone() };
         let env = Env { vfs: env.vfs.clone(), config: &setup, ..*env };
         self.close(open_conn(&env, true)?)
     }
 
-    fn open(&self, env: &Env<'_, SqliteConfig>) -> Result<SqliteDb, KitError> {
+    fn open(&self, env: &Env<'_, Self>) -> Result<SqliteDb, KitError> {
         open_conn(env, false)
     }
 
-    fn apply(&self, db: &mut SqliteDb, op: Op<'_>) -> Result<Reply, KitError> {
-        match op {
-            Op::Put { table, key, .. } | Op::Delete { table, key } => {
-                let old = db.call(|conn| write(conn, op))?;
-                db.undo.entry((table, key.to_vec())).or_insert_with(|| old.clone());
-                Ok(Reply::Value(old))
-            }
-            Op::Get { table, key } => db.call(|conn| get(conn, table, key)).map(Reply::Value),
-            Op::Scan { table } => db.call(|conn| scan(conn, table)).map(Reply::Rows),
-            Op::Commit { .. } => {
-                db.call(|conn| {
-                    begin_if_needed(conn)?;
-                    conn.exec("COMMIT")
-                })?;
-                db.undo.clear();
-                Ok(Reply::Done)
-            }
-            Op::Abort => {
-                db.call(rollback)?;
-                db.undo.clear();
-                Ok(Reply::Done)
-            }
-            Op::Maintain => {
-                let journal_mode = db.journal_mode;
-                db.call(|conn| maintain(conn, journal_mode)).map(|()| Reply::Done)
-            }
-        }
+    fn put(&self, db: &mut SqliteDb, table: usize, key: &[u8], value: &[u8]) -> Result<Previous, KitError> {
+        db.write(table, key, Some(value)).map(Previous::Was)
+    }
+
+    fn delete(&self, db: &mut SqliteDb, table: usize, key: &[u8]) -> Result<Previous, KitError> {
+        db.write(table, key, None).map(Previous::Was)
+    }
+
+    fn get(&self, db: &mut SqliteDb, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, KitError> {
+        db.call(|conn| get(conn, table, key))
+    }
+
+    fn scan(&self, db: &mut SqliteDb, table: usize) -> Result<Rows, KitError> {
+        db.call(|conn| scan(conn, table))
+    }
+
+    fn commit(&self, db: &mut SqliteDb, _level: usize) -> Result<(), KitError> {
+        db.call(|conn| {
+            begin_if_needed(conn)?;
+            conn.exec("COMMIT")
+        })?;
+        db.undo.clear();
+        Ok(())
+    }
+
+    fn abort(&self, db: &mut SqliteDb) -> Result<(), KitError> {
+        db.call(rollback)?;
+        db.undo.clear();
+        Ok(())
+    }
+
+    fn maintain(&self, db: &mut SqliteDb) -> Result<(), KitError> {
+        let journal_mode = db.journal_mode;
+        db.call(|conn| maintain(conn, journal_mode))
     }
 
     /// The table as SQLite shows it, with the keys the open write
@@ -618,25 +637,6 @@ impl Adapter for SqliteAdapter {
             };
         }
         Ok(rows)
-    }
-
-    /// No: closing syncs nothing in the rollback modes, and the last
-    /// commit's journal unlink (DELETE) or truncation (TRUNCATE, PERSIST
-    /// under NORMAL) may still be undone by a power loss after it.
-    fn close_makes_durable(&self) -> bool {
-        false
-    }
-
-    /// The adapter's `BEGIN` is deferred, which "means that the
-    /// transaction does not actually start until the database is first
-    /// accessed" (`lang_transaction.html`): a transaction that never wrote
-    /// never became a write transaction, so its `COMMIT` opens no journal
-    /// and syncs nothing. It promises nothing about what an earlier commit
-    /// left unsynced (a failed DELETE-mode commit whose journal unlink a
-    /// process restart's reopen no longer sees, but a power loss brings
-    /// back: SQLITE.md).
-    fn empty_commit_makes_durable(&self) -> bool {
-        false
     }
 
     fn close(&self, mut db: SqliteDb) -> Result<(), KitError> {

@@ -86,18 +86,6 @@ pub enum VfsPlant {
     LateTruncate,
 }
 
-impl VfsPlant {
-    /// The plant called `name` (the adapter's `--plant` names).
-    pub fn parse(name: &str) -> Option<VfsPlant> {
-        match name {
-            "sqlite-no-sync" => Some(VfsPlant::NoSync),
-            "sqlite-delete-no-dirsync" => Some(VfsPlant::DeleteNoDirSync),
-            "sqlite-late-truncate" => Some(VfsPlant::LateTruncate),
-            _ => None,
-        }
-    }
-}
-
 /// What the VFS of one connection claims and does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VfsOptions {

@@ -533,7 +533,7 @@ impl<'a> Driver<'a> {
         }
         observer.op_begins(self, planned, Moment::Reopening, None);
         self.outcome.clean_restarts += 1;
-        let remount = self.restart_process(closed.is_ok());
+        let remount = self.outcome.restart_process(&self.vfs, closed.is_ok());
         self.recover(remount.as_ref())?;
         if let (Some(before), Ok(()), None) = (before, closed, remount) {
             let after = Layout::of(self.store());
@@ -594,9 +594,7 @@ impl<'a> Driver<'a> {
             _ => self.vfs.last_mark(),
         };
         *self.outcome.crash_gaps.entry(crash_gap(op, at_mark)).or_default() += 1;
-        self.outcome.crashes += 1;
-        let crash = self.vfs.power_loss(seeds::crash(self.config.seed, self.op_index));
-        self.vfs.with_trace(|t| t.push(Event::Restart { clean: false }));
+        let crash = self.outcome.lose_power(&self.vfs, seeds::crash(self.config.seed, self.op_index));
         self.recover(Some(&crash))
     }
 
@@ -654,21 +652,8 @@ impl<'a> Driver<'a> {
 
     fn process_restart_and_recover(&mut self) -> Step {
         self.store = None;
-        let remount = self.restart_process(false);
+        let remount = self.outcome.restart_process(&self.vfs, false);
         self.recover(remount.as_ref())
-    }
-
-    /// The process restarts (memory lost, page cache kept) — unless the
-    /// file system shut itself down, when the restart is the remount a
-    /// power loss stands for (`SimVfs::process_restart`): its outcome, to
-    /// be recovered as after a power loss.
-    fn restart_process(&mut self, clean: bool) -> Option<CrashOutcome> {
-        let remount = self.vfs.process_restart();
-        if remount.is_some() {
-            *self.outcome.crash_gaps.entry("remount").or_default() += 1;
-        }
-        self.vfs.with_trace(|t| t.push(Event::Restart { clean }));
-        remount
     }
 
     /// A read-only inspection of the directory as the crash left it,

@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::disk::SimVfs;
+use crate::disk::{CrashOutcome, SimVfs};
 use crate::failure::Failure;
-use crate::trace::{FaultKind, Trace};
+use crate::trace::{Event, FaultKind, Trace};
 
 /// Counters and the verdict of one seed.
 #[derive(Clone, Debug, Default)]
@@ -80,6 +80,31 @@ impl SeedOutcome {
     /// of every target: the summary's "restarts by cause" adds up.
     pub fn reopens_add_up(&self) -> bool {
         self.restarts == self.crashes + self.kills + self.clean_restarts + self.error_reopens
+    }
+
+    /// The power goes, counted: the disk keeps what a crash keeps, drawn
+    /// from `stream`, and the trace notes an unclean restart. The one
+    /// power loss of every run loop (the engine's handles already dropped).
+    pub fn lose_power(&mut self, vfs: &SimVfs, stream: u64) -> CrashOutcome {
+        self.crashes += 1;
+        let crash = vfs.power_loss(stream);
+        vfs.with_trace(|t| t.push(Event::Restart { clean: false }));
+        crash
+    }
+
+    /// The process restarts (memory lost, page cache kept), its handles
+    /// already dropped — unless the file system shut itself down, when the
+    /// restart is the remount a power loss stands for (`SimVfs::
+    /// process_restart`): then its outcome, to be recovered as after a
+    /// power loss (counted as crash gap `remount`). The one process
+    /// restart of every run loop.
+    pub fn restart_process(&mut self, vfs: &SimVfs, clean: bool) -> Option<CrashOutcome> {
+        let remount = vfs.process_restart();
+        if remount.is_some() {
+            *self.crash_gaps.entry("remount").or_default() += 1;
+        }
+        vfs.with_trace(|t| t.push(Event::Restart { clean }));
+        remount
     }
 
     /// At the end of a run, what only the disk knows: the faults it

@@ -208,10 +208,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
     fn lose_power(&mut self, depth: u64) -> CrashOutcome {
         self.vfs.arm_crash(Some(CrashPoint::AfterIos(0)));
         self.db = None;
-        self.outcome.crashes += 1;
-        let crash = self.vfs.power_loss(seeds::kit_crash(self.config.seed, self.op_index) ^ depth);
-        self.vfs.with_trace(|t| t.push(Event::Restart { clean: false }));
-        crash
+        self.outcome.lose_power(&self.vfs, seeds::kit_crash(self.config.seed, self.op_index) ^ depth)
     }
 
     fn power_loss(&mut self, gap: &'static str) -> Step {
@@ -239,17 +236,10 @@ impl<'a, A: Adapter> Runner<'a, A> {
         Ok(())
     }
 
-    /// The process restarts (memory lost, page cache kept), the handles
-    /// already dropped — unless the file system shut itself down, when the
-    /// restart is the remount a power loss stands for (`SimVfs::
-    /// process_restart`): then `Some(damaged)`, to be recovered as after a
-    /// power loss.
+    /// The process restarts ([`SeedOutcome::restart_process`]): a remount
+    /// is `Some(damaged)`, to be recovered as after a power loss.
     fn restart_process(&mut self, clean: bool) -> Option<bool> {
-        let remount = self.vfs.process_restart();
-        if remount.is_some() {
-            *self.outcome.crash_gaps.entry("remount").or_default() += 1;
-        }
-        self.vfs.with_trace(|t| t.push(Event::Restart { clean }));
+        let remount = self.outcome.restart_process(&self.vfs, clean);
         remount.map(|crash| self.damaged(&crash))
     }
 

@@ -16,7 +16,7 @@ help:
 	@echo "make canaries     - plant each engine bug (--features canaries); the simulator must catch every one within BUDGET s (default 60)"
 	@echo "make test-canaries - the canary tests: each planted bug caught within its seed cap, by a seed that passes without it"
 	@echo "make explore      - exhaustive crash exploration of ESEED's (default 10: fsync everysec) EOPS-op (default 100) workload at depth EDEPTH (default 2: every recovery crashed again too); EFSYNC=always|everysec|no forces the policy"
-	@echo "make redb         - the redb target (REDB.md): RSEEDS (default 0..2000) swept, determinism-checked, seeds 1..3 explored (40 ops, depth 2), seed 1 at 100 ops with --faults"
+	@echo "make redb         - the redb target (REDB.md): RSEEDS (default 0..2000) swept, determinism-checked, seeds 1..3 explored (40 ops, depth 2), seed 1 at 100 ops with --faults, finding 3's abort contained by --isolate"
 	@echo "make sqlite       - the sqlite target (SQLITE.md): SQSEEDS (default 410..710) swept, 0..100 determinism-checked, seed 1 explored at depth 2, the three planted bugs caught, the pinned findings replayed"
 	@echo "make kit-example - the target kit's example engine (logkv): KSEEDS (default 0..2000) clean, its planted bug caught, explored"
 	@echo "make readme-example - rewrite the README's seed-42 example output from a fresh run (a test fails when it drifts)"
@@ -86,10 +86,15 @@ explore:
 	$(SIM) explore --seed $(ESEED) --ops $(EOPS) --depth $(EDEPTH) $(if $(EFSYNC),--fsync $(EFSYNC)) $(if $(EFAULTS),--faults) $(if $(EDAMAGE),--damage) --jobs $(JOBS)
 
 # The redb target (REDB.md): a sweep, a determinism sample, three explored
-# seeds at 40 ops (REDB.md's figures) and depth 2.
+# seeds at 40 ops (REDB.md's figures) and depth 2, and finding 3's abort
+# (seed 114 under redb-late-write) contained by --isolate in the release
+# build the finding names (sim/tests/isolate.rs checks it in the test
+# profile): the sweep must finish all 6 seeds, exit 1 and report 114 as
+# died.
 RSEEDS ?= 0..2000
 redb:
 	$(SIM) --target redb --seeds $(RSEEDS) --jobs $(JOBS)
+	out=$$($(SIM) --target redb --seeds 110..116 --plant redb-late-write --isolate 2>&1); test $$? -eq 1 && echo "$$out" | grep -q "^6 seeds," && echo "$$out" | grep -q "^seed 114 failed check 'died':" || { echo "redb: --isolate did not finish the sweep with seed 114 reported as died (REDB.md, finding 3)"; exit 1; }
 	$(SIM) --target redb --seeds 0..200 --jobs $(JOBS) --check-determinism
 	for seed in 1 2 3; do $(SIM) explore --target redb --seed $$seed --ops 40 --depth 2 --jobs $(JOBS) || exit 1; done
 	$(SIM) explore --target redb --seed 1 --depth 2 --faults --jobs $(JOBS)

@@ -57,11 +57,15 @@ pub enum Check {
     /// A file's data was fsynced while its name was not durable, then
     /// relied on or acknowledged (a persistence hazard, `disk/hazards.rs`).
     Hazard,
+    /// The seed's child process (`--isolate`) ended without a verdict:
+    /// killed by a signal (an abort: a panic while a panic unwinds, which
+    /// no `catch_unwind` contains) or with an exit status that is none.
+    Died,
 }
 
 impl Check {
     /// Every check, in a fixed order.
-    pub const ALL: [Check; 18] = [
+    pub const ALL: [Check; 19] = [
         Check::Reply,
         Check::Durability,
         Check::Audit,
@@ -80,6 +84,7 @@ impl Check {
         Check::Determinism,
         Check::Inspect,
         Check::Hazard,
+        Check::Died,
     ];
 
     /// The name reports and JSON summaries carry.
@@ -103,6 +108,7 @@ impl Check {
             Check::Determinism => "determinism",
             Check::Inspect => "inspect",
             Check::Hazard => "hazard",
+            Check::Died => "died",
         }
     }
 

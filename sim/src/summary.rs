@@ -72,14 +72,22 @@ pub struct Summary {
 impl Summary {
     /// Fold one seed's outcome in.
     pub fn add(&mut self, outcome: &SeedOutcome) {
+        self.add_seed(&Summary::of(outcome));
+    }
+
+    /// Fold in the summary of one seed (its [`Summary::of`], or what a
+    /// child process run with `--isolate` printed of it): the same totals
+    /// whichever process ran the seed.
+    pub fn add_seed(&mut self, one: &Summary) {
+        assert_eq!(one.seeds, 1, "the summary of exactly one seed");
         let first = self.seeds == 0;
-        self.merge(&Summary::of(outcome));
+        self.merge(one);
         // A trace hash means something for one seed only.
-        self.trace_hash = first.then_some(outcome.trace_hash);
+        self.trace_hash = if first { one.trace_hash } else { None };
     }
 
     /// The summary of one seed.
-    fn of(outcome: &SeedOutcome) -> Summary {
+    pub fn of(outcome: &SeedOutcome) -> Summary {
         Summary {
             seeds: 1,
             ops: outcome.ops,
@@ -104,6 +112,13 @@ impl Summary {
             elapsed_sec: 0.0,
             fs: None,
         }
+    }
+
+    /// The summary of one seed whose run left nothing but `failure`: a
+    /// child process that died under `--isolate` (its counters died with
+    /// it).
+    pub fn of_failure(failure: Failure) -> Summary {
+        Summary { seeds: 1, failures: vec![failure], ..Summary::default() }
     }
 
     /// Workload operations per wall-clock second.
@@ -393,12 +408,20 @@ impl Summary {
         debug_assert!(!self.failures.is_empty(), "called only when a seed failed");
         let _ = writeln!(out, "{} FAILED SEEDS", self.failures.len());
         for failure in &self.failures {
-            let _ =
-                writeln!(out, "\nseed {} failed check '{}' at op #{}:", failure.seed, failure.check, failure.op_index);
+            // A child that died (`--isolate`) left no op index behind.
+            let at = match failure.check {
+                Check::Died => String::new(),
+                _ => format!(" at op #{}", failure.op_index),
+            };
+            let _ = writeln!(out, "\nseed {} failed check '{}'{at}:", failure.seed, failure.check);
             for line in failure.detail.lines() {
                 let _ = writeln!(out, "  {line}");
             }
-            let _ = writeln!(out, "  last events:");
+            // A died child's report has no trace to show (its detail holds
+            // its stderr's last lines instead).
+            if !failure.recent.is_empty() {
+                let _ = writeln!(out, "  last events:");
+            }
             for line in &failure.recent {
                 let _ = writeln!(out, "    {line}");
             }

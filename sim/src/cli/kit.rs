@@ -1,7 +1,7 @@
 //! [`main`]: the simulator's command line for a binary that tests its own
 //! engine through the kit — everything `sim --target redb` offers (one
 //! seed, a range, a soak, shards, `--jobs`, `--json`, `--trace`,
-//! `--check-determinism`, `--shrink`, `--replay`, `explore` with depth 2
+//! `--check-determinism`, `--shrink`, `--replay`, `--isolate`, `explore` with depth 2
 //! and `--faults`, `merge`), with repro lines that name the user's binary.
 
 use std::path::Path;
@@ -88,6 +88,7 @@ const EXAMPLES: &str = "Examples:
   --seeds 0..2000 --jobs 2 --json        a sweep, JSON summary on stdout
   --seeds 0..2000 --fs ext4              the same sweep on a disk that keeps what ext4 keeps
   --time 600 --jobs 2                    a ten-minute soak from a random base
+  --seeds 0..2000 --jobs 2 --isolate     each seed in a child process: an abort is one failed seed
   --seed 17 --shrink --save              minimize a failure, keep it as an .ops file
   --replay corpus/NAME/seed-17-durability.ops   re-run a saved operation list
   explore --seed 1 --ops 40 --depth 2 --faults   every crash state, crashed again, each I/O failed";

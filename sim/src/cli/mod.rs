@@ -7,7 +7,9 @@
 //!   built from the flags and erased behind `Runnable`;
 //! - `run.rs`: the run command line every target shares (one seed, a
 //!   range, a soak, shards, `--jobs`, `--json`, `--trace`,
-//!   `--check-determinism`, `--shrink`, `--replay`, `merge`);
+//!   `--check-determinism`, `--shrink`, `--replay`, `--isolate`, `merge`);
+//! - `isolate.rs`: `--isolate`, each seed in a child process, both sides
+//!   of the protocol;
 //! - `explore.rs`: `sim explore`'s flags; `explored.rs`: one exploration
 //!   run and printed;
 //! - `kit.rs`: the kit's `main` for a user's own engine;
@@ -17,6 +19,7 @@
 
 pub mod explore;
 pub mod explored;
+pub mod isolate;
 pub mod kit;
 pub mod replay;
 pub mod run;
@@ -164,6 +167,7 @@ const EXAMPLES: &str = "Examples:
   sim --seeds 0..2000 --jobs 2 --json        a sweep, JSON summary on stdout
   sim --time 600 --jobs 2                    a ten-minute soak from a random base
   sim --seeds 0..400 --shard 1/4             this machine's quarter of a sweep
+  sim --seeds 0..2000 --jobs 2 --isolate     each seed in a child process: an abort is one failed seed
   sim --seed 17 --shrink --save              minimize a failure, keep it as a regression
   sim --target redb --seeds 0..2000 --jobs 2 test redb through the same simulated disk (REDB.md)
   sim --target sqlite --seeds 0..2000 --jobs 2 test SQLite through its own VFS on that disk (SQLITE.md)

@@ -2,8 +2,9 @@
 //! and the built-in kit targets) and by any binary that tests its own
 //! engine through the kit (`crate::kit::main`): which seeds to run (one, a
 //! range, a soak, a shard), `--jobs`, `--json`, `--trace`,
-//! `--check-determinism`, `--shrink` (and `--save`), `--replay`, and
-//! `merge`. Exit status: 0 no failure, 1 a failure found, 2 bad usage.
+//! `--check-determinism`, `--shrink` (and `--save`), `--replay`,
+//! `--isolate` (each seed in a child process: `isolate.rs`), and `merge`.
+//! Exit status: 0 no failure, 1 a failure found, 2 bad usage.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 
+use super::isolate;
 use crate::canary::Canary;
 use crate::disk::{CrashMode, FsProfile};
 use crate::explore::{is_explore_report, ExploreTotals};
@@ -92,6 +94,22 @@ pub struct RunArgs {
     /// recovery and the verdict. Open it in a browser.
     #[arg(long, value_name = "FILE.html")]
     pub report: Option<PathBuf>,
+
+    /// Run each seed in a child process of its own (this program again,
+    /// with the same target flags and that one seed; --jobs N at a time):
+    /// a seed that takes its process down (an abort, such as a panic while
+    /// a panic unwinds, which nothing in process can catch; any signal) is
+    /// one failed seed (check 'died', with its signal and the last lines
+    /// of its stderr) and the run goes on. The same totals as in process,
+    /// at the cost of a process start per seed. Not with --trace or
+    /// --report (one process's own output).
+    #[arg(long, conflicts_with_all = ["trace", "report", "replay"])]
+    pub isolate: bool,
+
+    /// --isolate's own: run the one seed --seed names and print its
+    /// summary for the parent process.
+    #[arg(long, hide = true, conflicts_with_all = ["seeds", "time", "shard", "isolate", "trace", "report", "replay"])]
+    pub isolated_child: bool,
 }
 
 /// Replays an `.ops` file's text, writing the run's page to the path
@@ -133,8 +151,8 @@ pub fn usage_error(program: &str, message: &str) -> ExitCode {
 }
 
 /// Everything but the subcommands, for the target the command line picked:
-/// replay, or run the seeds (one with its trace, many, a soak) and shrink
-/// the first failure.
+/// replay, or run the seeds (one with its trace, many, a soak; each in a
+/// child process of its own with `--isolate`) and shrink the first failure.
 pub fn run_target<T: Target>(cli: &RunArgs, target: T, hooks: &Hooks<'_>) -> ExitCode {
     if cli.jobs == 0 {
         return usage_error(hooks.program, "--jobs must be at least 1");
@@ -143,64 +161,103 @@ pub fn run_target<T: Target>(cli: &RunArgs, target: T, hooks: &Hooks<'_>) -> Exi
         // The file names its target; `--canary` plants a bug in segsim's.
         return replay(path, cli.json, cli.report.as_deref(), hooks);
     }
+    if cli.isolated_child {
+        return isolate::run_as_child(cli, &target, hooks.program);
+    }
+    let seeds = match seeds_to_run(cli, hooks.program) {
+        Ok(seeds) => seeds,
+        Err(exit) => return exit,
+    };
+    let one_seed = match &seeds {
+        Seeds::List(list) if list.len() == 1 => Some(list[0]),
+        _ => None,
+    };
+    match (cli.trace, &cli.report, one_seed) {
+        (true, _, Some(seed)) => return print_trace(&target, seed),
+        (true, _, None) => return usage_error(hooks.program, "--trace needs exactly one seed (--seed N)"),
+        (false, Some(report), Some(seed)) => return run_one_with_report(&target, seed, report, cli.json),
+        (false, Some(_), None) => {
+            return usage_error(hooks.program, "--report needs exactly one seed (--seed N) or --replay")
+        }
+        (false, None, _) => {}
+    }
+    let children = match cli.isolate.then(isolate::Children::of_this_process).transpose() {
+        Ok(children) => children,
+        Err(message) => return usage_error(hooks.program, &message),
+    };
+    let run_one = |seed: u64| match &children {
+        Some(children) => children.run(&target, seed),
+        None => Summary::of(&run_checked(seed, &target, cli.check_determinism)),
+    };
+    let started = Instant::now();
+    let mut summary = run_many(&seeds, &run_one, cli.jobs, cli.shard.map(|(_, n)| n));
+    summary.elapsed_sec = started.elapsed().as_secs_f64();
+    summary.fs = Some(target.fs_profile().name.to_string());
+    emit(&summary.to_text(), cli.json.then(|| summary.to_json()).as_ref());
+    if cli.shrink {
+        shrink_first(&summary, &target, hooks, cli.save);
+    }
+    verdict(!summary.failures.is_empty())
+}
+
+/// The seeds the flags name: one, a range, or a soak (its base printed),
+/// each less the seeds outside `--shard`; or how to exit.
+fn seeds_to_run(cli: &RunArgs, program: &str) -> Result<Seeds, ExitCode> {
     let in_shard = |seed: &u64| cli.shard.is_none_or(|(k, n)| seed % n == k);
-    let seeds = match (cli.seed, cli.seeds, cli.time) {
-        (_, Some(_), Some(_)) => return usage_error(hooks.program, "--seeds and --time cannot be combined"),
-        (Some(_), Some(_), None) => return usage_error(hooks.program, "give --seed or --seeds, not both"),
-        (Some(seed), None, None) => Seeds::List(vec![seed].into_iter().filter(in_shard).collect()),
-        (None, Some((a, b)), None) => Seeds::List((a..b).filter(in_shard).collect()),
+    match (cli.seed, cli.seeds, cli.time) {
+        (_, Some(_), Some(_)) => Err(usage_error(program, "--seeds and --time cannot be combined")),
+        (Some(_), Some(_), None) => Err(usage_error(program, "give --seed or --seeds, not both")),
+        (Some(seed), None, None) => Ok(Seeds::List(vec![seed].into_iter().filter(in_shard).collect())),
+        (None, Some((a, b)), None) => Ok(Seeds::List((a..b).filter(in_shard).collect())),
         (seed, None, Some(secs)) => {
             if !(secs > 0.0 && secs.is_finite()) {
-                return usage_error(hooks.program, "--time must be a positive number of seconds");
+                return Err(usage_error(program, "--time must be a positive number of seconds"));
             }
             let mut base = seed.unwrap_or_else(random_base);
             if let Some((k, n)) = cli.shard {
                 // The soak steps by N from the shard's first seed.
                 base += (k + n - base % n) % n;
             }
-            eprintln!("{}: soak for {secs} s from seed {base} (repeat with --seed {base})", hooks.program);
-            Seeds::Soak { base, deadline: Instant::now() + Duration::from_secs_f64(secs) }
+            eprintln!("{program}: soak for {secs} s from seed {base} (repeat with --seed {base})");
+            Ok(Seeds::Soak { base, deadline: Instant::now() + Duration::from_secs_f64(secs) })
         }
         (None, None, None) => {
-            return usage_error(hooks.program, "say which seeds to run: --seed N, --seeds A..B or --time SECS")
+            Err(usage_error(program, "say which seeds to run: --seed N, --seeds A..B or --time SECS"))
         }
-    };
-    if cli.trace {
-        let Seeds::List(list) = &seeds else {
-            return usage_error(hooks.program, "--trace needs exactly one seed (--seed N)");
-        };
-        let [seed] = list[..] else { return usage_error(hooks.program, "--trace needs exactly one seed (--seed N)") };
-        let outcome = run_seed(&target, seed, true);
-        let trace = outcome.trace.as_ref().expect("kept");
-        for line in trace.describe_all() {
-            println!("{line}");
-        }
-        println!("trace hash {:016x}", outcome.trace_hash);
-        return verdict(outcome.failure.is_some());
     }
+}
 
-    if let Some(report) = &cli.report {
-        let Seeds::List(list) = &seeds else {
-            return usage_error(hooks.program, "--report needs exactly one seed (--seed N) or --replay");
-        };
-        let [seed] = list[..] else {
-            return usage_error(hooks.program, "--report needs exactly one seed (--seed N) or --replay");
-        };
-        return run_one_with_report(&target, seed, report, cli.json);
+/// `--trace`: run one seed keeping its trace, print every event and the
+/// trace's hash.
+fn print_trace<T: Target>(target: &T, seed: u64) -> ExitCode {
+    let outcome = run_seed(target, seed, true);
+    let trace = outcome.trace.as_ref().expect("kept");
+    for line in trace.describe_all() {
+        println!("{line}");
     }
+    println!("trace hash {:016x}", outcome.trace_hash);
+    verdict(outcome.failure.is_some())
+}
 
-    let started = Instant::now();
-    let mut summary = run_many(&seeds, &target, cli.jobs, cli.check_determinism, cli.shard.map(|(_, n)| n));
-    summary.elapsed_sec = started.elapsed().as_secs_f64();
-    summary.fs = Some(target.fs_profile().name.to_string());
-    emit(&summary.to_text(), cli.json.then(|| summary.to_json()).as_ref());
-    if cli.shrink {
-        match summary.failures.first() {
-            Some(failure) => shrink_and_report(&target, failure.seed, failure.check, hooks.canary, cli.save),
-            None => eprintln!("{}: --shrink: nothing failed, nothing to shrink", hooks.program),
-        }
+/// `--shrink`: shrink the first failure the shrinker can run. A seed whose
+/// child process died (`--isolate`) is not one: the shrinker runs in this
+/// process, which that seed would take down too; say so and name it.
+fn shrink_first<T: Target>(summary: &Summary, target: &T, hooks: &Hooks<'_>, save: bool) {
+    let program = hooks.program;
+    let died: Vec<String> =
+        summary.failures.iter().filter(|f| f.check == Check::Died).map(|f| f.seed.to_string()).collect();
+    if !died.is_empty() {
+        eprintln!(
+            "{program}: --shrink: cannot shrink seed(s) {} (check 'died'): shrinking runs in this process, which \
+             such a seed takes down as it took its child; its repro is the seed itself",
+            died.join(", ")
+        );
     }
-    verdict(!summary.failures.is_empty())
+    match summary.failures.iter().find(|f| f.check != Check::Died) {
+        Some(failure) => shrink_and_report(target, failure.seed, failure.check, hooks.canary, save),
+        None if died.is_empty() => eprintln!("{program}: --shrink: nothing failed, nothing to shrink"),
+        None => eprintln!("{program}: --shrink: no other failure to shrink"),
+    }
 }
 
 /// `--report`: run one seed keeping its whole trace, print its summary
@@ -232,7 +289,7 @@ fn random_base() -> u64 {
 }
 
 /// Run one seed, or twice with `check_determinism`.
-fn run_checked<T: Target>(seed: u64, target: &T, check_determinism: bool) -> SeedOutcome {
+pub(super) fn run_checked<T: Target>(seed: u64, target: &T, check_determinism: bool) -> SeedOutcome {
     let mut outcome = run_seed(target, seed, false);
     if check_determinism {
         let again = run_seed(target, seed, false);
@@ -255,13 +312,10 @@ fn run_checked<T: Target>(seed: u64, target: &T, check_determinism: bool) -> See
     outcome
 }
 
-fn run_many<T: Target>(
-    seeds: &Seeds,
-    target: &T,
-    jobs: usize,
-    check_determinism: bool,
-    shard_n: Option<u64>,
-) -> Summary {
+/// Run `seeds` on `jobs` threads, each seed by `run_one` (in this process
+/// or in a child of its own), folding each seed's summary in as it comes:
+/// the totals do not depend on the order seeds finish in.
+fn run_many(seeds: &Seeds, run_one: &(dyn Fn(u64) -> Summary + Sync), jobs: usize, shard_n: Option<u64>) -> Summary {
     let summary = Mutex::new(Summary::default());
     let next = AtomicU64::new(0);
     let running = AtomicUsize::new(jobs);
@@ -288,8 +342,8 @@ fn run_many<T: Target>(
                             base.wrapping_add(position * step)
                         }
                     };
-                    let outcome = run_checked(seed, target, check_determinism);
-                    summary.lock().unwrap_or_else(|e| e.into_inner()).add(&outcome);
+                    let one = run_one(seed);
+                    summary.lock().unwrap_or_else(|e| e.into_inner()).add_seed(&one);
                 }
                 running.fetch_sub(1, Ordering::Relaxed);
             });

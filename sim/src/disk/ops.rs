@@ -21,7 +21,7 @@ use super::config::{CrashOutcome, CrashPoint, DamageKind, DiskConfig};
 use super::crash::build_next_disk;
 use super::data::InodeId;
 use super::faults::Faults;
-use super::hazards::{Hazard, HazardWatch};
+use super::hazards::{FileNames, Hazard, HazardWatch};
 use super::picture::picture;
 use super::snapshot::DiskSnapshot;
 use super::snapshot::Recorder;
@@ -210,7 +210,8 @@ impl Disk {
         }
         let unnamed = self.fs.unnamed_inodes();
         let fs = &self.fs;
-        self.hazards.on_fsync(inode, &unnamed, index, self.last_mark_name.as_deref(), |id| fs.path_of_inode(id));
+        let names_of = |id| FileNames { now: fs.path_of_inode(id), borne: fs.names_borne(id) };
+        self.hazards.on_fsync(inode, &unnamed, index, self.last_mark_name.as_deref(), names_of);
     }
 
     /// See [`super::SimVfs::end_op_hazards`].
@@ -223,7 +224,8 @@ impl Disk {
         let renamed = self.fs.renamed_inodes();
         let fs = &self.fs;
         let phase = self.last_mark_name.as_deref();
-        self.hazards.on_op_end(&unnamed, &renamed, self.io_index, phase, |id| fs.path_of_inode(id));
+        let names_of = |id| FileNames { now: fs.path_of_inode(id), borne: fs.names_borne(id) };
+        self.hazards.on_op_end(&unnamed, &renamed, self.io_index, phase, names_of);
         self.hazards.take()
     }
 

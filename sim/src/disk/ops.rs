@@ -187,6 +187,9 @@ impl Disk {
         self.trace.push(Event::Mark { phase });
         self.marks.push(phase);
         self.last_mark_name = Some(phase.to_string());
+        if let Some(recorder) = &mut self.recorder {
+            recorder.note_mark(self.io_index, phase.as_str());
+        }
         if self.crash_point == Some(CrashPoint::AtMark(phase)) {
             self.crash_reached = true;
         }
@@ -195,6 +198,9 @@ impl Disk {
     pub fn mark_named(&mut self, name: &'static str) {
         self.trace.push(Event::NamedMark { name });
         self.last_mark_name = Some(name.to_string());
+        if let Some(recorder) = &mut self.recorder {
+            recorder.note_mark(self.io_index, name);
+        }
         if self.crash_point == Some(CrashPoint::AtNamedMark(name)) {
             self.crash_reached = true;
         }

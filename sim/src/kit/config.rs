@@ -200,6 +200,12 @@ impl<C> KitConfig<C> {
     pub fn promises_nothing(&self) -> bool {
         self.promises.iter().all(|p| *p == Promise::Nothing)
     }
+
+    /// Whether the seed's workload draws the engine's maintenance at all
+    /// (the swarm may switch it off; an engine without one never does).
+    pub fn draws_maintenance(&self) -> bool {
+        self.weights.iter().any(|(kind, weight)| *kind == OpKind::Maintain && *weight > 0)
+    }
 }
 
 /// Each level's weight: 0, 1 or 3, at least one above zero (the first, if

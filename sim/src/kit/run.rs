@@ -49,7 +49,7 @@ use super::{Adapter, Env, KitError, Promise, Reply};
 use crate::disk::{CrashOutcome, CrashPoint, SimVfs};
 use crate::failure::{catch_panic, Check, Failure};
 use crate::outcome::SeedOutcome;
-use crate::seam::RecordedContext;
+use crate::seam::{RecordedContext, RecordedOperation};
 use crate::seeds;
 use crate::trace::{hash_debug, Event, Trace};
 
@@ -115,6 +115,9 @@ pub(super) struct Runner<'a, A: Adapter> {
     /// (what a recovery there is held to, with what the operation may
     /// publish pending).
     pub contexts: Option<Vec<RecordedContext<Model>>>,
+    /// While recording: every maintenance operation run, with its crash
+    /// indices (what `sim explore` says its workload reached).
+    pub operations: Vec<RecordedOperation>,
 }
 
 impl<'a, A: Adapter> Runner<'a, A> {
@@ -136,6 +139,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
             outcome: SeedOutcome { seed: config.seed, ..SeedOutcome::default() },
             op_index: 0,
             contexts: None,
+            operations: Vec::new(),
         }
     }
 
@@ -411,6 +415,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
         self.vfs.with_trace(|t| t.push(Event::Op { index, tag }));
         // Each handler notes the recording's context once what the
         // operation may publish is marked pending.
+        let first_io_index = self.vfs.io_count();
         let result = match &planned.op {
             KitOp::Restart => self.restart(planned),
             KitOp::Crash => {
@@ -422,7 +427,18 @@ impl<'a, A: Adapter> Runner<'a, A> {
             _ => self.engine_op(planned),
         };
         self.vfs.arm_crash(None);
+        self.note_operation(planned, first_io_index);
         result
+    }
+
+    /// While recording: a maintenance operation that began at I/O
+    /// `first_io_index` is over (see [`Runner::operations`]).
+    fn note_operation(&mut self, planned: &PlannedKitOp, first_io_index: u64) {
+        let KitOp::Maintain(maintenance) = &planned.op else { return };
+        if self.contexts.is_some() {
+            let io_indices = first_io_index..self.vfs.io_count();
+            self.operations.push(RecordedOperation { name: maintenance.name.to_uppercase(), io_indices });
+        }
     }
 
     /// One of the engine's own operations, its reply checked.

@@ -70,7 +70,8 @@ pub(super) fn record(
     let (faultable_ios, faultable_writes) = (vfs.faultable_ios(), vfs.faultable_writes());
     let trace = Some(vfs.take_trace()).filter(Trace::keeps_all);
     let disk = vfs.take_recording();
-    Recording { disk, contexts: contexts.contexts, failure, faultable_ios, faultable_writes, trace }
+    let operations = Vec::new();
+    Recording { disk, contexts: contexts.contexts, failure, faultable_ios, faultable_writes, trace, operations }
 }
 
 /// The recording's run without its snapshots, with the I/O at `fault.0`

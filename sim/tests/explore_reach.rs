@@ -47,7 +47,8 @@ fn a_workload_that_compacts_is_reported_with_what_was_explored_inside() {
     assert!(compact.crash_states >= compact.crash_indices && compact.crash_states <= report.counts.states);
     assert!(report.warnings.is_empty(), "{:?}", report.warnings);
     let text = report.to_text();
-    let line = format!("    operation COMPACT: ran {} times; {} crash indices", compact.times, compact.crash_indices);
+    let times = if compact.times == 1 { "1 time".to_string() } else { format!("{} times", compact.times) };
+    let line = format!("    operation COMPACT: ran {times}; {} crash ind", compact.crash_indices);
     assert!(text.contains(&line) && !text.contains("WARNING"), "{text}");
 }
 

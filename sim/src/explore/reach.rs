@@ -81,6 +81,11 @@ fn operation_indices<C>(recording: &Recording<C>, name: &str) -> (u64, BTreeSet<
     (runs.len() as u64, indices)
 }
 
+/// `n` and the noun for it: `1 time`, `3 times`.
+fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 impl Reached {
     /// `kind name`, as the report says it.
     fn label(&self) -> String {
@@ -97,11 +102,11 @@ impl Reached {
             return format!("    {}: {never}\n", self.label());
         }
         format!(
-            "    {}: {did} {} times; {} crash indices {at} explored, {} crash states\n",
+            "    {}: {did} {}; {} {at} explored, {}\n",
             self.label(),
-            self.times,
-            self.crash_indices,
-            self.crash_states
+            counted(self.times, "time", "times"),
+            counted(self.crash_indices, "crash index", "crash indices"),
+            counted(self.crash_states, "crash state", "crash states"),
         )
     }
 
@@ -129,9 +134,9 @@ impl Reached {
         }
         if whole && self.crash_indices == 0 && self.kind == DeclaredKind::Operation {
             return Some(format!(
-                "WARNING: {label} ran {} times but did no I/O, so no crash {at} was explored; try more --ops \
-                 (more to do before it) or another seed",
-                self.times
+                "WARNING: {label} ran {} but did no I/O, so no crash {at} was explored; try more --ops (more to \
+                 do before it) or another seed",
+                counted(self.times, "time", "times")
             ));
         }
         None

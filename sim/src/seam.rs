@@ -68,6 +68,56 @@ pub struct Recording<C> {
     /// The recording run's whole trace, if it kept one (recorded inside
     /// `crate::trace::keeping_all_for_report`, for `--report`).
     pub trace: Option<crate::trace::Trace>,
+    /// Every run of a declared operation ([`Target::explore_declared`])
+    /// in the recording, in order.
+    pub operations: Vec<RecordedOperation>,
+}
+
+/// What a target declares its workload is there to reach, for `sim
+/// explore`'s account of what the recorded workload reached
+/// (`explore/reach.rs`): a phase its engine marks, or an operation of its
+/// workload (a kit engine's maintenance, segsim's evict, rewrite and sync).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Declared {
+    /// A phase or an operation.
+    pub kind: DeclaredKind,
+    /// As the engine marks it, or as an operation line prints it.
+    pub name: String,
+    /// Whether the seed's workload can draw it at all: `false` for an
+    /// operation the seed's swarm switched off, which only another seed
+    /// reaches. A phase: `true` (the engine decides when it marks one).
+    pub drawable: bool,
+}
+
+/// What a [`Declared`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DeclaredKind {
+    /// A phase the engine marks (`Vfs::mark`, `Vfs::mark_named`): reached
+    /// each time it is marked, at the crash index of the I/O that follows.
+    Phase,
+    /// A workload operation: reached each time it runs, over the crash
+    /// indices of its I/Os.
+    Operation,
+}
+
+impl DeclaredKind {
+    /// The word reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeclaredKind::Phase => "phase",
+            DeclaredKind::Operation => "operation",
+        }
+    }
+}
+
+/// One run of a declared operation in a recording.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedOperation {
+    /// [`Declared::name`].
+    pub name: String,
+    /// Its crash indices: power lost just before each of its I/Os (empty
+    /// if it did none).
+    pub io_indices: std::ops::Range<u64>,
 }
 
 impl<C> Recording<C> {
@@ -233,6 +283,14 @@ pub trait Target: Sync {
     /// sector size, as `key value` (segsim: the fsync policy the store ran
     /// with); the JSON report carries each as a field.
     fn explore_facts(&self, _seed: u64) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+
+    /// The phases and operations `seed`'s workload is there to reach
+    /// (see [`Declared`]): `sim explore` says how often the recording
+    /// reached each and how many crash states it explored there, and warns
+    /// of each it never reached. Default: none.
+    fn explore_declared(&self, _seed: u64) -> Vec<Declared> {
         Vec::new()
     }
 

@@ -32,16 +32,33 @@
 //! at an open (`begin_op`): what an operation left was reported when it
 //! ended, and what a failed attempt left was abandoned with its error — the
 //! retry relies on nothing of it.
+//!
+//! A hazard names its file by identity, not only by its name when found:
+//! by then a rename may have given it another name, or taken its name for
+//! another file (the file is then `inode N`). So the watch keeps the names
+//! a file bore when it was fsynced under a name not durable, and a hazard
+//! carries those and every name the disk still knows it by
+//! ([`Hazard::names`]): an engine that documents a hazard on its journal
+//! can declare it by the journal's name after the journal was renamed
+//! away (`kit::DocumentedHazard::covers`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::data::InodeId;
 
 /// One hazard (see the module doc).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hazard {
-    /// The file whose name was not durable, by the name it was given.
+    /// The file whose name was not durable, by its name when the hazard
+    /// was found, or `inode N` when nothing names it then (renamed over,
+    /// unlinked).
     pub file: String,
+    /// Every path the file bore from its unsafe fsync to the hazard, as far
+    /// as the disk knows (the names it had at that fsync; its names when
+    /// found, durable or not; every name a directory change not yet synced
+    /// gave it or took from it), first seen first, each once: what a
+    /// declaration by name matches. Holds `file` unless that is `inode N`.
+    pub names: Vec<String>,
     /// The I/O index where it was relied on (another file's fsync), or the
     /// next index when an operation ended with it.
     pub io_index: u64,
@@ -75,15 +92,36 @@ impl Hazard {
             }
         };
         let phase = self.phase.as_deref().map_or(String::new(), |p| format!(" after phase {p}"));
-        format!("{}: {what} at io#{}{phase}", self.file, self.io_index)
+        let earlier: Vec<&str> = self.names.iter().map(String::as_str).filter(|name| *name != self.file).collect();
+        let earlier = if earlier.is_empty() { String::new() } else { format!(" (earlier {})", earlier.join(", ")) };
+        format!("{}{earlier}: {what} at io#{}{phase}", self.file, self.io_index)
+    }
+}
+
+/// How the disk names a file for a hazard (see [`Hazard`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct FileNames {
+    /// Its path now, or `inode N`.
+    pub now: String,
+    /// Every path the disk knows it by (`FileSystem::names_borne`).
+    pub borne: Vec<String>,
+}
+
+/// `names` with each of `more` not in it yet appended.
+fn merge_names(names: &mut Vec<String>, more: Vec<String>) {
+    for name in more {
+        if !names.contains(&name) {
+            names.push(name);
+        }
     }
 }
 
 /// What the disk tracks for hazards.
 #[derive(Debug, Default)]
 pub(super) struct HazardWatch {
-    /// Inodes fsynced while a pending create or rename names them.
-    synced_unnamed: BTreeSet<InodeId>,
+    /// Inodes fsynced while a pending create or rename names them, with
+    /// the names they bore at those fsyncs (a later rename may take them).
+    synced_unnamed: BTreeMap<InodeId, Vec<String>>,
     /// Those already reported, so one mistake is one hazard.
     reported: BTreeSet<InodeId>,
     /// Found since the last take.
@@ -92,30 +130,44 @@ pub(super) struct HazardWatch {
 
 impl HazardWatch {
     /// A file fsync of `synced` succeeded at `io_index`; `unnamed` holds the
-    /// inodes a pending create or rename names now, `name_of` names one.
+    /// inodes a pending create or rename names now, `names_of` names one.
     pub fn on_fsync(
         &mut self,
         synced: InodeId,
         unnamed: &BTreeSet<InodeId>,
         io_index: u64,
         phase: Option<&str>,
-        name_of: impl Fn(InodeId) -> String,
+        names_of: impl Fn(InodeId) -> FileNames,
     ) {
         self.forget_named(unnamed);
         let relied: Vec<InodeId> =
-            self.synced_unnamed.iter().copied().filter(|f| *f != synced && !self.reported.contains(f)).collect();
+            self.synced_unnamed.keys().copied().filter(|f| *f != synced && !self.reported.contains(f)).collect();
         for file in relied {
             self.reported.insert(file);
-            self.found.push(Hazard {
-                file: name_of(file),
-                io_index,
-                phase: phase.map(str::to_string),
-                how: HazardHow::ReliedOn,
-            });
+            let hazard = self.hazard(file, io_index, phase, HazardHow::ReliedOn, &names_of);
+            self.found.push(hazard);
         }
         if unnamed.contains(&synced) {
-            self.synced_unnamed.insert(synced);
+            let borne = names_of(synced).borne;
+            merge_names(self.synced_unnamed.entry(synced).or_default(), borne);
         }
+    }
+
+    /// The hazard `how` of `file` found at `io_index`, named by what the
+    /// watch kept of it and what the disk knows now.
+    fn hazard(
+        &self,
+        file: InodeId,
+        io_index: u64,
+        phase: Option<&str>,
+        how: HazardHow,
+        names_of: &impl Fn(InodeId) -> FileNames,
+    ) -> Hazard {
+        let FileNames { now, borne } = names_of(file);
+        let mut names = self.synced_unnamed.get(&file).cloned().unwrap_or_default();
+        merge_names(&mut names, borne);
+        debug_assert!(names.contains(&now) || now.starts_with("inode "), "a file's name now is one it bore");
+        Hazard { file: now, names, io_index, phase: phase.map(str::to_string), how }
     }
 
     /// The workload operation ends (its result goes to the caller);
@@ -127,25 +179,25 @@ impl HazardWatch {
         renamed: &BTreeSet<InodeId>,
         io_index: u64,
         phase: Option<&str>,
-        name_of: impl Fn(InodeId) -> String,
+        names_of: impl Fn(InodeId) -> FileNames,
     ) {
         debug_assert!(renamed.is_subset(unnamed), "a pending rename names its inode");
         self.forget_named(unnamed);
-        let left: Vec<InodeId> = self.synced_unnamed.iter().copied().filter(|f| !self.reported.contains(f)).collect();
+        let left: Vec<InodeId> = self.synced_unnamed.keys().copied().filter(|f| !self.reported.contains(f)).collect();
         let renamed_left: Vec<InodeId> = renamed.iter().copied().filter(|f| !self.reported.contains(f)).collect();
         let synced = left.into_iter().map(|f| (f, HazardHow::Acknowledged));
         for (file, how) in synced.chain(renamed_left.into_iter().map(|f| (f, HazardHow::RenamedAcknowledged))) {
             if !self.reported.insert(file) {
                 continue;
             }
-            let phase = phase.map(str::to_string);
-            self.found.push(Hazard { file: name_of(file), io_index, phase, how });
+            let hazard = self.hazard(file, io_index, phase, how, &names_of);
+            self.found.push(hazard);
         }
     }
 
     /// Files whose names became durable (or went away) are no hazard.
     fn forget_named(&mut self, unnamed: &BTreeSet<InodeId>) {
-        self.synced_unnamed.retain(|f| unnamed.contains(f));
+        self.synced_unnamed.retain(|f, _| unnamed.contains(f));
         self.reported.retain(|f| unnamed.contains(f));
     }
 
@@ -166,17 +218,23 @@ impl HazardWatch {
 mod tests {
     use super::*;
 
+    /// A file called `f<id>` that has borne that name alone.
+    fn name(id: InodeId) -> FileNames {
+        FileNames { now: format!("f{id}"), borne: vec![format!("f{id}")] }
+    }
+
     #[test]
     fn another_fsync_relies_once_and_a_durable_name_clears() {
         let mut watch = HazardWatch::default();
         let unnamed: BTreeSet<InodeId> = [1].into();
-        let name = |id: InodeId| format!("f{id}");
         watch.on_fsync(1, &unnamed, 3, None, name);
         assert!(watch.take().is_empty(), "its own fsync relies on nothing");
         watch.on_fsync(2, &unnamed, 5, Some("seal.built"), name);
         let found = watch.take();
         assert_eq!(found.len(), 1);
         assert!(found[0].how == HazardHow::ReliedOn && found[0].io_index == 5 && found[0].file == "f1", "{found:?}");
+        assert_eq!(found[0].names, ["f1"]);
+        assert!(!found[0].describe().contains("earlier"), "one name, said once: {}", found[0].describe());
         watch.on_fsync(2, &unnamed, 6, None, name);
         assert!(watch.take().is_empty(), "one mistake, one hazard");
         watch.on_op_end(&BTreeSet::new(), &BTreeSet::new(), 7, None, name);
@@ -187,19 +245,40 @@ mod tests {
     fn an_operation_that_ends_with_an_unnamed_synced_file_is_a_hazard() {
         let mut watch = HazardWatch::default();
         let unnamed: BTreeSet<InodeId> = [4].into();
-        watch.on_fsync(4, &unnamed, 1, None, |_| "log".into());
-        watch.on_op_end(&unnamed, &BTreeSet::new(), 2, None, |_| "log".into());
+        let log = |_| FileNames { now: "log".into(), borne: vec!["log".into()] };
+        watch.on_fsync(4, &unnamed, 1, None, log);
+        watch.on_op_end(&unnamed, &BTreeSet::new(), 2, None, log);
         let found = watch.take();
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].how, HazardHow::Acknowledged);
         assert!(found[0].describe().contains("acknowledged"), "{}", found[0].describe());
     }
 
+    /// The name a file was fsynced under stays with it when a later rename
+    /// takes it, and the description says both.
+    #[test]
+    fn a_hazard_keeps_the_name_its_file_was_fsynced_under() {
+        let mut watch = HazardWatch::default();
+        let unnamed: BTreeSet<InodeId> = [3].into();
+        let journal = |_| FileNames { now: "/db/x-journal".into(), borne: vec!["/db/x-journal".into()] };
+        watch.on_fsync(3, &unnamed, 1, None, journal);
+        // Renamed over since: the disk knows it by number alone.
+        let gone = |_| FileNames { now: "inode 3".into(), borne: Vec::new() };
+        watch.on_op_end(&unnamed, &BTreeSet::new(), 4, None, gone);
+        let found = watch.take();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            (found[0].file.as_str(), found[0].names.as_slice()),
+            ("inode 3", &["/db/x-journal".to_string()][..])
+        );
+        let line = found[0].describe();
+        assert!(line.starts_with("inode 3 (earlier /db/x-journal): fsynced"), "{line}");
+    }
+
     #[test]
     fn an_operation_that_ends_with_a_rename_pending_is_a_hazard_once() {
         let mut watch = HazardWatch::default();
         let (unnamed, renamed): (BTreeSet<InodeId>, BTreeSet<InodeId>) = ([5, 6].into(), [6].into());
-        let name = |id: InodeId| format!("f{id}");
         watch.on_fsync(5, &unnamed, 1, None, name);
         watch.take();
         watch.on_op_end(&unnamed, &renamed, 2, Some("rewrite.renamed"), name);

@@ -191,7 +191,7 @@ pub use hazards::{Hazard, HazardHow};
 pub use history::LostWrites;
 pub use image::DiskImage;
 pub use profile::{FsProfile, FsyncNames};
-pub use snapshot::{DiskRecording, DiskSnapshot};
+pub use snapshot::{DiskRecording, DiskSnapshot, RecordedMark};
 
 use crate::trace::{FaultKind, IoKind, Trace};
 use file::{lock, SimFile};

@@ -21,7 +21,7 @@ use super::config::{CrashOutcome, CrashPoint, DamageKind, DiskConfig};
 use super::crash::build_next_disk;
 use super::data::InodeId;
 use super::faults::Faults;
-use super::hazards::{Hazard, HazardWatch};
+use super::hazards::{FileNames, Hazard, HazardWatch};
 use super::picture::picture;
 use super::snapshot::DiskSnapshot;
 use super::snapshot::Recorder;
@@ -187,6 +187,9 @@ impl Disk {
         self.trace.push(Event::Mark { phase });
         self.marks.push(phase);
         self.last_mark_name = Some(phase.to_string());
+        if let Some(recorder) = &mut self.recorder {
+            recorder.note_mark(self.io_index, phase.as_str());
+        }
         if self.crash_point == Some(CrashPoint::AtMark(phase)) {
             self.crash_reached = true;
         }
@@ -195,6 +198,9 @@ impl Disk {
     pub fn mark_named(&mut self, name: &'static str) {
         self.trace.push(Event::NamedMark { name });
         self.last_mark_name = Some(name.to_string());
+        if let Some(recorder) = &mut self.recorder {
+            recorder.note_mark(self.io_index, name);
+        }
         if self.crash_point == Some(CrashPoint::AtNamedMark(name)) {
             self.crash_reached = true;
         }
@@ -210,7 +216,8 @@ impl Disk {
         }
         let unnamed = self.fs.unnamed_inodes();
         let fs = &self.fs;
-        self.hazards.on_fsync(inode, &unnamed, index, self.last_mark_name.as_deref(), |id| fs.path_of_inode(id));
+        let names_of = |id| FileNames { now: fs.path_of_inode(id), borne: fs.names_borne(id) };
+        self.hazards.on_fsync(inode, &unnamed, index, self.last_mark_name.as_deref(), names_of);
     }
 
     /// See [`super::SimVfs::end_op_hazards`].
@@ -223,7 +230,8 @@ impl Disk {
         let renamed = self.fs.renamed_inodes();
         let fs = &self.fs;
         let phase = self.last_mark_name.as_deref();
-        self.hazards.on_op_end(&unnamed, &renamed, self.io_index, phase, |id| fs.path_of_inode(id));
+        let names_of = |id| FileNames { now: fs.path_of_inode(id), borne: fs.names_borne(id) };
+        self.hazards.on_op_end(&unnamed, &renamed, self.io_index, phase, names_of);
         self.hazards.take()
     }
 

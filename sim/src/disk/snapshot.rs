@@ -123,6 +123,20 @@ pub struct DiskRecording {
     pub first_io_index: u64,
     /// One snapshot per recorded I/O operation, plus the final state.
     pub snapshots: Vec<Arc<DiskSnapshot>>,
+    /// Every phase the engine marked while recording, in order (what
+    /// `sim explore` says its workload reached).
+    pub marks: Vec<RecordedMark>,
+}
+
+/// A phase marked while recording (`Vfs::mark`, `Vfs::mark_named`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordedMark {
+    /// The crash index at the mark: the I/O that runs next (a crash point
+    /// aimed at the mark loses the power just before it).
+    pub io_index: u64,
+    /// The phase's name (segsim's `Phase::as_str`, or the name a kit
+    /// engine marks).
+    pub name: &'static str,
 }
 
 impl DiskRecording {
@@ -149,12 +163,19 @@ pub(super) struct Recorder {
     snapshots: Vec<Arc<DiskSnapshot>>,
     /// Every snapshot's `dir_changes_in_order` (the disk's profile).
     dir_changes_in_order: bool,
+    marks: Vec<RecordedMark>,
 }
 
 impl Recorder {
     /// A recorder whose first I/O will have the global index `first_io_index`.
     pub fn new(first_io_index: u64, dir_changes_in_order: bool) -> Self {
-        Recorder { first_io_index, version: 0, snapshots: Vec::new(), dir_changes_in_order }
+        Recorder { first_io_index, version: 0, snapshots: Vec::new(), dir_changes_in_order, marks: Vec::new() }
+    }
+
+    /// The engine marked phase `name` with I/O `io_index` next.
+    pub fn note_mark(&mut self, io_index: u64, name: &'static str) {
+        debug_assert!(io_index >= self.first_io_index, "a mark while recording");
+        self.marks.push(RecordedMark { io_index, name });
     }
 
     /// I/O `index` is about to run on `fs`: keep the disk as it finds it.
@@ -179,6 +200,6 @@ impl Recorder {
     /// Stop: keep the final state too, and hand the snapshots over.
     pub fn finish(mut self, fs: &FileSystem, sector_bytes: u64) -> DiskRecording {
         self.capture(fs, sector_bytes);
-        DiskRecording { first_io_index: self.first_io_index, snapshots: self.snapshots }
+        DiskRecording { first_io_index: self.first_io_index, snapshots: self.snapshots, marks: self.marks }
     }
 }

@@ -582,6 +582,27 @@ impl FileSystem {
         format!("inode {id}")
     }
 
+    /// Every path inode `id` bears or has borne since its directory was
+    /// last synced, for hazard reports and declarations: its names now,
+    /// its durable names, then each name a pending change gave it or took
+    /// from it, in the order they were made, each once. Empty for a file
+    /// no directory ever named. Only a hazard report asks (rarely): it
+    /// walks every entry.
+    pub fn names_borne(&self, id: InodeId) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for (path, dir) in &self.dirs {
+            let entries = dir.volatile.iter().chain(&dir.durable).filter(|(_, inode)| **inode == id);
+            let changed = dir.pending.iter().filter(|op| op.inode() == id).flat_map(DirOp::names);
+            for name in entries.map(|(name, _)| name.as_str()).chain(changed) {
+                let full = path.join(name).display().to_string();
+                if !names.contains(&full) {
+                    names.push(full);
+                }
+            }
+        }
+        names
+    }
+
     /// Whether `path` names a file or a directory now.
     pub fn exists(&self, path: &Path) -> bool {
         self.is_dir(path) || self.lookup(path).is_ok()

@@ -123,6 +123,7 @@ mod faults;
 mod merged;
 pub(crate) mod parallel;
 mod plan;
+mod reach;
 mod report;
 #[cfg(test)]
 mod tests;
@@ -134,6 +135,7 @@ use crate::seam::{Recording, Target};
 use parallel::map_in_order;
 
 pub use merged::{is_explore_report, ExploreTotals, MergedFailure};
+pub use reach::Reached;
 pub use report::{
     DamageReport, Depth2Report, ExploreFailure, ExploreReport, FaultsReport, PhaseSeconds, WorkloadFaults,
     MAX_FAILURES_KEPT,
@@ -267,6 +269,7 @@ fn explore_workload<T: Target>(
     let plan = plan::plan(target, &recording, options)?;
     report.counts.phase_sec.enumerate = enumerate_started.elapsed().as_secs_f64();
     count_plan(&mut report.counts, &plan);
+    note_reached(&mut report, target.explore_declared(seed), &recording, &plan, options);
 
     let check_started = Instant::now();
     let checked = check_all(target, seed, ops, &recording, &plan, options);
@@ -342,6 +345,21 @@ fn count_plan(counts: &mut report::Counts, plan: &plan::Plan) {
     counts.checks = plan.checks;
     counts.capped = plan.capped;
     counts.examined = plan.examined.clone();
+}
+
+/// What the workload reached of `declared`, and the warnings, into the
+/// report (`reach.rs`): judged on the whole recording unless `--only-io`
+/// or a cap left crash indices out.
+fn note_reached<C>(
+    report: &mut ExploreReport,
+    declared: Vec<crate::seam::Declared>,
+    recording: &Recording<C>,
+    plan: &plan::Plan,
+    options: &ExploreOptions,
+) {
+    let whole = options.only_io.is_none() && !plan.capped;
+    report.reached = reach::reached(declared, recording, &plan.states_at);
+    report.warnings = report.reached.iter().filter_map(|reached| reached.warning(report.ops, whole)).collect();
 }
 
 /// `--faults`: the recoveries of `plan` that passed (`failed` is by plan

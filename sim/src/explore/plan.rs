@@ -49,8 +49,11 @@ pub(super) struct Plan {
     pub recoveries: Vec<Recovery>,
     /// Crash indices explored (fully or, if capped, in part).
     pub io_indices: u64,
-    /// Crash states enumerated, duplicates included.
+    /// Crash states enumerated, duplicates included ...
     pub states: u64,
+    /// ... and per crash index (those with none left out), for what the
+    /// workload reached (`reach.rs`).
+    pub states_at: BTreeMap<u64, u64>,
     /// Distinct (image, context) pairs.
     pub checks: u64,
     /// `max_states` stopped the enumeration early.
@@ -111,7 +114,15 @@ pub(super) fn plan<T: Target>(
     let progress = options.progress.then_some("enumerating crash states (snapshots)");
     let hashed = hash_runs(&runs, |run| run, options, progress, (0, cap), options.only_state.is_some(), &explored);
 
-    let mut plan = Plan { recoveries: Vec::new(), io_indices: 0, states: 0, checks: 0, capped: false, examined: None };
+    let mut plan = Plan {
+        recoveries: Vec::new(),
+        io_indices: 0,
+        states: 0,
+        states_at: BTreeMap::new(),
+        checks: 0,
+        capped: false,
+        examined: None,
+    };
     let mut seen = Seen::default();
     'runs: for (run, hashed) in runs.iter().zip(&hashed) {
         if plan.states >= cap {
@@ -142,6 +153,7 @@ pub(super) fn plan<T: Target>(
                     break 'runs;
                 }
                 plan.states += 1;
+                *plan.states_at.entry(io_index).or_default() += 1;
                 seen.add(&mut plan, run, &states[state], hashes[state], key, CheckAt { context, io_index, state });
             }
         }

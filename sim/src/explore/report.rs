@@ -8,6 +8,7 @@
 
 use serde_json::{json, Value};
 
+use super::reach::Reached;
 use super::{ExploreOptions, DEFAULT_MAX_DIR_SUBSETS};
 use crate::disk::ArmedFault;
 use crate::failure::Check;
@@ -310,6 +311,12 @@ pub struct ExploreReport {
     pub faults: Option<FaultsReport>,
     /// `--damage`: what it damaged and recovered.
     pub damage: Option<DamageReport>,
+    /// What the workload reached of each phase and operation the target
+    /// declares (`reach.rs`), in the target's order.
+    pub reached: Vec<Reached>,
+    /// One line for each of them never reached (or reached with nothing
+    /// to crash at), saying what to change; not failures.
+    pub warnings: Vec<String>,
 }
 
 /// The command that explores exactly `(io_index, state)` of `target`'s
@@ -357,6 +364,8 @@ impl ExploreReport {
             depth2: None,
             faults: None,
             damage: None,
+            reached: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
@@ -395,6 +404,7 @@ impl ExploreReport {
         if let Some(damage) = &self.damage {
             damage.text(&mut out);
         }
+        self.reached_text(&mut out);
         if self.failures_total == 0 {
             out.push_str("  no failure\n");
             return out;
@@ -424,6 +434,21 @@ impl ExploreReport {
             }
         }
         out
+    }
+
+    /// What the workload reached of what the target declares, and the
+    /// warnings (see `reach.rs`); nothing for a target that declares none.
+    fn reached_text(&self, out: &mut String) {
+        if self.reached.is_empty() {
+            return;
+        }
+        out.push_str("  the workload reached (declared phases and operations; crash states at depth 1):\n");
+        for reached in &self.reached {
+            out.push_str(&reached.text());
+        }
+        for warning in &self.warnings {
+            out.push_str(&format!("  {warning}\n"));
+        }
     }
 
     /// The counts of depth 1 and, if explored, depth 2.
@@ -488,6 +513,8 @@ impl ExploreReport {
         if let Some(damage) = &self.damage {
             value["damage"] = damage.to_json();
         }
+        value["reached"] = self.reached.iter().map(Reached::to_json).collect();
+        value["warnings"] = json!(self.warnings);
         for (key, fact) in &self.facts {
             value[*key] = Value::from(fact.as_str());
         }

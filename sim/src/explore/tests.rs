@@ -52,6 +52,31 @@ fn a_report_is_the_same_twice_and_for_any_number_of_jobs() {
     assert!(one.counts.states > 0);
 }
 
+/// Segsim's report says how often its workload ran each admin call, as
+/// counted from the workload itself, and where the engine marked its
+/// eviction's phases; a phase no operation of the workload reaches warns.
+#[test]
+fn the_report_says_what_the_workload_reached() {
+    let target = segsim(None);
+    let workload = target.explore_workload(10, 100);
+    let evictions = workload.iter().filter(|planned| planned.op == crate::workload::Op::Evict).count() as u64;
+    assert!(evictions > 0, "the explore workload's motifs evict");
+    let report = explore(&target, 10, 100, &options()).unwrap();
+    let reached = |name: &str| report.reached.iter().find(|r| r.name == name).expect(name).clone();
+    let evict = reached("EVICT");
+    assert_eq!(evict.times, evictions);
+    assert!(evict.crash_indices > 0 && evict.crash_states >= evict.crash_indices, "{evict:?}");
+    let sealed = reached("seal.built");
+    assert!(sealed.times > 0 && sealed.crash_indices <= sealed.times && sealed.crash_states > 0, "{sealed:?}");
+    let text = report.to_text();
+    assert!(text.contains(&format!("    operation EVICT: ran {evictions} times; ")), "{text}");
+    for never in report.reached.iter().filter(|r| r.times == 0) {
+        let warning = format!("WARNING: phase {} was never marked in 100 ops", never.name);
+        assert!(report.warnings.iter().any(|w| w.starts_with(&warning)), "{warning}: {:?}", report.warnings);
+    }
+    assert_eq!(report.to_json()["reached"].as_array().map(Vec::len), Some(report.reached.len()));
+}
+
 #[test]
 fn the_report_states_the_fsync_policy() {
     let report = explore(&segsim(Some(FsyncPolicy::EverySec)), 1, 5, &options()).unwrap();

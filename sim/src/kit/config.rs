@@ -196,6 +196,12 @@ impl<C> KitConfig<C> {
     pub fn promise(&self, level: usize) -> Promise {
         self.spec.levels[level].promise
     }
+
+    /// Whether the seed's workload draws the engine's maintenance at all
+    /// (the swarm may switch it off; an engine without one never does).
+    pub fn draws_maintenance(&self) -> bool {
+        self.weights.iter().any(|(kind, weight)| *kind == OpKind::Maintain && *weight > 0)
+    }
 }
 
 /// Each level's weight: 0, 1 or 3, at least one above zero (the first, if

@@ -96,6 +96,7 @@ pub(super) fn record<A: Adapter>(
     });
     let failure = run_failure(result);
     let contexts = runner.contexts.take().unwrap_or_default();
+    let operations = std::mem::take(&mut runner.operations);
     let started = !contexts.is_empty();
     drop(runner);
     if !started {
@@ -104,7 +105,7 @@ pub(super) fn record<A: Adapter>(
     }
     let (faultable_ios, faultable_writes) = (vfs.faultable_ios(), vfs.faultable_writes());
     let trace = Some(vfs.take_trace()).filter(Trace::keeps_all);
-    Recording { disk: vfs.take_recording(), contexts, failure, faultable_ios, faultable_writes, trace }
+    Recording { disk: vfs.take_recording(), contexts, failure, faultable_ios, faultable_writes, trace, operations }
 }
 
 /// How a run under `catch_panic` failed, if it did: its check and why

@@ -50,7 +50,7 @@ use super::{Adapter, Env, KitError, Promise};
 use crate::disk::{CrashOutcome, CrashPoint, SimVfs};
 use crate::failure::{catch_panic, Check, Failure};
 use crate::outcome::SeedOutcome;
-use crate::seam::RecordedContext;
+use crate::seam::{RecordedContext, RecordedOperation};
 use crate::seeds;
 use crate::trace::{hash_debug, Event, Trace};
 
@@ -119,6 +119,9 @@ pub(super) struct Runner<'a, A: Adapter> {
     /// (what a recovery there is held to, with what the operation may
     /// publish pending).
     pub contexts: Option<Vec<RecordedContext<Model>>>,
+    /// While recording: every maintenance operation run, with its crash
+    /// indices (what `sim explore` says its workload reached).
+    pub operations: Vec<RecordedOperation>,
 }
 
 impl<'a, A: Adapter> Runner<'a, A> {
@@ -140,6 +143,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
             outcome: SeedOutcome { seed: config.seed, ..SeedOutcome::default() },
             op_index: 0,
             contexts: None,
+            operations: Vec::new(),
         }
     }
 
@@ -413,6 +417,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
         self.vfs.with_trace(|t| t.push(Event::Op { index, tag }));
         // Each handler notes the recording's context once what the
         // operation may publish is marked pending.
+        let first_io_index = self.vfs.io_count();
         let result = match &planned.op {
             KitOp::Restart => self.restart(planned),
             KitOp::Crash => {
@@ -424,7 +429,18 @@ impl<'a, A: Adapter> Runner<'a, A> {
             _ => self.engine_op(planned),
         };
         self.vfs.arm_crash(None);
+        self.note_operation(planned, first_io_index);
         result
+    }
+
+    /// While recording: a maintenance operation that began at I/O
+    /// `first_io_index` is over (see [`Runner::operations`]).
+    fn note_operation(&mut self, planned: &PlannedKitOp, first_io_index: u64) {
+        let KitOp::Maintain(maintenance) = &planned.op else { return };
+        if self.contexts.is_some() {
+            let io_indices = first_io_index..self.vfs.io_count();
+            self.operations.push(RecordedOperation { name: maintenance.name.to_uppercase(), io_indices });
+        }
     }
 
     /// One of the engine's own operations, its reply checked.
@@ -602,7 +618,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
     fn hazards(&mut self) -> Step {
         let documented = self.config.spec.hazards;
         for hazard in self.vfs.end_op_hazards() {
-            if documented.iter().any(|d| d.covers(&hazard.file)) {
+            if documented.iter().any(|d| d.covers(&hazard)) {
                 self.outcome.hazards += 1;
                 continue;
             }
@@ -696,6 +712,50 @@ mod tests {
         unnamed.write_at(0, b"bytes").unwrap();
         unnamed.sync().unwrap();
         vfs.open(&dir.join(database), OpenMode::Write).unwrap().sync().unwrap();
+    }
+
+    /// [`make_hazard`]'s file moved before the database's fsync relies on
+    /// it: renamed to `then` (`replace`: another new file renamed over its
+    /// name instead, so nothing names it). The hazard is found under its
+    /// new name or its number alone.
+    fn make_hazard_then_move(vfs: &SimVfs, name: &str, then: &str, replace: bool) {
+        let dir = Path::new("/db");
+        let database = vfs.list_dir(dir).unwrap().into_iter().next().expect("the database's file");
+        let mut unnamed = vfs.open(&dir.join(name), OpenMode::Create).unwrap();
+        unnamed.write_at(0, b"bytes").unwrap();
+        unnamed.sync().unwrap();
+        if replace {
+            drop(vfs.open(&dir.join(then), OpenMode::Create).unwrap());
+            vfs.rename(&dir.join(then), &dir.join(name)).unwrap();
+        } else {
+            vfs.rename(&dir.join(name), &dir.join(then)).unwrap();
+        }
+        vfs.open(&dir.join(database), OpenMode::Write).unwrap().sync().unwrap();
+    }
+
+    /// A declaration by suffix covers a file that bore the name when it
+    /// was fsynced, renamed away or replaced before it was relied on; a
+    /// file that never bore a declared name still fails the run.
+    #[test]
+    fn a_documented_hazard_covers_its_file_by_identity() {
+        let sqlite = sqlite_target(KitSettings::default());
+        let config = sqlite.config(1, None);
+        for replace in [false, true] {
+            let vfs = Arc::new(SimVfs::new(config.disk.clone(), crate::trace::Trace::new(false)));
+            let mut runner = Runner::new(&sqlite.adapter, &config, None, String::new(), vfs.clone());
+            runner.start().unwrap();
+            vfs.begin_op(9);
+            make_hazard_then_move(&vfs, "fresh.sqlite-journal", "fresh.sqlite-old", replace);
+            let result = runner.hazards();
+            assert!(result.is_ok(), "replace {replace}: {:?}", result.err().map(|f| f.detail));
+            assert!(runner.outcome.hazards >= 1, "replace {replace}: counted");
+
+            vfs.begin_op(10);
+            make_hazard_then_move(&vfs, "fresh.sqlite-shm", "fresh.sqlite-old2", replace);
+            let failure = runner.hazards().unwrap_err();
+            assert_eq!(failure.check, Check::Hazard);
+            assert!(failure.detail.contains("(earlier /db/fresh.sqlite-shm"), "replace {replace}: {}", failure.detail);
+        }
     }
 
     /// A kit run counts its process kills (a crash point inside an

@@ -11,6 +11,8 @@
 
 use std::fmt;
 
+use crate::disk::Hazard;
+
 /// What a durability level promises about a commit that returned `Ok`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Promise {
@@ -128,6 +130,11 @@ pub struct Tolerances {
 /// sync a journal's directory entry, say. The simulated disk flags every
 /// such moment; a declared one is reported (counted in `hazards`), an
 /// undeclared one fails the run (check `hazard`).
+///
+/// A declaration matches the file by identity: by any name the file bore
+/// from its unsafe fsync to the hazard ([`Hazard::names`]), so a journal
+/// renamed away, unlinked or replaced by a rename before the operation
+/// ended is still the journal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DocumentedHazard {
     /// The files it concerns: names ending with this (`-journal`).
@@ -137,9 +144,16 @@ pub struct DocumentedHazard {
 }
 
 impl DocumentedHazard {
-    /// Whether a hazard in the file named `file` (a path) is this one.
-    pub fn covers(&self, file: &str) -> bool {
-        file.ends_with(self.file_suffix)
+    /// Whether `hazard` is this one: some name its file bore ends with
+    /// [`DocumentedHazard::file_suffix`].
+    pub fn covers(&self, hazard: &Hazard) -> bool {
+        hazard.names.iter().any(|name| self.covers_name(name))
+    }
+
+    /// Whether a file named `name` (a path) is one this declaration
+    /// concerns.
+    pub fn covers_name(&self, name: &str) -> bool {
+        name.ends_with(self.file_suffix)
     }
 }
 

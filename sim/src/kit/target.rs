@@ -15,7 +15,10 @@ use super::{Adapter, Plant, Spec};
 use crate::disk::{ArmedFault, CrashMode, Damage, DiskImage, FsProfile};
 use crate::failure::Check;
 use crate::outcome::SeedOutcome;
-use crate::seam::{DamageSite, DamageVerdict, FaultedRecovery, FaultedRun, Recording, RecoveryRecording, Target};
+use crate::seam::{
+    DamageSite, DamageVerdict, Declared, DeclaredKind, FaultedRecovery, FaultedRun, Recording, RecoveryRecording,
+    Target,
+};
 
 /// How a kit target runs, beyond its seed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -216,6 +219,21 @@ impl<A: Adapter> Target for Kit<A> {
             return Vec::new();
         }
         vec![("fs", self.settings.fs.name.to_string())]
+    }
+
+    fn explore_declared(&self, seed: u64) -> Vec<Declared> {
+        // The names every configuration's spec shares.
+        let Spec { phases, maintenance, .. } = &self.spec;
+        let phase = |name: &&str| Declared { kind: DeclaredKind::Phase, name: name.to_string(), drawable: true };
+        let mut declared: Vec<Declared> = phases.iter().map(phase).collect();
+        if let Some(maintenance) = *maintenance {
+            declared.push(Declared {
+                kind: DeclaredKind::Operation,
+                name: maintenance.name.to_uppercase(),
+                drawable: self.config(seed, None).draws_maintenance(),
+            });
+        }
+        declared
     }
 
     fn explore_workload(&self, seed: u64, ops: u64) -> Vec<PlannedKitOp> {

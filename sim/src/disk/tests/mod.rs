@@ -7,10 +7,13 @@
 //! after a crash (`lock.rs`), each file-system profile's rules hold where
 //! it has them and nowhere else (`profiles.rs`), snapshots enumerate exactly
 //! the crash states the modes allow (`crash_states.rs`), and a lost or
-//! misdirected write does what the disk's `silent.rs` says (`silent.rs`).
+//! misdirected write does what the disk's `silent.rs` says (`silent.rs`),
+//! and a persistence hazard names its file by every name it bore
+//! (`hazard_names.rs`).
 
 mod crash_states;
 mod faults;
+mod hazard_names;
 mod lock;
 mod model;
 mod points;

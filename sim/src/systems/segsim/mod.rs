@@ -22,6 +22,7 @@ mod recover;
 use std::sync::Arc;
 
 use engine::aof::FsyncPolicy;
+use engine::phase::Phase;
 use engine::vfs::Vfs;
 
 use super::SEGSIM;
@@ -31,7 +32,10 @@ use crate::disk::{ArmedFault, CrashMode, Damage, DiskConfig, DiskImage, FsProfil
 use crate::failure::Check;
 use crate::outcome::SeedOutcome;
 use crate::run::run_ops_with;
-use crate::seam::{DamageSite, DamageVerdict, FaultedRecovery, FaultedRun, Recording, RecoveryRecording, Target};
+use crate::seam::{
+    DamageSite, DamageVerdict, Declared, DeclaredKind, FaultedRecovery, FaultedRun, Recording, RecoveryRecording,
+    Target,
+};
 use crate::workload::{generate, generate_for_explore, PlannedOp};
 
 pub use record::RecoveryContext;
@@ -190,6 +194,15 @@ impl Target for SegsimTarget {
             facts.push(("fs", self.overrides.fs.name.to_string()));
         }
         facts
+    }
+
+    fn explore_declared(&self, _seed: u64) -> Vec<Declared> {
+        // Every phase the engine marks (its protocols' steps, and the end
+        // of an open), then the admin calls the motifs draw: every seed's
+        // workload can draw each of them.
+        let phase = |phase: &Phase| Declared { kind: DeclaredKind::Phase, name: phase.to_string(), drawable: true };
+        let admin = |name: &&str| Declared { kind: DeclaredKind::Operation, name: name.to_string(), drawable: true };
+        Phase::ALL.iter().map(phase).chain(record::ADMIN_OPS.iter().map(admin)).collect()
     }
 
     fn fs_profile(&self) -> FsProfile {

@@ -28,7 +28,7 @@ use crate::disk::{ArmedFault, DiskConfig, SimVfs};
 use crate::drive::{Driver, Moment, Observer, Unobserved};
 use crate::failure::{catch_panic, Check, Failure};
 use crate::run::no_hazards;
-use crate::seam::{FaultedRun, RecordedContext, Recording};
+use crate::seam::{FaultedRun, RecordedContext, RecordedOperation, Recording};
 use crate::trace::Trace;
 use crate::workload::{Op, PlannedOp, T0_MS};
 
@@ -58,7 +58,7 @@ pub(super) fn record(
     vfs.note_workload_faultable_ios();
     let clock = Arc::new(ManualClock::new(T0_MS));
     let mut driver = Driver::new(config, overrides, vfs.clone(), wrap(vfs.clone()), clock);
-    let mut contexts = Contexts { prefix: "", contexts: Vec::new() };
+    let mut contexts = Contexts::new("");
     let context = RecoveryContext { now_ms: driver.now_ms(), checker: driver.checker().clone() };
     contexts.contexts.push(RecordedContext { first_io_index: 0, what: "the initial open".to_string(), context });
     let failure = match catch_panic(|| run(&mut driver, &mut contexts, workload, false)) {
@@ -70,7 +70,8 @@ pub(super) fn record(
     let (faultable_ios, faultable_writes) = (vfs.faultable_ios(), vfs.faultable_writes());
     let trace = Some(vfs.take_trace()).filter(Trace::keeps_all);
     let disk = vfs.take_recording();
-    Recording { disk, contexts: contexts.contexts, failure, faultable_ios, faultable_writes, trace }
+    let operations = contexts.operations_until(disk.io_indices().end - 1);
+    Recording { disk, contexts: contexts.contexts, failure, faultable_ios, faultable_writes, trace, operations }
 }
 
 /// The recording's run without its snapshots, with the I/O at `fault.0`
@@ -107,6 +108,36 @@ pub(super) fn run_with_fault(
 pub(super) struct Contexts {
     pub prefix: &'static str,
     pub contexts: Vec<RecordedContext<RecoveryContext>>,
+    /// Every admin operation (`EVICT`, `REWRITE`, `SYNC`) that ended, with
+    /// its crash indices (what `sim explore` says its workload reached) ...
+    operations: Vec<RecordedOperation>,
+    /// ... and the one under way, from its first crash index.
+    admin: Option<(&'static str, u64)>,
+}
+
+/// The operations segsim's explore report accounts for
+/// (`SegsimTarget::explore_declared`): the store's admin calls, by the
+/// words their operation lines print.
+pub(super) const ADMIN_OPS: [&str; 3] = ["EVICT", "REWRITE", "SYNC"];
+
+impl Contexts {
+    /// No context yet; operations named after `prefix`.
+    pub fn new(prefix: &'static str) -> Self {
+        Contexts { prefix, contexts: Vec::new(), operations: Vec::new(), admin: None }
+    }
+
+    /// The admin operation under way, if any, ended before I/O `io_index`.
+    fn end_admin(&mut self, io_index: u64) {
+        if let Some((name, first_io_index)) = self.admin.take() {
+            self.operations.push(RecordedOperation { name: name.to_string(), io_indices: first_io_index..io_index });
+        }
+    }
+
+    /// Every admin operation run, the last ending before I/O `io_index`.
+    pub fn operations_until(&mut self, io_index: u64) -> Vec<RecordedOperation> {
+        self.end_admin(io_index);
+        std::mem::take(&mut self.operations)
+    }
 }
 
 impl Observer for Contexts {
@@ -122,7 +153,16 @@ impl Observer for Contexts {
             Moment::Reopening => format!("{prefix}{planned} (reopening)"),
         };
         let context = RecoveryContext { now_ms, checker };
-        self.contexts.push(RecordedContext { first_io_index: driver.vfs().io_count(), what, context });
+        let first_io_index = driver.vfs().io_count();
+        self.contexts.push(RecordedContext { first_io_index, what, context });
+        self.end_admin(first_io_index);
+        let admin = match (&planned.op, moment) {
+            (Op::Evict, Moment::Begins) => Some(ADMIN_OPS[0]),
+            (Op::Rewrite, Moment::Begins) => Some(ADMIN_OPS[1]),
+            (Op::Sync, Moment::Begins) => Some(ADMIN_OPS[2]),
+            _ => None,
+        };
+        self.admin = admin.map(|name| (name, first_io_index));
     }
 }
 

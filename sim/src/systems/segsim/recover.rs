@@ -111,7 +111,7 @@ impl Recovery {
     /// observer, [`Contexts`]).
     pub(super) fn record(self) -> RecoveryRecording<RecoveryContext> {
         self.vfs.start_recording();
-        let mut contexts = Contexts { prefix: "probe: ", contexts: Vec::new() };
+        let mut contexts = Contexts::new("probe: ");
         let mut recovered_at_io = None;
         // The verdict is the plain recovery's (the same bytes, the same
         // clock): only the snapshots are wanted here.

@@ -59,6 +59,7 @@
 //! [`Vfs`]: vfs::Vfs
 
 mod config;
+pub mod crash_os;
 mod damage;
 mod explore;
 mod model;

@@ -41,6 +41,11 @@ const KIT_CRASH_SALT: u64 = 0x4b49_5443_c4a5_0000;
 /// Added to a kit operation's crash stream, plus the depth, for the coin
 /// of a power loss inside its recovery ([`kit_crash_in_recovery`]).
 const KIT_RECOVERY_CRASH_SALT: u64 = 0x7EC0;
+/// Salt of `crash-os`'s kill schedule on the real disk ([`crash_os_kills`]).
+const CRASH_OS_KILL_SALT: u64 = 0x4b49_4c4c_0050_0000;
+/// Mixed into the seed, with the chunk's number, for each chunk of
+/// `crash-os`'s endless workload after the first ([`crash_os_chunk`]).
+const CRASH_OS_CHUNK_SALT: u64 = 0x4348_554e_4b00_0000;
 
 /// The ChaCha seed of the swarm configuration (`config.rs`).
 pub fn config(seed: u64) -> u64 {
@@ -162,6 +167,19 @@ pub fn kit_crash_in_recovery(seed: u64, index: u64, depth: u64) -> u64 {
     kit_crash(seed, index) ^ (KIT_RECOVERY_CRASH_SALT + depth)
 }
 
+/// The ChaCha seed of `crash-os`'s kill schedule (`kit/crash_os/`): when
+/// each cycle's child is killed, from a stream of its own.
+pub fn crash_os_kills(seed: u64) -> u64 {
+    splitmix64(seed ^ CRASH_OS_KILL_SALT)
+}
+
+/// The seed whose kit workload is chunk `chunk` (at least 1) of
+/// `crash-os`'s endless workload; chunk 0 is the seed's own workload.
+pub fn crash_os_chunk(seed: u64, chunk: u64) -> u64 {
+    debug_assert!(chunk > 0, "chunk 0 is the seed's own workload");
+    splitmix64(seed ^ CRASH_OS_CHUNK_SALT ^ chunk.rotate_left(32))
+}
+
 /// SplitMix64: one step of Steele, Lea and Flood's generator, the mixer
 /// every derived stream goes through.
 pub fn splitmix64(x: u64) -> u64 {
@@ -207,6 +225,9 @@ mod tests {
             kit_crash_in_recovery(seed, 0, 0),
             kit_crash_in_recovery(seed, 0, 1),
             remount(faults(seed, 0), 0),
+            crash_os_kills(seed),
+            crash_os_chunk(seed, 1),
+            crash_os_chunk(seed, 2),
         ];
         let mut sorted = streams.to_vec();
         sorted.sort_unstable();

@@ -1,14 +1,17 @@
 //! [`main`]: the simulator's command line for a binary that tests its own
 //! engine through the kit — everything `sim --target redb` offers (one
 //! seed, a range, a soak, shards, `--jobs`, `--json`, `--trace`,
-//! `--check-determinism`, `--shrink`, `--replay`, `--isolate`, `explore` with depth 2
-//! and `--faults`, `merge`), with repro lines that name the user's binary.
+//! `--check-determinism`, `--shrink`, `--replay`, `--isolate`, `explore`
+//! with depth 2 and `--faults`, `merge`), with repro lines that name the
+//! user's binary; and `crash-os`, the engine on the real disk killed for
+//! real (`crash_os.rs`).
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use super::crash_os::{run as crash_os, CrashOsArgs};
 use super::explore::{options, request, ExploreCommon};
 use super::explored::run as explore_and_report;
 use super::replay::replay_as;
@@ -71,6 +74,11 @@ enum KitCommand {
         #[command(flatten)]
         target: KitArgs,
     },
+    /// The engine on the real file system, in a child process SIGKILLed at
+    /// seeded moments; after each kill the engine is reopened and held to
+    /// the model (every acknowledged commit that may survive on its own
+    /// must be there). Not reproducible bit for bit.
+    CrashOs(CrashOsArgs),
     /// Combine JSON summaries (from `--json`, e.g. one per shard) into one
     /// report. Exit 1 if any of them holds a failure.
     Merge {
@@ -91,7 +99,8 @@ const EXAMPLES: &str = "Examples:
   --seeds 0..2000 --jobs 2 --isolate     each seed in a child process: an abort is one failed seed
   --seed 17 --shrink --save              minimize a failure, keep it as an .ops file
   --replay corpus/NAME/seed-17-durability.ops   re-run a saved operation list
-  explore --seed 1 --ops 40 --depth 2 --faults   every crash state, crashed again, each I/O failed";
+  explore --seed 1 --ops 40 --depth 2 --faults   every crash state, crashed again, each I/O failed
+  crash-os --seed 1 --cycles 100         the engine on the real disk, SIGKILLed 100 times, checked after each";
 
 /// The command that runs this binary again, for repro lines: its path as
 /// invoked (relative to the working directory when it is below it).
@@ -136,6 +145,9 @@ pub fn main<A: Adapter + Clone>(adapter: A) -> ExitCode {
     };
     match &cli.command {
         Some(KitCommand::Merge { files, json }) => return merge(files, *json),
+        Some(KitCommand::CrashOs(args)) => {
+            return crash_os(Kit::new(adapter, KitSettings { program: program(), ..KitSettings::default() }), args)
+        }
         Some(KitCommand::Explore { common, target: args }) => {
             let given: Vec<String> = std::env::args().skip(2).collect();
             let (options, kit) = match (options(common, &given), target(adapter, None, common.fs, args)) {

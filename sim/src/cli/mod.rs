@@ -2,7 +2,7 @@
 //! command line a kit user's binary gets ([`kit::main`]), in one folder.
 //!
 //! - `mod.rs`: the `sim` binary's flags and subcommands (`canaries`,
-//!   `explore`, `merge`, `bench`), routed to the rest;
+//!   `explore`, `merge`, `crash-os`, `bench`), routed to the rest;
 //! - `targets.rs`: the registry of the targets `--target` names, each
 //!   built from the flags and erased behind `Runnable`;
 //! - `run.rs`: the run command line every target shares (one seed, a
@@ -13,10 +13,13 @@
 //! - `explore.rs`: `sim explore`'s flags; `explored.rs`: one exploration
 //!   run and printed;
 //! - `kit.rs`: the kit's `main` for a user's own engine;
+//! - `crash_os.rs`: `crash-os`, a kit engine on the real disk, SIGKILLed
+//!   and checked (for `sim --target NAME` and a user's binary alike);
 //! - `replay.rs`: an `.ops` file replayed under a target.
 //!
 //! Exit status everywhere: 0 no failure, 1 a failure found, 2 bad usage.
 
+pub mod crash_os;
 pub mod explore;
 pub mod explored;
 pub mod isolate;
@@ -104,6 +107,19 @@ enum SubCommand {
         json: bool,
     },
 
+    /// A kit target's engine on the real file system, in a child process
+    /// SIGKILLed at seeded moments; after each kill the engine is reopened
+    /// and held to the model. Not reproducible bit for bit. (The segsim
+    /// store's own is `make crash-os`.)
+    CrashOs {
+        /// The kit target: redb or sqlite.
+        #[arg(long, value_name = "NAME", value_parser = targets::lookup, default_value = crate::systems::SEGSIM)]
+        target: &'static targets::Registered,
+
+        #[command(flatten)]
+        args: crash_os::CrashOsArgs,
+    },
+
     /// Measure the harness and the engine side by side on one core and
     /// print every figure and ratio (see BENCHMARKS.md).
     Bench {
@@ -174,6 +190,7 @@ const EXAMPLES: &str = "Examples:
   sim --replay corpus/regressions/x.ops      re-run a saved operation list
   sim canaries --jobs 2                      prove every planted bug is caught (--features canaries)
   sim explore --seed 1 --ops 40              crash at every I/O index, check every crash state
+  sim crash-os --target redb --cycles 100    redb on the real disk, SIGKILLed 100 times, checked after each
   sim merge shard-*.json                     one report from many shards' --json summaries
   sim bench                                  the harness and the engine, measured side by side";
 
@@ -198,6 +215,7 @@ pub fn main() -> ExitCode {
         Some(SubCommand::Canaries(args)) => return canaries(args),
         Some(SubCommand::Explore { args }) => return explore::cli(args),
         Some(SubCommand::Merge { files, json }) => return run::merge(files, *json),
+        Some(SubCommand::CrashOs { target, args }) => return target.crash_os(args),
         Some(SubCommand::BenchReplay { dir, frames, now_ms }) => {
             println!("{}", crate::bench::replay_seconds(dir, *frames, *now_ms));
             return ExitCode::SUCCESS;

@@ -15,9 +15,12 @@ use std::process::ExitCode;
 use clap::Args;
 use engine::aof::FsyncPolicy;
 
+#[cfg(any(feature = "redb", feature = "sqlite"))]
+use super::crash_os::run as run_crash_os;
+use super::crash_os::CrashOsArgs;
 use super::explored::{run as explore_and_report, ExploreRequest};
 use super::replay::replay_as;
-use super::run::{run_target, Hooks, RunArgs};
+use super::run::{run_target, usage_error, Hooks, RunArgs};
 use crate::canary::Canary;
 use crate::config::Overrides;
 use crate::disk::{CrashMode, FsProfile};
@@ -44,6 +47,9 @@ pub struct Registered {
     pub plants: fn() -> Vec<(&'static str, &'static str)>,
     /// The target with these flags, or why they do not apply to it.
     build: fn(&TargetFlags) -> Result<Box<dyn Runnable>, String>,
+    /// `sim crash-os --target NAME` (a kit target's; segsim refuses it:
+    /// its own is `make crash-os`).
+    crash_os: fn(&CrashOsArgs) -> ExitCode,
 }
 
 impl fmt::Debug for Registered {
@@ -58,6 +64,11 @@ impl Registered {
         (self.build)(flags)
     }
 
+    /// `sim crash-os` on this target with `args`.
+    pub fn crash_os(&self, args: &CrashOsArgs) -> ExitCode {
+        (self.crash_os)(args)
+    }
+
     /// Whether commands and `.ops` files need not name it.
     pub fn is_default(&self) -> bool {
         std::ptr::eq(self, &TARGETS[0])
@@ -67,13 +78,26 @@ impl Registered {
 /// Every built-in target, the default first (redb and SQLite only in a
 /// build with their features, the default).
 pub static TARGETS: &[Registered] = &[
-    Registered { name: SEGSIM, about: "the segsim store (engine/), the default", plants: Vec::new, build: segsim },
+    Registered {
+        name: SEGSIM,
+        about: "the segsim store (engine/), the default",
+        plants: Vec::new,
+        build: segsim,
+        crash_os: |_| {
+            usage_error(
+                "sim crash-os",
+                "crash-os runs a kit target (--target redb); the segsim store's real-disk crash test is `make \
+                 crash-os` (engine/examples/crash_os.rs)",
+            )
+        },
+    },
     #[cfg(feature = "redb")]
     Registered {
         name: "redb",
         about: "redb (crates.io redb 4) through its StorageBackend, on the kit (REDB.md)",
         plants: plants_of::<RedbAdapter>,
         build: |flags| kit(RedbAdapter, flags),
+        crash_os: |args| run_crash_os(built_in(RedbAdapter, KitSettings::default()), args),
     },
     #[cfg(feature = "sqlite")]
     Registered {
@@ -81,6 +105,7 @@ pub static TARGETS: &[Registered] = &[
         about: "SQLite (the bundled amalgamation) through its own VFS, on the kit (SQLITE.md)",
         plants: plants_of::<SqliteAdapter>,
         build: |flags| kit(SqliteAdapter, flags),
+        crash_os: |args| run_crash_os(built_in(SqliteAdapter, KitSettings::default()), args),
     },
 ];
 

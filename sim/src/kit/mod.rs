@@ -68,6 +68,7 @@
 mod adapter;
 pub(crate) mod client;
 mod config;
+pub mod crash_os;
 mod damage;
 mod explore;
 mod model;

@@ -24,6 +24,12 @@
 //! After a clean close that returned `Ok` (and the engine declares that a
 //! close syncs), `D = A`.
 //!
+//! After a process kill on the real disk (`crash-os`, `crash_os/`), where
+//! no power is lost and the page cache keeps every byte written, a
+//! stricter rule holds first ([`Model::allows_after_kill`]): the newest
+//! acknowledged state whose commit may survive alone (not `Volatile`), or
+//! what the operation in flight could publish.
+//!
 //! # Outcomes in doubt
 //! A commit that returned an error, or that a crash or a kill cut short, is
 //! *in doubt*: it may or may not have taken effect, never half (Jepsen's
@@ -379,6 +385,53 @@ impl Model {
         }
     }
 
+    /// Whether `recovered` is allowed after a process kill with no power
+    /// loss (`crash-os` on the real disk), by the stricter rule that holds
+    /// there: the page cache kept every byte the engine wrote, so the
+    /// newest acknowledged state that may survive on its own (a commit at a
+    /// level that is not `Volatile`, or the last durable state) must be
+    /// what comes back, or else what the operation in flight could have
+    /// published, or a failed commit still in doubt. A `Volatile` commit
+    /// lives in the engine's memory, which the kill took. Nothing is
+    /// required when a commit promised nothing. Check this before
+    /// [`Model::recovered`], which then moves the model on.
+    pub fn allows_after_kill(&self, recovered: &State) -> Result<(), String> {
+        if self.unpromised {
+            return Ok(());
+        }
+        let kept = self.kept_by_a_kill();
+        if *self.history[kept].state == *recovered {
+            return Ok(());
+        }
+        let published = self.pending.iter().any(|pending| match pending {
+            Pending::Commit(target) => **target == *recovered,
+            Pending::PublishAll => *self.committed() == *recovered,
+        });
+        if published || self.doubts.iter().any(|doubt| **doubt == *recovered) {
+            return Ok(());
+        }
+        let found = self.history.iter().rposition(|c| *c.state == *recovered);
+        let equals = match found {
+            Some(index) => format!("it equals OLDER committed state #{index}: an acknowledged commit was lost"),
+            None => "it equals no committed state at all".to_string(),
+        };
+        Err(format!(
+            "after a process kill (the page cache survives) the recovered content must be committed state #{kept}, \
+             the last acknowledged one that may survive on its own ({} committed states, #{} the last durable), or \
+             what the operation in flight could publish; {equals}\n    against state #{kept}:\n{}",
+            self.history.len(),
+            self.durable,
+            diff(&self.history[kept].state, recovered)
+        ))
+    }
+
+    /// The index of the newest committed state a process kill keeps: the
+    /// last durable one, or a later one whose commit may survive alone.
+    fn kept_by_a_kill(&self) -> usize {
+        let later = (self.durable + 1..self.history.len()).rev().find(|&i| self.history[i].survives_alone);
+        later.unwrap_or(self.durable)
+    }
+
     fn explain(&self, recovered: &State, found: Option<usize>, damaged: bool) -> String {
         let acked = self.history.len() - 1;
         let in_flight: Vec<&str> = self
@@ -630,6 +683,33 @@ mod tests {
         assert_eq!(m.recovered(&State::empty(1), false, false), Ok(Accepted::Durable));
         assert_eq!(m.in_doubt(), 0);
         assert!(m.allows(&landed, false).is_err());
+    }
+
+    /// After a kill the page cache kept everything written: an eventual
+    /// commit must be there, a volatile one may not be, the commit in
+    /// flight either way.
+    #[test]
+    fn a_kill_keeps_every_acknowledged_commit_that_may_survive_alone() {
+        let mut m = Model::new(1);
+        m.put(0, b"a", b"1");
+        m.commit(Promise::Eventual);
+        let kept = state(&[(b"a", b"1")]);
+        assert!(m.allows_after_kill(&kept).is_ok());
+        let lost = m.allows_after_kill(&State::empty(1)).unwrap_err();
+        assert!(lost.contains("OLDER committed state #0"), "{lost}");
+        assert!(m.allows(&State::empty(1), false).is_ok(), "the power-loss rule would have let it go");
+        m.put(0, b"b", b"2");
+        m.commit(Promise::Volatile);
+        assert!(m.allows_after_kill(&kept).is_ok(), "a volatile commit lives in the memory the kill took");
+        let volatile = state(&[(b"a", b"1"), (b"b", b"2")]);
+        assert!(m.allows_after_kill(&volatile).is_err(), "nor may it survive on its own");
+        m.put(0, b"c", b"3");
+        m.set_pending(Pending::Commit(m.commit_target()));
+        let landed = state(&[(b"a", b"1"), (b"b", b"2"), (b"c", b"3")]);
+        assert!(m.allows_after_kill(&landed).is_ok() && m.allows_after_kill(&kept).is_ok());
+        assert!(m.allows_after_kill(&state(&[(b"z", b"9")])).unwrap_err().contains("no committed state"));
+        m.unpromise();
+        assert!(m.allows_after_kill(&state(&[(b"z", b"9")])).is_ok(), "nothing promised, nothing required");
     }
 
     #[test]

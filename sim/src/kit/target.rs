@@ -84,7 +84,7 @@ impl<A: Adapter> Kit<A> {
     }
 
     /// The plant the settings name, typed.
-    fn plant(&self) -> Option<A::Plant> {
+    pub(crate) fn plant(&self) -> Option<A::Plant> {
         let name = self.settings.plant?;
         Some(plant_named::<A::Plant>(self.adapter.name(), name).expect("settings hold only the adapter's plants"))
     }

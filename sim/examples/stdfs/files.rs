@@ -1,0 +1,143 @@
+//! Open file descriptions and the fake descriptors naming them: what
+//! `open` hands out, `dup` shares and `close` lets go of.
+//!
+//! As in POSIX, a description (its cursor, its access mode, its `flock`)
+//! is shared by every descriptor duplicated from it, and closed with the
+//! last of them. A description holds the disk's own file handle, so the
+//! disk sees one open per `open`, and its last close drops the handle.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use sim::kit::vfs::VfsFile;
+
+use crate::errno::Errno;
+
+/// What a description is open on.
+pub enum Target {
+    /// A regular file, through the disk's handle.
+    File(Box<dyn VfsFile>),
+    /// A directory (opened to fsync it, or to list it).
+    Dir,
+}
+
+/// How a description was opened.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Access {
+    pub read: bool,
+    pub write: bool,
+    /// `O_APPEND`: every write lands at the end.
+    pub append: bool,
+    /// `O_SYNC`/`O_DSYNC`: every write is followed by the file's sync.
+    pub sync_each_write: bool,
+}
+
+/// A `flock` a description holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flock {
+    Shared,
+    Exclusive,
+}
+
+/// One open file description.
+pub struct Description {
+    /// The disk's path of what is open.
+    pub disk_path: PathBuf,
+    pub target: Target,
+    pub access: Access,
+    pub cursor_bytes: u64,
+    pub flock: Option<Flock>,
+    /// How many descriptors name it.
+    refs: u32,
+}
+
+/// A session's descriptors and descriptions.
+pub struct FdTable {
+    first_fd: i32,
+    fds_max: i32,
+    next_fd: i32,
+    /// Descriptor to (description id, close-on-exec).
+    fds: BTreeMap<i32, (u64, bool)>,
+    descriptions: BTreeMap<u64, Description>,
+    next_description: u64,
+}
+
+impl FdTable {
+    /// A table numbering its descriptors from `first_fd`, at most `fds_max`
+    /// over its life (descriptors are not reused: a stale one stays bad).
+    pub fn new(first_fd: i32, fds_max: i32) -> FdTable {
+        assert!(first_fd > 0 && fds_max > 0);
+        FdTable {
+            first_fd,
+            fds_max,
+            next_fd: first_fd,
+            fds: BTreeMap::new(),
+            descriptions: BTreeMap::new(),
+            next_description: 0,
+        }
+    }
+
+    /// A new description and the descriptor naming it.
+    pub fn open(&mut self, disk_path: PathBuf, target: Target, access: Access, cloexec: bool) -> Result<i32, Errno> {
+        let id = self.next_description;
+        self.next_description += 1;
+        let description = Description { disk_path, target, access, cursor_bytes: 0, flock: None, refs: 0 };
+        self.descriptions.insert(id, description);
+        self.name(id, cloexec)
+    }
+
+    /// Another descriptor for `fd`'s description (`dup`).
+    pub fn dup(&mut self, fd: i32, cloexec: bool) -> Result<i32, Errno> {
+        let id = self.fds.get(&fd).ok_or(Errno::EBADF)?.0;
+        self.name(id, cloexec)
+    }
+
+    fn name(&mut self, id: u64, cloexec: bool) -> Result<i32, Errno> {
+        if self.next_fd - self.first_fd >= self.fds_max {
+            return Err(Errno(libc::EMFILE));
+        }
+        let fd = self.next_fd;
+        self.next_fd += 1;
+        self.fds.insert(fd, (id, cloexec));
+        self.descriptions.get_mut(&id).expect("named descriptions exist").refs += 1;
+        Ok(fd)
+    }
+
+    /// The description `fd` names.
+    pub fn get(&mut self, fd: i32) -> Result<&mut Description, Errno> {
+        let id = self.fds.get(&fd).ok_or(Errno::EBADF)?.0;
+        Ok(self.descriptions.get_mut(&id).expect("named descriptions exist"))
+    }
+
+    /// `fd`'s close-on-exec flag, which `set` replaces when given.
+    pub fn cloexec(&mut self, fd: i32, set: Option<bool>) -> Result<bool, Errno> {
+        let entry = self.fds.get_mut(&fd).ok_or(Errno::EBADF)?;
+        if let Some(on) = set {
+            entry.1 = on;
+        }
+        Ok(entry.1)
+    }
+
+    /// Close `fd`; its description goes with its last descriptor.
+    pub fn close(&mut self, fd: i32) -> Result<(), Errno> {
+        let (id, _) = self.fds.remove(&fd).ok_or(Errno::EBADF)?;
+        let description = self.descriptions.get_mut(&id).expect("named descriptions exist");
+        assert!(description.refs > 0);
+        description.refs -= 1;
+        if description.refs == 0 {
+            self.descriptions.remove(&id);
+        }
+        Ok(())
+    }
+
+    /// Whether a description other than `fd`'s holds a `flock` on
+    /// `disk_path` that `wanted` conflicts with.
+    pub fn flock_conflict(&self, fd: i32, disk_path: &Path, wanted: Flock) -> bool {
+        let mine = self.fds.get(&fd).map(|entry| entry.0);
+        self.descriptions.iter().any(|(id, d)| {
+            Some(*id) != mine
+                && d.disk_path == disk_path
+                && d.flock.is_some_and(|held| held == Flock::Exclusive || wanted == Flock::Exclusive)
+        })
+    }
+}

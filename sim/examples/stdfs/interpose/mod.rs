@@ -1,0 +1,92 @@
+//! The interposition itself: this binary's definitions of libc's file
+//! functions, which the dynamic linker binds ahead of glibc's, so that
+//! every call std (or an engine calling `libc` directly) makes through
+//! them comes here first. Each one routes ([`crate::route`]): the layer's
+//! paths and descriptors are served by the current thread's simulated
+//! disk (`crate::serve_fd`, `crate::serve_path`, `crate::dirstream`);
+//! everything else goes to glibc's own function, found with
+//! `dlsym(RTLD_NEXT, …)` ([`real`]), untouched.
+//!
+//! The only unsafe code of this binary lives here: raw pointers from C
+//! callers, `errno`, and the glibc function pointers. Every served call
+//! runs under `catch_unwind`: a panic in the layer becomes `EIO` and a
+//! refusal, never an unwind across the C boundary.
+//!
+//! x86-64 glibc only: `open`, `openat` and `fcntl` are C-variadic, which
+//! stable Rust cannot define; they are defined with their optional
+//! argument as a fixed one, which the x86-64 System V convention passes
+//! in the same register either way.
+
+mod cstat;
+mod dir_calls;
+mod fd_calls;
+mod path_calls;
+mod real;
+
+use std::ffi::{c_char, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::errno::Errno;
+use crate::session::{refuse, FAKE_FD_BASE, ROOT};
+
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu")))]
+compile_error!("the stdfs layer interposes x86-64 glibc's functions only");
+
+/// Set the calling thread's `errno`.
+fn set_errno(code: i32) {
+    // SAFETY: `__errno_location` returns the calling thread's errno slot,
+    // valid for the thread's life.
+    unsafe { *libc::__errno_location() = code };
+}
+
+/// Run a served call: its value, or `fail` with `errno` set. A panic is
+/// caught here and refused as `EIO`.
+fn served<T>(fail: T, call: impl FnOnce() -> Result<T, Errno>) -> T {
+    match catch_unwind(AssertUnwindSafe(call)) {
+        Ok(Ok(value)) => value,
+        Ok(Err(Errno(code))) => {
+            set_errno(code);
+            fail
+        }
+        Err(_) => {
+            let Errno(code) = refuse(None, Errno::EIO, "a panic in the stdfs layer (see above)".to_string());
+            set_errno(code);
+            fail
+        }
+    }
+}
+
+/// The bytes of C string `path`, `None` for a null pointer.
+///
+/// # Safety
+/// `path` is null or a NUL-terminated string valid for the call.
+unsafe fn c_bytes<'a>(path: *const c_char) -> Option<&'a [u8]> {
+    if path.is_null() {
+        return None;
+    }
+    // SAFETY: non-null, and NUL-terminated by the caller's contract.
+    Some(unsafe { CStr::from_ptr(path) }.to_bytes())
+}
+
+/// Whether the real file system has nothing at [`ROOT`], asked of glibc
+/// directly (a `stat` through this layer would be served): a call the
+/// layer cannot see (a raw `syscall()`) on a path under the root then
+/// fails there with `ENOENT` instead of reaching real files.
+pub fn real_root_is_absent() -> bool {
+    let root = std::ffi::CString::new(ROOT).expect("the root has no NUL");
+    // SAFETY: `stat64` is plain data; all-zero is a valid value of it.
+    let mut st: libc::stat64 = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid C string and a valid `stat64` to fill.
+    let found = unsafe { real::fstatat64(libc::AT_FDCWD, root.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+    found != 0
+}
+
+/// Whether every descriptor the kernel can hand this process is below
+/// [`FAKE_FD_BASE`] (the hard `RLIMIT_NOFILE` limit is), so a fake
+/// descriptor never names a real file.
+pub fn real_fds_stay_below_fake_ones() -> bool {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: a valid `rlimit` to fill.
+    let got = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    got == 0 && limit.rlim_max < FAKE_FD_BASE as u64
+}

@@ -1,0 +1,77 @@
+//! glibc's own functions, for every call the layer does not serve: each
+//! looked up once with `dlsym(RTLD_NEXT, name)` (the next definition after
+//! this binary's, which is glibc's) and cached.
+
+use std::ffi::{c_char, c_int, c_long, c_uint, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The address of glibc's `name` (NUL-terminated), looked up once into
+/// `cache`. A missing symbol aborts: nothing could be served without it,
+/// and stderr may be the very function missing.
+fn address(cache: &AtomicUsize, name: &'static [u8]) -> usize {
+    let cached = cache.load(Ordering::Acquire);
+    if cached != 0 {
+        return cached;
+    }
+    assert_eq!(name.last(), Some(&0));
+    // SAFETY: `name` is NUL-terminated; RTLD_NEXT is a valid handle.
+    let found = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr().cast()) } as usize;
+    if found == 0 {
+        // SAFETY: abort never returns and has no preconditions.
+        unsafe { libc::abort() };
+    }
+    cache.store(found, Ordering::Release);
+    found
+}
+
+macro_rules! real {
+    ($( fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty; )*) => { $(
+        /// glibc's function of this name.
+        ///
+        /// # Safety
+        /// The caller's arguments must satisfy glibc's contract for it.
+        pub unsafe fn $name($($arg: $ty),*) -> $ret {
+            static CACHE: AtomicUsize = AtomicUsize::new(0);
+            let at = address(&CACHE, concat!(stringify!($name), "\0").as_bytes());
+            // SAFETY: `at` is glibc's definition of this very function,
+            // whose C signature this one repeats.
+            let f: unsafe extern "C" fn($($ty),*) -> $ret = unsafe { std::mem::transmute(at) };
+            // SAFETY: the caller's contract is glibc's.
+            unsafe { f($($arg),*) }
+        }
+    )* };
+}
+
+real! {
+    fn openat64(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int;
+    fn read(fd: c_int, buf: *mut c_void, count: usize) -> isize;
+    fn write(fd: c_int, buf: *const c_void, count: usize) -> isize;
+    fn pread64(fd: c_int, buf: *mut c_void, count: usize, offset: i64) -> isize;
+    fn pwrite64(fd: c_int, buf: *const c_void, count: usize, offset: i64) -> isize;
+    fn readv(fd: c_int, iov: *const libc::iovec, iovcnt: c_int) -> isize;
+    fn writev(fd: c_int, iov: *const libc::iovec, iovcnt: c_int) -> isize;
+    fn preadv64(fd: c_int, iov: *const libc::iovec, iovcnt: c_int, offset: i64) -> isize;
+    fn pwritev64(fd: c_int, iov: *const libc::iovec, iovcnt: c_int, offset: i64) -> isize;
+    fn lseek64(fd: c_int, offset: i64, whence: c_int) -> i64;
+    fn fsync(fd: c_int) -> c_int;
+    fn fdatasync(fd: c_int) -> c_int;
+    fn ftruncate64(fd: c_int, len: i64) -> c_int;
+    fn close(fd: c_int) -> c_int;
+    fn dup(fd: c_int) -> c_int;
+    fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int;
+    fn dup2(old: c_int, new: c_int) -> c_int;
+    fn fcntl64(fd: c_int, cmd: c_int, arg: c_long) -> c_int;
+    fn flock(fd: c_int, operation: c_int) -> c_int;
+    fn mmap64(addr: *mut c_void, len: usize, prot: c_int, flags: c_int, fd: c_int, offset: i64) -> *mut c_void;
+    fn fstatat64(dirfd: c_int, path: *const c_char, buf: *mut libc::stat64, flags: c_int) -> c_int;
+    fn fstat64(fd: c_int, buf: *mut libc::stat64) -> c_int;
+    fn statx(dirfd: c_int, path: *const c_char, flags: c_int, mask: c_uint, buf: *mut libc::statx) -> c_int;
+    fn renameat2(olddirfd: c_int, old: *const c_char, newdirfd: c_int, new: *const c_char, flags: c_uint) -> c_int;
+    fn unlinkat(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int;
+    fn mkdirat(dirfd: c_int, path: *const c_char, mode: libc::mode_t) -> c_int;
+    fn opendir(path: *const c_char) -> *mut libc::DIR;
+    fn fdopendir(fd: c_int) -> *mut libc::DIR;
+    fn readdir64(dir: *mut libc::DIR) -> *mut libc::dirent64;
+    fn closedir(dir: *mut libc::DIR) -> c_int;
+    fn dirfd(dir: *mut libc::DIR) -> c_int;
+}

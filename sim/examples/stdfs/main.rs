@@ -1,0 +1,66 @@
+//! `stdfs`: an unmodified program's `std::fs` (and `libc`) file calls
+//! under a reserved root ([`session::ROOT`], `/sim-db`) served by a seed's
+//! simulated disk, in process and deterministically; every other file
+//! call goes to the real system untouched (STDFS.md).
+//!
+//! The mechanism: this binary defines libc's file functions (`interpose`),
+//! which the dynamic linker binds ahead of glibc's. That changes the whole
+//! process, so it lives here, in a binary that opts in, and never in the
+//! `sim` library or the `sim` binary. A thread serves a run once it
+//! installs a session ([`session::install`]) over a simulated disk.
+//!
+//! What the layer cannot see, and what it does about each:
+//! - memory-mapped I/O: `mmap` of a simulated descriptor is refused;
+//! - a raw `syscall()` (or any function not defined here) on a simulated
+//!   descriptor reaches the kernel, which has no such descriptor (they are
+//!   numbered from 2^30): `EBADF`, never a real file; on a path under the
+//!   root it reaches the real `/sim-db`, which must not exist (checked by
+//!   `main` and the tests, [`interpose::real_root_is_absent`]);
+//! - I/O from another thread: a call on a simulated descriptor from a
+//!   thread other than its run's, or on a path under the root from a
+//!   thread serving no run, is refused.
+//!
+//! Each refusal fails the call, says so on stderr, and is collected for
+//! the run ([`session::SessionGuard::refusals`]).
+//!
+//! Run it: `cargo run -p sim --example stdfs` runs the demonstration
+//! program ([`demo`]) on a simulated disk, cuts the power, and prints what
+//! survived; `cargo test -p sim --example stdfs` runs the layer's tests.
+
+#![deny(unsafe_code)]
+
+mod demo;
+mod dirstream;
+mod errno;
+mod files;
+#[allow(unsafe_code)]
+mod interpose;
+mod meta;
+mod route;
+mod serve_fd;
+mod serve_path;
+mod session;
+#[cfg(test)]
+mod tests;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    if !interpose::real_root_is_absent() {
+        eprintln!(
+            "stdfs: {} exists on the real disk; remove it first (the layer's root must not be real)",
+            session::ROOT
+        );
+        return ExitCode::from(2);
+    }
+    match demo::run_and_cut_power() {
+        Ok(report) => {
+            print!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("stdfs demo failed: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

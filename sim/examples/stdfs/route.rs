@@ -1,0 +1,83 @@
+//! Which calls are the layer's: a path under [`ROOT`], a path relative to
+//! one of its directory descriptors, or one of its descriptors. Everything
+//! else is the real system's, and goes there untouched.
+//!
+//! A path the layer owns is turned into the disk's path here, once: the
+//! root taken off, `.` components dropped, and `..` refused (the layer does
+//! not resolve a climb out of a directory it may not know).
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+use crate::errno::Errno;
+use crate::files::Target;
+use crate::session::{is_fake_fd, refuse, with_fd, with_path, Session, ROOT};
+
+/// A path the layer serves, as the call named it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum At {
+    /// An absolute path under the root: the disk's path (not yet checked).
+    Abs(PathBuf),
+    /// A relative path from one of the layer's directory descriptors.
+    Rel(i32, PathBuf),
+}
+
+/// Whether `(dirfd, path)` is the layer's; `None`: the real system's.
+/// `path` empty (`AT_EMPTY_PATH`) is the caller's to handle.
+pub fn route(dirfd: i32, path: &[u8]) -> Option<At> {
+    if path.first() == Some(&b'/') {
+        let rest = path.strip_prefix(ROOT.as_bytes())?;
+        if !rest.is_empty() && rest[0] != b'/' {
+            return None;
+        }
+        let disk = if rest.is_empty() { b"/".as_slice() } else { rest };
+        return Some(At::Abs(PathBuf::from(OsStr::from_bytes(disk))));
+    }
+    if !path.is_empty() && is_fake_fd(dirfd) {
+        return Some(At::Rel(dirfd, PathBuf::from(OsStr::from_bytes(path))));
+    }
+    None
+}
+
+/// Run `serve` on the session `at` belongs to, with its disk path.
+pub fn with_at<T>(
+    op: &str,
+    at: &At,
+    serve: impl FnOnce(&mut Session, PathBuf) -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    match at {
+        At::Abs(path) => with_path(op, path, |s| {
+            let disk = normal(s, op, path)?;
+            serve(s, disk)
+        }),
+        At::Rel(fd, rel) => with_fd(*fd, op, |s| {
+            let d = s.fds.get(*fd)?;
+            if !matches!(d.target, Target::Dir) {
+                return Err(Errno::ENOTDIR);
+            }
+            let joined = d.disk_path.join(rel);
+            let disk = normal(s, op, &joined)?;
+            serve(s, disk)
+        }),
+    }
+}
+
+/// `path` with `.` components dropped; `..` refused.
+fn normal(s: &Session, op: &str, path: &Path) -> Result<PathBuf, Errno> {
+    if path.as_os_str().len() >= libc::PATH_MAX as usize {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    let mut out = PathBuf::from("/");
+    for part in path.components() {
+        match part {
+            Component::RootDir | Component::CurDir => {}
+            Component::Normal(name) => out.push(name),
+            Component::ParentDir | Component::Prefix(_) => {
+                let what = format!("{op} {}: a path with `..` under {ROOT} is not served", path.display());
+                return Err(refuse(Some(s.slot), Errno::ENOTSUP, what));
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,198 @@
+//! The calls on a fake file descriptor, served by the session's disk:
+//! reads and writes (with the description's cursor, `O_APPEND`, `O_SYNC`),
+//! seeks, syncs (a directory's fsync is the disk's `sync_dir`), truncation,
+//! `fstat`, `dup`, `close`, the `fcntl` commands std and the engines use,
+//! `flock`. A call the layer cannot serve faithfully is refused
+//! ([`crate::session::refuse`]), never approximated.
+
+use crate::errno::Errno;
+use crate::files::{Description, Flock, Target};
+use crate::meta::Meta;
+use crate::session::{refuse, with_fd, Session};
+
+fn file(description: &mut Description) -> Result<&mut Box<dyn sim::kit::vfs::VfsFile>, Errno> {
+    match &mut description.target {
+        Target::File(file) => Ok(file),
+        Target::Dir => Err(Errno::EISDIR),
+    }
+}
+
+/// `read`/`pread`: into `buf` at the cursor (`at` `None`) or at `at`.
+pub fn read(fd: i32, buf: &mut [u8], at: Option<u64>) -> Result<usize, Errno> {
+    with_fd(fd, "read", |s| {
+        let d = s.fds.get(fd)?;
+        if !d.access.read {
+            return Err(Errno::EBADF);
+        }
+        let offset_bytes = at.unwrap_or(d.cursor_bytes);
+        let n = file(d)?.read_at(offset_bytes, buf)?;
+        if at.is_none() {
+            d.cursor_bytes += n as u64;
+        }
+        Ok(n)
+    })
+}
+
+/// `write`/`pwrite`: all of `data` at the cursor (the end with
+/// `O_APPEND`) or at `at`; synced after with `O_SYNC`.
+pub fn write(fd: i32, data: &[u8], at: Option<u64>) -> Result<usize, Errno> {
+    with_fd(fd, "write", |s| {
+        let d = s.fds.get(fd)?;
+        if !d.access.write {
+            return Err(Errno::EBADF);
+        }
+        let offset_bytes = match at {
+            Some(at) => at,
+            None if d.access.append => file(d)?.len()?,
+            None => d.cursor_bytes,
+        };
+        let sync = d.access.sync_each_write;
+        let f = file(d)?;
+        f.write_at(offset_bytes, data)?;
+        if sync {
+            f.sync()?;
+        }
+        if at.is_none() {
+            d.cursor_bytes = offset_bytes + data.len() as u64;
+        }
+        Ok(data.len())
+    })
+}
+
+/// `lseek`: the new cursor.
+pub fn lseek(fd: i32, offset: i64, whence: i32) -> Result<u64, Errno> {
+    with_fd(fd, "lseek", |s| {
+        let slot = s.slot;
+        let d = s.fds.get(fd)?;
+        let base = match whence {
+            libc::SEEK_SET => 0,
+            libc::SEEK_CUR => d.cursor_bytes as i64,
+            libc::SEEK_END => file(d)?.len()? as i64,
+            _ => {
+                return Err(refuse(
+                    Some(slot),
+                    Errno::EINVAL,
+                    format!("lseek whence {whence} on fd {fd}: only SET, CUR and END are served"),
+                ))
+            }
+        };
+        let cursor = base.checked_add(offset).filter(|c| *c >= 0).ok_or(Errno::EINVAL)?;
+        d.cursor_bytes = cursor as u64;
+        Ok(cursor as u64)
+    })
+}
+
+/// `fsync`/`fdatasync`: the file's sync, or the directory's `sync_dir`.
+/// The disk has one sync for data and length, so both calls are it.
+pub fn sync(fd: i32) -> Result<(), Errno> {
+    with_fd(fd, "fsync", |s| {
+        let Session { vfs, fds, .. } = s;
+        let d = fds.get(fd)?;
+        match &mut d.target {
+            Target::File(f) => Ok(f.sync()?),
+            Target::Dir => Ok(vfs.sync_dir(&d.disk_path)?),
+        }
+    })
+}
+
+/// `ftruncate`.
+pub fn truncate(fd: i32, len_bytes: i64) -> Result<(), Errno> {
+    with_fd(fd, "ftruncate", |s| {
+        let d = s.fds.get(fd)?;
+        let len_bytes = u64::try_from(len_bytes).map_err(|_| Errno::EINVAL)?;
+        if !d.access.write {
+            return Err(Errno::EINVAL);
+        }
+        Ok(file(d)?.set_len(len_bytes)?)
+    })
+}
+
+/// `fstat`.
+pub fn fstat(fd: i32) -> Result<Meta, Errno> {
+    with_fd(fd, "fstat", |s| {
+        let d = s.fds.get(fd)?;
+        let path = d.disk_path.clone();
+        match &mut d.target {
+            Target::File(f) => Ok(Meta::file(&path, f.len()?)),
+            Target::Dir => Ok(Meta::dir(&path)),
+        }
+    })
+}
+
+/// `close`.
+pub fn close(fd: i32) -> Result<(), Errno> {
+    with_fd(fd, "close", |s| s.fds.close(fd))
+}
+
+/// `dup` and `fcntl(F_DUPFD*)`: a new descriptor for the same description.
+pub fn dup(fd: i32, cloexec: bool) -> Result<i32, Errno> {
+    with_fd(fd, "dup", |s| s.fds.dup(fd, cloexec))
+}
+
+/// `fcntl`: the duplications, the descriptor flags and the status flags;
+/// any other command (record locks, leases, pipes) is refused.
+pub fn fcntl(fd: i32, cmd: i32, arg: i64) -> Result<i32, Errno> {
+    match cmd {
+        libc::F_DUPFD => return dup(fd, false),
+        libc::F_DUPFD_CLOEXEC => return dup(fd, true),
+        _ => {}
+    }
+    with_fd(fd, "fcntl", |s| match cmd {
+        libc::F_GETFD => Ok(if s.fds.cloexec(fd, None)? { libc::FD_CLOEXEC } else { 0 }),
+        libc::F_SETFD => s.fds.cloexec(fd, Some(arg & i64::from(libc::FD_CLOEXEC) != 0)).map(|_| 0),
+        libc::F_GETFL => {
+            let a = s.fds.get(fd)?.access;
+            let mode = match (a.read, a.write) {
+                (true, true) => libc::O_RDWR,
+                (false, true) => libc::O_WRONLY,
+                _ => libc::O_RDONLY,
+            };
+            Ok(mode | if a.append { libc::O_APPEND } else { 0 })
+        }
+        _ => {
+            Err(refuse(Some(s.slot), Errno::EINVAL, format!("fcntl command {cmd} on simulated fd {fd} is not served")))
+        }
+    })
+}
+
+/// `flock`: shared and exclusive locks between this run's descriptions.
+/// A blocking request that conflicts would wait for this same thread
+/// forever, so it is refused rather than hung.
+pub fn flock(fd: i32, operation: i32) -> Result<(), Errno> {
+    with_fd(fd, "flock", |s| {
+        let nonblocking = operation & libc::LOCK_NB != 0;
+        let wanted = match operation & !libc::LOCK_NB {
+            libc::LOCK_UN => {
+                s.fds.get(fd)?.flock = None;
+                return Ok(());
+            }
+            libc::LOCK_SH => Flock::Shared,
+            libc::LOCK_EX => Flock::Exclusive,
+            _ => return Err(Errno::EINVAL),
+        };
+        let path = s.fds.get(fd)?.disk_path.clone();
+        if s.fds.flock_conflict(fd, &path, wanted) {
+            if nonblocking {
+                return Err(Errno::EWOULDBLOCK);
+            }
+            let what = format!("blocking flock on {} (fd {fd}) held by another description of this one-thread run: it would never be granted", path.display());
+            return Err(refuse(Some(s.slot), Errno(libc::EDEADLK), what));
+        }
+        s.fds.get(fd)?.flock = Some(wanted);
+        Ok(())
+    })
+}
+
+/// `mmap` of a fake descriptor: always refused. The layer sees no access
+/// to mapped memory (a write through a mapping would never reach the
+/// disk, a read would see nothing the disk did), so it cannot serve one.
+pub fn refuse_mmap(fd: i32) -> Errno {
+    match with_fd(fd, "mmap", |s| {
+        let path = s.fds.get(fd).map(|d| d.disk_path.display().to_string()).unwrap_or_default();
+        let what = format!("mmap of simulated fd {fd} ({path}): memory-mapped I/O bypasses the layer, so the simulated disk cannot serve it");
+        Err::<(), Errno>(refuse(Some(s.slot), Errno::ENODEV, what))
+    }) {
+        Err(errno) => errno,
+        Ok(()) => unreachable!("refused above"),
+    }
+}

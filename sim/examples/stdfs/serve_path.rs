@@ -1,0 +1,136 @@
+//! The calls naming a path the layer owns ([`crate::route`]), served by
+//! the session's disk: `open` (files and directories), `stat`, `mkdir`,
+//! `unlink`, `rename`. `rmdir` is refused: the disk has no way to remove a
+//! directory. Directories are the session's own list ([`Session::dirs`]):
+//! the disk lists files only, and makes a directory durable when it is
+//! made (`create_dir_all`), so what the list holds is what the disk holds.
+
+use std::path::{Path, PathBuf};
+
+use sim::kit::vfs::OpenMode;
+
+use crate::errno::Errno;
+use crate::files::{Access, Target};
+use crate::meta::Meta;
+use crate::route::{with_at, At};
+use crate::session::{refuse, Session};
+
+/// `open`/`openat`: a new fake descriptor.
+pub fn open(at: &At, flags: i32) -> Result<i32, Errno> {
+    with_at("open", at, |s, path| {
+        let mode = flags & libc::O_ACCMODE;
+        let access = Access {
+            read: mode != libc::O_WRONLY,
+            write: mode != libc::O_RDONLY,
+            append: flags & libc::O_APPEND != 0,
+            sync_each_write: flags & (libc::O_SYNC | libc::O_DSYNC) != 0,
+        };
+        let cloexec = flags & libc::O_CLOEXEC != 0;
+        // O_TMPFILE carries O_DIRECTORY's bit: all of its bits, not any.
+        if flags & libc::O_PATH != 0 || flags & libc::O_TMPFILE == libc::O_TMPFILE {
+            let what = format!("open {} with O_PATH or O_TMPFILE is not served", path.display());
+            return Err(refuse(Some(s.slot), Errno::ENOTSUP, what));
+        }
+        if s.dirs.contains(&path) {
+            return open_dir(s, path, flags, access, cloexec);
+        }
+        if flags & libc::O_DIRECTORY != 0 {
+            return Err(if s.vfs.exists(&path)? { Errno::ENOTDIR } else { Errno::ENOENT });
+        }
+        let file = open_file(s, &path, flags, access)?;
+        s.fds.open(path, Target::File(file), access, cloexec)
+    })
+}
+
+fn open_dir(s: &mut Session, path: PathBuf, flags: i32, access: Access, cloexec: bool) -> Result<i32, Errno> {
+    if access.write {
+        return Err(Errno::EISDIR);
+    }
+    if flags & (libc::O_CREAT | libc::O_EXCL) == libc::O_CREAT | libc::O_EXCL {
+        return Err(Errno::EEXIST);
+    }
+    s.fds.open(path, Target::Dir, access, cloexec)
+}
+
+fn open_file(
+    s: &mut Session,
+    path: &Path,
+    flags: i32,
+    access: Access,
+) -> Result<Box<dyn sim::kit::vfs::VfsFile>, Errno> {
+    let create = flags & libc::O_CREAT != 0;
+    let truncate = flags & libc::O_TRUNC != 0 && access.write;
+    if create && flags & libc::O_EXCL != 0 && s.vfs.exists(path)? {
+        return Err(Errno::EEXIST);
+    }
+    let mode = match (create, truncate, access.write) {
+        (true, true, _) => OpenMode::Truncate,
+        (true, false, _) => OpenMode::Create,
+        (false, _, true) => OpenMode::Write,
+        (false, _, false) => OpenMode::Read,
+    };
+    let mut file = s.vfs.open(path, mode)?;
+    if truncate && !create {
+        file.set_len(0)?;
+    }
+    Ok(file)
+}
+
+/// `stat` and its relatives (no symbolic links on the disk: `lstat` is
+/// `stat`).
+pub fn stat(at: &At) -> Result<Meta, Errno> {
+    with_at("stat", at, |s, path| {
+        if s.dirs.contains(&path) {
+            return Ok(Meta::dir(&path));
+        }
+        let file = s.vfs.open(&path, OpenMode::Read)?;
+        Ok(Meta::file(&path, file.len()?))
+    })
+}
+
+/// `mkdir`: made on the disk (durable at once there) and known from now.
+pub fn mkdir(at: &At) -> Result<(), Errno> {
+    with_at("mkdir", at, |s, path| {
+        if s.dirs.contains(&path) || s.vfs.exists(&path)? {
+            return Err(Errno::EEXIST);
+        }
+        let parent = path.parent().ok_or(Errno::EEXIST)?;
+        if !s.dirs.contains(parent) {
+            return Err(if s.vfs.exists(parent)? { Errno::ENOTDIR } else { Errno::ENOENT });
+        }
+        s.vfs.create_dir_all(&path)?;
+        s.dirs.insert(path);
+        Ok(())
+    })
+}
+
+/// `unlink`, and `rmdir` (`dir`), which is refused.
+pub fn unlink(at: &At, dir: bool) -> Result<(), Errno> {
+    with_at(if dir { "rmdir" } else { "unlink" }, at, |s, path| {
+        if dir {
+            let what = format!("rmdir {}: the simulated disk cannot remove a directory", path.display());
+            return Err(refuse(Some(s.slot), Errno::ENOTSUP, what));
+        }
+        if s.dirs.contains(&path) {
+            return Err(Errno::EISDIR);
+        }
+        Ok(s.vfs.unlink(&path)?)
+    })
+}
+
+/// `rename`, both paths the layer's (of this thread's session). A
+/// directory's rename is refused: the disk renames files only.
+pub fn rename(from: &At, to: &At) -> Result<(), Errno> {
+    let to_path = with_at("rename", to, |_, path| Ok(path))?;
+    with_at("rename", from, |s, from_path| {
+        if s.dirs.contains(&from_path) || s.dirs.contains(&to_path) {
+            let what = format!(
+                "rename {} to {}: the simulated disk renames files only",
+                from_path.display(),
+                to_path.display()
+            );
+            return Err(refuse(Some(s.slot), Errno::ENOTSUP, what));
+        }
+        Ok(s.vfs.rename(&from_path, &to_path)?)
+    })
+}

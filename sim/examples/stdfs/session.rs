@@ -1,0 +1,168 @@
+//! The run a thread is serving: which simulated disk answers its calls
+//! under [`ROOT`], which fake file descriptors are its own, and what the
+//! layer refused.
+//!
+//! A session belongs to one thread (a seed's run is one thread): it lives
+//! in a thread-local, so runs of different seeds on different threads
+//! (`--jobs 2`, cargo's parallel tests) each see their own disk. Its fake
+//! file descriptors are numbered `FAKE_FD_BASE + slot * SLOT_FDS + n`:
+//! above any descriptor the kernel hands out here (checked when a session
+//! starts), and naming the session's slot, so a call on one from another
+//! thread is recognised and refused instead of reaching the kernel or a
+//! neighbour's disk. A refusal is a `-1` with its `errno` for the caller,
+//! a line on stderr, and an entry the session's owner collects
+//! ([`SessionGuard::refusals`]), so a run that hit one fails.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, ThreadId};
+
+use sim::kit::vfs::Vfs;
+
+use crate::dirstream::Stream;
+use crate::errno::Errno;
+use crate::files::FdTable;
+
+/// The reserved root: a path under it is the simulated disk's path with
+/// the root taken off (`/sim-db/db/log` is the disk's `/db/log`).
+pub const ROOT: &str = "/sim-db";
+/// The first fake file descriptor.
+pub const FAKE_FD_BASE: i32 = 1 << 30;
+/// Fake descriptors per session slot.
+pub const SLOT_FDS: i32 = 1 << 20;
+/// Sessions that can be open at once (threads serving a run).
+pub const SLOTS: usize = 512;
+
+const _: () = assert!(FAKE_FD_BASE as i64 + SLOTS as i64 * SLOT_FDS as i64 <= i32::MAX as i64);
+
+/// One thread's run: its disk, its directories, its open files.
+pub struct Session {
+    pub vfs: Arc<dyn Vfs>,
+    pub slot: usize,
+    /// The disk's directories (disk paths): the disk lists files only, so
+    /// the layer keeps the directories it knows of (the disk's root, the
+    /// ones named at install, the ones the program made).
+    pub dirs: BTreeSet<PathBuf>,
+    pub fds: FdTable,
+    /// Open directory streams, by their descriptor.
+    pub streams: BTreeMap<i32, Stream>,
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Session>> = const { RefCell::new(None) };
+}
+
+/// Which thread owns each slot.
+static OWNERS: Mutex<[Option<ThreadId>; SLOTS]> = Mutex::new([None; SLOTS]);
+
+/// Everything refused, with the slot it concerned (`None`: a path call
+/// from a thread with no session).
+static REFUSALS: Mutex<Vec<(Option<usize>, String)>> = Mutex::new(Vec::new());
+
+/// The current thread's session while it lives; dropping it closes every
+/// fake descriptor still open (dropping their files) and frees the slot.
+pub struct SessionGuard {
+    slot: usize,
+}
+
+/// Serve `vfs` to this thread under [`ROOT`]. `dirs` are disk paths of
+/// directories that exist on it (the kit's database directory).
+pub fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path]) -> SessionGuard {
+    assert!(!has_session(), "this thread already serves a simulated run");
+    assert!(crate::interpose::real_fds_stay_below_fake_ones(), "the hard RLIMIT_NOFILE reaches FAKE_FD_BASE");
+    let me = thread::current().id();
+    let slot = {
+        let mut owners = OWNERS.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = owners.iter().position(Option::is_none).expect("more simulated runs at once than SLOTS");
+        owners[slot] = Some(me);
+        slot
+    };
+    let mut known: BTreeSet<PathBuf> = dirs.iter().map(|d| d.to_path_buf()).collect();
+    known.insert(PathBuf::from("/"));
+    let fds = FdTable::new(FAKE_FD_BASE + slot as i32 * SLOT_FDS, SLOT_FDS);
+    CURRENT.with(|c| *c.borrow_mut() = Some(Session { vfs, slot, dirs: known, fds, streams: BTreeMap::new() }));
+    SessionGuard { slot }
+}
+
+impl SessionGuard {
+    /// What the layer refused for this session so far, taken.
+    pub fn refusals(&self) -> Vec<String> {
+        let mut all = REFUSALS.lock().unwrap_or_else(|p| p.into_inner());
+        let (mine, rest) = all.drain(..).partition(|(slot, _)| *slot == Some(self.slot));
+        *all = rest;
+        mine.into_iter().map(|(_, what)| what).collect()
+    }
+}
+
+impl Drop for SessionGuard {
+    fn drop(&mut self) {
+        let session = CURRENT.with(|c| c.borrow_mut().take());
+        assert!(session.as_ref().is_none_or(|s| s.slot == self.slot));
+        drop(session);
+        OWNERS.lock().unwrap_or_else(|p| p.into_inner())[self.slot] = None;
+    }
+}
+
+/// Whether this thread serves a run.
+pub fn has_session() -> bool {
+    CURRENT.try_with(|c| c.borrow().is_some()).unwrap_or(false)
+}
+
+/// Refusals not tied to any session (path calls from threads without
+/// one), taken.
+pub fn orphan_refusals() -> Vec<String> {
+    let mut all = REFUSALS.lock().unwrap_or_else(|p| p.into_inner());
+    let (orphans, rest) = all.drain(..).partition(|(slot, _)| slot.is_none());
+    *all = rest;
+    orphans.into_iter().map(|(_, what)| what).collect()
+}
+
+/// Refuse loudly: say so on stderr, record it for `slot`'s owner, and
+/// fail the call with `errno`.
+pub fn refuse(slot: Option<usize>, errno: Errno, what: String) -> Errno {
+    eprintln!("stdfs: refused: {what}");
+    REFUSALS.lock().unwrap_or_else(|p| p.into_inner()).push((slot, what));
+    errno
+}
+
+/// Whether `fd` is one of the layer's (any session's).
+pub fn is_fake_fd(fd: i32) -> bool {
+    fd >= FAKE_FD_BASE
+}
+
+/// Run `serve` on the session owning fake descriptor `fd`, which must be
+/// this thread's; a call from any other thread is refused.
+pub fn with_fd<T>(fd: i32, op: &str, serve: impl FnOnce(&mut Session) -> Result<T, Errno>) -> Result<T, Errno> {
+    assert!(is_fake_fd(fd));
+    let slot = ((fd - FAKE_FD_BASE) / SLOT_FDS) as usize;
+    let me = thread::current().id();
+    let owner = OWNERS.lock().unwrap_or_else(|p| p.into_inner()).get(slot).copied().flatten();
+    if owner != Some(me) {
+        let whose = owner.map_or("no run".to_string(), |t| format!("the run on thread {t:?}"));
+        let what = format!("{op} on simulated fd {fd} from thread {me:?}: the fd is {whose}'s, and the layer serves each run on its own thread only");
+        return Err(refuse(Some(slot), Errno::EBADF, what));
+    }
+    with_session(serve)
+}
+
+/// Run `serve` on this thread's session, for a call naming `path` under
+/// the root; a thread with no session is refused.
+pub fn with_path<T>(op: &str, path: &Path, serve: impl FnOnce(&mut Session) -> Result<T, Errno>) -> Result<T, Errno> {
+    if !has_session() {
+        let me = thread::current().id();
+        let what =
+            format!("{op} {}: a path under {ROOT} from thread {me:?}, which serves no simulated run", path.display());
+        return Err(refuse(None, Errno::EPERM, what));
+    }
+    with_session(serve)
+}
+
+fn with_session<T>(serve: impl FnOnce(&mut Session) -> Result<T, Errno>) -> Result<T, Errno> {
+    CURRENT.with(|c| {
+        let mut current = c.borrow_mut();
+        let session = current.as_mut().expect("checked by the caller: this thread serves a run");
+        serve(session)
+    })
+}

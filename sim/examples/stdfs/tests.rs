@@ -1,0 +1,143 @@
+//! The layer's tests, engine-independent: a `std::fs` program lands on
+//! the simulated disk and a power loss takes what it did not sync; a call
+//! outside the root reaches the real disk; what the layer cannot serve (a
+//! memory map of a simulated file, a call from another thread) fails
+//! loudly. Each test thread serves its own run, so they run in parallel.
+
+use std::fs::{self, File};
+use std::io::{ErrorKind, Write};
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+
+use crate::demo::{program, read_back, strict_disk, DB};
+use crate::session;
+
+#[test]
+fn a_std_fs_program_lands_on_the_simulated_disk_and_power_loss_takes_the_unsynced() {
+    let disk = strict_disk();
+    let guard = session::install(disk.clone(), &[Path::new("/db")]);
+    let listing = program(Path::new(DB)).expect("the program runs on the simulated disk");
+    assert_eq!(listing, ["kept (13 bytes)", "sub/ (4096 bytes)", "unsynced (14 bytes)"]);
+    let volatile = disk.files(Path::new("/db"));
+    assert_eq!(volatile.keys().collect::<Vec<_>>(), ["kept", "unsynced"], "the disk holds what the program wrote");
+    assert_eq!(volatile["kept"], b"durable bytes");
+    disk.power_loss(1);
+    let durable = disk.files(Path::new("/db"));
+    assert_eq!(durable.keys().collect::<Vec<_>>(), ["kept"], "the power loss took the unsynced file");
+    let after = read_back(Path::new(DB));
+    assert_eq!(after[0], "kept: \"durable bytes\"");
+    assert!(after[1].starts_with("unsynced: ") && after[1].contains("No such file"), "{after:?}");
+    assert!(guard.refusals().is_empty(), "the program used only served calls");
+    assert!(crate::interpose::real_root_is_absent());
+}
+
+#[test]
+fn a_synced_file_without_its_directory_fsync_is_lost_too() {
+    let disk = strict_disk();
+    let guard = session::install(disk.clone(), &[Path::new("/db")]);
+    let mut file = File::create("/sim-db/db/data").unwrap();
+    file.write_all(b"synced, but its name is not").unwrap();
+    file.sync_all().unwrap();
+    drop(file);
+    disk.power_loss(2);
+    assert_eq!(fs::read("/sim-db/db/data").unwrap_err().kind(), ErrorKind::NotFound);
+    assert!(guard.refusals().is_empty());
+}
+
+#[test]
+fn a_file_outside_the_root_reaches_the_real_disk() {
+    let disk = strict_disk();
+    let guard = session::install(disk.clone(), &[Path::new("/db")]);
+    let real = tempfile::tempdir().unwrap();
+    let path = real.path().join("real-file");
+    fs::write(&path, b"on the real disk").unwrap();
+    assert_eq!(fs::read(&path).unwrap(), b"on the real disk");
+    assert!(disk.files(Path::new("/db")).is_empty(), "nothing landed on the simulated disk");
+    let err = fs::rename(&path, "/sim-db/db/moved").unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EXDEV), "real to simulated is another device");
+    drop(guard);
+    assert_eq!(fs::read(&path).unwrap(), b"on the real disk", "readable with no session at all");
+}
+
+/// `mmap` through libc, as a memory-mapping engine would call it.
+#[allow(unsafe_code)]
+fn mmap_read_only(file: &File, len: usize) -> std::io::Result<()> {
+    // SAFETY: a fresh mapping at an address the kernel picks, of a file
+    // this test owns; unmapped at once if it succeeds.
+    let at = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0) };
+    if at == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `at` is the mapping just made, of `len` bytes.
+    unsafe { libc::munmap(at, len) };
+    Ok(())
+}
+
+#[test]
+fn a_memory_map_of_a_simulated_file_fails_loudly() {
+    let disk = strict_disk();
+    let guard = session::install(disk, &[Path::new("/db")]);
+    fs::write("/sim-db/db/mapped", [7u8; 4096]).unwrap();
+    let file = File::open("/sim-db/db/mapped").unwrap();
+    let err = mmap_read_only(&file, 4096).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENODEV));
+    let refusals = guard.refusals();
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert!(refusals[0].contains("mmap of simulated fd") && refusals[0].contains("/db/mapped"), "{refusals:?}");
+    let real = tempfile::tempfile().unwrap();
+    real.set_len(4096).unwrap();
+    mmap_read_only(&real, 4096).expect("a real file still maps");
+}
+
+#[test]
+fn a_call_from_another_thread_fails_loudly() {
+    let disk = strict_disk();
+    let guard = session::install(disk.clone(), &[Path::new("/db")]);
+    let file = File::create("/sim-db/db/shared").unwrap();
+    let (on_fd, on_path) = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let on_fd = file.write_all_at(b"from elsewhere", 0).unwrap_err();
+                let on_path = fs::write("/sim-db/db/from-a-stranger", b"x").unwrap_err();
+                (on_fd, on_path)
+            })
+            .join()
+            .unwrap()
+    });
+    assert_eq!(on_fd.raw_os_error(), Some(libc::EBADF));
+    assert_eq!(on_path.raw_os_error(), Some(libc::EPERM));
+    let refusals = guard.refusals();
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert!(refusals[0].contains("write on simulated fd") && refusals[0].contains("from thread"), "{refusals:?}");
+    let orphans = session::orphan_refusals();
+    assert!(
+        orphans.iter().any(|r| r.contains("/from-a-stranger") && r.contains("serves no simulated run")),
+        "{orphans:?}"
+    );
+    assert_eq!(disk.files(Path::new("/db"))["shared"], b"", "neither write landed");
+    assert!(crate::interpose::real_root_is_absent(), "nor on the real disk");
+}
+
+/// `write` as a raw system call, which no interposition can see.
+#[allow(unsafe_code)]
+fn raw_syscall_write(fd: i32, data: &[u8]) -> std::io::Result<()> {
+    // SAFETY: `data` is valid for its length; the kernel only reads it.
+    let written = unsafe { libc::syscall(libc::SYS_write, fd, data.as_ptr(), data.len()) };
+    if written < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[test]
+fn a_raw_syscall_on_a_simulated_fd_reaches_no_real_file() {
+    let disk = strict_disk();
+    let guard = session::install(disk.clone(), &[Path::new("/db")]);
+    let file = File::create("/sim-db/db/raw").unwrap();
+    assert!(file.as_raw_fd() >= session::FAKE_FD_BASE, "a simulated fd is numbered above any real one");
+    let err = raw_syscall_write(file.as_raw_fd(), b"unseen").unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EBADF), "the kernel has no such descriptor");
+    assert_eq!(disk.files(Path::new("/db"))["raw"], b"");
+    assert!(guard.refusals().is_empty());
+}

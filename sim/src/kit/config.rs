@@ -197,6 +197,20 @@ impl<C> KitConfig<C> {
         self.spec.levels[level].promise
     }
 
+    /// What a commit at `level` that returned `Ok` promises, and whether a
+    /// process kill keeps it: its level's, except that a `Durable` commit
+    /// of a transaction that wrote nothing (`empty`) makes the state before
+    /// it durable only where the spec says so (else it promises
+    /// `Eventual`). The one rule of the run loop and `crash-os`.
+    pub fn acknowledged(&self, level: usize, empty: bool) -> (Promise, bool) {
+        let declared = self.spec.levels[level];
+        let promise = match declared.promise {
+            Promise::Durable if empty && !self.spec.empty_commit_makes_durable => Promise::Eventual,
+            promise => promise,
+        };
+        (promise, declared.survives_process_kill)
+    }
+
     /// Whether the seed's workload draws the engine's maintenance at all
     /// (the swarm may switch it off; an engine without one never does).
     pub fn draws_maintenance(&self) -> bool {

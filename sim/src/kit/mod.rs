@@ -71,6 +71,8 @@ mod config;
 pub mod crash_os;
 mod damage;
 mod explore;
+#[cfg(test)]
+mod kill_rule_tests;
 mod model;
 mod run;
 pub(crate) mod spec;

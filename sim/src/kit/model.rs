@@ -24,11 +24,13 @@
 //! After a clean close that returned `Ok` (and the engine declares that a
 //! close syncs), `D = A`.
 //!
-//! After a process kill on the real disk (`crash-os`, `crash_os/`), where
-//! no power is lost and the page cache keeps every byte written, a
-//! stricter rule holds first ([`Model::allows_after_kill`]): the newest
-//! acknowledged state whose commit may survive alone (not `Volatile`), or
-//! what the operation in flight could publish.
+//! After a process kill — the simulator's (`run.rs`: a crash point taken
+//! as a kill) or a real one (`crash-os`, `crash_os/`) — no power is lost
+//! and the page cache keeps every byte written, so a stricter rule holds
+//! first ([`Model::allows_after_kill`]): the newest acknowledged state
+//! whose commit survives a kill (its level's
+//! [`super::Level::survives_process_kill`]: not `Volatile`, not held in the
+//! engine's memory), or what the operation in flight could publish.
 //!
 //! # Outcomes in doubt
 //! A commit that returned an error, or that a crash or a kill cut short, is
@@ -86,6 +88,8 @@ impl State {
 struct Committed {
     state: Arc<State>,
     survives_alone: bool,
+    /// A process kill (the page cache kept) cannot take it.
+    survives_kill: bool,
 }
 
 /// What an operation in flight may have made durable.
@@ -150,7 +154,7 @@ impl Model {
     /// A database just recovered holding `state`: that state, durable,
     /// nothing in flight (where a recovery's probe starts).
     pub fn recovered_at(state: State) -> Model {
-        let first = Committed { state: Arc::new(state), survives_alone: true };
+        let first = Committed { state: Arc::new(state), survives_alone: true, survives_kill: true };
         Model {
             history: vec![first],
             durable: 0,
@@ -257,18 +261,29 @@ impl Model {
         self.unpromised = true;
     }
 
-    /// The write transaction committed, promising `promise`.
+    /// The write transaction committed, promising `promise`, at a level
+    /// whose commits survive a process kill unless they are `Volatile` or
+    /// promise `Nothing` (see [`Model::commit_with`]).
     pub fn commit(&mut self, promise: Promise) {
+        self.commit_with(promise, matches!(promise, Promise::Durable | Promise::Eventual));
+    }
+
+    /// The write transaction committed, promising `promise`;
+    /// `survives_kill`: the level's [`super::Level::survives_process_kill`].
+    pub fn commit_with(&mut self, promise: Promise, survives_kill: bool) {
+        assert!(!(survives_kill && promise == Promise::Volatile), "a volatile commit cannot survive a kill");
         self.unpromised |= promise == Promise::Nothing;
         let state = self.working.take().unwrap_or_else(|| self.committed().clone());
         let survives_alone = promise != Promise::Volatile;
         if state != *self.committed() {
-            self.history.push(Committed { state: Arc::new(state), survives_alone });
+            self.history.push(Committed { state: Arc::new(state), survives_alone, survives_kill });
             // Built on the content the engine showed, which held no
             // failed commit: that settles every doubt.
             self.doubts.clear();
-        } else if survives_alone {
-            self.history.last_mut().expect("never empty").survives_alone = true;
+        } else {
+            let last = self.history.last_mut().expect("never empty");
+            last.survives_alone |= survives_alone;
+            last.survives_kill |= survives_kill;
         }
         if promise == Promise::Durable {
             self.newest_is_durable();
@@ -319,10 +334,15 @@ impl Model {
             self.settle_doubts(recovered, *accepted, power_lost);
             match index {
                 Some(index) => self.history.truncate(index + 1),
-                None => self.history.push(Committed { state: Arc::new(recovered.clone()), survives_alone: true }),
+                None => {
+                    let state = Arc::new(recovered.clone());
+                    self.history.push(Committed { state, survives_alone: true, survives_kill: true })
+                }
             }
             let last = self.history.len() - 1;
+            // What a recovery read is on the disk, or in its page cache.
             self.history[last].survives_alone = true;
+            self.history[last].survives_kill = true;
             self.durable = if power_lost { last } else { self.durable.min(last) };
             // `unpromised` stays: an engine so configured may write its
             // recovery unsynced too (SQLite with synchronous=OFF rolls a
@@ -386,11 +406,12 @@ impl Model {
     }
 
     /// Whether `recovered` is allowed after a process kill with no power
-    /// loss (`crash-os` on the real disk), by the stricter rule that holds
-    /// there: the page cache kept every byte the engine wrote, so the
-    /// newest acknowledged state that may survive on its own (a commit at a
-    /// level that is not `Volatile`, or the last durable state) must be
-    /// what comes back, or else what the operation in flight could have
+    /// loss (the simulator's kills, `crash-os`'s on the real disk), by the
+    /// stricter rule that holds there: the page cache kept every byte the
+    /// engine wrote, so the newest acknowledged state that survives a kill
+    /// (a commit at a level whose commits reach the operating system
+    /// before they return, or the last durable state) must be what comes
+    /// back, or else what the operation in flight could have
     /// published, or a failed commit still in doubt. A `Volatile` commit
     /// lives in the engine's memory, which the kill took. Nothing is
     /// required when a commit promised nothing. Check this before
@@ -428,7 +449,7 @@ impl Model {
     /// The index of the newest committed state a process kill keeps: the
     /// last durable one, or a later one whose commit may survive alone.
     fn kept_by_a_kill(&self) -> usize {
-        let later = (self.durable + 1..self.history.len()).rev().find(|&i| self.history[i].survives_alone);
+        let later = (self.durable + 1..self.history.len()).rev().find(|&i| self.history[i].survives_kill);
         later.unwrap_or(self.durable)
     }
 

@@ -115,6 +115,9 @@ pub(super) struct Runner<'a, A: Adapter> {
     pub model: Model,
     pub outcome: SeedOutcome,
     pub op_index: u64,
+    /// A process kill is being recovered from (no power lost): the
+    /// recovery is held to the kill's stricter rule first.
+    killed: bool,
     /// While recording for `sim explore`: the model at every operation
     /// (what a recovery there is held to, with what the operation may
     /// publish pending).
@@ -142,6 +145,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
             model: Model::new(config.spec.tables.len()),
             outcome: SeedOutcome { seed: config.seed, ..SeedOutcome::default() },
             op_index: 0,
+            killed: false,
             contexts: None,
             operations: Vec::new(),
         }
@@ -233,7 +237,10 @@ impl<'a, A: Adapter> Runner<'a, A> {
         self.outcome.kills += 1;
         self.db = None;
         let remount = self.restart_process(false);
-        self.recover_from(remount, 0)?;
+        self.killed = true;
+        let recovered = self.recover_from(remount, 0);
+        self.killed = false;
+        recovered?;
         if seeds::power_after_kill(self.config.seed, self.op_index) {
             return self.power_loss(gap);
         }
@@ -333,6 +340,10 @@ impl<'a, A: Adapter> Runner<'a, A> {
                 return Err(self.fail(Check::Open, format!("the engine opened but reading its content failed: {e}")))
             }
         };
+        if self.killed && !power_lost {
+            // The page cache kept every byte the dead process wrote.
+            self.model.allows_after_kill(&state).map_err(|detail| self.fail(Check::Durability, detail))?;
+        }
         let verdict = self.model.recovered(&state, damaged, power_lost);
         if damaged {
             let outcome = match verdict {
@@ -481,15 +492,8 @@ impl<'a, A: Adapter> Runner<'a, A> {
         if acknowledged {
             // Whatever happens next (a crash point after the reply too),
             // the user was told.
-            let promise = self.config.promise(level);
-            let empty = !self.model.in_transaction();
-            // A commit that wrote nothing makes the state before it
-            // durable only where the engine says it does.
-            let promise = match promise {
-                Promise::Durable if empty && !self.config.spec.empty_commit_makes_durable => Promise::Eventual,
-                promise => promise,
-            };
-            self.model.commit(promise);
+            let (promise, survives_kill) = self.config.acknowledged(level, !self.model.in_transaction());
+            self.model.commit_with(promise, survives_kill);
             return;
         }
         // Only an error the engine returned is documented as a rollback; a

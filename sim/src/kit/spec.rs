@@ -64,13 +64,24 @@ pub struct Level {
     /// it: then the failed commit's state appearing at any later recovery
     /// fails the run.
     pub failed_commit_rolls_back: bool,
+    /// Whether a commit at this level has reached the operating system
+    /// (written, maybe not synced) when it returns `Ok`, so that a process
+    /// kill — the page cache survives it — cannot take it: after a kill
+    /// the newest such commit must come back. [`Level::new`] says `true`
+    /// for `Durable` and `Eventual`, `false` for `Volatile` (it lives in
+    /// the engine's memory) and `Nothing`. Declare `false` for an engine
+    /// that acknowledges commits it holds in its own memory (a group-commit
+    /// buffer): they are then held, at a kill, only to the power-loss rule.
+    pub survives_process_kill: bool,
 }
 
 impl Level {
     /// A level called `name` promising `promise`, whose failed commits are
-    /// in doubt.
+    /// in doubt, and whose commits survive a process kill unless they
+    /// promise less than `Eventual`.
     pub const fn new(name: &'static str, promise: Promise) -> Level {
-        Level { name, promise, failed_commit_rolls_back: false }
+        let survives_process_kill = matches!(promise, Promise::Durable | Promise::Eventual);
+        Level { name, promise, failed_commit_rolls_back: false, survives_process_kill }
     }
 }
 
@@ -309,6 +320,14 @@ impl Spec {
         assert!(!self.tables.is_empty(), "a spec declares at least one table");
         assert!(self.default_ops > 0, "a spec's default_ops is at least 1");
         distinct_names("commit level", self.levels.iter().map(|level| level.name));
+        for level in &self.levels {
+            let volatile = level.promise == Promise::Volatile;
+            assert!(
+                !(volatile && level.survives_process_kill),
+                "volatile level {:?} cannot survive a kill",
+                level.name
+            );
+        }
         distinct_names("table", self.tables.iter().map(|table| table.name));
         distinct_names("phase", self.phases.iter().copied());
         if let Some(maintenance) = self.maintenance {

@@ -97,12 +97,8 @@ impl<'a, A: Adapter> Judge<'a, A> {
     /// (`Runner::commit_concluded`): an empty durable commit of an engine
     /// that syncs nothing for one promises only `Eventual`.
     fn commit_acknowledged(&mut self, level: usize) {
-        let empty = !self.model.in_transaction();
-        let promise = match self.config.promise(level) {
-            Promise::Durable if empty && !self.config.spec.empty_commit_makes_durable => Promise::Eventual,
-            promise => promise,
-        };
-        self.model.commit(promise);
+        let (promise, survives_kill) = self.config.acknowledged(level, !self.model.in_transaction());
+        self.model.commit_with(promise, survives_kill);
         self.counts.commits[level].1 += 1;
     }
 

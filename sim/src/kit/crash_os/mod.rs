@@ -18,13 +18,14 @@
 //!
 //! The rule for a kill (no power loss: the page cache keeps every byte the
 //! engine handed the kernel), [`KillRule::PageCache`] by default: the
-//! newest acknowledged state whose commit may survive on its own must be
-//! there — at every level but `Volatile` (in the engine's memory, which
-//! the kill took) and `Nothing` (no promise) — or what the operation in
-//! flight could have published: an in-flight commit is in doubt, and the
-//! counts say how often it landed. [`KillRule::PowerLoss`] holds the
-//! recovery only to what the kit allows after a power loss, for an engine
-//! whose eventual commits live in its own memory.
+//! newest acknowledged state whose commit survives a kill must be there —
+//! at every level that declares `Level::survives_process_kill` (by
+//! default all but `Volatile`, in the engine's memory, which the kill
+//! took, and `Nothing`, no promise) — or what the operation in flight
+//! could have published: an in-flight commit is in doubt, and the counts
+//! say how often it landed. The simulator's kills are held to the same
+//! rule (`Model::allows_after_kill`). [`KillRule::PowerLoss`] holds every
+//! kill's recovery only to what the kit allows after a power loss.
 //!
 //! Kill moments are seeded, but what the child has done by then depends on
 //! the machine: a run is not reproducible bit for bit. It shows that the

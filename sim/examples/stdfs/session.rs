@@ -87,14 +87,10 @@ pub fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path], entropy_seed: u64) -> SessionG
     let mut known: BTreeSet<PathBuf> = dirs.iter().map(|d| d.to_path_buf()).collect();
     known.insert(PathBuf::from("/"));
     let fds = FdTable::new(FAKE_FD_BASE + slot as i32 * SLOT_FDS, SLOT_FDS);
-    CURRENT.with(|c| *c.borrow_mut() = Some(Session {
-            vfs,
-            slot,
-            dirs: known,
-            fds,
-            streams: BTreeMap::new(),
-            entropy: Entropy::new(entropy_seed),
-        }));
+    CURRENT.with(|c| {
+        *c.borrow_mut() =
+            Some(Session { vfs, slot, dirs: known, fds, streams: BTreeMap::new(), entropy: Entropy::new(entropy_seed) })
+    });
     SessionGuard { slot }
 }
 
@@ -180,7 +176,9 @@ pub fn with_entropy<T>(serve: impl FnOnce(&mut Entropy) -> T) -> Result<T, Errno
             let session = current.as_mut().expect("checked by the caller: this thread serves a run");
             Ok(serve(&mut session.entropy))
         }
-        Err(_) => Err(refuse(None, Errno::EIO, "randomness or time asked for while the layer served a call".to_string())),
+        Err(_) => {
+            Err(refuse(None, Errno::EIO, "randomness or time asked for while the layer served a call".to_string()))
+        }
     })
 }
 

@@ -58,7 +58,15 @@ pub unsafe extern "C" fn getentropy(buf: *mut c_void, len: usize) -> c_int {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn syscall(n: c_long, a1: c_long, a2: c_long, a3: c_long, a4: c_long, a5: c_long, a6: c_long) -> c_long {
+pub unsafe extern "C" fn syscall(
+    n: c_long,
+    a1: c_long,
+    a2: c_long,
+    a3: c_long,
+    a4: c_long,
+    a5: c_long,
+    a6: c_long,
+) -> c_long {
     if n != libc::SYS_getrandom || !session::has_session() {
         // SAFETY: the caller's arguments, passed on as they came.
         return unsafe { real::syscall(n, a1, a2, a3, a4, a5, a6) };

@@ -1,6 +1,8 @@
 //! What a failed run reports: which [`Check`] failed, and the [`Failure`]
 //! with its detail, its last trace events and the command that reproduces
-//! it; and the one place a panic becomes a failure ([`catch_panic`]).
+//! it; and the one place a panic becomes a failure ([`catch_panic`],
+//! [`catch_failure`]), with the one panic that is not an engine's: an
+//! [`EnvironmentRefused`] raised by the layer an engine runs on.
 //!
 //! Checks are a closed enum, not strings, so every place that names one —
 //! the driver, the explorer, the JSON summary, `sim merge` reading a
@@ -61,11 +63,17 @@ pub enum Check {
     /// killed by a signal (an abort: a panic while a panic unwinds, which
     /// no `catch_unwind` contains) or with an exit status that is none.
     Died,
+    /// The environment an engine runs on refused a call it could not
+    /// serve faithfully (the stdfs layer: a memory map of a simulated
+    /// file, a call from another thread), raised as
+    /// [`EnvironmentRefused`]: the run tested less than it says, whatever
+    /// faults were injected.
+    Refused,
 }
 
 impl Check {
     /// Every check, in a fixed order.
-    pub const ALL: [Check; 19] = [
+    pub const ALL: [Check; 20] = [
         Check::Reply,
         Check::Durability,
         Check::Audit,
@@ -85,6 +93,7 @@ impl Check {
         Check::Inspect,
         Check::Hazard,
         Check::Died,
+        Check::Refused,
     ];
 
     /// The name reports and JSON summaries carry.
@@ -109,6 +118,7 @@ impl Check {
             Check::Inspect => "inspect",
             Check::Hazard => "hazard",
             Check::Died => "died",
+            Check::Refused => "refused",
         }
     }
 
@@ -151,8 +161,22 @@ impl Failure {
     }
 }
 
+/// The panic payload an adapter raises (`std::panic::panic_any`) when the
+/// environment its engine runs on refused a call it could not serve
+/// faithfully: the run fails with check [`Check::Refused`], naming the
+/// call, instead of [`Check::Panic`] or an error the kit might accept
+/// under an injected fault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EnvironmentRefused {
+    /// What was refused, for the report: the call and why.
+    pub what: String,
+}
+
 /// A panic's message, for a report.
 pub fn panic_message(panic: &(dyn Any + Send)) -> String {
+    if let Some(refused) = panic.downcast_ref::<EnvironmentRefused>() {
+        return format!("the environment refused: {}", refused.what);
+    }
     panic
         .downcast_ref::<String>()
         .cloned()
@@ -164,6 +188,16 @@ pub fn panic_message(panic: &(dyn Any + Send)) -> String {
 /// a finding of the seed that caused it, never the end of a sweep.
 pub fn catch_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|panic| panic_message(panic.as_ref()))
+}
+
+/// Run `f`, turning a panic into the check it fails and its message:
+/// [`Check::Refused`] for an [`EnvironmentRefused`], [`Check::Panic`] for
+/// any other.
+pub fn catch_failure<T>(f: impl FnOnce() -> T) -> Result<T, (Check, String)> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|panic| {
+        let check = if panic.is::<EnvironmentRefused>() { Check::Refused } else { Check::Panic };
+        (check, panic_message(panic.as_ref()))
+    })
 }
 
 #[cfg(test)]
@@ -188,5 +222,13 @@ mod tests {
         assert_eq!(catch_panic(|| 7), Ok(7));
         assert_eq!(catch_panic(|| panic!("boom {}", 1)), Err::<(), _>("boom 1".to_string()));
         assert_eq!(catch_panic(|| std::panic::panic_any(5u8)), Err::<(), _>("a panic with no message".to_string()));
+    }
+
+    #[test]
+    fn an_environment_refusal_is_its_own_check() {
+        let refused = EnvironmentRefused { what: "mmap of /db/f".to_string() };
+        let caught = catch_failure(|| std::panic::panic_any(refused));
+        assert_eq!(caught, Err::<(), _>((Check::Refused, "the environment refused: mmap of /db/f".to_string())));
+        assert_eq!(catch_failure(|| panic!("boom")), Err::<(), _>((Check::Panic, "boom".to_string())));
     }
 }

@@ -31,11 +31,14 @@
 
 mod demo;
 mod dirstream;
+mod entropy;
 mod errno;
 mod files;
 #[allow(unsafe_code)]
 mod interpose;
 mod meta;
+#[cfg(feature = "persy")]
+mod persy_target;
 mod route;
 mod serve_fd;
 mod serve_path;
@@ -53,6 +56,27 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    if std::env::args().nth(1).as_deref() == Some("demo") {
+        return demo_main();
+    }
+    target_main()
+}
+
+/// Without a first argument `demo`: persy on the kit (the simulator's
+/// whole command line: `--seeds`, `explore`, `--shrink`, …).
+#[cfg(feature = "persy")]
+fn target_main() -> ExitCode {
+    sim::kit::main(persy_target::PersyAdapter)
+}
+
+#[cfg(not(feature = "persy"))]
+fn target_main() -> ExitCode {
+    eprintln!("stdfs: built without the `persy` feature: only `stdfs demo` runs");
+    ExitCode::from(2)
+}
+
+/// `stdfs demo`: the demonstration program on a simulated disk.
+fn demo_main() -> ExitCode {
     match demo::run_and_cut_power() {
         Ok(report) => {
             print!("{report}");

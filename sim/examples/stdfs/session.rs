@@ -22,6 +22,7 @@ use std::thread::{self, ThreadId};
 use sim::kit::vfs::Vfs;
 
 use crate::dirstream::Stream;
+use crate::entropy::Entropy;
 use crate::errno::Errno;
 use crate::files::FdTable;
 
@@ -48,6 +49,8 @@ pub struct Session {
     pub fds: FdTable,
     /// Open directory streams, by their descriptor.
     pub streams: BTreeMap<i32, Stream>,
+    /// The random bytes and the time this thread's calls are served.
+    pub entropy: Entropy,
 }
 
 thread_local! {
@@ -68,8 +71,10 @@ pub struct SessionGuard {
 }
 
 /// Serve `vfs` to this thread under [`ROOT`]. `dirs` are disk paths of
-/// directories that exist on it (the kit's database directory).
-pub fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path]) -> SessionGuard {
+/// directories that exist on it (the kit's database directory);
+/// `entropy_seed` seeds the randomness and starts the clock this thread
+/// is served ([`crate::entropy`]).
+pub fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path], entropy_seed: u64) -> SessionGuard {
     assert!(!has_session(), "this thread already serves a simulated run");
     assert!(crate::interpose::real_fds_stay_below_fake_ones(), "the hard RLIMIT_NOFILE reaches FAKE_FD_BASE");
     let me = thread::current().id();
@@ -82,7 +87,10 @@ pub fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path]) -> SessionGuard {
     let mut known: BTreeSet<PathBuf> = dirs.iter().map(|d| d.to_path_buf()).collect();
     known.insert(PathBuf::from("/"));
     let fds = FdTable::new(FAKE_FD_BASE + slot as i32 * SLOT_FDS, SLOT_FDS);
-    CURRENT.with(|c| *c.borrow_mut() = Some(Session { vfs, slot, dirs: known, fds, streams: BTreeMap::new() }));
+    CURRENT.with(|c| {
+        *c.borrow_mut() =
+            Some(Session { vfs, slot, dirs: known, fds, streams: BTreeMap::new(), entropy: Entropy::new(entropy_seed) })
+    });
     SessionGuard { slot }
 }
 
@@ -157,6 +165,21 @@ pub fn with_path<T>(op: &str, path: &Path, serve: impl FnOnce(&mut Session) -> R
         return Err(refuse(None, Errno::EPERM, what));
     }
     with_session(serve)
+}
+
+/// Run `serve` on this thread's randomness and clock. The caller checked
+/// that the thread serves a run; a call made while the session is busy
+/// (from inside the layer's own serving) is refused.
+pub fn with_entropy<T>(serve: impl FnOnce(&mut Entropy) -> T) -> Result<T, Errno> {
+    CURRENT.with(|c| match c.try_borrow_mut() {
+        Ok(mut current) => {
+            let session = current.as_mut().expect("checked by the caller: this thread serves a run");
+            Ok(serve(&mut session.entropy))
+        }
+        Err(_) => {
+            Err(refuse(None, Errno::EIO, "randomness or time asked for while the layer served a call".to_string()))
+        }
+    })
 }
 
 fn with_session<T>(serve: impl FnOnce(&mut Session) -> Result<T, Errno>) -> Result<T, Errno> {

@@ -16,7 +16,7 @@ use crate::session;
 #[test]
 fn a_std_fs_program_lands_on_the_simulated_disk_and_power_loss_takes_the_unsynced() {
     let disk = strict_disk();
-    let guard = session::install(disk.clone(), &[Path::new("/db")]);
+    let guard = session::install(disk.clone(), &[Path::new("/db")], 0);
     let listing = program(Path::new(DB)).expect("the program runs on the simulated disk");
     assert_eq!(listing, ["kept (13 bytes)", "sub/ (4096 bytes)", "unsynced (14 bytes)"]);
     let volatile = disk.files(Path::new("/db"));
@@ -35,7 +35,7 @@ fn a_std_fs_program_lands_on_the_simulated_disk_and_power_loss_takes_the_unsynce
 #[test]
 fn a_synced_file_without_its_directory_fsync_is_lost_too() {
     let disk = strict_disk();
-    let guard = session::install(disk.clone(), &[Path::new("/db")]);
+    let guard = session::install(disk.clone(), &[Path::new("/db")], 0);
     let mut file = File::create("/sim-db/db/data").unwrap();
     file.write_all(b"synced, but its name is not").unwrap();
     file.sync_all().unwrap();
@@ -48,7 +48,7 @@ fn a_synced_file_without_its_directory_fsync_is_lost_too() {
 #[test]
 fn a_file_outside_the_root_reaches_the_real_disk() {
     let disk = strict_disk();
-    let guard = session::install(disk.clone(), &[Path::new("/db")]);
+    let guard = session::install(disk.clone(), &[Path::new("/db")], 0);
     let real = tempfile::tempdir().unwrap();
     let path = real.path().join("real-file");
     fs::write(&path, b"on the real disk").unwrap();
@@ -77,7 +77,7 @@ fn mmap_read_only(file: &File, len: usize) -> std::io::Result<()> {
 #[test]
 fn a_memory_map_of_a_simulated_file_fails_loudly() {
     let disk = strict_disk();
-    let guard = session::install(disk, &[Path::new("/db")]);
+    let guard = session::install(disk, &[Path::new("/db")], 0);
     fs::write("/sim-db/db/mapped", [7u8; 4096]).unwrap();
     let file = File::open("/sim-db/db/mapped").unwrap();
     let err = mmap_read_only(&file, 4096).unwrap_err();
@@ -93,7 +93,7 @@ fn a_memory_map_of_a_simulated_file_fails_loudly() {
 #[test]
 fn a_call_from_another_thread_fails_loudly() {
     let disk = strict_disk();
-    let guard = session::install(disk.clone(), &[Path::new("/db")]);
+    let guard = session::install(disk.clone(), &[Path::new("/db")], 0);
     let file = File::create("/sim-db/db/shared").unwrap();
     let (on_fd, on_path) = std::thread::scope(|scope| {
         scope
@@ -133,11 +133,52 @@ fn raw_syscall_write(fd: i32, data: &[u8]) -> std::io::Result<()> {
 #[test]
 fn a_raw_syscall_on_a_simulated_fd_reaches_no_real_file() {
     let disk = strict_disk();
-    let guard = session::install(disk.clone(), &[Path::new("/db")]);
+    let guard = session::install(disk.clone(), &[Path::new("/db")], 0);
     let file = File::create("/sim-db/db/raw").unwrap();
     assert!(file.as_raw_fd() >= session::FAKE_FD_BASE, "a simulated fd is numbered above any real one");
     let err = raw_syscall_write(file.as_raw_fd(), b"unseen").unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::EBADF), "the kernel has no such descriptor");
     assert_eq!(disk.files(Path::new("/db"))["raw"], b"");
     assert!(guard.refusals().is_empty());
+}
+
+/// What a fresh thread serving a session of `seed` draws: its `HashMap`
+/// keys (std seeds them from `getrandom`), 16 bytes through the
+/// `getrandom` function, 16 through the raw system call, and two clock
+/// readings.
+fn draws_on_a_fresh_thread(seed: u64) -> (u64, Vec<u8>, Vec<u8>, std::time::Duration) {
+    use std::hash::BuildHasher;
+    std::thread::spawn(move || {
+        let _guard = session::install(strict_disk(), &[Path::new("/db")], seed);
+        let hashed = std::collections::hash_map::RandomState::new().hash_one(42u64);
+        let (mut through_fn, mut through_syscall) = (vec![0u8; 16], vec![0u8; 16]);
+        #[allow(unsafe_code)]
+        // SAFETY: each buffer is valid for its 16 bytes.
+        let (a, b) = unsafe {
+            (
+                libc::getrandom(through_fn.as_mut_ptr().cast(), 16, 0),
+                libc::syscall(libc::SYS_getrandom, through_syscall.as_mut_ptr(), 16, 0),
+            )
+        };
+        assert_eq!((a, b), (16, 16));
+        let start = std::time::Instant::now();
+        (hashed, through_fn, through_syscall, start.elapsed())
+    })
+    .join()
+    .unwrap()
+}
+
+#[test]
+fn randomness_and_time_on_a_run_thread_are_the_seeds() {
+    let (first, again, other) = (draws_on_a_fresh_thread(7), draws_on_a_fresh_thread(7), draws_on_a_fresh_thread(8));
+    assert_eq!(first, again, "the same seed draws the same keys, bytes and times");
+    assert_ne!(first.0, other.0, "another seed, other HashMap keys: std's keys come from the layer");
+    assert_ne!(first.1, other.1, "another seed, other getrandom bytes");
+    assert_ne!(first.2, other.2, "another seed, other bytes from the raw system call");
+    assert_eq!(first.3, std::time::Duration::from_nanos(crate::entropy::CLOCK_STEP_NS), "one virtual tick");
+    let mut real = [0u8; 16];
+    #[allow(unsafe_code)]
+    // SAFETY: `real` is valid for its 16 bytes.
+    let got = unsafe { libc::getrandom(real.as_mut_ptr().cast(), 16, 0) };
+    assert_eq!(got, 16, "a thread serving no run still gets the system's randomness");
 }

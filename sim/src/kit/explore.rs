@@ -32,7 +32,7 @@ use super::spec::Level;
 use super::workload::PlannedKitOp;
 use super::{Adapter, KeyKind, KitError, Promise};
 use crate::disk::{ArmedFault, CrashMode, DiskConfig, DiskImage, SimVfs};
-use crate::failure::{catch_panic, Check, Failure};
+use crate::failure::{catch_failure, Check, Failure};
 use crate::seam::{FaultedRecovery, FaultedRun, RecordedContext, Recording, RecoveryRecording};
 use crate::trace::Trace;
 
@@ -82,7 +82,7 @@ pub(super) fn record<A: Adapter>(
     let config = recording_config(config);
     let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::for_recording()));
     let mut runner = Runner::new(adapter, &config, plant, String::new(), vfs.clone());
-    let result = catch_panic(|| -> Result<(), Failure> {
+    let result = catch_failure(|| -> Result<(), Failure> {
         runner.start()?;
         vfs.start_recording();
         vfs.note_workload_faultable_ios();
@@ -108,13 +108,13 @@ pub(super) fn record<A: Adapter>(
     Recording { disk: vfs.take_recording(), contexts, failure, faultable_ios, faultable_writes, trace, operations }
 }
 
-/// How a run under `catch_panic` failed, if it did: its check and why
-/// (a panic is check `panic`).
-fn run_failure(result: Result<Result<(), Failure>, String>) -> Option<(Check, String)> {
+/// How a run under `catch_failure` failed, if it did: its check and why
+/// (a panic is check `panic`, an environment's refusal `refused`).
+fn run_failure(result: Result<Result<(), Failure>, (Check, String)>) -> Option<(Check, String)> {
     match result {
         Ok(Ok(())) => None,
         Ok(Err(failure)) => Some((failure.check, failure.detail)),
-        Err(message) => Some((Check::Panic, message)),
+        Err(caught) => Some(caught),
     }
 }
 
@@ -132,7 +132,7 @@ pub(super) fn run_with_fault<A: Adapter>(
     let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::new(false)));
     let mut runner = Runner::new(adapter, &config, plant, String::new(), vfs.clone());
     vfs.arm_workload_fault_at(fault.0, fault.1);
-    let result = catch_panic(|| -> Result<(), Failure> {
+    let result = catch_failure(|| -> Result<(), Failure> {
         runner.start()?;
         runner.drive(workload)
     });
@@ -207,7 +207,7 @@ impl<'a, A: Adapter> Recovery<'a, A> {
     /// The recovery and its probe (see the module doc), telling `note` of
     /// each context from the moment the open returned.
     pub fn run(&self, note: Note<'_>) -> KitRecovered {
-        let attempt = catch_panic(|| {
+        let attempt = catch_failure(|| {
             let (db, state) = self.open_and_read()?;
             // Reading changes nothing on the disk: the recovered model
             // holds from the open's return on.
@@ -215,7 +215,7 @@ impl<'a, A: Adapter> Recovery<'a, A> {
             let probe = self.probe(db, &state, note);
             Ok((state, probe))
         });
-        attempt.unwrap_or_else(|message| Err(Refusal { check: Check::Panic, detail: message, corrupt: false }))
+        attempt.unwrap_or_else(|(check, detail)| Err(Refusal { check, detail, corrupt: false }))
     }
 
     /// After `step` failed: if the armed fault fired, reopen (a process

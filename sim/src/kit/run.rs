@@ -48,7 +48,7 @@ use super::model::{diff, show_value, Accepted, Model, Pending, State};
 use super::workload::{KitOp, PlannedKitOp};
 use super::{Adapter, Env, KitError, Promise};
 use crate::disk::{CrashOutcome, CrashPoint, SimVfs};
-use crate::failure::{catch_panic, Check, Failure};
+use crate::failure::{catch_failure, Check, Failure};
 use crate::outcome::SeedOutcome;
 use crate::seam::{RecordedContext, RecordedOperation};
 use crate::seeds;
@@ -673,19 +673,19 @@ pub(super) fn run_ops<A: Adapter>(
 ) -> SeedOutcome {
     let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::new(keep_trace)));
     let mut runner = Runner::new(adapter, config, plant, repro, vfs.clone());
-    let failure = match catch_panic(|| runner.run(ops)) {
+    let failure = match catch_failure(|| runner.run(ops)) {
         Ok(Ok(())) => None,
         Ok(Err(failure)) => Some(failure),
-        Err(message) => Some(runner.fail(Check::Panic, message)),
+        Err((check, message)) => Some(runner.fail(check, message)),
     };
     let mut outcome = std::mem::take(&mut runner.outcome);
     // Drop the engine's handles before reading the trace (a close may write).
-    let closing = catch_panic(move || drop(runner));
+    let closing = catch_failure(move || drop(runner));
     outcome.failure = failure.or_else(|| {
-        closing.err().map(|message| Failure {
+        closing.err().map(|(check, message)| Failure {
             seed: config.seed,
             op_index: u64::MAX,
-            check: Check::Panic,
+            check,
             detail: format!("dropping the database at the end of the run: {message}"),
             recent: Vec::new(),
             repro: String::new(),

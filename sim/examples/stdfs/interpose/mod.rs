@@ -12,6 +12,9 @@
 //! runs under `catch_unwind`: a panic in the layer becomes `EIO` and a
 //! refusal, never an unwind across the C boundary.
 //!
+//! On a thread serving a run, randomness and the time are the seed's too
+//! (`entropy_calls`, [`crate::entropy`]).
+//!
 //! x86-64 glibc only: `open`, `openat` and `fcntl` are C-variadic, which
 //! stable Rust cannot define; they are defined with their optional
 //! argument as a fixed one, which the x86-64 System V convention passes
@@ -19,10 +22,12 @@
 
 mod cstat;
 mod dir_calls;
+mod entropy_calls;
 mod fd_calls;
 mod path_calls;
 mod real;
 
+use std::cell::Cell;
 use std::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -39,10 +44,52 @@ fn set_errno(code: i32) {
     unsafe { *libc::__errno_location() = code };
 }
 
+/// Served calls that may fail in a row on one thread, and served calls
+/// one call of the engine may make ([`start_engine_call`]), before the
+/// layer takes the program for one that loops forever: retrying a failing
+/// call (persy does, STDFS.md finding 2) or walking a cycle in its own
+/// bytes (finding 3). Nothing ends such a loop from inside (no error
+/// does, and unwinding out of a C function is not possible), so the
+/// process aborts, saying why: `--isolate` makes that one failed seed
+/// (`died`). Both are counts, so the verdict is the same in every run.
+pub const LIVELOCK_FAILURES: u64 = 200_000;
+/// See [`LIVELOCK_FAILURES`]. A seed's whole run serves a few thousand.
+pub const LIVELOCK_CALLS: u64 = 2_000_000;
+
+thread_local! {
+    static FAILED_IN_A_ROW: Cell<u64> = const { Cell::new(0) };
+    static CALLS_THIS_ENGINE_CALL: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The engine's thread begins one call of the adapter's: the count of
+/// [`LIVELOCK_CALLS`] starts again. (Only the persy target has engine
+/// calls: without its feature nothing calls this.)
+#[cfg_attr(not(feature = "persy"), allow(dead_code))]
+pub fn start_engine_call() {
+    CALLS_THIS_ENGINE_CALL.set(0);
+}
+
+/// Count a served call's outcome; abort at a livelock.
+fn count_outcome(failed: bool) {
+    let in_a_row = if failed { FAILED_IN_A_ROW.get() + 1 } else { 0 };
+    FAILED_IN_A_ROW.set(in_a_row);
+    let calls = CALLS_THIS_ENGINE_CALL.get() + 1;
+    CALLS_THIS_ENGINE_CALL.set(calls);
+    if in_a_row >= LIVELOCK_FAILURES || calls >= LIVELOCK_CALLS {
+        eprintln!(
+            "stdfs: refused: a livelock: {in_a_row} served calls in a row failed, {calls} served in one call of the \
+             engine; the program loops forever (no error can end it), so the process aborts"
+        );
+        std::process::abort();
+    }
+}
+
 /// Run a served call: its value, or `fail` with `errno` set. A panic is
 /// caught here and refused as `EIO`.
 fn served<T>(fail: T, call: impl FnOnce() -> Result<T, Errno>) -> T {
-    match catch_unwind(AssertUnwindSafe(call)) {
+    let outcome = catch_unwind(AssertUnwindSafe(call));
+    count_outcome(!matches!(outcome, Ok(Ok(_))));
+    match outcome {
         Ok(Ok(value)) => value,
         Ok(Err(Errno(code))) => {
             set_errno(code);

@@ -74,4 +74,8 @@ real! {
     fn readdir64(dir: *mut libc::DIR) -> *mut libc::dirent64;
     fn closedir(dir: *mut libc::DIR) -> c_int;
     fn dirfd(dir: *mut libc::DIR) -> c_int;
+    fn getrandom(buf: *mut c_void, len: usize, flags: c_uint) -> isize;
+    fn getentropy(buf: *mut c_void, len: usize) -> c_int;
+    fn syscall(n: c_long, a1: c_long, a2: c_long, a3: c_long, a4: c_long, a5: c_long, a6: c_long) -> c_long;
+    fn clock_gettime(clock: libc::clockid_t, tp: *mut libc::timespec) -> c_int;
 }

@@ -1,0 +1,98 @@
+//! libc's sources of fresh randomness and time: on a thread serving a run
+//! they answer from the session's seed ([`crate::entropy`]); on any other
+//! thread, glibc's own. `syscall()` is defined too, so that a raw
+//! `getrandom` system call made through it (the `getrandom` crate's 0.2
+//! line does that) is served like the function; every other system call
+//! passes to glibc's `syscall` with its six argument registers as they
+//! came (x86-64 passes a variadic call's integer arguments in the same
+//! registers as a fixed one's).
+
+use std::ffi::{c_int, c_long, c_uint, c_void};
+
+use super::{real, served};
+use crate::errno::Errno;
+use crate::session;
+
+/// The `len` bytes at `buf` as a slice, empty when `len` is 0.
+///
+/// # Safety
+/// `buf` is valid for `len` writable bytes (any pointer when `len` is 0).
+unsafe fn out<'a>(buf: *mut c_void, len: usize) -> &'a mut [u8] {
+    if len == 0 {
+        return &mut [];
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts_mut(buf.cast(), len) }
+}
+
+/// Fill `buf` from the session's stream: the byte count, as `getrandom`
+/// answers.
+fn serve_random(buf: &mut [u8]) -> Result<isize, Errno> {
+    session::with_entropy(|entropy| entropy.fill(buf))?;
+    Ok(isize::try_from(buf.len()).expect("a slice's length fits isize"))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn getrandom(buf: *mut c_void, len: usize, flags: c_uint) -> isize {
+    if !session::has_session() {
+        // SAFETY: the caller's arguments, passed on.
+        return unsafe { real::getrandom(buf, len, flags) };
+    }
+    // SAFETY: the caller gives `len` writable bytes at `buf`.
+    let buf = unsafe { out(buf, len) };
+    served(-1, || serve_random(buf))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn getentropy(buf: *mut c_void, len: usize) -> c_int {
+    if !session::has_session() {
+        // SAFETY: the caller's arguments, passed on.
+        return unsafe { real::getentropy(buf, len) };
+    }
+    if len > 256 {
+        return served(-1, || Err(Errno::EIO));
+    }
+    // SAFETY: the caller gives `len` writable bytes at `buf`.
+    let buf = unsafe { out(buf, len) };
+    served(-1, || serve_random(buf).map(|_| 0))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn syscall(
+    n: c_long,
+    a1: c_long,
+    a2: c_long,
+    a3: c_long,
+    a4: c_long,
+    a5: c_long,
+    a6: c_long,
+) -> c_long {
+    if n != libc::SYS_getrandom || !session::has_session() {
+        // SAFETY: the caller's arguments, passed on as they came.
+        return unsafe { real::syscall(n, a1, a2, a3, a4, a5, a6) };
+    }
+    let len = usize::try_from(a2).unwrap_or(0);
+    // SAFETY: `getrandom(buf, len, flags)`: the caller gives `len`
+    // writable bytes at `buf`.
+    let buf = unsafe { out(a1 as *mut c_void, len) };
+    served(-1, || serve_random(buf).map(|n| n as c_long))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn clock_gettime(clock: libc::clockid_t, tp: *mut libc::timespec) -> c_int {
+    if !session::has_session() {
+        // SAFETY: the caller's arguments, passed on.
+        return unsafe { real::clock_gettime(clock, tp) };
+    }
+    if tp.is_null() {
+        return served(-1, || Err(Errno::EINVAL));
+    }
+    served(-1, || {
+        let now_ns = session::with_entropy(|entropy| entropy.now_ns())?;
+        let seconds = libc::time_t::try_from(now_ns / 1_000_000_000).expect("the virtual clock fits time_t");
+        let nanoseconds = (now_ns % 1_000_000_000) as libc::c_long;
+        // SAFETY: non-null, and the caller's `timespec` to fill.
+        unsafe { *tp = libc::timespec { tv_sec: seconds, tv_nsec: nanoseconds } };
+        Ok(0)
+    })
+}

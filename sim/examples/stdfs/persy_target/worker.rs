@@ -1,0 +1,148 @@
+//! The engine's thread: one per open of the database, serving one run's
+//! session of the layer, to which the adapter hands each call and waits
+//! for its answer (a rendezvous: never two threads running at once, so a
+//! seed's run stays one sequence of calls).
+//!
+//! Why a thread of its own, when the kit's thread could call persy
+//! directly: what a process draws fresh from the operating system, a
+//! thread keeps. std seeds each thread's `HashMap` keys from `getrandom`
+//! once and then counts them on; `rand`'s `ThreadRng` (persy's
+//! `rand::random`) seeds itself from `getrandom` once per thread. The
+//! kit's worker threads run seed after seed, so on them a seed's bytes
+//! would depend on the seeds run before it. A fresh thread whose session
+//! serves `getrandom` from the seed ([`crate::entropy`]) starts both from
+//! the seed at every open.
+//!
+//! Every call runs under `catch_unwind` on the engine's thread; a panic is
+//! carried back and raised again on the caller's, where the kit catches
+//! it. What the layer refused during a call comes back with its answer
+//! ([`Served::refusals`]); what it refused while the engine's handles
+//! were dropped, with the panic of that drop, is raised by [`Drop`].
+
+use std::any::Any;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread;
+
+use sim::kit::vfs::Vfs;
+use sim::kit::EnvironmentRefused;
+
+use crate::session::{self, SessionGuard};
+
+type Job<S> = Box<dyn FnOnce(&mut S, &SessionGuard) + Send>;
+type Panic = Box<dyn Any + Send>;
+
+/// Where the session is opened and how its randomness is seeded.
+pub struct Place {
+    pub vfs: Arc<dyn Vfs>,
+    /// The disk's directory of the database (the kit's `Env::dir`).
+    pub dir: PathBuf,
+    pub entropy_seed: u64,
+}
+
+/// A call's answer and what the layer refused while serving it.
+pub struct Served<R> {
+    pub value: R,
+    pub refusals: Vec<String>,
+}
+
+impl<R> Served<R> {
+    /// The answer, after failing the run (check `refused`) if the layer
+    /// refused anything the engine asked for.
+    pub fn unless_refused(self) -> R {
+        raise_refusals(self.refusals);
+        self.value
+    }
+}
+
+/// Fail the run with check `refused` when there are refusals.
+pub fn raise_refusals(refusals: Vec<String>) {
+    if !refusals.is_empty() {
+        std::panic::panic_any(EnvironmentRefused { what: refusals.join("; ") });
+    }
+}
+
+/// The engine's thread, holding its state `S` (built there, never sent).
+pub struct Worker<S> {
+    jobs: Option<mpsc::Sender<Job<S>>>,
+    thread: Option<thread::JoinHandle<(Vec<String>, Option<Panic>)>>,
+}
+
+impl<S: 'static> Worker<S> {
+    /// Start a thread serving a session over `place`, and build the state
+    /// there with `setup`: the worker, or `setup`'s error; either with
+    /// what the layer refused meanwhile.
+    pub fn start<E: Send + 'static>(
+        place: Place,
+        setup: impl FnOnce() -> Result<S, E> + Send + 'static,
+    ) -> Served<Result<Worker<S>, E>> {
+        let (jobs, inbox) = mpsc::channel::<Job<S>>();
+        let (ready, started) = mpsc::sync_channel::<Result<Served<Result<(), E>>, Panic>>(1);
+        let thread = thread::spawn(move || {
+            let guard = session::install(place.vfs, &[place.dir.as_path()], place.entropy_seed);
+            crate::interpose::start_engine_call();
+            let built = catch_unwind(AssertUnwindSafe(setup));
+            let (mut state, answer) = match built {
+                Ok(Ok(state)) => (Some(state), Ok(Served { value: Ok(()), refusals: guard.refusals() })),
+                Ok(Err(e)) => (None, Ok(Served { value: Err(e), refusals: guard.refusals() })),
+                Err(panic) => (None, Err(panic)),
+            };
+            let _ = ready.send(answer);
+            if let Some(state) = state.as_mut() {
+                while let Ok(job) = inbox.recv() {
+                    job(state, &guard);
+                }
+            }
+            let dropped = catch_unwind(AssertUnwindSafe(move || drop(state))).err();
+            (guard.refusals(), dropped)
+        });
+        let mut worker = Worker { jobs: Some(jobs), thread: Some(thread) };
+        match started.recv().expect("the engine's thread answers its setup") {
+            Ok(Served { value: Ok(()), refusals }) => Served { value: Ok(worker), refusals },
+            Ok(Served { value: Err(e), refusals }) => {
+                worker.jobs = None;
+                let (more, _) = worker.thread.take().expect("started").join().unwrap_or_default();
+                Served { value: Err(e), refusals: refusals.into_iter().chain(more).collect() }
+            }
+            Err(panic) => resume_unwind(panic),
+        }
+    }
+
+    /// Run `job` on the engine's thread and wait for its answer.
+    pub fn call<R: Send + 'static>(&self, job: impl FnOnce(&mut S) -> R + Send + 'static) -> Served<R> {
+        let (reply, answer) = mpsc::sync_channel::<Result<Served<R>, Panic>>(1);
+        let run: Job<S> = Box::new(move |state, guard| {
+            crate::interpose::start_engine_call();
+            let value = catch_unwind(AssertUnwindSafe(|| job(state)));
+            let _ = reply.send(value.map(|value| Served { value, refusals: guard.refusals() }));
+        });
+        self.jobs.as_ref().expect("open until dropped").send(run).expect("the engine's thread serves until dropped");
+        match answer.recv().expect("the engine's thread answers every call") {
+            Ok(served) => served,
+            Err(panic) => resume_unwind(panic),
+        }
+    }
+}
+
+/// Drop the engine's state on its thread (its files closed there, in its
+/// session), wait for the thread, and raise a panic of that drop, or a
+/// refusal, unless this drop is part of an unwind already.
+impl<S> Drop for Worker<S> {
+    fn drop(&mut self) {
+        self.jobs = None;
+        let Some(thread) = self.thread.take() else { return };
+        let (refusals, panic) = match thread.join() {
+            Ok(ended) => ended,
+            Err(panic) => (Vec::new(), Some(panic)),
+        };
+        if thread::panicking() {
+            return;
+        }
+        if let Some(panic) = panic {
+            resume_unwind(panic);
+        }
+        raise_refusals(refusals);
+    }
+}

@@ -407,6 +407,31 @@ pub fn run_seed<T: Target>(target: &T, seed: u64, keep_trace: bool) -> SeedOutco
     target.run(seed, &target.generate(seed), keep_trace)
 }
 
+/// Run one seed, or twice with `check_determinism`: a second run whose
+/// trace or failure differs fails the seed with check `determinism`.
+pub fn run_checked<T: Target>(seed: u64, target: &T, check_determinism: bool) -> SeedOutcome {
+    let mut outcome = run_seed(target, seed, false);
+    if check_determinism {
+        let again = run_seed(target, seed, false);
+        let same_failure = outcome.failure.as_ref().map(|f| (f.check, f.op_index))
+            == again.failure.as_ref().map(|f| (f.check, f.op_index));
+        if (again.trace_hash != outcome.trace_hash || !same_failure) && outcome.failure.is_none() {
+            outcome.failure = Some(Failure {
+                seed,
+                op_index: 0,
+                check: Check::Determinism,
+                detail: format!(
+                    "two runs of the seed differ: trace hash {:016x} vs {:016x}",
+                    outcome.trace_hash, again.trace_hash
+                ),
+                recent: Vec::new(),
+                repro: target.repro(seed, " --check-determinism"),
+            });
+        }
+    }
+    outcome
+}
+
 /// The first test of any target (a kit adapter's especially): each of
 /// `seeds` runs without a failure, does some operations, and runs again to
 /// the same trace hash. Panics, naming the seed, where one does not.

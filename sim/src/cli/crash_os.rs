@@ -10,7 +10,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::run::usage_error;
+use super::args::usage_error;
 use crate::kit::crash_os::{self, CrashOsRequest, KillRule};
 use crate::kit::{Adapter, Kit};
 use crate::output::verdict;

@@ -10,8 +10,8 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches, Parser};
 use engine::aof::FsyncPolicy;
 
+use super::args::parse_fs;
 use super::explored::ExploreRequest;
-use super::run::parse_fs;
 use super::targets::{Runnable, TargetArgs, TargetFlags};
 use crate::canary::{parse_name, Canary};
 use crate::disk::ArmedFault;

@@ -28,9 +28,10 @@ use std::process::{Command, ExitCode, ExitStatus, Output, Stdio};
 use clap::{Args, Command as ClapCommand};
 use serde_json::Value;
 
-use super::run::{run_checked, usage_error, RunArgs};
+use super::args::{usage_error, RunArgs};
 use crate::failure::{Check, Failure};
 use crate::output::verdict;
+use crate::seam::run_checked;
 use crate::seam::Target;
 use crate::summary::Summary;
 

@@ -11,11 +11,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use super::args::{parse_args_with, usage_error, RunArgs};
 use super::crash_os::{run as crash_os, CrashOsArgs};
 use super::explore::{options, request, ExploreCommon};
 use super::explored::run as explore_and_report;
 use super::replay::replay_as;
-use super::run::{merge, parse_args_with, run_target, usage_error, Hooks, RunArgs};
+use super::run::{merge, run_target, Hooks};
 use crate::disk::FsProfile;
 use crate::kit::spec::plants_help;
 use crate::kit::{Adapter, Kit, KitSettings, Plant};

@@ -19,6 +19,7 @@
 //!
 //! Exit status everywhere: 0 no failure, 1 a failure found, 2 bad usage.
 
+pub mod args;
 pub mod crash_os;
 pub mod explore;
 pub mod explored;
@@ -34,7 +35,8 @@ use std::time::Duration;
 use clap::{CommandFactory, Parser, Subcommand};
 use engine::aof::FsyncPolicy;
 
-use self::run::{parse_args_with, Hooks, RunArgs};
+use self::args::{parse_args_with, RunArgs};
+use self::run::Hooks;
 use self::targets::{TargetArgs, TargetFlags};
 use crate::canary::{Canary, BUILT_WITH_CANARIES, HOW_TO_BUILD};
 use crate::config::Overrides;

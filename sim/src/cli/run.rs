@@ -12,105 +12,15 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use clap::Args;
-
+use super::args::{usage_error, RunArgs};
 use super::isolate;
 use crate::canary::Canary;
-use crate::disk::{CrashMode, FsProfile};
 use crate::explore::{is_explore_report, ExploreTotals};
-use crate::failure::{Check, Failure};
-use crate::outcome::SeedOutcome;
+use crate::failure::Check;
 use crate::output::{emit, verdict};
-use crate::seam::{run_seed, Replayed, Target};
+use crate::seam::{run_checked, run_seed, Replayed, Target};
 use crate::shrink::{ops_file, shrink};
 use crate::summary::Summary;
-
-/// The flags every target's run takes.
-#[derive(Args, Debug, Clone)]
-pub struct RunArgs {
-    /// Run one seed (with --time: the first seed of the soak).
-    #[arg(long, value_name = "N")]
-    pub seed: Option<u64>,
-
-    /// Run a range of seeds, A inclusive to B exclusive (e.g. 0..2000).
-    #[arg(long, value_name = "A..B", value_parser = parse_range)]
-    pub seeds: Option<(u64, u64)>,
-
-    /// Soak: run consecutive seeds from --seed (default: a random base,
-    /// printed) for this many wall-clock seconds.
-    #[arg(long, value_name = "SECS")]
-    pub time: Option<f64>,
-
-    /// Parallel workers (seeds are spread over them; results are identical
-    /// to --jobs 1).
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub jobs: usize,
-
-    /// Run only the seeds congruent to K modulo N (fleet sharding).
-    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
-    pub shard: Option<(u64, u64)>,
-
-    /// Print one JSON summary object on stdout (the human report goes to
-    /// stderr).
-    #[arg(long)]
-    pub json: bool,
-
-    /// Print the seed's whole event trace (one seed only).
-    #[arg(long)]
-    pub trace: bool,
-
-    /// Run every seed twice and fail if the two traces differ.
-    #[arg(long)]
-    pub check_determinism: bool,
-
-    /// Minimize the first failing seed's operation list and print it.
-    #[arg(long)]
-    pub shrink: bool,
-
-    /// With --shrink: save the minimal list (segsim's under
-    /// corpus/regressions/, another target's under `corpus/<target>/`).
-    #[arg(long, requires = "shrink")]
-    pub save: bool,
-
-    /// Replay an operation list file (as saved by --shrink --save).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["seed", "seeds", "time"])]
-    pub replay: Option<PathBuf>,
-
-    /// Workload operations per seed.
-    #[arg(long, value_name = "N")]
-    pub ops: Option<u64>,
-
-    /// Force the crash mode: strict, prefix or reorder.
-    #[arg(long, value_parser = parse_crash_mode)]
-    pub crash_mode: Option<CrashMode>,
-
-    /// The file-system profile the disk follows (FILESYSTEMS.md): posix
-    /// (the default, the weakest POSIX allows), ext4, xfs or btrfs.
-    #[arg(long = "fs", value_name = "NAME", value_parser = parse_fs)]
-    pub fs: Option<FsProfile>,
-
-    /// Draw the run as one self-contained HTML page (one seed, or with
-    /// --replay): the operations in time, a lane per file, the crash, the
-    /// recovery and the verdict. Open it in a browser.
-    #[arg(long, value_name = "FILE.html")]
-    pub report: Option<PathBuf>,
-
-    /// Run each seed in a child process of its own (this program again,
-    /// with the same target flags and that one seed; --jobs N at a time):
-    /// a seed that takes its process down (an abort, such as a panic while
-    /// a panic unwinds, which nothing in process can catch; any signal) is
-    /// one failed seed (check 'died', with its signal and the last lines
-    /// of its stderr) and the run goes on. The same totals as in process,
-    /// at the cost of a process start per seed. Not with --trace or
-    /// --report (one process's own output).
-    #[arg(long, conflicts_with_all = ["trace", "report", "replay"])]
-    pub isolate: bool,
-
-    /// --isolate's own: run the one seed --seed names and print its
-    /// summary for the parent process.
-    #[arg(long, hide = true, conflicts_with_all = ["seeds", "time", "shard", "isolate", "trace", "report", "replay"])]
-    pub isolated_child: bool,
-}
 
 /// Replays an `.ops` file's text, writing the run's page to the path
 /// given (`--report`).
@@ -125,29 +35,6 @@ pub struct Hooks<'a> {
     /// Replay an `.ops` file's text (the file names its target), writing
     /// the run's page to the path given (`--report`).
     pub replay: &'a ReplayFile,
-}
-
-/// The process's arguments as `P`, or how to exit: `--help` and
-/// `--version` print and exit 0, bad usage prints why and exits 2.
-pub fn parse_args<P: clap::Parser>() -> Result<P, ExitCode> {
-    parse_args_with(|command| command)
-}
-
-/// [`parse_args`] with `P`'s command line first changed by `adjust` (help
-/// text made at run time: the plants an adapter declares, say).
-pub fn parse_args_with<P: clap::Parser>(adjust: impl FnOnce(clap::Command) -> clap::Command) -> Result<P, ExitCode> {
-    let exit = |e: clap::Error| {
-        let _ = e.print();
-        ExitCode::from(if e.use_stderr() { 2 } else { 0 })
-    };
-    let matches = adjust(P::command()).try_get_matches().map_err(exit)?;
-    P::from_arg_matches(&matches).map_err(exit)
-}
-
-/// Bad usage: say so and exit 2.
-pub fn usage_error(program: &str, message: &str) -> ExitCode {
-    eprintln!("{program}: {message}\n(see {program} --help)");
-    ExitCode::from(2)
 }
 
 /// Everything but the subcommands, for the target the command line picked:
@@ -286,30 +173,6 @@ fn run_one_with_report<T: Target>(target: &T, seed: u64, report: &Path, json: bo
 fn random_base() -> u64 {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     nanos % 1_000_000_000_000
-}
-
-/// Run one seed, or twice with `check_determinism`.
-pub(super) fn run_checked<T: Target>(seed: u64, target: &T, check_determinism: bool) -> SeedOutcome {
-    let mut outcome = run_seed(target, seed, false);
-    if check_determinism {
-        let again = run_seed(target, seed, false);
-        let same_failure = outcome.failure.as_ref().map(|f| (f.check, f.op_index))
-            == again.failure.as_ref().map(|f| (f.check, f.op_index));
-        if (again.trace_hash != outcome.trace_hash || !same_failure) && outcome.failure.is_none() {
-            outcome.failure = Some(Failure {
-                seed,
-                op_index: 0,
-                check: Check::Determinism,
-                detail: format!(
-                    "two runs of the seed differ: trace hash {:016x} vs {:016x}",
-                    outcome.trace_hash, again.trace_hash
-                ),
-                recent: Vec::new(),
-                repro: target.repro(seed, " --check-determinism"),
-            });
-        }
-    }
-    outcome
 }
 
 /// Run `seeds` on `jobs` threads, each seed by `run_one` (in this process
@@ -480,42 +343,6 @@ pub fn merge(files: &[PathBuf], json: bool) -> ExitCode {
     }
     emit(&text, json.then_some(&value));
     verdict(!merged.failures.is_empty() || !explored.failures.is_empty())
-}
-
-/// `--seeds A..B`: the seeds from `A` up to, not including, `B`; an
-/// empty range is refused, since it would run nothing and pass.
-pub fn parse_range(s: &str) -> Result<(u64, u64), String> {
-    let (a, b) = s.split_once("..").ok_or_else(|| format!("expected A..B, got {s:?}"))?;
-    let a: u64 = a.parse().map_err(|_| format!("{a:?} is not a seed number"))?;
-    let b: u64 = b.parse().map_err(|_| format!("{b:?} is not a seed number"))?;
-    if a >= b {
-        return Err(format!("the range {a}..{b} is empty (B is exclusive)"));
-    }
-    Ok((a, b))
-}
-
-/// `--shard K/N`: this process runs the seeds congruent to `K` modulo `N`,
-/// so `N` processes with `K = 0..N` share a range without overlap.
-pub fn parse_shard(s: &str) -> Result<(u64, u64), String> {
-    let (k, n) = s.split_once('/').ok_or_else(|| format!("expected K/N, got {s:?}"))?;
-    let k: u64 = k.parse().map_err(|_| format!("{k:?} is not a number"))?;
-    let n: u64 = n.parse().map_err(|_| format!("{n:?} is not a number"))?;
-    if n == 0 || k >= n {
-        return Err(format!("shard {k}/{n}: K must be below N (0 <= K < N)"));
-    }
-    Ok((k, n))
-}
-
-/// `--crash-mode`: what a power loss keeps of unsynced writes (`strict`,
-/// `prefix` or `reorder`; see `disk::CrashMode`).
-pub fn parse_crash_mode(s: &str) -> Result<CrashMode, String> {
-    CrashMode::parse(s).ok_or_else(|| format!("{s:?}: expected strict, prefix or reorder"))
-}
-
-/// `--fs`: which file system's crash behaviour the disk follows; a bad
-/// name is answered with the list of known ones.
-pub fn parse_fs(s: &str) -> Result<FsProfile, String> {
-    FsProfile::parse_or_list(s)
 }
 
 /// Which seeds to run: a finite list, or an endless soak from a base.

@@ -15,12 +15,13 @@ use std::process::ExitCode;
 use clap::Args;
 use engine::aof::FsyncPolicy;
 
+use super::args::{usage_error, RunArgs};
 #[cfg(any(feature = "redb", feature = "sqlite"))]
 use super::crash_os::run as run_crash_os;
 use super::crash_os::CrashOsArgs;
 use super::explored::{run as explore_and_report, ExploreRequest};
 use super::replay::replay_as;
-use super::run::{run_target, usage_error, Hooks, RunArgs};
+use super::run::{run_target, Hooks};
 use crate::canary::Canary;
 use crate::config::Overrides;
 use crate::disk::{CrashMode, FsProfile};

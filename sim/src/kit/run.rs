@@ -103,6 +103,19 @@ pub(super) fn create<A: Adapter>(adapter: &A, env: &Env<'_, A>, replace: bool) -
 
 type Step = Result<(), Failure>;
 
+/// Why the engine is reopened: what its recovery is held to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reopening {
+    /// After a power loss (or the remount a shut-down file system stands
+    /// for); `damaged`: it left damage the engine promises to detect.
+    PowerLoss { damaged: bool },
+    /// After a process kill: no power lost, the page cache kept, so the
+    /// kill's stricter rule holds first.
+    Kill,
+    /// After a close, clean or after an error.
+    Restart,
+}
+
 /// One seed's run (see the module doc).
 pub(super) struct Runner<'a, A: Adapter> {
     pub adapter: &'a A,
@@ -115,9 +128,6 @@ pub(super) struct Runner<'a, A: Adapter> {
     pub model: Model,
     pub outcome: SeedOutcome,
     pub op_index: u64,
-    /// A process kill is being recovered from (no power lost): the
-    /// recovery is held to the kill's stricter rule first.
-    killed: bool,
     /// While recording for `sim explore`: the model at every operation
     /// (what a recovery there is held to, with what the operation may
     /// publish pending).
@@ -145,7 +155,6 @@ impl<'a, A: Adapter> Runner<'a, A> {
             model: Model::new(config.spec.tables.len()),
             outcome: SeedOutcome { seed: config.seed, ..SeedOutcome::default() },
             op_index: 0,
-            killed: false,
             contexts: None,
             operations: Vec::new(),
         }
@@ -222,7 +231,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
     fn power_loss(&mut self, gap: &'static str) -> Step {
         *self.outcome.crash_gaps.entry(gap).or_default() += 1;
         let crash = self.lose_power(0);
-        self.recover_from(Some(self.damaged(&crash)), 0)
+        self.recover_from(Reopening::PowerLoss { damaged: self.damaged(&crash) }, 0)
     }
 
     /// The crash point inside an operation is a process kill, by the
@@ -236,22 +245,22 @@ impl<'a, A: Adapter> Runner<'a, A> {
         *self.outcome.crash_gaps.entry("kill_in_op").or_default() += 1;
         self.outcome.kills += 1;
         self.db = None;
-        let remount = self.restart_process(false);
-        self.killed = true;
-        let recovered = self.recover_from(remount, 0);
-        self.killed = false;
-        recovered?;
+        let reopening = self.restart_process(false, Reopening::Kill);
+        self.recover_from(reopening, 0)?;
         if seeds::power_after_kill(self.config.seed, self.op_index) {
             return self.power_loss(gap);
         }
         Ok(())
     }
 
-    /// The process restarts ([`SeedOutcome::restart_process`]): a remount
-    /// is `Some(damaged)`, to be recovered as after a power loss.
-    fn restart_process(&mut self, clean: bool) -> Option<bool> {
-        let remount = self.outcome.restart_process(&self.vfs, clean);
-        remount.map(|crash| self.damaged(&crash))
+    /// The process restarts ([`SeedOutcome::restart_process`]) for
+    /// `cause`: the reopening it is, or a power loss's where the restart
+    /// was a remount.
+    fn restart_process(&mut self, clean: bool, cause: Reopening) -> Reopening {
+        match self.outcome.restart_process(&self.vfs, clean) {
+            Some(crash) => Reopening::PowerLoss { damaged: self.damaged(&crash) },
+            None => cause,
+        }
     }
 
     /// Whether `crash` damaged bytes the engine promises to detect damage to.
@@ -270,8 +279,8 @@ impl<'a, A: Adapter> Runner<'a, A> {
         self.model.set_pending(Pending::PublishAll);
         self.db = None;
         self.outcome.error_reopens += 1;
-        let remount = self.restart_process(false);
-        self.recover_from(remount, 0)
+        let reopening = self.restart_process(false, Reopening::Restart);
+        self.recover_from(reopening, 0)
     }
 
     /// Where power fails inside the recovery numbered `depth` of this
@@ -285,14 +294,12 @@ impl<'a, A: Adapter> Runner<'a, A> {
         rng.gen_bool(self.config.p_crash_in_recovery).then(|| CrashPoint::AfterIos(rng.gen_range(0..32)))
     }
 
-    /// Reopen after a power loss (`Some(damaged)`: whether it left damage
-    /// the engine promises to detect) or a process restart (`None`),
-    /// `depth` power losses into this operation's recovery, and hold what
-    /// came back to the model. An engine's open may write (repair), so a
-    /// power loss there is one more crash to survive, judged by the same
-    /// rule.
-    fn recover_from(&mut self, power_loss: Option<bool>, depth: u64) -> Step {
-        let damaged = power_loss == Some(true);
+    /// Reopen (`reopening` says after what), `depth` power losses into
+    /// this operation's recovery, and hold what came back to the model. An
+    /// engine's open may write (repair), so a power loss there is one more
+    /// crash to survive, judged by the same rule.
+    fn recover_from(&mut self, reopening: Reopening, depth: u64) -> Step {
+        let damaged = reopening == Reopening::PowerLoss { damaged: true };
         self.outcome.restarts += 1;
         for attempt in 0..=OPEN_ATTEMPTS_WITH_FAULTS {
             self.vfs.begin_op(seeds::open_attempt_at_depth(self.config.seed, self.op_index, attempt, depth));
@@ -307,7 +314,8 @@ impl<'a, A: Adapter> Runner<'a, A> {
                 *self.outcome.crash_gaps.entry("recovery").or_default() += 1;
                 self.db = opened.ok();
                 let crash = self.lose_power(depth + 1);
-                return self.recover_from(Some(damaged || self.damaged(&crash)), depth + 1);
+                let damaged = damaged || self.damaged(&crash);
+                return self.recover_from(Reopening::PowerLoss { damaged }, depth + 1);
             }
             self.vfs.arm_crash(None);
             match opened {
@@ -327,11 +335,13 @@ impl<'a, A: Adapter> Runner<'a, A> {
                 }
             }
         }
-        self.judge_recovered(damaged, power_loss.is_some())
+        self.judge_recovered(reopening)
     }
 
     /// Read what a reopen brought back, fault-free, and judge it.
-    fn judge_recovered(&mut self, damaged: bool, power_lost: bool) -> Step {
+    fn judge_recovered(&mut self, reopening: Reopening) -> Step {
+        let damaged = reopening == Reopening::PowerLoss { damaged: true };
+        let power_lost = matches!(reopening, Reopening::PowerLoss { .. });
         let read = self.observe();
         let state = match read {
             Ok(state) => state,
@@ -340,7 +350,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
                 return Err(self.fail(Check::Open, format!("the engine opened but reading its content failed: {e}")))
             }
         };
-        if self.killed && !power_lost {
+        if reopening == Reopening::Kill {
             // The page cache kept every byte the dead process wrote.
             self.model.allows_after_kill(&state).map_err(|detail| self.fail(Check::Durability, detail))?;
         }
@@ -456,9 +466,7 @@ impl<'a, A: Adapter> Runner<'a, A> {
 
     /// One of the engine's own operations, its reply checked.
     fn engine_op(&mut self, planned: &PlannedKitOp) -> Step {
-        let writes =
-            matches!(planned.op, KitOp::Put { .. } | KitOp::Delete { .. } | KitOp::Commit { .. } | KitOp::Maintain(_));
-        if writes && self.config.spec.promises_nothing() {
+        if planned.op.may_write() && self.config.spec.promises_nothing() {
             // An engine that promises nothing at every level may write
             // unsynced before any commit returns (SQLite with
             // synchronous=OFF spills uncommitted pages into the database
@@ -597,8 +605,8 @@ impl<'a, A: Adapter> Runner<'a, A> {
         }
         self.note_context(&format_args!("{planned} (reopening)"));
         self.outcome.clean_restarts += 1;
-        let remount = self.restart_process(true);
-        self.recover_from(remount, 0)?;
+        let reopening = self.restart_process(true, Reopening::Restart);
+        self.recover_from(reopening, 0)?;
         // Closed cleanly and reopened: nothing may be missing or extra.
         self.audit()
     }

@@ -108,6 +108,13 @@ impl KitOp {
             KitOp::Crash => "crash",
         }
     }
+
+    /// Whether the engine may write while it runs: a put, a delete, a
+    /// commit or maintenance (an engine that promises nothing may write
+    /// unsynced then, before any commit returns).
+    pub fn may_write(&self) -> bool {
+        matches!(self, KitOp::Put { .. } | KitOp::Delete { .. } | KitOp::Commit { .. } | KitOp::Maintain(_))
+    }
 }
 
 /// An operation at its place in the list, maybe with a crash inside it.

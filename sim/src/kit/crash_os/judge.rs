@@ -48,8 +48,7 @@ impl<'a, A: Adapter> Judge<'a, A> {
     /// An engine that promises nothing at any level may write unsynced
     /// before any commit returns (as the kit's loop has it).
     fn note_writes(&mut self, op: &KitOp) {
-        let writes = matches!(op, KitOp::Put { .. } | KitOp::Delete { .. } | KitOp::Commit { .. } | KitOp::Maintain(_));
-        if writes && self.config.spec.promises_nothing() {
+        if op.may_write() && self.config.spec.promises_nothing() {
             self.model.unpromise();
         }
     }

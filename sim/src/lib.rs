@@ -52,6 +52,7 @@ pub mod explore;
 pub mod failure;
 #[doc(hidden)]
 pub mod fuzzing;
+pub(crate) mod harness;
 #[doc(hidden)]
 pub mod hunt;
 pub mod kit;

@@ -1,9 +1,10 @@
-//! Running one seed: the random mode. The `Driver` runs each operation
-//! with the checker's bookkeeping; this file adds the mode's policy on
-//! top — the seed's configuration, workload, fault streams and crash
-//! points (all drawn up front, see `seeds.rs`), what to do with a poisoned
-//! store (reopen it, after a power loss half the time), periodic audits,
-//! the final clean restart — and catches panics.
+//! Running one seed: the random mode. The segsim engine runs as a
+//! workload (`drive`) of the one run loop (`harness`), which owns the
+//! crashes, kills, reopens after errors, hazards, audit cadence and final
+//! clean restart; this file adds the mode's policy — the seed's
+//! configuration, workload, fault streams and crash points (all drawn up
+//! front, see `seeds.rs`), a crash inside the store's creation — and
+//! catches panics.
 //!
 //! Everything here is single-threaded and takes its randomness from the
 //! seed. The same seed and the same operation list give the same trace,
@@ -16,62 +17,14 @@ use engine::vfs::Vfs;
 
 use crate::canary::CanarySwitch;
 use crate::config::{Config, Overrides};
-use crate::disk::{CrashPoint, SimVfs};
-use crate::drive::{Driver, Unobserved};
-use crate::failure::{catch_panic, Check, Failure};
+use crate::disk::SimVfs;
+use crate::drive::Driver;
+use crate::failure::{catch_panic, Check};
+use crate::harness::Settings;
 use crate::outcome::SeedOutcome;
 use crate::seeds;
 use crate::trace::Trace;
-use crate::workload::{Op, PlannedOp, T0_MS};
-
-type Step = Result<(), Failure>;
-
-/// One operation under the random mode's policy: a store the operation
-/// left poisoned is reopened at once — after a power loss half the time
-/// (the page cache may be no better than the disk), else after a process
-/// restart.
-fn step(driver: &mut Driver<'_>, planned: &PlannedOp) -> Step {
-    let stepped = driver.step(planned, &mut Unobserved)?;
-    if stepped.poisoned {
-        if seeds::poisoned_by_power_loss(driver.seed(), planned.index) {
-            driver.power_loss(&planned.op)?;
-        } else {
-            driver.reopen_poisoned()?;
-        }
-    }
-    no_hazards(driver)
-}
-
-/// The operation ended: the engine left no persistence hazard behind
-/// (`disk/hazards.rs`), whether or not a crash would have exposed it.
-pub(crate) fn no_hazards(driver: &Driver<'_>) -> Step {
-    let hazards = driver.vfs().end_op_hazards();
-    if hazards.is_empty() {
-        return Ok(());
-    }
-    let lines: Vec<String> = hazards.iter().map(|h| h.describe()).collect();
-    Err(driver.fail(Check::Hazard, format!("persistence hazards:\n    {}", lines.join("\n    "))))
-}
-
-/// The whole list, audited every `config.audit_every` operations, then a
-/// clean restart that must bring back exactly the model.
-fn run(driver: &mut Driver<'_>, config: &Config, ops: &[PlannedOp]) -> Step {
-    match seeds::crash_in_creation(config.seed) {
-        Some(after_ios) => driver.create_crashing(CrashPoint::AfterIos(after_ios))?,
-        None => driver.open_empty()?,
-    }
-    no_hazards(driver)?;
-    for planned in ops {
-        step(driver, planned)?;
-        driver.outcome_mut().ops += 1;
-        if (planned.index + 1) % config.audit_every == 0 {
-            driver.audit()?;
-        }
-    }
-    let end = PlannedOp { index: ops.last().map_or(0, |p| p.index + 1), op: Op::Restart, crash: None };
-    step(driver, &end)?;
-    driver.audit()
-}
+use crate::workload::{PlannedOp, T0_MS};
 
 /// Run `ops` (normally `workload::generate(config)`) for `config`'s seed.
 /// Never panics: a panic inside the engine or the harness is caught and
@@ -93,13 +46,20 @@ pub fn run_ops_with(
     let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::new(keep_trace)));
     let switch = CanarySwitch::on(overrides.canary);
     let clock = Arc::new(ManualClock::new(T0_MS));
-    let mut driver = Driver::new(config, overrides, vfs.clone(), wrap(vfs.clone()), clock);
-    let failure = match catch_panic(|| run(&mut driver, config, ops)) {
+    let settings = Settings {
+        audit_every: config.audit_every,
+        p_crash_in_recovery: 0.0,
+        crash_in_creation: seeds::crash_in_creation(config.seed),
+    };
+    let driver = Driver::new(config, vfs.clone(), wrap(vfs.clone()), clock).with_settings(settings);
+    let mut run = driver.into_loop(&overrides);
+    let failure = match catch_panic(|| run.run(ops)) {
         Ok(Ok(())) => None,
         Ok(Err(failure)) => Some(failure),
-        Err(message) => Some(driver.fail(Check::Panic, message)),
+        Err(message) => Some(run.h.fail(Check::Panic, message)),
     };
-    let mut outcome = driver.into_outcome();
+    let mut outcome = std::mem::take(&mut run.h.outcome);
+    drop(run);
     drop(switch);
     outcome.failure = failure;
     outcome.take_disk(&vfs, keep_trace);

@@ -15,10 +15,8 @@
 const CONFIG_SALT: u64 = 0x5357_4152_4d00_0001;
 /// Salt of the workload stream ([`workload`]).
 const WORKLOAD_SALT: u64 = 0x574f_524b_4c4f_4144;
-/// Mixed into an operation's fault seed for its crash choices ([`crash`]).
-const CRASH_SALT: u64 = 0xC4A5_0000;
-/// Added to an operation's fault seed, plus the attempt, for each open
-/// attempt of a recovery ([`open_attempt`]).
+/// Added to an operation's fault seed, plus the attempt and the depth, for
+/// each open attempt of a recovery ([`open_attempt`]).
 const OPEN_ATTEMPT_SALT: u64 = 0xA77E_0000;
 /// Mixed into an operation's fault seed for aiming a crash at manifest
 /// compaction ([`compaction_aim`]).
@@ -35,12 +33,13 @@ const CREATION_SALT: u64 = 0xC4EA_7E00_0000;
 const REMOUNT_SALT: u64 = 0x4E3_0000_7E30;
 /// Salt of a kit target's operation list ([`kit_workload`]).
 const KIT_WORKLOAD_SALT: u64 = 0x4b49_5457_4f52_4b00;
-/// Mixed into an operation's fault seed for a kit target's power losses
-/// ([`kit_crash`]).
-const KIT_CRASH_SALT: u64 = 0x4b49_5443_c4a5_0000;
-/// Added to a kit operation's crash stream, plus the depth, for the coin
-/// of a power loss inside its recovery ([`kit_crash_in_recovery`]).
-const KIT_RECOVERY_CRASH_SALT: u64 = 0x7EC0;
+/// Mixed into an operation's fault seed for its power losses ([`crash`]).
+/// (The kit's salt when the kit's loop became the one loop: its targets'
+/// seeds kept their meaning.)
+const CRASH_SALT: u64 = 0x4b49_5443_c4a5_0000;
+/// Added to an operation's crash stream, plus the depth, for the coin of a
+/// power loss inside its recovery ([`crash_in_recovery`]).
+const RECOVERY_CRASH_SALT: u64 = 0x7EC0;
 /// Salt of `crash-os`'s kill schedule on the real disk ([`crash_os_kills`]).
 const CRASH_OS_KILL_SALT: u64 = 0x4b49_4c4c_0050_0000;
 /// Mixed into the seed, with the chunk's number, for each chunk of
@@ -68,16 +67,16 @@ pub fn initial_open(seed: u64) -> u64 {
     faults(seed, u64::MAX)
 }
 
-/// The stream a power loss during operation `index` draws what survives
-/// from.
-pub fn crash(seed: u64, index: u64) -> u64 {
-    splitmix64(faults(seed, index) ^ CRASH_SALT)
+/// The stream a power loss during operation `index`, `depth` power losses
+/// into its recovery, draws what survives from.
+pub fn crash(seed: u64, index: u64, depth: u64) -> u64 {
+    faults(seed, index) ^ CRASH_SALT ^ depth
 }
 
-/// The fault stream of open attempt `attempt` of a recovery during
-/// operation `index`.
-pub fn open_attempt(seed: u64, index: u64, attempt: u64) -> u64 {
-    faults(seed, index) ^ (OPEN_ATTEMPT_SALT + attempt)
+/// The fault stream of open attempt `attempt` of the recovery `depth`
+/// power losses into operation `index`'s recovery.
+pub fn open_attempt(seed: u64, index: u64, attempt: u64, depth: u64) -> u64 {
+    faults(seed, index) ^ (OPEN_ATTEMPT_SALT + attempt + (depth << 8))
 }
 
 /// The stream that decides whether operation `index`, a rewrite or FLUSHALL
@@ -134,13 +133,6 @@ pub fn remount(op_seed: u64, io_index: u64) -> u64 {
     splitmix64(op_seed ^ REMOUNT_SALT ^ io_index.rotate_left(32))
 }
 
-/// The fault stream of open attempt `attempt` of the recovery `depth`
-/// power losses into operation `index`'s recovery (a kit target's open
-/// may be crashed again); at depth 0, [`open_attempt`].
-pub fn open_attempt_at_depth(seed: u64, index: u64, attempt: u64, depth: u64) -> u64 {
-    faults(seed, index) ^ (OPEN_ATTEMPT_SALT + attempt + (depth << 8))
-}
-
 /// The ChaCha seed of a kit target's swarm configuration (`kit/config.rs`):
 /// salted by the target's name (FNV-1a), so two engines' seeds differ.
 pub fn kit_config(seed: u64, target_name: &str) -> u64 {
@@ -154,17 +146,10 @@ pub fn kit_workload(seed: u64) -> u64 {
     seed ^ KIT_WORKLOAD_SALT
 }
 
-/// A kit target's crash stream of operation `index`: a power loss
-/// `depth` losses into the operation draws what survives from
-/// `kit_crash(..) ^ depth`.
-pub fn kit_crash(seed: u64, index: u64) -> u64 {
-    faults(seed, index) ^ KIT_CRASH_SALT
-}
-
-/// The ChaCha seed of the coin (and the I/O) of a power loss inside a kit
-/// target's recovery, `depth` losses into operation `index`.
-pub fn kit_crash_in_recovery(seed: u64, index: u64, depth: u64) -> u64 {
-    kit_crash(seed, index) ^ (KIT_RECOVERY_CRASH_SALT + depth)
+/// The ChaCha seed of the coin (and the I/O) of a power loss inside the
+/// recovery `depth` power losses into operation `index`.
+pub fn crash_in_recovery(seed: u64, index: u64, depth: u64) -> u64 {
+    crash(seed, index, 0) ^ (RECOVERY_CRASH_SALT + depth)
 }
 
 /// The ChaCha seed of `crash-os`'s kill schedule (`kit/crash_os/`): when
@@ -211,19 +196,19 @@ mod tests {
             faults(seed, 0),
             faults(seed, 1),
             initial_open(seed),
-            crash(seed, 0),
-            open_attempt(seed, 0, 0),
-            open_attempt(seed, 0, 1),
+            crash(seed, 0, 0),
+            crash(seed, 1, 0),
+            crash(seed, 0, 1),
+            open_attempt(seed, 0, 0, 0),
+            open_attempt(seed, 0, 1, 0),
+            open_attempt(seed, 0, 0, 1),
             compaction_aim(seed, 0),
             compaction_aim(seed, 1),
-            open_attempt_at_depth(seed, 0, 0, 1),
             kit_config(seed, "redb"),
             kit_config(seed, "sqlite"),
             kit_workload(seed),
-            kit_crash(seed, 0),
-            kit_crash(seed, 1),
-            kit_crash_in_recovery(seed, 0, 0),
-            kit_crash_in_recovery(seed, 0, 1),
+            crash_in_recovery(seed, 0, 0),
+            crash_in_recovery(seed, 0, 1),
             remount(faults(seed, 0), 0),
             crash_os_kills(seed),
             crash_os_chunk(seed, 1),
@@ -234,11 +219,17 @@ mod tests {
         sorted.dedup();
         assert_eq!(sorted.len(), streams.len(), "two streams coincide: {streams:x?}");
         // The kit's streams, pinned to the values they had when they lived
-        // in `kit/` (moving them here moved no trace hash).
-        assert_eq!(open_attempt_at_depth(seed, 3, 2, 0), open_attempt(seed, 3, 2));
+        // in `kit/` (moving them here, and making the kit's loop the one
+        // loop, moved no kit target's trace hash).
         assert_eq!(kit_config(7, "redb"), 7 ^ 0x4cf0_831f_bfe6_7c1a);
         assert_eq!(kit_workload(1), 1 ^ 0x4b49_5457_4f52_4b00);
-        assert_eq!(kit_crash(seed, 5), faults(seed, 5) ^ 0x4b49_5443_c4a5_0000);
+        assert_eq!(crash(seed, 5, 0), faults(seed, 5) ^ 0x4b49_5443_c4a5_0000);
+        assert_eq!(open_attempt(seed, 3, 2, 1), faults(seed, 3) ^ (0xA77E_0000 + 2 + 256));
+        // The loop's coins, from the same operation's stream: a seed's
+        // coins differ from operation to operation.
+        let coins =
+            |index| [kill_in_op(seed, index), power_after_kill(seed, index), poisoned_by_power_loss(seed, index)];
+        assert!((0..64).any(|index| coins(index) != coins(0)), "the loop's coins never change");
         assert_eq!(splitmix64(5), mix64(5u64.wrapping_add(0x9e37_79b9_7f4a_7c15)));
     }
 }

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use super::config::KitConfig;
 use super::model::{diff, Model, Pending, State};
-use super::run::{env, read_all, Runner};
+use super::run::{env, read_all, runner};
 use super::spec::Level;
 use super::workload::PlannedKitOp;
 use super::{Adapter, KeyKind, KitError, Promise};
@@ -81,7 +81,7 @@ pub(super) fn record<A: Adapter>(
 ) -> Recording<Model> {
     let config = recording_config(config);
     let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::for_recording()));
-    let mut runner = Runner::new(adapter, &config, plant, String::new(), vfs.clone());
+    let mut runner = runner(adapter, &config, plant, String::new(), vfs.clone());
     let result = catch_failure(|| -> Result<(), Failure> {
         runner.start()?;
         vfs.start_recording();
@@ -89,14 +89,14 @@ pub(super) fn record<A: Adapter>(
         let first = RecordedContext {
             first_io_index: vfs.io_count(),
             what: "the database as created".to_string(),
-            context: runner.model.clone(),
+            context: runner.w.model.clone(),
         };
-        runner.contexts = Some(vec![first]);
+        runner.w.contexts = Some(vec![first]);
         runner.drive(workload)
     });
     let failure = run_failure(result);
-    let contexts = runner.contexts.take().unwrap_or_default();
-    let operations = std::mem::take(&mut runner.operations);
+    let contexts = runner.w.contexts.take().unwrap_or_default();
+    let operations = std::mem::take(&mut runner.w.operations);
     let started = !contexts.is_empty();
     drop(runner);
     if !started {
@@ -130,7 +130,7 @@ pub(super) fn run_with_fault<A: Adapter>(
 ) -> FaultedRun {
     let config = recording_config(config);
     let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::new(false)));
-    let mut runner = Runner::new(adapter, &config, plant, String::new(), vfs.clone());
+    let mut runner = runner(adapter, &config, plant, String::new(), vfs.clone());
     vfs.arm_workload_fault_at(fault.0, fault.1);
     let result = catch_failure(|| -> Result<(), Failure> {
         runner.start()?;

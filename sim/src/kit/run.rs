@@ -1,29 +1,24 @@
-//! Running one seed of a kit target: the engine on the simulated disk,
-//! driven by the workload, every reply checked against the model as it
-//! runs and every recovery held to the model's durability rule
-//! (`model.rs`). The same loop serves every adapter; it is also the
-//! recording run of `sim explore` (with `contexts` noted).
+//! A kit target's workload on the one run loop (`harness`): the engine on
+//! the simulated disk, driven by the kit's transactional key-value
+//! workload, every reply checked against the model as it runs and every
+//! recovery held to the model's durability rule (`model.rs`). The same
+//! workload serves every adapter; it is also the recording run of `sim
+//! explore` (with `contexts` noted).
 //!
-//! One thread, every random choice from the seed: the workload, each
-//! operation's fault stream (keyed by the seed and the operation's index,
-//! so shrinking keeps the faults of the operations it keeps), each
-//! crash's choice of surviving writes. The failure model:
+//! The loop (`harness/run_loop.rs`) owns the failure model every engine
+//! shares: crash points taken as power losses or process kills, the reopen
+//! after an error under an injected fault, open attempts and power losses
+//! inside a recovery, hazards, the audit cadence. What is the kit's:
 //!
 //! - An engine may latch its first I/O error (redb answers `PreviousIo`
 //!   from then on); a failed commit may or may not have landed. So any
-//!   error while a fault was injected ends the operation with a reopen —
-//!   half the time after a power loss, half the time after a plain process
-//!   restart (the page cache survives) — and the commit that failed is in
-//!   doubt. An error with no fault injected is a failure.
-//! - Dropping an engine's handles may write (redb's `Drop` commits). At a
-//!   power loss nothing may reach the disk any more, so the handles are
-//!   dropped with the crash point reached: every I/O they attempt fails,
-//!   as it would with the power off.
-//! - A crash point reached inside an operation is, one time in four (the
-//!   seed's coin, as in segsim's random mode), a process kill instead: the
-//!   handles are dropped the same way, the page cache keeps what was
-//!   written before the point, the engine reopens, and by a second coin
-//!   the power goes too.
+//!   error while a fault was injected ends the operation with a reopen
+//!   ([`Ended::Failed`]), and the commit that failed is in doubt. An error
+//!   with no fault injected is a failure.
+//! - Dropping an engine's handles may write (redb's `Drop` commits): after
+//!   an error the model lets everything acknowledged come back.
+//! - A process kill's recovery is held to the kill's rule first
+//!   (`Model::allows_after_kill`): the page cache kept every byte.
 //! - Every persistence hazard the disk flags at an operation's end fails
 //!   the run unless the adapter declares it (`Spec::hazards`).
 //! - The kit observes the engine's content (after a recovery, and every
@@ -39,30 +34,21 @@ use std::path::Path;
 use std::sync::Arc;
 
 use engine::vfs::Vfs;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 
 use super::client::{call, Reply};
 use super::config::KitConfig;
 use super::model::{diff, show_value, Accepted, Model, Pending, State};
 use super::workload::{KitOp, PlannedKitOp};
 use super::{Adapter, Env, KitError, Promise};
-use crate::disk::{CrashOutcome, CrashPoint, SimVfs};
+use crate::disk::{CrashPoint, Hazard, SimVfs};
 use crate::failure::{catch_failure, Check, Failure};
+use crate::harness::{Ended, Harness, Loop, OpenFailed, Reopening, Settings, Step, Workload};
 use crate::outcome::SeedOutcome;
 use crate::seam::{RecordedContext, RecordedOperation};
-use crate::seeds;
 use crate::trace::{hash_debug, Event, Trace};
 
 /// The engine's directory on the simulated disk.
 pub const DB_DIR: &str = "/db";
-
-/// Open attempts with faults on before the last one without them (an
-/// injected read error is transient, not a refusal).
-const OPEN_ATTEMPTS_WITH_FAULTS: u64 = 3;
-
-/// Power losses inside one operation's recovery, at most.
-const MAX_CRASHES_IN_RECOVERY: u64 = 3;
 
 /// The committed content, table by table.
 pub(super) fn read_all<A: Adapter>(
@@ -101,33 +87,41 @@ pub(super) fn create<A: Adapter>(adapter: &A, env: &Env<'_, A>, replace: bool) -
     Ok(())
 }
 
-type Step = Result<(), Failure>;
+/// A kit target's seed on the one run loop (`harness`): the loop owns the
+/// crashes, kills, reopens and audit cadence; [`KvRun`] the engine.
+pub(super) type Runner<'a, A> = Loop<KvRun<'a, A>>;
 
-/// Why the engine is reopened: what its recovery is held to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Reopening {
-    /// After a power loss (or the remount a shut-down file system stands
-    /// for); `damaged`: it left damage the engine promises to detect.
-    PowerLoss { damaged: bool },
-    /// After a process kill: no power lost, the page cache kept, so the
-    /// kill's stricter rule holds first.
-    Kill,
-    /// After a close, clean or after an error.
-    Restart,
+/// A run of `adapter` for `config`'s seed on `vfs`, its failures reproduced
+/// by `repro`.
+pub(super) fn runner<'a, A: Adapter>(
+    adapter: &'a A,
+    config: &'a KitConfig<A::Config>,
+    plant: Option<A::Plant>,
+    repro: String,
+    vfs: Arc<SimVfs>,
+) -> Runner<'a, A> {
+    let h = Harness::new(vfs, config.seed, repro);
+    let w = KvRun {
+        adapter,
+        config,
+        plant,
+        db: None,
+        model: Model::new(config.spec.tables.len()),
+        contexts: None,
+        operations: Vec::new(),
+        open_error: None,
+    };
+    Loop::new(h, w)
 }
 
-/// One seed's run (see the module doc).
-pub(super) struct Runner<'a, A: Adapter> {
+/// The transactional key-value workload: the adapter's engine, the model
+/// every reply and recovery is held to (see the module doc).
+pub(super) struct KvRun<'a, A: Adapter> {
     pub adapter: &'a A,
     pub config: &'a KitConfig<A::Config>,
     pub plant: Option<A::Plant>,
-    /// The command line that reruns this seed.
-    pub repro: String,
-    pub vfs: Arc<SimVfs>,
     pub db: Option<A::Db>,
     pub model: Model,
-    pub outcome: SeedOutcome,
-    pub op_index: u64,
     /// While recording for `sim explore`: the model at every operation
     /// (what a recovery there is held to, with what the operation may
     /// publish pending).
@@ -135,37 +129,11 @@ pub(super) struct Runner<'a, A: Adapter> {
     /// While recording: every maintenance operation run, with its crash
     /// indices (what `sim explore` says its workload reached).
     pub operations: Vec<RecordedOperation>,
+    /// The error of the last failed open attempt.
+    open_error: Option<KitError>,
 }
 
-impl<'a, A: Adapter> Runner<'a, A> {
-    pub fn new(
-        adapter: &'a A,
-        config: &'a KitConfig<A::Config>,
-        plant: Option<A::Plant>,
-        repro: String,
-        vfs: Arc<SimVfs>,
-    ) -> Self {
-        Runner {
-            adapter,
-            config,
-            plant,
-            repro,
-            vfs,
-            db: None,
-            model: Model::new(config.spec.tables.len()),
-            outcome: SeedOutcome { seed: config.seed, ..SeedOutcome::default() },
-            op_index: 0,
-            contexts: None,
-            operations: Vec::new(),
-        }
-    }
-
-    /// A failure of `check` at the current operation, with the trace's
-    /// last events and the seed's repro.
-    pub fn fail(&self, check: Check, detail: impl Into<String>) -> Failure {
-        Failure::in_run(&self.vfs, self.config.seed, self.op_index, check, detail.into(), self.repro.clone())
-    }
-
+impl<A: Adapter> KvRun<'_, A> {
     fn db(&mut self) -> &mut A::Db {
         self.db.as_mut().expect("a database is open between operations")
     }
@@ -173,205 +141,38 @@ impl<'a, A: Adapter> Runner<'a, A> {
     /// While recording: recoveries from here on are judged by the model as
     /// it is now. `what` is formatted only then: the random mode records
     /// nothing, and pays nothing.
-    fn note_context(&mut self, what: &dyn fmt::Display) {
+    fn note_context(&mut self, h: &Harness, what: &dyn fmt::Display) {
         if let Some(contexts) = &mut self.contexts {
             let what = what.to_string();
-            contexts.push(RecordedContext { first_io_index: self.vfs.io_count(), what, context: self.model.clone() });
+            contexts.push(RecordedContext { first_io_index: h.vfs.io_count(), what, context: self.model.clone() });
         }
     }
 
-    /// Run `f` with faults off (an observation, see the module doc).
-    fn fault_free<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
-        self.vfs.set_faults_enabled(false);
-        let result = f(self);
-        self.vfs.set_faults_enabled(true);
-        result
-    }
-
     /// The committed content, read fault-free (an observation).
-    fn observe(&mut self) -> Result<State, KitError> {
-        self.fault_free(|r| {
-            let (adapter, config) = (r.adapter, r.config);
-            read_all(adapter, config, r.db())
-        })
-    }
-
-    /// The first open, on an empty disk, fault-free.
-    pub fn start(&mut self) -> Step {
-        self.vfs.begin_op(seeds::initial_open(self.config.seed));
-        self.create_db(false)?;
-        self.model = Model::new(self.config.spec.tables.len());
-        Ok(())
+    fn observe(&mut self, h: &Harness) -> Result<State, KitError> {
+        let (adapter, config) = (self.adapter, self.config);
+        let db = self.db.as_mut().expect("a database is open between operations");
+        h.fault_free(|| read_all(adapter, config, db))
     }
 
     /// Create a fresh database, fault-free, and open it (with `replace`,
     /// on an emptied directory). A failure here is a failure to open.
-    fn create_db(&mut self, replace: bool) -> Step {
-        let created = self.fault_free(|r| {
-            let env = env::<A>(&r.vfs, r.config, r.plant);
-            create(r.adapter, &env, replace)?;
-            r.adapter.open(&env)
+    fn create_db(&mut self, h: &Harness, replace: bool) -> Step {
+        let created = h.fault_free(|| {
+            let env = env::<A>(&h.vfs, self.config, self.plant);
+            create(self.adapter, &env, replace)?;
+            self.adapter.open(&env)
         });
         match created {
             Ok(db) => self.db = Some(db),
-            Err(e) => return Err(self.fail(Check::Open, format!("a fresh database could not be created: {e}"))),
+            Err(e) => return Err(h.fail(Check::Open, format!("a fresh database could not be created: {e}"))),
         }
         Ok(())
     }
 
-    /// Power is lost: drop every handle with every I/O failing (see the
-    /// module doc), then build the next disk. `depth` counts power losses
-    /// inside the recovery from an earlier one.
-    fn lose_power(&mut self, depth: u64) -> CrashOutcome {
-        self.vfs.arm_crash(Some(CrashPoint::AfterIos(0)));
-        self.db = None;
-        self.outcome.lose_power(&self.vfs, seeds::kit_crash(self.config.seed, self.op_index) ^ depth)
-    }
-
-    fn power_loss(&mut self, gap: &'static str) -> Step {
-        *self.outcome.crash_gaps.entry(gap).or_default() += 1;
-        let crash = self.lose_power(0);
-        self.recover_from(Reopening::PowerLoss { damaged: self.damaged(&crash) }, 0)
-    }
-
-    /// The crash point inside an operation is a process kill, by the
-    /// seed's coin (as segsim's random mode does): the engine's memory is
-    /// gone — its handles dropped with the point reached, so nothing more
-    /// is written — while the page cache keeps what it wrote before the
-    /// point. Reopen and judge; then, by a second coin, lose the power too:
-    /// the recovery must not have built on bytes the dead process never
-    /// made durable without making them durable itself.
-    fn kill_in_op(&mut self, gap: &'static str) -> Step {
-        *self.outcome.crash_gaps.entry("kill_in_op").or_default() += 1;
-        self.outcome.kills += 1;
-        self.db = None;
-        let reopening = self.restart_process(false, Reopening::Kill);
-        self.recover_from(reopening, 0)?;
-        if seeds::power_after_kill(self.config.seed, self.op_index) {
-            return self.power_loss(gap);
-        }
-        Ok(())
-    }
-
-    /// The process restarts ([`SeedOutcome::restart_process`]) for
-    /// `cause`: the reopening it is, or a power loss's where the restart
-    /// was a remount.
-    fn restart_process(&mut self, clean: bool, cause: Reopening) -> Reopening {
-        match self.outcome.restart_process(&self.vfs, clean) {
-            Some(crash) => Reopening::PowerLoss { damaged: self.damaged(&crash) },
-            None => cause,
-        }
-    }
-
-    /// Whether `crash` damaged bytes the engine promises to detect damage to.
-    fn damaged(&self, crash: &CrashOutcome) -> bool {
-        self.config.spec.detects_damage && !crash.media_corrupted.is_empty()
-    }
-
-    /// The engine failed under an injected fault: close and reopen, half
-    /// the time after a power loss. Otherwise the handles are dropped,
-    /// which may be a close that writes (redb's commits pending volatile
-    /// transactions), so everything acknowledged may come back too.
-    fn restart_after_error(&mut self) -> Step {
-        if seeds::poisoned_by_power_loss(self.config.seed, self.op_index) {
-            return self.power_loss("after_error");
-        }
-        self.model.set_pending(Pending::PublishAll);
-        self.db = None;
-        self.outcome.error_reopens += 1;
-        let reopening = self.restart_process(false, Reopening::Restart);
-        self.recover_from(reopening, 0)
-    }
-
-    /// Where power fails inside the recovery numbered `depth` of this
-    /// operation, if it does. From the operation's crash stream, so
-    /// shrinking keeps it.
-    fn crash_in_recovery(&self, depth: u64) -> Option<CrashPoint> {
-        if depth >= MAX_CRASHES_IN_RECOVERY || self.config.p_crash_in_recovery == 0.0 {
-            return None;
-        }
-        let mut rng = ChaCha8Rng::seed_from_u64(seeds::kit_crash_in_recovery(self.config.seed, self.op_index, depth));
-        rng.gen_bool(self.config.p_crash_in_recovery).then(|| CrashPoint::AfterIos(rng.gen_range(0..32)))
-    }
-
-    /// Reopen (`reopening` says after what), `depth` power losses into
-    /// this operation's recovery, and hold what came back to the model. An
-    /// engine's open may write (repair), so a power loss there is one more
-    /// crash to survive, judged by the same rule.
-    fn recover_from(&mut self, reopening: Reopening, depth: u64) -> Step {
-        let damaged = reopening == Reopening::PowerLoss { damaged: true };
-        self.outcome.restarts += 1;
-        for attempt in 0..=OPEN_ATTEMPTS_WITH_FAULTS {
-            self.vfs.begin_op(seeds::open_attempt_at_depth(self.config.seed, self.op_index, attempt, depth));
-            self.vfs.set_faults_enabled(attempt < OPEN_ATTEMPTS_WITH_FAULTS);
-            if attempt == 0 {
-                self.vfs.arm_crash(self.crash_in_recovery(depth));
-            }
-            let opened = self.adapter.open(&env::<A>(&self.vfs, self.config, self.plant));
-            let injected = self.vfs.faults_injected_this_op();
-            self.vfs.set_faults_enabled(true);
-            if self.vfs.crash_point_reached() {
-                *self.outcome.crash_gaps.entry("recovery").or_default() += 1;
-                self.db = opened.ok();
-                let crash = self.lose_power(depth + 1);
-                let damaged = damaged || self.damaged(&crash);
-                return self.recover_from(Reopening::PowerLoss { damaged }, depth + 1);
-            }
-            self.vfs.arm_crash(None);
-            match opened {
-                Ok(db) => {
-                    self.db = Some(db);
-                    self.vfs.with_trace(|t| t.note(|| "recovery: the engine opened".to_string()));
-                    break;
-                }
-                Err(_) if injected && attempt < OPEN_ATTEMPTS_WITH_FAULTS => continue,
-                Err(e) if self.refusal_allowed(damaged, &e) => {
-                    self.vfs.with_trace(|t| t.note(|| format!("recovery: the engine refused to open (allowed): {e}")));
-                    return self.accept_refusal();
-                }
-                Err(e) => {
-                    let media = if damaged { " (damage was announced)" } else { "" };
-                    return Err(self.fail(Check::Open, format!("the engine refused to open after a crash{media}: {e}")));
-                }
-            }
-        }
-        self.judge_recovered(reopening)
-    }
-
-    /// Read what a reopen brought back, fault-free, and judge it.
-    fn judge_recovered(&mut self, reopening: Reopening) -> Step {
-        let damaged = reopening == Reopening::PowerLoss { damaged: true };
-        let power_lost = matches!(reopening, Reopening::PowerLoss { .. });
-        let read = self.observe();
-        let state = match read {
-            Ok(state) => state,
-            Err(e) if self.refusal_allowed(damaged, &e) => return self.accept_refusal(),
-            Err(e) => {
-                return Err(self.fail(Check::Open, format!("the engine opened but reading its content failed: {e}")))
-            }
-        };
-        if reopening == Reopening::Kill {
-            // The page cache kept every byte the dead process wrote.
-            self.model.allows_after_kill(&state).map_err(|detail| self.fail(Check::Durability, detail))?;
-        }
-        let verdict = self.model.recovered(&state, damaged, power_lost);
-        if damaged {
-            let outcome = match verdict {
-                Ok(Accepted::SilentRollback) => "silent-rollback",
-                Ok(Accepted::DamageRollback) => "rolled-back",
-                _ => "as-allowed",
-            };
-            *self.outcome.after_damage.entry(outcome).or_default() += 1;
-        }
-        match verdict {
-            Ok(Accepted::SilentRollback) => self.outcome.silent_rollbacks += 1,
-            Ok(Accepted::DamageRollback) => self.outcome.refusals_accepted += 1,
-            Ok(Accepted::Unpromised) => self.outcome.unpromised += 1,
-            Ok(Accepted::CameBack) => self.outcome.came_back += 1,
-            Ok(_) => {}
-            Err(detail) => return Err(self.fail(Check::Durability, detail)),
-        }
-        Ok(())
+    /// Whether `reopening` follows damage the engine promises to detect.
+    fn damaged(&self, reopening: &Reopening) -> bool {
+        self.config.spec.detects_damage && reopening.crash().is_some_and(|crash| !crash.media_corrupted.is_empty())
     }
 
     /// Whether the engine may refuse to open with `error`: it says the
@@ -381,91 +182,45 @@ impl<'a, A: Adapter> Runner<'a, A> {
         error.kind == super::ErrorKind::Corrupt && (damaged || self.model.unpromised())
     }
 
-    /// Damage (or a level that promised nothing) made the engine refuse,
-    /// as it may: start over on a new database (the refusal itself was the
-    /// check).
-    fn accept_refusal(&mut self) -> Step {
-        if !self.model.unpromised() {
-            *self.outcome.after_damage.entry("refused").or_default() += 1;
-        }
-        if self.model.unpromised() {
-            self.outcome.unpromised += 1;
-        } else {
-            self.outcome.refusals_accepted += 1;
-        }
-        self.db = None;
-        self.create_db(true)?;
-        self.model = Model::new(self.config.spec.tables.len());
-        Ok(())
+    /// Count what a recovery after announced damage came to.
+    fn count_after_damage(h: &mut Harness, verdict: &Result<Accepted, String>) {
+        let outcome = match verdict {
+            Ok(Accepted::SilentRollback) => "silent-rollback",
+            Ok(Accepted::DamageRollback) => "rolled-back",
+            _ => "as-allowed",
+        };
+        *h.outcome.after_damage.entry(outcome).or_default() += 1;
     }
 
-    /// The end of an operation's engine call: a crash, a fault (reopen) or
-    /// an error with no fault (a failure). `Some` carries an `Ok` result
-    /// for the caller to check.
-    fn conclude<T>(&mut self, planned: &PlannedKitOp, result: Result<T, KitError>) -> Result<Option<T>, Failure> {
-        if self.vfs.crash_point_reached() {
-            match seeds::kill_in_op(self.config.seed, self.op_index) {
-                true => self.kill_in_op(planned.op.tag())?,
-                false => self.power_loss(planned.op.tag())?,
-            }
-            return Ok(None);
+    /// The end of an operation's engine call: a crash point, a fault
+    /// (reopen) or an error with no fault (a failure). `Ok(Ok(value))`
+    /// carries an `Ok` result for the caller to check.
+    fn conclude<T>(
+        h: &Harness,
+        planned: &PlannedKitOp,
+        result: Result<T, KitError>,
+    ) -> Result<Result<T, Ended>, Failure> {
+        if h.vfs.crash_point_reached() {
+            return Ok(Err(Ended::CrashPoint));
         }
         match result {
-            Ok(value) => Ok(Some(value)),
-            Err(_) if self.vfs.faults_injected_this_op() => {
-                self.restart_after_error()?;
-                Ok(None)
-            }
+            Ok(value) => Ok(Ok(value)),
+            Err(_) if h.vfs.faults_injected_this_op() => Ok(Err(Ended::Failed)),
             Err(e) => {
                 let admin = matches!(planned.op, KitOp::Maintain(_) | KitOp::Restart);
                 let check = if admin { Check::Admin } else { Check::Reply };
-                Err(self.fail(check, format!("{planned}: failed with no fault injected: {e}")))
+                Err(h.fail(check, format!("{planned}: failed with no fault injected: {e}")))
             }
         }
     }
 
-    fn trace_reply(&self, hash: u64) {
-        let index = self.op_index;
-        self.vfs.with_trace(|t| t.push(Event::Reply { index, hash }));
-    }
-
-    fn step(&mut self, planned: &PlannedKitOp) -> Step {
-        self.op_index = planned.index;
-        self.vfs.begin_op(seeds::faults(self.config.seed, planned.index));
-        self.vfs.arm_crash(planned.crash);
-        let index = planned.index;
-        let tag = planned.op.tag();
-        self.vfs.with_trace(|t| t.push(Event::Op { index, tag }));
-        // Each handler notes the recording's context once what the
-        // operation may publish is marked pending.
-        let first_io_index = self.vfs.io_count();
-        let result = match &planned.op {
-            KitOp::Restart => self.restart(planned),
-            KitOp::Crash => {
-                self.note_context(planned);
-                self.model.abort();
-                self.power_loss("boundary")
-            }
-            KitOp::Maintain(m) if m.makes_durable => self.maintain(planned),
-            _ => self.engine_op(planned),
-        };
-        self.vfs.arm_crash(None);
-        self.note_operation(planned, first_io_index);
-        result
-    }
-
-    /// While recording: a maintenance operation that began at I/O
-    /// `first_io_index` is over (see [`Runner::operations`]).
-    fn note_operation(&mut self, planned: &PlannedKitOp, first_io_index: u64) {
-        let KitOp::Maintain(maintenance) = &planned.op else { return };
-        if self.contexts.is_some() {
-            let io_indices = first_io_index..self.vfs.io_count();
-            self.operations.push(RecordedOperation { name: maintenance.name.to_uppercase(), io_indices });
-        }
+    fn trace_reply(h: &Harness, hash: u64) {
+        let index = h.op_index;
+        h.vfs.with_trace(|t| t.push(Event::Reply { index, hash }));
     }
 
     /// One of the engine's own operations, its reply checked.
-    fn engine_op(&mut self, planned: &PlannedKitOp) -> Step {
+    fn engine_op(&mut self, h: &mut Harness, planned: &PlannedKitOp) -> Step<Ended> {
         if planned.op.may_write() && self.config.spec.promises_nothing() {
             // An engine that promises nothing at every level may write
             // unsynced before any commit returns (SQLite with
@@ -479,24 +234,24 @@ impl<'a, A: Adapter> Runner<'a, A> {
                 self.model.set_pending(Pending::Commit(self.model.commit_target()));
             }
         }
-        self.note_context(planned);
+        self.note_context(h, planned);
         let adapter = self.adapter;
         let result = call(adapter, self.db(), &planned.op);
-        self.trace_reply(result.as_ref().map_or(0, hash_debug));
-        self.vfs.with_trace(|t| t.note_reply(|| crate::trace::reply_text::kit_reply(&result)));
+        Self::trace_reply(h, result.as_ref().map_or(0, hash_debug));
+        h.vfs.with_trace(|t| t.note_reply(|| crate::trace::reply_text::kit_reply(&result)));
         if let KitOp::Commit { level, .. } = &planned.op {
-            self.commit_concluded(*level, result.is_ok());
+            self.commit_concluded(h, *level, result.is_ok());
         }
-        match self.conclude(planned, result)? {
-            Some(reply) => self.check_reply(&planned.op, planned, reply),
-            None => Ok(()),
+        match Self::conclude(h, planned, result)? {
+            Ok(reply) => self.check_reply(h, &planned.op, planned, reply).map(|()| Ended::Done),
+            Err(ended) => Ok(ended),
         }
     }
 
     /// A commit at `level` returned `Ok` (`acknowledged`), or an error, or a
     /// crash point cut it short: tell the model, and count a commit left in
     /// doubt (a volatile one promised nothing to doubt).
-    fn commit_concluded(&mut self, level: usize, acknowledged: bool) {
+    fn commit_concluded(&mut self, h: &mut Harness, level: usize, acknowledged: bool) {
         if acknowledged {
             // Whatever happens next (a crash point after the reply too),
             // the user was told.
@@ -507,32 +262,32 @@ impl<'a, A: Adapter> Runner<'a, A> {
         // Only an error the engine returned is documented as a rollback; a
         // commit a crash cut short never returned at all.
         let documented_rollback =
-            self.config.spec.levels[level].failed_commit_rolls_back && !self.vfs.crash_point_reached();
+            self.config.spec.levels[level].failed_commit_rolls_back && !h.vfs.crash_point_reached();
         if documented_rollback {
             self.model.commit_rolled_back();
         } else if self.config.promise(level) != Promise::Volatile {
-            self.outcome.in_doubt += 1;
+            h.outcome.in_doubt += 1;
         }
     }
 
     /// Hold `reply` to the model, and apply the operation to it. `line`
     /// (the operation's line) is formatted only into a failure.
-    fn check_reply(&mut self, op: &KitOp, line: &dyn fmt::Display, reply: Reply) -> Step {
+    fn check_reply(&mut self, h: &Harness, op: &KitOp, line: &dyn fmt::Display, reply: Reply) -> Step {
         let (what, want) = match op {
             KitOp::Put { table, key, value } => ("the value it replaced", self.model.put(table.index, key, value)),
             KitOp::Delete { table, key } => ("the value it removed", self.model.remove(table.index, key)),
             KitOp::Get { table, key } => ("the value read", self.model.get(table.index, key).cloned()),
-            KitOp::Scan { table } => return self.check_scan(table.index, line, reply),
+            KitOp::Scan { table } => return self.check_scan(h, table.index, line, reply),
             KitOp::Abort => {
                 self.model.abort();
-                return self.expect_done(line, reply);
+                return expect_done(h, line, reply);
             }
-            _ => return self.expect_done(line, reply),
+            _ => return expect_done(h, line, reply),
         };
         match reply {
             Reply::Done if !matches!(op, KitOp::Get { .. }) => Ok(()),
             Reply::Value(got) if got == want => Ok(()),
-            Reply::Value(got) => Err(self.fail(
+            Reply::Value(got) => Err(h.fail(
                 Check::Reply,
                 format!(
                     "{line}: {what}\n    expected {}\n    got      {}",
@@ -540,13 +295,13 @@ impl<'a, A: Adapter> Runner<'a, A> {
                     show_value(got.as_ref())
                 ),
             )),
-            other => Err(self.fail(Check::Reply, format!("{line}: the adapter answered {other:?}, not a value"))),
+            other => Err(h.fail(Check::Reply, format!("{line}: the adapter answered {other:?}, not a value"))),
         }
     }
 
-    fn check_scan(&mut self, table: usize, line: &dyn fmt::Display, reply: Reply) -> Step {
+    fn check_scan(&mut self, h: &Harness, table: usize, line: &dyn fmt::Display, reply: Reply) -> Step {
         let Reply::Rows(got) = reply else {
-            return Err(self.fail(Check::Reply, format!("{line}: the adapter answered {reply:?}, not rows")));
+            return Err(h.fail(Check::Reply, format!("{line}: the adapter answered {reply:?}, not rows")));
         };
         let want = &self.model.visible().tables[table];
         if got == *want {
@@ -557,115 +312,231 @@ impl<'a, A: Adapter> Runner<'a, A> {
         expected.tables[table] = want.clone();
         let mut seen = State::empty(self.config.spec.tables.len());
         seen.tables[table] = got;
-        Err(self.fail(
+        Err(h.fail(
             Check::Reply,
             format!("{line}: the table read differs from the model ({where_}):\n{}", diff(&expected, &seen)),
         ))
     }
 
-    fn expect_done(&self, line: &dyn fmt::Display, reply: Reply) -> Step {
-        match reply {
-            Reply::Done => Ok(()),
-            other => Err(self.fail(Check::Reply, format!("{line}: the adapter answered {other:?}, expected nothing"))),
-        }
-    }
-
     /// A maintenance operation that aborts the write transaction and, if
     /// it returns `Ok`, has made everything committed durable.
-    fn maintain(&mut self, planned: &PlannedKitOp) -> Step {
+    fn maintain(&mut self, h: &mut Harness, planned: &PlannedKitOp) -> Step<Ended> {
         self.model.abort();
         self.model.set_pending(Pending::PublishAll);
-        self.note_context(planned);
+        self.note_context(h, planned);
         let adapter = self.adapter;
         let db = self.db();
         let result = adapter.abort(db).and_then(|()| adapter.maintain(db));
         if result.is_ok() {
             self.model.all_durable();
         }
-        self.trace_reply(u64::from(result.is_ok()));
-        self.conclude(planned, result)?;
-        self.model.clear_pending();
-        Ok(())
+        Self::trace_reply(h, u64::from(result.is_ok()));
+        let ended = Self::conclude(h, planned, result)?.err().unwrap_or(Ended::Done);
+        if ended == Ended::Done {
+            self.model.clear_pending();
+        }
+        Ok(ended)
     }
 
-    /// Clean close and reopen: if the close returns `Ok`, the reopened
-    /// database must hold exactly what was committed.
-    fn restart(&mut self, planned: &PlannedKitOp) -> Step {
+    /// Clean close: if it returns `Ok` (and the engine says a close makes
+    /// everything durable), the reopened database must hold exactly what
+    /// was committed ([`Workload::restarted`]).
+    fn close(&mut self, h: &mut Harness, planned: &PlannedKitOp) -> Step<Ended> {
         self.model.abort();
         self.model.set_pending(Pending::PublishAll);
-        self.note_context(planned);
+        self.note_context(h, planned);
         let db = self.db.take().expect("a database is open between operations");
         let result = self.adapter.close(db);
         if result.is_ok() && self.config.spec.close_makes_durable {
             self.model.all_durable();
         }
-        self.trace_reply(u64::from(result.is_ok()));
-        if self.conclude(planned, result)?.is_none() {
-            return Ok(());
+        Self::trace_reply(h, u64::from(result.is_ok()));
+        if let Err(ended) = Self::conclude(h, planned, result)? {
+            return Ok(ended);
         }
-        self.note_context(&format_args!("{planned} (reopening)"));
-        self.outcome.clean_restarts += 1;
-        let reopening = self.restart_process(true, Reopening::Restart);
-        self.recover_from(reopening, 0)?;
-        // Closed cleanly and reopened: nothing may be missing or extra.
-        self.audit()
+        self.note_context(h, &format_args!("{planned} (reopening)"));
+        Ok(Ended::Closed)
+    }
+}
+
+fn expect_done(h: &Harness, line: &dyn fmt::Display, reply: Reply) -> Step {
+    match reply {
+        Reply::Done => Ok(()),
+        other => Err(h.fail(Check::Reply, format!("{line}: the adapter answered {other:?}, expected nothing"))),
+    }
+}
+
+impl<A: Adapter> Workload for KvRun<'_, A> {
+    type Op = PlannedKitOp;
+
+    fn settings(&self) -> Settings {
+        Settings {
+            audit_every: self.config.audit_every,
+            p_crash_in_recovery: self.config.p_crash_in_recovery,
+            crash_in_creation: None,
+        }
     }
 
-    /// The committed content must be the model's, whole.
-    pub fn audit(&mut self) -> Step {
-        let read = self.observe();
-        match read {
-            Ok(got) if got == *self.model.committed() => Ok(()),
-            Ok(got) => Err(self.fail(
-                Check::Content,
-                format!("the committed content differs from the model:\n{}", diff(self.model.committed(), &got)),
-            )),
-            Err(e) => Err(self.fail(Check::Content, format!("reading the committed content failed, fault-free: {e}"))),
-        }
+    fn planned(op: &PlannedKitOp) -> (u64, Option<CrashPoint>) {
+        (op.index, op.crash)
     }
 
-    /// The operation ended: every persistence hazard the disk flagged in
-    /// it (`disk/hazards.rs`) is one the engine documents — counted — or
-    /// the run fails.
-    fn hazards(&mut self) -> Step {
-        let documented = self.config.spec.hazards;
-        for hazard in self.vfs.end_op_hazards() {
-            if documented.iter().any(|d| d.covers(&hazard)) {
-                self.outcome.hazards += 1;
-                continue;
+    fn tag(op: &PlannedKitOp) -> &'static str {
+        op.op.tag()
+    }
+
+    fn final_restart(index: u64) -> PlannedKitOp {
+        PlannedKitOp { index, op: KitOp::Restart, crash: None }
+    }
+
+    /// The first open, on an empty disk, fault-free.
+    fn create(&mut self, h: &mut Harness) -> Step {
+        self.create_db(h, false)?;
+        self.model = Model::new(self.config.spec.tables.len());
+        Ok(())
+    }
+
+    fn execute(&mut self, h: &mut Harness, planned: &PlannedKitOp) -> Step<Ended> {
+        // Each handler notes the recording's context once what the
+        // operation may publish is marked pending.
+        match &planned.op {
+            KitOp::Restart => self.close(h, planned),
+            KitOp::Crash => {
+                self.note_context(h, planned);
+                self.model.abort();
+                Ok(Ended::PowerLoss)
             }
-            let why = format!(
-                "persistence hazard the engine does not document: {} (if its documentation says it does this, \
-                 declare it in Spec::hazards)",
-                hazard.describe()
-            );
-            return Err(self.fail(Check::Hazard, why));
+            KitOp::Maintain(m) if m.makes_durable => self.maintain(h, planned),
+            _ => self.engine_op(h, planned),
+        }
+    }
+
+    fn gap(&self, _h: &Harness, planned: &PlannedKitOp) -> &'static str {
+        match planned.op {
+            KitOp::Crash => "boundary",
+            _ => planned.op.tag(),
+        }
+    }
+
+    /// While recording: a maintenance operation that began at I/O
+    /// `first_io_index` is over (see [`KvRun::operations`]).
+    fn op_ended(&mut self, h: &mut Harness, planned: &PlannedKitOp, first_io_index: u64) -> Step {
+        if let (KitOp::Maintain(maintenance), Some(_)) = (&planned.op, &self.contexts) {
+            let io_indices = first_io_index..h.vfs.io_count();
+            self.operations.push(RecordedOperation { name: maintenance.name.to_uppercase(), io_indices });
         }
         Ok(())
     }
 
-    /// Create the database, run `ops`, then a clean restart that must
-    /// bring back exactly the model.
-    pub fn run(&mut self, ops: &[PlannedKitOp]) -> Step {
-        self.start()?;
-        self.drive(ops)
+    fn is_open(&self) -> bool {
+        self.db.is_some()
     }
 
-    /// [`Runner::run`] once the database exists.
-    pub fn drive(&mut self, ops: &[PlannedKitOp]) -> Step {
-        for planned in ops {
-            self.step(planned)?;
-            debug_assert!(self.db.is_some(), "a database is open between operations");
-            debug_assert!(self.model.nothing_pending(), "{planned}: its end settled what it might publish");
-            self.hazards()?;
-            self.outcome.ops += 1;
-            if (planned.index + 1) % self.config.audit_every == 0 {
-                self.audit()?;
+    fn drop_engine(&mut self, _h: &mut Harness) {
+        self.db = None;
+    }
+
+    /// The handles are dropped, which may be a close that writes (redb's
+    /// commits pending volatile transactions), so everything acknowledged
+    /// may come back too.
+    fn before_error_reopen(&mut self, _h: &mut Harness) {
+        self.model.set_pending(Pending::PublishAll);
+    }
+
+    fn try_open(&mut self, h: &mut Harness, _reopening: &Reopening) -> Step<bool> {
+        match self.adapter.open(&env::<A>(&h.vfs, self.config, self.plant)) {
+            Ok(db) => {
+                self.db = Some(db);
+                Ok(true)
+            }
+            Err(e) => {
+                self.open_error = Some(e);
+                Ok(false)
             }
         }
-        let end = PlannedKitOp { index: ops.last().map_or(0, |p| p.index + 1), op: KitOp::Restart, crash: None };
-        self.step(&end)?;
-        self.audit()
+    }
+
+    fn open_failed(&mut self, h: &mut Harness, reopening: &Reopening, injected: bool, last: bool) -> Step<OpenFailed> {
+        let damaged = self.damaged(reopening);
+        let e = self.open_error.take().expect("a failed open attempt keeps its error");
+        if injected && !last {
+            return Ok(OpenFailed::Retry);
+        }
+        if self.refusal_allowed(damaged, &e) {
+            h.vfs.with_trace(|t| t.note(|| format!("recovery: the engine refused to open (allowed): {e}")));
+            return Ok(OpenFailed::Refused);
+        }
+        let media = if damaged { " (damage was announced)" } else { "" };
+        Err(h.fail(Check::Open, format!("the engine refused to open after a crash{media}: {e}")))
+    }
+
+    /// Damage (or a level that promised nothing) made the engine refuse,
+    /// as it may: start over on a new database (the refusal itself was the
+    /// check).
+    fn accept_refusal(&mut self, h: &mut Harness) -> Step {
+        if self.model.unpromised() {
+            h.outcome.unpromised += 1;
+        } else {
+            *h.outcome.after_damage.entry("refused").or_default() += 1;
+            h.outcome.refusals_accepted += 1;
+        }
+        self.db = None;
+        self.create_db(h, true)?;
+        self.model = Model::new(self.config.spec.tables.len());
+        Ok(())
+    }
+
+    /// Read what a reopen brought back, fault-free, and judge it.
+    fn judge_recovered(&mut self, h: &mut Harness, reopening: &Reopening) -> Step {
+        let damaged = self.damaged(reopening);
+        let state = match self.observe(h) {
+            Ok(state) => state,
+            Err(e) if self.refusal_allowed(damaged, &e) => return self.accept_refusal(h),
+            Err(e) => return Err(h.fail(Check::Open, format!("the engine opened but reading its content failed: {e}"))),
+        };
+        if matches!(reopening, Reopening::Kill) {
+            // The page cache kept every byte the dead process wrote.
+            self.model.allows_after_kill(&state).map_err(|detail| h.fail(Check::Durability, detail))?;
+        }
+        let verdict = self.model.recovered(&state, damaged, reopening.power_lost());
+        if damaged {
+            Self::count_after_damage(h, &verdict);
+        }
+        match verdict {
+            Ok(Accepted::SilentRollback) => h.outcome.silent_rollbacks += 1,
+            Ok(Accepted::DamageRollback) => h.outcome.refusals_accepted += 1,
+            Ok(Accepted::Unpromised) => h.outcome.unpromised += 1,
+            Ok(Accepted::CameBack) => h.outcome.came_back += 1,
+            Ok(_) => {}
+            Err(detail) => return Err(h.fail(Check::Durability, detail)),
+        }
+        Ok(())
+    }
+
+    /// Closed cleanly and reopened: nothing may be missing or extra.
+    fn restarted(&mut self, h: &mut Harness, _reopening: &Reopening) -> Step {
+        self.audit(h)
+    }
+
+    /// The committed content must be the model's, whole.
+    fn audit(&mut self, h: &mut Harness) -> Step {
+        match self.observe(h) {
+            Ok(got) if got == *self.model.committed() => Ok(()),
+            Ok(got) => Err(h.fail(
+                Check::Content,
+                format!("the committed content differs from the model:\n{}", diff(self.model.committed(), &got)),
+            )),
+            Err(e) => Err(h.fail(Check::Content, format!("reading the committed content failed, fault-free: {e}"))),
+        }
+    }
+
+    /// Every hazard the adapter declares (`Spec::hazards`) is documented.
+    fn documents(&self, hazard: &Hazard) -> bool {
+        self.config.spec.hazards.iter().any(|d| d.covers(hazard))
+    }
+
+    fn settled(&self, planned: &PlannedKitOp) {
+        debug_assert!(self.model.nothing_pending(), "{planned}: its end settled what it might publish");
     }
 }
 
@@ -680,13 +551,13 @@ pub(super) fn run_ops<A: Adapter>(
     keep_trace: bool,
 ) -> SeedOutcome {
     let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::new(keep_trace)));
-    let mut runner = Runner::new(adapter, config, plant, repro, vfs.clone());
+    let mut runner = runner(adapter, config, plant, repro, vfs.clone());
     let failure = match catch_failure(|| runner.run(ops)) {
         Ok(Ok(())) => None,
         Ok(Err(failure)) => Some(failure),
-        Err((check, message)) => Some(runner.fail(check, message)),
+        Err((check, message)) => Some(runner.h.fail(check, message)),
     };
-    let mut outcome = std::mem::take(&mut runner.outcome);
+    let mut outcome = std::mem::take(&mut runner.h.outcome);
     // Drop the engine's handles before reading the trace (a close may write).
     let closing = catch_failure(move || drop(runner));
     outcome.failure = failure.or_else(|| {
@@ -754,13 +625,13 @@ mod tests {
         let config = sqlite.config(1, None);
         for replace in [false, true] {
             let vfs = Arc::new(SimVfs::new(config.disk.clone(), crate::trace::Trace::new(false)));
-            let mut runner = Runner::new(&sqlite.adapter, &config, None, String::new(), vfs.clone());
+            let mut runner = super::runner(&sqlite.adapter, &config, None, String::new(), vfs.clone());
             runner.start().unwrap();
             vfs.begin_op(9);
             make_hazard_then_move(&vfs, "fresh.sqlite-journal", "fresh.sqlite-old", replace);
             let result = runner.hazards();
             assert!(result.is_ok(), "replace {replace}: {:?}", result.err().map(|f| f.detail));
-            assert!(runner.outcome.hazards >= 1, "replace {replace}: counted");
+            assert!(runner.h.outcome.hazards >= 1, "replace {replace}: counted");
 
             vfs.begin_op(10);
             make_hazard_then_move(&vfs, "fresh.sqlite-shm", "fresh.sqlite-old2", replace);
@@ -794,7 +665,7 @@ mod tests {
         let redb = redb_target(KitSettings::default());
         let config = redb.config(1, None);
         let vfs = Arc::new(SimVfs::new(config.disk.clone(), crate::trace::Trace::new(false)));
-        let mut runner = Runner::new(&redb.adapter, &config, None, String::new(), vfs.clone());
+        let mut runner = super::runner(&redb.adapter, &config, None, String::new(), vfs.clone());
         runner.start().unwrap();
         make_hazard(&vfs, "data.redb-journal");
         let failure = runner.hazards().unwrap_err();
@@ -804,11 +675,11 @@ mod tests {
         let sqlite = sqlite_target(KitSettings::default());
         let config = sqlite.config(1, None);
         let vfs = Arc::new(SimVfs::new(config.disk.clone(), crate::trace::Trace::new(false)));
-        let mut runner = Runner::new(&sqlite.adapter, &config, None, String::new(), vfs.clone());
+        let mut runner = super::runner(&sqlite.adapter, &config, None, String::new(), vfs.clone());
         runner.start().unwrap();
         make_hazard(&vfs, "fresh.sqlite-journal");
         assert!(runner.hazards().is_ok());
-        assert_eq!(runner.outcome.hazards, 1);
+        assert_eq!(runner.h.outcome.hazards, 1);
         make_hazard(&vfs, "fresh.sqlite-shm");
         assert_eq!(runner.hazards().unwrap_err().check, Check::Hazard, "only the files it documents");
     }

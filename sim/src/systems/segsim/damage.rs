@@ -39,9 +39,10 @@ use engine::store::AOF_FILE;
 use super::record::RecoveryContext;
 use super::SegsimTarget;
 use crate::canary::CanarySwitch;
-use crate::disk::{Damage, DamageKind, DiskImage, LostWrites, SimVfs};
+use crate::disk::{CrashOutcome, Damage, DamageKind, DiskImage, LostWrites, SimVfs};
 use crate::drive::Driver;
 use crate::failure::{catch_panic, Check};
+use crate::harness::Reopening;
 use crate::seam::{DamageSite, DamageVerdict};
 use crate::trace::Trace;
 
@@ -284,9 +285,18 @@ pub(super) fn recover(
     let vfs = Arc::new(SimVfs::from_image(disk, image, Trace::new(false)));
     let _canary = CanarySwitch::on(target.overrides.canary);
     let clock = Arc::new(ManualClock::new(context.now_ms));
-    let mut driver = Driver::new(&config, target.overrides, vfs.clone(), (target.wrap)(vfs), clock);
+    let mut driver = Driver::new(&config, vfs.clone(), (target.wrap)(vfs), clock);
     *driver.checker_mut() = context.checker.clone();
-    let opened = catch_panic(|| driver.recover_damaged(vec![damage.clone()])).map_err(|panic| (Check::Panic, panic))?;
+    let mut run = driver.into_loop(&target.overrides);
+    // The disk as it is, after a power loss that left `damage`: the
+    // loop's recovery, by the rule; whether the store opened (else it
+    // refused the damage, changing nothing).
+    let crash = CrashOutcome { damage: vec![damage.clone()], ..CrashOutcome::default() };
+    let opened = catch_panic(|| {
+        let refusals = run.h.outcome.refusals_accepted;
+        run.recover(Reopening::PowerLoss(crash), 0).map(|()| run.h.outcome.refusals_accepted == refusals)
+    })
+    .map_err(|panic| (Check::Panic, panic))?;
     match opened {
         Ok(true) => Ok(DamageVerdict::Opened),
         Ok(false) => Ok(DamageVerdict::Refused),

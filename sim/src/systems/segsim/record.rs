@@ -3,9 +3,9 @@
 //! every operation so that each crash index knows what a recovery there
 //! is allowed to return.
 //!
-//! The run is the random mode's [`Driver`], so the durability bounds are
-//! the ones the random mode enforces, not a second opinion; this file only
-//! watches it (an [`Observer`]). A crash during an operation is judged by
+//! The run is the random mode's [`Driver`] on the one run loop, so the
+//! durability bounds are the ones the random mode enforces, not a second
+//! opinion; this file only watches it (an [`Observer`]). A crash during an operation is judged by
 //! the checker as the operation began, with its write (if it is one) in
 //! flight: nothing is acknowledged before the reply. A `CRASH` in the
 //! workload is a strict power loss, a `RESTART` a clean close and reopen,
@@ -25,9 +25,9 @@ use crate::canary::CanarySwitch;
 use crate::checker::Checker;
 use crate::config::{Config, Overrides};
 use crate::disk::{ArmedFault, DiskConfig, SimVfs};
-use crate::drive::{Driver, Moment, Observer, Unobserved};
+use crate::drive::{Driver, Moment, Observer, SegsimLoop};
 use crate::failure::{catch_panic, Check, Failure};
-use crate::run::no_hazards;
+use crate::harness::Settings;
 use crate::seam::{FaultedRun, RecordedContext, RecordedOperation, Recording};
 use crate::trace::Trace;
 use crate::workload::{Op, PlannedOp, T0_MS};
@@ -57,15 +57,14 @@ pub(super) fn record(
     vfs.start_recording();
     vfs.note_workload_faultable_ios();
     let clock = Arc::new(ManualClock::new(T0_MS));
-    let mut driver = Driver::new(config, overrides, vfs.clone(), wrap(vfs.clone()), clock);
     let mut contexts = Contexts::new("");
-    let context = RecoveryContext { now_ms: driver.now_ms(), checker: driver.checker().clone() };
-    contexts.contexts.push(RecordedContext { first_io_index: 0, what: "the initial open".to_string(), context });
-    let failure = match catch_panic(|| run(&mut driver, &mut contexts, workload, false)) {
-        Ok(result) => result.err(),
-        Err(message) => Some(driver.fail(Check::Panic, message)),
+    let failure = {
+        let mut driver = Driver::new(config, vfs.clone(), wrap(vfs.clone()), clock).with_settings(SETTINGS);
+        let context = RecoveryContext { now_ms: driver.now_ms(), checker: driver.checker().clone() };
+        contexts.contexts.push(RecordedContext { first_io_index: 0, what: "the initial open".to_string(), context });
+        driver.observed_by(&mut contexts);
+        run(driver.into_loop(&overrides), workload)
     };
-    drop(driver);
     let failure = failure.map(|failure| (failure.check, failure.detail));
     let (faultable_ios, faultable_writes) = (vfs.faultable_ios(), vfs.faultable_writes());
     let trace = Some(vfs.take_trace()).filter(Trace::keeps_all);
@@ -89,12 +88,8 @@ pub(super) fn run_with_fault(
     let vfs = Arc::new(SimVfs::new(disk_config.clone(), Trace::new(false)));
     vfs.arm_workload_fault_at(fault.0, fault.1);
     let clock = Arc::new(ManualClock::new(T0_MS));
-    let mut driver = Driver::new(config, overrides, vfs.clone(), wrap(vfs.clone()), clock);
-    let failure = match catch_panic(|| run(&mut driver, &mut Unobserved, workload, true)) {
-        Ok(result) => result.err(),
-        Err(message) => Some(driver.fail(Check::Panic, message)),
-    };
-    drop(driver);
+    let driver = Driver::new(config, vfs.clone(), wrap(vfs.clone()), clock).with_settings(SETTINGS);
+    let failure = run(driver.into_loop(&overrides), workload);
     FaultedRun {
         failure: failure.map(|failure| (failure.check, failure.detail)),
         fired: vfs.armed_fault() == Some(true),
@@ -166,41 +161,25 @@ impl Observer for Contexts {
     }
 }
 
-/// The run: the initial open, `workload`, a clean restart. With `faulted`
-/// (one I/O armed to fail), a store the fault poisoned is killed,
-/// reopened and then loses the power, as the random mode's two reopens of
-/// a poisoned store, each recovery checked, and the workload goes on.
-fn run(
-    driver: &mut Driver<'_>,
-    observer: &mut dyn Observer,
-    workload: &[PlannedOp],
-    faulted: bool,
-) -> Result<(), Failure> {
-    // The initial open runs with faults off, as in the random mode: a
-    // workload fault (gated by them) never fires in it.
-    driver.open_empty()?;
-    no_hazards(driver)?;
-    // The end, as in the random mode: a clean restart must bring back
-    // exactly the model. Its I/Os are crash indices like any other.
-    let end = PlannedOp { index: workload.last().map_or(0, |p| p.index + 1), op: Op::Restart, crash: None };
-    for planned in workload.iter().chain([&end]) {
-        let stepped = driver.step(planned, observer)?;
-        if stepped.poisoned && faulted && driver.vfs().armed_fault() == Some(true) {
-            driver.process_crash()?;
-            driver.power_loss(&planned.op)?;
-        } else if stepped.poisoned {
-            let why = driver.store().poisoned().unwrap_or_default().to_string();
-            return Err(driver.fail(Check::Poisoned, format!("the store poisoned itself on a fault-free disk: {why}")));
-        }
-        // As in the random mode: no persistence hazard left behind, crash
-        // or not (a failed directory fsync ignored shows here at once).
-        no_hazards(driver)?;
-        // The random mode audits every few operations; one run can afford
-        // an audit after each. It also registers every segment in the
-        // run-wide seq ledger as soon as it exists, so a seq a rewrite
-        // retired and the next eviction hands out again is seen (check
-        // `seq-reuse`). Its one I/O, a directory listing, changes nothing.
-        driver.audit()?;
+/// The recording's loop settings: no crash in the creation (the initial
+/// open runs with faults off, as in the random mode, so a workload fault
+/// never fires in it), an audit after every operation. The random mode
+/// audits every few operations; one run can afford an audit after each. It
+/// also registers every segment in the run-wide seq ledger as soon as it
+/// exists, so a seq a rewrite retired and the next eviction hands out again
+/// is seen (check `seq-reuse`). Its one I/O, a directory listing, changes
+/// nothing.
+const SETTINGS: Settings = Settings { audit_every: 1, p_crash_in_recovery: 0.0, crash_in_creation: None };
+
+/// The run on the one loop: the initial open, `workload`, a clean restart
+/// that must bring back exactly the model (its I/Os crash indices like any
+/// other). With one I/O armed to fail (`sim explore --faults`), a store the
+/// fault poisoned is reopened as the random mode reopens it, the recovery
+/// checked, and the workload goes on; on a fault-free disk a poisoning is a
+/// failure (check `poisoned`).
+fn run(mut run: SegsimLoop<'_>, workload: &[PlannedOp]) -> Option<Failure> {
+    match catch_panic(|| run.run(workload)) {
+        Ok(result) => result.err(),
+        Err(message) => Some(run.h.fail(Check::Panic, message)),
     }
-    Ok(())
 }

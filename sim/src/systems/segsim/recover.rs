@@ -30,8 +30,8 @@ use super::VfsWrap;
 use crate::canary::CanarySwitch;
 use crate::config::{Config, Overrides};
 use crate::disk::{ArmedFault, DiskConfig, DiskImage, SimVfs};
-use crate::drive::{transient_fault_called_corruption, Driver, Observer, Unobserved};
-use crate::failure::{catch_panic, Check, Failure};
+use crate::drive::{transient_fault_called_corruption, Driver, Observer, SegsimLoop, Unobserved};
+use crate::failure::{catch_panic, Check};
 use crate::seam::{FaultedRecovery, RecordedContext, RecoveryRecording};
 use crate::trace::Trace;
 use crate::workload::{Op, PlannedOp};
@@ -133,28 +133,29 @@ impl Recovery {
         let _canary = CanarySwitch::on(self.overrides.canary);
         let clock = Arc::new(ManualClock::new(self.now_ms));
         let vfs = self.vfs.clone();
-        let mut driver = Driver::new(&self.config, self.overrides, vfs.clone(), (self.wrap)(vfs), clock);
+        let mut run = Driver::new(&self.config, vfs.clone(), (self.wrap)(vfs), clock).into_loop(&self.overrides);
         let recovered = catch_panic(|| {
             // Every crash image is inspected read-only first: no byte may
             // change, and the recovery must then hold what it saw (unless
             // an armed fault changed what the recovery found).
-            let seen = driver.inspect_now().map_err(|f| (f.check, f.detail))?;
-            open(&mut driver)?;
-            if let (Some(seen), false) = (&seen, driver.vfs().armed_fault() == Some(true)) {
-                driver.compare_inspection(seen, false).map_err(|f| (f.check, f.detail))?;
+            let seen = run.w.inspect_now(&mut run.h).map_err(|f| (f.check, f.detail))?;
+            open(&mut run.w)?;
+            if let (Some(seen), false) = (&seen, run.w.vfs().armed_fault() == Some(true)) {
+                run.w.compare_inspection(&run.h, seen, false).map_err(|f| (f.check, f.detail))?;
             }
-            let opened_at_io = driver.vfs().io_count();
-            let store = driver.store();
+            let opened_at_io = run.w.vfs().io_count();
+            let store = run.w.store();
             let dump =
                 store.logical_dump().map_err(|e| (Check::Dump, format!("logical_dump failed after recovery: {e}")))?;
-            let violations = driver.audit_fault_free().into_iter().map(|v| v.0).collect();
-            driver.checker_mut().rebase(dump.clone());
+            let violations = run.w.audit_fault_free().into_iter().map(|v| v.0).collect();
+            run.w.checker_mut().rebase(dump.clone());
             if let Some(at) = recovered_at_io {
                 *at = Some(opened_at_io);
-                let context = RecoveryContext { now_ms: driver.now_ms(), checker: driver.checker().clone() };
+                let context = RecoveryContext { now_ms: run.w.now_ms(), checker: run.w.checker().clone() };
                 observer.note(opened_at_io, "the recovered store (dump, audit)", context);
             }
-            let probe = probe(&mut driver, observer.as_observer());
+            run.w.observed_by(observer.as_observer());
+            let probe = probe(&mut run);
             Ok(Recovered { dump, violations, probe })
         });
         recovered.unwrap_or_else(|message| Err((Check::Panic, message)))
@@ -207,32 +208,21 @@ impl ContextObserver for Contexts {
 /// The probe (see the module doc), through the driver whose checker holds
 /// the recovered content: one write, an eviction, a clean restart (content
 /// and layout must come back), a power loss (everything was durable).
-fn probe(driver: &mut Driver<'_>, observer: &mut dyn Observer) -> Result<(), String> {
+fn probe(run: &mut SegsimLoop<'_>) -> Result<(), String> {
     let write = Command::Set { key: PROBE_KEY.to_vec(), value: b"1".to_vec() };
     let steps = [Op::Cmd(write), Op::Evict, Op::Restart, Op::Crash];
-    let context = |planned: &PlannedOp, failure: Failure| {
-        format!(
-            "after one write, an eviction, a clean restart and a power loss: `{planned}`: check '{}': {}",
-            failure.check, failure.detail
-        )
-    };
     for (offset, op) in steps.into_iter().enumerate() {
         let planned = PlannedOp { index: PROBE_FIRST_INDEX + offset as u64, op, crash: None };
-        let armed = driver.vfs().armed_fault() == Some(false);
-        let stepped = driver.step(&planned, observer).map_err(|failure| context(&planned, failure))?;
-        if !stepped.poisoned {
-            continue;
-        }
-        if !(armed && driver.vfs().armed_fault() == Some(true)) {
-            return Err(format!("`{planned}` poisoned the recovered store though no fault fired in it"));
-        }
-        // The injected fault poisoned the store. The random mode reopens
-        // such a store after a process crash (the page cache survives) or
-        // a power loss, by a coin; here both, one after the other, each
-        // recovery checked: what the reopen replayed from the page cache
-        // must then survive the power loss. That ends the probe.
-        driver.process_crash().map_err(|failure| context(&planned, failure))?;
-        return driver.power_loss(&planned.op).map_err(|failure| context(&planned, failure));
+        // A store an injected fault poisoned is reopened as the random mode
+        // reopens it (after a process restart or a power loss, by the
+        // seed's coin), the recovery checked; a poisoning with no fault
+        // injected is a failure (check `poisoned`).
+        run.step(&planned).map_err(|failure| {
+            format!(
+                "after one write, an eviction, a clean restart and a power loss: `{planned}`: check '{}': {}",
+                failure.check, failure.detail
+            )
+        })?;
     }
     Ok(())
 }

@@ -65,14 +65,20 @@ struct ForwardSearch {
 
 impl ForwardSearch {
     fn find_prefix(&self, dump: &BTreeMap<Vec<u8>, LogicalEntry>, now_ms: u64) -> Option<(usize, Model)> {
+        // The newest allowed prefix that matches: replayed from the base
+        // up, the last match kept.
         let mut state = self.base.clone();
+        let mut matched = None;
         for p in 0..=self.history.len() {
             if p >= self.durable && state.same_as(dump, now_ms) {
-                return Some((p, state));
+                matched = Some((p, state.clone()));
             }
             if let Some((at_ms, command)) = self.history.get(p) {
                 state.execute(command, *at_ms).unwrap();
             }
+        }
+        if matched.is_some() {
+            return matched;
         }
         let (at_ms, command) = self.uncertain.as_ref()?;
         (state.execute(command, *at_ms).is_ok() && state.same_as(dump, now_ms))

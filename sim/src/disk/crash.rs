@@ -23,7 +23,7 @@ use rand_chacha::ChaCha8Rng;
 use std::path::{Path, PathBuf};
 
 use super::config::{CrashMode, CrashOutcome, Damage, DamageKind, DiskConfig};
-use super::data::{to_usize, write_into, DataOp, InodeId};
+use super::data::{erase_vouchers_under, to_usize, write_into, DataOp, InodeId};
 use super::dir::Dir;
 use super::inode::Inode;
 use super::sectors::{inner_cuts, sector_end, sectors_spanned};
@@ -95,13 +95,16 @@ fn settle(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Cra
             scars.entry(landing.inode).or_default().push(scar);
         }
     }
-    outcome.damage.extend(announce(fs, scars));
+    // Rot first: a sector it hits takes the records of durability in it
+    // along, so the silent faults' damage is vouched for only by records
+    // that survived the whole crash.
     if config.p_media_corruption > 0.0 && rng.gen_bool(config.p_media_corruption) {
         if let Some(damage) = corrupt_one_sector(fs, config.sector_bytes, rng) {
             outcome.media_corrupted.push(damage.path.clone());
             outcome.damage.push(damage);
         }
     }
+    outcome.damage.extend(announce(fs, scars));
     if config.p_env_damage > 0.0 && rng.gen_bool(config.p_env_damage) {
         outcome.damage.extend(damage_environment(fs, rng));
     }
@@ -459,9 +462,11 @@ fn corrupt_one_sector(fs: &mut FileSystem, sector_bytes: u64, rng: &mut ChaCha8R
         let at = start + bit / 8;
         inode.durable[at] ^= 1 << (bit % 8);
         let vouched = inode.vouched(at as u64..at as u64 + 1);
+        erase_vouchers_under(&mut inode.vouchers, at as u64..at as u64 + 1);
         return Some(Damage { kind: DamageKind::Media, path, offset_bytes: at as u64, vouched });
     }
     let vouched = inode.vouched(start as u64..end as u64);
+    erase_vouchers_under(&mut inode.vouchers, start as u64..end as u64);
     let image = &mut inode.durable;
     let damaged_at =
         |at: usize| Damage { kind: DamageKind::Media, path: path.clone(), offset_bytes: at as u64, vouched };

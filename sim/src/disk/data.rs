@@ -78,12 +78,20 @@ pub(super) fn to_usize(bytes: u64) -> usize {
     usize::try_from(bytes).expect("MAX_FILE_BYTES fits in usize")
 }
 
-/// A write, as far as vouching goes: it starts at `start_bytes`, and the
-/// file's first `durable_at_bytes` were durable when it was made.
+/// A write, as far as vouching goes: it covers `start_bytes..end_bytes`,
+/// and the file's first `durable_at_bytes` were durable when it was made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Voucher {
     pub start_bytes: u64,
+    pub end_bytes: u64,
     pub durable_at_bytes: u64,
+}
+
+/// Damage to `range` (a landing over it, rot) took every record of
+/// durability with a byte in it: a format cannot read a record whose bytes
+/// changed, so a voucher with any byte there vouches for nothing any more.
+pub(super) fn erase_vouchers_under(vouchers: &mut Vec<Voucher>, range: Range<u64>) {
+    vouchers.retain(|v| v.end_bytes <= range.start || v.start_bytes >= range.end);
 }
 
 /// `Inode::vouched` from its parts: the file's whole-at-rename length

@@ -45,7 +45,7 @@
 use std::ops::Range;
 
 use super::config::DamageKind;
-use super::data::{to_usize, DataOp, InodeId, Voucher};
+use super::data::{erase_vouchers_under, to_usize, DataOp, InodeId, Voucher};
 
 /// How many recent writes of a file are kept for choosing a misdirected
 /// write's target among earlier writes of the same size.
@@ -244,7 +244,6 @@ pub(super) fn land(
     }
     let intended = if keep_intended { durable[start..end].to_vec() } else { vec![0; end - start] };
     durable[start..end].copy_from_slice(&data[..end - start]);
-    let range = offset_bytes..end as u64;
-    vouchers.retain(|v| !range.contains(&v.start_bytes));
+    erase_vouchers_under(vouchers, offset_bytes..end as u64);
     Some(Scar { start_bytes: offset_bytes, intended, kind: DamageKind::MisdirectedWrite })
 }

@@ -318,7 +318,8 @@ impl FileSystem {
         let inode = self.inode_mut(id);
         if !inode.written_since_sync {
             let durable_at_bytes = inode.durable.len() as u64;
-            inode.pending_vouchers.push(Voucher { start_bytes: offset_bytes, durable_at_bytes });
+            let end_bytes = offset_bytes + data.len() as u64;
+            inode.pending_vouchers.push(Voucher { start_bytes: offset_bytes, end_bytes, durable_at_bytes });
             inode.written_since_sync = true;
         }
         self.push_data_op(id, DataOp::Write { offset_bytes, data: data.to_vec() });

@@ -239,6 +239,7 @@ impl Driver<'_> {
     /// `restarted`). A close that failed under a fault is an error's reopen.
     fn close(&mut self, h: &mut Harness, planned: &PlannedOp) -> Step<Ended> {
         self.observe(planned, Moment::Begins, None);
+        debug_assert!(self.layout_before_close.is_none(), "the last clean restart compared its layout");
         let store = self.store.take().expect("a store is open");
         let was_poisoned = store.poisoned().is_some();
         let before = (!self.call_failed_since_open && !was_poisoned).then(|| Layout::of(&store));

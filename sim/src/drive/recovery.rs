@@ -83,6 +83,8 @@ impl Driver<'_> {
     /// loop), watching the directory where a refusal must have changed
     /// nothing or a point-in-time open lost nothing.
     pub(super) fn try_reopen(&mut self, h: &Harness, reopening: &Reopening) -> bool {
+        debug_assert!(self.store.is_none(), "an open attempt finds the store dropped");
+        debug_assert!(self.reopen.report.is_none(), "no attempt of this recovery opened yet");
         let watch = !damage_of(reopening).is_empty() || self.config.point_in_time;
         let before = watch.then(|| self.vfs.files(Path::new(DB_DIR)));
         let result = self.open_store();

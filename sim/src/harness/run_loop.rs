@@ -54,6 +54,7 @@ impl<W: Workload> Loop<W> {
     /// Create the engine and open it (a crash point inside the creation,
     /// if the settings arm one, is recovered like any other).
     pub fn start(&mut self) -> Step {
+        debug_assert!(!self.w.is_open(), "the engine is created once, at the start");
         let crash = self.w.settings().crash_in_creation;
         self.h.vfs.begin_op(seeds::initial_open(self.h.seed()));
         self.h.vfs.arm_crash(crash.map(CrashPoint::AfterIos));
@@ -117,6 +118,7 @@ impl<W: Workload> Loop<W> {
         result?;
         self.w.op_ended(&mut self.h, op, first_io_index)?;
         debug_assert!(self.w.is_open(), "{op}: the engine is open between operations");
+        debug_assert!(self.h.outcome.reopens_add_up(), "{op}: every reopen had one cause");
         self.w.settled(op);
         self.hazards()
     }
@@ -195,6 +197,7 @@ impl<W: Workload> Loop<W> {
     /// A clean close returned: the process restarts, the engine reopens,
     /// and the workload holds it to what a clean restart keeps.
     fn clean_restart(&mut self) -> Step {
+        debug_assert!(!self.w.is_open(), "a clean close leaves no engine open");
         self.h.outcome.clean_restarts += 1;
         let reopening = self.restart_process(true, Reopening::Restart);
         self.recover(reopening.clone(), 0)?;
@@ -216,6 +219,8 @@ impl<W: Workload> Loop<W> {
     /// Reopen (`reopening` says after what), `depth` power losses into
     /// this operation's recovery, and hold what came back to the model.
     pub fn recover(&mut self, reopening: Reopening, depth: u64) -> Step {
+        assert!(depth <= MAX_CRASHES_IN_RECOVERY, "at most {MAX_CRASHES_IN_RECOVERY} power losses in a recovery");
+        debug_assert!(!self.w.is_open(), "a recovery reopens an engine whose handles were dropped");
         self.h.outcome.restarts += 1;
         self.w.before_reopen(&mut self.h, &reopening)?;
         for attempt in 0..=OPEN_ATTEMPTS_WITH_FAULTS {

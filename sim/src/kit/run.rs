@@ -444,6 +444,7 @@ impl<A: Adapter> Workload for KvRun<'_, A> {
     }
 
     fn try_open(&mut self, h: &mut Harness, _reopening: &Reopening) -> Step<bool> {
+        debug_assert!(self.db.is_none(), "an open attempt finds the handles dropped");
         match self.adapter.open(&env::<A>(&h.vfs, self.config, self.plant)) {
             Ok(db) => {
                 self.db = Some(db);

@@ -1,9 +1,9 @@
-//! The engine's thread: one per open of the database, serving one run's
-//! session of the layer, to which the adapter hands each call and waits
-//! for its answer (a rendezvous: never two threads running at once, so a
-//! seed's run stays one sequence of calls).
+//! The engine's thread (persy's, `cowkv`'s): one per open of the
+//! database, serving one run's session of the layer, to which the adapter
+//! hands each call and waits for its answer (a rendezvous: never two
+//! threads running at once, so a seed's run stays one sequence of calls).
 //!
-//! Why a thread of its own, when the kit's thread could call persy
+//! Why a thread of its own, when the kit's thread could call the engine
 //! directly: what a process draws fresh from the operating system, a
 //! thread keeps. std seeds each thread's `HashMap` keys from `getrandom`
 //! once and then counts them on; `rand`'s `ThreadRng` (persy's
@@ -16,8 +16,10 @@
 //! Every call runs under `catch_unwind` on the engine's thread; a panic is
 //! carried back and raised again on the caller's, where the kit catches
 //! it. What the layer refused during a call comes back with its answer
-//! ([`Served::refusals`]); what it refused while the engine's handles
-//! were dropped, with the panic of that drop, is raised by [`Drop`].
+//! ([`Served::refusals`]), and so does a livelock the layer declared
+//! ([`Served::livelock`], `crate::interpose`); what it refused while the
+//! engine's handles were dropped, with the panic of that drop, is raised
+//! by [`Drop`].
 
 use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -29,6 +31,7 @@ use std::thread;
 use sim::kit::vfs::Vfs;
 use sim::kit::EnvironmentRefused;
 
+use crate::plant::LayerPlant;
 use crate::session::{self, SessionGuard};
 
 type Job<S> = Box<dyn FnOnce(&mut S, &SessionGuard) + Send>;
@@ -40,19 +43,32 @@ pub struct Place {
     /// The disk's directory of the database (the kit's `Env::dir`).
     pub dir: PathBuf,
     pub entropy_seed: u64,
+    /// The mistake planted in the layer for this session, if any.
+    pub plant: Option<LayerPlant>,
 }
 
-/// A call's answer and what the layer refused while serving it.
+/// A call's answer, what the layer refused while serving it, and the
+/// livelock it took the engine for, if it did.
 pub struct Served<R> {
     pub value: R,
     pub refusals: Vec<String>,
+    pub livelock: Option<String>,
 }
 
 impl<R> Served<R> {
-    /// The answer, after failing the run (check `refused`) if the layer
-    /// refused anything the engine asked for.
+    fn of(value: R, guard: &SessionGuard) -> Served<R> {
+        Served { value, refusals: guard.refusals(), livelock: guard.livelock() }
+    }
+
+    /// The answer, after failing the run if the layer refused anything
+    /// the engine asked for (check `refused`) or took the engine for one
+    /// that loops forever (a panic: the engine's, not the layer's; the
+    /// answer is then only what the layer's failed calls made of it).
     pub fn unless_refused(self) -> R {
         raise_refusals(self.refusals);
+        if let Some(livelock) = self.livelock {
+            panic!("livelock: the engine never returned ({livelock}); the layer failed its later calls to end it");
+        }
         self.value
     }
 }
@@ -81,12 +97,12 @@ impl<S: 'static> Worker<S> {
         let (jobs, inbox) = mpsc::channel::<Job<S>>();
         let (ready, started) = mpsc::sync_channel::<Result<Served<Result<(), E>>, Panic>>(1);
         let thread = thread::spawn(move || {
-            let guard = session::install(place.vfs, &[place.dir.as_path()], place.entropy_seed);
+            let guard = session::install(place.vfs, &[place.dir.as_path()], place.entropy_seed, place.plant);
             crate::interpose::start_engine_call();
             let built = catch_unwind(AssertUnwindSafe(setup));
             let (mut state, answer) = match built {
-                Ok(Ok(state)) => (Some(state), Ok(Served { value: Ok(()), refusals: guard.refusals() })),
-                Ok(Err(e)) => (None, Ok(Served { value: Err(e), refusals: guard.refusals() })),
+                Ok(Ok(state)) => (Some(state), Ok(Served::of(Ok(()), &guard))),
+                Ok(Err(e)) => (None, Ok(Served::of(Err(e), &guard))),
                 Err(panic) => (None, Err(panic)),
             };
             let _ = ready.send(answer);
@@ -100,11 +116,11 @@ impl<S: 'static> Worker<S> {
         });
         let mut worker = Worker { jobs: Some(jobs), thread: Some(thread) };
         match started.recv().expect("the engine's thread answers its setup") {
-            Ok(Served { value: Ok(()), refusals }) => Served { value: Ok(worker), refusals },
-            Ok(Served { value: Err(e), refusals }) => {
+            Ok(Served { value: Ok(()), refusals, livelock }) => Served { value: Ok(worker), refusals, livelock },
+            Ok(Served { value: Err(e), refusals, livelock }) => {
                 worker.jobs = None;
                 let (more, _) = worker.thread.take().expect("started").join().unwrap_or_default();
-                Served { value: Err(e), refusals: refusals.into_iter().chain(more).collect() }
+                Served { value: Err(e), refusals: refusals.into_iter().chain(more).collect(), livelock }
             }
             Err(panic) => resume_unwind(panic),
         }
@@ -116,7 +132,7 @@ impl<S: 'static> Worker<S> {
         let run: Job<S> = Box::new(move |state, guard| {
             crate::interpose::start_engine_call();
             let value = catch_unwind(AssertUnwindSafe(|| job(state)));
-            let _ = reply.send(value.map(|value| Served { value, refusals: guard.refusals() }));
+            let _ = reply.send(value.map(|value| Served::of(value, guard)));
         });
         self.jobs.as_ref().expect("open until dropped").send(run).expect("the engine's thread serves until dropped");
         match answer.recv().expect("the engine's thread answers every call") {

@@ -62,7 +62,13 @@ pub struct Session {
 
 thread_local! {
     static CURRENT: RefCell<Option<Session>> = const { RefCell::new(None) };
+    /// Who to tell if this thread must hang for good ([`hang`]).
+    static ON_HANG: RefCell<Option<HangHook>> = const { RefCell::new(None) };
 }
+
+/// What [`hang`] calls before the thread parks: it tells the thread that
+/// waits for the engine's answer that none will come.
+pub type HangHook = Box<dyn FnOnce(String)>;
 
 /// Which thread owns each slot.
 static OWNERS: Mutex<[Option<ThreadId>; SLOTS]> = Mutex::new([None; SLOTS]);
@@ -174,6 +180,37 @@ pub fn declare_livelock(what: String) -> bool {
         }
         None => false,
     })
+}
+
+/// Name who to tell if this thread must hang for good ([`hang`]): the
+/// engine thread's waiter, for the call under way.
+pub fn on_hang(hook: HangHook) {
+    ON_HANG.with(|h| *h.borrow_mut() = Some(hook));
+}
+
+/// A program that loops on after every call failed ([`declare_livelock`]
+/// did not end it) can never be made to return: no error ends its loop
+/// and nothing can unwind out of the C function it is in. With a hook
+/// ([`on_hang`]), the thread frees its session's slot, tells the hook
+/// (with anything refused for the slot meanwhile), and parks forever: the
+/// thread and what it holds are leaked, the run goes on. Without one,
+/// returns, for the caller to end the process.
+pub fn hang(what: String) {
+    let Some(hook) = ON_HANG.with(|h| h.borrow_mut().take()) else { return };
+    let slot = CURRENT.with(|c| c.try_borrow().ok().and_then(|s| s.as_ref().map(|s| s.slot)));
+    let mut what = what;
+    if let Some(slot) = slot {
+        let mut all = REFUSALS.lock().unwrap_or_else(|p| p.into_inner());
+        let (mine, rest): (Vec<_>, Vec<_>) = all.drain(..).partition(|(s, _)| *s == Some(slot));
+        *all = rest;
+        mine.into_iter().for_each(|(_, refused)| what.push_str(&format!("; refused meanwhile: {refused}")));
+        drop(all);
+        OWNERS.lock().unwrap_or_else(|p| p.into_inner())[slot] = None;
+    }
+    hook(what);
+    loop {
+        thread::park();
+    }
 }
 
 /// Whether this thread's program was taken for one that loops forever.

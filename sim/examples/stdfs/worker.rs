@@ -24,6 +24,7 @@
 use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
@@ -80,10 +81,31 @@ pub fn raise_refusals(refusals: Vec<String>) {
     }
 }
 
+/// How the engine's thread ended: what the layer refused and a panic of
+/// the state's drop (`Ok`), or that it hung for good (`Err`, a panic
+/// payload saying so).
+type Ended = Result<(Vec<String>, Option<Panic>), Panic>;
+
 /// The engine's thread, holding its state `S` (built there, never sent).
 pub struct Worker<S> {
     jobs: Option<mpsc::Sender<Job<S>>>,
-    thread: Option<thread::JoinHandle<(Vec<String>, Option<Panic>)>>,
+    thread: Option<thread::JoinHandle<()>>,
+    /// The thread's last word ([`Ended`]).
+    ended: mpsc::Receiver<Ended>,
+    /// Set when the thread hung for good ([`session::hang`]): it is never
+    /// joined then.
+    hung: Arc<AtomicBool>,
+}
+
+/// Tell `answer`'s waiter, should the engine's thread hang for good, that
+/// it did: the waiter raises it as the engine's panic (`livelock: …`).
+fn hang_hook<T: Send + 'static>(hung: &Arc<AtomicBool>, answer: &mpsc::SyncSender<Result<T, Panic>>) {
+    let (hung, answer) = (Arc::clone(hung), answer.clone());
+    session::on_hang(Box::new(move |what| {
+        hung.store(true, Ordering::SeqCst);
+        let message = format!("livelock: the engine never returned ({what}): its thread is parked for good");
+        let _ = answer.send(Err(Box::new(message)));
+    }));
 }
 
 impl<S: 'static> Worker<S> {
@@ -96,8 +118,12 @@ impl<S: 'static> Worker<S> {
     ) -> Served<Result<Worker<S>, E>> {
         let (jobs, inbox) = mpsc::channel::<Job<S>>();
         let (ready, started) = mpsc::sync_channel::<Result<Served<Result<(), E>>, Panic>>(1);
+        let (last_word, ended) = mpsc::sync_channel::<Ended>(1);
+        let hung = Arc::new(AtomicBool::new(false));
+        let on_hang = Arc::clone(&hung);
         let thread = thread::spawn(move || {
             let guard = session::install(place.vfs, &[place.dir.as_path()], place.entropy_seed, place.plant);
+            hang_hook(&on_hang, &ready);
             crate::interpose::start_engine_call();
             let built = catch_unwind(AssertUnwindSafe(setup));
             let (mut state, answer) = match built {
@@ -111,15 +137,16 @@ impl<S: 'static> Worker<S> {
                     job(state, &guard);
                 }
             }
+            hang_hook(&on_hang, &last_word);
+            crate::interpose::start_engine_call();
             let dropped = catch_unwind(AssertUnwindSafe(move || drop(state))).err();
-            (guard.refusals(), dropped)
+            let _ = last_word.send(Ok((guard.refusals(), dropped)));
         });
-        let mut worker = Worker { jobs: Some(jobs), thread: Some(thread) };
+        let mut worker = Worker { jobs: Some(jobs), thread: Some(thread), ended, hung };
         match started.recv().expect("the engine's thread answers its setup") {
             Ok(Served { value: Ok(()), refusals, livelock }) => Served { value: Ok(worker), refusals, livelock },
             Ok(Served { value: Err(e), refusals, livelock }) => {
-                worker.jobs = None;
-                let (more, _) = worker.thread.take().expect("started").join().unwrap_or_default();
+                let (more, _) = worker.end();
                 Served { value: Err(e), refusals: refusals.into_iter().chain(more).collect(), livelock }
             }
             Err(panic) => resume_unwind(panic),
@@ -129,7 +156,9 @@ impl<S: 'static> Worker<S> {
     /// Run `job` on the engine's thread and wait for its answer.
     pub fn call<R: Send + 'static>(&self, job: impl FnOnce(&mut S) -> R + Send + 'static) -> Served<R> {
         let (reply, answer) = mpsc::sync_channel::<Result<Served<R>, Panic>>(1);
+        let hung = Arc::clone(&self.hung);
         let run: Job<S> = Box::new(move |state, guard| {
+            hang_hook(&hung, &reply);
             crate::interpose::start_engine_call();
             let value = catch_unwind(AssertUnwindSafe(|| job(state)));
             let _ = reply.send(value.map(|value| Served::of(value, guard)));
@@ -142,17 +171,34 @@ impl<S: 'static> Worker<S> {
     }
 }
 
+impl<S> Worker<S> {
+    /// End the thread: close its inbox, so it drops the state and ends,
+    /// and wait for its last word (a thread that hung for good is left
+    /// parked, never joined). What the layer refused, and a panic of the
+    /// drop or the hang.
+    fn end(&mut self) -> (Vec<String>, Option<Panic>) {
+        self.jobs = None;
+        let Some(thread) = self.thread.take() else { return (Vec::new(), None) };
+        if self.hung.load(Ordering::SeqCst) {
+            return (Vec::new(), None);
+        }
+        match self.ended.recv() {
+            Ok(Ok(ended)) => {
+                let _ = thread.join();
+                ended
+            }
+            Ok(Err(hung)) => (Vec::new(), Some(hung)),
+            Err(_) => (Vec::new(), thread.join().err()),
+        }
+    }
+}
+
 /// Drop the engine's state on its thread (its files closed there, in its
-/// session), wait for the thread, and raise a panic of that drop, or a
-/// refusal, unless this drop is part of an unwind already.
+/// session), wait for the thread, and raise a panic of that drop (or of
+/// its hang), or a refusal, unless this drop is part of an unwind already.
 impl<S> Drop for Worker<S> {
     fn drop(&mut self) {
-        self.jobs = None;
-        let Some(thread) = self.thread.take() else { return };
-        let (refusals, panic) = match thread.join() {
-            Ok(ended) => ended,
-            Err(panic) => (Vec::new(), Some(panic)),
-        };
+        let (refusals, panic) = self.end();
         if thread::panicking() {
             return;
         }

@@ -55,8 +55,9 @@ fn set_errno(code: i32) {
 /// thread: a loop that stops at an error returns, and the adapter fails
 /// the run for the livelock. A loop that ignores errors too (finding 2)
 /// fails [`LIVELOCK_FAILURES`] more calls in a row; nothing can end it
-/// then, so the process aborts, saying why (`--isolate` makes that one
-/// failed seed, `died`). The tests' build counts a hundredth, so that a
+/// then, so its thread hangs for good ([`session::hang`]: the engine
+/// thread's waiter is told and the run fails), or, on a thread no one
+/// waits for, the process aborts, saying why. The tests' build counts a hundredth, so that a
 /// test can reach a livelock in a moment.
 pub const LIVELOCK_FAILURES: u64 = if cfg!(test) { 2_000 } else { 200_000 };
 /// See [`LIVELOCK_FAILURES`]. A seed's whole run serves a few thousand.
@@ -95,7 +96,9 @@ fn count_outcome(failed: bool) {
         CALLS_THIS_ENGINE_CALL.set(0);
         return;
     }
-    eprintln!("stdfs: refused: a livelock: {seen}, and no error ends it, so the process aborts");
+    eprintln!("stdfs: livelock: {seen}, and no error ends it: the thread hangs for good, or the process aborts");
+    session::hang(format!("{seen}, and every call failing did not end it"));
+    eprintln!("stdfs: refused: a livelock on a thread no run waits for: the process aborts");
     std::process::abort();
 }
 

@@ -172,7 +172,8 @@ kit-example:
 # finish (exit 0 or 1, never an abort); each pinned finding must still
 # fail (exit 1), so a fix in persy or a change in our disk model shows
 # here: finding 1 at its explored crash state (a durable commit lost with
-# no fault), the others from their .ops. Then the layer's own proof:
+# no fault), findings 4 and 5 from their .ops, findings 2, 3, 6 and 7 by
+# their seeds (each with its panic's words). Then the layer's own proof:
 # cowkv, a correct std::fs engine, passes clean in the random mode and in
 # explore, and each mistake planted in the layer is caught by both.
 STDFS = $(CARGO) run --release -q -p sim --example stdfs --
@@ -185,6 +186,7 @@ stdfs:
 	$(STDFS) explore --seed 1 --ops 20 --depth 2 --faults --jobs $(JOBS) >/dev/null 2>&1; rc=$$?; test $$rc -le 1 || { echo "stdfs: explore --depth 2 --faults on persy ended with status $$rc"; exit 1; }
 	$(STDFS) explore --seed 18 --ops 3 --only-io 163 --only-state 15 >/dev/null 2>&1; test $$? -eq 1 || { echo "stdfs: finding 1 no longer reproduces: update STDFS.md"; exit 1; }
 	for f in corpus/persy/*.ops; do $(STDFS) --replay $$f >/dev/null 2>&1; test $$? -eq 1 || { echo "stdfs: $$f no longer fails: update STDFS.md"; exit 1; }; done
+	for pin in "177:index out of bounds" "553:Option::unwrap()" "78:livelock: the engine never returned" "181:livelock: the engine never returned"; do s=$${pin%%:*}; m=$${pin#*:}; out=$$($(STDFS) --seed $$s 2>&1); test $$? -eq 1 && echo "$$out" | grep -qF "$$m" || { echo "stdfs: seed $$s no longer fails with '$$m': update STDFS.md"; exit 1; }; done
 	$(COWKV) --seeds 0..500 --jobs $(JOBS)
 	$(COWKV) explore --seed 1 --depth 2 --faults --jobs $(JOBS)
 	for p in tmp-fsync-noop dir-fsync-parent; do $(COWKV) --seeds 0..20 --plant $$p --jobs $(JOBS) >/dev/null 2>&1; test $$? -eq 1 || { echo "stdfs: the random mode missed the layer's $$p"; exit 1; }; done

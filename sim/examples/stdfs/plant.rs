@@ -6,7 +6,7 @@
 //! (`serve_fd::sync`), which asks the session ([`crate::session`]).
 //!
 //! The engine under them must be one that passes without them, or a
-//! failure proves nothing: the `cowkv` target ([`crate::cowkv`]), whose
+//! failure proves nothing: the `cowkv` target (`cowkv/`), whose
 //! commit is the textbook temp file, fsync, rename, directory fsync.
 
 use sim::kit::Plant;

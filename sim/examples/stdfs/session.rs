@@ -126,7 +126,9 @@ impl SessionGuard {
     }
 
     /// The livelock this session's program was taken for, if any
-    /// ([`declare_livelock`]).
+    /// ([`declare_livelock`]). (For the engine threads, `crate::worker`:
+    /// `stdfs` without the persy feature has none.)
+    #[cfg_attr(not(feature = "persy"), allow(dead_code))]
     pub fn livelock(&self) -> Option<String> {
         CURRENT.with(|c| c.borrow().as_ref().and_then(|s| s.livelock.clone()))
     }
@@ -183,7 +185,9 @@ pub fn declare_livelock(what: String) -> bool {
 }
 
 /// Name who to tell if this thread must hang for good ([`hang`]): the
-/// engine thread's waiter, for the call under way.
+/// engine thread's waiter, for the call under way. (As
+/// [`SessionGuard::livelock`], for the engine threads only.)
+#[cfg_attr(not(feature = "persy"), allow(dead_code))]
 pub fn on_hang(hook: HangHook) {
     ON_HANG.with(|h| *h.borrow_mut() = Some(hook));
 }

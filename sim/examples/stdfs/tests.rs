@@ -209,3 +209,22 @@ fn a_program_that_loops_is_taken_for_a_livelock_and_its_later_calls_fail_unserve
     assert_eq!(disk.files(Path::new("/db")).keys().collect::<Vec<_>>(), ["page"], "nothing more reached the disk");
     assert!(guard.refusals().is_empty(), "a livelock is the program's, not a refusal");
 }
+
+#[test]
+fn an_engine_that_loops_on_after_every_call_failed_hangs_and_its_waiter_is_told() {
+    use crate::worker::{Place, Worker};
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    let place = Place { vfs: strict_disk(), dir: Path::new("/db").to_path_buf(), entropy_seed: 0, plant: None };
+    let worker = Worker::<()>::start(place, || Ok::<(), ()>(())).unless_refused().expect("the engine starts");
+    // A retry loop that no error ends, as persy's failing read (STDFS.md
+    // finding 2): the layer's failed calls cannot stop it.
+    let hung = catch_unwind(AssertUnwindSafe(|| {
+        worker.call(|_: &mut ()| loop {
+            let _ = fs::read("/sim-db/db/never-there");
+        })
+    }));
+    let panic = hung.err().expect("the waiter is told the engine will never answer");
+    let message = panic.downcast_ref::<String>().expect("a message");
+    assert!(message.starts_with("livelock: the engine never returned") && message.contains("parked"), "{message}");
+    drop(worker); // never joined: the thread stays parked, leaked
+}

@@ -20,7 +20,7 @@ help:
 	@echo "make redb         - the redb target (REDB.md): RSEEDS (default 0..2000) swept, determinism-checked, seeds 1..3 explored (40 ops, depth 2), seed 1 at 100 ops with --faults, finding 3's abort contained by --isolate"
 	@echo "make sqlite       - the sqlite target (SQLITE.md): SQSEEDS (default 410..710) swept, 0..100 determinism-checked, seed 1 explored at depth 2, the three planted bugs caught, the pinned findings replayed"
 	@echo "make kit-example - the target kit's example engine (logkv): KSEEDS (default 0..2000) clean, its planted bug caught, explored"
-	@echo "make stdfs        - persy, unmodified, on the simulated disk through the stdfs layer (STDFS.md): a sweep contained by --isolate, determinism, persy's findings still reproducing"
+	@echo "make stdfs        - persy, unmodified, on the simulated disk through the stdfs layer (STDFS.md): a sweep contained by --isolate, determinism, an explore at depth 2 with faults, persy's findings still reproducing; the layer's planted mistakes caught under cowkv"
 	@echo "make readme-example - rewrite the README's seed-42 example output from a fresh run (a test fails when it drifts)"
 	@echo "make report-check - --report pages (a canary failure, a redb failure, an explore repro) rendered in headless Chromium and checked; screenshots in target/ci-artifacts/reports/"
 	@echo "make open-findings - the segsim findings not fixed yet (corpus/open-findings/) must still fail"
@@ -166,20 +166,32 @@ kit-example:
 
 # persy through the stdfs layer (STDFS.md): persy fails most seeds (its
 # findings), so the sweep must finish all its seeds under --isolate (a
-# livelock aborts one child: check 'died') and exit 1; a sample whose
-# seeds all finish in process is run twice, traces compared, and no seed
-# may fail check 'determinism'; each pinned finding must still fail
-# (exit 1), so a fix in persy or a change in our disk model shows here:
-# finding 1 at its explored crash state (a durable commit lost with no
-# fault), findings 4 and 5 from their .ops.
+# panic inside persy's own unwinding aborts one child: check 'died') and
+# exit 1; a sample is run twice, traces compared, and no seed may fail
+# check 'determinism'; one explore seed at depth 2 with --faults must
+# finish (exit 0 or 1, never an abort); each pinned finding must still
+# fail (exit 1), so a fix in persy or a change in our disk model shows
+# here: finding 1 at its explored crash state (a durable commit lost with
+# no fault), findings 4 and 5 from their .ops, findings 2, 3, 6 and 7 by
+# their seeds (each with its panic's words). Then the layer's own proof:
+# cowkv, a correct std::fs engine, passes clean in the random mode and in
+# explore, and each mistake planted in the layer is caught by both.
 STDFS = $(CARGO) run --release -q -p sim --example stdfs --
+COWKV = $(CARGO) run --release -q -p sim --example stdfs-cowkv --
 STDFS_SEEDS ?= 0..200
 STDFS_COUNT ?= 200
 stdfs:
 	out=$$($(STDFS) --seeds $(STDFS_SEEDS) --jobs $(JOBS) --isolate 2>&1); test $$? -eq 1 && echo "$$out" | grep -q "^$(STDFS_COUNT) seeds," || { echo "stdfs: the sweep did not finish its seeds (or found nothing: update STDFS.md)"; exit 1; }
 	out=$$($(STDFS) --seeds 0..50 --jobs $(JOBS) --check-determinism 2>&1); echo "$$out" | grep -q "^50 seeds," && ! echo "$$out" | grep -q "failed check 'determinism'" || { echo "stdfs: a seed's two runs differ"; exit 1; }
+	$(STDFS) explore --seed 1 --ops 20 --depth 2 --faults --jobs $(JOBS) >/dev/null 2>&1; rc=$$?; test $$rc -le 1 || { echo "stdfs: explore --depth 2 --faults on persy ended with status $$rc"; exit 1; }
 	$(STDFS) explore --seed 18 --ops 3 --only-io 163 --only-state 15 >/dev/null 2>&1; test $$? -eq 1 || { echo "stdfs: finding 1 no longer reproduces: update STDFS.md"; exit 1; }
 	for f in corpus/persy/*.ops; do $(STDFS) --replay $$f >/dev/null 2>&1; test $$? -eq 1 || { echo "stdfs: $$f no longer fails: update STDFS.md"; exit 1; }; done
+	for pin in "177:index out of bounds" "553:Option::unwrap()" "78:livelock: the engine never returned" "181:livelock: the engine never returned"; do s=$${pin%%:*}; m=$${pin#*:}; out=$$($(STDFS) --seed $$s 2>&1); test $$? -eq 1 && echo "$$out" | grep -qF "$$m" || { echo "stdfs: seed $$s no longer fails with '$$m': update STDFS.md"; exit 1; }; done
+	$(COWKV) --seeds 0..500 --jobs $(JOBS)
+	$(COWKV) explore --seed 1 --depth 2 --faults --jobs $(JOBS)
+	for p in tmp-fsync-noop dir-fsync-parent; do $(COWKV) --seeds 0..20 --plant $$p --jobs $(JOBS) >/dev/null 2>&1; test $$? -eq 1 || { echo "stdfs: the random mode missed the layer's $$p"; exit 1; }; done
+	$(COWKV) explore --seed 1 --ops 3 --plant tmp-fsync-noop 2>/dev/null | grep -q '\[crash index' || { echo "stdfs: explore missed tmp-fsync-noop at its crash states"; exit 1; }
+	$(COWKV) explore --seed 1 --ops 2 --plant dir-fsync-parent 2>/dev/null | grep -q '\[crash index' || { echo "stdfs: explore missed dir-fsync-parent at its crash states"; exit 1; }
 
 # The kit's quickstart (quickstart/, TESTING-YOUR-ENGINE.md section 0),
 # built as a user builds it: outside this repository, offline, without

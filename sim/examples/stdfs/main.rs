@@ -29,6 +29,8 @@
 
 #![deny(unsafe_code)]
 
+#[cfg(test)]
+mod cowkv;
 mod demo;
 mod dirstream;
 mod entropy;
@@ -39,12 +41,15 @@ mod interpose;
 mod meta;
 #[cfg(feature = "persy")]
 mod persy_target;
+mod plant;
 mod route;
 mod serve_fd;
 mod serve_path;
 mod session;
 #[cfg(test)]
 mod tests;
+#[cfg(any(test, feature = "persy"))]
+mod worker;
 
 use std::process::ExitCode;
 

@@ -8,6 +8,7 @@
 use crate::errno::Errno;
 use crate::files::{Description, Flock, Target};
 use crate::meta::Meta;
+use crate::plant::{LayerPlant, SCRATCH_SUFFIX};
 use crate::session::{refuse, with_fd, Session};
 
 fn file(description: &mut Description) -> Result<&mut Box<dyn sim::kit::vfs::VfsFile>, Errno> {
@@ -83,16 +84,29 @@ pub fn lseek(fd: i32, offset: i64, whence: i32) -> Result<u64, Errno> {
 }
 
 /// `fsync`/`fdatasync`: the file's sync, or the directory's `sync_dir`.
-/// The disk has one sync for data and length, so both calls are it.
+/// The disk has one sync for data and length, so both calls are it. The
+/// one spot of the layer's planted mistakes ([`LayerPlant`]), when the
+/// session plants one.
 pub fn sync(fd: i32) -> Result<(), Errno> {
     with_fd(fd, "fsync", |s| {
-        let Session { vfs, fds, .. } = s;
+        let Session { vfs, fds, plant, .. } = s;
         let d = fds.get(fd)?;
         match &mut d.target {
+            Target::File(_) if *plant == Some(LayerPlant::TmpFsyncNoop) && is_scratch(&d.disk_path) => Ok(()),
             Target::File(f) => Ok(f.sync()?),
+            Target::Dir if *plant == Some(LayerPlant::DirFsyncParent) => {
+                let parent = d.disk_path.parent().unwrap_or(&d.disk_path);
+                Ok(vfs.sync_dir(parent)?)
+            }
             Target::Dir => Ok(vfs.sync_dir(&d.disk_path)?),
         }
     })
+}
+
+/// Whether [`LayerPlant::TmpFsyncNoop`] takes the file opened as `path`
+/// for scratch.
+fn is_scratch(path: &std::path::Path) -> bool {
+    path.as_os_str().as_encoded_bytes().ends_with(SCRATCH_SUFFIX.as_bytes())
 }
 
 /// `ftruncate`.

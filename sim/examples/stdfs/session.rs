@@ -25,6 +25,7 @@ use crate::dirstream::Stream;
 use crate::entropy::Entropy;
 use crate::errno::Errno;
 use crate::files::FdTable;
+use crate::plant::LayerPlant;
 
 /// The reserved root: a path under it is the simulated disk's path with
 /// the root taken off (`/sim-db/db/log` is the disk's `/db/log`).
@@ -51,11 +52,23 @@ pub struct Session {
     pub streams: BTreeMap<i32, Stream>,
     /// The random bytes and the time this thread's calls are served.
     pub entropy: Entropy,
+    /// The mistake planted in the layer for this run, if any (`--plant`).
+    pub plant: Option<LayerPlant>,
+    /// Set once the program is taken for one that loops forever
+    /// ([`declare_livelock`]): what was seen. From then on every served
+    /// call of this thread fails without touching the disk.
+    pub livelock: Option<String>,
 }
 
 thread_local! {
     static CURRENT: RefCell<Option<Session>> = const { RefCell::new(None) };
+    /// Who to tell if this thread must hang for good ([`hang`]).
+    static ON_HANG: RefCell<Option<HangHook>> = const { RefCell::new(None) };
 }
+
+/// What [`hang`] calls before the thread parks: it tells the thread that
+/// waits for the engine's answer that none will come.
+pub type HangHook = Box<dyn FnOnce(String)>;
 
 /// Which thread owns each slot.
 static OWNERS: Mutex<[Option<ThreadId>; SLOTS]> = Mutex::new([None; SLOTS]);
@@ -73,8 +86,9 @@ pub struct SessionGuard {
 /// Serve `vfs` to this thread under [`ROOT`]. `dirs` are disk paths of
 /// directories that exist on it (the kit's database directory);
 /// `entropy_seed` seeds the randomness and starts the clock this thread
-/// is served ([`crate::entropy`]).
-pub fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path], entropy_seed: u64) -> SessionGuard {
+/// is served ([`crate::entropy`]); `plant` is the mistake planted in the
+/// layer for this session, if any ([`LayerPlant`]).
+pub fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path], entropy_seed: u64, plant: Option<LayerPlant>) -> SessionGuard {
     assert!(!has_session(), "this thread already serves a simulated run");
     assert!(crate::interpose::real_fds_stay_below_fake_ones(), "the hard RLIMIT_NOFILE reaches FAKE_FD_BASE");
     let me = thread::current().id();
@@ -88,8 +102,16 @@ pub fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path], entropy_seed: u64) -> SessionG
     known.insert(PathBuf::from("/"));
     let fds = FdTable::new(FAKE_FD_BASE + slot as i32 * SLOT_FDS, SLOT_FDS);
     CURRENT.with(|c| {
-        *c.borrow_mut() =
-            Some(Session { vfs, slot, dirs: known, fds, streams: BTreeMap::new(), entropy: Entropy::new(entropy_seed) })
+        *c.borrow_mut() = Some(Session {
+            vfs,
+            slot,
+            dirs: known,
+            fds,
+            streams: BTreeMap::new(),
+            entropy: Entropy::new(entropy_seed),
+            plant,
+            livelock: None,
+        })
     });
     SessionGuard { slot }
 }
@@ -101,6 +123,14 @@ impl SessionGuard {
         let (mine, rest) = all.drain(..).partition(|(slot, _)| *slot == Some(self.slot));
         *all = rest;
         mine.into_iter().map(|(_, what)| what).collect()
+    }
+
+    /// The livelock this session's program was taken for, if any
+    /// ([`declare_livelock`]). (For the engine threads, `crate::worker`:
+    /// `stdfs` without the persy feature has none.)
+    #[cfg_attr(not(feature = "persy"), allow(dead_code))]
+    pub fn livelock(&self) -> Option<String> {
+        CURRENT.with(|c| c.borrow().as_ref().and_then(|s| s.livelock.clone()))
     }
 }
 
@@ -133,6 +163,65 @@ pub fn refuse(slot: Option<usize>, errno: Errno, what: String) -> Errno {
     eprintln!("stdfs: refused: {what}");
     REFUSALS.lock().unwrap_or_else(|p| p.into_inner()).push((slot, what));
     errno
+}
+
+/// Take this thread's program for one that loops forever (a count of the
+/// layer's, `interpose::count_outcome`): say so on stderr and remember
+/// `what` for the session's owner. From now on [`livelocked`] holds, and
+/// the layer fails every call of this thread without serving it: a loop
+/// that stops at an error (persy's free-list walk, STDFS.md finding 3)
+/// then returns, and its thread ends as any other. `false` when the
+/// thread serves no run (or its session is busy), for the caller to end
+/// the process instead.
+pub fn declare_livelock(what: String) -> bool {
+    CURRENT.with(|c| match c.try_borrow_mut().ok().as_deref_mut().and_then(Option::as_mut) {
+        Some(session) => {
+            eprintln!("stdfs: livelock: {what}");
+            session.livelock.get_or_insert(what);
+            true
+        }
+        None => false,
+    })
+}
+
+/// Name who to tell if this thread must hang for good ([`hang`]): the
+/// engine thread's waiter, for the call under way. (As
+/// [`SessionGuard::livelock`], for the engine threads only.)
+#[cfg_attr(not(feature = "persy"), allow(dead_code))]
+pub fn on_hang(hook: HangHook) {
+    ON_HANG.with(|h| *h.borrow_mut() = Some(hook));
+}
+
+/// A program that loops on after every call failed ([`declare_livelock`]
+/// did not end it) can never be made to return: no error ends its loop
+/// and nothing can unwind out of the C function it is in. With a hook
+/// ([`on_hang`]), the thread frees its session's slot, tells the hook
+/// (with anything refused for the slot meanwhile), and parks forever: the
+/// thread and what it holds are leaked, the run goes on. Without one,
+/// returns, for the caller to end the process.
+pub fn hang(what: String) {
+    let Some(hook) = ON_HANG.with(|h| h.borrow_mut().take()) else { return };
+    let slot = CURRENT.with(|c| c.try_borrow().ok().and_then(|s| s.as_ref().map(|s| s.slot)));
+    let mut what = what;
+    if let Some(slot) = slot {
+        let mut all = REFUSALS.lock().unwrap_or_else(|p| p.into_inner());
+        let (mine, rest): (Vec<_>, Vec<_>) = all.drain(..).partition(|(s, _)| *s == Some(slot));
+        *all = rest;
+        mine.into_iter().for_each(|(_, refused)| what.push_str(&format!("; refused meanwhile: {refused}")));
+        drop(all);
+        OWNERS.lock().unwrap_or_else(|p| p.into_inner())[slot] = None;
+    }
+    hook(what);
+    loop {
+        thread::park();
+    }
+}
+
+/// Whether this thread's program was taken for one that loops forever.
+pub fn livelocked() -> bool {
+    CURRENT
+        .try_with(|c| c.try_borrow().is_ok_and(|s| s.as_ref().is_some_and(|s| s.livelock.is_some())))
+        .unwrap_or(false)
 }
 
 /// Whether `fd` is one of the layer's (any session's).

@@ -16,7 +16,7 @@ use crate::session;
 #[test]
 fn a_std_fs_program_lands_on_the_simulated_disk_and_power_loss_takes_the_unsynced() {
     let disk = strict_disk();
-    let guard = session::install(disk.clone(), &[Path::new("/db")], 0);
+    let guard = session::install(disk.clone(), &[Path::new("/db")], 0, None);
     let listing = program(Path::new(DB)).expect("the program runs on the simulated disk");
     assert_eq!(listing, ["kept (13 bytes)", "sub/ (4096 bytes)", "unsynced (14 bytes)"]);
     let volatile = disk.files(Path::new("/db"));
@@ -35,7 +35,7 @@ fn a_std_fs_program_lands_on_the_simulated_disk_and_power_loss_takes_the_unsynce
 #[test]
 fn a_synced_file_without_its_directory_fsync_is_lost_too() {
     let disk = strict_disk();
-    let guard = session::install(disk.clone(), &[Path::new("/db")], 0);
+    let guard = session::install(disk.clone(), &[Path::new("/db")], 0, None);
     let mut file = File::create("/sim-db/db/data").unwrap();
     file.write_all(b"synced, but its name is not").unwrap();
     file.sync_all().unwrap();
@@ -48,7 +48,7 @@ fn a_synced_file_without_its_directory_fsync_is_lost_too() {
 #[test]
 fn a_file_outside_the_root_reaches_the_real_disk() {
     let disk = strict_disk();
-    let guard = session::install(disk.clone(), &[Path::new("/db")], 0);
+    let guard = session::install(disk.clone(), &[Path::new("/db")], 0, None);
     let real = tempfile::tempdir().unwrap();
     let path = real.path().join("real-file");
     fs::write(&path, b"on the real disk").unwrap();
@@ -77,7 +77,7 @@ fn mmap_read_only(file: &File, len: usize) -> std::io::Result<()> {
 #[test]
 fn a_memory_map_of_a_simulated_file_fails_loudly() {
     let disk = strict_disk();
-    let guard = session::install(disk, &[Path::new("/db")], 0);
+    let guard = session::install(disk, &[Path::new("/db")], 0, None);
     fs::write("/sim-db/db/mapped", [7u8; 4096]).unwrap();
     let file = File::open("/sim-db/db/mapped").unwrap();
     let err = mmap_read_only(&file, 4096).unwrap_err();
@@ -93,7 +93,7 @@ fn a_memory_map_of_a_simulated_file_fails_loudly() {
 #[test]
 fn a_call_from_another_thread_fails_loudly() {
     let disk = strict_disk();
-    let guard = session::install(disk.clone(), &[Path::new("/db")], 0);
+    let guard = session::install(disk.clone(), &[Path::new("/db")], 0, None);
     let file = File::create("/sim-db/db/shared").unwrap();
     let (on_fd, on_path) = std::thread::scope(|scope| {
         scope
@@ -133,7 +133,7 @@ fn raw_syscall_write(fd: i32, data: &[u8]) -> std::io::Result<()> {
 #[test]
 fn a_raw_syscall_on_a_simulated_fd_reaches_no_real_file() {
     let disk = strict_disk();
-    let guard = session::install(disk.clone(), &[Path::new("/db")], 0);
+    let guard = session::install(disk.clone(), &[Path::new("/db")], 0, None);
     let file = File::create("/sim-db/db/raw").unwrap();
     assert!(file.as_raw_fd() >= session::FAKE_FD_BASE, "a simulated fd is numbered above any real one");
     let err = raw_syscall_write(file.as_raw_fd(), b"unseen").unwrap_err();
@@ -149,7 +149,7 @@ fn a_raw_syscall_on_a_simulated_fd_reaches_no_real_file() {
 fn draws_on_a_fresh_thread(seed: u64) -> (u64, Vec<u8>, Vec<u8>, std::time::Duration) {
     use std::hash::BuildHasher;
     std::thread::spawn(move || {
-        let _guard = session::install(strict_disk(), &[Path::new("/db")], seed);
+        let _guard = session::install(strict_disk(), &[Path::new("/db")], seed, None);
         let hashed = std::collections::hash_map::RandomState::new().hash_one(42u64);
         let (mut through_fn, mut through_syscall) = (vec![0u8; 16], vec![0u8; 16]);
         #[allow(unsafe_code)]
@@ -181,4 +181,50 @@ fn randomness_and_time_on_a_run_thread_are_the_seeds() {
     // SAFETY: `real` is valid for its 16 bytes.
     let got = unsafe { libc::getrandom(real.as_mut_ptr().cast(), 16, 0) };
     assert_eq!(got, 16, "a thread serving no run still gets the system's randomness");
+}
+
+#[test]
+fn a_program_that_loops_is_taken_for_a_livelock_and_its_later_calls_fail_unserved() {
+    use crate::interpose::LIVELOCK_CALLS;
+    let disk = strict_disk();
+    let guard = session::install(disk.clone(), &[Path::new("/db")], 0, None);
+    fs::write("/sim-db/db/page", b"page").unwrap();
+    let file = File::open("/sim-db/db/page").unwrap();
+    // A walk that only an error ends, as persy's free-list walk (STDFS.md
+    // finding 3): the same page read forever.
+    let mut page = [0u8; 4];
+    let mut reads = 0u64;
+    let error = loop {
+        match file.read_exact_at(&mut page, 0) {
+            Ok(()) => reads += 1,
+            Err(error) => break error,
+        }
+    };
+    assert_eq!(error.raw_os_error(), Some(libc::EIO), "the layer failed the loop's next call");
+    assert!(reads < LIVELOCK_CALLS && reads + 10 > LIVELOCK_CALLS, "{reads} reads, not about {LIVELOCK_CALLS}");
+    let livelock = guard.livelock().expect("the session records the livelock for its run");
+    assert!(livelock.contains("loops forever"), "{livelock}");
+    let after = fs::write("/sim-db/db/after", b"never lands").unwrap_err();
+    assert_eq!(after.raw_os_error(), Some(libc::EIO), "every later call fails, unserved");
+    assert_eq!(disk.files(Path::new("/db")).keys().collect::<Vec<_>>(), ["page"], "nothing more reached the disk");
+    assert!(guard.refusals().is_empty(), "a livelock is the program's, not a refusal");
+}
+
+#[test]
+fn an_engine_that_loops_on_after_every_call_failed_hangs_and_its_waiter_is_told() {
+    use crate::worker::{Place, Worker};
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    let place = Place { vfs: strict_disk(), dir: Path::new("/db").to_path_buf(), entropy_seed: 0, plant: None };
+    let worker = Worker::<()>::start(place, || Ok::<(), ()>(())).unless_refused().expect("the engine starts");
+    // A retry loop that no error ends, as persy's failing read (STDFS.md
+    // finding 2): the layer's failed calls cannot stop it.
+    let hung = catch_unwind(AssertUnwindSafe(|| {
+        worker.call(|_: &mut ()| loop {
+            let _ = fs::read("/sim-db/db/never-there");
+        })
+    }));
+    let panic = hung.err().expect("the waiter is told the engine will never answer");
+    let message = panic.downcast_ref::<String>().expect("a message");
+    assert!(message.starts_with("livelock: the engine never returned") && message.contains("parked"), "{message}");
+    drop(worker); // never joined: the thread stays parked, leaked
 }

@@ -32,7 +32,7 @@ use std::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::errno::Errno;
-use crate::session::{refuse, FAKE_FD_BASE, ROOT};
+use crate::session::{self, refuse, FAKE_FD_BASE, ROOT};
 
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu")))]
 compile_error!("the stdfs layer interposes x86-64 glibc's functions only");
@@ -48,13 +48,20 @@ fn set_errno(code: i32) {
 /// one call of the engine may make ([`start_engine_call`]), before the
 /// layer takes the program for one that loops forever: retrying a failing
 /// call (persy does, STDFS.md finding 2) or walking a cycle in its own
-/// bytes (finding 3). Nothing ends such a loop from inside (no error
-/// does, and unwinding out of a C function is not possible), so the
-/// process aborts, saying why: `--isolate` makes that one failed seed
-/// (`died`). Both are counts, so the verdict is the same in every run.
-pub const LIVELOCK_FAILURES: u64 = 200_000;
+/// bytes (finding 3). Both are counts, so the verdict is the same in every
+/// run. No error the layer returns and no unwind can leave such a loop
+/// from inside a C function, so the layer declares the livelock
+/// ([`session::declare_livelock`]) and fails every later call of the
+/// thread: a loop that stops at an error returns, and the adapter fails
+/// the run for the livelock. A loop that ignores errors too (finding 2)
+/// fails [`LIVELOCK_FAILURES`] more calls in a row; nothing can end it
+/// then, so its thread hangs for good ([`session::hang`]: the engine
+/// thread's waiter is told and the run fails), or, on a thread no one
+/// waits for, the process aborts, saying why. The tests' build counts a hundredth, so that a
+/// test can reach a livelock in a moment.
+pub const LIVELOCK_FAILURES: u64 = if cfg!(test) { 2_000 } else { 200_000 };
 /// See [`LIVELOCK_FAILURES`]. A seed's whole run serves a few thousand.
-pub const LIVELOCK_CALLS: u64 = 2_000_000;
+pub const LIVELOCK_CALLS: u64 = if cfg!(test) { 20_000 } else { 2_000_000 };
 
 thread_local! {
     static FAILED_IN_A_ROW: Cell<u64> = const { Cell::new(0) };
@@ -69,25 +76,37 @@ pub fn start_engine_call() {
     CALLS_THIS_ENGINE_CALL.set(0);
 }
 
-/// Count a served call's outcome; abort at a livelock.
+/// Count a served call's outcome; at a livelock, declare it (the first
+/// time) or abort (a program that loops on after every call failed).
 fn count_outcome(failed: bool) {
     let in_a_row = if failed { FAILED_IN_A_ROW.get() + 1 } else { 0 };
     FAILED_IN_A_ROW.set(in_a_row);
     let calls = CALLS_THIS_ENGINE_CALL.get() + 1;
     CALLS_THIS_ENGINE_CALL.set(calls);
-    if in_a_row >= LIVELOCK_FAILURES || calls >= LIVELOCK_CALLS {
-        eprintln!(
-            "stdfs: refused: a livelock: {in_a_row} served calls in a row failed, {calls} served in one call of the \
-             engine; the program loops forever (no error can end it), so the process aborts"
-        );
-        std::process::abort();
+    if in_a_row < LIVELOCK_FAILURES && calls < LIVELOCK_CALLS {
+        return;
     }
+    let seen = format!(
+        "{in_a_row} served calls in a row failed, {calls} served in one call of the engine: the program loops forever"
+    );
+    if !session::livelocked() && session::declare_livelock(seen.clone()) {
+        // Count the failures that follow afresh: the loop has that many
+        // more to show it stops at an error.
+        FAILED_IN_A_ROW.set(0);
+        CALLS_THIS_ENGINE_CALL.set(0);
+        return;
+    }
+    eprintln!("stdfs: livelock: {seen}, and no error ends it: the thread hangs for good, or the process aborts");
+    session::hang(format!("{seen}, and every call failing did not end it"));
+    eprintln!("stdfs: refused: a livelock on a thread no run waits for: the process aborts");
+    std::process::abort();
 }
 
 /// Run a served call: its value, or `fail` with `errno` set. A panic is
-/// caught here and refused as `EIO`.
+/// caught here and refused as `EIO`. On a thread taken for a livelock
+/// every call fails with `EIO`, unserved.
 fn served<T>(fail: T, call: impl FnOnce() -> Result<T, Errno>) -> T {
-    let outcome = catch_unwind(AssertUnwindSafe(call));
+    let outcome = if session::livelocked() { Ok(Err(Errno::EIO)) } else { catch_unwind(AssertUnwindSafe(call)) };
     count_outcome(!matches!(outcome, Ok(Ok(_))));
     match outcome {
         Ok(Ok(value)) => value,

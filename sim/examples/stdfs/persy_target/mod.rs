@@ -4,7 +4,7 @@
 //!
 //! Sessions follow the kit's opens: each [`Adapter::open`] (and the
 //! setup, [`Adapter::create`]) starts the engine's thread
-//! ([`worker::Worker`]) with a session of the layer over `Env::vfs`, and
+//! ([`crate::worker::Worker`]) with a session of the layer over `Env::vfs`, and
 //! dropping the database ends both. The kit's disk is one `SimVfs` for the
 //! whole run, which a power loss changes in place, and explore builds a
 //! new one per recovery, handed to that open: either way the session of
@@ -21,15 +21,14 @@ mod engine;
 pub mod spec;
 #[cfg(test)]
 mod tests;
-mod worker;
 
 use std::path::PathBuf;
 
 use sim::kit::{Adapter, Env, KitError, NoPlant, Previous, Rng, RngCore, Rows, Spec};
 
 use crate::session::ROOT;
+use crate::worker::{Place, Worker};
 use engine::Engine;
-use worker::{Place, Worker};
 
 /// The file persy stores everything in, in the kit's directory.
 const FILE: &str = "data.persy";
@@ -60,7 +59,7 @@ fn file_path(env: &Env<'_, PersyAdapter>) -> PathBuf {
 }
 
 fn place(env: &Env<'_, PersyAdapter>) -> Place {
-    Place { vfs: env.vfs.clone(), dir: env.dir.to_path_buf(), entropy_seed: env.config.entropy_seed }
+    Place { vfs: env.vfs.clone(), dir: env.dir.to_path_buf(), entropy_seed: env.config.entropy_seed, plant: None }
 }
 
 impl PersyDb {

@@ -6,14 +6,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::engine;
-use super::worker::{Place, Worker};
 use crate::demo::strict_disk;
+use crate::worker::{Place, Worker};
 
 /// The database's files after the application's setup, on a fresh disk,
 /// with the engine's randomness from `entropy_seed`.
 fn created_bytes(entropy_seed: u64) -> BTreeMap<String, Vec<u8>> {
     let disk = strict_disk();
-    let place = Place { vfs: disk.clone(), dir: PathBuf::from("/db"), entropy_seed };
+    let place = Place { vfs: disk.clone(), dir: PathBuf::from("/db"), entropy_seed, plant: None };
     let path = PathBuf::from("/sim-db/db/data.persy");
     let served = Worker::<()>::start(place, move || engine::create(&path));
     assert!(served.refusals.is_empty(), "{:?}", served.refusals);

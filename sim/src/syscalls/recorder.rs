@@ -299,9 +299,11 @@ impl Recorder {
             _ => None,
         };
         let description = self.processes.description_mut(handle);
+        // Linux appends under O_APPEND even where pwrite names an offset
+        // (pwrite(2), BUGS).
         let at = match explicit {
+            _ if description.append => WriteAt::Append,
             Some(offset) => WriteAt::Offset(offset as u64),
-            None if description.append => WriteAt::Append,
             None => {
                 let at = description.offset;
                 description.offset += bytes.len() as u64;

@@ -2,7 +2,7 @@
 //! command line a kit user's binary gets ([`kit::main`]), in one folder.
 //!
 //! - `mod.rs`: the `sim` binary's flags and subcommands (`canaries`,
-//!   `explore`, `merge`, `crash-os`, `bench`), routed to the rest;
+//!   `explore`, `trace`, `merge`, `crash-os`, `bench`), routed to the rest;
 //! - `targets.rs`: the registry of the targets `--target` names, each
 //!   built from the flags and erased behind `Runnable`;
 //! - `run.rs`: the run command line every target shares (one seed, a
@@ -205,6 +205,7 @@ const EXAMPLES: &str = "Examples:
   sim --replay corpus/regressions/x.ops      re-run a saved operation list
   sim canaries --jobs 2                      prove every planted bug is caught (--features canaries)
   sim explore --seed 1 --ops 40              crash at every I/O index, check every crash state
+  sim trace record --dir db -- ./prog db     record any program's file-system calls (PROGRAMS.md)
   sim crash-os --target redb --cycles 100    redb on the real disk, SIGKILLed 100 times, checked after each
   sim merge shard-*.json                     one report from many shards' --json summaries
   sim bench                                  the harness and the engine, measured side by side";

@@ -51,10 +51,10 @@ fn place(context: &Context<'_>, io_index: u64) -> String {
     let next = context.replayed.op_of(io_index);
     let ran = next.unwrap_or(ops.len());
     let after = (0..ran).rev().find(|&at| !matches!(ops[at], Op::Print { .. }));
-    let after = after.map_or("the start".to_string(), |a| format!("op #{} `{}`", a + 1, ops[a].summary()));
+    let after = after.map_or("the start".to_string(), |a| format!("recorded op #{} `{}`", a + 1, ops[a].summary()));
     match next {
-        Some(b) => format!("after {after}, before op #{} `{}`", b + 1, ops[b].summary()),
-        None => format!("after {after}, the run's last operation"),
+        Some(b) => format!("after {after}, before recorded op #{} `{}`", b + 1, ops[b].summary()),
+        None => format!("after {after}: the end of the run"),
     }
 }
 

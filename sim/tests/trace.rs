@@ -75,6 +75,7 @@ fn the_unsynced_temporary_file_is_found_under_posix_and_the_fixed_program_is_cle
         failure["printed"] == "replaced\n"
             && failure["crash"].as_str().is_some_and(|crash| crash.contains("unsynced data op is lost"))
             && failure["files"][0]["bytes"] == 0
+            && failure["unsynced_writes"] == serde_json::json!(["#2 `write 1 0 (23 bytes)`"])
     });
     assert!(acknowledged_loss, "{json:#}");
     let repro = failures[0]["repro"].as_str().unwrap();

@@ -164,7 +164,14 @@ fn explore_cli(args: &ExploreArgs) -> ExitCode {
         timeout: Duration::from_secs_f64(args.timeout),
         only: args.only_io.zip(args.only_state),
     };
+    if let Some(io) = args.only_io.filter(|io| !replayed.disk.io_indices().contains(io)) {
+        let range = replayed.disk.io_indices();
+        return usage(format!("--only-io {io}: the recording's crash indices are {}..={}", range.start, range.end - 1));
+    }
     let explored = explore(&replayed, &options);
+    if explored.states == 0 && options.only.is_some() {
+        return usage(format!("--only-state {}: no such state at that crash index", args.only_state.unwrap_or(0)));
+    }
     let file = args.recording.display().to_string();
     let context = Context {
         file: &file,

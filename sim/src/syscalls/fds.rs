@@ -105,9 +105,15 @@ impl Processes {
 
     /// `fd` now names `handle` (after closing what it named): `dup2`.
     pub fn install(&mut self, pid: u32, fd: i64, handle: u64, cloexec: bool) -> Option<u64> {
+        let table = self.table_of[&pid];
+        if let Some(slot) = self.tables[table].get_mut(&fd).filter(|slot| slot.handle == handle) {
+            // `dup2(fd, fd)` and `dup3` onto a descriptor of the same file:
+            // nothing closes (closing first would drop the description).
+            slot.cloexec = cloexec;
+            return None;
+        }
         let closed = self.close(pid, fd);
         self.description_mut(handle).descriptors += 1;
-        let table = self.table_of[&pid];
         self.tables[table].insert(fd, Slot { handle, cloexec });
         closed
     }
@@ -175,6 +181,16 @@ mod tests {
         assert_eq!(processes.close(2, 3), None);
         assert_eq!(processes.close(2, 4), Some(handle));
         assert!(processes.open_handles().is_empty());
+    }
+
+    #[test]
+    fn a_descriptor_duplicated_onto_itself_stays_open() {
+        let mut processes = Processes::default();
+        processes.start(1, b"/".to_vec());
+        let handle = processes.open(1, 3, RelPath(b"f".to_vec()), false, false);
+        assert_eq!(processes.install(1, 3, handle, false), None);
+        assert_eq!(processes.handle(1, 3), Some(handle));
+        assert_eq!(processes.close(1, 3), Some(handle));
     }
 
     #[test]

@@ -43,6 +43,23 @@ pub struct Replayed {
     pub op_of_io: Vec<usize>,
     /// Each printed chunk: the I/O count when it was printed, its bytes.
     pub prints: Vec<(u64, Vec<u8>)>,
+    /// Every recorded operation that changed a file's data, in order.
+    pub data_ops: Vec<DataChange>,
+    /// Every file sync: the file (`None`: all, a `sync`) and its I/O index.
+    pub syncs: Vec<(Option<u64>, u64)>,
+}
+
+/// A recorded operation that changed a file's data (a write, a cut, a
+/// growing `fallocate`, an open that truncated): the disk keeps it pending
+/// until that file's next fsync.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataChange {
+    /// The operation's position in the recording.
+    pub op: usize,
+    /// The file (the simulated disk's inode number).
+    pub inode: u64,
+    /// The I/O index it ran at.
+    pub io_index: u64,
 }
 
 impl Replayed {
@@ -54,6 +71,17 @@ impl Replayed {
     /// How many chunks were printed before a crash at `io_index`.
     pub fn prints_before(&self, io_index: u64) -> usize {
         self.prints.iter().filter(|(at, _)| *at <= io_index).count()
+    }
+
+    /// The recorded operations whose data a crash at `io_index` may lose:
+    /// they ran before it and no fsync of their file followed before it.
+    pub fn unsynced_before(&self, io_index: u64) -> Vec<usize> {
+        let synced = |change: &DataChange| {
+            self.syncs.iter().any(|&(file, at)| {
+                at > change.io_index && at < io_index && file.is_none_or(|inode| inode == change.inode)
+            })
+        };
+        self.data_ops.iter().filter(|c| c.io_index < io_index && !synced(c)).map(|c| c.op).collect()
     }
 
     /// The operation that owns I/O `io_index`: the one a crash there
@@ -82,12 +110,17 @@ impl std::fmt::Display for ReplayError {
 }
 
 enum Handle {
-    File(Box<dyn VfsFile>),
+    /// A file and its inode number.
+    File(Box<dyn VfsFile>, u64),
     Dir(PathBuf),
 }
 
 struct Replayer {
     vfs: SimVfs,
+    /// The operation being replayed (for the ledgers below).
+    op: usize,
+    data_ops: Vec<DataChange>,
+    syncs: Vec<(Option<u64>, u64)>,
     handles: BTreeMap<u64, Handle>,
     dirs: BTreeSet<PathBuf>,
 }
@@ -97,8 +130,14 @@ struct Replayer {
 pub fn replay(recording: &Recording, profile: FsProfile, sector_bytes: u64) -> Result<Replayed, ReplayError> {
     let mut config = DiskConfig::fault_free(CrashMode::Strict, sector_bytes);
     config.fs = profile;
-    let mut replayer =
-        Replayer { vfs: SimVfs::new(config, Trace::default()), handles: BTreeMap::new(), dirs: BTreeSet::new() };
+    let mut replayer = Replayer {
+        vfs: SimVfs::new(config, Trace::default()),
+        op: 0,
+        data_ops: Vec::new(),
+        syncs: Vec::new(),
+        handles: BTreeMap::new(),
+        dirs: BTreeSet::new(),
+    };
     replayer.initial(recording).map_err(|reason| ReplayError { op: 0, line: "the initial content".into(), reason })?;
     replayer.vfs.start_recording();
     let first = replayer.vfs.io_count();
@@ -109,12 +148,14 @@ pub fn replay(recording: &Recording, profile: FsProfile, sector_bytes: u64) -> R
             prints.push((replayer.vfs.io_count(), bytes.clone()));
             continue;
         }
+        replayer.op = index;
         replayer.apply(op).map_err(|reason| ReplayError { op: index, line: op.summary(), reason })?;
         let done = replayer.vfs.io_count() - first;
         op_of_io.resize(usize::try_from(done).expect("an I/O count fits memory"), index);
     }
     replayer.handles.clear();
-    Ok(Replayed { disk: replayer.vfs.take_recording(), op_of_io, prints })
+    let (data_ops, syncs) = (replayer.data_ops, replayer.syncs);
+    Ok(Replayed { disk: replayer.vfs.take_recording(), op_of_io, prints, data_ops, syncs })
 }
 
 fn path(rel: &RelPath) -> PathBuf {
@@ -148,9 +189,10 @@ impl Replayer {
         Ok(())
     }
 
-    fn file(&mut self, handle: u64) -> Result<&mut Box<dyn VfsFile>, String> {
+    /// The open file behind `handle`, and its inode number.
+    fn file(&mut self, handle: u64) -> Result<(&mut Box<dyn VfsFile>, u64), String> {
         match self.handles.get_mut(&handle) {
-            Some(Handle::File(file)) => Ok(file),
+            Some(Handle::File(file, inode)) => Ok((file, *inode)),
             Some(Handle::Dir(dir)) => Err(format!("handle {handle} is the directory {}", dir.display())),
             None => Err(format!("handle {handle} is not open")),
         }
@@ -158,33 +200,36 @@ impl Replayer {
 
     fn apply(&mut self, op: &Op) -> Result<(), String> {
         match op {
-            Op::Open { handle, path: rel, flags } => {
-                let opened = if flags.dir {
-                    Handle::Dir(path(rel))
-                } else {
-                    let mode = match (flags.create, flags.trunc) {
-                        (_, true) => OpenMode::Truncate,
-                        (true, false) => OpenMode::Create,
-                        (false, false) => OpenMode::Write,
-                    };
-                    Handle::File(self.vfs.open(&path(rel), mode).map_err(|e| e.to_string())?)
-                };
-                self.handles.insert(*handle, opened);
-            }
+            Op::Open { handle, path: rel, flags } => self.open(*handle, rel, *flags)?,
             Op::Write { handle, at, bytes } => {
-                let file = self.file(*handle)?;
+                let (file, inode) = self.file(*handle)?;
                 let offset = match at {
                     WriteAt::Offset(offset) => *offset,
                     WriteAt::Append => file.len().map_err(|e| e.to_string())?,
                 };
                 io(file.write_at(offset, bytes))?;
+                // The write is the last I/O (an append asked the length first).
+                let write_index = self.vfs.io_count() - 1;
+                self.changed(inode, write_index);
             }
-            Op::Truncate { handle, len } => io(self.file(*handle)?.set_len(*len))?,
+            Op::Truncate { handle, len } => {
+                let io_index = self.vfs.io_count();
+                let (file, inode) = self.file(*handle)?;
+                io(file.set_len(*len))?;
+                self.changed(inode, io_index);
+            }
             Op::Fallocate { handle, mode, offset, len } => self.fallocate(*handle, *mode, *offset, *len)?,
-            Op::Fsync { handle } => match self.handles.get_mut(handle) {
-                Some(Handle::Dir(dir)) => io(self.vfs.sync_dir(dir))?,
-                _ => io(self.file(*handle)?.sync())?,
-            },
+            Op::Fsync { handle } => {
+                let io_index = self.vfs.io_count();
+                match self.handles.get_mut(handle) {
+                    Some(Handle::Dir(dir)) => io(self.vfs.sync_dir(dir))?,
+                    _ => {
+                        let (file, inode) = self.file(*handle)?;
+                        io(file.sync())?;
+                        self.syncs.push((Some(inode), io_index));
+                    }
+                }
+            }
             Op::RangeSync { .. } | Op::Print { .. } => {}
             Op::SyncAll => self.sync_all()?,
             Op::Rename { from, to } => io(self.vfs.rename(&path(from), &path(to)))?,
@@ -200,13 +245,44 @@ impl Replayer {
         Ok(())
     }
 
+    fn open(&mut self, handle: u64, rel: &RelPath, flags: super::recording::OpenFlags) -> Result<(), String> {
+        if flags.dir {
+            self.handles.insert(handle, Handle::Dir(path(rel)));
+            return Ok(());
+        }
+        let mode = match (flags.create, flags.trunc) {
+            (_, true) => OpenMode::Truncate,
+            (true, false) => OpenMode::Create,
+            (false, false) => OpenMode::Write,
+        };
+        let io_index = self.vfs.io_count();
+        let had_bytes = self.vfs.identity(&path(rel)).is_some_and(|(_, len)| len > 0);
+        let file = self.vfs.open(&path(rel), mode).map_err(|e| e.to_string())?;
+        let (inode, _) = self.vfs.identity(&path(rel)).ok_or_else(|| format!("{} vanished", rel.show()))?;
+        if mode == OpenMode::Truncate && had_bytes {
+            // Cutting a file that held bytes is a data change (the disk
+            // keeps nothing pending for an empty or a new one).
+            self.changed(inode, io_index);
+        }
+        self.handles.insert(handle, Handle::File(file, inode));
+        Ok(())
+    }
+
+    /// The current operation changed `inode`'s data at I/O `io_index`.
+    fn changed(&mut self, inode: u64, io_index: u64) {
+        self.data_ops.push(DataChange { op: self.op, inode, io_index });
+    }
+
     fn fallocate(&mut self, handle: u64, mode: u64, offset: u64, len: u64) -> Result<(), String> {
-        let file = self.file(handle)?;
+        let (file, inode) = self.file(handle)?;
         match mode {
             0 => {
                 let end = offset.saturating_add(len);
                 if end > file.len().map_err(|e| e.to_string())? {
+                    let io_index = self.vfs.io_count();
+                    let (file, _) = self.file(handle)?;
                     io(file.set_len(end))?;
+                    self.changed(inode, io_index);
                 }
                 Ok(())
             }
@@ -217,8 +293,9 @@ impl Replayer {
 
     /// `sync`/`syncfs`: every open file, every named file, every directory.
     fn sync_all(&mut self) -> Result<(), String> {
+        self.syncs.push((None, self.vfs.io_count()));
         for handle in self.handles.values_mut() {
-            if let Handle::File(file) = handle {
+            if let Handle::File(file, _) = handle {
                 io(file.sync())?;
             }
         }
@@ -230,5 +307,89 @@ impl Replayer {
             }
         }
         self.sync_dirs()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syscalls::recording::OpenFlags;
+
+    fn rel(path: &str) -> RelPath {
+        RelPath(path.as_bytes().to_vec())
+    }
+
+    fn create() -> OpenFlags {
+        OpenFlags { create: true, ..OpenFlags::default() }
+    }
+
+    /// The files a crash after the whole run leaves when nothing unsynced
+    /// survives (the first, strict, state).
+    fn durable_files(replayed: &Replayed) -> Vec<(PathBuf, Vec<u8>)> {
+        let last = replayed.disk.snapshots.last().expect("the final snapshot");
+        let strict = &last.crash_states(16)[0];
+        last.image(strict).files().into_iter().map(|(path, bytes)| (path, bytes.to_vec())).collect()
+    }
+
+    #[test]
+    fn appends_growing_fallocate_and_sync_all_reach_the_durable_disk() {
+        let recording = Recording {
+            root: b"/x".to_vec(),
+            initial_dirs: vec![rel("sub")],
+            initial_files: vec![(rel("sub/old"), b"kept".to_vec())],
+            ops: vec![
+                Op::Open { handle: 1, path: rel("log"), flags: OpenFlags { append: true, ..create() } },
+                Op::Write { handle: 1, at: WriteAt::Append, bytes: b"ab".to_vec() },
+                Op::Write { handle: 1, at: WriteAt::Append, bytes: b"cd".to_vec() },
+                Op::Fallocate { handle: 1, mode: 0, offset: 0, len: 6 },
+                Op::Fallocate { handle: 1, mode: KEEP_SIZE, offset: 0, len: 100 },
+                Op::Print { bytes: b"ok".to_vec() },
+                Op::Rename { from: rel("log"), to: rel("log2") },
+                Op::SyncAll,
+                Op::Close { handle: 1 },
+            ],
+        };
+        let replayed = replay(&recording, FsProfile::POSIX, 512).expect("replays");
+        let files = durable_files(&replayed);
+        let expected =
+            [(PathBuf::from("/db/log2"), b"abcd\0\0".to_vec()), (PathBuf::from("/db/sub/old"), b"kept".to_vec())];
+        assert_eq!(files, expected);
+        assert_eq!(replayed.prints.len(), 1);
+        let print_at = replayed.prints[0].0;
+        assert_eq!(replayed.printed_before(print_at), b"ok");
+        assert_eq!(replayed.printed_before(print_at - 1), b"");
+    }
+
+    #[test]
+    fn a_write_is_unsynced_until_its_own_file_is_fsynced() {
+        let ops = vec![
+            Op::Open { handle: 1, path: rel("a"), flags: create() },
+            Op::Open { handle: 2, path: rel("b"), flags: create() },
+            Op::Write { handle: 1, at: WriteAt::Offset(0), bytes: b"x".to_vec() },
+            Op::Write { handle: 2, at: WriteAt::Offset(0), bytes: b"y".to_vec() },
+            Op::Fsync { handle: 2 },
+            Op::Truncate { handle: 1, len: 0 },
+        ];
+        let replayed = replay(&Recording { ops, ..Recording::default() }, FsProfile::POSIX, 512).expect("replays");
+        let end = replayed.disk.io_indices().end - 1;
+        assert_eq!(replayed.unsynced_before(end), [2, 5], "a's write and cut; b's write was fsynced");
+        let before_fsync = replayed.data_ops[1].io_index + 1;
+        assert_eq!(replayed.unsynced_before(before_fsync), [2, 3]);
+        assert_eq!(replayed.unsynced_before(replayed.data_ops[0].io_index), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn what_the_disk_cannot_replay_is_refused_naming_the_operation() {
+        let ops = vec![
+            Op::Open { handle: 1, path: rel("f"), flags: create() },
+            Op::Fallocate { handle: 1, mode: 3, offset: 0, len: 4096 },
+        ];
+        let recording = Recording { ops, ..Recording::default() };
+        let error = replay(&recording, FsProfile::POSIX, 512).expect_err("punch hole refused");
+        assert_eq!(error.op, 1);
+        assert!(error.to_string().contains("fallocate mode 0x3"), "{error}");
+        let ops = vec![Op::Fsync { handle: 9 }];
+        let error = replay(&Recording { ops, ..Recording::default() }, FsProfile::POSIX, 512).expect_err("no handle");
+        assert!(error.reason.contains("handle 9 is not open"), "{error}");
     }
 }

@@ -58,6 +58,18 @@ fn place(context: &Context<'_>, io_index: u64) -> String {
     }
 }
 
+/// The recorded operations whose data the crash could lose (written, not
+/// yet fsynced): what the disk's description of the state keeps or loses.
+fn unsynced(context: &Context<'_>, io_index: u64) -> Vec<String> {
+    let ops = &context.recording.ops;
+    context
+        .replayed
+        .unsynced_before(io_index)
+        .into_iter()
+        .map(|at| format!("#{} `{}`", at + 1, ops[at].summary()))
+        .collect()
+}
+
 fn repro(context: &Context<'_>, state: &Distinct) -> String {
     format!(
         "sim trace explore {} --check '{}' --fs {} --only-io {} --only-state {}",
@@ -100,10 +112,18 @@ pub fn text(context: &Context<'_>, explored: &Explored) -> String {
         mean_check(explored) * 1e3,
         context.floor_seconds * 1e3,
     );
+    if failures > 1 && failures == explored.distinct.len() {
+        // Every state failing usually means the checker itself is broken
+        // (a wrong path, a missing tool): say so before the list.
+        out.push_str("  every state failed: is the checker right? Each one's output is below.\n");
+    }
     for (state, verdict) in failing(explored) {
+        let unsynced = unsynced(context, state.io_index);
+        let unsynced = if unsynced.is_empty() { "none".to_string() } else { unsynced.join(", ") };
+        let said = verdict.output_tail.trim();
         out.push_str(&format!(
-            "\nFAIL crash index {}, state {} (and {} identical states)\n  {}\n  the crash: {}\n  printed before \
-             the crash: {:?}\n  files: {}\n  checker: {}{}\n  repro: {}\n",
+            "\nFAIL crash index {}, state {} (and {} identical states)\n  {}\n  the crash: {}\n  recorded writes \
+             not yet fsynced: {unsynced}\n  printed before the crash: {:?}\n  files: {}\n  checker: {}{}\n  repro: {}\n",
             state.io_index,
             state.state,
             state.duplicates,
@@ -112,11 +132,7 @@ pub fn text(context: &Context<'_>, explored: &Explored) -> String {
             String::from_utf8_lossy(&state.printed),
             files(state).iter().map(|(path, len)| format!("{path} ({len} B)")).collect::<Vec<_>>().join(", "),
             verdict.ended,
-            if verdict.output_tail.trim().is_empty() {
-                String::new()
-            } else {
-                format!(": {}", verdict.output_tail.trim())
-            },
+            if said.is_empty() { String::new() } else { format!(": {said}") },
             repro(context, state),
         ));
     }
@@ -133,6 +149,7 @@ pub fn json(context: &Context<'_>, explored: &Explored) -> Value {
                 "duplicates": state.duplicates,
                 "place": place(context, state.io_index),
                 "crash": state.description,
+                "unsynced_writes": unsynced(context, state.io_index),
                 "printed": String::from_utf8_lossy(&state.printed),
                 "files": files(state).into_iter().map(|(path, len)| json!({"path": path, "bytes": len})).collect::<Vec<_>>(),
                 "checker": verdict.ended,

@@ -47,11 +47,15 @@ fn record(scratch: &Path, mode: &str) -> PathBuf {
 }
 
 fn explore(recording: &Path, fs: &str) -> (Output, serde_json::Value) {
+    explore_jobs(recording, fs, 2)
+}
+
+fn explore_jobs(recording: &Path, fs: &str, jobs: usize) -> (Output, serde_json::Value) {
     let check = format!("{} \"$1\" \"$2\"", programs().join("replace/check.sh").display());
     let output = sim()
         .args(["trace", "explore"])
         .arg(recording)
-        .args(["--check", &check, "--fs", fs, "--jobs", "2", "--json"])
+        .args(["--check", &check, "--fs", fs, "--jobs", &jobs.to_string(), "--json"])
         .output()
         .unwrap();
     let json = serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
@@ -78,6 +82,11 @@ fn the_unsynced_temporary_file_is_found_under_posix_and_the_fixed_program_is_cle
             && failure["unsynced_writes"] == serde_json::json!(["#2 `write 1 0 (23 bytes)`"])
     });
     assert!(acknowledged_loss, "{json:#}");
+    // The failures (everything but timings) are the same for any --jobs.
+    let (_, one_job) = explore_jobs(&buggy, "posix", 1);
+    let (_, three_jobs) = explore_jobs(&buggy, "posix", 3);
+    assert_eq!(one_job["failures"], json["failures"]);
+    assert_eq!(three_jobs["failures"], json["failures"]);
     let repro = failures[0]["repro"].as_str().unwrap();
     assert!(repro.contains("--only-io") && repro.contains("--fs posix"), "{repro}");
 

@@ -91,6 +91,14 @@ fn files(state: &Distinct) -> Vec<(String, usize)> {
         .collect()
 }
 
+fn files_text(state: &Distinct) -> String {
+    let files = files(state);
+    if files.is_empty() {
+        return "none".to_string();
+    }
+    files.iter().map(|(path, len)| format!("{path} ({len} B)")).collect::<Vec<_>>().join(", ")
+}
+
 /// The text report.
 pub fn text(context: &Context<'_>, explored: &Explored) -> String {
     let failures = failing(explored).count();
@@ -130,7 +138,7 @@ pub fn text(context: &Context<'_>, explored: &Explored) -> String {
             place(context, state.io_index),
             state.description,
             String::from_utf8_lossy(&state.printed),
-            files(state).iter().map(|(path, len)| format!("{path} ({len} B)")).collect::<Vec<_>>().join(", "),
+            files_text(state),
             verdict.ended,
             if said.is_empty() { String::new() } else { format!(": {said}") },
             repro(context, state),

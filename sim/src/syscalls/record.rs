@@ -27,8 +27,10 @@ use super::strace::Joiner;
 pub const MAX_STRING_BYTES: usize = 64 << 20;
 
 /// The calls strace shows: every call on a path or a descriptor, the
-/// process calls (clone, exec), and the two syncs that take neither.
-const TRACED: &str = "%file,%desc,%process,sync,syncfs";
+/// process calls (clone, exec), the two syncs that take neither, and the
+/// asynchronous I/O interfaces, whose writes name no descriptor strace
+/// decodes as one (the recorder refuses them).
+const TRACED: &str = "%file,%desc,%process,sync,syncfs,io_setup,io_submit,io_uring_setup";
 
 /// A recording that could not be made, for the command line (exit 2).
 #[derive(Debug)]

@@ -12,7 +12,8 @@
 //! with its name and line, as is anything the simulated disk cannot
 //! replay (hard and symbolic links, `rmdir`, `O_TMPFILE`, renaming a
 //! directory, moving a file across the directory's edge, shared writable
-//! `mmap`): a recording is never silently smaller than the run.
+//! `mmap`, asynchronous I/O anywhere in the run): a recording is never
+//! silently smaller than the run.
 
 use std::collections::BTreeSet;
 
@@ -184,6 +185,11 @@ impl Recorder {
             "clone" | "clone3" | "fork" | "vfork" => self.cloned(call, value),
             "execve" | "execveat" => self.executed(call),
             "mmap" => self.mapped(call),
+            // Their writes happen later, out of any call strace decodes
+            // with a descriptor: a recording would silently miss them.
+            "io_setup" | "io_submit" | "io_uring_setup" => {
+                self.refuse(call, "asynchronous I/O (aio, io_uring) cannot be recorded: its writes are invisible here")
+            }
             name if HARMLESS.contains(&name) => Ok(()),
             _ => self.unknown(call),
         }

@@ -85,6 +85,7 @@ fn calls_the_disk_cannot_replay_are_refused_by_name_and_line() {
         "unrecognised",
     );
     refused(format!(r#"1 openat(-100<{}>, "{}", 0x410002) = {}"#, x("/t"), x("db"), fd(3, "/t/db/#1")), "O_TMPFILE");
+    refused("1 io_uring_setup(8, 0x7ffe) = 3".to_string(), "asynchronous I/O");
 }
 
 #[test]

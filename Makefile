@@ -3,7 +3,7 @@
 CARGO ?= cargo
 SIM = $(CARGO) run --release -q -p sim --
 
-.PHONY: quickstart open-findings help test lint fmt check sweep determinism soak crash-os crash-os-kit canaries test-canaries explore redb sqlite kit-example stdfs bench ci kv fuzz corpus report-check readme-example
+.PHONY: quickstart open-findings help test lint fmt check sweep determinism soak crash-os crash-os-kit canaries test-canaries explore redb sqlite kit-example stdfs trace bench ci kv fuzz corpus report-check readme-example
 
 help:
 	@echo "make test         - the whole test suite (unit, property, integration, replayed regressions)"
@@ -21,12 +21,13 @@ help:
 	@echo "make sqlite       - the sqlite target (SQLITE.md): SQSEEDS (default 410..710) swept, 0..100 determinism-checked, seed 1 explored at depth 2, the three planted bugs caught, the pinned findings replayed"
 	@echo "make kit-example - the target kit's example engine (logkv): KSEEDS (default 0..2000) clean, its planted bug caught, explored"
 	@echo "make stdfs        - persy, unmodified, on the simulated disk through the stdfs layer (STDFS.md): a sweep contained by --isolate, determinism, an explore at depth 2 with faults, persy's findings still reproducing; the layer's planted mistakes caught under cowkv"
+	@echo "make trace        - sim trace on a real process (PROGRAMS.md): programs/replace recorded under strace, its planted missing fsync found under posix, the fixed program clean"
 	@echo "make readme-example - rewrite the README's seed-42 example output from a fresh run (a test fails when it drifts)"
 	@echo "make report-check - --report pages (a canary failure, a redb failure, an explore repro) rendered in headless Chromium and checked; screenshots in target/ci-artifacts/reports/"
 	@echo "make open-findings - the segsim findings not fixed yet (corpus/open-findings/) must still fail"
 	@echo "make quickstart   - the kit's quickstart template built outside the repository as a user would, tested, swept and explored"
 	@echo "make bench        - the harness and the engine measured side by side (BENCHMARKS.md)"
-	@echo "make ci           - what .ci/run runs: lint, test, sweep, determinism, explore, redb, sqlite, crash-os, crash-os-kit, canaries, test-canaries, report-check"
+	@echo "make ci           - what .ci/run runs: lint, test, sweep, determinism, explore, redb, sqlite, trace, crash-os, crash-os-kit, canaries, test-canaries, report-check"
 	@echo "make kv DIR=/tmp/kvdemo - the engine's interactive shell on a real directory"
 	@echo "make fuzz TARGET=name TIME=secs - one cargo-fuzz target (aof_recover seg_read manifest_open store_ops), seeded from corpus/TARGET"
 	@echo "make corpus       - regenerate the fuzz seed corpus corpus/<target>/ from what the engine writes"
@@ -211,6 +212,11 @@ open-findings:
 		$(SIM) --replay $$f >/dev/null 2>&1; test $$? -eq 1 || { echo "open finding $$f no longer fails: move it to corpus/regressions/"; exit 1; }; done; \
 		[ $$found -eq 1 ] || echo "open-findings: none open (corpus/open-findings/ holds no .ops)"
 
+# `sim trace` on real processes (scripts/trace-check.sh, PROGRAMS.md): needs
+# strace (.ci/run installs Debian's).
+trace:
+	SIM="$(SIM)" JOBS=$(JOBS) bash scripts/trace-check.sh
+
 # The README's seed-42 output is checked by sim/tests/readme.rs; after an
 # intended change of the simulator, rewrite it from a fresh run and commit.
 readme-example:
@@ -223,7 +229,7 @@ readme-example:
 report-check:
 	bash scripts/report-check.sh
 
-ci: lint test sweep determinism explore redb sqlite kit-example stdfs crash-os crash-os-kit canaries test-canaries report-check
+ci: lint test sweep determinism explore redb sqlite trace kit-example stdfs crash-os crash-os-kit canaries test-canaries report-check
 
 DIR ?= /tmp/segsim-kv
 kv:

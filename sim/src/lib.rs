@@ -70,6 +70,7 @@ pub(crate) mod seeds;
 #[doc(hidden)]
 pub mod shrink;
 pub mod summary;
+pub mod syscalls;
 pub mod systems;
 pub mod trace;
 pub(crate) mod workload;

@@ -2,7 +2,7 @@
 //! command line a kit user's binary gets ([`kit::main`]), in one folder.
 //!
 //! - `mod.rs`: the `sim` binary's flags and subcommands (`canaries`,
-//!   `explore`, `merge`, `crash-os`, `bench`), routed to the rest;
+//!   `explore`, `trace`, `merge`, `crash-os`, `bench`), routed to the rest;
 //! - `targets.rs`: the registry of the targets `--target` names, each
 //!   built from the flags and erased behind `Runnable`;
 //! - `run.rs`: the run command line every target shares (one seed, a
@@ -15,7 +15,9 @@
 //! - `kit.rs`: the kit's `main` for a user's own engine;
 //! - `crash_os.rs`: `crash-os`, a kit engine on the real disk, SIGKILLed
 //!   and checked (for `sim --target NAME` and a user's binary alike);
-//! - `replay.rs`: an `.ops` file replayed under a target.
+//! - `replay.rs`: an `.ops` file replayed under a target;
+//! - `trace.rs`: `sim trace record` and `sim trace explore`, any program
+//!   recorded with strace and its crash states checked (`crate::syscalls`).
 //!
 //! Exit status everywhere: 0 no failure, 1 a failure found, 2 bad usage.
 
@@ -28,6 +30,7 @@ pub mod kit;
 pub mod replay;
 pub mod run;
 pub mod targets;
+pub mod trace;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -92,6 +95,16 @@ enum SubCommand {
     #[command(disable_help_flag = true)]
     Explore {
         /// Everything after `explore`, parsed by the explorer itself.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+
+    /// Crash-test any program out of process: `sim trace record` runs it
+    /// under strace, `sim trace explore` checks every crash state of the
+    /// recording with a command of yours. `sim trace --help` lists both.
+    #[command(disable_help_flag = true)]
+    Trace {
+        /// Everything after `trace`, parsed by `sim trace` itself.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
@@ -192,6 +205,7 @@ const EXAMPLES: &str = "Examples:
   sim --replay corpus/regressions/x.ops      re-run a saved operation list
   sim canaries --jobs 2                      prove every planted bug is caught (--features canaries)
   sim explore --seed 1 --ops 40              crash at every I/O index, check every crash state
+  sim trace record --dir db -- ./prog db     record any program's file-system calls (PROGRAMS.md)
   sim crash-os --target redb --cycles 100    redb on the real disk, SIGKILLed 100 times, checked after each
   sim merge shard-*.json                     one report from many shards' --json summaries
   sim bench                                  the harness and the engine, measured side by side";
@@ -216,6 +230,7 @@ pub fn main() -> ExitCode {
     match &cli.command {
         Some(SubCommand::Canaries(args)) => return canaries(args),
         Some(SubCommand::Explore { args }) => return explore::cli(args),
+        Some(SubCommand::Trace { args }) => return trace::cli(args),
         Some(SubCommand::Merge { files, json }) => return run::merge(files, *json),
         Some(SubCommand::CrashOs { target, args }) => return target.crash_os(args),
         Some(SubCommand::BenchReplay { dir, frames, now_ms }) => {

@@ -85,6 +85,12 @@ impl DiskImage {
         out
     }
 
+    /// Every directory's path, sorted, empty ones included (a crash
+    /// state written out as a real directory needs them).
+    pub fn dir_paths(&self) -> Vec<&std::path::Path> {
+        self.dirs.keys().map(PathBuf::as_path).collect()
+    }
+
     /// The sum of the files' lengths.
     pub fn total_bytes(&self) -> u64 {
         self.files.values().map(|file| file.bytes.len() as u64).sum()

@@ -1,0 +1,283 @@
+//! `sim trace explore`: every crash state of a replayed recording, written
+//! out as a real directory and judged by the user's checker command.
+//!
+//! The method is `sim explore`'s (`crate::explore`), with a program outside
+//! the process in place of an in-process recovery: replay the recording
+//! onto the simulated disk (`replay.rs`), and at every I/O index enumerate
+//! the crash states the disk model allows there
+//! ([`DiskSnapshot::crash_states`](crate::disk::DiskSnapshot::crash_states):
+//! directory-change subsets, each file cut at every write and sector
+//! boundary, torn sectors with garbage, two files cut together), under the
+//! chosen file-system profile. A state is judged in a context: the bytes
+//! the program had printed before the crash (its acknowledgements). Two
+//! states that leave byte-identical directories in the same context are
+//! one check, so the checker runs once per distinct (image, printed
+//! chunks) pair, in the order first met, whatever `--jobs` says; the
+//! report is built from results stored by position, so it is the same for
+//! any number of jobs.
+//!
+//! The checker is `sh -c CMD sim-trace-check DIR PRINTED`: `$1` (and
+//! `$TRACE_DIR`) is the crash state as a fresh directory, `$2` (and
+//! `$TRACE_PRINTED`) a file holding what the program printed before the
+//! crash, `$TRACE_CRASH_INDEX` and `$TRACE_STATE` name the state. Exit 0
+//! passes; anything else, or running past the timeout, fails.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::replay::{Replayed, ROOT};
+use crate::disk::{DiskImage, DiskSnapshot};
+
+/// How to explore (the command line's flags).
+#[derive(Clone, Debug)]
+pub struct TraceExploreOptions {
+    /// The checker command, run by `sh -c`.
+    pub check: String,
+    /// Checker processes at once.
+    pub jobs: usize,
+    /// Directory-change subsets per crash index, at most (as `sim explore`).
+    pub max_dir_subsets: usize,
+    /// A checker running longer than this fails.
+    pub timeout: Duration,
+    /// Only this crash index and state (a failure's repro).
+    pub only: Option<(u64, usize)>,
+}
+
+/// One distinct crash state: where it was first met and what it holds.
+#[derive(Debug)]
+pub struct Distinct {
+    /// The crash index: the power was lost just before this I/O.
+    pub io_index: u64,
+    /// The state's number among that index's crash states.
+    pub state: usize,
+    /// Which unsynced operations it keeps and loses (the disk's words).
+    pub description: String,
+    /// The disk it leaves.
+    pub image: DiskImage,
+    /// What the program printed before the crash.
+    pub printed: Vec<u8>,
+    /// Other (index, state) pairs that left the same directory in the
+    /// same context.
+    pub duplicates: usize,
+}
+
+/// The checker's verdict on one distinct state.
+#[derive(Clone, Debug)]
+pub struct Verdict {
+    /// Exit 0 within the timeout.
+    pub passed: bool,
+    /// How it ended: `exit N`, `signal`, `timed out`, or why it could not run.
+    pub ended: String,
+    /// The end of what it printed (stdout and stderr together).
+    pub output_tail: String,
+    /// Its wall time.
+    pub seconds: f64,
+}
+
+/// Everything explored.
+#[derive(Debug)]
+pub struct Explored {
+    /// Crash indices visited.
+    pub crash_indices: u64,
+    /// Crash states enumerated over them.
+    pub states: usize,
+    /// The distinct ones, in the order first met.
+    pub distinct: Vec<Distinct>,
+    /// One verdict per distinct state, same order.
+    pub verdicts: Vec<Verdict>,
+    /// Wall time of enumeration and deduplication.
+    pub plan_seconds: f64,
+    /// Wall time of the checker runs (all jobs together).
+    pub check_seconds: f64,
+}
+
+/// Enumerate, dedupe, then check every distinct state (see the module doc).
+pub fn explore(replayed: &Replayed, options: &TraceExploreOptions) -> Explored {
+    let started = Instant::now();
+    let (distinct, states, crash_indices) = plan(replayed, options);
+    let plan_seconds = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let verdicts = check_all(&distinct, options);
+    Explored { crash_indices, states, distinct, verdicts, plan_seconds, check_seconds: started.elapsed().as_secs_f64() }
+}
+
+fn plan(replayed: &Replayed, options: &TraceExploreOptions) -> (Vec<Distinct>, usize, u64) {
+    let mut seen: BTreeMap<(u64, usize), usize> = BTreeMap::new();
+    let mut distinct: Vec<Distinct> = Vec::new();
+    let mut states = 0;
+    let mut crash_indices = 0;
+    // The last snapshot enumerated, its context, and the distinct state
+    // each of its states came to.
+    let mut previous: Option<(&Arc<DiskSnapshot>, usize, Vec<usize>)> = None;
+    for io_index in replayed.disk.io_indices() {
+        if options.only.is_some_and(|(only, _)| only != io_index) {
+            continue;
+        }
+        crash_indices += 1;
+        let snapshot = replayed.disk.before_io(io_index).expect("an index of the recording");
+        let printed = replayed.prints_before(io_index);
+        // The same snapshot in the same context leaves the same states:
+        // each is a duplicate of what it was, without building it again.
+        if let Some((last, last_printed, targets)) = &previous {
+            if Arc::ptr_eq(last, snapshot) && *last_printed == printed {
+                states += targets.len();
+                targets.iter().for_each(|&at| distinct[at].duplicates += 1);
+                continue;
+            }
+        }
+        let mut targets = Vec::new();
+        for (number, state) in snapshot.crash_states(options.max_dir_subsets).iter().enumerate() {
+            if options.only.is_some_and(|(_, only)| only != number) {
+                continue;
+            }
+            states += 1;
+            let image = snapshot.image(state);
+            let key = (image.hash(), printed);
+            let at = match seen.get(&key) {
+                Some(&at) => {
+                    distinct[at].duplicates += 1;
+                    at
+                }
+                None => {
+                    seen.insert(key, distinct.len());
+                    let description = snapshot.describe(state);
+                    let bytes = replayed.printed_before(io_index);
+                    distinct.push(Distinct {
+                        io_index,
+                        state: number,
+                        description,
+                        image,
+                        printed: bytes,
+                        duplicates: 0,
+                    });
+                    distinct.len() - 1
+                }
+            };
+            targets.push(at);
+        }
+        previous = Some((snapshot, printed, targets));
+    }
+    (distinct, states, crash_indices)
+}
+
+fn check_all(distinct: &[Distinct], options: &TraceExploreOptions) -> Vec<Verdict> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Verdict>>> = Mutex::new(vec![None; distinct.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..options.jobs.max(1) {
+            scope.spawn(|| loop {
+                let at = next.fetch_add(1, Ordering::Relaxed);
+                let Some(state) = distinct.get(at) else { break };
+                let verdict = check_one(state, options);
+                results.lock().unwrap_or_else(|poison| poison.into_inner())[at] = Some(verdict);
+            });
+        }
+    });
+    let results = results.into_inner().unwrap_or_else(|poison| poison.into_inner());
+    results.into_iter().map(|verdict| verdict.expect("every state checked")).collect()
+}
+
+fn could_not(started: Instant, why: String) -> Verdict {
+    Verdict { passed: false, ended: why, output_tail: String::new(), seconds: started.elapsed().as_secs_f64() }
+}
+
+/// Write `state` out and run the checker on it.
+pub fn check_one(state: &Distinct, options: &TraceExploreOptions) -> Verdict {
+    let started = Instant::now();
+    let scratch = match tempfile::tempdir() {
+        Ok(dir) => dir,
+        Err(e) => return could_not(started, format!("no temporary directory: {e}")),
+    };
+    let dir = scratch.path().join("state");
+    let printed = scratch.path().join("printed");
+    let output = scratch.path().join("output");
+    if let Err(e) = materialise(&state.image, &dir).and_then(|()| std::fs::write(&printed, &state.printed)) {
+        return could_not(started, format!("writing the state out: {e}"));
+    }
+    let log = match std::fs::File::create(&output).and_then(|f| Ok((f.try_clone()?, f))) {
+        Ok(pair) => pair,
+        Err(e) => return could_not(started, format!("the checker's output file: {e}")),
+    };
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(&options.check)
+        .arg("sim-trace-check")
+        .arg(&dir)
+        .arg(&printed)
+        .env("TRACE_DIR", &dir)
+        .env("TRACE_PRINTED", &printed)
+        .env("TRACE_CRASH_INDEX", state.io_index.to_string())
+        .env("TRACE_STATE", state.state.to_string())
+        .stdin(Stdio::null())
+        .stdout(log.0)
+        .stderr(log.1)
+        .spawn();
+    let ended = match child {
+        Ok(mut child) => wait(&mut child, options.timeout),
+        Err(e) => return could_not(started, format!("cannot run sh: {e}")),
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let text = std::fs::read(&output).unwrap_or_default();
+    let tail = String::from_utf8_lossy(&text[text.len().saturating_sub(400)..]).into_owned();
+    Verdict { passed: ended == "exit 0", ended, output_tail: tail, seconds }
+}
+
+/// Wait for the checker, polling with a growing sleep (short first: most
+/// checkers are quick, and the wait is part of the process-start floor).
+fn wait(child: &mut std::process::Child, timeout: Duration) -> String {
+    let started = Instant::now();
+    let mut pause = Duration::from_micros(100);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                return match status.code() {
+                    Some(code) => format!("exit {code}"),
+                    None => "killed by a signal".to_string(),
+                }
+            }
+            Ok(None) if started.elapsed() > timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return format!("timed out after {} s", timeout.as_secs_f64());
+            }
+            Ok(None) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(5));
+            }
+            Err(e) => return format!("waiting failed: {e}"),
+        }
+    }
+}
+
+/// Write `image` under `dir` as real directories and files.
+pub fn materialise(image: &DiskImage, dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for path in image.dir_paths() {
+        if let Ok(rel) = path.strip_prefix(ROOT) {
+            std::fs::create_dir_all(dir.join(rel))?;
+        }
+    }
+    for (path, bytes) in image.files() {
+        if let Ok(rel) = path.strip_prefix(ROOT) {
+            std::fs::write(dir.join(rel), bytes)?;
+        }
+    }
+    Ok(())
+}
+
+/// The process-start floor: the mean wall time of `sh -c :` over `runs`
+/// runs, waited for the way checkers are.
+pub fn shell_floor_seconds(runs: u32) -> f64 {
+    let started = Instant::now();
+    for _ in 0..runs {
+        let child = Command::new("sh").args(["-c", ":"]).stdin(Stdio::null()).stdout(Stdio::null()).spawn();
+        if let Ok(mut child) = child {
+            wait(&mut child, Duration::from_secs(10));
+        }
+    }
+    started.elapsed().as_secs_f64() / f64::from(runs.max(1))
+}

@@ -6,15 +6,16 @@
 //! answers it, and `statx(dirfd(d), name)` resolves under it, as std's
 //! `read_dir` does). Its entries are `.`, `..`, then the disk's files and
 //! the session's subdirectories, merged in byte order: the same order in
-//! every run.
+//! every run. This file owns the listing; the calls that open, read and
+//! close a stream on a descriptor are served with the other descriptor
+//! calls (`crate::serve_fd`).
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 
-use crate::errno::Errno;
-use crate::files::Target;
+use std::path::{Path, PathBuf};
+
 use crate::meta::ino_of;
-use crate::session::with_fd;
 
 /// One listed entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,45 +31,31 @@ pub struct Stream {
     next: usize,
 }
 
-/// Start a stream on directory descriptor `fd` (which it then owns).
-pub fn fdopendir(fd: i32) -> Result<(), Errno> {
-    with_fd(fd, "fdopendir", |s| {
-        let d = s.fds.get(fd)?;
-        if !matches!(d.target, Target::Dir) {
-            return Err(Errno::ENOTDIR);
-        }
-        let dir = d.disk_path.clone();
-        let mut names: BTreeMap<OsString, bool> = s.vfs.list_dir(&dir)?.into_iter().map(|n| (n, false)).collect();
-        for sub in s.dirs.iter().filter(|p| p.parent() == Some(dir.as_path())) {
+impl Stream {
+    /// The listing of disk directory `dir`: `.`, `..`, then `files` (the
+    /// disk's names in it) and those of `dirs` (the session's directories)
+    /// that are its children, in byte order.
+    pub fn list(dir: &Path, files: Vec<OsString>, dirs: &std::collections::BTreeSet<PathBuf>) -> Stream {
+        let mut names: BTreeMap<OsString, bool> = files.into_iter().map(|n| (n, false)).collect();
+        for sub in dirs.iter().filter(|p| p.parent() == Some(dir)) {
             names.insert(sub.file_name().expect("a child has a name").to_os_string(), true);
         }
         let mut entries = vec![
-            Entry { name: ".".into(), is_dir: true, ino: ino_of(&dir) },
-            Entry { name: "..".into(), is_dir: true, ino: ino_of(dir.parent().unwrap_or(&dir)) },
+            Entry { name: ".".into(), is_dir: true, ino: ino_of(dir) },
+            Entry { name: "..".into(), is_dir: true, ino: ino_of(dir.parent().unwrap_or(dir)) },
         ];
         entries.extend(names.into_iter().map(|(name, is_dir)| {
             let ino = ino_of(&dir.join(&name));
             Entry { name, is_dir, ino }
         }));
-        s.streams.insert(fd, Stream { entries, next: 0 });
-        Ok(())
-    })
-}
+        Stream { entries, next: 0 }
+    }
 
-/// The stream's next entry, `None` at its end.
-pub fn readdir(fd: i32) -> Result<Option<Entry>, Errno> {
-    with_fd(fd, "readdir", |s| {
-        let stream = s.streams.get_mut(&fd).ok_or(Errno::EBADF)?;
-        let entry = stream.entries.get(stream.next).cloned();
-        stream.next += usize::from(entry.is_some());
-        Ok(entry)
-    })
-}
-
-/// End the stream and close its descriptor.
-pub fn closedir(fd: i32) -> Result<(), Errno> {
-    with_fd(fd, "closedir", |s| {
-        s.streams.remove(&fd).ok_or(Errno::EBADF)?;
-        s.fds.close(fd)
-    })
+    /// The next entry, `None` at the end.
+    pub fn next_entry(&mut self) -> Option<Entry> {
+        let entry = self.entries.get(self.next).cloned();
+        self.next += usize::from(entry.is_some());
+        debug_assert!(self.next <= self.entries.len());
+        entry
+    }
 }

@@ -5,6 +5,7 @@
 //! `flock`. A call the layer cannot serve faithfully is refused
 //! ([`crate::session::refuse`]), never approximated.
 
+use crate::dirstream::{Entry, Stream};
 use crate::errno::Errno;
 use crate::files::{Description, Flock, Target};
 use crate::meta::Meta;
@@ -209,4 +210,32 @@ pub fn refuse_mmap(fd: i32) -> Errno {
         Err(errno) => errno,
         Ok(()) => unreachable!("refused above"),
     }
+}
+
+/// `fdopendir`: start a directory stream on descriptor `fd` (which it
+/// then owns), listed once ([`Stream::list`]).
+pub fn fdopendir(fd: i32) -> Result<(), Errno> {
+    with_fd(fd, "fdopendir", |s| {
+        let d = s.fds.get(fd)?;
+        if !matches!(d.target, Target::Dir) {
+            return Err(Errno::ENOTDIR);
+        }
+        let dir = d.disk_path.clone();
+        let stream = Stream::list(&dir, s.vfs.list_dir(&dir)?, &s.dirs);
+        s.streams.insert(fd, stream);
+        Ok(())
+    })
+}
+
+/// `readdir`: the stream's next entry, `None` at its end.
+pub fn readdir(fd: i32) -> Result<Option<Entry>, Errno> {
+    with_fd(fd, "readdir", |s| Ok(s.streams.get_mut(&fd).ok_or(Errno::EBADF)?.next_entry()))
+}
+
+/// `closedir`: end the stream and close its descriptor.
+pub fn closedir(fd: i32) -> Result<(), Errno> {
+    with_fd(fd, "closedir", |s| {
+        s.streams.remove(&fd).ok_or(Errno::EBADF)?;
+        s.fds.close(fd)
+    })
 }

@@ -90,7 +90,10 @@ pub struct SessionGuard {
 /// layer for this session, if any ([`LayerPlant`]).
 pub fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path], entropy_seed: u64, plant: Option<LayerPlant>) -> SessionGuard {
     assert!(!has_session(), "this thread already serves a simulated run");
-    assert!(crate::interpose::real_fds_stay_below_fake_ones(), "the hard RLIMIT_NOFILE reaches FAKE_FD_BASE");
+    assert!(
+        crate::interpose::fd_limit::real_fds_stay_below(FAKE_FD_BASE),
+        "the hard RLIMIT_NOFILE reaches FAKE_FD_BASE"
+    );
     let me = thread::current().id();
     let slot = {
         let mut owners = OWNERS.lock().unwrap_or_else(|p| p.into_inner());

@@ -9,11 +9,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::Mutex;
 
 use super::{c_bytes, real, served};
-use crate::dirstream::{self, Entry};
+use crate::dirstream::Entry;
 use crate::errno::Errno;
 use crate::route::route;
-use crate::serve_path;
 use crate::session::is_fake_fd;
+use crate::{serve_fd, serve_path};
 
 /// A `DIR *` of the layer's: the stream's descriptor and the entry the
 /// last `readdir` returned (valid until the next call on the stream).
@@ -49,7 +49,7 @@ pub unsafe extern "C" fn opendir(path: *const c_char) -> *mut libc::DIR {
     };
     served(std::ptr::null_mut(), || {
         let fd = serve_path::open(&at, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC)?;
-        dirstream::fdopendir(fd)?;
+        serve_fd::fdopendir(fd)?;
         Ok(hand_out(fd))
     })
 }
@@ -60,7 +60,7 @@ pub unsafe extern "C" fn fdopendir(fd: c_int) -> *mut libc::DIR {
         // SAFETY: the caller's argument, passed on.
         return unsafe { real::fdopendir(fd) };
     }
-    served(std::ptr::null_mut(), || dirstream::fdopendir(fd).map(|()| hand_out(fd)))
+    served(std::ptr::null_mut(), || serve_fd::fdopendir(fd).map(|()| hand_out(fd)))
 }
 
 /// Write `entry` into the stream's `dirent64`.
@@ -88,7 +88,7 @@ pub unsafe extern "C" fn readdir64(dir: *mut libc::DIR) -> *mut libc::dirent64 {
     // SAFETY: `sim` is a live `SimDir` (registered in STREAMS until
     // closedir), used by this one call.
     let sim = unsafe { &mut *sim };
-    served(std::ptr::null_mut(), || match dirstream::readdir(sim.fd)? {
+    served(std::ptr::null_mut(), || match serve_fd::readdir(sim.fd)? {
         None => Ok(std::ptr::null_mut()),
         Some(entry) => {
             fill(&mut sim.entry, &entry)?;
@@ -123,5 +123,5 @@ pub unsafe extern "C" fn closedir(dir: *mut libc::DIR) -> c_int {
     // SAFETY: `sim` came from `Box::into_raw` in `hand_out` and was just
     // unregistered, so this is its only release.
     let sim = unsafe { Box::from_raw(sim) };
-    served(-1, || dirstream::closedir(sim.fd).map(|()| 0))
+    served(-1, || serve_fd::closedir(sim.fd).map(|()| 0))
 }

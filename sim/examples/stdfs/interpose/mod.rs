@@ -3,7 +3,7 @@
 //! every call std (or an engine calling `libc` directly) makes through
 //! them comes here first. Each one routes ([`crate::route`]): the layer's
 //! paths and descriptors are served by the current thread's simulated
-//! disk (`crate::serve_fd`, `crate::serve_path`, `crate::dirstream`);
+//! disk (`crate::serve_fd`, `crate::serve_path`);
 //! everything else goes to glibc's own function, found with
 //! `dlsym(RTLD_NEXT, …)` ([`real`]), untouched.
 //!
@@ -24,6 +24,7 @@ mod cstat;
 mod dir_calls;
 mod entropy_calls;
 mod fd_calls;
+pub mod fd_limit;
 mod path_calls;
 mod real;
 
@@ -145,14 +146,4 @@ pub fn real_root_is_absent() -> bool {
     // SAFETY: a valid C string and a valid `stat64` to fill.
     let found = unsafe { real::fstatat64(libc::AT_FDCWD, root.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
     found != 0
-}
-
-/// Whether every descriptor the kernel can hand this process is below
-/// [`FAKE_FD_BASE`] (the hard `RLIMIT_NOFILE` limit is), so a fake
-/// descriptor never names a real file.
-pub fn real_fds_stay_below_fake_ones() -> bool {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: a valid `rlimit` to fill.
-    let got = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
-    got == 0 && limit.rlim_max < FAKE_FD_BASE as u64
 }

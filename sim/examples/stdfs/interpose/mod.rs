@@ -33,7 +33,7 @@ use std::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::errno::Errno;
-use crate::session::{self, refuse, FAKE_FD_BASE, ROOT};
+use crate::session::{self, refuse, ROOT};
 
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu")))]
 compile_error!("the stdfs layer interposes x86-64 glibc's functions only");

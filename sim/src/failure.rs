@@ -4,6 +4,11 @@
 //! [`catch_failure`]), with the one panic that is not an engine's: an
 //! [`EnvironmentRefused`] raised by the layer an engine runs on.
 //!
+//! A caught panic's message ends with the place it was raised (`…
+//! (panicked at persy-1.8.1/src/device.rs:178)`), noted by a panic hook
+//! installed once: reports show where an engine panicked, and the
+//! shrinker keeps a panic's place, not only its check ([`panic_place`]).
+//!
 //! Checks are a closed enum, not strings, so every place that names one —
 //! the driver, the explorer, the JSON summary, `sim merge` reading a
 //! shard's summary back, the canary table — names the same set: a check
@@ -11,8 +16,10 @@
 //! every variant).
 
 use std::any::Any;
+use std::cell::RefCell;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Once;
 
 use crate::disk::SimVfs;
 
@@ -172,8 +179,70 @@ pub struct EnvironmentRefused {
     pub what: String,
 }
 
+/// A panic carried from the thread it was raised on to another, where it
+/// is raised again (`resume_unwind` runs no hook): its payload and the
+/// place it was first raised. [`carry_panic_place`] makes one.
+pub struct PlacedPanic {
+    /// The original payload.
+    pub payload: Box<dyn Any + Send>,
+    /// Where it was raised: `file:line`.
+    pub place: String,
+}
+
+thread_local! {
+    /// Where the last panic on this thread was raised, noted by the hook.
+    static LAST_PANIC_PLACE: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Install, once per process, a panic hook that notes on the panicking
+/// thread where the panic was raised and then does what the hook before
+/// it did (print it).
+fn note_panic_places() {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let place = info.location().map(|at| format!("{}:{}", short_source_path(at.file()), at.line()));
+            // A thread being torn down has no locals left to note in.
+            let _ = LAST_PANIC_PLACE.try_with(|last| *last.borrow_mut() = place);
+            previous(info);
+        }));
+    });
+}
+
+/// A source path as a reader wants it: a dependency's from its crate's
+/// folder (`persy-1.8.1/src/device.rs`), not from cargo's registry.
+fn short_source_path(file: &str) -> &str {
+    match file.split_once("/registry/src/") {
+        Some((_, index_and_crate)) => index_and_crate.split_once('/').map_or(index_and_crate, |(_, path)| path),
+        None => file,
+    }
+}
+
+/// Take the place of the last panic raised on this thread, if any.
+fn take_panic_place() -> Option<String> {
+    LAST_PANIC_PLACE.try_with(|last| last.borrow_mut().take()).ok().flatten()
+}
+
+/// A panic caught on the thread it was raised on, made ready to be raised
+/// again on another (an engine's own thread handing its panic to the
+/// kit's): the place this thread noted goes with it, so the kit's report
+/// and shrinker see where it was raised.
+pub fn carry_panic_place(panic: Box<dyn Any + Send>) -> Box<dyn Any + Send> {
+    if panic.is::<PlacedPanic>() {
+        return panic;
+    }
+    match take_panic_place() {
+        Some(place) => Box::new(PlacedPanic { payload: panic, place }),
+        None => panic,
+    }
+}
+
 /// A panic's message, for a report.
 pub fn panic_message(panic: &(dyn Any + Send)) -> String {
+    if let Some(placed) = panic.downcast_ref::<PlacedPanic>() {
+        return panic_message(placed.payload.as_ref());
+    }
     if let Some(refused) = panic.downcast_ref::<EnvironmentRefused>() {
         return format!("the environment refused: {}", refused.what);
     }
@@ -184,19 +253,54 @@ pub fn panic_message(panic: &(dyn Any + Send)) -> String {
         .unwrap_or_else(|| "a panic with no message".to_string())
 }
 
-/// Run `f`, turning a panic into `Err(message)`: a panic in the engine is
-/// a finding of the seed that caused it, never the end of a sweep.
-pub fn catch_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(|panic| panic_message(panic.as_ref()))
+/// The place a caught panic's message names (what [`catch_panic`] and
+/// [`catch_failure`] append), if it names one.
+pub fn panic_place(detail: &str) -> Option<&str> {
+    let (_, rest) = detail.rsplit_once(PLACE_OPEN)?;
+    rest.strip_suffix(')')
 }
 
-/// Run `f`, turning a panic into the check it fails and its message:
-/// [`Check::Refused`] for an [`EnvironmentRefused`], [`Check::Panic`] for
-/// any other.
-pub fn catch_failure<T>(f: impl FnOnce() -> T) -> Result<T, (Check, String)> {
+const PLACE_OPEN: &str = " (panicked at ";
+
+/// Run `f`, catching a panic: its payload and the place it was raised.
+fn catch_placed<T>(f: impl FnOnce() -> T) -> Result<T, (Box<dyn Any + Send>, Option<String>)> {
+    note_panic_places();
+    let _stale = take_panic_place();
     catch_unwind(AssertUnwindSafe(f)).map_err(|panic| {
-        let check = if panic.is::<EnvironmentRefused>() { Check::Refused } else { Check::Panic };
-        (check, panic_message(panic.as_ref()))
+        let noted = take_panic_place();
+        match panic.downcast::<PlacedPanic>() {
+            Ok(placed) => (placed.payload, Some(placed.place)),
+            Err(panic) => (panic, noted),
+        }
+    })
+}
+
+/// A panic's message with its place, if known.
+fn placed_message(panic: &(dyn Any + Send), place: Option<String>) -> String {
+    let message = panic_message(panic);
+    match place {
+        Some(place) => format!("{message}{PLACE_OPEN}{place})"),
+        None => message,
+    }
+}
+
+/// Run `f`, turning a panic into `Err(message)` (with its place): a panic
+/// in the engine is a finding of the seed that caused it, never the end
+/// of a sweep.
+pub fn catch_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    catch_placed(f).map_err(|(panic, place)| placed_message(panic.as_ref(), place))
+}
+
+/// Run `f`, turning a panic into the check it fails and its message (with
+/// its place): [`Check::Refused`] for an [`EnvironmentRefused`] (no place:
+/// the refusal names its call), [`Check::Panic`] for any other.
+pub fn catch_failure<T>(f: impl FnOnce() -> T) -> Result<T, (Check, String)> {
+    catch_placed(f).map_err(|(panic, place)| {
+        if panic.is::<EnvironmentRefused>() {
+            (Check::Refused, panic_message(panic.as_ref()))
+        } else {
+            (Check::Panic, placed_message(panic.as_ref(), place))
+        }
     })
 }
 
@@ -218,10 +322,38 @@ mod tests {
     }
 
     #[test]
-    fn a_panic_becomes_its_message() {
+    fn a_panic_becomes_its_message_and_place() {
         assert_eq!(catch_panic(|| 7), Ok(7));
-        assert_eq!(catch_panic(|| panic!("boom {}", 1)), Err::<(), _>("boom 1".to_string()));
-        assert_eq!(catch_panic(|| std::panic::panic_any(5u8)), Err::<(), _>("a panic with no message".to_string()));
+        let line = line!() + 1;
+        let caught = catch_panic(|| panic!("boom {}", 1)).unwrap_err();
+        assert_eq!(caught, format!("boom 1 (panicked at sim/src/failure.rs:{line})"));
+        assert_eq!(panic_place(&caught), Some(format!("sim/src/failure.rs:{line}").as_str()));
+        let caught = catch_panic(|| std::panic::panic_any(5u8)).unwrap_err();
+        assert!(caught.starts_with("a panic with no message (panicked at sim/src/failure.rs:"), "{caught}");
+        assert_eq!(panic_place("an error, no panic"), None);
+    }
+
+    #[test]
+    fn a_panic_carried_from_another_thread_keeps_its_place() {
+        let line = line!() + 3;
+        let caught = catch_panic(|| {
+            let carried =
+                std::thread::spawn(|| catch_placed_raw(|| panic!("far away")).map_err(carry_panic_place).unwrap_err());
+            std::panic::resume_unwind(carried.join().expect("the thread returns its panic"))
+        });
+        assert_eq!(caught, Err::<(), _>(format!("far away (panicked at sim/src/failure.rs:{line})")));
+    }
+
+    /// `catch_unwind` alone, as an engine's own thread does it.
+    fn catch_placed_raw<T>(f: impl FnOnce() -> T) -> Result<T, Box<dyn Any + Send>> {
+        catch_unwind(AssertUnwindSafe(f))
+    }
+
+    #[test]
+    fn registry_paths_are_cut_to_the_crate() {
+        let file = "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/persy-1.8.1/src/device.rs";
+        assert_eq!(short_source_path(file), "persy-1.8.1/src/device.rs");
+        assert_eq!(short_source_path("sim/src/failure.rs"), "sim/src/failure.rs");
     }
 
     #[test]
@@ -229,6 +361,8 @@ mod tests {
         let refused = EnvironmentRefused { what: "mmap of /db/f".to_string() };
         let caught = catch_failure(|| std::panic::panic_any(refused));
         assert_eq!(caught, Err::<(), _>((Check::Refused, "the environment refused: mmap of /db/f".to_string())));
-        assert_eq!(catch_failure(|| panic!("boom")), Err::<(), _>((Check::Panic, "boom".to_string())));
+        let (check, detail) = catch_failure(|| panic!("boom")).unwrap_err();
+        assert_eq!(check, Check::Panic);
+        assert!(detail.starts_with("boom (panicked at sim/src/failure.rs:"), "{detail}");
     }
 }

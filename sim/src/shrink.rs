@@ -6,7 +6,8 @@
 //! Each operation keeps its original index, and a target draws its faults
 //! from streams keyed by that index, so a sub-list replays the same faults
 //! for the operations it keeps. A candidate counts as failing when it
-//! fails the same check as the original.
+//! fails the same check as the original and, for a panic, panics at the
+//! same place (`file:line`): a list that panics elsewhere is another bug.
 //!
 //! # The `.ops` file
 //! `#` comment lines; `target NAME` unless the target is the default
@@ -19,7 +20,7 @@
 //! profile); a planted canary is not one —
 //! `--replay` takes it from the command line.
 
-use crate::failure::Check;
+use crate::failure::{panic_place, Check, Failure};
 use crate::seam::Target;
 
 /// Delta debugging over any list: the shortest sub-list found on which
@@ -60,9 +61,29 @@ pub fn ddmin<O: Clone>(ops: Vec<O>, mut fails: impl FnMut(&[O]) -> bool) -> (Vec
 }
 
 /// Shrink `ops` (of `seed`) to a shorter list on which `target` still
-/// fails `check`; with the number of candidate runs.
+/// fails `check`; a panic at the place the whole list panics (a panic
+/// the whole list raises with no place, such as an engine's thread found
+/// hung, is kept by panics with no place); with the number of candidate
+/// runs.
 pub fn shrink<T: Target>(target: &T, seed: u64, ops: Vec<T::Op>, check: Check) -> (Vec<T::Op>, u64) {
-    ddmin(ops, |candidate| target.run(seed, candidate, false).failure.is_some_and(|f| f.check == check))
+    let wanted_place = match check {
+        Check::Panic => Some(target.run(seed, &ops, false).failure.and_then(|f| place_of(&f))),
+        _ => None,
+    };
+    ddmin(ops, |candidate| {
+        target.run(seed, candidate, false).failure.is_some_and(|f| same_failure(check, wanted_place.as_ref(), &f))
+    })
+}
+
+fn place_of(failure: &Failure) -> Option<String> {
+    panic_place(&failure.detail).map(str::to_string)
+}
+
+/// Whether `failure` is the one being shrunk: the same check and, when
+/// `wanted_place` is given (a panic), the same place or the same absence
+/// of one.
+fn same_failure(check: Check, wanted_place: Option<&Option<String>>, failure: &Failure) -> bool {
+    failure.check == check && wanted_place.is_none_or(|wanted| place_of(failure) == *wanted)
 }
 
 /// The `.ops` file of `ops` (see the module doc), `comment` first.
@@ -141,6 +162,27 @@ mod tests {
         let (minimal, runs) = ddmin(ops, |c| c.contains(&17) && c.contains(&71));
         assert_eq!(minimal, vec![17, 71]);
         assert!(runs > 0);
+    }
+
+    fn failure(check: Check, detail: &str) -> Failure {
+        let (recent, repro) = (Vec::new(), String::new());
+        Failure { seed: 1, op_index: 2, check, detail: detail.to_string(), recent, repro }
+    }
+
+    #[test]
+    fn a_panic_elsewhere_is_another_failure() {
+        let here = Some("persy-1.8.1/src/device.rs:178".to_string());
+        let at_here = failure(Check::Panic, "index out of bounds (panicked at persy-1.8.1/src/device.rs:178)");
+        let elsewhere = failure(Check::Panic, "index out of bounds (panicked at persy-1.8.1/src/device.rs:99)");
+        let nowhere = failure(Check::Panic, "livelock: its thread is parked for good");
+        assert!(same_failure(Check::Panic, Some(&here), &at_here));
+        assert!(!same_failure(Check::Panic, Some(&here), &elsewhere));
+        assert!(!same_failure(Check::Panic, Some(&here), &nowhere));
+        assert!(same_failure(Check::Panic, Some(&None), &nowhere));
+        assert!(!same_failure(Check::Panic, Some(&None), &at_here));
+        // Checks other than a panic compare the check alone.
+        assert!(same_failure(Check::Durability, None, &failure(Check::Durability, "lost (panicked at x.rs:1)")));
+        assert!(!same_failure(Check::Durability, None, &at_here));
     }
 
     #[test]

@@ -14,8 +14,8 @@
 //! the seed at every open.
 //!
 //! Every call runs under `catch_unwind` on the engine's thread; a panic is
-//! carried back and raised again on the caller's, where the kit catches
-//! it. What the layer refused during a call comes back with its answer
+//! carried back, with the place it was raised (`carry_panic_place`), and
+//! raised again on the caller's, where the kit catches it. What the layer refused during a call comes back with its answer
 //! ([`Served::refusals`]), and so does a livelock the layer declared
 //! ([`Served::livelock`], `crate::interpose`); what it refused while the
 //! engine's handles were dropped, with the panic of that drop, is raised
@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::thread;
 
 use sim::kit::vfs::Vfs;
-use sim::kit::EnvironmentRefused;
+use sim::kit::{carry_panic_place, EnvironmentRefused};
 
 use crate::plant::LayerPlant;
 use crate::session::{self, SessionGuard};
@@ -129,7 +129,7 @@ impl<S: 'static> Worker<S> {
             let (mut state, answer) = match built {
                 Ok(Ok(state)) => (Some(state), Ok(Served::of(Ok(()), &guard))),
                 Ok(Err(e)) => (None, Ok(Served::of(Err(e), &guard))),
-                Err(panic) => (None, Err(panic)),
+                Err(panic) => (None, Err(carry_panic_place(panic))),
             };
             let _ = ready.send(answer);
             if let Some(state) = state.as_mut() {
@@ -139,7 +139,7 @@ impl<S: 'static> Worker<S> {
             }
             hang_hook(&on_hang, &last_word);
             crate::interpose::start_engine_call();
-            let dropped = catch_unwind(AssertUnwindSafe(move || drop(state))).err();
+            let dropped = catch_unwind(AssertUnwindSafe(move || drop(state))).err().map(carry_panic_place);
             let _ = last_word.send(Ok((guard.refusals(), dropped)));
         });
         let mut worker = Worker { jobs: Some(jobs), thread: Some(thread), ended, hung };
@@ -160,7 +160,7 @@ impl<S: 'static> Worker<S> {
         let run: Job<S> = Box::new(move |state, guard| {
             hang_hook(&hung, &reply);
             crate::interpose::start_engine_call();
-            let value = catch_unwind(AssertUnwindSafe(|| job(state)));
+            let value = catch_unwind(AssertUnwindSafe(|| job(state))).map_err(carry_panic_place);
             let _ = reply.send(value.map(|value| Served::of(value, guard)));
         });
         self.jobs.as_ref().expect("open until dropped").send(run).expect("the engine's thread serves until dropped");

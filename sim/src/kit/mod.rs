@@ -95,7 +95,7 @@ pub use crate::cli::kit::main;
 pub use crate::cli::replay::assert_saved_ops_pass;
 /// What an adapter raises (`std::panic::panic_any`) when the environment
 /// its engine runs on refused a call: the run fails with check `refused`.
-pub use crate::failure::EnvironmentRefused;
+pub use crate::failure::{carry_panic_place, EnvironmentRefused};
 pub use adapter::{Adapter, Env, ErrorKind, KitError, Previous, RecordSpan, Rows};
 pub use config::{Harsh, KitConfig};
 pub use model::{Accepted, Model, State};

@@ -142,6 +142,10 @@ impl Drop for SessionGuard {
         let session = CURRENT.with(|c| c.borrow_mut().take());
         assert!(session.as_ref().is_none_or(|s| s.slot == self.slot));
         drop(session);
+        // Refusals its owner did not take (a test that panicked first) are
+        // this session's, not the next one's in this slot: they were
+        // printed when made; drop them.
+        let _untaken = self.refusals();
         OWNERS.lock().unwrap_or_else(|p| p.into_inner())[self.slot] = None;
     }
 }
@@ -166,6 +170,22 @@ pub fn refuse(slot: Option<usize>, errno: Errno, what: String) -> Errno {
     eprintln!("stdfs: refused: {what}");
     REFUSALS.lock().unwrap_or_else(|p| p.into_inner()).push((slot, what));
     errno
+}
+
+/// On a thread serving a run, refuse a change to the real file system (a
+/// path outside [`ROOT`] opened for writing or created, renamed, removed,
+/// made): the engine under test would touch the real disk, outside the
+/// seed's, and its run would no longer be the seed's alone (issue 36: fail
+/// loudly, never pass through). Reading outside the root passes (std
+/// reads `/proc` and the executable for a panic's backtrace). `None` on a
+/// thread serving no run (the harness's own files are its business), and
+/// while the session is busy serving a call: that is the layer's own disk
+/// at work (`crash-os` serves the root from a real directory).
+pub fn refuse_real_change(op: &str, path: &[u8]) -> Option<Errno> {
+    let slot = CURRENT.try_with(|c| c.try_borrow().ok().and_then(|s| s.as_ref().map(|s| s.slot))).ok().flatten()?;
+    let shown = String::from_utf8_lossy(path);
+    let what = format!("{op} {shown}: a change outside {ROOT} from a thread serving a simulated run (the real disk)");
+    Some(refuse(Some(slot), Errno::EPERM, what))
 }
 
 /// Take this thread's program for one that loops forever (a count of the

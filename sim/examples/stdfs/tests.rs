@@ -46,18 +46,33 @@ fn a_synced_file_without_its_directory_fsync_is_lost_too() {
 }
 
 #[test]
-fn a_file_outside_the_root_reaches_the_real_disk() {
-    let disk = strict_disk();
-    let guard = session::install(disk.clone(), &[Path::new("/db")], 0, None);
+fn a_change_outside_the_root_fails_loudly_on_a_run_thread() {
     let real = tempfile::tempdir().unwrap();
     let path = real.path().join("real-file");
     fs::write(&path, b"on the real disk").unwrap();
-    assert_eq!(fs::read(&path).unwrap(), b"on the real disk");
-    assert!(disk.files(Path::new("/db")).is_empty(), "nothing landed on the simulated disk");
+    let disk = strict_disk();
+    let guard = session::install(disk.clone(), &[Path::new("/db")], 0, None);
+    assert_eq!(fs::read(&path).unwrap(), b"on the real disk", "reading outside the root passes");
+    let refused = [
+        fs::write(&path, b"changed").unwrap_err(),
+        fs::write(real.path().join("new-file"), b"x").unwrap_err(),
+        fs::rename(&path, real.path().join("moved")).unwrap_err(),
+        fs::remove_file(&path).unwrap_err(),
+        fs::create_dir(real.path().join("dir")).unwrap_err(),
+    ];
+    for err in &refused {
+        assert_eq!(err.raw_os_error(), Some(libc::EPERM), "{err}");
+    }
+    let refusals = guard.refusals();
+    assert_eq!(refusals.len(), refused.len(), "{refusals:?}");
+    assert!(refusals.iter().all(|r| r.contains("a change outside /sim-db")), "{refusals:?}");
     let err = fs::rename(&path, "/sim-db/db/moved").unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::EXDEV), "real to simulated is another device");
+    assert!(disk.files(Path::new("/db")).is_empty(), "nothing landed on the simulated disk");
     drop(guard);
-    assert_eq!(fs::read(&path).unwrap(), b"on the real disk", "readable with no session at all");
+    assert_eq!(fs::read(&path).unwrap(), b"on the real disk", "nothing reached the real disk");
+    assert_eq!(std::fs::read_dir(real.path()).unwrap().count(), 1);
+    fs::write(&path, b"changed").expect("a thread serving no run changes real files");
 }
 
 /// `mmap` through libc, as a memory-mapping engine would call it.
@@ -76,6 +91,8 @@ fn mmap_read_only(file: &File, len: usize) -> std::io::Result<()> {
 
 #[test]
 fn a_memory_map_of_a_simulated_file_fails_loudly() {
+    let real = tempfile::tempfile().unwrap();
+    real.set_len(4096).unwrap();
     let disk = strict_disk();
     let guard = session::install(disk, &[Path::new("/db")], 0, None);
     fs::write("/sim-db/db/mapped", [7u8; 4096]).unwrap();
@@ -85,8 +102,6 @@ fn a_memory_map_of_a_simulated_file_fails_loudly() {
     let refusals = guard.refusals();
     assert_eq!(refusals.len(), 1, "{refusals:?}");
     assert!(refusals[0].contains("mmap of simulated fd") && refusals[0].contains("/db/mapped"), "{refusals:?}");
-    let real = tempfile::tempfile().unwrap();
-    real.set_len(4096).unwrap();
     mmap_read_only(&real, 4096).expect("a real file still maps");
 }
 

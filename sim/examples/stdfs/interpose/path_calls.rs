@@ -2,7 +2,9 @@
 //! descriptor): the layer's ([`crate::route::route`]) are served by
 //! [`crate::serve_path`]; the rest go to glibc. The plain forms (`open`,
 //! `stat`, `rename`, …) pass on through their `*at` forms with
-//! `AT_FDCWD`, which glibc defines to mean the same.
+//! `AT_FDCWD`, which glibc defines to mean the same. On a thread serving
+//! a run, a change outside the root is refused instead of passed on
+//! ([`real_change`]).
 
 use std::ffi::{c_char, c_int, c_uint};
 
@@ -22,12 +24,32 @@ unsafe fn routed(dirfd: c_int, path: *const c_char) -> Option<At> {
     route(dirfd, unsafe { c_bytes(path) }?)
 }
 
+/// The refusal of a change to the real file system named by C string
+/// `path`, when this thread serves a run
+/// ([`crate::session::refuse_real_change`]).
+///
+/// # Safety
+/// `path` is null or a valid C string.
+unsafe fn real_change(op: &str, path: *const c_char) -> Option<Errno> {
+    // SAFETY: the caller's contract.
+    crate::session::refuse_real_change(op, unsafe { c_bytes(path) }.unwrap_or_default())
+}
+
+/// Open flags that change a file or make one.
+const CHANGING_OPEN: c_int = libc::O_WRONLY | libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC | libc::O_APPEND;
+
 /// `open(path, flags, mode)`: `mode` taken as a fixed argument (see the
 /// module doc of `interpose`).
 #[no_mangle]
 pub unsafe extern "C" fn openat64(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
     // SAFETY: the caller's C string.
     match unsafe { routed(dirfd, path) } {
+        // SAFETY: the caller's C string.
+        None if flags & CHANGING_OPEN != 0 => match unsafe { real_change("open for writing", path) } {
+            Some(refused) => served(-1, || Err(refused)),
+            // SAFETY: the caller's arguments, passed on.
+            None => unsafe { real::openat64(dirfd, path, flags, mode) },
+        },
         // SAFETY: the caller's arguments, passed on.
         None => unsafe { real::openat64(dirfd, path, flags, mode) },
         Some(at) => served(-1, || serve_path::open(&at, flags)),
@@ -160,8 +182,12 @@ pub unsafe extern "C" fn renameat2(
     // SAFETY: the caller's C strings.
     let (from, to) = unsafe { (routed(olddirfd, old), routed(newdirfd, new)) };
     match (from, to) {
-        // SAFETY: the caller's arguments, passed on.
-        (None, None) => unsafe { real::renameat2(olddirfd, old, newdirfd, new, flags) },
+        // SAFETY: the caller's C string.
+        (None, None) => match unsafe { real_change("rename", old) } {
+            Some(refused) => served(-1, || Err(refused)),
+            // SAFETY: the caller's arguments, passed on.
+            None => unsafe { real::renameat2(olddirfd, old, newdirfd, new, flags) },
+        },
         (Some(from), Some(to)) if flags == 0 => served(-1, || serve_path::rename(&from, &to).map(|()| 0)),
         (Some(_), Some(_)) => served(-1, || {
             Err(crate::session::refuse(
@@ -191,8 +217,12 @@ pub unsafe extern "C" fn rename(old: *const c_char, new: *const c_char) -> c_int
 pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
     // SAFETY: the caller's C string.
     match unsafe { routed(dirfd, path) } {
-        // SAFETY: the caller's arguments, passed on.
-        None => unsafe { real::unlinkat(dirfd, path, flags) },
+        // SAFETY: the caller's C string.
+        None => match unsafe { real_change("unlink", path) } {
+            Some(refused) => served(-1, || Err(refused)),
+            // SAFETY: the caller's arguments, passed on.
+            None => unsafe { real::unlinkat(dirfd, path, flags) },
+        },
         Some(at) => served(-1, || serve_path::unlink(&at, flags & libc::AT_REMOVEDIR != 0).map(|()| 0)),
     }
 }
@@ -213,8 +243,12 @@ pub unsafe extern "C" fn rmdir(path: *const c_char) -> c_int {
 pub unsafe extern "C" fn mkdirat(dirfd: c_int, path: *const c_char, mode: libc::mode_t) -> c_int {
     // SAFETY: the caller's C string.
     match unsafe { routed(dirfd, path) } {
-        // SAFETY: the caller's arguments, passed on.
-        None => unsafe { real::mkdirat(dirfd, path, mode) },
+        // SAFETY: the caller's C string.
+        None => match unsafe { real_change("mkdir", path) } {
+            Some(refused) => served(-1, || Err(refused)),
+            // SAFETY: the caller's arguments, passed on.
+            None => unsafe { real::mkdirat(dirfd, path, mode) },
+        },
         Some(at) => served(-1, || serve_path::mkdir(&at).map(|()| 0)),
     }
 }

@@ -394,24 +394,37 @@ mod tests {
     }
 
     /// With the `canaries` feature: a failed directory fsync or a failed
-    /// rename ignored lives in seal and rewrite, which only the recorded
-    /// workload runs: every failure `--faults` finds is in the workload's
-    /// own I/Os (none in a recovery's), and its repro fails that I/O again.
+    /// rename ignored lives in seal and rewrite. The recorded workload
+    /// runs both, so faulting its own I/Os catches each canary, and the
+    /// first failure's repro fails that I/O again. A recovery's probe
+    /// evicts (and so seals) too, so `--faults` may also catch the
+    /// ignored directory fsync there — only in the probe, never in a
+    /// recovery that does not seal.
     #[cfg(feature = "canaries")]
     #[test]
     fn an_ignored_directory_fsync_or_rename_error_is_caught_by_workload_faults() {
+        use super::explore_in_workload;
         use crate::canary::Canary;
+        use crate::failure::Check;
+        use crate::seam::Target;
         for name in ["dir-sync-error-ignored", "rename-error-ignored"] {
             let canary = Some(Canary::parse(name).expect("a canary of the engine"));
             let planted = SegsimTarget::new(Overrides { canary, ..Overrides::default() });
-            let caught = explore(&planted, 0, 100, &faults()).unwrap();
-            let first = caught.failures.first().unwrap_or_else(|| panic!("{name}: {}", caught.to_text()));
-            assert!(caught.failures.iter().all(|f| f.io_index.is_none() && f.fault_io.is_some()), "{name}");
+            let workload = planted.explore_workload(0, 100);
+            let recording = planted.record(0, &workload);
+            let (counts, in_workload) =
+                explore_in_workload(&planted, 0, 100, &workload, &recording, &faults()).unwrap();
+            assert!(counts.runs > 0 && counts.injected == counts.runs, "{name}: {counts:?}");
+            let first = in_workload.first().unwrap_or_else(|| panic!("{name}: no workload fault caught it"));
+            assert!(in_workload.iter().all(|f| f.io_index.is_none() && f.fault_io.is_some()), "{name}");
             let (fault_io, kind) = (first.fault_io.expect("checked"), first.fault_kind.expect("a fault's"));
             assert!(first.repro.contains(&format!("--workload-fault-io {fault_io}")), "{}", first.repro);
             let only = ExploreOptions { workload_fault_io: Some(fault_io), fault_kind: Some(kind), ..faults() };
             let again = explore(&planted, 0, 100, &only).unwrap();
             assert_eq!(again.failures, vec![first.clone()], "{name}");
+            let all = explore(&planted, 0, 100, &faults()).unwrap();
+            let mut in_recovery = all.failures.iter().filter(|f| f.io_index.is_some());
+            assert!(in_recovery.all(|f| f.check == Check::Probe), "{name}: {}", all.to_text());
         }
     }
 }

@@ -17,9 +17,9 @@ help:
 	@echo "make canaries     - plant each engine bug (--features canaries); the simulator must catch every one within BUDGET s (default 60)"
 	@echo "make test-canaries - the canary tests: each planted bug caught within its seed cap, by a seed that passes without it"
 	@echo "make explore      - exhaustive crash exploration of ESEED's (default 10: fsync everysec) EOPS-op (default 100) workload at depth EDEPTH (default 2: every recovery crashed again too); EFSYNC=always|everysec|no forces the policy"
-	@echo "make redb         - the redb target (REDB.md): RSEEDS (default 0..2000) swept, determinism-checked, seeds 1..3 explored (40 ops, depth 2), seed 1 at 100 ops with --faults, finding 3's abort contained by --isolate"
+	@echo "make redb         - the redb target (REDB.md): RSEEDS (default 0..2000) swept, determinism-checked, seeds 1..3 explored (40 ops, depth 2), seed 1 at 100 ops with --faults, finding 3's abort contained by --isolate; with readers (--clients 3): RCSEEDS (default 0..500) swept, the unpinned reader caught"
 	@echo "make sqlite       - the sqlite target (SQLITE.md): SQSEEDS (default 410..710) swept, 0..100 determinism-checked, seed 1 explored at depth 2, the three planted bugs caught, the pinned findings replayed"
-	@echo "make kit-example - the target kit's example engine (logkv): KSEEDS (default 0..2000) clean, its planted bug caught, explored"
+	@echo "make kit-example - the target kit's example engine (logkv): KSEEDS (default 0..2000) clean, its planted bugs caught, explored; the same with readers (--clients 4), its live-reader caught"
 	@echo "make stdfs        - persy, unmodified, on the simulated disk through the stdfs layer (STDFS.md): a sweep contained by --isolate, determinism, an explore at depth 2 with faults, persy's findings still reproducing; the layer's planted mistakes caught under cowkv"
 	@echo "make trace        - sim trace on a real process (PROGRAMS.md): programs/replace recorded under strace, its planted missing fsync found under posix, the fixed program clean"
 	@echo "make readme-example - rewrite the README's seed-42 example output from a fresh run (a test fails when it drifts)"
@@ -109,18 +109,28 @@ explore:
 	$(SIM) explore --seed $(ESEED) --ops $(EOPS) --depth $(EDEPTH) $(if $(EFSYNC),--fsync $(EFSYNC)) $(if $(EFAULTS),--faults) $(if $(EDAMAGE),--damage) --jobs $(JOBS)
 
 # The redb target (REDB.md): a sweep, a determinism sample, three explored
-# seeds at 40 ops (REDB.md's figures) and depth 2, and finding 3's abort
+# seeds at 40 ops (REDB.md's figures) and depth 2, the same with readers
+# beside the writer (below), and finding 3's abort
 # (seed 114 under redb-late-write) contained by --isolate in the release
 # build the finding names (sim/tests/isolate.rs checks it in the test
 # profile): the sweep must finish all 6 seeds, exit 1 and report 114 as
 # died.
 RSEEDS ?= 0..2000
+# With readers beside the writer (--clients 3, REDB.md's concurrent rows):
+# a sweep, a determinism sample, the planted unpinned reader caught by the
+# random mode and by explore.
+RCSEEDS ?= 0..500
+RCEXPLORE ?= 0
 redb:
 	$(SIM) --target redb --seeds $(RSEEDS) --jobs $(JOBS)
 	out=$$($(SIM) --target redb --seeds 110..116 --plant redb-late-write --isolate 2>&1); test $$? -eq 1 && echo "$$out" | grep -q "^6 seeds," && echo "$$out" | grep -q "^seed 114 failed check 'died':" || { echo "redb: --isolate did not finish the sweep with seed 114 reported as died (REDB.md, finding 3)"; exit 1; }
 	$(SIM) --target redb --seeds 0..200 --jobs $(JOBS) --check-determinism
 	for seed in 1 2 3; do $(SIM) explore --target redb --seed $$seed --ops 40 --depth 2 --jobs $(JOBS) || exit 1; done
 	$(SIM) explore --target redb --seed 1 --depth 2 --faults --jobs $(JOBS)
+	$(SIM) --target redb --clients 3 --seeds $(RCSEEDS) --jobs $(JOBS)
+	$(SIM) --target redb --clients 3 --seeds 0..100 --jobs $(JOBS) --check-determinism
+	$(SIM) --target redb --clients 3 --seeds 0..20 --plant redb-reader-unpinned --jobs $(JOBS) >/dev/null 2>&1; test $$? -eq 1 || { echo "redb: the random mode missed redb-reader-unpinned"; exit 1; }
+	$(SIM) explore --target redb --clients 3 --seed $(RCEXPLORE) --plant redb-reader-unpinned 2>/dev/null | grep -q "check 'isolation'" || { echo "redb: explore missed redb-reader-unpinned"; exit 1; }
 
 # The sqlite target (SQLITE.md): a short sweep, a determinism sample, seed 1
 # explored at depth 2, each planted VFS bug caught (exit 1 expected) in a
@@ -153,7 +163,9 @@ sqlite:
 # explore (exit 1 expected: a failure found; explore at a crash state of
 # seed 4, not only in its recording run), seed 1 explored at depth 2 with
 # --faults, and with --damage: clean, and its planted no-checksum caught
-# at a damaged durable image.
+# at a damaged durable image; with readers beside the writer (--clients 4)
+# clean, and its planted live-reader caught by the random mode and by
+# explore (in its recording: a reader's isolation is not a crash state's).
 KSEEDS ?= 0..2000
 # Built as a kit user builds it: without the redb and sqlite features.
 LOGKV = $(CARGO) run --release -q -p sim --no-default-features --example logkv --
@@ -164,6 +176,9 @@ kit-example:
 	$(LOGKV) explore --seed 1 --depth 2 --faults --jobs $(JOBS)
 	$(LOGKV) explore --seed 1 --damage --jobs $(JOBS)
 	$(LOGKV) explore --seed 1 --damage --plant no-checksum 2>/dev/null | grep -q '\[durable image' || { echo "kit-example: explore --damage missed no-checksum"; exit 1; }
+	$(LOGKV) --seeds $(KSEEDS) --clients 4 --jobs $(JOBS)
+	$(LOGKV) --seeds 0..20 --clients 4 --plant live-reader --jobs $(JOBS) >/dev/null 2>&1; test $$? -eq 1 || { echo "kit-example: the random mode missed live-reader"; exit 1; }
+	$(LOGKV) explore --seed 0 --clients 4 --plant live-reader 2>/dev/null | grep -q "check 'isolation'" || { echo "kit-example: explore missed live-reader"; exit 1; }
 
 # persy through the stdfs layer (STDFS.md): persy fails most seeds (its
 # findings), so the sweep must finish all its seeds under --isolate (a

@@ -76,11 +76,14 @@ pub enum Check {
     /// [`EnvironmentRefused`]: the run tested less than it says, whatever
     /// faults were injected.
     Refused,
+    /// A reader's read-only transaction saw other than the one committed
+    /// state it began on (`kit/readers.rs`).
+    Isolation,
 }
 
 impl Check {
     /// Every check, in a fixed order.
-    pub const ALL: [Check; 20] = [
+    pub const ALL: [Check; 21] = [
         Check::Reply,
         Check::Durability,
         Check::Audit,
@@ -101,6 +104,7 @@ impl Check {
         Check::Hazard,
         Check::Died,
         Check::Refused,
+        Check::Isolation,
     ];
 
     /// The name reports and JSON summaries carry.
@@ -126,6 +130,7 @@ impl Check {
             Check::Hazard => "hazard",
             Check::Died => "died",
             Check::Refused => "refused",
+            Check::Isolation => "isolation",
         }
     }
 

@@ -33,6 +33,8 @@ const CREATION_SALT: u64 = 0xC4EA_7E00_0000;
 const REMOUNT_SALT: u64 = 0x4E3_0000_7E30;
 /// Salt of a kit target's operation list ([`kit_workload`]).
 const KIT_WORKLOAD_SALT: u64 = 0x4b49_5457_4f52_4b00;
+/// Salt of a kit seed's clients ([`kit_clients`]): "CLIENTS".
+const KIT_CLIENTS_SALT: u64 = 0x434c_4945_4e54_5300;
 /// Mixed into an operation's fault seed for its power losses ([`crash`]).
 /// (The kit's salt when the kit's loop became the one loop: its targets'
 /// seeds kept their meaning.)
@@ -146,6 +148,14 @@ pub fn kit_workload(seed: u64) -> u64 {
     seed ^ KIT_WORKLOAD_SALT
 }
 
+/// The ChaCha seed of a kit seed's clients (`kit/config.rs`): how many
+/// connections it runs (with `--clients`) and how often its readers act.
+/// Its own stream, so a run with one client draws exactly what it drew
+/// before readers existed.
+pub fn kit_clients(seed: u64) -> u64 {
+    seed ^ KIT_CLIENTS_SALT
+}
+
 /// The ChaCha seed of the coin (and the I/O) of a power loss inside the
 /// recovery `depth` power losses into operation `index`.
 pub fn crash_in_recovery(seed: u64, index: u64, depth: u64) -> u64 {
@@ -207,6 +217,7 @@ mod tests {
             kit_config(seed, "redb"),
             kit_config(seed, "sqlite"),
             kit_workload(seed),
+            kit_clients(seed),
             crash_in_recovery(seed, 0, 0),
             crash_in_recovery(seed, 0, 1),
             remount(faults(seed, 0), 0),

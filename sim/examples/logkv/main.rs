@@ -14,7 +14,7 @@ mod store;
 use std::process::ExitCode;
 
 use sim::kit::vfs::OpenMode;
-use sim::kit::{Adapter, Env, KitError, Level, Plant, Previous, Promise, RecordSpan, RngCore, Rows, Spec};
+use sim::kit::{Adapter, Env, KitError, Level, Plant, Previous, Promise, Readers, RecordSpan, RngCore, Rows, Spec};
 
 use crate::store::{Bug, LogKv};
 
@@ -25,12 +25,13 @@ struct LogKvAdapter;
 const LOG: &str = "log";
 
 impl Plant for Bug {
-    const ALL: &'static [Bug] = &[Bug::LazyFsync, Bug::NoChecksum];
+    const ALL: &'static [Bug] = &[Bug::LazyFsync, Bug::NoChecksum, Bug::LiveReader];
 
     fn name(self) -> &'static str {
         match self {
             Bug::LazyFsync => "lazy-fsync",
             Bug::NoChecksum => "no-checksum",
+            Bug::LiveReader => "live-reader",
         }
     }
 
@@ -38,6 +39,7 @@ impl Plant for Bug {
         match self {
             Bug::LazyFsync => "a sync commit fsyncs only when the log crossed a 4 KiB boundary",
             Bug::NoChecksum => "open replays a record without checking its checksum",
+            Bug::LiveReader => "a reader reads the committed state as it is now, not its copy (needs --clients)",
         }
     }
 }
@@ -59,12 +61,15 @@ impl Adapter for LogKvAdapter {
     /// both moments of a commit (crashes are aimed there); every record
     /// carries a checksum, so a damaged one is cut at, as a torn tail is
     /// (an older committed state, never another one), and the adapter
-    /// describes the records for `sim explore --damage`.
+    /// describes the records for `sim explore --damage`. Up to 3 readers
+    /// read beside the writer, each its own copy of what was committed
+    /// when it began (`--clients 4`).
     fn spec(&self, _config: &()) -> Spec {
         Spec {
             phases: &["appended", "synced"],
             detects_damage: true,
             describes_records: true,
+            readers: Some(Readers { max: 3, across_maintenance: true, documented: "store.rs's module doc" }),
             ..Spec::new(vec![Level::new("sync", Promise::Durable), Level::new("nosync", Promise::Eventual)])
         }
     }
@@ -114,6 +119,24 @@ impl Adapter for LogKvAdapter {
 
     fn abort(&self, db: &mut LogKv) -> Result<(), KitError> {
         db.abort();
+        Ok(())
+    }
+
+    fn begin_read(&self, db: &mut LogKv, reader: usize) -> Result<(), KitError> {
+        db.begin_read(reader);
+        Ok(())
+    }
+
+    fn reader_get(&self, db: &mut LogKv, reader: usize, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, KitError> {
+        Ok(db.reader_view(reader)[table].get(key).cloned())
+    }
+
+    fn reader_scan(&self, db: &mut LogKv, reader: usize, table: usize) -> Result<Rows, KitError> {
+        Ok(db.reader_view(reader)[table].clone())
+    }
+
+    fn end_read(&self, db: &mut LogKv, reader: usize) -> Result<(), KitError> {
+        db.end_read(reader);
         Ok(())
     }
 

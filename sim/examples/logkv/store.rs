@@ -11,14 +11,18 @@
 //! A payload shorter than its write count is refused: an all-zero header
 //! (`len 0, crc 0`, which a lost write can leave) would otherwise pass.
 //!
+//! Readers beside the writer each take a copy of the committed state when
+//! they begin and read only it: later commits do not reach them.
+//!
 //! A commit appends its record; at the `sync` level it also fsyncs. It
 //! names both moments to the file system (`Vfs::mark_named`: `appended`,
 //! `synced`), which on the simulated disk is where crashes can be aimed.
-//! Two planted bugs: `lazy-fsync` skips that fsync unless the log has
+//! Three planted bugs: `lazy-fsync` skips that fsync unless the log has
 //! crossed a 4 KiB boundary since the last one — a group-commit
 //! "optimisation" that loses commits it acknowledged as durable;
 //! `no-checksum` replays a record without checking its checksum, so a
-//! damaged byte is served as data.
+//! damaged byte is served as data; `live-reader` serves a reader the
+//! committed state as it is now, not the copy it took when it began.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -44,7 +48,10 @@ pub struct LogKv {
     committed: Vec<Table>,
     /// The open transaction: its view and its encoded writes.
     txn: Option<(Vec<Table>, Vec<u8>, u32)>,
+    /// Each open reader's copy of the committed state, by client number.
+    readers: BTreeMap<usize, Vec<Table>>,
     lazy_fsync: bool,
+    live_reader: bool,
 }
 
 fn corrupt(what: String) -> io::Error {
@@ -122,6 +129,8 @@ pub enum Bug {
     LazyFsync,
     /// Open replays a record without checking its checksum.
     NoChecksum,
+    /// A reader reads the committed state as it is now, not its copy.
+    LiveReader,
 }
 
 impl LogKv {
@@ -136,7 +145,19 @@ impl LogKv {
             file.set_len(end_bytes)?;
             file.sync()?;
         }
-        Ok(LogKv { vfs, file, end_bytes, synced_end_bytes: end_bytes, committed, txn: None, lazy_fsync })
+        let live_reader = bug == Some(Bug::LiveReader);
+        let readers = BTreeMap::new();
+        Ok(LogKv {
+            vfs,
+            file,
+            end_bytes,
+            synced_end_bytes: end_bytes,
+            committed,
+            txn: None,
+            readers,
+            lazy_fsync,
+            live_reader,
+        })
     }
 
     fn txn(&mut self) -> &mut (Vec<Table>, Vec<u8>, u32) {
@@ -151,6 +172,24 @@ impl LogKv {
     /// The committed state.
     pub fn committed(&self) -> &[Table] {
         &self.committed
+    }
+
+    /// Begin reader `reader`'s read-only transaction: a copy of the committed state.
+    pub fn begin_read(&mut self, reader: usize) {
+        self.readers.insert(reader, self.committed.clone());
+    }
+
+    /// What reader `reader` sees: the copy it took.
+    pub fn reader_view(&self, reader: usize) -> &[Table] {
+        match self.live_reader {
+            true => &self.committed,
+            false => &self.readers[&reader],
+        }
+    }
+
+    /// End reader `reader`'s read-only transaction.
+    pub fn end_read(&mut self, reader: usize) {
+        self.readers.remove(&reader);
     }
 
     /// Put (or, with `value` `None`, delete) in the transaction; the old value.

@@ -61,6 +61,13 @@ struct KitArgs {
     /// Force part of the engine's configuration (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     options: Vec<String>,
+
+    /// Each seed draws 1 to N clients: the writer and readers beside it,
+    /// each reader's read-only transaction held to the one committed
+    /// state it began on (check `isolation`). Only for an engine whose
+    /// adapter declares readers (`Spec::readers`); default 1.
+    #[arg(long, value_name = "N")]
+    clients: Option<usize>,
 }
 
 /// Parsed once per process: the size of its largest variant costs nothing.
@@ -132,6 +139,9 @@ fn target<A: Adapter>(
     settings.harsh.read_bitflips = args.read_bitflips;
     let mut kit = Kit::new(adapter, settings);
     kit.apply_args(args.plant.as_deref(), &args.options)?;
+    if let Some(clients) = args.clients {
+        kit.set_clients(clients)?;
+    }
     Ok(kit)
 }
 

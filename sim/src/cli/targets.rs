@@ -170,6 +170,13 @@ pub struct TargetArgs {
     /// (repeatable; the adapter names its options).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub options: Vec<String>,
+
+    /// With a kit target whose engine has readers (redb): each seed draws
+    /// 1 to N clients, the writer and readers beside it, each reader's
+    /// read-only transaction held to the one committed state it began on
+    /// (check `isolation`). Default 1.
+    #[arg(long, value_name = "N")]
+    pub clients: Option<usize>,
 }
 
 /// Every flag some target takes, gathered from whichever command line
@@ -190,6 +197,8 @@ pub struct TargetFlags {
     pub read_bitflips: bool,
     /// Kit: forced configuration, `KEY=VALUE`.
     pub options: Vec<String>,
+    /// Kit: up to this many clients per seed.
+    pub clients: Option<usize>,
     /// Operations per seed.
     pub ops: Option<u64>,
     /// A forced crash mode.
@@ -205,6 +214,7 @@ impl TargetFlags {
             plant: args.plant.clone(),
             torn_garbage: args.torn_garbage,
             options: args.options.clone(),
+            clients: args.clients,
             ..self
         }
     }
@@ -250,6 +260,9 @@ fn segsim(flags: &TargetFlags) -> Result<Box<dyn Runnable>, String> {
     if flags.plant.is_some() || flags.torn_garbage || flags.read_bitflips || !flags.options.is_empty() {
         return Err("--plant, --torn-garbage, --read-bitflips and --set are the kit targets': add --target redb".into());
     }
+    if flags.clients.is_some() {
+        return Err("--clients runs readers beside a kit target's writer: add --target redb".into());
+    }
     Ok(Box::new(SegsimTarget::new(Overrides {
         ops: flags.ops,
         fsync: flags.fsync,
@@ -277,6 +290,9 @@ fn kit<A: Adapter + 'static>(adapter: A, flags: &TargetFlags) -> Result<Box<dyn 
     settings.harsh = Harsh { torn_garbage: flags.torn_garbage, read_bitflips: flags.read_bitflips };
     let mut target: Kit<A> = built_in(adapter, settings);
     target.apply_args(flags.plant.as_deref(), &flags.options)?;
+    if let Some(clients) = flags.clients {
+        target.set_clients(clients)?;
+    }
     Ok(Box::new(target))
 }
 

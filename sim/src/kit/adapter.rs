@@ -121,7 +121,9 @@ pub struct Env<'a, A: Adapter + ?Sized> {
 /// [`super::KeyKind::U64`] table are 8 big-endian bytes. One write
 /// transaction at a time, begun implicitly by the first put or delete that
 /// needs it; reads see the open write transaction's own writes, and the
-/// committed state when none is open.
+/// committed state when none is open. An engine whose spec declares
+/// [`super::Readers`] also serves read-only transactions of other
+/// clients beside it ([`Adapter::begin_read`] and the three after it).
 ///
 /// Every method runs on the one thread of one seed's run, but runs of
 /// different seeds share the adapter across threads, hence `Sync`;
@@ -220,6 +222,39 @@ pub trait Adapter: Send + Sync + 'static {
     /// called.
     fn maintain(&self, _db: &mut Self::Db) -> Result<(), KitError> {
         unreachable!("{}'s spec declares no maintenance, so the kit never calls maintain", self.name())
+    }
+
+    /// Begin reader `reader`'s read-only transaction, on a connection of
+    /// its own: from now until [`Adapter::end_read`] its reads must see
+    /// the state committed at this moment, whatever the writer does
+    /// meanwhile (see [`super::Readers`]). The kit calls it only for an
+    /// engine whose spec declares readers, with `reader` in
+    /// `1..=readers.max`, never for a reader already open; a crash, a
+    /// clean close or a reopen ends every reader (the handles dropped
+    /// with `Db`). Default: never called.
+    fn begin_read(&self, _db: &mut Self::Db, _reader: usize) -> Result<(), KitError> {
+        unreachable!("{}'s spec declares no readers, so the kit never begins one", self.name())
+    }
+
+    /// Read one key in reader `reader`'s open transaction.
+    fn reader_get(
+        &self,
+        _db: &mut Self::Db,
+        _reader: usize,
+        _table: usize,
+        _key: &[u8],
+    ) -> Result<Option<Vec<u8>>, KitError> {
+        unreachable!("{}'s spec declares no readers, so the kit never reads through one", self.name())
+    }
+
+    /// Read a whole table in reader `reader`'s open transaction.
+    fn reader_scan(&self, _db: &mut Self::Db, _reader: usize, _table: usize) -> Result<Rows, KitError> {
+        unreachable!("{}'s spec declares no readers, so the kit never reads through one", self.name())
+    }
+
+    /// End reader `reader`'s open transaction.
+    fn end_read(&self, _db: &mut Self::Db, _reader: usize) -> Result<(), KitError> {
+        unreachable!("{}'s spec declares no readers, so the kit never ends one", self.name())
     }
 
     /// The committed content of one table (not the open write

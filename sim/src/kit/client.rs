@@ -31,7 +31,7 @@ impl From<Previous> for Reply {
 }
 
 /// Run `op` (one of the engine's own: not `RESTART` or `CRASH`, which the
-/// kit carries out itself) on `db`.
+/// kit carries out itself, nor a reader's step, `readers.rs`) on `db`.
 pub(super) fn call<A: Adapter>(adapter: &A, db: &mut A::Db, op: &KitOp) -> Result<Reply, KitError> {
     match op {
         KitOp::Put { table, key, value } => adapter.put(db, table.index, key, value).map(Reply::from),
@@ -41,6 +41,6 @@ pub(super) fn call<A: Adapter>(adapter: &A, db: &mut A::Db, op: &KitOp) -> Resul
         KitOp::Commit { level, .. } => adapter.commit(db, *level).map(|()| Reply::Done),
         KitOp::Abort => adapter.abort(db).map(|()| Reply::Done),
         KitOp::Maintain(_) => adapter.maintain(db).map(|()| Reply::Done),
-        KitOp::Restart | KitOp::Crash => unreachable!("the kit carries out {op:?} itself"),
+        KitOp::Restart | KitOp::Crash | KitOp::Reader { .. } => unreachable!("the kit carries out {op:?} itself"),
     }
 }

@@ -29,6 +29,10 @@ pub(super) enum OpKind {
     Maintain,
     Restart,
     Crash,
+    ReaderBegin,
+    ReaderGet,
+    ReaderScan,
+    ReaderEnd,
 }
 
 impl OpKind {
@@ -44,6 +48,11 @@ impl OpKind {
         (OpKind::Restart, 2),
         (OpKind::Crash, 2),
     ];
+
+    /// A reader's steps and their weights, with more than one client:
+    /// mostly reads, so a reader often stays open across commits.
+    const READER_WEIGHTS: [(OpKind, u32); 4] =
+        [(OpKind::ReaderBegin, 3), (OpKind::ReaderGet, 8), (OpKind::ReaderScan, 2), (OpKind::ReaderEnd, 2)];
 
     /// Without writes and commits there is nothing to lose.
     fn essential(self) -> bool {
@@ -80,6 +89,9 @@ pub struct KitConfig<C> {
     pub p_crash_in_recovery: f64,
     /// Compare the whole content with the model every this many operations.
     pub audit_every: u64,
+    /// Clients: the writer, and `clients - 1` readers beside it (see
+    /// [`super::Readers`]); 1 unless the run asks for more (`--clients`).
+    pub clients: usize,
 }
 
 /// The disk faults a run asks for beyond what the adapter tolerates.
@@ -183,11 +195,30 @@ impl<C> KitConfig<C> {
             inner_crash_rate: rng.gen_range(0.0..0.05),
             audit_every: rng.gen_range(16..64),
             p_crash_in_recovery: one_of(&mut rng, &[0.0, 0.0, 0.2]),
+            clients: 1,
         };
         // Drawn last, so the draws above mean what they meant before it:
         // opens, renames, unlinks, directory fsyncs, set_len and locks fail.
         config.disk.p_meta_eio = maybe(&mut rng, 0.001, 0.02);
         config
+    }
+
+    /// Draw this seed's clients, up to `max_clients` (`--clients`), from
+    /// their own stream: a seed that draws one client (or a run without
+    /// `--clients`) keeps every draw of the rest, and its trace. With more,
+    /// the readers' steps join the workload's kinds, at their weights.
+    pub fn draw_clients(&mut self, max_clients: usize) {
+        assert!(max_clients >= 1, "at least the writer");
+        let readers = self.spec.readers.map_or(0, |readers| readers.max);
+        assert!(max_clients <= readers + 1, "--clients {max_clients}: the engine allows {readers} readers");
+        if max_clients == 1 {
+            return;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(crate::seeds::kit_clients(self.seed));
+        self.clients = rng.gen_range(1..=max_clients);
+        if self.clients > 1 {
+            self.weights.extend(OpKind::READER_WEIGHTS);
+        }
     }
 }
 

@@ -74,6 +74,7 @@ mod explore;
 #[cfg(test)]
 mod kill_rule_tests;
 mod model;
+mod readers;
 mod run;
 pub(crate) mod spec;
 mod target;
@@ -100,7 +101,8 @@ pub use adapter::{Adapter, Env, ErrorKind, KitError, Previous, RecordSpan, Rows}
 pub use config::{Harsh, KitConfig};
 pub use model::{Accepted, Model, State};
 pub use spec::{
-    DocumentedHazard, KeyKind, Level, Maintenance, NoPlant, Plant, Promise, Spec, TableSpec, Tolerances, ONE_TABLE,
+    DocumentedHazard, KeyKind, Level, Maintenance, NoPlant, Plant, Promise, Readers, Spec, TableSpec, Tolerances,
+    ONE_TABLE,
 };
 pub use target::{Kit, KitSettings};
-pub use workload::{KitOp, PlannedKitOp};
+pub use workload::{KitOp, PlannedKitOp, ReaderStep};

@@ -170,6 +170,12 @@ impl Model {
         &self.history.last().expect("the history is never empty").state
     }
 
+    /// The last committed state, shared: what a reader that begins now
+    /// must see until it ends (`readers.rs`).
+    pub(super) fn committed_shared(&self) -> Arc<State> {
+        self.history.last().expect("the history is never empty").state.clone()
+    }
+
     /// The state a read sees: the write transaction's if one is open.
     pub fn visible(&self) -> &State {
         self.working.as_ref().unwrap_or_else(|| self.committed())

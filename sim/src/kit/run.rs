@@ -38,6 +38,7 @@ use engine::vfs::Vfs;
 use super::client::{call, Reply};
 use super::config::KitConfig;
 use super::model::{diff, show_value, Accepted, Model, Pending, State};
+use super::readers::OpenReaders;
 use super::workload::{KitOp, PlannedKitOp};
 use super::{Adapter, Env, KitError, Promise};
 use crate::disk::{CrashPoint, Hazard, SimVfs};
@@ -110,6 +111,7 @@ pub(super) fn runner<'a, A: Adapter>(
         contexts: None,
         operations: Vec::new(),
         open_error: None,
+        readers: OpenReaders::default(),
     };
     Loop::new(h, w)
 }
@@ -131,17 +133,19 @@ pub(super) struct KvRun<'a, A: Adapter> {
     pub operations: Vec<RecordedOperation>,
     /// The error of the last failed open attempt.
     open_error: Option<KitError>,
+    /// The readers open beside the writer, with what each must see.
+    pub(super) readers: OpenReaders,
 }
 
 impl<A: Adapter> KvRun<'_, A> {
-    fn db(&mut self) -> &mut A::Db {
+    pub(super) fn db(&mut self) -> &mut A::Db {
         self.db.as_mut().expect("a database is open between operations")
     }
 
     /// While recording: recoveries from here on are judged by the model as
     /// it is now. `what` is formatted only then: the random mode records
     /// nothing, and pays nothing.
-    fn note_context(&mut self, h: &Harness, what: &dyn fmt::Display) {
+    pub(super) fn note_context(&mut self, h: &Harness, what: &dyn fmt::Display) {
         if let Some(contexts) = &mut self.contexts {
             let what = what.to_string();
             contexts.push(RecordedContext { first_io_index: h.vfs.io_count(), what, context: self.model.clone() });
@@ -163,6 +167,7 @@ impl<A: Adapter> KvRun<'_, A> {
             create(self.adapter, &env, replace)?;
             self.adapter.open(&env)
         });
+        self.readers.clear();
         match created {
             Ok(db) => self.db = Some(db),
             Err(e) => return Err(h.fail(Check::Open, format!("a fresh database could not be created: {e}"))),
@@ -195,7 +200,7 @@ impl<A: Adapter> KvRun<'_, A> {
     /// The end of an operation's engine call: a crash point, a fault
     /// (reopen) or an error with no fault (a failure). `Ok(Ok(value))`
     /// carries an `Ok` result for the caller to check.
-    fn conclude<T>(
+    pub(super) fn conclude<T>(
         h: &Harness,
         planned: &PlannedKitOp,
         result: Result<T, KitError>,
@@ -214,7 +219,7 @@ impl<A: Adapter> KvRun<'_, A> {
         }
     }
 
-    fn trace_reply(h: &Harness, hash: u64) {
+    pub(super) fn trace_reply(h: &Harness, hash: u64) {
         let index = h.op_index;
         h.vfs.with_trace(|t| t.push(Event::Reply { index, hash }));
     }
@@ -236,7 +241,12 @@ impl<A: Adapter> KvRun<'_, A> {
         }
         self.note_context(h, planned);
         let adapter = self.adapter;
-        let result = call(adapter, self.db(), &planned.op);
+        let result = match &planned.op {
+            KitOp::Maintain(_) => {
+                self.readers_before_maintenance().and_then(|()| call(adapter, self.db(), &planned.op))
+            }
+            op => call(adapter, self.db(), op),
+        };
         Self::trace_reply(h, result.as_ref().map_or(0, hash_debug));
         h.vfs.with_trace(|t| t.note_reply(|| crate::trace::reply_text::kit_reply(&result)));
         if let KitOp::Commit { level, .. } = &planned.op {
@@ -324,9 +334,11 @@ impl<A: Adapter> KvRun<'_, A> {
         self.model.abort();
         self.model.set_pending(Pending::PublishAll);
         self.note_context(h, planned);
-        let adapter = self.adapter;
-        let db = self.db();
-        let result = adapter.abort(db).and_then(|()| adapter.maintain(db));
+        let result = self.readers_before_maintenance().and_then(|()| {
+            let adapter = self.adapter;
+            let db = self.db();
+            adapter.abort(db).and_then(|()| adapter.maintain(db))
+        });
         if result.is_ok() {
             self.model.all_durable();
         }
@@ -345,8 +357,10 @@ impl<A: Adapter> KvRun<'_, A> {
         self.model.abort();
         self.model.set_pending(Pending::PublishAll);
         self.note_context(h, planned);
-        let db = self.db.take().expect("a database is open between operations");
-        let result = self.adapter.close(db);
+        let result = self.end_readers().and_then(|()| {
+            let db = self.db.take().expect("a database is open between operations");
+            self.adapter.close(db)
+        });
         if result.is_ok() && self.config.spec.close_makes_durable {
             self.model.all_durable();
         }
@@ -407,6 +421,7 @@ impl<A: Adapter> Workload for KvRun<'_, A> {
                 Ok(Ended::PowerLoss)
             }
             KitOp::Maintain(m) if m.makes_durable => self.maintain(h, planned),
+            KitOp::Reader { reader, step } => self.reader_op(h, planned, *reader, step),
             _ => self.engine_op(h, planned),
         }
     }
@@ -433,6 +448,7 @@ impl<A: Adapter> Workload for KvRun<'_, A> {
     }
 
     fn drop_engine(&mut self, _h: &mut Harness) {
+        self.readers.clear();
         self.db = None;
     }
 
@@ -447,6 +463,7 @@ impl<A: Adapter> Workload for KvRun<'_, A> {
         debug_assert!(self.db.is_none(), "an open attempt finds the handles dropped");
         match self.adapter.open(&env::<A>(&h.vfs, self.config, self.plant)) {
             Ok(db) => {
+                self.readers.clear();
                 self.db = Some(db);
                 Ok(true)
             }

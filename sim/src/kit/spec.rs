@@ -122,6 +122,25 @@ pub struct Maintenance {
     pub makes_durable: bool,
 }
 
+/// What the engine promises to readers beside its one writer
+/// ([`Spec::readers`]): read-only transactions on connections of their
+/// own, each seeing one committed state — the one committed when it began
+/// (snapshot isolation, as MVCC engines give) — however many commits,
+/// aborts and write transactions of the writer happen while it is open.
+/// A crash, a clean close or a reopen ends every reader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Readers {
+    /// How many readers may be open at once beside the writer (at least
+    /// 1): `--clients N` runs up to `N - 1` of them, no more than this.
+    pub max: usize,
+    /// Whether a reader may stay open across the engine's maintenance
+    /// operation. `false`: the kit ends every reader before it (redb's
+    /// `compact()` refuses to run while a read transaction is live).
+    pub across_maintenance: bool,
+    /// Where the engine documents its readers' isolation, for reports.
+    pub documented: &'static str,
+}
+
 /// Faults the engine documents that the disk does not do, left out unless
 /// a run asks for them (`--torn-garbage`, `--read-bitflips`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -249,7 +268,7 @@ pub fn plants_help<P: Plant>(lead: &str) -> String {
 /// ```
 ///
 /// The names — tables, levels, maintenance, phases — and the tolerances,
-/// records and default operation count must be the same for every
+/// records, default operation count and readers must be the same for every
 /// configuration (operation lines are read before any seed is); the
 /// promises, hazards and damage detection may depend on it. The kit
 /// asserts both.
@@ -292,6 +311,10 @@ pub struct Spec {
     pub empty_commit_makes_durable: bool,
     /// Workload operations per seed by default (200).
     pub default_ops: u64,
+    /// Readers beside the writer, if the engine has them (default none:
+    /// one client). With them, `--clients N` draws readers' read-only
+    /// transactions into the workload ([`super::Adapter::begin_read`]).
+    pub readers: Option<Readers>,
 }
 
 impl Spec {
@@ -309,6 +332,7 @@ impl Spec {
             close_makes_durable: true,
             empty_commit_makes_durable: true,
             default_ops: 200,
+            readers: None,
         }
     }
 
@@ -339,11 +363,15 @@ impl Spec {
             let twice = self.hazards[..i].iter().any(|h| h.file_suffix == hazard.file_suffix);
             assert!(!twice, "hazard suffix {:?} is declared twice", hazard.file_suffix);
         }
+        if let Some(readers) = self.readers {
+            assert!(readers.max >= 1, "a spec that declares readers allows at least one");
+            assert!(!readers.documented.is_empty(), "a spec's readers say where they are documented");
+        }
     }
 
     /// Assert that `self` (one configuration's spec) has the shape of
-    /// `reference` (the kit's): the same names, tolerances, records and
-    /// default operation count.
+    /// `reference` (the kit's): the same names, tolerances, records,
+    /// default operation count and readers.
     pub fn check_shape(&self, reference: &Spec) {
         let names = |spec: &Spec| spec.levels.iter().map(|level| level.name).collect::<Vec<_>>();
         assert_eq!(names(self), names(reference), "commit level names depend on the configuration");
@@ -356,6 +384,7 @@ impl Spec {
             "describes_records depends on the configuration"
         );
         assert_eq!(self.default_ops, reference.default_ops, "default_ops depends on the configuration");
+        assert_eq!(self.readers, reference.readers, "readers depend on the configuration");
     }
 
     /// Whether every commit level promises nothing: then the engine may
@@ -431,6 +460,12 @@ mod tests {
     #[test]
     fn a_promise_may_depend_on_the_configuration() {
         spec().check_shape(&Spec::new(vec![Level::new("sync", Promise::Nothing)]));
+    }
+
+    #[test]
+    #[should_panic(expected = "at least one")]
+    fn readers_that_allow_none_are_refused() {
+        Spec { readers: Some(Readers { max: 0, across_maintenance: true, documented: "here" }), ..spec() }.check();
     }
 
     #[test]

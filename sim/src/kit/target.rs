@@ -45,6 +45,10 @@ pub struct KitSettings {
     /// configuration, in the order given (see [`Adapter::configure_with`];
     /// add them with [`Kit::set_option`], which checks them).
     pub options: Vec<(String, String)>,
+    /// `--clients N`: each seed draws 1 to `N` clients, the writer and
+    /// readers beside it (`None`: the writer alone). Set it with
+    /// [`Kit::set_clients`], which checks the engine has the readers.
+    pub clients: Option<usize>,
 }
 
 /// An adapter and its settings: a [`Target`].
@@ -97,7 +101,23 @@ impl<A: Adapter> Kit<A> {
         // The profile draws nothing: the seed's configuration is the same
         // under every profile, only the disk's rules differ.
         config.disk.fs = *fs;
+        config.draw_clients(self.settings.clients.unwrap_or(1));
         config
+    }
+
+    /// `--clients N`: each seed draws 1 to `clients` clients, if the
+    /// engine declares readers enough ([`Spec::readers`]).
+    pub fn set_clients(&mut self, clients: usize) -> Result<(), String> {
+        let readers = self.spec.readers.map_or(0, |readers| readers.max);
+        if clients == 0 || clients > readers + 1 {
+            let name = self.adapter.name();
+            return Err(match readers {
+                0 => format!("--clients {clients}: {name} declares no readers beside its writer (Spec::readers), so it runs one client"),
+                _ => format!("--clients {clients}: {name} runs 1 to {} clients (a writer and up to {readers} readers)", readers + 1),
+            });
+        }
+        self.settings.clients = (clients > 1).then_some(clients);
+        Ok(())
     }
 
     /// Add `--set KEY=VALUE` (`option` is `KEY=VALUE`), if the adapter
@@ -172,6 +192,9 @@ impl<A: Adapter> Target for Kit<A> {
         for (key, value) in &self.settings.options {
             out.push(("set", format!("{key}={value}")));
         }
+        if let Some(clients) = self.settings.clients {
+            out.push(("clients", clients.to_string()));
+        }
         out
     }
 
@@ -186,6 +209,10 @@ impl<A: Adapter> Target for Kit<A> {
             "torn-garbage" if value == "on" => self.settings.harsh.torn_garbage = true,
             "read-bitflips" if value == "on" => self.settings.harsh.read_bitflips = true,
             "set" => self.set_option(value)?,
+            "clients" => {
+                let clients = value.parse().map_err(|_| format!("bad --clients {value:?}: a number"))?;
+                self.set_clients(clients)?;
+            }
             _ => return Err(format!("the {} target has no setting {key:?}", self.adapter.name())),
         }
         Ok(self)

@@ -12,6 +12,12 @@
 //! `RESTART` abort the open write transaction first; `CRASH` loses it
 //! with the power.
 //!
+//! With readers (`--clients N`, [`super::Readers`]), `READER r ...` lines
+//! are a read-only transaction of client `r` beside the writer: `READER r
+//! GET` and `READER r SCAN` begin one if reader `r` has none open (a crash
+//! or a restart ended it, or a shrink took its `BEGIN`), `READER r BEGIN`
+//! ends the open one first, `READER r END` with none open does nothing.
+//!
 //! Every token is printable ASCII without spaces: keys of a byte table are
 //! `k<n>`, keys of a `u64` table decimal numbers spread over the whole
 //! range, values lowercase letters and digits.
@@ -91,6 +97,34 @@ pub enum KitOp {
     Restart,
     /// Power loss between operations.
     Crash,
+    /// A step of a reader's read-only transaction, on its own connection.
+    Reader {
+        /// The reader: client `1..`, the writer being client 0.
+        reader: usize,
+        /// What it does.
+        step: ReaderStep,
+    },
+}
+
+/// What a reader does ([`KitOp::Reader`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReaderStep {
+    /// Begin a read-only transaction (ending the reader's open one first).
+    Begin,
+    /// [`Adapter::reader_get`](super::Adapter::reader_get): one key.
+    Get {
+        /// The table read.
+        table: TableRef,
+        /// The key read.
+        key: Vec<u8>,
+    },
+    /// [`Adapter::reader_scan`](super::Adapter::reader_scan): a table.
+    Scan {
+        /// The table read.
+        table: TableRef,
+    },
+    /// End the read-only transaction, if one is open.
+    End,
 }
 
 impl KitOp {
@@ -106,6 +140,10 @@ impl KitOp {
             KitOp::Maintain(m) => m.name,
             KitOp::Restart => "restart",
             KitOp::Crash => "crash",
+            KitOp::Reader { step: ReaderStep::Begin, .. } => "reader-begin",
+            KitOp::Reader { step: ReaderStep::Get { .. }, .. } => "reader-get",
+            KitOp::Reader { step: ReaderStep::Scan { .. }, .. } => "reader-scan",
+            KitOp::Reader { step: ReaderStep::End, .. } => "reader-end",
         }
     }
 
@@ -152,6 +190,15 @@ impl fmt::Display for PlannedKitOp {
             KitOp::Maintain(m) => write!(f, " {}", m.name.to_uppercase()),
             KitOp::Restart => write!(f, " RESTART"),
             KitOp::Crash => write!(f, " CRASH"),
+            KitOp::Reader { reader, step } => {
+                write!(f, " READER {reader}")?;
+                match step {
+                    ReaderStep::Begin => write!(f, " BEGIN"),
+                    ReaderStep::Get { table, key: k } => write!(f, " GET {} {}", table.spec.name, key(table, k)),
+                    ReaderStep::Scan { table } => write!(f, " SCAN {}", table.spec.name),
+                    ReaderStep::End => write!(f, " END"),
+                }
+            }
         }
     }
 }
@@ -186,6 +233,30 @@ impl<'a> Grammar<'a> {
         }
     }
 
+    /// `READER r STEP...`'s operation: `r` a client number from 1.
+    fn reader(&self, reader: &str, step: &[&str]) -> Result<KitOp, String> {
+        let reader = match reader.parse::<usize>() {
+            Ok(r) if r >= 1 => r,
+            _ => return Err(format!("bad reader {reader:?}: readers are clients 1, 2, ... (0 is the writer)")),
+        };
+        let step = match step {
+            ["BEGIN"] => ReaderStep::Begin,
+            ["GET", t, k] => {
+                let table = self.table(t)?;
+                ReaderStep::Get { table, key: Grammar::key(table, k)? }
+            }
+            ["SCAN", t] => ReaderStep::Scan { table: self.table(t)? },
+            ["END"] => ReaderStep::End,
+            _ => {
+                return Err(format!(
+                    "not a reader's step: {:?} (BEGIN, GET TABLE KEY, SCAN TABLE, END)",
+                    step.join(" ")
+                ))
+            }
+        };
+        Ok(KitOp::Reader { reader, step })
+    }
+
     /// Parse a line printed by `Display`; errors say what is wrong.
     pub fn parse(&self, line: &str) -> Result<PlannedKitOp, String> {
         let (index, crash, rest) = parse_head(line, Marks::Named(self.phases))?;
@@ -213,6 +284,7 @@ impl<'a> Grammar<'a> {
             ["ABORT"] => KitOp::Abort,
             ["RESTART"] => KitOp::Restart,
             ["CRASH"] => KitOp::Crash,
+            ["READER", reader, step @ ..] => self.reader(reader, step)?,
             [word] if self.maintenance.is_some_and(|m| m.name.to_uppercase() == *word) => {
                 KitOp::Maintain(self.maintenance.expect("checked above"))
             }
@@ -273,7 +345,25 @@ impl<C> Generator<'_, C> {
             OpKind::Maintain => KitOp::Maintain(self.maintenance.expect("weighted only if the engine has one")),
             OpKind::Restart => KitOp::Restart,
             OpKind::Crash => KitOp::Crash,
+            OpKind::ReaderBegin | OpKind::ReaderGet | OpKind::ReaderScan | OpKind::ReaderEnd => self.reader_op(kind),
         }
+    }
+
+    /// A reader's step: the reader drawn among the seed's clients.
+    fn reader_op(&mut self, kind: OpKind) -> KitOp {
+        debug_assert!(self.config.clients > 1, "readers are drawn only beside the writer");
+        let reader = self.rng.gen_range(1..self.config.clients);
+        let step = match kind {
+            OpKind::ReaderBegin => ReaderStep::Begin,
+            OpKind::ReaderGet => {
+                let table = self.table();
+                ReaderStep::Get { table, key: self.key(table) }
+            }
+            OpKind::ReaderScan => ReaderStep::Scan { table: self.table() },
+            OpKind::ReaderEnd => ReaderStep::End,
+            _ => unreachable!("{kind:?} is not a reader's step"),
+        };
+        KitOp::Reader { reader, step }
     }
 
     /// Maybe aim a crash inside `op`: half the time at one of the
@@ -317,4 +407,26 @@ pub(super) fn generate<C>(config: &KitConfig<C>) -> Vec<PlannedKitOp> {
         ops.push(PlannedKitOp { index, op, crash });
     }
     ops
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kit::Promise;
+
+    /// A reader's lines print and parse back; a bad one says what is wrong.
+    #[test]
+    fn reader_lines_read_back_and_bad_ones_say_why() {
+        let spec = Spec::new(vec![Level::new("sync", Promise::Durable)]);
+        let grammar = Grammar::of(&spec);
+        for line in ["3 READER 1 BEGIN", "4 READER 2 GET t0 k7", "5 READER 1 SCAN t0", "6 READER 3 END"] {
+            let planned = grammar.parse(line).unwrap();
+            assert!(matches!(planned.op, KitOp::Reader { .. }), "{line}");
+            assert_eq!(planned.to_string(), line);
+        }
+        assert!(grammar.parse("1 READER 0 BEGIN").unwrap_err().contains("0 is the writer"));
+        assert!(grammar.parse("1 READER x BEGIN").unwrap_err().contains("bad reader"));
+        assert!(grammar.parse("1 READER 1 PUT t0 k v").unwrap_err().contains("not a reader's step"));
+        assert!(grammar.parse("1 READER 1 GET t9 k").unwrap_err().contains("unknown table"));
+    }
 }

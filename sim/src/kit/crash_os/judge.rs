@@ -88,7 +88,7 @@ impl<'a, A: Adapter> Judge<'a, A> {
                 expect_done(planned, answer)
             }
             KitOp::Restart => self.restart_acknowledged(planned, answer),
-            KitOp::Crash => unreachable!("crash-os skips CRASH (workload.rs)"),
+            KitOp::Crash | KitOp::Reader { .. } => unreachable!("crash-os skips {} (workload.rs)", planned.op.tag()),
         }
     }
 

@@ -7,6 +7,10 @@
 //!   commits as not persisted until a later durable one, so it is
 //!   [`Promise::Volatile`];
 //! - `compact()` as maintenance (its first commit publishes everything);
+//! - readers beside the writer (`--clients N`): each a `ReadTransaction`,
+//!   which redb documents as a snapshot of what was committed before it
+//!   began; every reader ends before `compact()`, which refuses to run
+//!   while one is live;
 //! - per seed, the page cache size and whether every open checks
 //!   integrity: only then does redb promise to report altered bytes, so
 //!   only then does the disk damage durable ones;
@@ -17,16 +21,19 @@
 //! one durable commit, fault-free: redb's `FileBackend` does not sync the
 //! directory either, so creating the file is the application's job.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use engine::vfs::OpenMode;
 use rand::{Rng, RngCore};
-use redb::{Builder, Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction};
+use redb::{
+    Builder, Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
+};
 
 use super::backend::{Plant as Planted, VfsBackend};
 use crate::kit::{
-    Adapter, Env, ErrorKind, KeyKind, KitError, Level, Maintenance, Plant, Previous, Promise, Rows, Spec, TableSpec,
-    Tolerances,
+    Adapter, Env, ErrorKind, KeyKind, KitError, Level, Maintenance, Plant, Previous, Promise, Readers, Rows, Spec,
+    TableSpec, Tolerances,
 };
 
 const T0: TableDefinition<u64, &[u8]> = TableDefinition::new("t0");
@@ -43,12 +50,13 @@ const LEVELS: &[Level] = &[
 ];
 
 impl Plant for Planted {
-    const ALL: &'static [Planted] = &[Planted::NoSync, Planted::LateWrite];
+    const ALL: &'static [Planted] = &[Planted::NoSync, Planted::LateWrite, Planted::ReaderUnpinned];
 
     fn name(self) -> &'static str {
         match self {
             Planted::NoSync => "redb-no-sync",
             Planted::LateWrite => "redb-late-write",
+            Planted::ReaderUnpinned => "redb-reader-unpinned",
         }
     }
 
@@ -56,6 +64,9 @@ impl Plant for Planted {
         match self {
             Planted::NoSync => "sync_data returns Ok and syncs nothing",
             Planted::LateWrite => "the last write before each sync lands after it",
+            Planted::ReaderUnpinned => {
+                "(in the adapter) each read of a reader takes a read transaction of its own: read committed, not its snapshot (needs --clients)"
+            }
         }
     }
 }
@@ -90,11 +101,16 @@ pub struct RedbConfig {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RedbAdapter;
 
-/// An open redb and its open write transaction.
+/// An open redb, its open write transaction and its readers' read
+/// transactions.
 pub struct RedbDb {
     txn: Option<WriteTransaction>,
+    /// Each open reader's transaction, by client number.
+    readers: BTreeMap<usize, ReadTransaction>,
     /// `Some` until dropped or closed.
     db: Option<Database>,
+    /// `--plant redb-reader-unpinned`.
+    unpinned: bool,
 }
 
 /// redb's `WriteTransaction` and `Database` may each panic in `Drop` when
@@ -104,10 +120,11 @@ pub struct RedbDb {
 impl Drop for RedbDb {
     fn drop(&mut self) {
         use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-        let (txn, db) = (self.txn.take(), self.db.take());
+        let (txn, readers, db) = (self.txn.take(), std::mem::take(&mut self.readers), self.db.take());
         let first = catch_unwind(AssertUnwindSafe(|| drop(txn)));
+        let readers = catch_unwind(AssertUnwindSafe(|| drop(readers)));
         let second = catch_unwind(AssertUnwindSafe(|| drop(db)));
-        if let Err(panic) = first.and(second) {
+        if let Err(panic) = first.and(readers).and(second) {
             if !std::thread::panicking() {
                 resume_unwind(panic);
             }
@@ -213,6 +230,28 @@ impl RedbDb {
         }
     }
 
+    /// Read one key in reader `reader`'s transaction (under
+    /// `redb-reader-unpinned`, in a fresh one).
+    fn reader_get(&self, reader: usize, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, redb::Error> {
+        let fresh;
+        let t = match self.unpinned {
+            true => {
+                fresh = self.db().begin_read()?;
+                &fresh
+            }
+            false => self.readers.get(&reader).expect("the kit reads only through an open reader"),
+        };
+        Ok(on_table!(table, key, |def, k| value(t.open_table(def)?.get(k)?)))
+    }
+
+    /// A whole table, read as [`RedbDb::reader_get`] reads.
+    fn reader_scan(&self, reader: usize, table: usize) -> Result<Rows, redb::Error> {
+        match self.unpinned {
+            true => table_rows!(self.db().begin_read()?, table),
+            false => table_rows!(self.readers.get(&reader).expect("the kit reads only through an open reader"), table),
+        }
+    }
+
     fn commit(&mut self, level: usize) -> Result<(), redb::Error> {
         self.txn()?;
         let mut txn = self.txn.take().expect("begun above");
@@ -245,6 +284,14 @@ impl Adapter for RedbAdapter {
             maintenance: Some(Maintenance { name: "compact", makes_durable: true }),
             tolerates: Tolerances { torn_garbage: false, read_bitflips: false },
             detects_damage: config.check_integrity_on_open,
+            readers: Some(Readers {
+                max: 4,
+                across_maintenance: false,
+                documented: "redb docs/design.md ('a single writer and multiple concurrent readers ... MVCC'); \
+                    ReadableDatabase::begin_read ('Captures a snapshot of the database, so that only data committed \
+                    before calling this method is visible'); Database::compact returns TransactionInProgress while \
+                    a read transaction is live",
+            }),
             ..Spec::new(LEVELS.to_vec())
         }
     }
@@ -261,7 +308,8 @@ impl Adapter for RedbAdapter {
     }
 
     fn open(&self, env: &Env<'_, Self>) -> Result<RedbDb, KitError> {
-        Ok(RedbDb { txn: None, db: Some(open_db(env)?) })
+        let unpinned = env.plant == Some(Planted::ReaderUnpinned);
+        Ok(RedbDb { txn: None, readers: BTreeMap::new(), db: Some(open_db(env)?), unpinned })
     }
 
     fn put(&self, db: &mut RedbDb, table: usize, key: &[u8], value: &[u8]) -> Result<Previous, KitError> {
@@ -288,6 +336,32 @@ impl Adapter for RedbAdapter {
         db.txn.take().map_or(Ok(()), |txn| txn.abort().map_err(kit_error))
     }
 
+    fn begin_read(&self, db: &mut RedbDb, reader: usize) -> Result<(), KitError> {
+        let txn = db.db().begin_read().map_err(kit_error)?;
+        let before = db.readers.insert(reader, txn);
+        debug_assert!(before.is_none(), "the kit begins a reader only when it has none open");
+        Ok(())
+    }
+
+    fn reader_get(
+        &self,
+        db: &mut RedbDb,
+        reader: usize,
+        table: usize,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, KitError> {
+        db.reader_get(reader, table, key).map_err(kit_error)
+    }
+
+    fn reader_scan(&self, db: &mut RedbDb, reader: usize, table: usize) -> Result<Rows, KitError> {
+        db.reader_scan(reader, table).map_err(kit_error)
+    }
+
+    fn end_read(&self, db: &mut RedbDb, reader: usize) -> Result<(), KitError> {
+        let txn = db.readers.remove(&reader).expect("the kit ends only an open reader");
+        txn.close().map_err(kit_error)
+    }
+
     fn maintain(&self, db: &mut RedbDb) -> Result<(), KitError> {
         db.db.as_mut().expect("open").compact().map(drop).map_err(kit_error)
     }
@@ -303,6 +377,7 @@ impl Adapter for RedbAdapter {
     }
 
     fn close(&self, mut db: RedbDb) -> Result<(), KitError> {
+        debug_assert!(db.readers.is_empty(), "the kit ends every reader before a clean close");
         if let Some(txn) = db.txn.take() {
             txn.abort().map_err(kit_error)?;
         }

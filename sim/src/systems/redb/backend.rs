@@ -26,7 +26,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use engine::vfs::{read_exact_at, VfsFile};
 use redb::StorageBackend;
 
-/// A bug planted under redb (`--plant redb-no-sync`, `redb-late-write`).
+/// A bug planted under redb (`--plant redb-no-sync`, `redb-late-write`),
+/// or in the application's use of it (`redb-reader-unpinned`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Plant {
     /// `sync_data` returns `Ok` and syncs nothing: every commit redb calls
@@ -38,6 +39,15 @@ pub enum Plant {
     /// commit, that is a header write). Reads see held writes, as a page
     /// cache would.
     LateWrite,
+    /// Not in the backend: the adapter serves each read of a reader from a
+    /// read transaction of its own, begun for that read, instead of the one
+    /// the reader began — read committed, not a snapshot: the mistake of an
+    /// application (or a connection pool) that takes a transaction per
+    /// query. redb's MVCC lives above the backend (readers pin a root in
+    /// memory; a freed page is reused only after every reader that could
+    /// reference it ended), so no page a backend could serve wrongly breaks
+    /// a reader alone: the writer reads the same pages.
+    ReaderUnpinned,
 }
 
 /// A write a [`Plant::LateWrite`] backend holds back.
@@ -144,7 +154,7 @@ impl StorageBackend for VfsBackend {
                 inner.file()?.sync()?;
                 inner.release_held()
             }
-            None => inner.file()?.sync(),
+            Some(Plant::ReaderUnpinned) | None => inner.file()?.sync(),
         }
     }
 

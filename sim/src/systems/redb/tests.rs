@@ -190,3 +190,63 @@ fn kills_inside_operations_happen_and_redb_survives_them() {
     }
     assert!(kills > 0, "no kill inside an operation in 40 seeds");
 }
+
+fn with_clients(mut target: Kit<RedbAdapter>, clients: usize) -> Kit<RedbAdapter> {
+    target.set_clients(clients).expect("redb declares readers");
+    target
+}
+
+/// Readers beside the writer (`--clients 3`): seeds that draw them run
+/// clean and replay bit for bit; a seed that draws one client runs the
+/// very workload it runs without `--clients`.
+#[test]
+fn readers_run_clean_beside_the_writer() {
+    use crate::kit::KitOp;
+    let readers = with_clients(redb(KitSettings { ops: Some(80), ..KitSettings::default() }), 3);
+    let plain = redb(KitSettings { ops: Some(80), ..KitSettings::default() });
+    let (mut several, mut one) = (0, 0);
+    for seed in 0..12 {
+        let ops = readers.generate(seed);
+        if readers.config(seed, None).clients == 1 {
+            assert_eq!(ops, plain.generate(seed), "seed {seed}: one client, the same workload");
+            one += 1;
+        } else {
+            assert!(ops.iter().any(|p| matches!(p.op, KitOp::Reader { .. })), "seed {seed}: no reader drawn");
+            several += 1;
+        }
+    }
+    assert!(several > 0 && one > 0, "12 seeds drew {several} with readers, {one} without");
+    assert_seeds_pass_and_replay(&readers, 0..6);
+    let seed = (0..12).find(|&seed| readers.config(seed, None).clients > 1).expect("counted above");
+    let ops = readers.generate(seed);
+    let (back, _, parsed) = parse_ops_file(redb(KitSettings::default()), &ops_file(&readers, seed, &ops, "")).unwrap();
+    assert_eq!((back.settings.clients, parsed), (Some(3), ops), "READER lines print and parse back");
+}
+
+/// `--plant redb-reader-unpinned` (each read in a fresh read transaction)
+/// fails check `isolation` within a few seeds; its failure names the
+/// reader and the operation it began at; and its `.ops` file keeps
+/// `clients`.
+#[test]
+fn an_unpinned_reader_is_caught_as_an_isolation_failure() {
+    let target = with_clients(planted("redb-reader-unpinned"), 3);
+    let failure =
+        (0..40).find_map(|seed| target.run(seed, &target.generate(seed), false).failure).expect("caught in 40 seeds");
+    assert_eq!(failure.check, crate::failure::Check::Isolation, "{}", failure.detail);
+    assert!(failure.detail.contains("began at op #"), "{}", failure.detail);
+    assert!(failure.repro.contains("--clients 3"), "{}", failure.repro);
+    let text = ops_file(&target, failure.seed, &target.generate(failure.seed), "a test");
+    assert!(text.contains("\nclients 3\n"), "{text}");
+    let (back, _, _) = parse_ops_file(redb(KitSettings::default()), &text).unwrap();
+    assert_eq!(back.settings.clients, Some(3));
+}
+
+/// `--clients` asks for more readers than redb declares: refused, saying
+/// how many it runs.
+#[test]
+fn too_many_clients_are_refused() {
+    let mut target = redb(KitSettings::default());
+    let err = target.set_clients(6).unwrap_err();
+    assert!(err.contains("runs 1 to 5 clients"), "{err}");
+    assert!(target.set_clients(0).is_err());
+}

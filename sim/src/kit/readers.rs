@@ -1,0 +1,254 @@
+//! The kit's readers: read-only transactions of clients beside the one
+//! writer (`READER r ...` operations, for an engine whose spec declares
+//! [`Readers`](super::Readers)), each with the committed state it must
+//! see, and the check of what it read.
+//!
+//! One seed runs on one thread, so the schedule is the workload's order
+//! and every operation has completed before the next is invoked. A reader
+//! that begins between two operations must therefore see exactly the
+//! state committed then — the last commit acknowledged before it began:
+//! no later commit, no write of the writer's open transaction, no earlier
+//! state — and the same state at every read until it ends, whatever the
+//! writer writes, commits or aborts meanwhile (snapshot isolation, the
+//! promise of MVCC engines). No commit is ever in flight when a reader
+//! begins: a commit that failed ends with a reopen, and a reopen, a crash
+//! or a clean close ends every reader (the kit forgets them; the adapter
+//! drops their handles with the database's).
+//!
+//! Elle and Jepsen check the same rule from a concurrent history; here the
+//! history is sequential by construction, so the check is exact: one
+//! state, known, per reader.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::client::Reply;
+use super::model::{diff, show_value, Model, State};
+use super::run::KvRun;
+use super::workload::{PlannedKitOp, ReaderStep};
+use super::{Adapter, KitError, Rows};
+use crate::failure::Check;
+use crate::harness::{Ended, Harness, Step};
+use crate::trace::hash_debug;
+
+/// What an open reader must see.
+#[derive(Clone, Debug)]
+struct Snapshot {
+    /// The state committed when it began.
+    state: Arc<State>,
+    /// The operation that began it (an explicit `BEGIN`, or a read that
+    /// found the reader closed).
+    begun_at_op: u64,
+}
+
+/// The readers open now, by client number.
+#[derive(Clone, Debug, Default)]
+pub(super) struct OpenReaders {
+    open: BTreeMap<usize, Snapshot>,
+}
+
+impl OpenReaders {
+    /// Whether reader `reader` has a read-only transaction open.
+    pub fn is_open(&self, reader: usize) -> bool {
+        self.open.contains_key(&reader)
+    }
+
+    /// Reader `reader` began, at operation `op_index`, seeing what
+    /// `model` has committed.
+    pub fn begun(&mut self, reader: usize, model: &Model, op_index: u64) {
+        let snapshot = Snapshot { state: model.committed_shared(), begun_at_op: op_index };
+        let before = self.open.insert(reader, snapshot);
+        debug_assert!(before.is_none(), "reader {reader} begins only when none of its own is open");
+    }
+
+    /// Reader `reader` ended (or is about to be ended).
+    pub fn ended(&mut self, reader: usize) {
+        let was = self.open.remove(&reader);
+        debug_assert!(was.is_some(), "reader {reader} ends only when open");
+    }
+
+    /// Every open reader, lowest first.
+    pub fn all(&self) -> Vec<usize> {
+        self.open.keys().copied().collect()
+    }
+
+    /// A crash, a close or a reopen ended them all.
+    pub fn clear(&mut self) {
+        self.open.clear();
+    }
+
+    fn snapshot(&self, reader: usize) -> &Snapshot {
+        self.open.get(&reader).expect("a reader that read successfully is open")
+    }
+
+    /// Hold a reader's read of `key` in `table` to its snapshot; `Err` says
+    /// what it saw instead, and where that came from.
+    pub fn check_get(
+        &self,
+        reader: usize,
+        table: usize,
+        key: &[u8],
+        got: Option<&Vec<u8>>,
+        model: &Model,
+    ) -> Result<(), String> {
+        let snapshot = self.snapshot(reader);
+        let want = snapshot.state.tables[table].get(key);
+        if got == want {
+            return Ok(());
+        }
+        let source = if got == model.committed().tables[table].get(key) {
+            "what a commit after the reader began holds"
+        } else if model.in_transaction() && got == model.visible().tables[table].get(key) {
+            "what the writer's open transaction holds, uncommitted"
+        } else {
+            "no state committed since it began"
+        };
+        Err(format!(
+            "reader {reader} began at op #{}: it must see the state committed then\n    expected {}\n    got      {} ({source})",
+            snapshot.begun_at_op,
+            show_value(want),
+            show_value(got),
+        ))
+    }
+
+    /// Hold a reader's scan of `table` to its snapshot.
+    pub fn check_scan(&self, reader: usize, table: usize, got: &Rows) -> Result<(), String> {
+        let snapshot = self.snapshot(reader);
+        let want = &snapshot.state.tables[table];
+        if got == want {
+            return Ok(());
+        }
+        let tables = snapshot.state.tables.len();
+        let (mut expected, mut seen) = (State::empty(tables), State::empty(tables));
+        expected.tables[table] = want.clone();
+        seen.tables[table] = got.clone();
+        Err(format!(
+            "reader {reader} began at op #{}: its scan differs from the state committed then:\n{}",
+            snapshot.begun_at_op,
+            diff(&expected, &seen)
+        ))
+    }
+}
+
+impl<A: Adapter> KvRun<'_, A> {
+    /// A reader's step (`READER r ...`), its reply held to the reader's
+    /// snapshot (a mismatch fails check `isolation`).
+    pub(super) fn reader_op(
+        &mut self,
+        h: &mut Harness,
+        planned: &PlannedKitOp,
+        reader: usize,
+        step: &ReaderStep,
+    ) -> Step<Ended> {
+        assert!(reader < self.config.clients.max(2), "{planned}: reader {reader} of {} clients", self.config.clients);
+        self.note_context(h, planned);
+        let result = self.reader_call(h.op_index, reader, step);
+        Self::trace_reply(h, result.as_ref().map_or(0, hash_debug));
+        h.vfs.with_trace(|t| t.note_reply(|| crate::trace::reply_text::kit_reply(&result)));
+        match Self::conclude(h, planned, result)? {
+            Ok(reply) => self.check_reader_reply(h, planned, reader, step, reply).map(|()| Ended::Done),
+            Err(ended) => Ok(ended),
+        }
+    }
+
+    /// Carry out `step` for `reader`: a `BEGIN` ends the reader's open
+    /// transaction first, a read begins one if none is open, an `END` ends
+    /// the open one (none open: nothing to do).
+    fn reader_call(&mut self, op_index: u64, reader: usize, step: &ReaderStep) -> Result<Reply, KitError> {
+        let adapter = self.adapter;
+        let open = self.readers.is_open(reader);
+        if open && matches!(step, ReaderStep::Begin | ReaderStep::End) {
+            self.readers.ended(reader);
+            adapter.end_read(self.db(), reader)?;
+        }
+        if matches!(step, ReaderStep::End) {
+            return Ok(Reply::Done);
+        }
+        if !self.readers.is_open(reader) {
+            adapter.begin_read(self.db(), reader)?;
+            self.readers.begun(reader, &self.model, op_index);
+        }
+        match step {
+            ReaderStep::Get { table, key } => adapter.reader_get(self.db(), reader, table.index, key).map(Reply::Value),
+            ReaderStep::Scan { table } => adapter.reader_scan(self.db(), reader, table.index).map(Reply::Rows),
+            ReaderStep::Begin | ReaderStep::End => Ok(Reply::Done),
+        }
+    }
+
+    fn check_reader_reply(
+        &self,
+        h: &Harness,
+        planned: &PlannedKitOp,
+        reader: usize,
+        step: &ReaderStep,
+        reply: Reply,
+    ) -> Step {
+        let verdict = match (step, &reply) {
+            (ReaderStep::Get { table, key }, Reply::Value(got)) => {
+                self.readers.check_get(reader, table.index, key, got.as_ref(), &self.model)
+            }
+            (ReaderStep::Scan { table }, Reply::Rows(got)) => self.readers.check_scan(reader, table.index, got),
+            (ReaderStep::Begin | ReaderStep::End, Reply::Done) => Ok(()),
+            _ => return Err(h.fail(Check::Reply, format!("{planned}: the adapter answered {reply:?}"))),
+        };
+        verdict.map_err(|detail| h.fail(Check::Isolation, format!("{planned}: {detail}")))
+    }
+
+    /// End every open reader (before a clean close: the application ends
+    /// its transactions before it closes the database).
+    pub(super) fn end_readers(&mut self) -> Result<(), KitError> {
+        for reader in self.readers.all() {
+            self.readers.ended(reader);
+            let adapter = self.adapter;
+            adapter.end_read(self.db(), reader)?;
+        }
+        Ok(())
+    }
+
+    /// End every open reader before the engine's maintenance, unless the
+    /// engine keeps readers across it ([`super::Readers::across_maintenance`]).
+    pub(super) fn readers_before_maintenance(&mut self) -> Result<(), KitError> {
+        match self.config.spec.readers {
+            Some(readers) if !readers.across_maintenance => self.end_readers(),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kit::Promise;
+
+    fn model_with(key: &[u8], value: &[u8]) -> Model {
+        let mut model = Model::new(1);
+        model.put(0, key, value);
+        model.commit(Promise::Durable);
+        model
+    }
+
+    /// A reader keeps the state it began on: a later commit and the
+    /// writer's open transaction are both refused, each named.
+    #[test]
+    fn a_reader_sees_only_the_state_committed_when_it_began() {
+        let mut model = model_with(b"k", b"old");
+        let mut readers = OpenReaders::default();
+        readers.begun(1, &model, 7);
+        model.put(0, b"k", b"new");
+        assert!(model.in_transaction());
+        let uncommitted = readers.check_get(1, 0, b"k", Some(&b"new".to_vec()), &model).unwrap_err();
+        assert!(uncommitted.contains("began at op #7") && uncommitted.contains("uncommitted"), "{uncommitted}");
+        model.commit(Promise::Durable);
+        let later = readers.check_get(1, 0, b"k", Some(&b"new".to_vec()), &model).unwrap_err();
+        assert!(later.contains("a commit after the reader began"), "{later}");
+        assert_eq!(readers.check_get(1, 0, b"k", Some(&b"old".to_vec()), &model), Ok(()));
+        let rows = model.committed().tables[0].clone();
+        assert!(readers.check_scan(1, 0, &rows).is_err(), "the scan sees the later commit");
+        readers.ended(1);
+        readers.begun(1, &model, 9);
+        assert_eq!(readers.check_scan(1, 0, &rows), Ok(()));
+        assert_eq!(readers.all(), vec![1]);
+        readers.clear();
+        assert!(!readers.is_open(1));
+    }
+}

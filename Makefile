@@ -120,7 +120,7 @@ RSEEDS ?= 0..2000
 # a sweep, a determinism sample, the planted unpinned reader caught by the
 # random mode and by explore.
 RCSEEDS ?= 0..500
-RCEXPLORE ?= 0
+RCEXPLORE ?= 1
 redb:
 	$(SIM) --target redb --seeds $(RSEEDS) --jobs $(JOBS)
 	out=$$($(SIM) --target redb --seeds 110..116 --plant redb-late-write --isolate 2>&1); test $$? -eq 1 && echo "$$out" | grep -q "^6 seeds," && echo "$$out" | grep -q "^seed 114 failed check 'died':" || { echo "redb: --isolate did not finish the sweep with seed 114 reported as died (REDB.md, finding 3)"; exit 1; }

@@ -56,7 +56,9 @@
 //! Tables of byte keys to byte values ([`TableSpec`]); one write
 //! transaction at a time, begun implicitly by the first operation that
 //! needs it; reads see the open write transaction's own writes, and the
-//! committed state when none is open. After a power loss (or a reopen
+//! committed state when none is open; with `--clients N`, readers beside
+//! the writer (an engine whose [`Spec::readers`] says it has them) each
+//! see the one state committed when they began. After a power loss (or a reopen
 //! after an I/O error) the content must be a state the declared promises
 //! allow (see [`Promise`]): never a mix of two commits, never a state no
 //! commit had. A refusal to open is accepted only after damage the disk

@@ -76,6 +76,7 @@ mod explore;
 #[cfg(test)]
 mod kill_rule_tests;
 mod model;
+mod reader_ops;
 mod readers;
 mod run;
 pub(crate) mod spec;

@@ -1,0 +1,99 @@
+//! A reader's steps on the run loop (`READER r BEGIN|GET|SCAN|END`): the
+//! kit's key-value workload ([`KvRun`]) carries each out on the adapter —
+//! a read with no transaction open begins one, a `BEGIN` ends the open
+//! one first — and holds what it read to the reader's snapshot
+//! (`readers.rs`, which owns the rule). Readers end before a clean close
+//! and, where the engine says so, before its maintenance.
+
+use super::client::Reply;
+use super::run::KvRun;
+use super::workload::{PlannedKitOp, ReaderStep};
+use super::{Adapter, KitError};
+use crate::failure::Check;
+use crate::harness::{Ended, Harness, Step};
+use crate::trace::hash_debug;
+
+impl<A: Adapter> KvRun<'_, A> {
+    /// A reader's step (`READER r ...`), its reply held to the reader's
+    /// snapshot (a mismatch fails check `isolation`).
+    pub(super) fn reader_op(
+        &mut self,
+        h: &mut Harness,
+        planned: &PlannedKitOp,
+        reader: usize,
+        step: &ReaderStep,
+    ) -> Step<Ended> {
+        assert!(reader < self.config.clients.max(2), "{planned}: reader {reader} of {} clients", self.config.clients);
+        self.note_context(h, planned);
+        let result = self.reader_call(h.op_index, reader, step);
+        Self::trace_reply(h, result.as_ref().map_or(0, hash_debug));
+        h.vfs.with_trace(|t| t.note_reply(|| crate::trace::reply_text::kit_reply(&result)));
+        match Self::conclude(h, planned, result)? {
+            Ok(reply) => self.check_reader_reply(h, planned, reader, step, reply).map(|()| Ended::Done),
+            Err(ended) => Ok(ended),
+        }
+    }
+
+    /// Carry out `step` for `reader`: a `BEGIN` ends the reader's open
+    /// transaction first, a read begins one if none is open, an `END` ends
+    /// the open one (none open: nothing to do).
+    fn reader_call(&mut self, op_index: u64, reader: usize, step: &ReaderStep) -> Result<Reply, KitError> {
+        let adapter = self.adapter;
+        let open = self.readers.is_open(reader);
+        if open && matches!(step, ReaderStep::Begin | ReaderStep::End) {
+            self.readers.ended(reader);
+            adapter.end_read(self.db(), reader)?;
+        }
+        if matches!(step, ReaderStep::End) {
+            return Ok(Reply::Done);
+        }
+        if !self.readers.is_open(reader) {
+            adapter.begin_read(self.db(), reader)?;
+            self.readers.begun(reader, &self.model, op_index);
+        }
+        match step {
+            ReaderStep::Get { table, key } => adapter.reader_get(self.db(), reader, table.index, key).map(Reply::Value),
+            ReaderStep::Scan { table } => adapter.reader_scan(self.db(), reader, table.index).map(Reply::Rows),
+            ReaderStep::Begin | ReaderStep::End => Ok(Reply::Done),
+        }
+    }
+
+    fn check_reader_reply(
+        &self,
+        h: &Harness,
+        planned: &PlannedKitOp,
+        reader: usize,
+        step: &ReaderStep,
+        reply: Reply,
+    ) -> Step {
+        let verdict = match (step, &reply) {
+            (ReaderStep::Get { table, key }, Reply::Value(got)) => {
+                self.readers.check_get(reader, table.index, key, got.as_ref(), &self.model)
+            }
+            (ReaderStep::Scan { table }, Reply::Rows(got)) => self.readers.check_scan(reader, table.index, got),
+            (ReaderStep::Begin | ReaderStep::End, Reply::Done) => Ok(()),
+            _ => return Err(h.fail(Check::Reply, format!("{planned}: the adapter answered {reply:?}"))),
+        };
+        verdict.map_err(|detail| h.fail(Check::Isolation, format!("{planned}: {detail}")))
+    }
+
+    /// End every open reader (before a clean close: the application ends
+    /// its transactions before it closes the database).
+    pub(super) fn end_readers(&mut self) -> Result<(), KitError> {
+        for reader in self.readers.all() {
+            self.readers.ended(reader);
+            let adapter = self.adapter;
+            adapter.end_read(self.db(), reader)?;
+        }
+        Ok(())
+    }
+
+    /// End every open reader before the engine's maintenance, unless the
+    /// engine keeps readers across it ([`super::Readers::across_maintenance`]).
+    pub(super) fn readers_before_maintenance(&mut self) -> Result<(), KitError> {
+        match self.config.spec.readers {
+            Some(readers) if !readers.across_maintenance => self.end_readers(),
+            _ => Ok(()),
+        }
+    }
+}

@@ -34,6 +34,22 @@ struct Snapshot {
     /// The operation that began it (an explicit `BEGIN`, or a read that
     /// found the reader closed).
     begun_at_op: u64,
+    /// The writer's commits that changed the content since it began: the
+    /// history a failure shows.
+    commits_since: Vec<u64>,
+}
+
+impl Snapshot {
+    /// Where the reader began and what the writer committed since, for a
+    /// failure.
+    fn history(&self, reader: usize) -> String {
+        let commits: Vec<String> = self.commits_since.iter().map(|op| format!("#{op}")).collect();
+        let since = match commits.is_empty() {
+            true => "the writer committed no change since".to_string(),
+            false => format!("the writer committed changes since, at op {}", commits.join(", ")),
+        };
+        format!("reader {reader} began at op #{}, and {since}", self.begun_at_op)
+    }
 }
 
 /// The readers open now, by client number.
@@ -51,7 +67,7 @@ impl OpenReaders {
     /// Reader `reader` began, at operation `op_index`, seeing what
     /// `model` has committed.
     pub fn begun(&mut self, reader: usize, model: &Model, op_index: u64) {
-        let snapshot = Snapshot { state: model.committed_shared(), begun_at_op: op_index };
+        let snapshot = Snapshot { state: model.committed_shared(), begun_at_op: op_index, commits_since: Vec::new() };
         let before = self.open.insert(reader, snapshot);
         debug_assert!(before.is_none(), "reader {reader} begins only when none of its own is open");
     }
@@ -60,6 +76,14 @@ impl OpenReaders {
     pub fn ended(&mut self, reader: usize) {
         let was = self.open.remove(&reader);
         debug_assert!(was.is_some(), "reader {reader} ends only when open");
+    }
+
+    /// The writer's commit at operation `op_index` changed the content:
+    /// every open reader must go on seeing what it saw.
+    pub fn writer_committed(&mut self, op_index: u64) {
+        for snapshot in self.open.values_mut() {
+            snapshot.commits_since.push(op_index);
+        }
     }
 
     /// Every open reader, lowest first.
@@ -99,8 +123,8 @@ impl OpenReaders {
             "no state committed since it began"
         };
         Err(format!(
-            "reader {reader} began at op #{}: it must see the state committed then\n    expected {}\n    got      {} ({source})",
-            snapshot.begun_at_op,
+            "{}: it must see the state committed when it began\n    expected {}\n    got      {} ({source})",
+            snapshot.history(reader),
             show_value(want),
             show_value(got),
         ))
@@ -118,8 +142,8 @@ impl OpenReaders {
         expected.tables[table] = want.clone();
         seen.tables[table] = got.clone();
         Err(format!(
-            "reader {reader} began at op #{}: its scan differs from the state committed then:\n{}",
-            snapshot.begun_at_op,
+            "{}: its scan differs from the state committed when it began:\n{}",
+            snapshot.history(reader),
             diff(&expected, &seen)
         ))
     }
@@ -148,9 +172,12 @@ mod tests {
         assert!(model.in_transaction());
         let uncommitted = readers.check_get(1, 0, b"k", Some(&b"new".to_vec()), &model).unwrap_err();
         assert!(uncommitted.contains("began at op #7") && uncommitted.contains("uncommitted"), "{uncommitted}");
+        assert!(uncommitted.contains("committed no change since"), "{uncommitted}");
         model.commit(Promise::Durable);
+        readers.writer_committed(8);
         let later = readers.check_get(1, 0, b"k", Some(&b"new".to_vec()), &model).unwrap_err();
         assert!(later.contains("a commit after the reader began"), "{later}");
+        assert!(later.contains("committed changes since, at op #8"), "{later}");
         assert_eq!(readers.check_get(1, 0, b"k", Some(&b"old".to_vec()), &model), Ok(()));
         let rows = model.committed().tables[0].clone();
         assert!(readers.check_scan(1, 0, &rows).is_err(), "the scan sees the later commit");

@@ -266,7 +266,11 @@ impl<A: Adapter> KvRun<'_, A> {
             // Whatever happens next (a crash point after the reply too),
             // the user was told.
             let (promise, survives_kill) = self.config.acknowledged(level, !self.model.in_transaction());
+            let before = self.model.committed_shared();
             self.model.commit_with(promise, survives_kill);
+            if !Arc::ptr_eq(&before, &self.model.committed_shared()) {
+                self.readers.writer_committed(h.op_index);
+            }
             return;
         }
         // Only an error the engine returned is documented as a rollback; a

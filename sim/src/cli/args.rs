@@ -92,6 +92,14 @@ pub struct RunArgs {
     #[arg(long, conflicts_with_all = ["trace", "report", "replay"])]
     pub isolate: bool,
 
+    /// With --isolate: a seed's child still running after this many
+    /// seconds of wall time is killed and the seed fails (check 'died',
+    /// "ran past --seed-timeout"): an engine that hangs is one failed seed,
+    /// not a sweep that never ends. Wall time, so which slow seed crosses
+    /// it depends on the machine; give it a wide margin. Default: none.
+    #[arg(long, value_name = "SECS", requires = "isolate")]
+    pub seed_timeout: Option<u64>,
+
     /// --isolate's own: run the one seed --seed names and print its
     /// summary for the parent process.
     #[arg(long, hide = true, conflicts_with_all = ["seeds", "time", "shard", "isolate", "trace", "report", "replay"])]

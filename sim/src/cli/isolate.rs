@@ -20,10 +20,16 @@
 //! verdict for its seed that agrees with its exit status, died: a failure
 //! of check `died` that names its signal or status and the last lines of
 //! its stderr (which is otherwise not shown: the verdict says what failed).
+//! With `--seed-timeout SECS`, a child still running after that much wall
+//! time is killed and died the same way, "ran past --seed-timeout": the
+//! one place a verdict depends on the machine's speed, so it is off unless
+//! asked for.
 
 use std::ffi::OsString;
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use clap::{Args, Command as ClapCommand};
 use serde_json::Value;
@@ -46,7 +52,7 @@ const CHILD_FLAG: &str = "--isolated-child";
 /// picks each child's seed, spreads them over its jobs, reports, shrinks.
 /// Every other flag (the target's, `--ops`, `--fs`, `--crash-mode`,
 /// `--check-determinism`) goes through unchanged.
-const PARENT_ONLY: [&str; 13] = [
+const PARENT_ONLY: [&str; 14] = [
     "seed",
     "seeds",
     "time",
@@ -59,6 +65,7 @@ const PARENT_ONLY: [&str; 13] = [
     "replay",
     "report",
     "isolate",
+    "seed_timeout",
     "isolated_child",
 ];
 
@@ -71,15 +78,18 @@ pub struct Children {
     program: PathBuf,
     argv0: OsString,
     shared_args: Vec<OsString>,
+    /// `--seed-timeout`: a child running longer is killed.
+    timeout: Option<Duration>,
 }
 
 impl Children {
     /// The children of this process, or why it cannot have any.
-    pub fn of_this_process() -> Result<Children, String> {
+    pub fn of_this_process(timeout_secs: Option<u64>) -> Result<Children, String> {
         let program = std::env::current_exe().map_err(|e| format!("--isolate: cannot find this program: {e}"))?;
         let parent: Vec<OsString> = std::env::args_os().collect();
         let argv0 = parent.first().cloned().unwrap_or_else(|| program.clone().into_os_string());
-        Ok(Children { program, argv0, shared_args: child_args(parent.get(1..).unwrap_or_default()) })
+        let shared_args = child_args(parent.get(1..).unwrap_or_default());
+        Ok(Children { program, argv0, shared_args, timeout: timeout_secs.map(Duration::from_secs) })
     }
 
     /// Run `seed` in a child and return its one-seed summary: the one it
@@ -88,16 +98,51 @@ impl Children {
         let mut command = Command::new(&self.program);
         with_argv0(&mut command, &self.argv0);
         command.args(&self.shared_args).arg("--seed").arg(seed.to_string()).arg(CHILD_FLAG);
-        let output = command.stdin(Stdio::null()).output();
-        let one = match output {
-            Ok(output) => verdict_of(&output, seed, target.fs_profile().name)
+        let one = match output_within(command.stdin(Stdio::null()), self.timeout) {
+            Ok((output, false)) => verdict_of(&output, seed, target.fs_profile().name)
                 .map_err(|why| died(target, seed, &output.status, &why, &output)),
+            Ok((output, true)) => Err(ran_past(target, seed, self.timeout.expect("only a timeout kills"), &output)),
             Err(e) => Err(not_started(target, seed, &e)),
         };
         let one = one.unwrap_or_else(Summary::of_failure);
         assert_eq!(one.seeds, 1, "one child, one seed");
         one
     }
+}
+
+/// Run `command` to its end, or with a `timeout` until then (killing it):
+/// its output, and whether the timeout killed it. Its stdout and stderr
+/// are read on threads of their own meanwhile, so a child that fills a
+/// pipe is not taken for a hang.
+fn output_within(command: &mut Command, timeout: Option<Duration>) -> std::io::Result<(Output, bool)> {
+    let Some(limit) = timeout else {
+        return command.output().map(|output| (output, false));
+    };
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            // A read error ends what is kept; the status still says how it ended.
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("piped above")));
+    let stderr = drain(Box::new(child.stderr.take().expect("piped above")));
+    let deadline = Instant::now() + limit;
+    let (status, timed_out) = loop {
+        if let Some(status) = child.try_wait()? {
+            break (status, false);
+        }
+        if Instant::now() >= deadline {
+            // Already gone is fine: `wait` reports how it ended.
+            let _ = child.kill();
+            break (child.wait()?, true);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (stdout, stderr) = (stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default());
+    Ok((Output { status, stdout, stderr }, timed_out))
 }
 
 /// The arguments every child gets: the parent's (`parent`, without its
@@ -212,16 +257,32 @@ fn died<T: Target>(target: &T, seed: u64, status: &ExitStatus, why: &str, output
         "its child process {ended} {why}\nthe repro line runs the seed in one process (no --isolate): expect that \
          process to {same_way}, and a sweep in process to stop there\n"
     );
+    push_stderr_tail(&mut detail, &tail);
+    Failure { seed, op_index: 0, check: Check::Died, detail, recent: Vec::new(), repro: target.repro(seed, "") }
+}
+
+/// The failure of a child still running after `timeout`, killed.
+fn ran_past<T: Target>(target: &T, seed: u64, timeout: Duration, output: &Output) -> Failure {
+    let secs = timeout.as_secs();
+    let mut detail = format!(
+        "its child process ran past --seed-timeout {secs} s and was killed\nthe repro line runs the seed in one \
+         process (no --isolate): expect it to run longer than {secs} s, or never to end (a hang, a livelock)\n"
+    );
+    push_stderr_tail(&mut detail, &stderr_tail(&output.stderr));
+    Failure { seed, op_index: 0, check: Check::Died, detail, recent: Vec::new(), repro: target.repro(seed, "") }
+}
+
+/// The end of a died child's report: the last lines of its stderr.
+fn push_stderr_tail(detail: &mut String, tail: &[String]) {
     if tail.is_empty() {
         detail.push_str("its stderr was empty");
-    } else {
-        detail.push_str("the last lines of its stderr (backtrace frames left out):");
-        for line in &tail {
-            detail.push_str("\n  ");
-            detail.push_str(line);
-        }
+        return;
     }
-    Failure { seed, op_index: 0, check: Check::Died, detail, recent: Vec::new(), repro: target.repro(seed, "") }
+    detail.push_str("the last lines of its stderr (backtrace frames left out):");
+    for line in tail {
+        detail.push_str("\n  ");
+        detail.push_str(line);
+    }
 }
 
 /// The failure of a seed whose child could not even start.
@@ -307,6 +368,21 @@ mod tests {
 
     fn os(args: &[&str]) -> Vec<OsString> {
         args.iter().map(OsString::from).collect()
+    }
+
+    /// A child that runs past its timeout is killed and said to be; one
+    /// that ends in time keeps all it printed, more than a pipe holds.
+    #[test]
+    fn a_child_past_its_timeout_is_killed_and_one_in_time_keeps_its_output() {
+        let short = Some(Duration::from_millis(200));
+        let (output, timed_out) = output_within(Command::new("sleep").arg("30"), short).unwrap();
+        assert!(timed_out);
+        assert_eq!(output.status.signal(), Some(9), "{:?}", output.status);
+        let script = "head -c 200000 /dev/zero | tr '\\0' x; echo done >&2";
+        let long = Some(Duration::from_secs(60));
+        let (output, timed_out) = output_within(Command::new("sh").arg("-c").arg(script), long).unwrap();
+        assert!(!timed_out && output.status.success(), "{:?}", output.status);
+        assert_eq!((output.stdout.len(), output.stderr.as_slice()), (200_000, b"done\n".as_slice()));
     }
 
     #[test]

@@ -68,7 +68,7 @@ pub fn run_target<T: Target>(cli: &RunArgs, target: T, hooks: &Hooks<'_>) -> Exi
         }
         (false, None, _) => {}
     }
-    let children = match cli.isolate.then(isolate::Children::of_this_process).transpose() {
+    let children = match cli.isolate.then(|| isolate::Children::of_this_process(cli.seed_timeout)).transpose() {
         Ok(children) => children,
         Err(message) => return usage_error(hooks.program, &message),
     };

@@ -5,7 +5,8 @@ vulnerability classes by what the checker said (PROGRAMS.md).
 The checker's message is normalised first: object names and hashes
 (40 hex digits), loose-object paths, temporary-file suffixes, scratch
 paths, numbers and bytes that are not printable text (a torn file's
-garbage) are replaced by placeholders, so two states that failed the same
+garbage) are replaced by placeholders and a repeated "missing blob" is
+said once, so two states that failed the same
 way for different objects or acknowledgements fall in one class. A class
 is a heuristic grouping, not a proof of one root cause: PROGRAMS.md names
 the operations behind each from the reports' `crash` lines.
@@ -25,9 +26,12 @@ RULES = [
     (re.compile(r"pack-[0-9a-f]{40}"), "pack-HASH"),
     (re.compile(r"\b[0-9a-f]{40}\b"), "SHA"),
     (re.compile(r"tmp_[a-z]+_\w{6}"), "tmp_FILE"),
+    (re.compile(r"\b0x[0-9a-f]+\b"), "0xN"),
     (re.compile(r"[^\x20-\x7e]+"), "?"),
     (re.compile(r"\b\d+\b"), "N"),
     (re.compile(r"\s+"), " "),
+    # The same complaint about several objects is one complaint.
+    (re.compile(r"(missing \w+ SHA)( \1)+"), r"\1"),
 ]
 
 

@@ -2,7 +2,8 @@
 # redis-server's workload for `sim trace` (PROGRAMS.md): a server with
 # `appendonly yes` and the given `appendfsync` (always, everysec or no) on
 # DIR, then N writes (SET kI vI, default 6) sent one by one with
-# redis-cli; after each reply OK it prints "ack I". The server is then
+# redis-cli; after each reply OK it prints "ack I" (with a 1.2 s pause
+# half way, see below). The server is then
 # killed with SIGKILL: a crash, so nothing a clean shutdown would flush
 # helps it.
 #
@@ -36,6 +37,11 @@ while [ "$i" -le "$n" ]; do
     reply=$(redis-cli -s "$sock" SET "k$i" "v$i-$(printf '%0200d' "$i")")
     [ "$reply" = OK ] || { echo "SET k$i: $reply" >&2; kill -9 "$pid"; exit 1; }
     echo "ack $i"
+    # Half way, wait past a second: under everysec the server's
+    # once-a-second fsync (on a background thread) then falls inside the
+    # run, between two acknowledgements, rather than wherever the clock
+    # puts it.
+    [ "$i" -ne $((n / 2)) ] || sleep 1.2
     i=$((i + 1))
 done
 kill -9 "$pid"

@@ -21,7 +21,7 @@ help:
 	@echo "make sqlite       - the sqlite target (SQLITE.md): SQSEEDS (default 410..710) swept, 0..100 determinism-checked, seed 1 explored at depth 2, the three planted bugs caught, the pinned findings replayed"
 	@echo "make kit-example - the target kit's example engine (logkv): KSEEDS (default 0..2000) clean, its planted bugs caught, explored; the same with readers (--clients 4), its live-reader caught"
 	@echo "make stdfs        - persy, unmodified, on the simulated disk through the stdfs layer (STDFS.md): a sweep contained by --isolate, determinism, an explore at depth 2 with faults, persy's findings still reproducing; the layer's planted mistakes caught under cowkv"
-	@echo "make trace        - sim trace on a real process (PROGRAMS.md): programs/replace recorded under strace, its planted missing fsync found under posix, the fixed program clean"
+	@echo "make trace        - sim trace on real processes (PROGRAMS.md): programs/replace's planted missing fsync found under posix and the fixed program clean; sqlite3 and redis-server pairs (under a minute)"
 	@echo "make readme-example - rewrite the README's seed-42 example output from a fresh run (a test fails when it drifts)"
 	@echo "make report-check - --report pages (a canary failure, a redb failure, an explore repro) rendered in headless Chromium and checked; screenshots in target/ci-artifacts/reports/"
 	@echo "make open-findings - the segsim findings not fixed yet (corpus/open-findings/) must still fail"
@@ -228,7 +228,7 @@ open-findings:
 		[ $$found -eq 1 ] || echo "open-findings: none open (corpus/open-findings/ holds no .ops)"
 
 # `sim trace` on real processes (scripts/trace-check.sh, PROGRAMS.md): needs
-# strace (.ci/run installs Debian's).
+# strace, sqlite3 and redis-server (.ci/run installs Debian's).
 trace:
 	SIM="$(SIM)" JOBS=$(JOBS) bash scripts/trace-check.sh
 

@@ -114,3 +114,33 @@ fn a_damaged_recording_and_bad_usage_exit_2_naming_the_place() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("handle 7 is not open"));
 }
+
+#[test]
+fn states_are_written_under_scratch_and_removed_after_their_check() {
+    let scratch = tempfile::tempdir().unwrap();
+    let recording = scratch.path().join("small.syscalls");
+    let text = "segsim-syscalls 1\nroot /x\nopen 1 f create\nwrite 1 0 6162\nfsync 1\nclose 1\nend\n";
+    std::fs::write(&recording, text).unwrap();
+    let states = scratch.path().join("states");
+    std::fs::create_dir(&states).unwrap();
+    // The checker passes only where it is handed a directory under --scratch.
+    let check = format!("case \"$1\" in {}/*) exit 0;; *) echo \"elsewhere: $1\"; exit 1;; esac", states.display());
+    let output = sim()
+        .args(["trace", "explore"])
+        .arg(&recording)
+        .args(["--check", &check, "--json", "--scratch"])
+        .arg(&states)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(json["distinct_states"].as_u64().unwrap() > 1, "{json:#}");
+    assert_eq!(json["scratch"], states.display().to_string());
+    assert_eq!(std::fs::read_dir(&states).unwrap().count(), 0, "every state's directory is removed");
+    let missing = scratch.path().join("missing");
+    let output =
+        sim().args(["trace", "explore"]).arg(&recording).args(["--check", "true", "--scratch"]).arg(&missing).output();
+    let output = output.unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("not a directory"));
+}

@@ -14,7 +14,7 @@ use super::args::parse_fs;
 use crate::disk::FsProfile;
 use crate::explore::DEFAULT_MAX_DIR_SUBSETS;
 use crate::output::{emit, verdict};
-use crate::syscalls::explore::{explore, shell_floor_seconds, TraceExploreOptions};
+use crate::syscalls::explore::{default_scratch, explore, shell_floor_seconds, TraceExploreOptions};
 use crate::syscalls::record::record;
 use crate::syscalls::replay::replay;
 use crate::syscalls::report::{self, Context};
@@ -78,6 +78,11 @@ struct ExploreArgs {
     /// A checker running longer than this many seconds fails.
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     timeout: f64,
+    /// Where to write each crash state out for its checker (a fresh
+    /// directory per state, removed after). Default: /dev/shm (memory)
+    /// when it exists, else the temporary directory.
+    #[arg(long, value_name = "DIR")]
+    scratch: Option<PathBuf>,
     /// Only this crash index (a failure's repro; with --only-state).
     #[arg(long, value_name = "I", requires = "only_state")]
     only_io: Option<u64>,
@@ -145,6 +150,10 @@ fn explore_cli(args: &ExploreArgs) -> ExitCode {
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
         return usage("--timeout must be a positive number of seconds".into());
     }
+    let scratch = args.scratch.clone().unwrap_or_else(default_scratch);
+    if !scratch.is_dir() {
+        return usage(format!("--scratch {}: not a directory", scratch.display()));
+    }
     let text = match std::fs::read(&args.recording) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(e) => return usage(format!("{}: {e}", args.recording.display())),
@@ -163,6 +172,7 @@ fn explore_cli(args: &ExploreArgs) -> ExitCode {
         max_dir_subsets: args.max_dir_subsets,
         timeout: Duration::from_secs_f64(args.timeout),
         only: args.only_io.zip(args.only_state),
+        scratch,
     };
     if let Some(io) = args.only_io.filter(|io| !replayed.disk.io_indices().contains(io)) {
         let range = replayed.disk.io_indices();
@@ -173,6 +183,7 @@ fn explore_cli(args: &ExploreArgs) -> ExitCode {
         return usage(format!("--only-state {}: no such state at that crash index", args.only_state.unwrap_or(0)));
     }
     let file = args.recording.display().to_string();
+    let scratch = options.scratch.display().to_string();
     let context = Context {
         file: &file,
         recording: &recording,
@@ -181,6 +192,7 @@ fn explore_cli(args: &ExploreArgs) -> ExitCode {
         check: &args.check,
         jobs: args.jobs,
         floor_seconds: shell_floor_seconds(10),
+        scratch: &scratch,
     };
     let text = report::text(&context, &explored);
     let json = args.json.then(|| report::json(&context, &explored));

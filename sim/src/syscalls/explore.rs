@@ -21,9 +21,15 @@
 //! `$TRACE_PRINTED`) a file holding what the program printed before the
 //! crash, `$TRACE_CRASH_INDEX` and `$TRACE_STATE` name the state. Exit 0
 //! passes; anything else, or running past the timeout, fails.
+//!
+//! Each state is written out in a fresh directory under the scratch
+//! directory (`--scratch`; [`default_scratch`]: `/dev/shm` where it exists,
+//! a memory file system, else the system's temporary directory) and
+//! removed after its check: writing a state to a disk-backed directory
+//! costs more than the harness's own work.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -45,6 +51,19 @@ pub struct TraceExploreOptions {
     pub timeout: Duration,
     /// Only this crash index and state (a failure's repro).
     pub only: Option<(u64, usize)>,
+    /// Where the states are written out, one fresh directory each.
+    pub scratch: PathBuf,
+}
+
+/// The default scratch directory: `/dev/shm` (memory) when it is a
+/// directory, else the system's temporary directory.
+pub fn default_scratch() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
 }
 
 /// One distinct crash state: where it was first met and what it holds.
@@ -188,9 +207,9 @@ fn could_not(started: Instant, why: String) -> Verdict {
 /// Write `state` out and run the checker on it.
 pub fn check_one(state: &Distinct, options: &TraceExploreOptions) -> Verdict {
     let started = Instant::now();
-    let scratch = match tempfile::tempdir() {
+    let scratch = match tempfile::Builder::new().prefix("sim-trace-").tempdir_in(&options.scratch) {
         Ok(dir) => dir,
-        Err(e) => return could_not(started, format!("no temporary directory: {e}")),
+        Err(e) => return could_not(started, format!("no directory in {}: {e}", options.scratch.display())),
     };
     let dir = scratch.path().join("state");
     let printed = scratch.path().join("printed");

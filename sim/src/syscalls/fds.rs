@@ -9,8 +9,10 @@
 //! Only descriptions of files under the watched directory are kept; each
 //! gets a handle number, used once, which the recording names.
 //!
-//! `clone` without `CLONE_FILES` copies the table, with it the table is
-//! shared (threads); `execve` closes close-on-exec descriptors.
+//! `clone` without `CLONE_FILES` copies the table (a fork-like child),
+//! with it (or with `CLONE_THREAD`: a thread) the table is shared; the
+//! recorder decides which (`recorder.rs`). `execve` closes close-on-exec
+//! descriptors.
 
 use std::collections::BTreeMap;
 
@@ -25,6 +27,8 @@ pub struct Description {
     pub offset: u64,
     /// `O_APPEND`: every write lands at the end.
     pub append: bool,
+    /// `O_SYNC` or `O_DSYNC`: every write is durable when it returns.
+    pub sync: bool,
     /// Descriptors naming it, over every table.
     pub descriptors: usize,
 }
@@ -98,7 +102,7 @@ impl Processes {
     pub fn open(&mut self, pid: u32, fd: i64, path: RelPath, append: bool, cloexec: bool) -> u64 {
         self.next_handle += 1;
         let handle = self.next_handle;
-        self.descriptions.insert(handle, Description { path, offset: 0, append, descriptors: 0 });
+        self.descriptions.insert(handle, Description { path, offset: 0, append, sync: false, descriptors: 0 });
         self.install(pid, fd, handle, cloexec);
         handle
     }

@@ -10,10 +10,18 @@
 //! crash leaves (`stat`s, listings, locks). Any other call that names a
 //! path under the directory or a descriptor of a file in it is refused
 //! with its name and line, as is anything the simulated disk cannot
-//! replay (hard and symbolic links, `rmdir`, `O_TMPFILE`, renaming a
+//! replay (hard and symbolic links, `O_TMPFILE`, renaming a
 //! directory, moving a file across the directory's edge, shared writable
 //! `mmap`, asynchronous I/O anywhere in the run): a recording is never
 //! silently smaller than the run.
+//!
+//! A write through a descriptor opened with `O_SYNC` or `O_DSYNC` (`O_SYNC`
+//! includes `O_DSYNC`'s bit) is durable when it returns: it is recorded
+//! followed by an `fsync` of its handle, as if the program had called
+//! `fdatasync`. `rmdir` of a directory is kept (`replay.rs` checks it is
+//! empty then). A thread (`CLONE_THREAD`) or a child cloned with
+//! `CLONE_FILES` shares its parent's descriptor table; any other child
+//! gets a copy.
 
 use std::collections::BTreeSet;
 
@@ -30,7 +38,9 @@ const O_DIRECTORY: u64 = 0o200000;
 const O_CLOEXEC: u64 = 0o2000000;
 const O_PATH: u64 = 0o10000000;
 const O_TMPFILE_BIT: u64 = 0o20000000;
+const O_DSYNC: u64 = 0o10000;
 const CLONE_FILES: u64 = 0x400;
+const CLONE_THREAD: u64 = 0x10000;
 const AT_REMOVEDIR: u64 = 0x200;
 
 /// Calls that change nothing a crash can leave, whatever they name.
@@ -102,6 +112,11 @@ impl std::fmt::Display for RecordError {
     }
 }
 
+/// Whether a clone with `flags` shares the parent's descriptor table.
+fn shares_files(flags: u64) -> bool {
+    flags & (CLONE_FILES | CLONE_THREAD) != 0
+}
+
 /// Turns calls into operations (see the module doc).
 #[derive(Debug)]
 pub struct Recorder {
@@ -132,7 +147,7 @@ impl Recorder {
     pub fn call(&mut self, call: &Call, pending_clone: Option<(u32, u64)>) -> Outcome {
         if !self.processes.knows(call.pid) {
             match pending_clone.filter(|(parent, _)| self.processes.knows(*parent)) {
-                Some((parent, flags)) => self.processes.fork(parent, call.pid, flags & CLONE_FILES != 0),
+                Some((parent, flags)) => self.processes.fork(parent, call.pid, shares_files(flags)),
                 None => self.processes.start(call.pid, self.start_cwd.clone()),
             }
         }
@@ -278,6 +293,7 @@ impl Recorder {
             dir,
         };
         let handle = self.processes.open(call.pid, fd, rel.clone(), append, flags & O_CLOEXEC != 0);
+        self.processes.description_mut(handle).sync = flags & O_DSYNC != 0 && !dir;
         self.ops.push(Op::Open { handle, path: rel, flags: open_flags });
         Ok(())
     }
@@ -305,6 +321,7 @@ impl Recorder {
             _ => None,
         };
         let description = self.processes.description_mut(handle);
+        let sync = description.sync;
         // Linux appends under O_APPEND even where pwrite names an offset
         // (pwrite(2), BUGS).
         let at = match explicit {
@@ -317,6 +334,9 @@ impl Recorder {
             }
         };
         self.ops.push(Op::Write { handle, at, bytes });
+        if sync {
+            self.ops.push(Op::Fsync { handle });
+        }
         Ok(())
     }
 
@@ -450,9 +470,12 @@ impl Recorder {
         let removes_dir =
             call.name == "rmdir" || (call.name == "unlinkat" && self.number(call, 2)? as u64 & AT_REMOVEDIR != 0);
         if removes_dir {
-            return self.refuse(call, format!("removing the directory {} is not supported", path.show()));
-        }
-        if call.name.starts_with("mkdir") {
+            if path.0 == b"." {
+                return self.refuse(call, "removing the watched directory itself is not supported");
+            }
+            self.dirs.remove(&path);
+            self.ops.push(Op::Rmdir { path });
+        } else if call.name.starts_with("mkdir") {
             self.dirs.insert(path.clone());
             self.ops.push(Op::Mkdir { path });
         } else {
@@ -499,7 +522,7 @@ impl Recorder {
             return Ok(());
         }
         let flags = clone_flags(&call.name, &call.args);
-        self.processes.fork(call.pid, child, flags & CLONE_FILES != 0);
+        self.processes.fork(call.pid, child, shares_files(flags));
         Ok(())
     }
 

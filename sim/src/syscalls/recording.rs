@@ -27,6 +27,7 @@
 //! rename a.tmp a
 //! unlink a
 //! mkdir sub2
+//! rmdir sub2
 //! close 1
 //! print 6f6b0a
 //! end
@@ -159,6 +160,11 @@ pub enum Op {
         /// The directory.
         path: RelPath,
     },
+    /// An empty directory removed (`rmdir`, `unlinkat(AT_REMOVEDIR)`).
+    Rmdir {
+        /// The directory.
+        path: RelPath,
+    },
     /// A handle closed (its last descriptor).
     Close {
         /// The handle.
@@ -265,6 +271,7 @@ impl Op {
             Op::Rename { from, to } => format!("rename {} {}", escape_path(&from.0), escape_path(&to.0)),
             Op::Unlink { path } => format!("unlink {}", escape_path(&path.0)),
             Op::Mkdir { path } => format!("mkdir {}", escape_path(&path.0)),
+            Op::Rmdir { path } => format!("rmdir {}", escape_path(&path.0)),
             Op::Close { handle } => format!("close {handle}"),
             Op::Print { bytes } => format!("print {}", hex(bytes)),
         }
@@ -399,6 +406,7 @@ fn read_op(fields: &Fields<'_>) -> Result<Op, FormatError> {
         }
         "unlink" => fields.expect_len(2).and_then(|_| Ok(Op::Unlink { path: fields.path(1)? }))?,
         "mkdir" => fields.expect_len(2).and_then(|_| Ok(Op::Mkdir { path: fields.path(1)? }))?,
+        "rmdir" => fields.expect_len(2).and_then(|_| Ok(Op::Rmdir { path: fields.path(1)? }))?,
         "close" => fields.expect_len(2).and_then(|_| Ok(Op::Close { handle: fields.number(1)? }))?,
         "print" => fields.expect_len(2).and_then(|_| Ok(Op::Print { bytes: fields.bytes(1)? }))?,
         other => return Err(fields.error(1, format!("unknown keyword {other:?}"))),
@@ -537,6 +545,7 @@ mod tests {
             (path(), path()).prop_map(|(from, to)| Op::Rename { from, to }),
             path().prop_map(|path| Op::Unlink { path }),
             path().prop_map(|path| Op::Mkdir { path }),
+            path().prop_map(|path| Op::Rmdir { path }),
             any::<u64>().prop_map(|handle| Op::Close { handle }),
             bytes().prop_map(|bytes| Op::Print { bytes }),
         ]

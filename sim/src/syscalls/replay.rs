@@ -15,7 +15,10 @@
 //! synced, rename, unlink and `mkdir` theirs. The disk's own limits hold:
 //! a rename across directories is refused, and a directory is durable as
 //! soon as it is made (the disk's `create_dir_all`), which is kinder than
-//! POSIX and said so in the README. A printed line is noted with the I/O
+//! POSIX and said so in the README. The disk cannot remove a directory:
+//! an `rmdir` is checked (the directory must be empty then, as the kernel
+//! made sure) and the emptied directory is kept, so every later crash
+//! state still holds it, empty (PROGRAMS.md says so). A printed line is noted with the I/O
 //! count at that moment: a crash at index `i` comes after every line
 //! printed with a count up to `i`.
 
@@ -238,11 +241,28 @@ impl Replayer {
                 io(self.vfs.create_dir_all(&path(rel)))?;
                 self.dirs.insert(path(rel));
             }
+            Op::Rmdir { path: rel } => self.rmdir(rel)?,
             Op::Close { handle } => {
                 self.handles.remove(handle);
             }
         }
         Ok(())
+    }
+
+    /// `rmdir`: the directory must be empty now; the disk has no way to
+    /// remove one, so it stays, empty (see the module doc).
+    fn rmdir(&mut self, rel: &RelPath) -> Result<(), String> {
+        let dir = path(rel);
+        if !self.dirs.contains(&dir) {
+            return Err(format!("rmdir {}: not a directory of the recording", rel.show()));
+        }
+        let files = self.vfs.list_dir(&dir).map_err(|e| e.to_string())?;
+        let subdir = self.dirs.iter().find(|d| d.parent() == Some(dir.as_path()));
+        match (files.first(), subdir) {
+            (None, None) => Ok(()),
+            (Some(name), _) => Err(format!("rmdir {}: it still holds {}", rel.show(), name.to_string_lossy())),
+            (None, Some(sub)) => Err(format!("rmdir {}: it still holds {}", rel.show(), sub.display())),
+        }
     }
 
     fn open(&mut self, handle: u64, rel: &RelPath, flags: super::recording::OpenFlags) -> Result<(), String> {
@@ -376,6 +396,32 @@ mod tests {
         let before_fsync = replayed.data_ops[1].io_index + 1;
         assert_eq!(replayed.unsynced_before(before_fsync), [2, 3]);
         assert_eq!(replayed.unsynced_before(replayed.data_ops[0].io_index), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn an_emptied_directory_is_removed_by_keeping_it_empty() {
+        let ops = vec![
+            Op::Mkdir { path: rel("sub") },
+            Op::Open { handle: 1, path: rel("sub/f"), flags: create() },
+            Op::Close { handle: 1 },
+            Op::Unlink { path: rel("sub/f") },
+            Op::Rmdir { path: rel("sub") },
+            Op::Open { handle: 2, path: rel("g"), flags: create() },
+            Op::Close { handle: 2 },
+        ];
+        let replayed = replay(&Recording { ops, ..Recording::default() }, FsProfile::POSIX, 512).expect("replays");
+        let last = replayed.disk.snapshots.last().expect("the final snapshot");
+        let image = last.image(&last.crash_states(16)[0]);
+        assert!(image.dir_paths().into_iter().any(|d| d == Path::new("/db/sub")), "kept, empty");
+        assert!(image.files().iter().all(|(path, _)| !path.starts_with("/db/sub")));
+        let full = vec![
+            Op::Mkdir { path: rel("sub") },
+            Op::Open { handle: 1, path: rel("sub/f"), flags: create() },
+            Op::Rmdir { path: rel("sub") },
+        ];
+        let error = replay(&Recording { ops: full, ..Recording::default() }, FsProfile::POSIX, 512);
+        let error = error.expect_err("not empty");
+        assert!(error.reason.contains("still holds f"), "{error}");
     }
 
     #[test]

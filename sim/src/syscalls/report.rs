@@ -27,6 +27,8 @@ pub struct Context<'a> {
     pub jobs: usize,
     /// `sh -c :`'s mean wall time, measured on this machine now.
     pub floor_seconds: f64,
+    /// Where the states were written out (`--scratch`).
+    pub scratch: &'a str,
 }
 
 fn failing(explored: &Explored) -> impl Iterator<Item = (&Distinct, &Verdict)> {
@@ -105,7 +107,7 @@ pub fn text(context: &Context<'_>, explored: &Explored) -> String {
     let mut out = format!(
         "trace explore {} under {} ({} recorded operations)\n  crash indices {}, crash states {}, distinct {} \
          (each checked once), failing {}\n  plan {:.2} s; checks {:.2} s over {} jobs: {:.1} states/s; checker \
-         mean {:.1} ms, process-start floor (sh -c :) {:.1} ms\n",
+         mean {:.1} ms, process-start floor (sh -c :) {:.1} ms; states written in {}\n",
         context.file,
         context.profile,
         context.recording.ops.len(),
@@ -119,6 +121,7 @@ pub fn text(context: &Context<'_>, explored: &Explored) -> String {
         rate(explored),
         mean_check(explored) * 1e3,
         context.floor_seconds * 1e3,
+        context.scratch,
     );
     if failures > 1 && failures == explored.distinct.len() {
         // Every state failing usually means the checker itself is broken
@@ -180,6 +183,7 @@ pub fn json(context: &Context<'_>, explored: &Explored) -> Value {
         "states_per_second": rate(explored),
         "checker_mean_seconds": mean_check(explored),
         "floor_seconds": context.floor_seconds,
+        "scratch": context.scratch,
         "failures": failures,
     })
 }

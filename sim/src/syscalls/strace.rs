@@ -124,13 +124,20 @@ fn parse_ret(text: &str) -> Option<Ret> {
 }
 
 /// Split at commas outside brackets, braces, parentheses and `<…>`.
+/// The `=>` strace prints between an in/out argument's value on entry and
+/// on return (`clone3({flags=…} => {parent_tid=[7]}, 88)`) closes nothing:
+/// its `>` is not a bracket.
 fn split_top(text: &str) -> Vec<String> {
     let mut args = Vec::new();
     let mut depth = 0i32;
     let mut current = String::new();
+    let mut previous = ' ';
     for ch in text.chars() {
+        let arrow = ch == '>' && previous == '=';
+        previous = ch;
         match ch {
             '(' | '[' | '{' | '<' => depth += 1,
+            '>' if arrow => {}
             ')' | ']' | '}' | '>' => depth -= 1,
             ',' if depth == 0 => {
                 args.push(current.trim().to_string());
@@ -215,9 +222,11 @@ pub fn iovec_bytes(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The value of `name=` inside a `{…}` argument (`clone3`'s flags).
+/// The value of `name=` inside a `{…}` argument (`clone3`'s flags). An
+/// in/out argument (`{…} => {…}`) is read as it went in.
 pub fn struct_field(text: &str, name: &str) -> Option<String> {
-    let inner = text.strip_prefix('{')?.strip_suffix('}')?;
+    let entry = text.split_once(" => ").map_or(text, |(entry, _)| entry);
+    let inner = entry.trim().strip_prefix('{')?.strip_suffix('}')?;
     split_top(inner).into_iter().find_map(|field| field.strip_prefix(&format!("{name}=")).map(str::to_string))
 }
 
@@ -274,6 +283,27 @@ mod tests {
         assert_eq!((raw.args.len(), raw.ret), (3, Ret::Value(0x340, None)));
         let orphan = joiner.line(4, "9 <... write resumed>) = 1").expect_err("never begun");
         assert_eq!(orphan.line, 4);
+    }
+
+    #[test]
+    fn clone3_with_its_returned_struct_keeps_its_flags() {
+        // strace 6.1 under -f, a glibc thread: the struct, then what the
+        // kernel wrote back into it after `=>`.
+        let text = "4103 clone3({flags=0x3d0f00, child_tid=0x7f40351c8990, parent_tid=0x7f40351c8990, \
+                    exit_signal=0, stack=0x7f40349c8000, stack_size=0x7fff80, tls=0x7f40351c86c0} \
+                    => {parent_tid=[4104]}, 88) = 4104";
+        let call = one(text);
+        assert_eq!(call.args.len(), 2, "{:?}", call.args);
+        assert_eq!(call.args[1], "88");
+        assert_eq!(call.ret, Ret::Value(4104, None));
+        assert_eq!(clone_flags("clone3", &call.args), 0x3d0f00);
+        let mut joiner = Joiner::default();
+        let head = "5 clone3({flags=0x3d0f00, exit_signal=0} <unfinished ...>";
+        assert_eq!(joiner.line(1, head), Ok(None));
+        assert_eq!(joiner.pending_clone(), Some((5, 0x3d0f00)));
+        let resumed = joiner.line(2, "5 <... clone3 resumed> => {parent_tid=[6]}, 88) = 6").expect("reads");
+        let resumed = resumed.expect("whole");
+        assert_eq!((clone_flags("clone3", &resumed.args), resumed.ret), (0x3d0f00, Ret::Value(6, None)));
     }
 
     #[test]

@@ -77,7 +77,7 @@ fn calls_the_disk_cannot_replay_are_refused_by_name_and_line() {
         assert_eq!(error.line, 1);
     };
     refused(format!(r#"1 link("{}", "{}") = 0"#, x("/t/db/a"), x("/t/db/b")), "links");
-    refused(format!(r#"1 rmdir("{}") = 0"#, x("/t/db/sub")), "removing the directory");
+    refused(format!(r#"1 rmdir("{}") = 0"#, x("/t/db")), "the watched directory itself");
     refused(format!(r#"1 rename("{}", "{}") = 0"#, x("/t/elsewhere"), x("/t/db/a")), "edge");
     refused(format!(r#"1 mmap(NULL, 4096, 0x3, 0x1, {}, 0) = 0x7f00"#, fd(5, "/t/db/m")), "not opened");
     refused(
@@ -103,4 +103,71 @@ fn a_shared_writable_map_of_a_recorded_file_is_refused_and_calls_elsewhere_are_i
         format!(r#"1 copy_file_range({}, NULL, {}, NULL, 5, 0) = 5"#, fd(3, "/t/other"), fd(4, "/t/x")),
     ];
     assert_eq!(record(&elsewhere).expect("nothing under the directory"), Vec::<Op>::new());
+}
+
+#[test]
+fn a_thread_made_by_clone3_shares_the_table_and_a_forked_child_copies_it() {
+    let (f, g) = (fd(3, "/t/db/log"), fd(3, "/t/db/log2"));
+    let thread = "0x3d0f00, child_tid=0x7f40, parent_tid=0x7f40, exit_signal=0, stack=0x7f00, stack_size=0x7fff80";
+    let lines = vec![
+        format!(r#"1 openat(-100<{}>, "{}", 0x41) = {f}"#, x("/t"), x("db/log")),
+        format!("1 clone3({{flags={thread}}} => {{parent_tid=[2]}}, 88) = 2"),
+        format!(r#"2 write({f}, "{}", 1) = 1"#, x("a")),
+        // The thread closes the shared descriptor: the parent's is gone too.
+        format!("2 close({f}) = 0"),
+        "1 clone(child_stack=NULL, flags=0x1200000|17) = 3".to_string(),
+        format!(r#"1 openat(-100<{}>, "{}", 0x41) = {g}"#, x("/t"), x("db/log2")),
+        "1 clone(child_stack=NULL, flags=0x1200000|17) = 4".to_string(),
+        format!("4 close({g}) = 0"),
+        format!(r#"1 write({g}, "{}", 1) = 1"#, x("b")),
+    ];
+    let ops = record(&lines).expect("recorded");
+    let lines: Vec<String> = ops.iter().map(Op::to_line).collect();
+    assert_eq!(
+        lines,
+        ["open 1 log create", "write 1 0 61", "close 1", "open 2 log2 create", "write 2 0 62", "close 2"],
+        "the forked child's close leaves the parent's descriptor open"
+    );
+}
+
+#[test]
+fn a_write_through_an_o_sync_or_o_dsync_descriptor_is_followed_by_its_fsync() {
+    let (s, d, p) = (fd(3, "/t/db/s"), fd(4, "/t/db/d"), fd(5, "/t/db/p"));
+    let lines = vec![
+        format!(r#"1 openat(-100<{}>, "{}", 0x101041) = {s}"#, x("/t"), x("db/s")),
+        format!(r#"1 openat(-100<{}>, "{}", 0x1041) = {d}"#, x("/t"), x("db/d")),
+        format!(r#"1 openat(-100<{}>, "{}", 0x41) = {p}"#, x("/t"), x("db/p")),
+        format!(r#"1 write({s}, "{}", 1) = 1"#, x("a")),
+        format!(r#"1 pwrite64({d}, "{}", 1, 7) = 1"#, x("b")),
+        format!(r#"1 write({p}, "{}", 1) = 1"#, x("c")),
+    ];
+    let ops = record(&lines).expect("recorded");
+    let lines: Vec<String> = ops.iter().map(Op::to_line).collect();
+    let expected = [
+        "open 1 s create",
+        "open 2 d create",
+        "open 3 p create",
+        "write 1 0 61",
+        "fsync 1",
+        "write 2 7 62",
+        "fsync 2",
+        "write 3 0 63",
+        "close 1",
+        "close 2",
+        "close 3",
+    ];
+    assert_eq!(lines, expected);
+}
+
+#[test]
+fn rmdir_and_unlinkat_removedir_are_kept() {
+    let lines = vec![
+        format!(r#"1 mkdir("{}", 0755) = 0"#, x("/t/db/a")),
+        format!(r#"1 mkdir("{}", 0755) = 0"#, x("/t/db/b")),
+        format!(r#"1 rmdir("{}") = 0"#, x("db/a")),
+        format!(r#"1 unlinkat(-100<{}>, "{}", 0x200) = 0"#, x("/t"), x("db/b")),
+    ];
+    let ops = record(&lines).expect("recorded");
+    let lines: Vec<String> = ops.iter().map(Op::to_line).collect();
+    assert_eq!(lines, ["mkdir a", "mkdir b", "rmdir a", "rmdir b"]);
 }

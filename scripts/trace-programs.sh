@@ -8,6 +8,7 @@
 #   SECTIONS=sqlite,git,redis,gdbm (default: all)   which tables
 #   SIM=target/release/sim  JOBS=2                  the binary, checker jobs
 #   KEEP=DIR                                        keep recordings and JSON reports there
+#   TORN_GARBAGE=1                                  explore torn sectors holding garbage too (--torn-garbage)
 #
 # sqlite: each (journal mode, synchronous level) of programs/sqlite3, and
 # DELETE+FULL and DELETE+NORMAL held to the durable rule they do not
@@ -28,11 +29,12 @@ else
     trap 'rm -rf "$scratch"' EXIT
 fi
 FSES="posix ext4 xfs btrfs"
+GARBAGE=$([ -n "${TORN_GARBAGE:-}" ] && echo --torn-garbage || true)
 
 # explore NAME CHECK FS: explore $scratch/NAME.syscalls into $scratch/NAME-FS.json.
 explore() {
     set +e
-    "$SIM" trace explore "$scratch/$1.syscalls" --fs "$3" --jobs "$JOBS" --json --check "$2" > "$scratch/$1-$3.json" 2>/dev/null
+    "$SIM" trace explore "$scratch/$1.syscalls" --fs "$3" --jobs "$JOBS" $GARBAGE --json --check "$2" > "$scratch/$1-$3.json" 2>/dev/null
     set -e
 }
 
@@ -61,7 +63,7 @@ row_sqlite() { # journal sync rule_journal rule_sync
     local j=$1 s=$2 rj=$3 rs=$4 fs
     for fs in posix ext4 xfs btrfs; do
         set +e
-        "$SIM" trace explore "$scratch/$j-$s.syscalls" --fs "$fs" --jobs "$JOBS" --json \
+        "$SIM" trace explore "$scratch/$j-$s.syscalls" --fs "$fs" --jobs "$JOBS" $GARBAGE --json \
             --check "$PWD/programs/sqlite3/check.sh \"\$1\" \"\$2\" $rj $rs" > "$scratch/out.json" 2>/dev/null
         set -e
         python3 - "$j" "$s" "$rj/$rs" "$fs" "$scratch/out.json" <<'PY'

@@ -144,3 +144,28 @@ fn states_are_written_under_scratch_and_removed_after_their_check() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("not a directory"));
 }
+
+/// A sector torn into garbage is a drive's fault that no profile's file
+/// system does: left out by default, explored with `--torn-garbage`, which
+/// the report and each repro line say. State numbers do not depend on it.
+#[test]
+fn torn_garbage_states_are_explored_only_when_asked() {
+    require_strace();
+    let scratch = tempfile::tempdir().unwrap();
+    let recording = record(scratch.path(), "buggy");
+    let (plain_out, plain) = explore_jobs(&recording, "posix", 1);
+    let check = format!("{} \"$1\" \"$2\"", programs().join("replace/check.sh").display());
+    let harsh_out = sim()
+        .args(["trace", "explore"])
+        .arg(&recording)
+        .args(["--check", &check, "--torn-garbage", "--json"])
+        .output()
+        .unwrap();
+    let harsh: serde_json::Value = serde_json::from_slice(&harsh_out.stdout).unwrap();
+    assert_eq!((plain["torn_garbage"].as_bool(), harsh["torn_garbage"].as_bool()), (Some(false), Some(true)));
+    let states = |json: &serde_json::Value| json["crash_states"].as_u64().unwrap();
+    assert!(states(&harsh) > states(&plain), "{} vs {}", states(&harsh), states(&plain));
+    assert_eq!(plain_out.status.code(), Some(1), "the missing fsync needs no garbage to show");
+    let repros: Vec<&str> = harsh["failures"].as_array().unwrap().iter().filter_map(|f| f["repro"].as_str()).collect();
+    assert!(!repros.is_empty() && repros.iter().all(|r| r.contains(" --torn-garbage ")), "{repros:?}");
+}

@@ -75,6 +75,12 @@ struct ExploreArgs {
     /// The disk's sector size (where a torn write may be cut).
     #[arg(long, value_name = "BYTES", default_value_t = 4096)]
     sector_bytes: u64,
+    /// Also explore the states where a torn write left its sector holding
+    /// garbage: a drive's fault, which no profile's file system does (each
+    /// keeps a one-sector write atomic, FILESYSTEMS.md). Off by default, as
+    /// `sim explore` leaves it off for an engine that does not tolerate it.
+    #[arg(long)]
+    torn_garbage: bool,
     /// A checker running longer than this many seconds fails.
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     timeout: f64,
@@ -173,6 +179,7 @@ fn explore_cli(args: &ExploreArgs) -> ExitCode {
         timeout: Duration::from_secs_f64(args.timeout),
         only: args.only_io.zip(args.only_state),
         scratch,
+        torn_garbage: args.torn_garbage,
     };
     if let Some(io) = args.only_io.filter(|io| !replayed.disk.io_indices().contains(io)) {
         let range = replayed.disk.io_indices();
@@ -193,6 +200,8 @@ fn explore_cli(args: &ExploreArgs) -> ExitCode {
         jobs: args.jobs,
         floor_seconds: shell_floor_seconds(10),
         scratch: &scratch,
+        sector_bytes: args.sector_bytes,
+        torn_garbage: args.torn_garbage,
     };
     let text = report::text(&context, &explored);
     let json = args.json.then(|| report::json(&context, &explored));

@@ -29,6 +29,10 @@ pub struct Context<'a> {
     pub floor_seconds: f64,
     /// Where the states were written out (`--scratch`).
     pub scratch: &'a str,
+    /// The disk's sector size (`--sector-bytes`).
+    pub sector_bytes: u64,
+    /// Whether states with a torn sector holding garbage were explored.
+    pub torn_garbage: bool,
 }
 
 fn failing(explored: &Explored) -> impl Iterator<Item = (&Distinct, &Verdict)> {
@@ -73,11 +77,16 @@ fn unsynced(context: &Context<'_>, io_index: u64) -> Vec<String> {
 }
 
 fn repro(context: &Context<'_>, state: &Distinct) -> String {
+    let sector = match context.sector_bytes {
+        4096 => String::new(),
+        bytes => format!(" --sector-bytes {bytes}"),
+    };
     format!(
-        "sim trace explore {} --check '{}' --fs {} --only-io {} --only-state {}",
+        "sim trace explore {} --check '{}' --fs {}{sector}{} --only-io {} --only-state {}",
         context.file,
         context.check.replace('\'', "'\\''"),
         context.profile,
+        if context.torn_garbage { " --torn-garbage" } else { "" },
         state.io_index,
         state.state
     )
@@ -105,11 +114,12 @@ fn files_text(state: &Distinct) -> String {
 pub fn text(context: &Context<'_>, explored: &Explored) -> String {
     let failures = failing(explored).count();
     let mut out = format!(
-        "trace explore {} under {} ({} recorded operations)\n  crash indices {}, crash states {}, distinct {} \
+        "trace explore {} under {}{} ({} recorded operations)\n  crash indices {}, crash states {}, distinct {} \
          (each checked once), failing {}\n  plan {:.2} s; checks {:.2} s over {} jobs: {:.1} states/s; checker \
          mean {:.1} ms, process-start floor (sh -c :) {:.1} ms; states written in {}\n",
         context.file,
         context.profile,
+        if context.torn_garbage { ", torn sectors may hold garbage" } else { "" },
         context.recording.ops.len(),
         explored.crash_indices,
         explored.states,
@@ -184,6 +194,8 @@ pub fn json(context: &Context<'_>, explored: &Explored) -> Value {
         "checker_mean_seconds": mean_check(explored),
         "floor_seconds": context.floor_seconds,
         "scratch": context.scratch,
+        "sector_bytes": context.sector_bytes,
+        "torn_garbage": context.torn_garbage,
         "failures": failures,
     })
 }

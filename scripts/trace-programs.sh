@@ -38,6 +38,24 @@ explore() {
     set -e
 }
 
+# explore_all NAME CHECK SETTING: explore NAME under every profile, a row
+# each (`| SETTING | FS |`), each report added to the caller's `labels`.
+explore_all() {
+    local fs
+    for fs in $FSES; do
+        explore "$1" "$2" "$fs"
+        row "| $3 | $fs |" "$scratch/$1-$fs.json"
+        labels+=("$3/$fs=$scratch/$1-$fs.json")
+    done
+}
+
+# classes: the caller's `labels` reports' failing states, grouped into classes.
+classes() {
+    echo
+    python3 scripts/trace-classify.py "${labels[@]}"
+    echo
+}
+
 # row CELLS JSON: a table row, CELLS (`| a | b |`) then the report's figures.
 row() {
     python3 - "$1" "$2" "$(python3 scripts/trace-classify.py --count "$2")" <<'PY'
@@ -99,20 +117,14 @@ echo "### git"
 echo
 echo "| core.fsync | fs $HEADER"
 echo "|---|---$RULE"
-local fsync fs labels=()
+local fsync labels=()
 for fsync in default committed all; do
     rm -rf "$scratch/git-$fsync"
     programs/git/init.sh "$scratch/git-$fsync"
     "$SIM" trace record --dir "$scratch/git-$fsync" --out "$scratch/git-$fsync.syscalls" -- programs/git/run.sh "$scratch/git-$fsync" "$fsync" >/dev/null 2>&1
-    for fs in $FSES; do
-        explore "git-$fsync" "$PWD/programs/git/check.sh \"\$1\" \"\$2\"" "$fs"
-        row "| $fsync | $fs |" "$scratch/git-$fsync-$fs.json"
-        labels+=("$fsync/$fs=$scratch/git-$fsync-$fs.json")
-    done
+    explore_all "git-$fsync" "$PWD/programs/git/check.sh \"\$1\" \"\$2\"" "$fsync"
 done
-echo
-python3 scripts/trace-classify.py "${labels[@]}"
-echo
+classes
 }
 
 redis_section() {
@@ -135,9 +147,7 @@ for pair in "always durable" "everysec prefix" "no prefix" "no durable"; do
         labels+=("$1/$2/$fs=$scratch/redis-$1-$2-$fs.json")
     done
 done
-echo
-python3 scripts/trace-classify.py "${labels[@]}"
-echo
+classes
 }
 
 gdbm_section() {
@@ -145,20 +155,14 @@ echo "### GDBM (gdbmtool)"
 echo
 echo "| mode | fs $HEADER"
 echo "|---|---$RULE"
-local sync fs labels=()
+local sync labels=()
 for sync in default sync; do
     rm -rf "$scratch/gdbm-$sync"
     mkdir "$scratch/gdbm-$sync"
     "$SIM" trace record --dir "$scratch/gdbm-$sync" --out "$scratch/gdbm-$sync.syscalls" -- programs/gdbm/run.sh "$scratch/gdbm-$sync" "$sync" >/dev/null 2>&1
-    for fs in $FSES; do
-        explore "gdbm-$sync" "$PWD/programs/gdbm/check.sh \"\$1\" \"\$2\"" "$fs"
-        row "| $sync | $fs |" "$scratch/gdbm-$sync-$fs.json"
-        labels+=("$sync/$fs=$scratch/gdbm-$sync-$fs.json")
-    done
+    explore_all "gdbm-$sync" "$PWD/programs/gdbm/check.sh \"\$1\" \"\$2\"" "$sync"
 done
-echo
-python3 scripts/trace-classify.py "${labels[@]}"
-echo
+classes
 }
 
 for section in ${SECTIONS//,/ }; do

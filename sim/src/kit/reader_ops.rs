@@ -23,7 +23,8 @@ impl<A: Adapter> KvRun<'_, A> {
         reader: usize,
         step: &ReaderStep,
     ) -> Step<Ended> {
-        assert!(reader < self.config.clients.max(2), "{planned}: reader {reader} of {} clients", self.config.clients);
+        let max = self.config.spec.readers.map_or(0, |readers| readers.max);
+        assert!((1..=max).contains(&reader), "{planned}: the grammar and the generator keep readers in 1..={max}");
         self.note_context(h, planned);
         let result = self.reader_call(h.op_index, reader, step);
         Self::trace_reply(h, result.as_ref().map_or(0, hash_debug));

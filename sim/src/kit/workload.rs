@@ -209,13 +209,21 @@ pub(super) struct Grammar<'a> {
     pub levels: &'a [Level],
     pub maintenance: Option<Maintenance>,
     pub phases: &'a [&'static str],
+    /// The most readers the engine allows (0: none, one client).
+    pub readers: usize,
 }
 
 impl<'a> Grammar<'a> {
     /// The operation lines `spec`'s engine reads (its names do not depend
     /// on the configuration: [`Spec::check_shape`]).
     pub fn of(spec: &'a Spec) -> Grammar<'a> {
-        Grammar { tables: spec.tables, levels: &spec.levels, maintenance: spec.maintenance, phases: spec.phases }
+        Grammar {
+            tables: spec.tables,
+            levels: &spec.levels,
+            maintenance: spec.maintenance,
+            phases: spec.phases,
+            readers: spec.readers.map_or(0, |readers| readers.max),
+        }
     }
 
     fn table(&self, word: &str) -> Result<TableRef, String> {
@@ -236,8 +244,16 @@ impl<'a> Grammar<'a> {
     /// `READER r STEP...`'s operation: `r` a client number from 1.
     fn reader(&self, reader: &str, step: &[&str]) -> Result<KitOp, String> {
         let reader = match reader.parse::<usize>() {
-            Ok(r) if r >= 1 => r,
-            _ => return Err(format!("bad reader {reader:?}: readers are clients 1, 2, ... (0 is the writer)")),
+            Ok(r) if (1..=self.readers).contains(&r) => r,
+            _ if self.readers == 0 => {
+                return Err("a reader's step, but this target declares no readers (Spec::readers)".to_string())
+            }
+            _ => {
+                let max = self.readers;
+                return Err(format!(
+                    "bad reader {reader:?}: this target's readers are clients 1 to {max} (0 is the writer)"
+                ));
+            }
         };
         let step = match step {
             ["BEGIN"] => ReaderStep::Begin,
@@ -417,7 +433,12 @@ mod tests {
     /// A reader's lines print and parse back; a bad one says what is wrong.
     #[test]
     fn reader_lines_read_back_and_bad_ones_say_why() {
-        let spec = Spec::new(vec![Level::new("sync", Promise::Durable)]);
+        use crate::kit::Readers;
+        let one_client = Spec::new(vec![Level::new("sync", Promise::Durable)]);
+        let refused = Grammar::of(&one_client).parse("3 READER 1 BEGIN").unwrap_err();
+        assert!(refused.contains("declares no readers"), "{refused}");
+        let readers = Some(Readers { max: 3, across_maintenance: true, documented: "here" });
+        let spec = Spec { readers, ..one_client };
         let grammar = Grammar::of(&spec);
         for line in ["3 READER 1 BEGIN", "4 READER 2 GET t0 k7", "5 READER 1 SCAN t0", "6 READER 3 END"] {
             let planned = grammar.parse(line).unwrap();
@@ -425,6 +446,7 @@ mod tests {
             assert_eq!(planned.to_string(), line);
         }
         assert!(grammar.parse("1 READER 0 BEGIN").unwrap_err().contains("0 is the writer"));
+        assert!(grammar.parse("1 READER 4 BEGIN").unwrap_err().contains("clients 1 to 3"));
         assert!(grammar.parse("1 READER x BEGIN").unwrap_err().contains("bad reader"));
         assert!(grammar.parse("1 READER 1 PUT t0 k v").unwrap_err().contains("not a reader's step"));
         assert!(grammar.parse("1 READER 1 GET t9 k").unwrap_err().contains("unknown table"));

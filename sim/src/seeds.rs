@@ -149,7 +149,7 @@ pub fn kit_workload(seed: u64) -> u64 {
 }
 
 /// The ChaCha seed of a kit seed's clients (`kit/config.rs`): how many
-/// connections it runs (with `--clients`) and how often its readers act.
+/// connections it runs (with `--clients`).
 /// Its own stream, so a run with one client draws exactly what it drew
 /// before readers existed.
 pub fn kit_clients(seed: u64) -> u64 {

@@ -73,7 +73,7 @@ pub fn run<A: Adapter>(mut kit: Kit<A>, args: &CrashOsArgs) -> ExitCode {
         return usage_error(name, &message);
     }
     kit.settings.ops = args.ops;
-    if let Err(message) = kit.apply_args(args.plant.as_deref(), &args.options) {
+    if let Err(message) = kit.apply_args(args.plant.as_deref(), &args.options, None) {
         return usage_error(name, &message);
     }
     if let Some(from) = args.child_from {

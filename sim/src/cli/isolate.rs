@@ -258,7 +258,7 @@ fn died<T: Target>(target: &T, seed: u64, status: &ExitStatus, why: &str, output
          process to {same_way}, and a sweep in process to stop there\n"
     );
     push_stderr_tail(&mut detail, &tail);
-    Failure { seed, op_index: 0, check: Check::Died, detail, recent: Vec::new(), repro: target.repro(seed, "") }
+    died_failure(target, seed, detail)
 }
 
 /// The failure of a child still running after `timeout`, killed.
@@ -269,6 +269,12 @@ fn ran_past<T: Target>(target: &T, seed: u64, timeout: Duration, output: &Output
          process (no --isolate): expect it to run longer than {secs} s, or never to end (a hang, a livelock)\n"
     );
     push_stderr_tail(&mut detail, &stderr_tail(&output.stderr));
+    died_failure(target, seed, detail)
+}
+
+/// Seed `seed` failed check `died`, saying `detail`; its repro runs it in
+/// one process.
+fn died_failure<T: Target>(target: &T, seed: u64, detail: String) -> Failure {
     Failure { seed, op_index: 0, check: Check::Died, detail, recent: Vec::new(), repro: target.repro(seed, "") }
 }
 
@@ -288,7 +294,7 @@ fn push_stderr_tail(detail: &mut String, tail: &[String]) {
 /// The failure of a seed whose child could not even start.
 fn not_started<T: Target>(target: &T, seed: u64, error: &std::io::Error) -> Failure {
     let detail = format!("its child process could not be started: {error}");
-    Failure { seed, op_index: 0, check: Check::Died, detail, recent: Vec::new(), repro: target.repro(seed, "") }
+    died_failure(target, seed, detail)
 }
 
 /// `killed by signal 6 (SIGABRT)`, `exited with status 101`.

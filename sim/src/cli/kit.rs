@@ -138,10 +138,7 @@ fn target<A: Adapter>(
     settings.harsh.torn_garbage = args.torn_garbage;
     settings.harsh.read_bitflips = args.read_bitflips;
     let mut kit = Kit::new(adapter, settings);
-    kit.apply_args(args.plant.as_deref(), &args.options)?;
-    if let Some(clients) = args.clients {
-        kit.set_clients(clients)?;
-    }
+    kit.apply_args(args.plant.as_deref(), &args.options, args.clients)?;
     Ok(kit)
 }
 

@@ -289,10 +289,7 @@ fn kit<A: Adapter + 'static>(adapter: A, flags: &TargetFlags) -> Result<Box<dyn 
         KitSettings { ops: flags.ops, crash_mode: flags.crash_mode, fs: flags.fs, ..KitSettings::default() };
     settings.harsh = Harsh { torn_garbage: flags.torn_garbage, read_bitflips: flags.read_bitflips };
     let mut target: Kit<A> = built_in(adapter, settings);
-    target.apply_args(flags.plant.as_deref(), &flags.options)?;
-    if let Some(clients) = flags.clients {
-        target.set_clients(clients)?;
-    }
+    target.apply_args(flags.plant.as_deref(), &flags.options, flags.clients)?;
     Ok(Box::new(target))
 }
 

@@ -17,7 +17,7 @@ use crate::output::{emit, verdict};
 use crate::syscalls::explore::{default_scratch, explore, shell_floor_seconds, TraceExploreOptions};
 use crate::syscalls::record::record;
 use crate::syscalls::replay::replay;
-use crate::syscalls::report::{self, Context};
+use crate::syscalls::report::{self, Context, DEFAULT_SECTOR_BYTES};
 use crate::syscalls::Recording;
 
 /// Crash-test any program: record its file-system calls under a directory
@@ -73,7 +73,7 @@ struct ExploreArgs {
     #[arg(long, value_name = "M", default_value_t = DEFAULT_MAX_DIR_SUBSETS)]
     max_dir_subsets: usize,
     /// The disk's sector size (where a torn write may be cut).
-    #[arg(long, value_name = "BYTES", default_value_t = 4096)]
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_SECTOR_BYTES)]
     sector_bytes: u64,
     /// Also explore the states where a torn write left its sector holding
     /// garbage: a drive's fault, which no profile's file system does (each

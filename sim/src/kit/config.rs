@@ -209,7 +209,7 @@ impl<C> KitConfig<C> {
     /// the readers' steps join the workload's kinds, at their weights.
     pub fn draw_clients(&mut self, max_clients: usize) {
         assert!(max_clients >= 1, "at least the writer");
-        let readers = self.spec.readers.map_or(0, |readers| readers.max);
+        let readers = self.spec.max_readers();
         assert!(max_clients <= readers + 1, "--clients {max_clients}: the engine allows {readers} readers");
         if max_clients == 1 {
             return;

@@ -23,7 +23,7 @@ impl<A: Adapter> KvRun<'_, A> {
         reader: usize,
         step: &ReaderStep,
     ) -> Step<Ended> {
-        let max = self.config.spec.readers.map_or(0, |readers| readers.max);
+        let max = self.config.spec.max_readers();
         assert!((1..=max).contains(&reader), "{planned}: the grammar and the generator keep readers in 1..={max}");
         self.note_context(h, planned);
         let result = self.reader_call(h.op_index, reader, step);

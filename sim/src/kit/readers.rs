@@ -91,6 +91,11 @@ impl OpenReaders {
         self.open.keys().copied().collect()
     }
 
+    /// Whether no reader is open.
+    pub fn is_empty(&self) -> bool {
+        self.open.is_empty()
+    }
+
     /// A crash, a close or a reopen ended them all.
     pub fn clear(&mut self) {
         self.open.clear();

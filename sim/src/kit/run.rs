@@ -167,7 +167,7 @@ impl<A: Adapter> KvRun<'_, A> {
             create(self.adapter, &env, replace)?;
             self.adapter.open(&env)
         });
-        self.readers.clear();
+        debug_assert!(self.readers.is_empty(), "no reader outlives the database it read");
         match created {
             Ok(db) => self.db = Some(db),
             Err(e) => return Err(h.fail(Check::Open, format!("a fresh database could not be created: {e}"))),
@@ -467,7 +467,7 @@ impl<A: Adapter> Workload for KvRun<'_, A> {
         debug_assert!(self.db.is_none(), "an open attempt finds the handles dropped");
         match self.adapter.open(&env::<A>(&h.vfs, self.config, self.plant)) {
             Ok(db) => {
-                self.readers.clear();
+                debug_assert!(self.readers.is_empty(), "no reader outlives the database it read");
                 self.db = Some(db);
                 Ok(true)
             }

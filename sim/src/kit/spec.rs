@@ -387,6 +387,11 @@ impl Spec {
         assert_eq!(self.readers, reference.readers, "readers depend on the configuration");
     }
 
+    /// How many readers may be open beside the writer (0: none, one client).
+    pub fn max_readers(&self) -> usize {
+        self.readers.map_or(0, |readers| readers.max)
+    }
+
     /// Whether every commit level promises nothing: then the engine may
     /// write unsynced before any commit returns, and in its own recovery,
     /// and nothing it writes is promised.

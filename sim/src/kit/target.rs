@@ -108,7 +108,7 @@ impl<A: Adapter> Kit<A> {
     /// `--clients N`: each seed draws 1 to `clients` clients, if the
     /// engine declares readers enough ([`Spec::readers`]).
     pub fn set_clients(&mut self, clients: usize) -> Result<(), String> {
-        let readers = self.spec.readers.map_or(0, |readers| readers.max);
+        let readers = self.spec.max_readers();
         if clients == 0 || clients > readers + 1 {
             let name = self.adapter.name();
             return Err(match readers {
@@ -138,12 +138,19 @@ impl<A: Adapter> Kit<A> {
         plant_named::<A::Plant>(self.adapter.name(), name).map(Plant::name)
     }
 
-    /// `--plant NAME` and each `--set KEY=VALUE` from a command line.
-    pub fn apply_args(&mut self, plant: Option<&str>, options: &[String]) -> Result<(), String> {
+    /// `--plant NAME`, each `--set KEY=VALUE` and `--clients N` from a
+    /// command line.
+    pub fn apply_args(
+        &mut self,
+        plant: Option<&str>,
+        options: &[String],
+        clients: Option<usize>,
+    ) -> Result<(), String> {
         if let Some(name) = plant {
             self.settings.plant = Some(self.plant_named(name)?);
         }
-        options.iter().try_for_each(|option| self.set_option(option))
+        options.iter().try_for_each(|option| self.set_option(option))?;
+        clients.map_or(Ok(()), |clients| self.set_clients(clients))
     }
 
     /// The flags that pin these settings, but the op count.

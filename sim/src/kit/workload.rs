@@ -222,7 +222,7 @@ impl<'a> Grammar<'a> {
             levels: &spec.levels,
             maintenance: spec.maintenance,
             phases: spec.phases,
-            readers: spec.readers.map_or(0, |readers| readers.max),
+            readers: spec.max_readers(),
         }
     }
 

@@ -13,8 +13,9 @@
 //! profile keeps a one-sector write atomic (FILESYSTEMS.md), so, as `sim
 //! explore` does for an engine that does not tolerate it, those states are
 //! left out unless asked for (their numbers are kept, so a state's number
-//! means the same with and without the flag). A state is judged in a context: the bytes
-//! the program had printed before the crash (its acknowledgements). Two
+//! means the same with and without the flag). A state is judged in a
+//! context: the bytes the program had printed before the crash (its
+//! acknowledgements). Two
 //! states that leave byte-identical directories in the same context are
 //! one check, so the checker runs once per distinct (image, printed
 //! chunks) pair, in the order first met, whatever `--jobs` says; the

@@ -18,9 +18,9 @@
 //! POSIX and said so in the README. The disk cannot remove a directory:
 //! an `rmdir` is checked (the directory must be empty then, as the kernel
 //! made sure) and the emptied directory is kept, so every later crash
-//! state still holds it, empty (PROGRAMS.md says so). A printed line is noted with the I/O
-//! count at that moment: a crash at index `i` comes after every line
-//! printed with a count up to `i`.
+//! state still holds it, empty (PROGRAMS.md says so). A printed line is
+//! noted with the I/O count at that moment: a crash at index `i` comes
+//! after every line printed with a count up to `i`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

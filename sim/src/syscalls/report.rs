@@ -76,9 +76,12 @@ fn unsynced(context: &Context<'_>, io_index: u64) -> Vec<String> {
         .collect()
 }
 
+/// `sim trace explore`'s sector size unless `--sector-bytes` says another.
+pub const DEFAULT_SECTOR_BYTES: u64 = 4096;
+
 fn repro(context: &Context<'_>, state: &Distinct) -> String {
     let sector = match context.sector_bytes {
-        4096 => String::new(),
+        DEFAULT_SECTOR_BYTES => String::new(),
         bytes => format!(" --sector-bytes {bytes}"),
     };
     format!(

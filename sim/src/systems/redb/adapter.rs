@@ -230,26 +230,27 @@ impl RedbDb {
         }
     }
 
-    /// Read one key in reader `reader`'s transaction (under
-    /// `redb-reader-unpinned`, in a fresh one).
-    fn reader_get(&self, reader: usize, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, redb::Error> {
-        let fresh;
-        let t = match self.unpinned {
-            true => {
-                fresh = self.db().begin_read()?;
-                &fresh
-            }
-            false => self.readers.get(&reader).expect("the kit reads only through an open reader"),
-        };
-        Ok(on_table!(table, key, |def, k| value(t.open_table(def)?.get(k)?)))
+    /// `read` through reader `reader`'s transaction (under
+    /// `redb-reader-unpinned`, through a fresh one).
+    fn read_as<R>(
+        &self,
+        reader: usize,
+        read: impl FnOnce(&ReadTransaction) -> Result<R, redb::Error>,
+    ) -> Result<R, redb::Error> {
+        if self.unpinned {
+            return read(&self.db().begin_read()?);
+        }
+        read(self.readers.get(&reader).expect("the kit reads only through an open reader"))
     }
 
-    /// A whole table, read as [`RedbDb::reader_get`] reads.
+    /// Read one key in reader `reader`'s transaction.
+    fn reader_get(&self, reader: usize, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, redb::Error> {
+        self.read_as(reader, |t| Ok(on_table!(table, key, |def, k| value(t.open_table(def)?.get(k)?))))
+    }
+
+    /// A whole table, read in reader `reader`'s transaction.
     fn reader_scan(&self, reader: usize, table: usize) -> Result<Rows, redb::Error> {
-        match self.unpinned {
-            true => table_rows!(self.db().begin_read()?, table),
-            false => table_rows!(self.readers.get(&reader).expect("the kit reads only through an open reader"), table),
-        }
+        self.read_as(reader, |t| table_rows!(t, table))
     }
 
     fn commit(&mut self, level: usize) -> Result<(), redb::Error> {

@@ -53,6 +53,13 @@ pub struct SeedOutcome {
     /// Of those, the ones a later recovery showed applied after an earlier
     /// recovery had not: allowed while in doubt, counted apart.
     pub came_back: u64,
+    /// Writer operations of a kit engine whose writer waits for readers
+    /// (`Readers::writer_waits`) refused as busy: the readers were ended
+    /// and the operation retried. Counted, never failed.
+    pub busy_waits: u64,
+    /// Readers' begins that engine refused as busy while its writer held
+    /// its write lock (the reader stayed closed). Counted, never failed.
+    pub readers_refused: u64,
     /// Persistence hazards a kit target's engine left that it documents
     /// (`Spec::hazards`: reported, not failed; an undeclared one fails
     /// the run, as every one does for the segsim target, check `hazard`).

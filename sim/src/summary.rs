@@ -47,6 +47,10 @@ pub struct Summary {
     pub in_doubt: u64,
     /// In-doubt ones that came back later (see `SeedOutcome::came_back`).
     pub came_back: u64,
+    /// Writer operations that waited for readers (see `SeedOutcome::busy_waits`).
+    pub busy_waits: u64,
+    /// Readers refused at their begin (see `SeedOutcome::readers_refused`).
+    pub readers_refused: u64,
     /// Persistence hazards reported (see `SeedOutcome::hazards`).
     pub hazards: u64,
     /// Read-only inspections of crashed directories.
@@ -102,6 +106,8 @@ impl Summary {
             unpromised: outcome.unpromised,
             in_doubt: outcome.in_doubt,
             came_back: outcome.came_back,
+            busy_waits: outcome.busy_waits,
+            readers_refused: outcome.readers_refused,
             hazards: outcome.hazards,
             inspections: outcome.inspections,
             after_damage: outcome.after_damage.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
@@ -166,6 +172,8 @@ impl Summary {
             "unpromised": self.unpromised,
             "in_doubt": self.in_doubt,
             "came_back": self.came_back,
+            "busy_waits": self.busy_waits,
+            "readers_refused": self.readers_refused,
             "hazards": self.hazards,
             "inspections": self.inspections,
             "after_damage": self.after_damage,
@@ -213,6 +221,8 @@ impl Summary {
         self.unpromised += other.unpromised;
         self.in_doubt += other.in_doubt;
         self.came_back += other.came_back;
+        self.busy_waits += other.busy_waits;
+        self.readers_refused += other.readers_refused;
         self.hazards += other.hazards;
         self.inspections += other.inspections;
         for (outcome, count) in &other.after_damage {
@@ -257,6 +267,9 @@ impl Summary {
             // Absent from summaries written before outcomes in doubt.
             in_doubt: value.get("in_doubt").and_then(Value::as_u64).unwrap_or(0),
             came_back: value.get("came_back").and_then(Value::as_u64).unwrap_or(0),
+            // Absent from summaries written before readers could wait.
+            busy_waits: value.get("busy_waits").and_then(Value::as_u64).unwrap_or(0),
+            readers_refused: value.get("readers_refused").and_then(Value::as_u64).unwrap_or(0),
             hazards: value.get("hazards").and_then(Value::as_u64).unwrap_or(0),
             inspections: value.get("inspections").and_then(Value::as_u64).unwrap_or(0),
             elapsed_sec: value.get("elapsed_sec").and_then(Value::as_f64).ok_or("no number `elapsed_sec`")?,
@@ -281,25 +294,7 @@ impl Summary {
                 summary.after_damage.insert(outcome.clone(), count);
             }
         }
-        let failures = value.get("failures").and_then(Value::as_array).ok_or("no array `failures`")?;
-        for failure in failures {
-            let text = |name: &str| {
-                failure.get(name).and_then(Value::as_str).map(str::to_string).ok_or(format!("failure without `{name}`"))
-            };
-            let check = text("check")?;
-            summary.failures.push(Failure {
-                seed: failure.get("seed").and_then(Value::as_u64).ok_or("failure without `seed`")?,
-                op_index: failure.get("op_index").and_then(Value::as_u64).unwrap_or(0),
-                check: Check::parse(&check).ok_or(format!("unknown check {check:?}"))?,
-                detail: text("detail")?,
-                recent: failure
-                    .get("recent")
-                    .and_then(Value::as_array)
-                    .map(|lines| lines.iter().filter_map(|l| l.as_str().map(str::to_string)).collect())
-                    .unwrap_or_default(),
-                repro: text("repro")?,
-            });
-        }
+        summary.failures = failures_from_json(value)?;
         summary.failures.sort_by_key(|f| f.seed);
         summary.trace_hash = match value.get("trace_hash").and_then(Value::as_str) {
             Some(hex) => Some(u64::from_str_radix(hex, 16).map_err(|_| format!("bad trace_hash {hex:?}"))?),
@@ -385,6 +380,14 @@ impl Summary {
                 self.in_doubt, self.came_back
             );
         }
+        if self.busy_waits + self.readers_refused > 0 {
+            let _ = writeln!(
+                out,
+                "{} writer operations waited for readers (refused as busy: the readers ended, the operation \
+                 retried), {} reader begins refused while the writer held its lock",
+                self.busy_waits, self.readers_refused
+            );
+        }
         if self.inspections > 0 {
             let _ = writeln!(out, "{} crashed directories inspected read-only first", self.inspections);
         }
@@ -428,6 +431,31 @@ impl Summary {
             let _ = writeln!(out, "  repro: {}", failure.repro);
         }
     }
+}
+
+/// The `failures` array of a summary printed by [`Summary::to_json`].
+fn failures_from_json(value: &Value) -> Result<Vec<Failure>, String> {
+    let mut out = Vec::new();
+    let failures = value.get("failures").and_then(Value::as_array).ok_or("no array `failures`")?;
+    for failure in failures {
+        let text = |name: &str| {
+            failure.get(name).and_then(Value::as_str).map(str::to_string).ok_or(format!("failure without `{name}`"))
+        };
+        let check = text("check")?;
+        out.push(Failure {
+            seed: failure.get("seed").and_then(Value::as_u64).ok_or("failure without `seed`")?,
+            op_index: failure.get("op_index").and_then(Value::as_u64).unwrap_or(0),
+            check: Check::parse(&check).ok_or(format!("unknown check {check:?}"))?,
+            detail: text("detail")?,
+            recent: failure
+                .get("recent")
+                .and_then(Value::as_array)
+                .map(|lines| lines.iter().filter_map(|l| l.as_str().map(str::to_string)).collect())
+                .unwrap_or_default(),
+            repro: text("repro")?,
+        });
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -69,7 +69,12 @@ impl Adapter for LogKvAdapter {
             phases: &["appended", "synced"],
             detects_damage: true,
             describes_records: true,
-            readers: Some(Readers { max: 3, across_maintenance: true, documented: "store.rs's module doc" }),
+            readers: Some(Readers {
+                max: 3,
+                across_maintenance: true,
+                writer_waits: false,
+                documented: "store.rs's module doc",
+            }),
             ..Spec::new(vec![Level::new("sync", Promise::Durable), Level::new("nosync", Promise::Eventual)])
         }
     }

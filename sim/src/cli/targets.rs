@@ -171,10 +171,12 @@ pub struct TargetArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub options: Vec<String>,
 
-    /// With a kit target whose engine has readers (redb): each seed draws
-    /// 1 to N clients, the writer and readers beside it, each reader's
-    /// read-only transaction held to the one committed state it began on
-    /// (check `isolation`). Default 1.
+    /// With a kit target whose engine has readers (redb, up to 5 clients;
+    /// sqlite, up to 4): each seed draws 1 to N clients, the writer and
+    /// readers beside it, each reader's read-only transaction held to the
+    /// one committed state it began on (check `isolation`); where the
+    /// writer's commit waits for readers (sqlite's rollback journals:
+    /// SQLITE_BUSY), the readers end and the commit is retried. Default 1.
     #[arg(long, value_name = "N")]
     pub clients: Option<usize>,
 }
@@ -261,7 +263,7 @@ fn segsim(flags: &TargetFlags) -> Result<Box<dyn Runnable>, String> {
         return Err("--plant, --torn-garbage, --read-bitflips and --set are the kit targets': add --target redb".into());
     }
     if flags.clients.is_some() {
-        return Err("--clients runs readers beside a kit target's writer: add --target redb".into());
+        return Err("--clients runs readers beside a kit target's writer: add --target redb or --target sqlite".into());
     }
     Ok(Box::new(SegsimTarget::new(Overrides {
         ops: flags.ops,

@@ -32,6 +32,11 @@ pub enum ErrorKind {
     Io,
     /// Anything else: accepted only when a fault was injected.
     Other,
+    /// Another client holds a lock the operation needs (`SQLITE_BUSY`):
+    /// nothing changed, and the operation may be retried. Accepted only
+    /// where the spec's readers say the writer waits for them
+    /// ([`Readers::writer_waits`](super::Readers::writer_waits)).
+    Busy,
 }
 
 /// An engine error as the adapter classifies it.

@@ -19,6 +19,10 @@ pub(crate) enum Reply {
     Value(Option<Vec<u8>>),
     /// A scan's rows.
     Rows(Rows),
+    /// A reader's step the engine refused because the writer holds its
+    /// write lock ([`super::Readers::writer_waits`]): the reader did not
+    /// begin, and nothing was read.
+    Busy,
 }
 
 impl From<Previous> for Reply {

@@ -3,12 +3,15 @@
 //! a read with no transaction open begins one, a `BEGIN` ends the open
 //! one first — and holds what it read to the reader's snapshot
 //! (`readers.rs`, which owns the rule). Readers end before a clean close
-//! and, where the engine says so, before its maintenance.
+//! and, where the engine says so, before its maintenance. Where the
+//! writer waits for readers (`Readers::writer_waits`: SQLite's rollback
+//! journal), a reader refused at its begin because the writer holds its
+//! write lock stays closed (reply `Busy`).
 
 use super::client::Reply;
 use super::run::KvRun;
 use super::workload::{PlannedKitOp, ReaderStep};
-use super::{Adapter, KitError};
+use super::{Adapter, ErrorKind, KitError};
 use crate::failure::Check;
 use crate::harness::{Ended, Harness, Step};
 use crate::trace::hash_debug;
@@ -29,6 +32,9 @@ impl<A: Adapter> KvRun<'_, A> {
         let result = self.reader_call(h.op_index, reader, step);
         Self::trace_reply(h, result.as_ref().map_or(0, hash_debug));
         h.vfs.with_trace(|t| t.note_reply(|| crate::trace::reply_text::kit_reply(&result)));
+        if matches!(result, Ok(Reply::Busy)) {
+            h.outcome.readers_refused += 1;
+        }
         match Self::conclude(h, planned, result)? {
             Ok(reply) => self.check_reader_reply(h, planned, reader, step, reply).map(|()| Ended::Done),
             Err(ended) => Ok(ended),
@@ -49,7 +55,10 @@ impl<A: Adapter> KvRun<'_, A> {
             return Ok(Reply::Done);
         }
         if !self.readers.is_open(reader) {
-            adapter.begin_read(self.db(), reader)?;
+            match adapter.begin_read(self.db(), reader) {
+                Err(e) if e.kind == ErrorKind::Busy && self.writer_may_hold_lock() => return Ok(Reply::Busy),
+                other => other?,
+            }
             self.readers.begun(reader, &self.model, op_index);
         }
         match step {
@@ -73,9 +82,29 @@ impl<A: Adapter> KvRun<'_, A> {
             }
             (ReaderStep::Scan { table }, Reply::Rows(got)) => self.readers.check_scan(reader, table.index, got),
             (ReaderStep::Begin | ReaderStep::End, Reply::Done) => Ok(()),
+            (ReaderStep::Begin | ReaderStep::Get { .. } | ReaderStep::Scan { .. }, Reply::Busy) => Ok(()),
             _ => return Err(h.fail(Check::Reply, format!("{planned}: the adapter answered {reply:?}"))),
         };
         verdict.map_err(|detail| h.fail(Check::Isolation, format!("{planned}: {detail}")))
+    }
+
+    /// Whether a reader's begin may be refused as busy: the writer waits
+    /// for readers ([`super::Readers::writer_waits`]) and may hold the
+    /// lock readers need — in a write transaction (SQLite's writer holds
+    /// `EXCLUSIVE` from a cache spill to its commit), or after an operation
+    /// that succeeded with a fault injected in it (a `ROLLBACK` whose
+    /// journal playback failed holds its lock until it recovers).
+    fn writer_may_hold_lock(&self) -> bool {
+        let waits = self.config.spec.readers.is_some_and(|readers| readers.writer_waits);
+        waits && (self.model.in_transaction() || self.readers.writer_lock_in_doubt())
+    }
+
+    /// Whether `error` is the writer refused as busy by an engine whose
+    /// writer waits for its readers, with readers open: the kit then ends
+    /// them and retries, as an application's busy handler would.
+    pub(super) fn writer_waits_for_readers(&self, error: &KitError) -> bool {
+        let waits = self.config.spec.readers.is_some_and(|readers| readers.writer_waits);
+        error.kind == ErrorKind::Busy && waits && !self.readers.is_empty()
     }
 
     /// End every open reader (before a clean close: the application ends

@@ -56,6 +56,11 @@ impl Snapshot {
 #[derive(Clone, Debug, Default)]
 pub(super) struct OpenReaders {
     open: BTreeMap<usize, Snapshot>,
+    /// A writer's operation succeeded although the disk injected a fault
+    /// in it (SQLite's `ROLLBACK` answers `OK` when its journal playback
+    /// fails, and keeps its lock until it recovers), and no commit has
+    /// been acknowledged since: the writer may hold its write lock.
+    writer_lock_in_doubt: bool,
 }
 
 impl OpenReaders {
@@ -86,6 +91,22 @@ impl OpenReaders {
         }
     }
 
+    /// A writer's operation succeeded with a fault injected in it.
+    pub fn writer_survived_fault(&mut self) {
+        self.writer_lock_in_doubt = true;
+    }
+
+    /// A writer's commit was acknowledged: its lock is released.
+    pub fn writer_acknowledged(&mut self) {
+        self.writer_lock_in_doubt = false;
+    }
+
+    /// Whether the writer may hold its write lock outside a transaction
+    /// (see `writer_lock_in_doubt`).
+    pub fn writer_lock_in_doubt(&self) -> bool {
+        self.writer_lock_in_doubt
+    }
+
     /// Every open reader, lowest first.
     pub fn all(&self) -> Vec<usize> {
         self.open.keys().copied().collect()
@@ -99,6 +120,7 @@ impl OpenReaders {
     /// A crash, a close or a reopen ended them all.
     pub fn clear(&mut self) {
         self.open.clear();
+        self.writer_lock_in_doubt = false;
     }
 
     fn snapshot(&self, reader: usize) -> &Snapshot {

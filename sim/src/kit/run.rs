@@ -153,10 +153,21 @@ impl<A: Adapter> KvRun<'_, A> {
     }
 
     /// The committed content, read fault-free (an observation).
-    fn observe(&mut self, h: &Harness) -> Result<State, KitError> {
+    /// Refused as busy while readers are open, by an engine whose writer
+    /// waits for them, the readers end and it is read again (see
+    /// `writer_call`).
+    fn observe(&mut self, h: &mut Harness) -> Result<State, KitError> {
         let (adapter, config) = (self.adapter, self.config);
-        let db = self.db.as_mut().expect("a database is open between operations");
-        h.fault_free(|| read_all(adapter, config, db))
+        match h.fault_free(|| read_all(adapter, config, self.db())) {
+            Err(e) if self.writer_waits_for_readers(&e) => {
+                h.outcome.busy_waits += 1;
+                h.fault_free(|| {
+                    self.end_readers()?;
+                    read_all(adapter, config, self.db())
+                })
+            }
+            other => other,
+        }
     }
 
     /// Create a fresh database, fault-free, and open it (with `replace`,
@@ -245,10 +256,13 @@ impl<A: Adapter> KvRun<'_, A> {
             KitOp::Maintain(_) => {
                 self.readers_before_maintenance().and_then(|()| call(adapter, self.db(), &planned.op))
             }
-            op => call(adapter, self.db(), op),
+            op => self.writer_call(h, op),
         };
         Self::trace_reply(h, result.as_ref().map_or(0, hash_debug));
         h.vfs.with_trace(|t| t.note_reply(|| crate::trace::reply_text::kit_reply(&result)));
+        if result.is_ok() && h.vfs.faults_injected_this_op() {
+            self.readers.writer_survived_fault();
+        }
         if let KitOp::Commit { level, .. } = &planned.op {
             self.commit_concluded(h, *level, result.is_ok());
         }
@@ -258,11 +272,29 @@ impl<A: Adapter> KvRun<'_, A> {
         }
     }
 
+    /// The writer's operation `op` on the engine. Refused as busy while
+    /// readers are open, by an engine whose writer waits for its readers
+    /// ([`super::Readers::writer_waits`]), it is retried once after every
+    /// reader ends — what an application's busy handler does. Any other
+    /// `Busy` stays an error (a failure, with no fault injected).
+    fn writer_call(&mut self, h: &mut Harness, op: &KitOp) -> Result<Reply, KitError> {
+        let adapter = self.adapter;
+        match call(adapter, self.db(), op) {
+            Err(e) if self.writer_waits_for_readers(&e) => {
+                h.outcome.busy_waits += 1;
+                self.end_readers()?;
+                call(adapter, self.db(), op)
+            }
+            other => other,
+        }
+    }
+
     /// A commit at `level` returned `Ok` (`acknowledged`), or an error, or a
     /// crash point cut it short: tell the model, and count a commit left in
     /// doubt (a volatile one promised nothing to doubt).
     fn commit_concluded(&mut self, h: &mut Harness, level: usize, acknowledged: bool) {
         if acknowledged {
+            self.readers.writer_acknowledged();
             // Whatever happens next (a crash point after the reply too),
             // the user was told.
             let (promise, survives_kill) = self.config.acknowledged(level, !self.model.in_transaction());

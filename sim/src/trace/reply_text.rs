@@ -49,6 +49,7 @@ pub(crate) fn kit_reply<E: std::fmt::Display>(result: &Result<KitReply, E>) -> S
     let text = match result {
         Err(e) => format!("(error) {e}"),
         Ok(KitReply::Done) => "OK".into(),
+        Ok(KitReply::Busy) => "(busy: the writer holds its lock; the reader did not begin)".into(),
         Ok(KitReply::Value(None)) => "(nil)".into(),
         Ok(KitReply::Value(Some(v))) => show(v),
         Ok(KitReply::Rows(rows)) if rows.is_empty() => "(no rows)".into(),

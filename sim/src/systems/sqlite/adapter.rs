@@ -26,6 +26,13 @@
 //! - SQLite's hardware assumptions (atomiccommit.html, "Hardware
 //!   Assumptions") exclude garbage in a torn sector ("linear" writes) and
 //!   bit errors on reads: both off unless asked for.
+//! - Readers beside the writer (`--clients N`, up to 3): each its own
+//!   connection of the same simulated process, sharing the file locks and
+//!   the wal-index (`shared.rs`), holding a read transaction
+//!   (`readers.rs`). In WAL mode they read their snapshot while the writer
+//!   commits and checkpoints; in the rollback modes a reader's `SHARED`
+//!   lock makes the writer's commit wait (`SQLITE_BUSY`: the kit ends the
+//!   readers and retries, [`Readers::writer_waits`]).
 //!
 //! # Determinism
 //! SQLite's PRNG (journal nonces, WAL salts) is process-wide, and so is
@@ -35,12 +42,17 @@
 //! serialises SQLite across `--jobs`; the cost is small next to the disk.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+
+use engine::vfs::Vfs;
 
 use rand::{Rng, RngCore};
 
 use super::conn::{reseed_prng, Conn, SqlError};
+use super::readers::{pin_snapshot, readers_of};
+use super::shared::Shared;
 use super::vfs::{RegisteredVfs, VfsContext, VfsOptions, VfsPlant};
 use crate::kit::{
     Adapter, DocumentedHazard, Env, ErrorKind, KeyKind, KitError, Level, Maintenance, Plant, Previous, Promise, Rows,
@@ -77,13 +89,21 @@ const HAZARDS: &[DocumentedHazard] = &[
 ];
 
 impl Plant for VfsPlant {
-    const ALL: &'static [VfsPlant] = &[VfsPlant::NoSync, VfsPlant::DeleteNoDirSync, VfsPlant::LateTruncate];
+    const ALL: &'static [VfsPlant] = &[
+        VfsPlant::NoSync,
+        VfsPlant::DeleteNoDirSync,
+        VfsPlant::LateTruncate,
+        VfsPlant::ShmExclusiveLies,
+        VfsPlant::LocksPerProcess,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             VfsPlant::NoSync => "sqlite-no-sync",
             VfsPlant::DeleteNoDirSync => "sqlite-delete-no-dirsync",
             VfsPlant::LateTruncate => "sqlite-late-truncate",
+            VfsPlant::ShmExclusiveLies => "sqlite-shm-lock-lies",
+            VfsPlant::LocksPerProcess => "sqlite-locks-per-process",
         }
     }
 
@@ -93,6 +113,14 @@ impl Plant for VfsPlant {
             VfsPlant::DeleteNoDirSync => "the VFS's xDelete ignores syncDir (no directory fsync)",
             VfsPlant::LateTruncate => {
                 "the VFS's xTruncate reaches the file only after the next xSync (that sync does not cover it)"
+            }
+            VfsPlant::ShmExclusiveLies => {
+                "the VFS's xShmLock grants an exclusive wal-index lock over readers' shared ones (a checkpoint \
+                 overwrites pages a reader's snapshot still reads; run with --clients)"
+            }
+            VfsPlant::LocksPerProcess => {
+                "the VFS's xLock takes POSIX advisory locks as they are, which never conflict within one process \
+                 (a rollback-journal writer commits over readers' SHARED locks; run with --clients)"
             }
         }
     }
@@ -231,9 +259,39 @@ pub fn promise_of(journal_mode: JournalMode, synchronous: Synchronous) -> Promis
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SqliteAdapter;
 
-/// An open SQLite connection.
+/// How to open another connection of the same simulated process: the
+/// writer's `SqliteDb` keeps it, so that readers open theirs on demand.
+struct Connector {
+    vfs: Arc<dyn Vfs>,
+    path: PathBuf,
+    options: VfsOptions,
+    config: SqliteConfig,
+    /// The process's file locks and wal-indexes.
+    shared: Arc<Shared>,
+}
+
+impl Connector {
+    /// Open a connection on its own VFS (see `open_conn`), its PRNG stream
+    /// apart from every other open's of the run: the seed it was given.
+    fn connect(&self, create: bool) -> Result<(Conn, u64), KitError> {
+        let open_index = self.config.opens.0.fetch_add(1, Ordering::Relaxed);
+        let prng_seed = crate::seeds::mix64(self.config.prng_seed ^ open_index.wrapping_mul(0xA24B_AED4_963E_E407));
+        let context = Arc::new(VfsContext::new(self.vfs.clone(), self.options, prng_seed, self.shared.clone()));
+        let _gate = gate(prng_seed, 0);
+        let vfs = RegisteredVfs::register(context.clone());
+        let opened = Conn::open(&self.path.to_string_lossy(), vfs, create);
+        raise_panic(&context);
+        Ok((opened.map_err(kit_error)?, prng_seed))
+    }
+}
+
+/// An open SQLite connection (the writer's), and its readers'.
 pub struct SqliteDb {
     conn: Option<Conn>,
+    /// Each reader's connection, opened at its first read transaction and
+    /// kept (a connection pool's), closed before the writer's.
+    readers: BTreeMap<usize, Conn>,
+    connector: Connector,
     journal_mode: JournalMode,
     /// Per key the open write transaction touched, its value before (as
     /// SQLite answered the first put or delete): the kit reads committed
@@ -246,8 +304,11 @@ pub struct SqliteDb {
 }
 
 impl Drop for SqliteDb {
+    /// Readers first: the last connection to close a WAL database
+    /// checkpoints it and deletes the WAL, and that is the writer's job.
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
+        let readers = std::mem::take(&mut self.readers).into_values();
+        for conn in readers.chain(self.conn.take()) {
             // Closing writes (a WAL checkpoint): through the gate, like every call.
             let context = conn.vfs().context().clone();
             let _gate = gate(self.prng_seed, u64::MAX);
@@ -280,6 +341,7 @@ fn kit_error(error: SqlError) -> KitError {
     let kind = match error.primary() {
         ffi::SQLITE_CORRUPT | ffi::SQLITE_NOTADB => ErrorKind::Corrupt,
         ffi::SQLITE_IOERR | ffi::SQLITE_FULL | ffi::SQLITE_CANTOPEN => ErrorKind::Io,
+        ffi::SQLITE_BUSY => ErrorKind::Busy,
         _ => ErrorKind::Other,
     };
     KitError::new(kind, error)
@@ -307,11 +369,38 @@ impl SqliteDb {
         self.conn.as_ref().expect("open until dropped or closed")
     }
 
-    /// Run `body` on the connection through the gate.
+    /// Run `body` on the writer's connection through the gate.
     fn call<T>(&mut self, body: impl FnOnce(&Conn) -> Result<T, SqlError>) -> Result<T, KitError> {
         self.calls += 1;
         let _gate = gate(self.prng_seed, self.calls);
         let conn = self.conn();
+        let result = body(conn);
+        raise_panic(conn.vfs().context());
+        result.map_err(kit_error)
+    }
+
+    /// Begin reader `reader`'s read transaction (`readers.rs`), its
+    /// connection opened first if it has none. Refused with `SQLITE_BUSY`
+    /// (the writer holds `PENDING` or `EXCLUSIVE`), nothing stays open.
+    fn begin_read(&mut self, reader: usize) -> Result<(), KitError> {
+        if !self.readers.contains_key(&reader) {
+            let (conn, _) = self.connector.connect(false)?;
+            self.readers.insert(reader, conn);
+            let config = self.connector.config.clone();
+            self.call_reader(reader, |conn| configure_connection(conn, &config))?;
+        }
+        self.call_reader(reader, pin_snapshot)
+    }
+
+    /// Run `body` on reader `reader`'s connection (open) through the gate.
+    fn call_reader<T>(
+        &mut self,
+        reader: usize,
+        body: impl FnOnce(&Conn) -> Result<T, SqlError>,
+    ) -> Result<T, KitError> {
+        self.calls += 1;
+        let _gate = gate(self.prng_seed, self.calls);
+        let conn = self.readers.get(&reader).expect("a reader's connection is opened before it is used");
         let result = body(conn);
         raise_panic(conn.vfs().context());
         result.map_err(kit_error)
@@ -397,12 +486,9 @@ fn maintain(conn: &Conn, journal_mode: JournalMode) -> Result<(), SqlError> {
     Ok(())
 }
 
-/// The connection's settings, in the order SQLite needs them: WAL without
-/// shared memory needs exclusive locking before anything reads the file.
+/// The connection's settings (a reader's too). WAL runs in the normal
+/// locking mode, its wal-index in the VFS's shared memory (`shared.rs`).
 fn configure_connection(conn: &Conn, config: &SqliteConfig) -> Result<(), SqlError> {
-    if config.journal_mode == JournalMode::Wal {
-        conn.exec("PRAGMA locking_mode=EXCLUSIVE")?;
-    }
     let mode = conn.query_text(&format!("PRAGMA journal_mode={}", config.journal_mode.name()))?;
     if mode.first().map(String::as_str) != Some(config.journal_mode.name()) {
         return Err(SqlError {
@@ -437,11 +523,10 @@ fn integrity_check(conn: &Conn) -> Result<(), SqlError> {
 /// Linux (it asks the device only for F2FS atomic writes).
 const OS_UNIX_SECTOR_BYTES: u32 = 4096;
 
-/// Open a connection on `env`'s disk, its own VFS registered for it.
+/// Open the writer's connection on `env`'s disk, its own VFS registered
+/// for it, in a fresh simulated process (no locks, no wal-index).
 fn open_conn(env: &Env<'_, SqliteAdapter>, create: bool) -> Result<SqliteDb, KitError> {
     let config = env.config;
-    let open_index = config.opens.0.fetch_add(1, Ordering::Relaxed);
-    let prng_seed = crate::seeds::mix64(config.prng_seed ^ open_index.wrapping_mul(0xA24B_AED4_963E_E407));
     let options = VfsOptions {
         sector_bytes: if config.sector_from_disk {
             u32::try_from(env.sector_bytes).expect("the disk's sector size fits a u32")
@@ -451,17 +536,23 @@ fn open_conn(env: &Env<'_, SqliteAdapter>, create: bool) -> Result<SqliteDb, Kit
         powersafe: config.powersafe,
         plant: env.plant,
     };
-    let context = Arc::new(VfsContext::new(env.vfs.clone(), options, prng_seed));
-    let path = env.dir.join(DB_NAME);
-    let mut db = SqliteDb { conn: None, journal_mode: config.journal_mode, undo: BTreeMap::new(), calls: 0, prng_seed };
-    let opened = {
-        let _gate = gate(prng_seed, 0);
-        let vfs = RegisteredVfs::register(context.clone());
-        let opened = Conn::open(&path.to_string_lossy(), vfs, create);
-        raise_panic(&context);
-        opened
+    let connector = Connector {
+        vfs: env.vfs.clone(),
+        path: env.dir.join(DB_NAME),
+        options,
+        config: config.clone(),
+        shared: Arc::default(),
     };
-    db.conn = Some(opened.map_err(kit_error)?);
+    let (conn, prng_seed) = connector.connect(create)?;
+    let mut db = SqliteDb {
+        conn: Some(conn),
+        readers: BTreeMap::new(),
+        connector,
+        journal_mode: config.journal_mode,
+        undo: BTreeMap::new(),
+        calls: 0,
+        prng_seed,
+    };
     db.call(|conn| {
         if create {
             conn.exec(&format!("PRAGMA page_size={}", config.page_bytes))?;
@@ -568,6 +659,7 @@ impl Adapter for SqliteAdapter {
             tolerates: Tolerances { torn_garbage: false, read_bitflips: false },
             close_makes_durable: false,
             empty_commit_makes_durable: false,
+            readers: Some(readers_of(config.journal_mode == JournalMode::Wal)),
             ..Spec::new(vec![Level::new("commit", promise)])
         }
     }
@@ -637,6 +729,28 @@ impl Adapter for SqliteAdapter {
             };
         }
         Ok(rows)
+    }
+
+    fn begin_read(&self, db: &mut SqliteDb, reader: usize) -> Result<(), KitError> {
+        db.begin_read(reader)
+    }
+
+    fn reader_get(
+        &self,
+        db: &mut SqliteDb,
+        reader: usize,
+        table: usize,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, KitError> {
+        db.call_reader(reader, |conn| get(conn, table, key))
+    }
+
+    fn reader_scan(&self, db: &mut SqliteDb, reader: usize, table: usize) -> Result<Rows, KitError> {
+        db.call_reader(reader, |conn| scan(conn, table))
+    }
+
+    fn end_read(&self, db: &mut SqliteDb, reader: usize) -> Result<(), KitError> {
+        db.call_reader(reader, rollback)
     }
 
     fn close(&self, mut db: SqliteDb) -> Result<(), KitError> {

@@ -18,6 +18,8 @@
 
 mod adapter;
 mod conn;
+mod readers;
+mod shared;
 mod vfs;
 
 pub use adapter::{promise_of, JournalMode, SqliteAdapter, SqliteConfig, SqliteDb, Synchronous};

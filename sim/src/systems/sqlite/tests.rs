@@ -155,3 +155,55 @@ fn finding_one_is_a_failed_commit_that_came_back_in_doubt() {
     assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
     assert_eq!((outcome.in_doubt, outcome.came_back), (1, 1), "the failed commit, and its comeback");
 }
+
+/// Readers beside the writer (`--clients 3`), in WAL and in a rollback
+/// mode: seeds run clean and replay bit for bit. In DELETE mode the
+/// writer's commits wait for readers (`SQLITE_BUSY`, the readers ended,
+/// the commit retried); in WAL mode nothing ever waits.
+#[test]
+fn readers_run_clean_in_wal_and_rollback_modes() {
+    for (mode, waits) in [("journal_mode=wal", false), ("journal_mode=delete", true)] {
+        let mut target = with_options(&[mode, "synchronous=full"], None);
+        target.settings.ops = Some(80);
+        target.set_clients(3).unwrap();
+        assert_seeds_pass_and_replay(&target, 0..6);
+        let busy_waits: u64 = (0..6).map(|seed| run_seed(&target, seed, false).busy_waits).sum();
+        assert_eq!(busy_waits > 0, waits, "{mode}: {busy_waits} writer operations waited for readers");
+    }
+}
+
+/// The two lock plants' shrunk histories (SQLITE.md, "Readers beside the
+/// writer"): each fails check `isolation` with its plant, and the same
+/// history passes on the honest VFS.
+#[test]
+fn the_lock_plants_break_a_readers_snapshot() {
+    let cases = [
+        (
+            "plant sqlite-shm-lock-lies\nset journal_mode=wal\n",
+            "seed 79\n",
+            "174 PUT t1 k2 ffsu0dpkwne5\n177 COMMIT commit\n179 READER 1 BEGIN\n180 VACUUM\n\
+             181 PUT t0 44534042262981244 1q2vtzzan5xqust\n182 COMMIT commit\n187 READER 1 GET t0 44534042262981244\n",
+        ),
+        (
+            "plant sqlite-locks-per-process\nset journal_mode=delete\n",
+            "seed 0\n",
+            "167 READER 1 SCAN t1\n168 PUT t0 0 x\n177 COMMIT commit\n178 READER 1 SCAN t0\n",
+        ),
+    ];
+    for (settings, seed, ops) in cases {
+        for planted in [true, false] {
+            let settings = if planted {
+                settings.to_string()
+            } else {
+                settings.lines().skip(1).collect::<Vec<_>>().join("\n") + "\n"
+            };
+            let text = format!("target sqlite\n{seed}{settings}clients 3\n{ops}");
+            let (target, seed, ops) = parse_ops_file(sqlite(KitSettings::default()), &text).unwrap();
+            let failure = target.run(seed, &ops, false).failure;
+            match planted {
+                true => assert_eq!(failure.map(|f| f.check), Some(crate::failure::Check::Isolation), "{text}"),
+                false => assert!(failure.is_none(), "{text}: {failure:?}"),
+            }
+        }
+    }
+}

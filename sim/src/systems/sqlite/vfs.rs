@@ -33,10 +33,15 @@
 //!   makes a length change durable too.
 //! - `xRead`: a short read zero-fills the rest and returns
 //!   `SQLITE_IOERR_SHORT_READ`, as SQLite requires.
-//! - `xLock`/`xUnlock`/`xCheckReservedLock`: one process, one connection
-//!   per file: levels are tracked in memory and always granted;
-//!   `xCheckReservedLock` reports this connection's own reserved lock, as
-//!   os_unix reports any in the process.
+//! - `xLock`/`xUnlock`/`xCheckReservedLock`: the connections of one
+//!   process (a writer and its readers) share each file's locks as
+//!   os_unix's `unixInodeInfo` makes them share: a reader's `SHARED` lock
+//!   makes a writer's `EXCLUSIVE` wait (`SQLITE_BUSY`), and
+//!   `xCheckReservedLock` sees any connection's `RESERVED` ([`Shared`]).
+//!   Files that live in memory lock alone.
+//! - `xShmMap`/`xShmLock`/`xShmBarrier`/`xShmUnmap`: the wal-index, in
+//!   memory, one per database for every connection of the process, with
+//!   os_unix's eight lock slots ([`Shared`]: why no `-shm` file is made).
 //! - `xSectorSize` and `xDeviceCharacteristics`: os_unix's defaults on
 //!   Linux (4096 bytes; `SQLITE_IOCAP_POWERSAFE_OVERWRITE` alone), unless
 //!   the adapter asks for the disk's sector size (`sector=disk`) or no
@@ -55,9 +60,14 @@
 //!
 //! # Planted bugs ([`VfsPlant`])
 //! Realistic porting mistakes, each switched on by `--plant`: an `xSync`
-//! that syncs nothing, an `xDelete` that ignores `syncDir`, and an
+//! that syncs nothing, an `xDelete` that ignores `syncDir`, an
 //! `xTruncate` whose new length reaches the file only after the next
-//! `xSync` (so that sync does not make it durable).
+//! `xSync` (so that sync does not make it durable), and an `xShmLock`
+//! whose exclusive lock ignores other connections' shared ones (a
+//! checkpoint then copies into the database, or resets the WAL under,
+//! pages a reader's snapshot still reads), and an `xLock` on POSIX
+//! advisory locks as they are, which never conflict within one process (a
+//! rollback-journal writer then overwrites the pages readers read).
 
 // SQLite calls these functions through C pointers: FFI that cannot be safe
 // Rust, each `unsafe` block with its argument (the crate denies
@@ -75,6 +85,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use engine::vfs::{OpenMode, Vfs, VfsFile};
 use libsqlite3_sys as ffi;
 
+use super::shared::{Shared, ShmOp};
+
 /// A bug planted in the VFS, to prove the sqlite target's checks can fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VfsPlant {
@@ -84,6 +96,13 @@ pub enum VfsPlant {
     DeleteNoDirSync,
     /// `xTruncate` is applied only after the next `xSync` has synced.
     LateTruncate,
+    /// `xShmLock` grants an exclusive lock over other connections' shared
+    /// locks of the same slots (a checkpoint ignores readers' marks).
+    ShmExclusiveLies,
+    /// `xLock` takes POSIX advisory locks as they are: the connections of
+    /// one process never conflict (a writer's `EXCLUSIVE` ignores readers'
+    /// `SHARED`), the trap os_unix's `unixInodeInfo` exists to avoid.
+    LocksPerProcess,
 }
 
 /// What the VFS of one connection claims and does.
@@ -101,11 +120,14 @@ pub struct VfsOptions {
 /// milliseconds since the Julian epoch (what `xCurrentTimeInt64` counts).
 const EPOCH_JULIAN_MS: i64 = 210_866_760_000_000 + 1_767_225_600_000;
 
-/// One connection's disk, options, clock and random stream (see the
-/// module doc). Shared with SQLite through `pAppData`.
+/// One connection's disk, options, clock and random stream, and what it
+/// shares with the process's other connections (see the module doc).
+/// Shared with SQLite through `pAppData`.
 pub struct VfsContext {
     vfs: Arc<dyn Vfs>,
     options: VfsOptions,
+    /// File locks and wal-indexes, shared by the process's connections.
+    shared: Arc<Shared>,
     /// Microseconds slept so far (`xSleep` advances the clock).
     slept_us: AtomicU64,
     /// The `xRandomness` stream's state (splitmix64).
@@ -115,9 +137,18 @@ pub struct VfsContext {
 }
 
 impl VfsContext {
-    /// A context over `vfs`, its random stream seeded with `seed`.
-    pub fn new(vfs: Arc<dyn Vfs>, options: VfsOptions, seed: u64) -> VfsContext {
-        VfsContext { vfs, options, slept_us: AtomicU64::new(0), random: AtomicU64::new(seed), panic: Mutex::new(None) }
+    /// A context over `vfs`, its random stream seeded with `seed`, its
+    /// locks and wal-indexes shared through `shared` with the other
+    /// connections of the same process.
+    pub fn new(vfs: Arc<dyn Vfs>, options: VfsOptions, seed: u64, shared: Arc<Shared>) -> VfsContext {
+        VfsContext {
+            vfs,
+            options,
+            shared,
+            slept_us: AtomicU64::new(0),
+            random: AtomicU64::new(seed),
+            panic: Mutex::new(None),
+        }
     }
 
     /// The message of a panic a callback caught since the last call, if any.
@@ -208,10 +239,10 @@ fn raw_vfs(name: &CStr, context: *const VfsContext) -> ffi::sqlite3_vfs {
     }
 }
 
-/// The file methods SQLite calls on an open [`SimFile`] (version 1: no
-/// shared memory, no memory mapping).
+/// The file methods SQLite calls on an open [`SimFile`] (version 2:
+/// shared memory; no memory mapping).
 static IO_METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
-    iVersion: 1,
+    iVersion: 2,
     xClose: Some(x_close),
     xRead: Some(x_read),
     xWrite: Some(x_write),
@@ -224,10 +255,10 @@ static IO_METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
     xFileControl: Some(x_file_control),
     xSectorSize: Some(x_sector_size),
     xDeviceCharacteristics: Some(x_device_characteristics),
-    xShmMap: None,
-    xShmLock: None,
-    xShmBarrier: None,
-    xShmUnmap: None,
+    xShmMap: Some(x_shm_map),
+    xShmLock: Some(x_shm_lock),
+    xShmBarrier: Some(x_shm_barrier),
+    xShmUnmap: Some(x_shm_unmap),
     xFetch: None,
     xUnfetch: None,
 };
@@ -251,7 +282,10 @@ struct FileState {
     bytes: Bytes,
     path: PathBuf,
     context: *const VfsContext,
-    /// The lock level SQLite holds (`SQLITE_LOCK_*`).
+    /// The id its locks are held under in the process's [`Shared`].
+    handle: u64,
+    /// The lock level SQLite holds (`SQLITE_LOCK_*`) on a file in memory
+    /// (a file on disk holds its locks in [`Shared`]).
     lock: c_int,
     /// os_unix's `UNIXFILE_DIRSYNC`: fsync the directory at the first sync.
     dir_sync_pending: bool,
@@ -260,6 +294,11 @@ struct FileState {
 }
 
 impl FileState {
+    /// Whether the file lives on the disk (not in memory).
+    fn on_disk(&self) -> bool {
+        matches!(self.bytes, Bytes::Disk(_))
+    }
+
     fn context(&self) -> &VfsContext {
         // SAFETY: the context outlives every file of its connection (the
         // adapter closes the connection before dropping the VFS).
@@ -448,6 +487,7 @@ fn open_state(context: &VfsContext, path: Option<PathBuf>, flags: c_int) -> io::
         bytes,
         path: path.unwrap_or_default(),
         context,
+        handle: context.shared.new_handle(),
         lock: ffi::SQLITE_LOCK_NONE,
         dir_sync_pending: create && !in_memory && journal.iter().any(|j| kind & j != 0),
         late_truncate: None,
@@ -591,8 +631,12 @@ unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
         }
         let state = Box::from_raw(state);
         let context = state.context;
-        // Dropping the handle is the close (the disk forgets it).
+        // Dropping the handle is the close (the disk forgets it); its
+        // locks and its wal-index mapping go with it.
         guarded(Some(&*context), ffi::SQLITE_IOERR_CLOSE, || {
+            if state.on_disk() {
+                (*context).shared.closed(&state.path, state.handle);
+            }
             drop(state);
             ffi::SQLITE_OK
         })
@@ -690,8 +734,12 @@ unsafe extern "C" fn x_lock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int
     // SAFETY: as `file_state`.
     unsafe {
         with_file(file, ffi::SQLITE_IOERR_LOCK, |state| {
-            state.lock = state.lock.max(level);
-            ffi::SQLITE_OK
+            if !state.on_disk() {
+                state.lock = state.lock.max(level);
+                return ffi::SQLITE_OK;
+            }
+            let per_process = state.context().options.plant == Some(VfsPlant::LocksPerProcess);
+            state.context().shared.lock(&state.path, state.handle, level, per_process).code()
         })
     }
 }
@@ -700,7 +748,11 @@ unsafe extern "C" fn x_unlock(file: *mut ffi::sqlite3_file, level: c_int) -> c_i
     // SAFETY: as `file_state`.
     unsafe {
         with_file(file, ffi::SQLITE_IOERR_UNLOCK, |state| {
-            state.lock = state.lock.min(level);
+            if state.on_disk() {
+                state.context().shared.unlock(&state.path, state.handle, level);
+            } else {
+                state.lock = state.lock.min(level);
+            }
             ffi::SQLITE_OK
         })
     }
@@ -711,7 +763,70 @@ unsafe extern "C" fn x_check_reserved_lock(file: *mut ffi::sqlite3_file, out: *m
     unsafe {
         *out = 0;
         with_file(file, ffi::SQLITE_IOERR_CHECKRESERVEDLOCK, |state| {
-            *out = c_int::from(state.lock >= ffi::SQLITE_LOCK_RESERVED);
+            let reserved = match state.on_disk() {
+                true => state.context().shared.reserved(&state.path),
+                false => state.lock >= ffi::SQLITE_LOCK_RESERVED,
+            };
+            *out = c_int::from(reserved);
+            ffi::SQLITE_OK
+        })
+    }
+}
+
+unsafe extern "C" fn x_shm_map(
+    file: *mut ffi::sqlite3_file,
+    region: c_int,
+    region_bytes: c_int,
+    extend: c_int,
+    out: *mut *mut c_void,
+) -> c_int {
+    // SAFETY: as `file_state`, with an out pointer.
+    unsafe {
+        *out = ptr::null_mut();
+        with_file(file, ffi::SQLITE_IOERR_SHMMAP, |state| {
+            let (Ok(region), Ok(region_bytes)) = (usize::try_from(region), usize::try_from(region_bytes)) else {
+                return ffi::SQLITE_IOERR_SHMMAP;
+            };
+            let shared = &state.context().shared;
+            if let Some(bytes) = shared.shm_map(&state.path, state.handle, region, region_bytes, extend != 0) {
+                *out = bytes.cast();
+            }
+            ffi::SQLITE_OK
+        })
+    }
+}
+
+unsafe extern "C" fn x_shm_lock(file: *mut ffi::sqlite3_file, first: c_int, count: c_int, flags: c_int) -> c_int {
+    // SAFETY: as `file_state`.
+    unsafe {
+        with_file(file, ffi::SQLITE_IOERR_SHMLOCK, |state| {
+            let op = if flags & ffi::SQLITE_SHM_UNLOCK != 0 {
+                ShmOp::Unlock
+            } else if flags & ffi::SQLITE_SHM_SHARED != 0 {
+                ShmOp::Shared
+            } else {
+                ShmOp::Exclusive
+            };
+            let (Ok(first), Ok(count)) = (usize::try_from(first), usize::try_from(count)) else {
+                return ffi::SQLITE_IOERR_SHMLOCK;
+            };
+            let lies = state.context().options.plant == Some(VfsPlant::ShmExclusiveLies);
+            state.context().shared.shm_lock(&state.path, state.handle, first, count, op, lies).code()
+        })
+    }
+}
+
+/// Nothing to catch: one thread runs SQLite at a time (the adapter's
+/// gate), so a fence is all a barrier needs to be.
+unsafe extern "C" fn x_shm_barrier(_file: *mut ffi::sqlite3_file) {
+    std::sync::atomic::fence(Ordering::SeqCst);
+}
+
+unsafe extern "C" fn x_shm_unmap(file: *mut ffi::sqlite3_file, _delete: c_int) -> c_int {
+    // SAFETY: as `file_state`.
+    unsafe {
+        with_file(file, ffi::SQLITE_IOERR, |state| {
+            state.context().shared.shm_unmap(&state.path, state.handle);
             ffi::SQLITE_OK
         })
     }
@@ -758,7 +873,7 @@ mod tests {
         disk.sync_dir(Path::new("/")).unwrap();
         let options = VfsOptions { sector_bytes: 512, powersafe: false, plant };
         let vfs: Arc<dyn Vfs> = disk.clone();
-        (disk, RegisteredVfs::register(Arc::new(VfsContext::new(vfs, options, 7))))
+        (disk, RegisteredVfs::register(Arc::new(VfsContext::new(vfs, options, 7, Arc::default()))))
     }
 
     /// A file of `szOsFile` bytes, opened by `x_open`.

@@ -37,3 +37,22 @@ fn a_replayed_list_runs_its_operations() {
     assert_eq!(ops, 6);
     assert!(failure.is_none(), "{failure:?}");
 }
+
+/// `--replay` runs the file as it is: a flag that would change the run
+/// (`--fs`, `--crash-mode`, `--ops`) or that it cannot honour (`--trace`)
+/// is refused (exit 2), not silently ignored.
+#[test]
+fn a_replay_refuses_flags_it_would_ignore() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/regressions/manifest-compacted-cut-seq-reuse.ops");
+    for flag in [&["--fs", "ext4"][..], &["--crash-mode", "prefix"], &["--ops", "5"], &["--trace"]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
+            .arg("--replay")
+            .arg(&file)
+            .args(flag)
+            .output()
+            .expect("the sim binary runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag:?}: {stderr}");
+        assert!(stderr.contains("edit the file"), "{flag:?}: {stderr}");
+    }
+}

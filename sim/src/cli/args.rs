@@ -58,7 +58,10 @@ pub struct RunArgs {
     #[arg(long, requires = "shrink")]
     pub save: bool,
 
-    /// Replay an operation list file (as saved by --shrink --save).
+    /// Replay an operation list file (as saved by --shrink --save), as it
+    /// is: its header lines name the target, seed, profile, crash mode and
+    /// settings (--fs, --crash-mode, --ops and --trace are refused with it;
+    /// --report draws the replay).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["seed", "seeds", "time"])]
     pub replay: Option<PathBuf>,
 

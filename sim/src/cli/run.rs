@@ -45,6 +45,15 @@ pub fn run_target<T: Target>(cli: &RunArgs, target: T, hooks: &Hooks<'_>) -> Exi
         return usage_error(hooks.program, "--jobs must be at least 1");
     }
     if let Some(path) = &cli.replay {
+        if cli.fs.is_some() || cli.crash_mode.is_some() || cli.ops.is_some() || cli.trace {
+            // Ignoring them would answer for another run than the one asked.
+            return usage_error(
+                hooks.program,
+                "--replay runs the file as it is: its header lines set the profile (`fs NAME`) and the crash mode \
+                 (`crash-mode NAME`), its lines the operations; edit the file instead of passing --fs, \
+                 --crash-mode or --ops (and use --report to see a replay's events; --trace takes --seed)",
+            );
+        }
         // The file names its target; `--canary` plants a bug in segsim's.
         return replay(path, cli.json, cli.report.as_deref(), hooks);
     }

@@ -39,12 +39,21 @@ fn a_replayed_list_runs_its_operations() {
 }
 
 /// `--replay` runs the file as it is: a flag that would change the run
-/// (`--fs`, `--crash-mode`, `--ops`) or that it cannot honour (`--trace`)
-/// is refused (exit 2), not silently ignored.
+/// (`--fs`, `--crash-mode`, `--ops`, a target's settings) is refused (exit
+/// 2), not silently ignored.
 #[test]
 fn a_replay_refuses_flags_it_would_ignore() {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/regressions/manifest-compacted-cut-seq-reuse.ops");
-    for flag in [&["--fs", "ext4"][..], &["--crash-mode", "prefix"], &["--ops", "5"], &["--trace"]] {
+    let flags = [
+        &["--fs", "ext4"][..],
+        &["--crash-mode", "prefix"],
+        &["--ops", "5"],
+        &["--fsync", "no"],
+        &["--set", "journal_mode=wal"],
+        &["--clients", "3"],
+        &["--plant", "redb-no-sync"],
+    ];
+    for flag in flags {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
             .arg("--replay")
             .arg(&file)

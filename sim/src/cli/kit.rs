@@ -166,6 +166,19 @@ pub fn main<A: Adapter + Clone>(adapter: A) -> ExitCode {
         }
         None => {}
     }
+    if cli.run.replay.is_some() {
+        let args = &cli.target;
+        let given = [
+            ("--plant", args.plant.is_some()),
+            ("--set", !args.options.is_empty()),
+            ("--clients", args.clients.is_some()),
+            ("--torn-garbage", args.torn_garbage),
+            ("--read-bitflips", args.read_bitflips),
+        ];
+        if let Some(exit) = super::run::refuse_with_replay(name, &given) {
+            return exit;
+        }
+    }
     let for_replay = adapter.clone();
     let kit = match target(adapter, Some(&cli.run), cli.run.fs, &cli.target) {
         Ok(kit) => kit,

@@ -265,6 +265,21 @@ fn run_target(cli: &Cli) -> ExitCode {
             target.name
         ));
     }
+    if cli.run.replay.is_some() {
+        let kit = &cli.target;
+        let given = [
+            ("--plant", kit.plant.is_some()),
+            ("--set", !kit.options.is_empty()),
+            ("--clients", kit.clients.is_some()),
+            ("--torn-garbage", kit.torn_garbage),
+            ("--read-bitflips", cli.read_bitflips),
+            ("--fsync", cli.fsync.is_some()),
+            ("--point-in-time", cli.point_in_time),
+        ];
+        if let Some(exit) = run::refuse_with_replay("sim", &given) {
+            return exit;
+        }
+    }
     let flags = TargetFlags {
         canary: cli.canary,
         fsync: cli.fsync,

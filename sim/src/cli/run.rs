@@ -45,14 +45,13 @@ pub fn run_target<T: Target>(cli: &RunArgs, target: T, hooks: &Hooks<'_>) -> Exi
         return usage_error(hooks.program, "--jobs must be at least 1");
     }
     if let Some(path) = &cli.replay {
-        if cli.fs.is_some() || cli.crash_mode.is_some() || cli.ops.is_some() || cli.trace {
-            // Ignoring them would answer for another run than the one asked.
-            return usage_error(
-                hooks.program,
-                "--replay runs the file as it is: its header lines set the profile (`fs NAME`) and the crash mode \
-                 (`crash-mode NAME`), its lines the operations; edit the file instead of passing --fs, \
-                 --crash-mode or --ops (and use --report to see a replay's events; --trace takes --seed)",
-            );
+        let given =
+            [("--fs", cli.fs.is_some()), ("--crash-mode", cli.crash_mode.is_some()), ("--ops", cli.ops.is_some())];
+        if let Some(exit) = refuse_with_replay(hooks.program, &given) {
+            return exit;
+        }
+        if cli.trace {
+            return usage_error(hooks.program, "--trace takes --seed N; --report FILE.html draws a replay's events");
         }
         // The file names its target; `--canary` plants a bug in segsim's.
         return replay(path, cli.json, cli.report.as_deref(), hooks);
@@ -272,6 +271,23 @@ fn shrink_and_report<T: Target>(target: &T, seed: u64, check: Check, canary: Opt
             Err(e) => eprintln!("sim: could not save {}: {e}", path.display()),
         }
     }
+}
+
+/// A replay runs its file as it is: the settings among `given` (flag,
+/// whether given) that would change the run are refused (exit 2), not
+/// silently ignored — the answer would be for another run than the one
+/// asked.
+pub fn refuse_with_replay(program: &str, given: &[(&str, bool)]) -> Option<ExitCode> {
+    let flags: Vec<&str> = given.iter().filter(|(_, on)| *on).map(|(flag, _)| *flag).collect();
+    if flags.is_empty() {
+        return None;
+    }
+    let message = format!(
+        "--replay runs the file as it is: its header lines set the target's settings (`fs`, `crash-mode`, `set`, \
+         `plant`, `clients`, ...) and its lines the operations; edit the file instead of passing {}",
+        flags.join(", ")
+    );
+    Some(usage_error(program, &message))
 }
 
 fn replay(path: &Path, json: bool, report: Option<&Path>, hooks: &Hooks<'_>) -> ExitCode {

@@ -33,8 +33,9 @@
 
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
-// Safe Rust everywhere but the SQLite target's FFI (`systems/sqlite/conn.rs`
-// and `vfs.rs`), which allow it file by file and argue each block.
+// Safe Rust everywhere but the SQLite target's FFI (`systems/sqlite/conn.rs`,
+// `vfs.rs`, `vfs/locking.rs`, and `shared.rs`'s wal-index memory), which
+// allow it file by file and argue each block.
 #![deny(unsafe_code)]
 
 #[doc(hidden)]

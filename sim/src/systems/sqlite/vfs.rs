@@ -85,7 +85,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use engine::vfs::{OpenMode, Vfs, VfsFile};
 use libsqlite3_sys as ffi;
 
-use super::shared::{Shared, ShmOp};
+use super::shared::Shared;
+
+mod locking;
 
 /// A bug planted in the VFS, to prove the sqlite target's checks can fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -249,16 +251,16 @@ static IO_METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
     xTruncate: Some(x_truncate),
     xSync: Some(x_sync),
     xFileSize: Some(x_file_size),
-    xLock: Some(x_lock),
-    xUnlock: Some(x_unlock),
-    xCheckReservedLock: Some(x_check_reserved_lock),
+    xLock: Some(locking::x_lock),
+    xUnlock: Some(locking::x_unlock),
+    xCheckReservedLock: Some(locking::x_check_reserved_lock),
     xFileControl: Some(x_file_control),
     xSectorSize: Some(x_sector_size),
     xDeviceCharacteristics: Some(x_device_characteristics),
-    xShmMap: Some(x_shm_map),
-    xShmLock: Some(x_shm_lock),
-    xShmBarrier: Some(x_shm_barrier),
-    xShmUnmap: Some(x_shm_unmap),
+    xShmMap: Some(locking::x_shm_map),
+    xShmLock: Some(locking::x_shm_lock),
+    xShmBarrier: Some(locking::x_shm_barrier),
+    xShmUnmap: Some(locking::x_shm_unmap),
     xFetch: None,
     xUnfetch: None,
 };
@@ -726,108 +728,6 @@ unsafe extern "C" fn x_file_size(file: *mut ffi::sqlite3_file, out: *mut i64) ->
                 ffi::SQLITE_OK
             }
             Err(_) => ffi::SQLITE_IOERR_FSTAT,
-        })
-    }
-}
-
-unsafe extern "C" fn x_lock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
-    // SAFETY: as `file_state`.
-    unsafe {
-        with_file(file, ffi::SQLITE_IOERR_LOCK, |state| {
-            if !state.on_disk() {
-                state.lock = state.lock.max(level);
-                return ffi::SQLITE_OK;
-            }
-            let per_process = state.context().options.plant == Some(VfsPlant::LocksPerProcess);
-            state.context().shared.lock(&state.path, state.handle, level, per_process).code()
-        })
-    }
-}
-
-unsafe extern "C" fn x_unlock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
-    // SAFETY: as `file_state`.
-    unsafe {
-        with_file(file, ffi::SQLITE_IOERR_UNLOCK, |state| {
-            if state.on_disk() {
-                state.context().shared.unlock(&state.path, state.handle, level);
-            } else {
-                state.lock = state.lock.min(level);
-            }
-            ffi::SQLITE_OK
-        })
-    }
-}
-
-unsafe extern "C" fn x_check_reserved_lock(file: *mut ffi::sqlite3_file, out: *mut c_int) -> c_int {
-    // SAFETY: as `file_state`, with an out pointer.
-    unsafe {
-        *out = 0;
-        with_file(file, ffi::SQLITE_IOERR_CHECKRESERVEDLOCK, |state| {
-            let reserved = match state.on_disk() {
-                true => state.context().shared.reserved(&state.path),
-                false => state.lock >= ffi::SQLITE_LOCK_RESERVED,
-            };
-            *out = c_int::from(reserved);
-            ffi::SQLITE_OK
-        })
-    }
-}
-
-unsafe extern "C" fn x_shm_map(
-    file: *mut ffi::sqlite3_file,
-    region: c_int,
-    region_bytes: c_int,
-    extend: c_int,
-    out: *mut *mut c_void,
-) -> c_int {
-    // SAFETY: as `file_state`, with an out pointer.
-    unsafe {
-        *out = ptr::null_mut();
-        with_file(file, ffi::SQLITE_IOERR_SHMMAP, |state| {
-            let (Ok(region), Ok(region_bytes)) = (usize::try_from(region), usize::try_from(region_bytes)) else {
-                return ffi::SQLITE_IOERR_SHMMAP;
-            };
-            let shared = &state.context().shared;
-            if let Some(bytes) = shared.shm_map(&state.path, state.handle, region, region_bytes, extend != 0) {
-                *out = bytes.cast();
-            }
-            ffi::SQLITE_OK
-        })
-    }
-}
-
-unsafe extern "C" fn x_shm_lock(file: *mut ffi::sqlite3_file, first: c_int, count: c_int, flags: c_int) -> c_int {
-    // SAFETY: as `file_state`.
-    unsafe {
-        with_file(file, ffi::SQLITE_IOERR_SHMLOCK, |state| {
-            let op = if flags & ffi::SQLITE_SHM_UNLOCK != 0 {
-                ShmOp::Unlock
-            } else if flags & ffi::SQLITE_SHM_SHARED != 0 {
-                ShmOp::Shared
-            } else {
-                ShmOp::Exclusive
-            };
-            let (Ok(first), Ok(count)) = (usize::try_from(first), usize::try_from(count)) else {
-                return ffi::SQLITE_IOERR_SHMLOCK;
-            };
-            let lies = state.context().options.plant == Some(VfsPlant::ShmExclusiveLies);
-            state.context().shared.shm_lock(&state.path, state.handle, first, count, op, lies).code()
-        })
-    }
-}
-
-/// Nothing to catch: one thread runs SQLite at a time (the adapter's
-/// gate), so a fence is all a barrier needs to be.
-unsafe extern "C" fn x_shm_barrier(_file: *mut ffi::sqlite3_file) {
-    std::sync::atomic::fence(Ordering::SeqCst);
-}
-
-unsafe extern "C" fn x_shm_unmap(file: *mut ffi::sqlite3_file, _delete: c_int) -> c_int {
-    // SAFETY: as `file_state`.
-    unsafe {
-        with_file(file, ffi::SQLITE_IOERR, |state| {
-            state.context().shared.shm_unmap(&state.path, state.handle);
-            ffi::SQLITE_OK
         })
     }
 }

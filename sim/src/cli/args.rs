@@ -60,8 +60,9 @@ pub struct RunArgs {
 
     /// Replay an operation list file (as saved by --shrink --save), as it
     /// is: its header lines name the target, seed, profile, crash mode and
-    /// settings (--fs, --crash-mode, --ops and --trace are refused with it;
-    /// --report draws the replay).
+    /// settings, so every flag that would set one of them (--fs,
+    /// --crash-mode, --ops, --set, --plant, --clients, ...) is refused with
+    /// it, and --trace too (--report draws the replay).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["seed", "seeds", "time"])]
     pub replay: Option<PathBuf>,
 

@@ -95,16 +95,20 @@ impl<A: Adapter> KvRun<'_, A> {
     /// that succeeded with a fault injected in it (a `ROLLBACK` whose
     /// journal playback failed holds its lock until it recovers).
     fn writer_may_hold_lock(&self) -> bool {
-        let waits = self.config.spec.readers.is_some_and(|readers| readers.writer_waits);
-        waits && (self.model.in_transaction() || self.readers.writer_lock_in_doubt())
+        self.writer_waits() && (self.model.in_transaction() || self.readers.writer_lock_in_doubt())
     }
 
     /// Whether `error` is the writer refused as busy by an engine whose
     /// writer waits for its readers, with readers open: the kit then ends
     /// them and retries, as an application's busy handler would.
     pub(super) fn writer_waits_for_readers(&self, error: &KitError) -> bool {
-        let waits = self.config.spec.readers.is_some_and(|readers| readers.writer_waits);
-        error.kind == ErrorKind::Busy && waits && !self.readers.is_empty()
+        error.kind == ErrorKind::Busy && self.writer_waits() && !self.readers.is_empty()
+    }
+
+    /// Whether this configuration's writer waits for its readers
+    /// ([`super::Readers::writer_waits`]).
+    fn writer_waits(&self) -> bool {
+        self.config.spec.readers.is_some_and(|readers| readers.writer_waits)
     }
 
     /// End every open reader (before a clean close: the application ends

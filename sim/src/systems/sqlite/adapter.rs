@@ -292,7 +292,6 @@ pub struct SqliteDb {
     /// kept (a connection pool's), closed before the writer's.
     readers: BTreeMap<usize, Conn>,
     connector: Connector,
-    journal_mode: JournalMode,
     /// Per key the open write transaction touched, its value before (as
     /// SQLite answered the first put or delete): the kit reads committed
     /// content between operations, and SQLite shows one connection only
@@ -544,15 +543,8 @@ fn open_conn(env: &Env<'_, SqliteAdapter>, create: bool) -> Result<SqliteDb, Kit
         shared: Arc::default(),
     };
     let (conn, prng_seed) = connector.connect(create)?;
-    let mut db = SqliteDb {
-        conn: Some(conn),
-        readers: BTreeMap::new(),
-        connector,
-        journal_mode: config.journal_mode,
-        undo: BTreeMap::new(),
-        calls: 0,
-        prng_seed,
-    };
+    let mut db =
+        SqliteDb { conn: Some(conn), readers: BTreeMap::new(), connector, undo: BTreeMap::new(), calls: 0, prng_seed };
     db.call(|conn| {
         if create {
             conn.exec(&format!("PRAGMA page_size={}", config.page_bytes))?;
@@ -710,7 +702,7 @@ impl Adapter for SqliteAdapter {
     }
 
     fn maintain(&self, db: &mut SqliteDb) -> Result<(), KitError> {
-        let journal_mode = db.journal_mode;
+        let journal_mode = db.connector.config.journal_mode;
         db.call(|conn| maintain(conn, journal_mode))
     }
 

@@ -23,21 +23,31 @@ impl Checker {
     /// whose model shows exactly the recovered content — `history.len() +
     /// 1` for all of them plus the uncertain write — or `None`.
     ///
-    /// The states are visited newest first, from `current` back to the
-    /// durable prefix, each one's difference from the content kept as a
-    /// count that a write's undo changes only at its own keys; the first
-    /// (newest) prefix with no difference wins. Where writes cancel out (a
-    /// field set, then its key deleted), several prefixes show the same
-    /// content, and only the newest is safe to continue from: the store's
-    /// log may hold every one of those writes, and a later recovery that
-    /// cuts the log between them (at damage) shows a state only the
-    /// newest's history still knows. Continuing from an older one forgot
-    /// them (seed 3948 failed so, with no bug in the store). A newer choice
-    /// costs nothing where the log held less: the states are the same, so
-    /// everything after them is too.
+    /// The states are visited newest first: all the writes plus the
+    /// uncertain one, then from `current` back to the durable prefix, each
+    /// one's difference from the content kept as a count that a write's
+    /// undo changes only at its own keys; the first (newest) prefix with no
+    /// difference wins. Where writes cancel out (a field set, then its key
+    /// deleted), several prefixes show the same content, and only the
+    /// newest is safe to continue from: the store's log may hold every one
+    /// of those writes, and a later recovery that cuts the log between them
+    /// (at damage) shows a state only the newest's history still knows.
+    /// Continuing from an older one forgot them (seed 3948 failed so, with
+    /// no bug in the store). The uncertain write is the newest of all: a
+    /// FLUSHALL in doubt shows the same empty content as a history that
+    /// began empty, and continuing from the empty start forgot the writes
+    /// the log still held before the FLUSHALL frame, which a later
+    /// point-in-time cut at damage brought back (seed 1059760). A newer
+    /// choice costs nothing where the log held less: the states are the
+    /// same, so everything after them is too.
     pub(super) fn find_prefix(&self, content: &Content<'_>, now_ms: u64, lowest: usize) -> Option<usize> {
         let newest = self.history.len();
         assert!(lowest <= newest, "the lowest prefix is within the history");
+        if let Some((at_ms, command)) = &self.uncertain {
+            if self.newest_plus_shows(command, *at_ms, content, now_ms) {
+                return Some(newest + 1);
+            }
+        }
         let mut view = PrefixView {
             content,
             now_ms,
@@ -57,13 +67,6 @@ impl Checker {
             }
             p -= 1;
             view.take_back(&self.history[p].undo);
-        }
-        if matched.is_none() {
-            if let Some((at_ms, command)) = &self.uncertain {
-                if self.newest_plus_shows(command, *at_ms, content, now_ms) {
-                    matched = Some(newest + 1);
-                }
-            }
         }
         matched
     }

@@ -31,7 +31,7 @@ use super::{SegEntry, MANIFEST_FILE, MANIFEST_TEMP_FILE};
 /// The highest seq a segment may have. Half the u64 range: far more than a
 /// directory will ever use, and it leaves `allocate_seq` room to count past
 /// the last registered seq without overflow checks on every path.
-pub(super) const MAX_SEQ: u64 = (1 << 63) - 1;
+pub(crate) const MAX_SEQ: u64 = (1 << 63) - 1;
 
 /// The longest file name, in bytes, common file systems accept.
 const MAX_FILE_NAME_BYTES: usize = 255;

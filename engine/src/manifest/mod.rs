@@ -90,6 +90,7 @@ use crate::IoOp;
 use crate::{Error, Result};
 
 use ledger::Ledger;
+pub(crate) use ledger::MAX_SEQ;
 use replay::{replay, SCAN_BUDGET_BYTES};
 
 /// The manifest's file name inside its segment directory.
@@ -400,6 +401,42 @@ impl Manifest {
         // after 2^63 allocations by one instance.
         self.next_free_seq = seq.checked_add(1).expect("seq space exhausted");
         seq
+    }
+
+    /// The lowest seq [`Manifest::allocate_seq`] would hand out now.
+    pub fn next_free_seq(&self) -> u64 {
+        self.next_free_seq.max(self.ledger.next_seq())
+    }
+
+    /// Note that a file in the directory bears `seq` though no ADD
+    /// registered it (a failed seal's debris a point-in-time open left in
+    /// place): this instance hands out only seqs above it. Memory only:
+    /// the file itself stays as the evidence until a sweep, which makes
+    /// the reservation durable first ([`Manifest::reserve_through`]).
+    pub fn note_seq_in_use(&mut self, seq: u64) {
+        assert!((1..=MAX_SEQ).contains(&seq), "a segment file's seq is in 1..=MAX_SEQ");
+        self.next_free_seq = self.next_free_seq.max(seq + 1);
+    }
+
+    /// Make sure no instance ever hands out `seq` or any seq below it
+    /// again: a segment file bearing it is in the directory, the manifest
+    /// never registered it (debris of a seal that failed or crashed before
+    /// its ADD), and the sweep is about to remove it — the last evidence
+    /// that the seq named a file. Where the ledger's `next_seq` is not
+    /// already above it, it is raised past `seq` and made durable by a
+    /// compaction (whose header carries `next_seq`: no new record kind).
+    /// Whether it wrote anything; a failure poisons, as a compaction's.
+    pub fn reserve_through(&mut self, vfs: &dyn Vfs, seq: u64) -> Result<bool> {
+        assert!((1..=MAX_SEQ).contains(&seq), "a segment file's seq is in 1..=MAX_SEQ");
+        self.note_seq_in_use(seq);
+        if seq < self.ledger.next_seq() {
+            return Ok(false);
+        }
+        self.refuse_unless_writable()?;
+        self.ledger.raise_next_seq(seq + 1);
+        self.compact(vfs)?;
+        debug_assert!(self.ledger.next_seq() > seq, "the reservation is what the new file replays to");
+        Ok(true)
     }
 
     /// Append ADD and fsync; durable when it returns Ok. A seq already

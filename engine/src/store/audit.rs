@@ -112,7 +112,16 @@ impl Store {
                 Listed::Kept | Listed::Foreign => {}
                 // A failed step's file whose removal failed too: the store
                 // knows it (see `Store::leftovers`).
-                Listed::UnregisteredSegment(file) | Listed::LeftoverTemp(file) if self.leftovers.contains(file) => {}
+                Listed::UnregisteredSegment(file) if self.leftovers.contains(file) => {
+                    // Its seq was handed out once: never again.
+                    let seq = seq_of_file_name(file).expect("classified as a segment file by its seq");
+                    if seq >= self.manifest.next_free_seq() {
+                        v(format!(
+                            "leftover segment file {file} bears seq {seq}, which the store would hand out again"
+                        ));
+                    }
+                }
+                Listed::LeftoverTemp(file) if self.leftovers.contains(file) => {}
                 Listed::UnregisteredSegment(file) => v(format!("unregistered segment file {file} in the directory")),
                 Listed::LeftoverTemp(file) if file == REWRITE_TEMP_FILE => {
                     v(format!("leftover rewrite temp file {file}"))

@@ -19,8 +19,9 @@ use std::ops::Bound;
 use super::apply::table_holds;
 use super::command::parse_int;
 use super::command::Command;
+use super::names::{classify, Listed};
 use super::row::{FieldRef, Row};
-use super::segments::segment_file_name;
+use super::segments::{segment_file_name, seq_of_file_name};
 use super::value::{encode_row, Entry, Value};
 use super::Store;
 use crate::aof::Record;
@@ -168,10 +169,30 @@ impl Store {
         rows
     }
 
+    /// A seq for a new segment, above every seq a file in the directory
+    /// bears. After a sweep that holds by the manifest alone (the sweep
+    /// reserved the debris' seqs before removing it); while a
+    /// point-in-time open's sweep is pending, a failed seal's debris may
+    /// still lie there unregistered, so the first seal lists the directory
+    /// once and starts above it.
+    fn fresh_seq(&mut self) -> Result<u64> {
+        if self.sweep_pending && !self.debris_seqs_noted {
+            let names = Self::io(IoOp::ListDir, &self.dir, self.vfs.list_dir(&self.dir))?;
+            for name in &names {
+                if let Listed::UnregisteredSegment(file) = classify(name, |file| self.manifest.is_live_file(file)) {
+                    let seq = seq_of_file_name(file).expect("classified as a segment file by its seq");
+                    self.manifest.note_seq_in_use(seq);
+                }
+            }
+            self.debris_seqs_noted = true;
+        }
+        Ok(self.manifest.allocate_seq())
+    }
+
     /// Phase 1. On failure nothing in memory has changed; a half-built
     /// file is unlinked (or left for the next open's sweep).
     fn seal(&mut self, table: &[u8], rows: &[(Vec<u8>, Vec<u8>)], now_ms: u64) -> Result<Sealed> {
-        let seq = self.manifest.allocate_seq();
+        let seq = self.fresh_seq()?;
         let file = segment_file_name(table, seq);
         let path = self.dir.join(&file);
         let built = (|| {

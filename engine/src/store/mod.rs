@@ -47,7 +47,7 @@ pub use command::{Command, Reply, SetCondition, SetOptions, SetTtl, INVALID_EXPI
 pub use evict::EvictReport;
 pub use logical::{LogicalEntry, LogicalFields, LogicalValue};
 pub use recover::RecoveryReport;
-pub use segments::segment_file_name;
+pub use segments::{segment_file_name, seq_of_file_name};
 pub use view::{EntryView, FieldsIter, FieldsView, ValueView};
 
 use crate::aof::{AofWriter, Record};
@@ -125,6 +125,10 @@ pub struct Store {
     /// files may remain until a rewrite or the next open, and the audit
     /// does not count them.
     sweep_pending: bool,
+    /// While `sweep_pending`: the directory's unregistered segment files
+    /// were listed and their seqs noted, so none is handed out again
+    /// (`evict.rs`, `fresh_seq`).
+    debris_seqs_noted: bool,
     /// Files this store made and then failed to remove when the step that
     /// made them failed (a half-built segment, a failed rewrite's temp
     /// file: the failure's cleanup `unlink` failed too). Harmless — no log

@@ -31,8 +31,10 @@
 //! 6. Sweep: registered segments the log never names (a crash between seal
 //!    and frame) are dropped and unlinked; unregistered segment files of
 //!    the engine's naming and a leftover rewrite or manifest-compaction
-//!    temp file are unlinked; a name the engine never writes is left alone
-//!    and reported (`store/names.rs`). A
+//!    temp file are unlinked — the unregistered segments only once the
+//!    manifest's `next_seq` is durably past their seqs, so no seq that
+//!    ever named a file is handed out again; a name the engine never
+//!    writes is left alone and reported (`store/names.rs`). A
 //!    segment the log names stays even with no live stub: dropping it would
 //!    break the *next* replay, which meets the same `SEGMENTED` frame
 //!    again. No destructive step follows damage: after a point-in-time cut
@@ -63,7 +65,7 @@ use super::value::{decode_row, value_weight, Entry, Stub, Value};
 use super::{Options, Store, AOF_FILE};
 use crate::aof::{AofRecovery, Args, LogRead, RecordRef, RecoveryMode};
 use crate::clock::Clock;
-use crate::manifest::{Manifest, ManifestRead};
+use crate::manifest::{Manifest, ManifestRead, MANIFEST_TEMP_FILE};
 use crate::seg::Seg;
 use crate::vfs::{LockGuard, LockMode, Vfs};
 use crate::IoOp;
@@ -99,8 +101,14 @@ pub struct RecoveryReport {
     /// Manifest ADD and DROP records replayed: about the live segments'
     /// count once compaction has run, whatever the directory's age.
     pub manifest_records_replayed: u64,
-    /// The open compacted the manifest (step 7 of the module doc).
+    /// The open compacted the manifest (step 7 of the module doc, or to
+    /// reserve a debris file's seq: `seqs_reserved_through`).
     pub manifest_compacted: bool,
+    /// The highest seq of a segment file the manifest never registered
+    /// (a failed or crashed seal's debris), when the sweep removed it only
+    /// after raising the manifest's `next_seq` past it durably: no seq
+    /// that ever named a file in the directory is handed out again.
+    pub seqs_reserved_through: Option<u64>,
     /// What AOF recovery found: bytes quarantined, why, whether valid
     /// frames followed the invalid one, and whether it was damage (a
     /// point-in-time cut only; the default refuses damage).
@@ -175,7 +183,7 @@ impl Store {
             store.sweep_pending = true;
         } else {
             store.sweep(&named, &mut report)?;
-            report.manifest_compacted = store.compact_manifest_if_due()?;
+            report.manifest_compacted |= store.compact_manifest_if_due()?;
         }
         store.vfs.mark(Phase::OpenDone);
         Ok((store, report))
@@ -213,6 +221,7 @@ impl Store {
             used_memory: 0,
             poisoned: None,
             sweep_pending: false,
+            debris_seqs_noted: false,
             leftovers: BTreeSet::new(),
             lock,
         };
@@ -376,11 +385,15 @@ impl Store {
         report.orphan_segments_swept = self.retire_unnamed(named)?;
         self.sweep_pending = false;
         let names = Self::io(IoOp::ListDir, &self.dir, self.vfs.list_dir(&self.dir))?;
+        let compacted = self.reserve_debris_seqs(&names, report)?;
         for name in names {
             // A compaction's temp file is never the manifest: the rename
             // that would have made it one is atomic (`manifest/compact.rs`).
             match classify(&name, |file| self.manifest.is_live_file(file)) {
                 Listed::Kept => {}
+                // The reservation's compaction wrote its ledger under that
+                // name and renamed it over the manifest: it is gone.
+                Listed::LeftoverTemp(MANIFEST_TEMP_FILE) if compacted => {}
                 Listed::UnregisteredSegment(file) | Listed::LeftoverTemp(file) => {
                     let path = self.dir.join(file);
                     let unlinked = Self::io(IoOp::Unlink, &path, self.vfs.unlink(&path));
@@ -395,6 +408,34 @@ impl Store {
             self.poison_on_error(synced)?;
         }
         Ok(())
+    }
+
+    /// Before the sweep removes segment files the manifest never
+    /// registered, make sure their seqs are never handed out again: a seal
+    /// that failed or crashed before its ADD consumed its seq in memory
+    /// only, and once the file is gone nothing would remember that the seq
+    /// named one (the seed 1007537 reused it after a clean restart). The
+    /// manifest's `next_seq` is raised past the highest of them durably
+    /// ([`crate::manifest::Manifest::reserve_through`]) where it is not
+    /// already; the debris goes only after that.
+    /// Whether it compacted the manifest.
+    fn reserve_debris_seqs(&mut self, names: &[OsString], report: &mut RecoveryReport) -> Result<bool> {
+        let highest = names
+            .iter()
+            .filter_map(|name| match classify(name, |file| self.manifest.is_live_file(file)) {
+                Listed::UnregisteredSegment(file) => seq_of_file_name(file),
+                _ => None,
+            })
+            .max();
+        let Some(highest) = highest else { return Ok(false) };
+        let vfs = self.vfs.clone();
+        let reserved = self.manifest.reserve_through(vfs.as_ref(), highest);
+        let compacted = self.poison_on_error(reserved)?;
+        if compacted {
+            report.manifest_compacted = true;
+            report.seqs_reserved_through = Some(highest);
+        }
+        Ok(compacted)
     }
 }
 

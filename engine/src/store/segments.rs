@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use super::row::Row;
 use super::value::{decode_row, Stub};
 use super::Store;
+use crate::manifest::MAX_SEQ;
 use crate::seg::Seg;
 use crate::IoOp;
 use crate::{Error, Result};
@@ -78,7 +79,9 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
 }
 
-/// The seq embedded in a segment file name, if it is one of ours.
+/// The seq embedded in a segment file name, if it is one of ours: the
+/// engine writes only seqs in `1..=MAX_SEQ` (a name with seq 0 or beyond
+/// is another program's, and never raises the seqs the store hands out).
 pub fn seq_of_file_name(name: &str) -> Option<u64> {
     let stem = name.strip_prefix("row-")?.strip_suffix(".seg")?;
     let (hex, seq) = stem.rsplit_once('-')?;
@@ -87,7 +90,7 @@ pub fn seq_of_file_name(name: &str) -> Option<u64> {
     }
     // Reject "+5", "05" and such so a name maps to exactly one seq.
     let seq_value: u64 = seq.parse().ok()?;
-    (seq_value.to_string() == seq).then_some(seq_value)
+    (seq_value.to_string() == seq && (1..=MAX_SEQ).contains(&seq_value)).then_some(seq_value)
 }
 
 impl Segments {

@@ -443,15 +443,16 @@ impl SimVfs {
         entries.map(|(name, id)| (name.to_string(), disk.fs.inode(id).volatile.clone())).collect()
     }
 
-    /// Every name in `dir` with its inode number, as a read sees them now:
+    /// Every name in `dir` with its inode number, as a read sees them now,
+    /// and whether the entry is durable (a power loss now would keep it):
     /// the harness's own look, not an I/O.
     /// Called after every step, so it copies nothing: `visit` sees each
     /// name borrowed, in name order (none if `dir` is missing).
-    pub fn visit_entries(&self, dir: &Path, mut visit: impl FnMut(&str, u64)) {
+    pub fn visit_entries(&self, dir: &Path, mut visit: impl FnMut(&str, u64, bool)) {
         let disk = self.disk();
-        let Ok(entries) = disk.fs.entries(dir) else { return };
-        for (name, id) in entries {
-            visit(name, id);
+        let Ok(entries) = disk.fs.entries_with_durability(dir) else { return };
+        for (name, id, durable) in entries {
+            visit(name, id, durable);
         }
     }
 

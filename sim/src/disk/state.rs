@@ -503,6 +503,14 @@ impl FileSystem {
         Ok(self.dir(dir)?.volatile.iter().map(|(name, id)| (name.as_str(), *id)))
     }
 
+    /// [`FileSystem::entries`], each with whether the same name binds the
+    /// same inode in the durable directory too: whether a power loss now
+    /// would keep that entry in every crash mode.
+    pub fn entries_with_durability(&self, dir: &Path) -> io::Result<impl Iterator<Item = (&str, InodeId, bool)>> {
+        let dir = self.dir(dir)?;
+        Ok(dir.volatile.iter().map(|(name, id)| (name.as_str(), *id, dir.durable.get(name) == Some(id))))
+    }
+
     /// Create `dir` and its missing ancestors, durably at once.
     pub fn create_dir_all(&mut self, dir: &Path) {
         for ancestor in dir.ancestors() {

@@ -19,14 +19,24 @@ use crate::harness::{Harness, Step};
 impl Driver<'_> {
     /// Fail if a segment file now bears a seq the run-wide ledger knows
     /// from a different file; with `registered` (a clean audit just saw
-    /// the directory), note every segment file in it in the ledger.
+    /// the directory), note every segment file in it whose name is durable
+    /// in the ledger.
+    ///
+    /// Only a durable name binds its seq for the rest of the run: a file
+    /// whose create a power loss may still take back (a failed seal's
+    /// debris, before any directory fsync) leaves no trace the engine could
+    /// find after the crash, so no engine can promise never to hand its seq
+    /// out again. Every registered segment's name is durable before its ADD
+    /// (the seal's directory fsync), and a debris file whose name is
+    /// durable is still there at the next open, whose sweep reserves its
+    /// seq before removing it: those seqs are never reused.
     pub(super) fn check_seqs(&mut self, h: &Harness, registered: bool) -> Step {
         let mut reused = None;
         let record = registered && !self.sweep_skipped;
-        self.vfs.visit_entries(Path::new(DB_DIR), |name, inode| {
+        self.vfs.visit_entries(Path::new(DB_DIR), |name, inode, durable| {
             let Some(seq) = segment_seq(name) else { return };
             match self.segment_seqs.get(&seq) {
-                None if record => {
+                None if record && durable => {
                     self.segment_seqs.insert(seq, (name.to_string(), inode));
                 }
                 Some((first_name, first_inode))

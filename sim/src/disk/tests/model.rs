@@ -157,3 +157,25 @@ proptest! {
         prop_assert_eq!(sim.volatile_bytes(), live_bytes);
     }
 }
+
+/// The harness's look at a directory says which entries a power loss
+/// would keep: a create is durable only once its directory is fsynced,
+/// and a rename's new name likewise (the seq ledger binds only those).
+#[test]
+fn visit_entries_tells_a_durable_name_from_a_pending_one() {
+    let sim = SimVfs::new(DiskConfig::fault_free(CrashMode::Reorder, 512), Trace::new(false));
+    sim.create_dir_all(dir()).unwrap();
+    let seen = |sim: &SimVfs| {
+        let mut seen = Vec::new();
+        sim.visit_entries(dir(), |name, _, durable| seen.push((name.to_string(), durable)));
+        seen
+    };
+    drop(sim.open(&dir().join("a"), OpenMode::Create).unwrap());
+    assert_eq!(seen(&sim), vec![("a".to_string(), false)]);
+    sim.sync_dir(dir()).unwrap();
+    assert_eq!(seen(&sim), vec![("a".to_string(), true)]);
+    sim.rename(&dir().join("a"), &dir().join("b")).unwrap();
+    assert_eq!(seen(&sim), vec![("b".to_string(), false)]);
+    sim.sync_dir(dir()).unwrap();
+    assert_eq!(seen(&sim), vec![("b".to_string(), true)]);
+}

@@ -62,7 +62,6 @@ impl<'a> ByteReader<'a> {
     }
 
     /// The next byte.
-    #[cfg(test)]
     pub fn u8(&mut self) -> Result<u8, DecodeError> {
         Ok(self.bytes(1)?[0])
     }

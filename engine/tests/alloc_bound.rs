@@ -129,9 +129,11 @@ const AOF_COMMAND: u8 = 2;
 const AOF_STUB: u8 = 4;
 
 fn aof_header() -> Vec<u8> {
-    // Version 3, no snapshot: a header the scan accepts, so what follows it
-    // is parsed.
-    header_frame(Log::Aof, AOF_HEADER, b"SEGS-AOF", 3, &0u64.to_le_bytes())
+    // Version 4, generation 1, made fresh (no snapshot): a header the scan
+    // accepts, so what follows it is parsed. Every header is bound to
+    // generation 0, what follows to the header's.
+    let rest = [&1u64.to_le_bytes()[..], &[0]].concat();
+    header_frame(Log::Aof { generation: 0 }, AOF_HEADER, b"SEGS-AOF", 4, &rest)
 }
 
 fn scan(bytes: &[u8]) {
@@ -152,28 +154,28 @@ fn the_aof_scan_allocates_in_proportion_to_its_input() {
 
     // Checksummed frames whose counts and lengths lie.
     let mut bytes = aof_header();
-    encode_frame(&mut bytes, Place::aof(0), AOF_COMMAND, &[u32le(u32::MAX), u32le(0)].concat());
+    encode_frame(&mut bytes, Place::aof(1, 0), AOF_COMMAND, &[u32le(u32::MAX), u32le(0)].concat());
     check("aof: argument count u32::MAX", &bytes, scan);
     let mut bytes = aof_header();
-    encode_frame(&mut bytes, Place::aof(0), AOF_COMMAND, &[u32le(1), u32le(u32::MAX - 1)].concat());
+    encode_frame(&mut bytes, Place::aof(1, 0), AOF_COMMAND, &[u32le(1), u32le(u32::MAX - 1)].concat());
     check("aof: argument length u32::MAX - 1", &bytes, scan);
     let mut bytes = aof_header();
     let mut payload = u32le(1 << 30).to_vec();
     payload.extend_from_slice(&[0; 16]);
-    encode_frame(&mut bytes, Place::aof(0), AOF_STUB, &payload);
+    encode_frame(&mut bytes, Place::aof(1, 0), AOF_STUB, &payload);
     check("aof: stub key length 1 GiB", &bytes, scan);
 
     // The honest worst cases: the most records, and the most arguments,
     // that a byte of log can describe.
     let mut bytes = aof_header();
     for _ in 0..20_000 {
-        encode_frame(&mut bytes, Place::aof(0), AOF_COMMAND, &u32le(0));
+        encode_frame(&mut bytes, Place::aof(1, 0), AOF_COMMAND, &u32le(0));
     }
     check("aof: 20000 empty commands", &bytes, scan);
     let mut payload = u32le(60_000).to_vec();
     payload.extend(std::iter::repeat_n(0u8, 4 * 60_000));
     let mut bytes = aof_header();
-    encode_frame(&mut bytes, Place::aof(0), AOF_COMMAND, &payload);
+    encode_frame(&mut bytes, Place::aof(1, 0), AOF_COMMAND, &payload);
     check("aof: one command of 60000 empty arguments", &bytes, scan);
 }
 

@@ -19,11 +19,11 @@ use std::sync::Arc;
 
 use engine::aof::Record;
 use engine::clock::ManualClock;
-use engine::frame::{decode_frame, Place};
+use engine::frame::decode_frame;
 use engine::store::{Options, Store, AOF_FILE};
 use engine::vfs::OsVfs;
 use engine::Error;
-use support::cmd;
+use support::{aof_place, cmd};
 
 const NOW_MS: u64 = 1_700_000_000_000;
 
@@ -55,7 +55,7 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 fn frame_start(log: &[u8], n: usize) -> usize {
     let mut at = 0;
     for _ in 0..n {
-        at += decode_frame(&log[at..], Place::aof(at as u64)).expect("a whole log").total_bytes;
+        at += decode_frame(&log[at..], aof_place(log, at)).expect("a whole log").total_bytes;
     }
     at
 }
@@ -64,7 +64,7 @@ fn frame_start(log: &[u8], n: usize) -> usize {
 fn frame_of_set(log: &[u8], key: &[u8]) -> usize {
     let mut at = frame_start(log, 1);
     for n in 1.. {
-        let frame = decode_frame(&log[at..], Place::aof(at as u64)).expect("a whole log");
+        let frame = decode_frame(&log[at..], aof_place(log, at)).expect("a whole log");
         if let Ok(Record::Command(args)) = Record::decode(frame.kind, frame.payload, 0) {
             if args[0] == b"SET" && args[1] == key {
                 return n;

@@ -1,10 +1,12 @@
-//! A store written by the previous on-disk format — AOF format 2, manifest
+//! A store written by a previous on-disk format — AOF format 2, manifest
 //! format 1 and segment format 1, from before every record was bound to
-//! its place — is refused with [`Error::OldFormat`], naming the file and both
-//! versions, and the refused open changes nothing (README, "Records bound
-//! to their place; format versions"). The old bytes are built here as the
-//! previous release wrote them: a frame's crc32 covered its length, kind
-//! and payload only.
+//! its place, and AOF format 3, whose frames were bound to their offset but
+//! not to the log's generation — is refused with [`Error::OldFormat`],
+//! naming the file and both versions, and the refused open changes nothing
+//! (README, "Records bound to their place; format versions"). The old bytes
+//! are built here as those releases wrote them: a frame's crc32 covered its
+//! length, kind and payload only (format 2), or the log's tag and the
+//! frame's offset before them (format 3).
 
 mod support;
 
@@ -42,17 +44,48 @@ fn old_manifest() -> Vec<u8> {
     bytes
 }
 
-/// A format-2 log: its header (no snapshot), then `SET k v`.
-fn old_log() -> Vec<u8> {
-    let mut bytes = Vec::new();
-    let header = [b"SEGS-AOF".as_slice(), &2u32.to_le_bytes(), &0u64.to_le_bytes()].concat();
-    old_frame(&mut bytes, 1, &header);
+/// `SET k v` as a COMMAND frame's payload.
+fn set_k_v() -> Vec<u8> {
     let mut command = 3u32.to_le_bytes().to_vec();
     for arg in [b"SET".as_slice(), b"k", b"v"] {
         command.extend_from_slice(&(arg.len() as u32).to_le_bytes());
         command.extend_from_slice(arg);
     }
-    old_frame(&mut bytes, 2, &command);
+    command
+}
+
+/// A format-2 log: its header (no snapshot), then `SET k v`.
+fn old_log() -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let header = [b"SEGS-AOF".as_slice(), &2u32.to_le_bytes(), &0u64.to_le_bytes()].concat();
+    old_frame(&mut bytes, 1, &header);
+    old_frame(&mut bytes, 2, &set_k_v());
+    bytes
+}
+
+/// One frame as format 3 wrote it: the AOF's tag (1) and the frame's
+/// offset in the checksum, no generation.
+fn format_3_frame(out: &mut Vec<u8>, kind: u8, payload: &[u8]) {
+    let len = (payload.len() as u32).to_le_bytes();
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&[1]);
+    hasher.update(&(out.len() as u64).to_le_bytes());
+    hasher.update(&len);
+    hasher.update(&[kind]);
+    hasher.update(payload);
+    out.extend_from_slice(&len);
+    out.extend_from_slice(&hasher.finalize().to_le_bytes());
+    out.push(kind);
+    out.extend_from_slice(payload);
+}
+
+/// A format-3 log: its header (magic, version, snapshot end 0), then
+/// `SET k v`.
+fn format_3_log() -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let header = [b"SEGS-AOF".as_slice(), &3u32.to_le_bytes(), &0u64.to_le_bytes()].concat();
+    format_3_frame(&mut bytes, 1, &header);
+    format_3_frame(&mut bytes, 2, &set_k_v());
     bytes
 }
 
@@ -85,21 +118,25 @@ fn a_store_of_the_previous_format_is_refused_by_its_manifest_and_nothing_changes
 }
 
 #[test]
-fn a_log_of_the_previous_format_is_refused_by_its_version_not_as_damage() {
-    let vfs = new_disk();
-    // A store of this format, closed cleanly; then its log replaced by an
-    // older one (the manifest is the current format's).
-    open(&vfs).unwrap().close().unwrap();
-    put_synced(vfs.as_ref(), &Path::new(DIR).join(AOF_FILE), &old_log());
-    let before = vfs_files(vfs.as_ref(), Path::new(DIR));
-    let err = open(&vfs).err().expect("an old log is refused");
-    match &err {
-        Error::OldFormat { file, version: 2, reads: 3 } => assert_eq!(file, &Path::new(DIR).join(AOF_FILE)),
-        other => panic!("expected OldFormat for the log, got {other}"),
+fn a_log_of_a_previous_format_is_refused_by_its_version_not_as_damage() {
+    for (log, old_version) in [(old_log(), 2), (format_3_log(), 3)] {
+        let vfs = new_disk();
+        // A store of this format, closed cleanly; then its log replaced by
+        // an older one (the manifest is the current format's).
+        open(&vfs).unwrap().close().unwrap();
+        put_synced(vfs.as_ref(), &Path::new(DIR).join(AOF_FILE), &log);
+        let before = vfs_files(vfs.as_ref(), Path::new(DIR));
+        let err = open(&vfs).err().expect("an old log is refused");
+        match &err {
+            Error::OldFormat { file, version, reads: 4 } if *version == old_version => {
+                assert_eq!(file, &Path::new(DIR).join(AOF_FILE));
+            }
+            other => panic!("expected OldFormat {old_version} for the log, got {other}"),
+        }
+        let message = err.to_string();
+        assert!(message.contains(&format!("format version {old_version}")) && message.contains("reads"), "{message}");
+        assert_eq!(vfs_files(vfs.as_ref(), Path::new(DIR)), before, "a refused open changed the directory");
     }
-    let message = err.to_string();
-    assert!(message.contains("format version 2") && message.contains("reads"), "{message}");
-    assert_eq!(vfs_files(vfs.as_ref(), Path::new(DIR)), before, "a refused open changed the directory");
 }
 
 #[test]

@@ -12,21 +12,26 @@
 //! of [`crate::frame`]. Integers are little-endian.
 //!
 //! ```text
-//! log        := HEADER frame, then zero or more COMMAND | SEGMENTED | STUB frames
+//! log        := HEADER frame, then zero or more record and SYNCED frames;
+//!               a rewrite's log: HEADER, its snapshot, SNAPSHOT_END, then
+//!               records and marks as any log
 //! frame      := [len u32][crc32 u32][kind u8][payload: len bytes]
 //!
-//! kind 1  HEADER       magic "SEGS-AOF" (8 bytes), format version u32 (= 2),
-//!                      snapshot_end_bytes u64 (0 unless a rewrite made the log)
+//! kind 1  HEADER       magic "SEGS-AOF" (8 bytes), format version u32 (= 4),
+//!                      generation u64 (>= 1), made_by u8 (0 fresh, 1 rewrite)
 //! kind 2  COMMAND      argc u32, then argc × ([len u32][argument bytes])
 //! kind 3  SEGMENTED    seq u64, [len u32][segment file name, UTF-8]
 //! kind 4  STUB         [len u32][key bytes], seq u64, weight u64
 //! kind 5  SYNCED       durable_len_bytes u64
 //! kind 6  WINDOW_MARK  [len u32][table bytes], max_seen i64
+//! kind 7  SNAPSHOT_END (empty): a rewrite's snapshot ends with this frame
 //! ```
 //!
-//! Kinds 5 and 6 came after the first logs were written; a reader that does
-//! not know them refuses the log (an unknown kind with a valid checksum is
-//! corruption), it never misreads it.
+//! Every frame's checksum covers its place: the AOF's tag, the log's
+//! generation (the header's own: 0) and the offset (`frame.rs`,
+//! `header.rs`). Kinds 5 to 7 came after the first logs were written; a
+//! reader that does not know them refuses the log (an unknown kind with a
+//! valid checksum is corruption), it never misreads it.
 //!
 //! Kind 0 is never used, so a zeroed region of the file (a length extended
 //! before its data landed) cannot pass for a known kind.
@@ -48,11 +53,13 @@
 //! mark followed by a record is damage too); recovery and a clean close
 //! put one after their fsync, for the data, and fsync it too. A rewrite's log needs
 //! none for its snapshot: it is made whole and durable before the rename
-//! makes it the log, and its header says where the snapshot ends. So:
+//! makes it the log, its header says a snapshot follows, and a
+//! `SNAPSHOT_END` frame ends it. So:
 //!
 //! - an invalid frame at byte `i` with a valid `SYNCED n` after it, `n >
-//!   i`, was durable: **damage**. So is one inside a rewrite's snapshot (`i`
-//!   below the header's snapshot end), an invalid header with any valid
+//!   i`, was durable: **damage**. So is one inside a rewrite's snapshot
+//!   (before its `SNAPSHOT_END`; a rewrite's log with no such frame at all
+//!   is refused too), an invalid header with any valid
 //!   frame after it (the header is durable before any frame is written),
 //!   a log with no valid frame at all that is longer than a header (a torn
 //!   header leaves at most its own bytes), and a second header frame (junk
@@ -105,6 +112,7 @@ mod writer;
 #[cfg(test)]
 mod testing;
 
+pub use header::frame_place;
 pub use policy::FsyncPolicy;
 pub use record::{Record, RecordRef};
 pub use recover::{AofRecovery, LogRead, RecoveryMode};
@@ -132,6 +140,9 @@ const KIND_STUB: u8 = 4;
 const KIND_SYNCED: u8 = 5;
 /// Frame kind of [`Record::WindowMark`].
 const KIND_WINDOW_MARK: u8 = 6;
+/// Frame kind of the end of a rewrite's snapshot (`header.rs`); never a
+/// record.
+const KIND_SNAPSHOT_END: u8 = 7;
 
 /// Bytes of one `SYNCED` frame (header and its u64).
 #[cfg(test)]
@@ -139,5 +150,8 @@ const SYNCED_FRAME_BYTES: u64 = crate::frame::FRAME_HEADER_BYTES as u64 + 8;
 
 /// Whether `kind` is a frame kind this log ever writes.
 fn is_known_kind(kind: u8) -> bool {
-    matches!(kind, KIND_HEADER | KIND_COMMAND | KIND_SEGMENTED | KIND_STUB | KIND_SYNCED | KIND_WINDOW_MARK)
+    matches!(
+        kind,
+        KIND_HEADER | KIND_COMMAND | KIND_SEGMENTED | KIND_STUB | KIND_SYNCED | KIND_WINDOW_MARK | KIND_SNAPSHOT_END
+    )
 }

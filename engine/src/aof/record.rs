@@ -359,8 +359,8 @@ mod tests {
         #[test]
         fn frames_round_trip(record in arb_record()) {
             let mut bytes = vec![0xAA; 3];
-            record.encode_frame(&mut bytes, crate::frame::Place::aof(0));
-            let frame = decode_frame(&bytes[3..], crate::frame::Place::aof(3)).unwrap();
+            record.encode_frame(&mut bytes, crate::frame::Place::aof(1, 0));
+            let frame = decode_frame(&bytes[3..], crate::frame::Place::aof(1, 3)).unwrap();
             prop_assert_eq!(frame.total_bytes, bytes.len() - 3);
             prop_assert_eq!(frame.payload.len() as u64, record.payload_len_bytes());
             let decoded = Record::decode(frame.kind, frame.payload, (3 + FRAME_HEADER_BYTES) as u64).unwrap();

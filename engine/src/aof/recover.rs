@@ -27,7 +27,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::header::encode_header;
+use super::header::{encode_header, FIRST_GENERATION};
 use super::quarantine::quarantine;
 use super::{AofWriter, FsyncPolicy, LogWalk, Record};
 use crate::vfs::{read_whole, Mapping, OpenMode, Vfs};
@@ -123,6 +123,9 @@ pub struct LogRead {
     /// What the valid prefix's marks vouch for, and where its data ends.
     vouched_len_bytes: u64,
     data_end_bytes: u64,
+    /// Which of the store's logs the file is (its header says; 0 where no
+    /// header is whole).
+    generation: u64,
     report: AofRecovery,
 }
 
@@ -155,6 +158,8 @@ struct Walked {
     inside_snapshot: bool,
     vouched_len_bytes: u64,
     data_end_bytes: u64,
+    /// The header's generation; 0 where no valid header was walked.
+    generation: u64,
 }
 
 impl Walked {
@@ -174,6 +179,7 @@ impl Walked {
             inside_snapshot: walk.inside_snapshot(),
             vouched_len_bytes: walk.vouched_len_bytes(),
             data_end_bytes: walk.data_end_bytes(),
+            generation: walk.generation(),
         })
     }
 }
@@ -203,8 +209,8 @@ impl LogRead {
             quarantine_file: None,
             missing: !exists,
         };
-        let (frames_walked, vouched_len_bytes, data_end_bytes) =
-            (walked.frames, walked.vouched_len_bytes, walked.data_end_bytes);
+        let (frames_walked, vouched_len_bytes, data_end_bytes, generation) =
+            (walked.frames, walked.vouched_len_bytes, walked.data_end_bytes, walked.generation);
         Ok(LogRead {
             dir: dir.to_path_buf(),
             name: name.to_string(),
@@ -213,6 +219,7 @@ impl LogRead {
             frames_walked,
             vouched_len_bytes,
             data_end_bytes,
+            generation,
             report,
         })
     }
@@ -252,6 +259,9 @@ impl LogRead {
         let cut = self.report.dropped_bytes > 0 && !keep_torn_tail;
         let mut len_bytes = if keep_torn_tail { file_len_bytes } else { valid_len_bytes };
         let write_header = len_bytes == 0;
+        // A log with no whole header is a new store's (a torn header is the
+        // only torn write before a header is durable): its first.
+        let generation = if write_header { FIRST_GENERATION } else { self.generation };
         if write_header {
             len_bytes = super::header::HEADER_FRAME_BYTES;
         }
@@ -262,7 +272,8 @@ impl LogRead {
             cut_to_bytes: cut.then_some(valid_len_bytes),
             write_header,
         };
-        let mut writer = AofWriter::resume_pending(file, self.path.clone(), policy, len_bytes, now_ms, pending);
+        let mut writer =
+            AofWriter::resume_pending(file, self.path.clone(), policy, (generation, len_bytes), now_ms, pending);
         if !keep_torn_tail && !write_header {
             writer.resume_marks(self.vouched_len_bytes, self.data_end_bytes.min(valid_len_bytes));
         }
@@ -400,6 +411,7 @@ impl AofWriter {
             Some(tail) => Some(quarantine(vfs, &pending.dir, &pending.log_name, tail)?),
             None => None,
         };
+        let generation = self.generation();
         let file = self.file_mut();
         if let Some(len_bytes) = pending.cut_to_bytes {
             assert!(quarantined.is_some(), "a cut only after its bytes were copied to quarantine");
@@ -407,7 +419,7 @@ impl AofWriter {
         }
         if pending.write_header {
             let mut header = Vec::new();
-            encode_header(&mut header);
+            encode_header(&mut header, generation);
             file.write_at(0, &header).map_err(|e| Error::io(IoOp::Write, &path, e))?;
         }
         // Always fsync, even when nothing changed: the bytes just replayed
@@ -530,7 +542,7 @@ mod tests {
         if !kept.is_empty() {
             crate::frame::encode_frame(
                 &mut expected,
-                crate::frame::Place::aof(0),
+                crate::frame::Place::aof(1, 0),
                 crate::aof::KIND_SYNCED,
                 &log_len.to_le_bytes(),
             );
@@ -728,9 +740,9 @@ mod tests {
         let [a, b, c, d] = <[Record; 4]>::try_from(sample_records()).unwrap();
         let mut bytes = log_bytes(std::slice::from_ref(&a));
         let damaged_at = bytes.len();
-        b.encode_frame(&mut bytes, crate::frame::Place::aof(0));
+        b.encode_frame(&mut bytes, crate::frame::Place::aof(1, 0));
         bytes[damaged_at + 4] ^= 0xFF; // b's checksum
-        c.encode_frame(&mut bytes, crate::frame::Place::aof(0));
+        c.encode_frame(&mut bytes, crate::frame::Place::aof(1, 0));
         let vfs = mem_vfs();
         put_file(vfs.as_ref(), LOG, &bytes);
 
@@ -751,7 +763,7 @@ mod tests {
     fn corruption_is_refused_and_nothing_on_disk_changes() {
         let mut bytes = log_bytes(&sample_records());
         // A frame with a valid checksum whose STUB payload is cut short.
-        crate::frame::encode_frame(&mut bytes, crate::frame::Place::aof(0), crate::aof::KIND_STUB, &[0, 0, 0, 0, 1]);
+        crate::frame::encode_frame(&mut bytes, crate::frame::Place::aof(1, 0), crate::aof::KIND_STUB, &[0, 0, 0, 0, 1]);
         bytes.extend_from_slice(b"torn tail that must not be cut");
         let vfs = mem_vfs();
         put_file(vfs.as_ref(), LOG, &bytes);

@@ -8,18 +8,19 @@
 //! *looked at*, with a bounded search, to tell a torn tail from damage to
 //! durable bytes (see "Torn tails, damage" in the module doc of `aof`):
 //! damage is proven by the header (the invalid frame lies inside a
-//! rewrite's snapshot) or by a valid frame after the invalid one that
+//! rewrite's snapshot, before its `SNAPSHOT_END`) or by a valid frame after the invalid one that
 //! vouches it was durable — a `SYNCED n` with `n` past its start, or any
 //! valid frame after an invalid header, or a second header — or by a log
 //! longer than a header with no valid frame in it at all.
 
 use std::path::Path;
 
-use super::header::{check_header, older_version, AOF_VERSION, HEADER_FRAME_BYTES, UNFINISHED_SNAPSHOT};
-use super::{is_known_kind, Record, RecordRef, KIND_HEADER, KIND_SYNCED};
+use super::header::{check_header, older_version, AOF_VERSION, HEADER_FRAME_BYTES, HEADER_PLACE};
+use super::{is_known_kind, Record, RecordRef, KIND_HEADER, KIND_SNAPSHOT_END, KIND_SYNCED};
 use crate::codec::ByteReader;
 use crate::frame::{
     decode_checked_frame, decode_frame, find_valid_frame_within, FrameInvalid, Log, Place, Scan, FRAME_HEADER_BYTES,
+    KIND_OFFSET_BYTES,
 };
 use crate::{Error, Result};
 
@@ -88,8 +89,13 @@ pub struct LogWalk<'a> {
     valid_frames_after_invalid: bool,
     damage: Option<String>,
     inside_snapshot: bool,
-    /// Where the snapshot a rewrite wrote ends (the header says; 0 if none).
-    snapshot_end_bytes: u64,
+    /// Which of the store's logs this is (the header says; 0 until the
+    /// header is read): every later frame is bound to it.
+    generation: u64,
+    /// A rewrite made the log and the walk has not yet met the
+    /// `SNAPSHOT_END` frame that ends its snapshot: every byte so far was
+    /// durable before the file became the log.
+    in_snapshot: bool,
     /// Valid frames after the header, `SYNCED` marks included.
     frames: u64,
     /// The most any mark in the valid prefix vouches durable.
@@ -116,7 +122,8 @@ impl<'a> LogWalk<'a> {
             valid_frames_after_invalid: false,
             damage: None,
             inside_snapshot: false,
-            snapshot_end_bytes: 0,
+            generation: 0,
+            in_snapshot: false,
             frames: 0,
             vouched_len_bytes: 0,
             data_end_bytes: 0,
@@ -143,8 +150,10 @@ impl<'a> LogWalk<'a> {
             let at = self.at;
             let decoded = if self.crc_verified {
                 decode_checked_frame(&bytes[at..])
+            } else if at == 0 {
+                decode_frame(bytes, HEADER_PLACE)
             } else {
-                decode_frame(&bytes[at..], Place::aof(at as u64))
+                decode_frame(&bytes[at..], Place::aof(self.generation, at as u64))
             };
             let frame = match decoded {
                 Ok(frame) => frame,
@@ -169,6 +178,9 @@ impl<'a> LogWalk<'a> {
             } else if frame.kind == KIND_SYNCED {
                 self.read_mark(at, frame.payload, payload_offset_bytes)?;
                 None
+            } else if frame.kind == KIND_SNAPSHOT_END {
+                self.read_snapshot_end(at, frame.total_bytes, frame.payload)?;
+                None
             } else {
                 let record = RecordRef::decode(frame.kind, frame.payload, payload_offset_bytes)
                     .map_err(|e| e.in_file(self.path))?;
@@ -185,13 +197,14 @@ impl<'a> LogWalk<'a> {
             }
         }
         self.ended = true;
+        self.refuse_unended_snapshot()?;
         assert!(self.valid_len_bytes <= bytes.len() as u64);
         match self.invalid {
             Some((invalid_at, _)) => assert_eq!(invalid_at, self.valid_len_bytes),
             None => assert_eq!(self.valid_len_bytes, bytes.len() as u64),
         }
         // A mark vouches only for bytes before itself, and a snapshot end
-        // past the log's end is refused at the header.
+        // only for bytes up to its own end.
         debug_assert!(self.vouched_len_bytes <= bytes.len() as u64);
         Ok(None)
     }
@@ -201,7 +214,7 @@ impl<'a> LogWalk<'a> {
     /// knows (the header's size, the snapshot a rewrite made durable).
     fn look_past_invalid(&self, at: usize) -> Beyond {
         let bytes = self.bytes;
-        let mut beyond = look_past(bytes, at);
+        let mut beyond = look_past(bytes, at, self.generation_hint());
         if at == 0 && beyond.damage.is_none() && bytes.len() as u64 > HEADER_FRAME_BYTES {
             // Nothing valid anywhere, and more bytes than a
             // header: a torn header is the only torn write a
@@ -213,13 +226,38 @@ impl<'a> LogWalk<'a> {
                 bytes.len()
             ));
         }
-        if (at as u64) < self.snapshot_end_bytes {
-            let end = self.snapshot_end_bytes;
-            let why = format!("it lies inside the snapshot a rewrite made durable, which ends at byte {end}");
-            beyond.damage = Some(why);
+        if self.in_snapshot && !canary!(UnfinishedRewriteRead) {
+            let why = "it lies inside the snapshot a rewrite made durable, before the frame that ends it";
+            beyond.damage = Some(why.to_string());
             beyond.inside_snapshot = true;
         }
         beyond
+    }
+
+    /// The generation later frames are bound to: the header's, once read;
+    /// before that (an invalid header) what its generation field holds,
+    /// unchecked, so a header damaged elsewhere still lets the search
+    /// find the frames after it.
+    fn generation_hint(&self) -> u64 {
+        if self.generation > 0 {
+            return self.generation;
+        }
+        let field = FRAME_HEADER_BYTES + 12..FRAME_HEADER_BYTES + 20;
+        self.bytes.get(field).map_or(0, |bytes| u64::from_le_bytes(bytes.try_into().expect("8 bytes")))
+    }
+
+    /// A rewrite's log whose walk ended, at its end or at an invalid frame,
+    /// before its snapshot's `SNAPSHOT_END`: the rewrite's last write never
+    /// landed where it belongs, and there is no point in time to read
+    /// (damage at an invalid frame inside the snapshot is already refused
+    /// as such; this is a log that ends cleanly too early). Planted: read
+    /// as if the snapshot ended where the valid frames do.
+    fn refuse_unended_snapshot(&self) -> Result<()> {
+        if !self.in_snapshot || self.invalid.is_some() || canary!(UnfinishedRewriteRead) {
+            return Ok(());
+        }
+        let why = "a rewrite's log ends before the frame that ends its snapshot: the rewrite's last write never landed";
+        Err(Error::corrupt(self.path, self.valid_len_bytes, why))
     }
 
     /// End the walk at the invalid frame at `at`, recording why and what
@@ -235,26 +273,32 @@ impl<'a> LogWalk<'a> {
         self.ended = true;
     }
 
-    /// The header frame, at byte 0: it says whether a rewrite's snapshot
-    /// follows and where it ends, which is then durable whatever the marks
-    /// say.
+    /// The header frame, at byte 0: it says which generation every later
+    /// frame is bound to, and whether a rewrite's snapshot follows.
     fn read_header(&mut self, kind: u8, payload: &[u8], payload_offset_bytes: u64) -> Result<()> {
         if kind != KIND_HEADER {
             return Err(Error::corrupt(self.path, 0, "log does not start with a header frame"));
         }
-        let mut snapshot_end_bytes = check_header(payload, payload_offset_bytes).map_err(|e| e.in_file(self.path))?;
-        if snapshot_end_bytes == UNFINISHED_SNAPSHOT && canary!(UnfinishedRewriteRead) {
-            // Planted: the unfinished mark unchecked, the header read as a
-            // log no rewrite made — a lost snapshot passes for a torn tail.
-            snapshot_end_bytes = 0;
+        let header = check_header(payload, payload_offset_bytes).map_err(|e| e.in_file(self.path))?;
+        self.generation = header.generation;
+        self.in_snapshot = header.rewritten;
+        Ok(())
+    }
+
+    /// The `SNAPSHOT_END` frame at `at`: the snapshot a rewrite made
+    /// durable ends with it, so everything before its end is vouched for,
+    /// marks aside. Only a rewrite's log holds one, once.
+    fn read_snapshot_end(&mut self, at: usize, total_bytes: usize, payload: &[u8]) -> Result<()> {
+        if !self.in_snapshot {
+            let why = format!("a snapshot end at byte {at}, in a log no rewrite made or after the snapshot ended");
+            return Err(Error::corrupt(self.path, at as u64, why));
         }
-        if snapshot_end_bytes > self.bytes.len() as u64 {
-            // Cut short by truncation, or damaged: a rewrite wrote
-            // the whole snapshot durably before it was the log.
-            return Err(Error::corrupt(self.path, 0, snapshot_past_end(snapshot_end_bytes)));
+        if !payload.is_empty() {
+            return Err(Error::corrupt(self.path, at as u64, "a snapshot end frame with a payload"));
         }
-        self.snapshot_end_bytes = snapshot_end_bytes;
-        // What a rewrite made durable is vouched for, marks aside.
+        let snapshot_end_bytes = (at + total_bytes) as u64;
+        self.in_snapshot = false;
+        self.frames += 1;
         self.vouched_len_bytes = snapshot_end_bytes;
         self.data_end_bytes = snapshot_end_bytes;
         Ok(())
@@ -307,9 +351,9 @@ impl<'a> LogWalk<'a> {
         self.damage.as_deref()
     }
 
-    /// Whether the invalid frame lies inside a rewrite's snapshot (the
-    /// header says where it ends), or is a damaged header (which would
-    /// have said): no point in time to cut back to.
+    /// Whether the invalid frame lies inside a rewrite's snapshot (before
+    /// its `SNAPSHOT_END`), or is a damaged header (which would have said
+    /// whether one follows): no point in time to cut back to.
     pub fn inside_snapshot(&self) -> bool {
         self.inside_snapshot
     }
@@ -322,6 +366,11 @@ impl<'a> LogWalk<'a> {
     /// The end of the last frame walked so far that is not a mark.
     pub fn data_end_bytes(&self) -> u64 {
         self.data_end_bytes
+    }
+
+    /// The header's generation, once a valid header was walked (else 0).
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Valid frames walked after the header so far, `SYNCED` marks included
@@ -338,15 +387,6 @@ fn refuse_older_format(path: &Path, bytes: &[u8], at: usize) -> Result<()> {
         Some(version) => Err(Error::OldFormat { file: path.to_path_buf(), version, reads: AOF_VERSION }),
         None => Ok(()),
     }
-}
-
-/// Why a header whose snapshot runs past the end of the log is damage.
-fn snapshot_past_end(snapshot_end_bytes: u64) -> String {
-    if snapshot_end_bytes == UNFINISHED_SNAPSHOT {
-        // The rewrite overwrites this header before its fsync and rename.
-        return "the header still says its rewrite is unfinished: the write that finished it never landed".into();
-    }
-    format!("the header says a snapshot runs to byte {snapshot_end_bytes}, past the end")
 }
 
 /// A `SYNCED` frame's payload: the durable length it vouches for.
@@ -368,9 +408,15 @@ struct Beyond {
 }
 
 /// Look past the invalid frame at `invalid_at` for proof that it was
-/// durable (see the module doc): resync to each valid frame after it and
-/// walk on, within a budget of checksummed bytes.
-fn look_past(bytes: &[u8], invalid_at: usize) -> Beyond {
+/// durable (see the module doc): resync to each valid frame after it (of
+/// `generation`, or a header) and walk on, within a budget of checksummed
+/// bytes.
+fn look_past(bytes: &[u8], invalid_at: usize, generation: u64) -> Beyond {
+    let log_of = |kind: u8| match kind {
+        KIND_HEADER => Some(HEADER_PLACE.log),
+        _ if is_known_kind(kind) && generation > 0 => Some(Log::Aof { generation }),
+        _ => None,
+    };
     let mut budget_bytes = FIND_BUDGET_BYTES;
     let mut first_valid = None;
     // The first proof of damage found; the walk goes on to the end anyway,
@@ -378,7 +424,7 @@ fn look_past(bytes: &[u8], invalid_at: usize) -> Beyond {
     let mut damage: Option<String> = None;
     let mut from = invalid_at + 1;
     loop {
-        let next = match find_valid_frame_within(bytes, Log::Aof, from, &mut budget_bytes, is_known_kind) {
+        let next = match find_valid_frame_within(bytes, from, &mut budget_bytes, log_of) {
             Scan::NotFound => return Beyond { first_valid, damage, inside_snapshot: false },
             Scan::GaveUp => {
                 // Refusing costs an operator a look; guessing could cost
@@ -401,7 +447,8 @@ fn look_past(bytes: &[u8], invalid_at: usize) -> Beyond {
         }
         let mut at = next;
         while at < bytes.len() {
-            let Ok(frame) = decode_frame(&bytes[at..], Place::aof(at as u64)) else { break };
+            let Some(log) = bytes.get(at + KIND_OFFSET_BYTES).and_then(|kind| log_of(*kind)) else { break };
+            let Ok(frame) = decode_frame(&bytes[at..], Place { log, offset_bytes: at as u64 }) else { break };
             if frame.kind == KIND_HEADER && damage.is_none() {
                 damage = Some(format!("a second header frame at byte {at}"));
             }
@@ -498,7 +545,7 @@ mod tests {
     #[test]
     fn a_torn_header_leaves_nothing_valid() {
         let mut bytes = Vec::new();
-        encode_header(&mut bytes);
+        encode_header(&mut bytes, 1);
         for cut in 1..bytes.len() {
             let scan = scan_log(path(), &bytes[..cut]).unwrap();
             assert_eq!((scan.valid_len_bytes, scan.records.len()), (0, 0));
@@ -510,11 +557,11 @@ mod tests {
     fn a_whole_frame_misdirected_to_an_earlier_frames_place_is_not_replayed() {
         let set = |value: &str| Record::Command(vec![b"SET".to_vec(), b"k".to_vec(), value.as_bytes().to_vec()]);
         let mut bytes = Vec::new();
-        encode_header(&mut bytes);
+        encode_header(&mut bytes, 1);
         let first_at = bytes.len();
-        set("1").encode_frame(&mut bytes, Place::aof(0));
+        set("1").encode_frame(&mut bytes, Place::aof(1, 0));
         let second_at = bytes.len();
-        set("2").encode_frame(&mut bytes, Place::aof(0));
+        set("2").encode_frame(&mut bytes, Place::aof(1, 0));
         // The second frame's bytes, written whole over the first's.
         let moved = bytes[second_at..].to_vec();
         bytes[first_at..second_at].copy_from_slice(&moved);
@@ -526,35 +573,35 @@ mod tests {
     #[test]
     fn a_valid_frame_that_does_not_decode_is_corrupt() {
         let mut bytes = Vec::new();
-        encode_header(&mut bytes);
-        encode_frame(&mut bytes, Place::aof(0), KIND_COMMAND, &[1, 0]);
+        encode_header(&mut bytes, 1);
+        encode_frame(&mut bytes, Place::aof(1, 0), KIND_COMMAND, &[1, 0]);
         let (offset, reason) = corrupt_at(scan_log(path(), &bytes));
         assert_eq!(offset, HEADER_FRAME_BYTES + FRAME_HEADER_BYTES as u64);
         assert_eq!(reason, "length runs past the end of the data");
 
         let mut bytes = Vec::new();
-        encode_header(&mut bytes);
-        encode_frame(&mut bytes, Place::aof(0), 9, b"");
+        encode_header(&mut bytes, 1);
+        encode_frame(&mut bytes, Place::aof(1, 0), 9, b"");
         assert_eq!(corrupt_at(scan_log(path(), &bytes)).1, "unknown frame kind");
     }
 
     #[test]
     fn a_log_must_open_with_a_valid_header() {
         let mut bytes = Vec::new();
-        Record::Command(vec![b"PING".to_vec()]).encode_frame(&mut bytes, Place::aof(0));
+        Record::Command(vec![b"PING".to_vec()]).encode_frame(&mut bytes, Place::aof(0, 0));
         assert_eq!(corrupt_at(scan_log(path(), &bytes)), (0, "log does not start with a header frame".to_string()));
 
         let mut payload = b"NOT-AOF!".to_vec();
         put_u32(&mut payload, 1);
         let mut bytes = Vec::new();
-        encode_frame(&mut bytes, Place::aof(0), KIND_HEADER, &payload);
+        encode_frame(&mut bytes, Place::aof(0, 0), KIND_HEADER, &payload);
         assert_eq!(corrupt_at(scan_log(path(), &bytes)), (9, "not an AOF: wrong magic".to_string()));
     }
 
     #[test]
     fn a_huge_length_field_is_invalid_without_allocating() {
         let mut bytes = Vec::new();
-        encode_header(&mut bytes);
+        encode_header(&mut bytes, 1);
         let frame_at = bytes.len() as u64;
         put_u32(&mut bytes, u32::MAX);
         bytes.extend_from_slice(&[0u8; 16]);
@@ -562,7 +609,7 @@ mod tests {
         assert_eq!(scan.invalid, Some((frame_at, "frame length over the limit")));
 
         let mut bytes = Vec::new();
-        encode_header(&mut bytes);
+        encode_header(&mut bytes, 1);
         put_u32(&mut bytes, MAX_FRAME_PAYLOAD_BYTES as u32);
         bytes.extend_from_slice(&[0u8; 16]);
         let scan = scan_log(path(), &bytes).unwrap();
@@ -580,7 +627,7 @@ mod tests {
         #[test]
         fn arbitrary_bytes_after_a_valid_header_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..256)) {
             let mut bytes = Vec::new();
-            encode_header(&mut bytes);
+            encode_header(&mut bytes, 1);
             bytes.extend_from_slice(&tail);
             check_invariants(&bytes);
         }

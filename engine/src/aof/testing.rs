@@ -41,9 +41,9 @@ pub fn sample_records() -> Vec<Record> {
 /// The bytes of a whole log holding `records`.
 pub fn log_bytes(records: &[Record]) -> Vec<u8> {
     let mut bytes = Vec::new();
-    encode_header(&mut bytes);
+    encode_header(&mut bytes, 1);
     for record in records {
-        record.encode_frame(&mut bytes, crate::frame::Place::aof(0));
+        record.encode_frame(&mut bytes, crate::frame::Place::aof(1, 0));
     }
     bytes
 }
@@ -53,7 +53,7 @@ pub fn frame_ends(records: &[Record]) -> Vec<u64> {
     let mut bytes = log_bytes(&[]);
     let mut ends = Vec::with_capacity(records.len());
     for record in records {
-        record.encode_frame(&mut bytes, crate::frame::Place::aof(0));
+        record.encode_frame(&mut bytes, crate::frame::Place::aof(1, 0));
         ends.push(bytes.len() as u64);
     }
     ends

@@ -26,10 +26,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::header::{encode_snapshot_header, encode_unfinished_header};
+use super::header::encode_rewrite_header;
 use super::record::{command_payload_len_bytes, encode_command_payload};
 use super::recover::PendingRecovery;
-use super::{FsyncPolicy, Record, KIND_COMMAND, KIND_SYNCED};
+use super::{FsyncPolicy, Record, KIND_COMMAND, KIND_SNAPSHOT_END, KIND_SYNCED};
 use crate::frame::{encode_frame, encode_frame_with, Place, MAX_FRAME_PAYLOAD_BYTES};
 use crate::vfs::{OpenMode, Vfs, VfsFile};
 use crate::IoOp;
@@ -49,6 +49,8 @@ pub struct AofWriter {
     /// rewrite and tells us with [`AofWriter::set_path`].
     path: PathBuf,
     policy: FsyncPolicy,
+    /// Which of the store's logs the file is: every frame is bound to it.
+    generation: u64,
     /// The end of the last whole frame: where the next one goes.
     len_bytes: u64,
     /// Whether anything was written (or cut) since the last good fsync.
@@ -82,6 +84,7 @@ impl std::fmt::Debug for AofWriter {
         f.debug_struct("AofWriter")
             .field("path", &self.path)
             .field("policy", &self.policy)
+            .field("generation", &self.generation)
             .field("len_bytes", &self.len_bytes)
             .field("unsynced", &self.unsynced)
             .field("last_sync_ms", &self.last_sync_ms)
@@ -94,24 +97,33 @@ impl std::fmt::Debug for AofWriter {
 }
 
 impl AofWriter {
-    /// A writer over `file`, whose first `len_bytes` will be a valid,
-    /// durable log once `pending` (recovery's writes) is done.
+    /// A writer over `file`, the log of `generation`, whose first
+    /// `len_bytes` will be a valid, durable log once `pending` (recovery's
+    /// writes) is done.
     pub(super) fn resume_pending(
         file: Box<dyn VfsFile>,
         path: PathBuf,
         policy: FsyncPolicy,
-        len_bytes: u64,
+        (generation, len_bytes): (u64, u64),
         now_ms: u64,
         pending: PendingRecovery,
     ) -> Self {
-        AofWriter { pending: Some(pending), ..AofWriter::resume(file, path, policy, len_bytes, now_ms) }
+        AofWriter { pending: Some(pending), ..AofWriter::resume(file, path, policy, (generation, len_bytes), now_ms) }
     }
 
-    fn resume(file: Box<dyn VfsFile>, path: PathBuf, policy: FsyncPolicy, len_bytes: u64, now_ms: u64) -> Self {
+    fn resume(
+        file: Box<dyn VfsFile>,
+        path: PathBuf,
+        policy: FsyncPolicy,
+        (generation, len_bytes): (u64, u64),
+        now_ms: u64,
+    ) -> Self {
+        assert!(generation > 0, "generation 0 is the headers' own place");
         AofWriter {
             file,
             path,
             policy,
+            generation,
             len_bytes,
             unsynced: false,
             last_sync_ms: now_ms,
@@ -178,16 +190,27 @@ impl AofWriter {
         self.durable_len_bytes = self.len_bytes;
     }
 
-    /// Create (or cut to empty) a log at `path` holding only a header that
-    /// says the log is unfinished, NOT fsynced: a rewrite writes its temp
-    /// file with this, appends the new log, says where its snapshot ends
-    /// ([`AofWriter::mark_snapshot_end`], which every such log must get
-    /// before it is read as a log), and makes it durable with
+    /// Which of the store's logs this writer's file is.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Create (or cut to empty) a rewrite's log of `generation` at `path`,
+    /// holding only a header that says a snapshot follows, NOT fsynced: a
+    /// rewrite writes its temp file with this, appends the new log, ends
+    /// its snapshot ([`AofWriter::mark_snapshot_end`], which every such log
+    /// must get before it is read as a log), and makes it durable with
     /// [`AofWriter::sync`] before renaming.
-    pub fn create(vfs: Arc<dyn Vfs>, path: &Path, policy: FsyncPolicy, now_ms: u64) -> Result<AofWriter> {
+    pub fn create(
+        vfs: Arc<dyn Vfs>,
+        path: &Path,
+        policy: FsyncPolicy,
+        now_ms: u64,
+        generation: u64,
+    ) -> Result<AofWriter> {
         let file = vfs.open(path, OpenMode::Truncate).map_err(|e| Error::io(IoOp::Create, path, e))?;
-        let mut writer = AofWriter::resume(file, path.to_path_buf(), policy, 0, now_ms);
-        encode_unfinished_header(&mut writer.frame_buf);
+        let mut writer = AofWriter::resume(file, path.to_path_buf(), policy, (generation, 0), now_ms);
+        encode_rewrite_header(&mut writer.frame_buf, generation);
         writer.write_frame_buf()?;
         Ok(writer)
     }
@@ -242,7 +265,8 @@ impl AofWriter {
     /// passed, to the pending batch: encoded straight into it.
     fn encode_command(&mut self, args: &[&[u8]], payload_len_bytes: u64) {
         let payload_len_bytes = usize::try_from(payload_len_bytes).expect("a checked payload length fits in memory");
-        encode_frame_with(&mut self.frame_buf, Place::aof(self.len_bytes), KIND_COMMAND, payload_len_bytes, |out| {
+        let place = Place::aof(self.generation, self.len_bytes);
+        encode_frame_with(&mut self.frame_buf, place, KIND_COMMAND, payload_len_bytes, |out| {
             encode_command_payload(args, out)
         });
     }
@@ -257,19 +281,18 @@ impl AofWriter {
         Ok(())
     }
 
-    /// Say in the header that everything up to the end of the pending
-    /// batch is one snapshot, vouched durable. Only for a log the caller
-    /// makes durable *before* it becomes the store's log (a rewrite: fsync,
-    /// then rename), made with [`AofWriter::create`]: then the claim is
-    /// true whenever the file is read as the log.
+    /// End the snapshot with the pending batch: a `SNAPSHOT_END` frame
+    /// after it says everything up to its own end is one snapshot, vouched
+    /// durable. Only for a log the caller makes durable *before* it
+    /// becomes the store's log (a rewrite: fsync, then rename), made with
+    /// [`AofWriter::create`]: then the claim is true whenever the file is
+    /// read as the log. Written with the batch's one write, so a lost or
+    /// misdirected last write leaves a snapshot with no end, refused.
     pub fn mark_snapshot_end(&mut self) -> Result<()> {
         self.check_not_poisoned()?;
-        let snapshot_end_bytes = self.len_bytes + self.frame_buf.len() as u64;
-        let mut header = Vec::new();
-        encode_snapshot_header(&mut header, snapshot_end_bytes);
-        assert!(header.len() as u64 <= self.len_bytes, "the header was written by create");
-        self.file.write_at(0, &header).map_err(|e| Error::io(IoOp::Write, &self.path, e))?;
-        self.unsynced = true;
+        assert!(self.len_bytes > 0, "the header was written by create");
+        self.batch_has_data = true;
+        encode_frame(&mut self.frame_buf, Place::aof(self.generation, self.len_bytes), KIND_SNAPSHOT_END, &[]);
         Ok(())
     }
 
@@ -405,7 +428,7 @@ impl AofWriter {
         assert!(self.durable_len_bytes <= self.len_bytes);
         encode_frame(
             &mut self.frame_buf,
-            Place::aof(self.len_bytes),
+            Place::aof(self.generation, self.len_bytes),
             KIND_SYNCED,
             &self.durable_len_bytes.to_le_bytes(),
         );
@@ -417,7 +440,12 @@ impl AofWriter {
         self.batch_has_data = true;
         self.payload_buf.clear();
         record.encode_payload(&mut self.payload_buf);
-        encode_frame(&mut self.frame_buf, Place::aof(self.len_bytes), record.kind(), &self.payload_buf);
+        encode_frame(
+            &mut self.frame_buf,
+            Place::aof(self.generation, self.len_bytes),
+            record.kind(),
+            &self.payload_buf,
+        );
     }
 
     /// Write the frame buffer at the end of the log and empty it.
@@ -704,7 +732,7 @@ mod tests {
 
     fn frame_len(record: &Record) -> u64 {
         let mut bytes = Vec::new();
-        record.encode_frame(&mut bytes, crate::frame::Place::aof(0));
+        record.encode_frame(&mut bytes, crate::frame::Place::aof(1, 0));
         bytes.len() as u64
     }
 
@@ -714,20 +742,20 @@ mod tests {
         let path = Path::new("/db/aof.rewrite");
         let mut old = vfs.open(path, OpenMode::Create).unwrap();
         old.write_at(0, b"old contents that must go").unwrap();
-        let mut writer = AofWriter::create(vfs.clone(), path, FsyncPolicy::Always, 0).unwrap();
+        let mut writer = AofWriter::create(vfs.clone(), path, FsyncPolicy::Always, 0, 5).unwrap();
         assert_eq!(vfs.faults().syncs, 0);
         assert!(writer.has_unsynced());
-        let mut unfinished = Vec::new();
-        crate::aof::header::encode_unfinished_header(&mut unfinished);
-        assert_eq!(file_bytes(vfs.as_ref(), "/db/aof.rewrite"), unfinished);
+        let mut header = Vec::new();
+        crate::aof::header::encode_rewrite_header(&mut header, 5);
+        assert_eq!(file_bytes(vfs.as_ref(), "/db/aof.rewrite"), header);
 
         writer.append_all(&[set("a", "1"), set("b", "2")], 0).unwrap();
         assert_eq!(vfs.faults().syncs, 1);
-        // Until the rewrite says where its snapshot ends, the file is no log.
+        // Until the rewrite ends its snapshot, the file is no log.
         let err = scan_log(path, &file_bytes(vfs.as_ref(), "/db/aof.rewrite")).unwrap_err();
-        assert!(err.to_string().contains("unfinished"), "{err}");
+        assert!(err.to_string().contains("snapshot"), "{err}");
         writer.mark_snapshot_end().unwrap();
-        writer.sync(0).unwrap();
+        writer.write_batch(0).unwrap();
         let scan = scan_log(path, &file_bytes(vfs.as_ref(), "/db/aof.rewrite")).unwrap();
         assert_eq!(scan.records, vec![set("a", "1"), set("b", "2")]);
     }

@@ -105,9 +105,10 @@ pub enum Canary {
     /// The AOF frame checksum leaves out the frame's place (its offset):
     /// a whole frame a misdirected write put elsewhere in the log replays.
     AofPlaceIgnored,
-    /// A rewrite's log whose header still says the rewrite is unfinished
-    /// (the write that finished it was lost) is read as a log no rewrite
-    /// made, its snapshot unvouched: the seed-6503 bug.
+    /// A rewrite's log whose snapshot has no `SNAPSHOT_END` (the last
+    /// batch's write was lost) is read as if the snapshot ended where the
+    /// valid frames do, and damage inside it as a torn tail: the seed-6503
+    /// bug (then a header the rewrite never finished), in format 4.
     UnfinishedRewriteRead,
     /// `PEXPIREAT`/`HPEXPIREAT` with a deadline equal to the clock set a
     /// TTL instead of deleting (the old `at < now`; Redis deletes at
@@ -256,7 +257,7 @@ impl Canary {
             }
             Canary::AofPlaceIgnored => "the AOF frame checksum ignores the frame's offset (misdirected frames replay)",
             Canary::UnfinishedRewriteRead => {
-                "a rewrite's log still marked unfinished (its finishing header write lost) is read as finished"
+                "a rewrite's log whose snapshot has no end (its last batch lost) is read as ending where it stops"
             }
             Canary::ExpireAtNowKept => "PEXPIREAT/HPEXPIREAT at exactly the clock set a TTL instead of deleting",
             Canary::ManifestPlaceIgnored => {

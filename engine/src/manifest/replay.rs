@@ -374,7 +374,9 @@ fn refuse_unless_torn_tail(
     invalid: FrameInvalid,
     scan_budget_bytes: usize,
 ) -> Result<()> {
-    match find_valid_frame(bytes, Log::Manifest, at + 1, scan_budget_bytes, record::is_known_kind) {
+    match find_valid_frame(bytes, at + 1, scan_budget_bytes, |kind| {
+        record::is_known_kind(kind).then_some(Log::Manifest)
+    }) {
         Scan::NotFound => Ok(()),
         Scan::Found(next) => Err(Error::corrupt(
             path,

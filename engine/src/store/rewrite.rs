@@ -6,9 +6,11 @@
 //! as `STUB key seq weight` frames, so a rewrite never reads cold data
 //! back into memory; each windowed table's high-water mark follows its
 //! `WINDOW` as a `WINDOW_MARK` frame (eviction must decide the same after
-//! a rewrite and restart), and the header says where the snapshot ends (the
+//! a rewrite and restart), and a `SNAPSHOT_END` frame ends the snapshot (the
 //! whole new log is durable before it becomes the log, so damage to any of
-//! it is refused rather than cut). It is written to a temp file, fsynced, renamed over
+//! it is refused rather than cut). The new log is the next generation
+//! (`aof/header.rs`): a write misdirected between the two files, open at
+//! once, lands invalid. It is written to a temp file, fsynced, renamed over
 //! the AOF, and the directory fsynced; only then is the old log gone for
 //! good, and only then may a segment that only the old log named be
 //! dropped from the manifest and unlinked. Retiring it earlier would make
@@ -40,7 +42,10 @@ impl Store {
         let aof_path = self.dir.join(AOF_FILE);
 
         let written = (|| {
-            let mut writer = AofWriter::create(self.vfs.clone(), &temp_path, self.options.fsync, now_ms)?;
+            // The next generation: no frame of the new log is valid in the
+            // old one, nor one of the old in the new (`aof/header.rs`).
+            let generation = self.writer().generation().checked_add(1).expect("log generations exhausted");
+            let mut writer = AofWriter::create(self.vfs.clone(), &temp_path, self.options.fsync, now_ms, generation)?;
             let named = self.snapshot(now_ms, &mut writer)?;
             // Durable before the rename makes it the log: all of it vouched.
             writer.mark_snapshot_end()?;

@@ -219,7 +219,11 @@ mod tests {
         let name = segment_file_name(b"t:x", 42);
         assert_eq!(name, "row-743a78-42.seg");
         assert_eq!(seq_of_file_name(&name), Some(42));
-        assert_eq!(seq_of_file_name(&segment_file_name(b"", 0)), Some(0));
+        assert_eq!(seq_of_file_name(&segment_file_name(b"", 1)), Some(1));
+        // Seqs the engine never writes: 0, and past the ledger's range.
+        assert_eq!(seq_of_file_name(&segment_file_name(b"", 0)), None);
+        assert_eq!(seq_of_file_name(&segment_file_name(b"", MAX_SEQ)), Some(MAX_SEQ));
+        assert_eq!(seq_of_file_name(&segment_file_name(b"", MAX_SEQ + 1)), None);
         for bad in ["row-74-+5.seg", "row-74-05.seg", "row-7-5.seg", "row-zz-5.seg", "row-74-5.seg.tmp", "MANIFEST"] {
             assert_eq!(seq_of_file_name(bad), None, "{bad}");
         }
@@ -233,7 +237,7 @@ mod tests {
             let table = vec![b'x'; len];
             let name = segment_file_name(&table, u64::MAX);
             assert!(name.len() <= 157, "{len}: {} bytes", name.len());
-            assert_eq!(seq_of_file_name(&name), Some(u64::MAX));
+            assert_eq!(seq_of_file_name(&segment_file_name(&table, MAX_SEQ)), Some(MAX_SEQ));
         }
         // Long names sharing their first bytes get different tags.
         let (a, b) = ([vec![b'x'; 100], b"a".to_vec()].concat(), [vec![b'x'; 100], b"b".to_vec()].concat());

@@ -226,3 +226,9 @@ impl Interpose for NoLock {
         Ok(LockGuard::new(dir, mode, ()))
     }
 }
+
+/// Where the frame at `at` of the AOF `log` is bound (`engine/src/frame.rs`):
+/// the header to generation 0, every later frame to the header's.
+pub fn aof_place(log: &[u8], at: usize) -> engine::frame::Place {
+    engine::aof::frame_place(log, at)
+}

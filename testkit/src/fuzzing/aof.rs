@@ -20,11 +20,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{dir, disk_with, fixture, names, path_of, read, resealed_frames, with_resealed, NOW_MS};
+use super::{dir, disk_with, fixture, names, path_of, read, resealed_aof_frames, with_resealed, NOW_MS};
 use crate::model::Model;
 use engine::aof::{scan_log, AofWriter, FsyncPolicy, LogScan, Record};
 use engine::clock::ManualClock;
-use engine::frame::Log;
 use engine::store::{Command, Options, Store, AOF_FILE};
 use engine::vfs::MemVfs;
 use engine::{Error, Result};
@@ -33,7 +32,7 @@ use engine::{Error, Result};
 /// and with their frames resealed (see [the parent](super)). Panics on any
 /// broken property: that is a finding.
 pub fn aof_recover(data: &[u8]) {
-    with_resealed(data, |data, how| resealed_frames(data, Log::Aof, how), check_all);
+    with_resealed(data, resealed_aof_frames, check_all);
 }
 
 fn check_all(data: &[u8]) {

@@ -115,6 +115,22 @@ pub const MISPLACED_BYTES: u64 = 512;
 /// the checksum is `frame.rs`'s own, through [`encode_frame`], for each
 /// frame's place (or another one, per `how`).
 pub fn resealed_frames(bytes: &[u8], log: Log, how: Reseal) -> Vec<u8> {
+    resealed_frames_by(bytes, |_| log, how)
+}
+
+/// [`resealed_frames`] for an AOF: its header bound to generation 0, every
+/// later frame to the generation its header's field holds (as written or as
+/// mutated: the reseal makes it the file's), as `frame.rs` and
+/// `aof/header.rs` bind them.
+pub fn resealed_aof_frames(bytes: &[u8], how: Reseal) -> Vec<u8> {
+    let generation_field = FRAME_HEADER_BYTES + 12..FRAME_HEADER_BYTES + 20;
+    let generation = bytes.get(generation_field).map_or(1, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+    resealed_frames_by(bytes, |at| Log::Aof { generation: if at == 0 { 0 } else { generation } }, how)
+}
+
+/// [`resealed_frames`], each frame bound to the log `log_at` names for
+/// its offset.
+fn resealed_frames_by(bytes: &[u8], log_at: impl Fn(usize) -> Log, how: Reseal) -> Vec<u8> {
     let shift_bytes = if how == Reseal::Elsewhere { MISPLACED_BYTES } else { 0 };
     let mut out = bytes.to_vec();
     let mut at = 0usize;
@@ -126,7 +142,7 @@ pub fn resealed_frames(bytes: &[u8], log: Log, how: Reseal) -> Vec<u8> {
         }
         let end = at + FRAME_HEADER_BYTES + len_bytes;
         frame.clear();
-        let place = Place { log, offset_bytes: at as u64 + shift_bytes };
+        let place = Place { log: log_at(at), offset_bytes: at as u64 + shift_bytes };
         encode_frame(&mut frame, place, out[at + 8], &out[at + FRAME_HEADER_BYTES..end]);
         out[at..end].copy_from_slice(&frame);
         at = end;
@@ -175,10 +191,10 @@ mod tests {
     #[test]
     fn resealing_elsewhere_makes_whole_frames_valid_only_at_another_place() {
         let mut bytes = Vec::new();
-        encode_frame(&mut bytes, Place::aof(0), 2, b"first");
-        let elsewhere = resealed_frames(&bytes, Log::Aof, Reseal::Elsewhere);
-        assert!(decode_frame(&elsewhere, Place::aof(0)).is_err());
-        assert!(decode_frame(&elsewhere, Place::aof(MISPLACED_BYTES)).is_ok());
-        assert!(decode_frame(&resealed_frames(&bytes, Log::Manifest, Reseal::InPlace), Place::aof(0)).is_err());
+        encode_frame(&mut bytes, Place::aof(0, 0), 2, b"first");
+        let elsewhere = resealed_aof_frames(&bytes, Reseal::Elsewhere);
+        assert!(decode_frame(&elsewhere, Place::aof(0, 0)).is_err());
+        assert!(decode_frame(&elsewhere, Place::aof(0, MISPLACED_BYTES)).is_ok());
+        assert!(decode_frame(&resealed_frames(&bytes, Log::Manifest, Reseal::InPlace), Place::aof(0, 0)).is_err());
     }
 }

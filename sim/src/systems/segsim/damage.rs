@@ -15,8 +15,8 @@
 //! checksum that covers the place can tell from history. And every record
 //! of every file a fifth way (issue 32): the write that put it in place
 //! lost, alone and with the rest of its fsync, its place back to the
-//! bytes it held before — for a rewrite's log, the header that says
-//! "unfinished". The
+//! bytes it held before — for a rewrite's log's last batch, a snapshot
+//! with no `SNAPSHOT_END`. The
 //! records are found by walking the formats as the engine documents them
 //! (`engine::frame` for both logs, the layout in `engine::seg`'s module
 //! doc for segments) over the undamaged image; the judgement is none of
@@ -31,6 +31,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
+use engine::aof::frame_place;
 use engine::clock::ManualClock;
 use engine::frame::{decode_frame, Place, FRAME_HEADER_BYTES};
 use engine::manifest::MANIFEST_FILE;
@@ -64,17 +65,17 @@ pub(super) fn sites(image: &DiskImage) -> Vec<DamageSite> {
         let frame = decode_frame(bytes, place).ok()?;
         Some(bytes[..frame.total_bytes].to_vec())
     };
-    let log_header = first_frame(AOF_FILE, Place::aof(0));
+    let log_header = first_frame(AOF_FILE, frame_place(&[], 0));
     let manifest_header = first_frame(MANIFEST_FILE, Place::manifest(0));
     let mut sites = Vec::new();
     for (path, bytes) in &files {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         if name == AOF_FILE {
             let foreign = (manifest_header.as_deref(), "the manifest's header frame");
-            frame_sites(&mut sites, image, path, bytes, Place::aof(0), foreign);
+            frame_sites(&mut sites, image, path, bytes, |at| frame_place(bytes, at), foreign);
         } else if name == MANIFEST_FILE {
             let foreign = (log_header.as_deref(), "the log's header frame");
-            frame_sites(&mut sites, image, path, bytes, Place::manifest(0), foreign);
+            frame_sites(&mut sites, image, path, bytes, |at| Place::manifest(at as u64), foreign);
         } else if name.ends_with(".seg") {
             segment_sites(&mut sites, image, path, bytes, log_header.as_deref());
         }
@@ -82,21 +83,22 @@ pub(super) fn sites(image: &DiskImage) -> Vec<DamageSite> {
     sites
 }
 
-/// The sites of a log made of frames, `start` its first frame's place:
-/// each valid frame from the start on (the walk stops at the first
-/// invalid one: a durable image's logs end with their last whole frame).
+/// The sites of a log made of frames, `place_at` the place a frame at an
+/// offset is bound to: each valid frame from the start on (the walk stops
+/// at the first invalid one: a durable image's logs end with their last
+/// whole frame).
 fn frame_sites(
     sites: &mut Vec<DamageSite>,
     image: &DiskImage,
     path: &Path,
     bytes: &[u8],
-    start: Place,
+    place_at: impl Fn(usize) -> Place,
     (foreign, foreign_what): (Option<&[u8]>, &str),
 ) {
     let mut at = 0usize;
     let mut number = 0usize;
     let mut frames = Vec::new();
-    while let Ok(frame) = decode_frame(&bytes[at..], start.plus(at)) {
+    while let Ok(frame) = decode_frame(&bytes[at..], place_at(at)) {
         let what =
             |how: &str| format!("{} frame {number} (bytes {at}..{}): {how}", path.display(), at + frame.total_bytes);
         let flip_at = if frame.payload.is_empty() {
@@ -131,8 +133,9 @@ fn frame_sites(
 /// nearest ones): bounds the sites to a few per frame.
 const MISDIRECTED_PER_FRAME: usize = 4;
 
-/// The fourth way: for each frame after the first (a header is rewritten
-/// in place, never misdirected onto), each of the next few later frames
+/// The fourth way: for each frame after the first (a header is written
+/// before any other frame, so none is ever misdirected onto it within its
+/// own file), each of the next few later frames
 /// of the same size, as a drive that put that frame's write at this one's
 /// place leaves the file: the later frame's bytes here — whole, once
 /// valid, bound to the other place — the frames between unchanged, and
@@ -327,8 +330,12 @@ mod tests {
         disk.sync_dir(&dir).unwrap();
         let mut frames: [Vec<u8>; 3] = Default::default();
         let mut at = 0u64;
-        for (number, payload) in [&b"header"[..], b"first", b"other"].into_iter().enumerate() {
-            encode_frame(&mut frames[number], Place::aof(at), 1, payload);
+        // A header's payload as the format lays it out: magic, version,
+        // generation 1, made fresh.
+        let header = [&b"SEGS-AOF"[..], &4u32.to_le_bytes(), &1u64.to_le_bytes(), &[0]].concat();
+        for (number, payload) in [&header[..], b"first", b"other"].into_iter().enumerate() {
+            let place = if number == 0 { Place::aof(0, 0) } else { Place::aof(1, at) };
+            encode_frame(&mut frames[number], place, 1, payload);
             if number == 2 {
                 file.write_at(at, old).unwrap();
                 file.sync().unwrap();
@@ -355,7 +362,7 @@ mod tests {
         assert_eq!(&site.bytes[..frames[2].len()], &frames[2][..], "the later frame, whole");
         let own_place = &site.bytes[second_at - first_at..];
         assert_eq!(own_place, &old[..frames[2].len()], "its own place holds what it held before the write");
-        assert!(decode_frame(&site.bytes, Place::aof(first_at as u64)).is_err(), "invalid where it landed");
+        assert!(decode_frame(&site.bytes, Place::aof(1, first_at as u64)).is_err(), "invalid where it landed");
         assert_eq!(image.before_newest_write(&path, second_at as u64..second_at as u64 + 4), old[..4]);
     }
 

@@ -160,22 +160,28 @@ impl AofWriter {
     /// Whether a mark is owed before `data` is written (`false`: a mark
     /// on its own, as a clean close writes).
     ///
-    /// Before data, a mark is owed for every durable byte past the last
-    /// mark, marks included: damage to an unvouched mark followed by a
-    /// valid record looks like a torn write with a later unsynced frame
-    /// reordered after it, and would cut the record (the simulator found
-    /// this: rot in recovery's own mark cut an acknowledged HSET). On its
-    /// own, a mark is owed only for durable data: with nothing after it,
-    /// damage to an unvouched mark cuts that mark and nothing else. A log
-    /// that holds no record yet needs no mark at all (its header is proven
-    /// durable by any valid frame after it).
+    /// Every batch of records opens with a mark once anything the log
+    /// holds after its header is durable, repeating the last one when no
+    /// fsync moved the durable end since: one mark per fsync was a single
+    /// point of failure — a write misdirected onto it took with it the only
+    /// proof that an earlier damaged frame was durable, and the whole fsync
+    /// window of durable records after the damage was cut as a torn tail
+    /// (the soak's seed 2470732: a lost write, then a misdirected one over
+    /// the one mark). Any later durable batch can now vouch, as the
+    /// simulator's rule for damage a format could tell assumes. Before
+    /// data, a mark covers every durable byte, marks included: damage to
+    /// an unvouched mark followed by a valid record looks like a torn write
+    /// with a later unsynced frame reordered after it, and would cut the
+    /// record (rot in recovery's own mark once cut an acknowledged HSET).
+    /// On its own, a mark is owed only for durable data not yet marked:
+    /// with nothing after it, damage to an unvouched mark cuts that mark
+    /// and nothing else. A log that holds no record yet needs no mark at
+    /// all (its header is proven durable by any valid frame after it).
     fn owes_mark(&self, data: bool) -> bool {
-        let durable_end = if data && self.data_end_bytes > 0 {
-            self.durable_len_bytes
-        } else {
-            self.durable_len_bytes.min(self.data_end_bytes)
-        };
-        self.marked_len_bytes < durable_end
+        if data && self.data_end_bytes > 0 {
+            return self.durable_len_bytes > 0;
+        }
+        self.marked_len_bytes < self.durable_len_bytes.min(self.data_end_bytes)
     }
 
     /// The caller's clock at the last good fsync.

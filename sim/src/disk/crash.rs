@@ -89,8 +89,16 @@ fn settle(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Cra
         let Some(inode) = fs.inodes.get_mut(&landing.inode).filter(|_| reachable.contains(&landing.inode)) else {
             continue;
         };
+        // What the image should hold where the bytes land: its durable
+        // bytes, with what earlier silent faults left wrong as it should be.
+        let mut should_hold = inode.durable.clone();
+        inode.silent.patch_cache(&mut should_hold);
+        for earlier in scars.get(&landing.inode).into_iter().flatten() {
+            earlier.patch(&mut should_hold);
+        }
+        let (offset_bytes, data) = (landing.offset_bytes, &landing.data);
         if let Some(scar) =
-            silent::land(&mut inode.durable, &mut inode.vouchers, landing.offset_bytes, &landing.data, true)
+            silent::land(&mut inode.durable, &mut inode.vouchers, offset_bytes, data, Some(&should_hold))
         {
             scars.entry(landing.inode).or_default().push(scar);
         }

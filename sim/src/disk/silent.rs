@@ -99,6 +99,14 @@ impl Scar {
         })
     }
 
+    /// `image` with the scar's intended bytes in its range (as far as the
+    /// image reaches).
+    pub fn patch(&self, image: &mut [u8]) {
+        let start = to_usize(self.start_bytes).min(image.len());
+        let end = (start + self.intended.len()).min(image.len());
+        image[start..end].copy_from_slice(&self.intended[..end - start]);
+    }
+
     /// Whether `image` holds other bytes than intended anywhere in range.
     fn differs(&self, image: &[u8]) -> bool {
         let start = to_usize(self.start_bytes);
@@ -135,9 +143,7 @@ impl Silent {
     /// fsync drops only dirty ones.
     pub fn patch_cache(&self, cache: &mut [u8]) {
         for scar in &self.scars {
-            let start = to_usize(scar.start_bytes).min(cache.len());
-            let end = (start + scar.intended.len()).min(cache.len());
-            cache[start..end].copy_from_slice(&scar.intended[..end - start]);
+            scar.patch(cache);
         }
     }
 
@@ -219,7 +225,7 @@ pub(super) fn strike(
     match fate {
         Fate::Lost => None,
         Fate::Elsewhere { offset_bytes: to } => {
-            scars.extend(land(durable, vouchers, to, data, false));
+            scars.extend(land(durable, vouchers, to, data, None));
             None
         }
         Fate::OtherFile { inode } => Some(Landing { inode, offset_bytes, data: data.to_vec() }),
@@ -227,22 +233,29 @@ pub(super) fn strike(
 }
 
 /// `data` lands at `offset_bytes` of a durable image, as far as the image
-/// reaches: the scar it leaves, if any (its intended bytes the ones it
-/// covered, if `keep_intended`; else refreshed at the fsync). Whatever
-/// record of durability lay under it is gone (its vouchers).
+/// reaches: the scar it leaves, if any — its intended bytes those of
+/// `should_hold` (the image as it should be, the same length) it covers,
+/// or, where the file's own fsync refreshes them at once, none yet.
+/// Whatever record of durability lay under it is gone (its vouchers).
 pub(super) fn land(
     durable: &mut [u8],
     vouchers: &mut Vec<Voucher>,
     offset_bytes: u64,
     data: &[u8],
-    keep_intended: bool,
+    should_hold: Option<&[u8]>,
 ) -> Option<Scar> {
     let start = to_usize(offset_bytes);
     let end = (start + data.len()).min(durable.len());
     if start >= end {
         return None;
     }
-    let intended = if keep_intended { durable[start..end].to_vec() } else { vec![0; end - start] };
+    let intended = match should_hold {
+        Some(image) => {
+            assert_eq!(image.len(), durable.len(), "the image as it should be is the durable image's length");
+            image[start..end].to_vec()
+        }
+        None => vec![0; end - start],
+    };
     durable[start..end].copy_from_slice(&data[..end - start]);
     erase_vouchers_under(vouchers, offset_bytes..end as u64);
     Some(Scar { start_bytes: offset_bytes, intended, kind: DamageKind::MisdirectedWrite })

@@ -409,8 +409,16 @@ impl FileSystem {
         for landing in landings {
             if let Some(inode) = self.inodes.get_mut(&landing.inode) {
                 inode.history = None;
+                // What the other file's image should hold where the bytes
+                // land: its durable bytes, where earlier silent faults left
+                // them wrong as they should be (seed 2335719: a landing over
+                // an earlier one's garbage took that garbage for the right
+                // bytes, and a failed fsync's cache patch put it back).
+                let mut should_hold = inode.durable.clone();
+                inode.silent.patch_cache(&mut should_hold);
+                let (offset_bytes, data) = (landing.offset_bytes, &landing.data);
                 let scar =
-                    silent::land(&mut inode.durable, &mut inode.vouchers, landing.offset_bytes, &landing.data, true);
+                    silent::land(&mut inode.durable, &mut inode.vouchers, offset_bytes, data, Some(&should_hold));
                 inode.silent.scars.extend(scar);
             }
         }

@@ -79,6 +79,31 @@ fn a_failed_fsync_keeps_the_clean_pages_a_silent_fault_left_wrong_on_disk() {
     assert_eq!(fs.inode(id).volatile, b"aaaabbbb", "the dirty write dropped, the lost one still cached");
 }
 
+/// Two writes of other files land over one file's first bytes, the second
+/// over the first's garbage: the file's page cache stays right through a
+/// failed fsync (only dirty pages drop), and a power loss announces the
+/// damage from the first byte (seed 2335719: the second landing took the
+/// first one's garbage for the bytes the file should hold, and the failed
+/// fsync's patch put the garbage back into the cache).
+#[test]
+fn a_landing_over_an_earlier_landing_keeps_the_right_bytes_as_intended() {
+    let mut fs = FileSystem::default();
+    let log = file_with(&mut fs, b"the log's header and frames");
+    let right = fs.inode(log).volatile.clone();
+    for (name, garbage) in [("/db/a", &b"AAAAAAAAA"[..]), ("/db/b", b"BBBBBBBBBBBBBBBBB")] {
+        let other = fs.open(Path::new(name), OpenMode::Create).unwrap();
+        fs.write(other, 0, garbage);
+        fs.set_fate(other, Fate::OtherFile { inode: log });
+        fs.sync(other);
+    }
+    assert_eq!(&fs.inode(log).durable[..17], b"BBBBBBBBBBBBBBBBB", "both landed, the second over the first");
+    fs.write(log, right.len() as u64, b"dirty");
+    fs.drop_dirty(log);
+    assert_eq!(fs.inode(log).volatile, right, "the clean pages stay right, the dirty ones drop");
+    let damage = announced(&mut fs);
+    assert!(damage.iter().any(|d| d.path == "/db/f" && d.offset_bytes == 0), "{damage:?}");
+}
+
 #[test]
 fn a_lost_write_vouches_for_nothing() {
     let mut fs = FileSystem::default();

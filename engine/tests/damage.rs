@@ -217,3 +217,34 @@ fn rot_in_a_mark_before_an_acknowledged_write_is_refused_not_cut() {
         assert_refused_untouched(damaged.path(), AOF_FILE, always);
     }
 }
+
+/// Two silent faults in one fsync window: under `everysec` a write is
+/// lost, then a write of the next window misdirected onto the first batch
+/// after the fsync — the batch whose mark said the lost bytes were durable.
+/// Later batches of that window repeat the mark, so the open still sees the
+/// lost write as damage and refuses; it must not cut the window's durable,
+/// acknowledged records as a torn tail (the soak's seed 2470732 did, when
+/// only the first batch after an fsync carried a mark).
+#[test]
+fn a_lost_write_whose_first_vouching_mark_was_overwritten_is_still_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let no = Options { fsync: engine::aof::FsyncPolicy::No, ..Options::default() };
+    let mut store = open(tmp.path(), no).unwrap();
+    run(&mut store, &[&["SET", "a", "1"], &["SET", "b", "2"], &["SET", "c", "3"]]);
+    store.sync().unwrap();
+    run(&mut store, &[&["SET", "d", "4"], &["SET", "e", "5"], &["SET", "f", "6"]]);
+    store.sync().unwrap();
+    drop(store);
+    let path = tmp.path().join(AOF_FILE);
+    let mut log = std::fs::read(&path).unwrap();
+    // SET b's write lost (its place zeros), and SET d's batch — the first
+    // after the fsync, with the mark that vouched for b — overwritten by a
+    // frame valid elsewhere (zeros do as well: the mark is gone).
+    let lost = frame_start(&log, frame_of_set(&log, b"b"))..frame_start(&log, frame_of_set(&log, b"b") + 1);
+    let c_end = frame_start(&log, frame_of_set(&log, b"c") + 1);
+    let d_end = frame_start(&log, frame_of_set(&log, b"d") + 1);
+    log[lost].fill(0);
+    log[c_end..d_end].fill(0);
+    std::fs::write(&path, &log).unwrap();
+    assert_refused_untouched(tmp.path(), AOF_FILE, no);
+}

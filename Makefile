@@ -3,7 +3,7 @@
 CARGO ?= cargo
 SIM = $(CARGO) run --release -q -p sim --
 
-.PHONY: quickstart open-findings help test lint fmt check sweep determinism soak crash-os crash-os-kit canaries test-canaries explore redb sqlite kit-example stdfs trace bench ci kv fuzz corpus report-check readme-example
+.PHONY: quickstart open-findings help test lint fmt check sweep determinism soak soak-deep crash-os crash-os-kit canaries test-canaries explore redb sqlite kit-example stdfs trace bench ci kv fuzz corpus report-check readme-example
 
 help:
 	@echo "make test         - the whole test suite (unit, property, integration, replayed regressions)"
@@ -12,6 +12,7 @@ help:
 	@echo "make sweep        - the simulator over SEEDS (default 0..500) on JOBS workers (default 2)"
 	@echo "make determinism  - every seed of DSEEDS (default 0..100) run twice, traces compared"
 	@echo "make soak         - the simulator for TIME seconds (default 600) from a random base seed"
+	@echo "make soak-deep    - nightly-sized soak (scripts/soak-deep.sh): 1M segsim seeds, 200k on ext4, 100k of each kit target with readers, from a fresh base, resumable (OUT=dir), summarized and compared (COMPARE=old/summary.json); SOAK_SCALE=0.01 for a small one"
 	@echo "make crash-os     - the engine on the real disk, SIGKILLed CYCLES times (default 200), checked each time"
 	@echo "make crash-os-kit - the kit's crash-os: logkv, redb and SQLite on the real disk, SIGKILLed KIT_CYCLES times (default 100) each, checked against the kit's model; the planted early ack caught"
 	@echo "make canaries     - plant each engine bug (--features canaries); the simulator must catch every one within BUDGET s (default 60)"
@@ -60,6 +61,15 @@ determinism:
 TIME ?= 600
 soak:
 	$(SIM) --time $(TIME) --jobs $(JOBS)
+
+# Soak at scale (issue 52): fresh seed ranges for segsim (posix, ext4) and
+# every kit target with readers, in resumable chunks under OUT (default
+# target/soak-deep/<base>), summed into OUT/summary.txt by failure class
+# and compared with COMPARE (an earlier summary.json). Full size takes
+# hours on two cores; SOAK_SCALE shrinks every section.
+OUT ?=
+soak-deep:
+	JOBS=$(JOBS) scripts/soak-deep.sh $(OUT)
 
 CYCLES ?= 200
 KILL_SEED ?= 1

@@ -24,10 +24,12 @@ use support::{put_synced, vfs_files};
 const NOW_MS: u64 = 1_700_000_000_000;
 const DIR: &str = "/db";
 
-/// One frame as the previous format wrote it: no place in the checksum.
-fn old_frame(out: &mut Vec<u8>, kind: u8, payload: &[u8]) {
+/// One frame whose checksum covers `place` (an older format's idea of
+/// it) before its length, kind and payload.
+fn frame_covering(out: &mut Vec<u8>, place: &[u8], kind: u8, payload: &[u8]) {
     let len = (payload.len() as u32).to_le_bytes();
     let mut hasher = crc32fast::Hasher::new();
+    hasher.update(place);
     hasher.update(&len);
     hasher.update(&[kind]);
     hasher.update(payload);
@@ -35,6 +37,12 @@ fn old_frame(out: &mut Vec<u8>, kind: u8, payload: &[u8]) {
     out.extend_from_slice(&hasher.finalize().to_le_bytes());
     out.push(kind);
     out.extend_from_slice(payload);
+}
+
+/// One frame as the formats before places wrote it: no place in the
+/// checksum.
+fn old_frame(out: &mut Vec<u8>, kind: u8, payload: &[u8]) {
+    frame_covering(out, &[], kind, payload);
 }
 
 /// A format-1 manifest: its header alone (a store with no segment yet).
@@ -66,17 +74,8 @@ fn old_log() -> Vec<u8> {
 /// One frame as format 3 wrote it: the AOF's tag (1) and the frame's
 /// offset in the checksum, no generation.
 fn format_3_frame(out: &mut Vec<u8>, kind: u8, payload: &[u8]) {
-    let len = (payload.len() as u32).to_le_bytes();
-    let mut hasher = crc32fast::Hasher::new();
-    hasher.update(&[1]);
-    hasher.update(&(out.len() as u64).to_le_bytes());
-    hasher.update(&len);
-    hasher.update(&[kind]);
-    hasher.update(payload);
-    out.extend_from_slice(&len);
-    out.extend_from_slice(&hasher.finalize().to_le_bytes());
-    out.push(kind);
-    out.extend_from_slice(payload);
+    let place = [&[1u8][..], &(out.len() as u64).to_le_bytes()].concat();
+    frame_covering(out, &place, kind, payload);
 }
 
 /// A format-3 log: its header (magic, version, snapshot end 0), then

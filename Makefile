@@ -19,7 +19,7 @@ help:
 	@echo "make test-canaries - the canary tests: each planted bug caught within its seed cap, by a seed that passes without it"
 	@echo "make explore      - exhaustive crash exploration of ESEED's (default 10: fsync everysec) EOPS-op (default 100) workload at depth EDEPTH (default 2: every recovery crashed again too); EFSYNC=always|everysec|no forces the policy"
 	@echo "make redb         - the redb target (REDB.md): RSEEDS (default 0..2000) swept, determinism-checked, seeds 1..3 explored (40 ops, depth 2), seed 1 at 100 ops with --faults, finding 3's abort contained by --isolate; with readers (--clients 3): RCSEEDS (default 0..500) swept, the unpinned reader caught"
-	@echo "make sqlite       - the sqlite target (SQLITE.md): SQSEEDS (default 410..710) swept, 0..100 determinism-checked, seed 1 explored at depth 2, the five planted bugs caught (the two lock plants with readers, --clients 3, and by explore), the pinned findings replayed, readers swept (WAL and DELETE on ext4)"
+	@echo "make sqlite       - the sqlite target (SQLITE.md): SQSEEDS (default 410..710) swept, 0..100 determinism-checked, seed 1 explored at depth 2, the six planted bugs caught (the three lock plants with readers, --clients 3, two of them by explore too), the pinned findings replayed, readers swept (WAL and DELETE on ext4)"
 	@echo "make kit-example - the target kit's example engine (logkv): KSEEDS (default 0..2000) clean, its planted bugs caught, explored; the same with readers (--clients 4), its live-reader caught"
 	@echo "make stdfs        - persy, unmodified, on the simulated disk through the stdfs layer (STDFS.md): a sweep contained by --isolate, determinism, an explore at depth 2 with faults, persy's findings still reproducing; the layer's planted mistakes caught under cowkv"
 	@echo "make trace        - sim trace on real processes (PROGRAMS.md): programs/replace's planted missing fsync found under posix and the fixed program clean; sqlite3 and redis-server pairs (under a minute)"
@@ -144,8 +144,8 @@ redb:
 
 # The sqlite target (SQLITE.md): a short sweep, a determinism sample, seed 1
 # explored at depth 2, each planted VFS bug caught (exit 1 expected) in a
-# forced sweep (the two lock plants with readers, --clients 3, and by
-# explore too), readers swept in the WAL and DELETE modes on ext4 (where
+# forced sweep (the three lock plants with readers, --clients 3, the
+# first two by explore too), readers swept in the WAL and DELETE modes on ext4 (where
 # finding 5 cannot fail a seed), and the pinned findings of corpus/sqlite/findings replayed:
 # each must still fail as SQLITE.md says (or pass: the EXTRA twin, and
 # finding 3's two repros since our disk model was fixed), so a change in
@@ -175,6 +175,7 @@ sqlite:
 	$(SIM) --target sqlite --clients 3 --seeds 0..500 --fs ext4 --jobs $(JOBS) --set journal_mode=delete
 	$(SIM) --target sqlite --clients 3 --seeds 0..20 --set journal_mode=wal --plant sqlite-shm-lock-lies --jobs $(JOBS) >/dev/null 2>&1; test $$? -eq 1 || { echo "sqlite: the random mode missed sqlite-shm-lock-lies"; exit 1; }
 	$(SIM) --target sqlite --clients 3 --seeds 0..20 --set journal_mode=delete --plant sqlite-locks-per-process --jobs $(JOBS) >/dev/null 2>&1; test $$? -eq 1 || { echo "sqlite: the random mode missed sqlite-locks-per-process"; exit 1; }
+	$(SIM) --target sqlite --clients 3 --seeds 0..20 --set journal_mode=delete --plant sqlite-unlock-keeps-pending --jobs $(JOBS) >/dev/null 2>&1; test $$? -eq 1 || { echo "sqlite: the random mode missed sqlite-unlock-keeps-pending"; exit 1; }
 	$(SIM) explore --target sqlite --clients 3 --seed 21 --set journal_mode=wal --plant sqlite-shm-lock-lies 2>/dev/null | grep -q "check '" || { echo "sqlite: explore missed sqlite-shm-lock-lies"; exit 1; }
 	$(SIM) explore --target sqlite --clients 3 --seed 2 --set journal_mode=delete --plant sqlite-locks-per-process 2>/dev/null | grep -q "check 'isolation'" || { echo "sqlite: explore missed sqlite-locks-per-process"; exit 1; }
 

@@ -161,6 +161,9 @@ pub struct Failure {
     pub recent: Vec<String>,
     /// The one command line that reproduces it.
     pub repro: String,
+    /// What the seed drew (a kit target's configuration: `Target::drew`),
+    /// if the target says: reports print it first.
+    pub drew: Option<String>,
 }
 
 impl Failure {
@@ -169,7 +172,7 @@ impl Failure {
     /// it) and `repro`, the command line that runs it again.
     pub fn in_run(vfs: &SimVfs, seed: u64, op_index: u64, check: Check, detail: String, repro: String) -> Failure {
         let recent = vfs.with_trace(|t| t.recent().iter().map(|e| t.describe(e)).collect());
-        Failure { seed, op_index, check, detail, recent, repro }
+        Failure { seed, op_index, check, detail, recent, repro, drew: None }
     }
 }
 

@@ -73,6 +73,9 @@ pub struct SeedOutcome {
     /// `refused`, `rolled-back` (an older commit, not past a durable one),
     /// `silent-rollback` (past a durable one). A kit target's breakdown.
     pub after_damage: BTreeMap<&'static str, u64>,
+    /// What the seed drew, in one line (`Target::drew`: a kit target's
+    /// configuration), if the target says.
+    pub drew: Option<String>,
     /// The rolling hash of every trace event.
     pub trace_hash: u64,
     /// The first failed check, if any.
@@ -112,6 +115,14 @@ impl SeedOutcome {
         }
         vfs.with_trace(|t| t.push(Event::Restart { clean }));
         remount
+    }
+
+    /// Name what the seed drew, on the outcome and on its failure (if any).
+    pub fn name_draw(&mut self, drew: String) {
+        if let Some(failure) = &mut self.failure {
+            failure.drew = Some(drew.clone());
+        }
+        self.drew = Some(drew);
     }
 
     /// At the end of a run, what only the disk knows: the faults it

@@ -279,6 +279,13 @@ pub trait Target: Sync {
     /// The sector size of `seed`'s disk (where explored writes are cut).
     fn sector_bytes(&self, seed: u64) -> u64;
 
+    /// What `seed` drew, in one line, for reports (`drew: ...`): a kit
+    /// target's configuration ([`crate::kit::KitConfig::drew`]). Default:
+    /// nothing.
+    fn drew(&self, _seed: u64) -> Option<String> {
+        None
+    }
+
     /// What an exploration report states about `seed`'s run besides its
     /// sector size, as `key value` (segsim: the fsync policy the store ran
     /// with); the JSON report carries each as a field.
@@ -426,6 +433,7 @@ pub fn run_checked<T: Target>(seed: u64, target: &T, check_determinism: bool) ->
                 ),
                 recent: Vec::new(),
                 repro: target.repro(seed, " --check-determinism"),
+                drew: outcome.drew.clone(),
             });
         }
     }

@@ -166,7 +166,7 @@ mod tests {
 
     fn failure(check: Check, detail: &str) -> Failure {
         let (recent, repro) = (Vec::new(), String::new());
-        Failure { seed: 1, op_index: 2, check, detail: detail.to_string(), recent, repro }
+        Failure { seed: 1, op_index: 2, check, detail: detail.to_string(), recent, repro, drew: None }
     }
 
     #[test]

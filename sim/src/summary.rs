@@ -66,6 +66,8 @@ pub struct Summary {
     pub failures: Vec<Failure>,
     /// The trace hash, when exactly one seed ran.
     pub trace_hash: Option<u64>,
+    /// What the seed drew (`SeedOutcome::drew`), when exactly one seed ran.
+    pub drew: Option<String>,
     /// Wall-clock seconds the run took (the only wall-clock figure).
     pub elapsed_sec: f64,
     /// The file-system profile the verdict holds under (`FsProfile::name`),
@@ -86,8 +88,9 @@ impl Summary {
         assert_eq!(one.seeds, 1, "the summary of exactly one seed");
         let first = self.seeds == 0;
         self.merge(one);
-        // A trace hash means something for one seed only.
+        // A trace hash and a draw mean something for one seed only.
         self.trace_hash = if first { one.trace_hash } else { None };
+        self.drew = if first { one.drew.clone() } else { None };
     }
 
     /// The summary of one seed.
@@ -115,6 +118,7 @@ impl Summary {
             crash_gaps: outcome.crash_gaps.iter().map(|(gap, count)| (gap.to_string(), *count)).collect(),
             failures: outcome.failure.iter().cloned().collect(),
             trace_hash: Some(outcome.trace_hash),
+            drew: outcome.drew.clone(),
             elapsed_sec: 0.0,
             fs: None,
         }
@@ -153,6 +157,7 @@ impl Summary {
                     "detail": f.detail,
                     "recent": f.recent,
                     "repro": f.repro,
+                    "drew": f.drew,
                 })
             })
             .collect();
@@ -186,6 +191,9 @@ impl Summary {
         }
         if let Some(fs) = &self.fs {
             out["fs"] = json!(fs);
+        }
+        if let Some(drew) = &self.drew {
+            out["drew"] = json!(drew);
         }
         out
     }
@@ -239,6 +247,7 @@ impl Summary {
             self.failures.insert(at, failure.clone());
         }
         self.trace_hash = None;
+        self.drew = None;
         self.elapsed_sec = self.elapsed_sec.max(other.elapsed_sec);
         if self.fs.is_none() {
             self.fs.clone_from(&other.fs);
@@ -296,6 +305,8 @@ impl Summary {
         }
         summary.failures = failures_from_json(value)?;
         summary.failures.sort_by_key(|f| f.seed);
+        // Absent from summaries of targets that draw no configuration.
+        summary.drew = value.get("drew").and_then(Value::as_str).map(str::to_string);
         summary.trace_hash = match value.get("trace_hash").and_then(Value::as_str) {
             Some(hex) => Some(u64::from_str_radix(hex, 16).map_err(|_| format!("bad trace_hash {hex:?}"))?),
             None => None,
@@ -332,6 +343,9 @@ impl Summary {
         if let Some(fs) = &self.fs {
             let title = FsProfile::parse(fs).map_or(fs.as_str(), |profile| profile.title);
             let _ = writeln!(out, "file-system profile: {title}");
+        }
+        if let Some(drew) = &self.drew {
+            let _ = writeln!(out, "drew: {drew}");
         }
         self.write_counted_outcomes(&mut out);
         let faults: Vec<String> = FaultKind::ALL
@@ -417,6 +431,9 @@ impl Summary {
                 _ => format!(" at op #{}", failure.op_index),
             };
             let _ = writeln!(out, "\nseed {} failed check '{}'{at}:", failure.seed, failure.check);
+            if let Some(drew) = &failure.drew {
+                let _ = writeln!(out, "  drew: {drew}");
+            }
             for line in failure.detail.lines() {
                 let _ = writeln!(out, "  {line}");
             }
@@ -453,6 +470,8 @@ fn failures_from_json(value: &Value) -> Result<Vec<Failure>, String> {
                 .map(|lines| lines.iter().filter_map(|l| l.as_str().map(str::to_string)).collect())
                 .unwrap_or_default(),
             repro: text("repro")?,
+            // Absent from summaries written before draws were named.
+            drew: failure.get("drew").and_then(Value::as_str).map(str::to_string),
         });
     }
     Ok(out)
@@ -518,6 +537,7 @@ mod tests {
                 detail: format!("{check} failed"),
                 recent: vec!["op 7 set".to_string()],
                 repro: format!("sim --seed {seed}"),
+                drew: (seed % 2 == 0).then(|| format!("journal_mode=wal; clients {seed}")),
             };
             shard.add(&SeedOutcome { seed: seed as u64, failure: Some(failure), ..SeedOutcome::default() });
         }

@@ -275,7 +275,8 @@ fn ran_past<T: Target>(target: &T, seed: u64, timeout: Duration, output: &Output
 /// Seed `seed` failed check `died`, saying `detail`; its repro runs it in
 /// one process.
 fn died_failure<T: Target>(target: &T, seed: u64, detail: String) -> Failure {
-    Failure { seed, op_index: 0, check: Check::Died, detail, recent: Vec::new(), repro: target.repro(seed, "") }
+    let (recent, repro, drew) = (Vec::new(), target.repro(seed, ""), target.drew(seed));
+    Failure { seed, op_index: 0, check: Check::Died, detail, recent, repro, drew }
 }
 
 /// The end of a died child's report: the last lines of its stderr.
@@ -470,10 +471,12 @@ mod tests {
             detail: "lost".to_string(),
             recent: vec!["op#3 put".to_string()],
             repro: "sim --seed 5".to_string(),
+            drew: Some("journal_mode=wal; promises: commit durable".to_string()),
         };
         let failed = printed(5, Some(failure));
         let one = verdict_of(&output(ExitStatus::from_raw(1 << 8), &failed, ""), 5, "posix").unwrap();
         assert_eq!(one.failures[0].check, Check::Durability);
+        assert_eq!(one.failures[0].drew.as_deref(), Some("journal_mode=wal; promises: commit durable"), "read back");
         let no_line = verdict_of(&output(ExitStatus::from_raw(0), "chatter\n", ""), 5, "posix").unwrap_err();
         assert!(no_line.contains("no verdict"), "{no_line}");
         let garbled = format!("{VERDICT_PREFIX}5 {{\"seeds\": 1}}\n");

@@ -309,7 +309,7 @@ fn replay(path: &Path, json: bool, report: Option<&Path>, hooks: &Hooks<'_>) -> 
         let value = serde_json::json!({
             "file": path.display().to_string(),
             "ops": op_count,
-            "failure": failure.as_ref().map(|f| serde_json::json!({"check": f.check.as_str(), "detail": f.detail})),
+            "failure": failure.as_ref().map(|f| serde_json::json!({"check": f.check.as_str(), "detail": f.detail, "drew": f.drew})),
         });
         println!("{value}");
     }
@@ -319,8 +319,9 @@ fn replay(path: &Path, json: bool, report: Option<&Path>, hooks: &Hooks<'_>) -> 
             ExitCode::SUCCESS
         }
         Some(f) => {
+            let drew = f.drew.as_ref().map_or(String::new(), |drew| format!("drew: {drew}\n"));
             eprintln!(
-                "{}: {} failed check '{}' at op #{}:\n{}",
+                "{}: {} failed check '{}' at op #{}:\n{drew}{}",
                 hooks.program,
                 path.display(),
                 f.check,

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use super::config::{CrashMode, CrashOutcome, Damage, DamageKind, DiskConfig};
 use super::data::{erase_vouchers_under, to_usize, write_into, DataOp, InodeId};
-use super::dir::Dir;
+use super::dir::{Dir, DirOp};
 use super::inode::Inode;
 use super::sectors::{inner_cuts, sector_end, sectors_spanned};
 use super::silent::{self, Landing, Scar};
@@ -63,19 +63,29 @@ fn settle(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Cra
     // cost, on a disk without them), announced once the crash settled.
     let mut scars = open_scars(fs);
     let mut landings = Vec::new();
+    // The first metadata change a journal did not commit: no `set_len`
+    // made after it survives (`FsProfile::set_len_journaled`).
+    let mut first_lost_seq: Option<u64> = None;
     for dir in fs.dirs.values_mut() {
-        outcome.lost_dir_changes += settle_dir(dir, config.crash_mode, config.fs.dir_changes_in_order, rng);
+        let (lost, first_lost) = settle_dir(dir, config.crash_mode, config.fs.dir_changes_in_order, rng);
+        outcome.lost_dir_changes += lost;
+        first_lost_seq = match (first_lost_seq, first_lost) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
     }
+    let barrier_seq = first_lost_seq.filter(|_| config.fs.set_len_journaled);
     let reachable: BTreeSet<_> = fs.dirs.values().flat_map(|dir| dir.durable.values().copied()).collect();
     for (id, inode) in &mut fs.inodes {
         // An unreachable inode's data is gone whatever happens to it.
         if !reachable.contains(id) {
             continue;
         }
+        let blocked_at = barrier_seq.and_then(|barrier| first_set_len_after(&inode.pending, barrier));
         let settled = match config.crash_mode {
             CrashMode::Strict => Settled::new(inode.pending.len() as u64, 0),
-            CrashMode::Prefix => settle_prefix(inode, config, rng),
-            CrashMode::Reorder => settle_reorder(inode, config, rng),
+            CrashMode::Prefix => settle_prefix(inode, config, blocked_at, rng),
+            CrashMode::Reorder => settle_reorder(inode, config, blocked_at.is_some(), rng),
         };
         inode.pending.clear();
         outcome.lost_writes += settled.lost_writes;
@@ -211,22 +221,29 @@ fn damage_environment(fs: &mut FileSystem, rng: &mut ChaCha8Rng) -> Option<Damag
     Some(Damage { kind, path: path.to_string_lossy().into_owned(), offset_bytes: 0, vouched: false })
 }
 
+/// The position of the first of `pending` that is a `set_len` made after
+/// metadata change `barrier_seq` (which a journal did not commit).
+fn first_set_len_after(pending: &[DataOp], barrier_seq: u64) -> Option<usize> {
+    pending.iter().position(|op| matches!(op, DataOp::SetLen { seq, .. } if *seq > barrier_seq))
+}
+
 /// Apply the surviving pending ops of `dir` to its durable entries; the
-/// number lost. `in_order` (the profile's `dir_changes_in_order`): a
-/// `reorder` crash keeps a prefix too, as a journal replays in order.
-fn settle_dir(dir: &mut Dir, mode: CrashMode, in_order: bool, rng: &mut ChaCha8Rng) -> u64 {
+/// number lost, and the smallest number (`DirOp::seq`) of a lost one.
+/// `in_order` (the profile's `dir_changes_in_order`): a `reorder` crash
+/// keeps a prefix too, as a journal replays in order.
+fn settle_dir(dir: &mut Dir, mode: CrashMode, in_order: bool, rng: &mut ChaCha8Rng) -> (u64, Option<u64>) {
     let pending = std::mem::take(&mut dir.pending);
-    let mut applied = 0u64;
     let as_prefix = mode == CrashMode::Prefix || (mode == CrashMode::Reorder && in_order);
+    let mut lost_seqs = Vec::new();
     match mode {
-        CrashMode::Strict => {}
+        CrashMode::Strict => lost_seqs.extend(pending.iter().map(DirOp::seq)),
         CrashMode::Prefix | CrashMode::Reorder if as_prefix => {
             let keep = rng.gen_range(0..=pending.len());
             for op in &pending[..keep] {
                 let ok = op.apply(&mut dir.durable);
                 assert!(ok, "a prefix of pending ops applies in order");
-                applied += 1;
             }
+            lost_seqs.extend(pending[keep..].iter().map(DirOp::seq));
         }
         CrashMode::Prefix => unreachable!("a prefix crash keeps a prefix"),
         CrashMode::Reorder => {
@@ -234,13 +251,13 @@ fn settle_dir(dir: &mut Dir, mode: CrashMode, in_order: bool, rng: &mut ChaCha8R
             // order, and one whose precondition no longer holds (a rename
             // whose source never got created) is skipped.
             for op in &pending {
-                if rng.gen_bool(0.5) && op.apply(&mut dir.durable) {
-                    applied += 1;
+                if !(rng.gen_bool(0.5) && op.apply(&mut dir.durable)) {
+                    lost_seqs.push(op.seq());
                 }
             }
         }
     }
-    pending.len() as u64 - applied
+    (lost_seqs.len() as u64, lost_seqs.into_iter().min())
 }
 
 struct Settled {
@@ -264,16 +281,19 @@ fn fill_garbage(image: &mut Vec<u8>, range: Range<u64>, rng: &mut ChaCha8Rng) {
     rng.fill_bytes(&mut image[to_usize(range.start)..to_usize(range.end)]);
 }
 
-/// `prefix`: a random number of pending ops survive whole; the next one,
+/// `prefix`: a random number of pending ops survive whole (none from a
+/// `set_len` the journal did not commit on, `blocked_at`); the next one,
 /// if a write, is torn: a sector-aligned prefix of it survives (maybe
 /// none), and the sector it was writing when power went may hold garbage.
 ///
 /// A kept write with a silent fate (`silent.rs`) meets it here as at an
 /// fsync: the drive wrote it before the power went, and lost or misdirected
 /// it — a lost write before any fsync, which a later kept write outlives.
-fn settle_prefix(inode: &mut Inode, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Settled {
+fn settle_prefix(inode: &mut Inode, config: &DiskConfig, blocked_at: Option<usize>, rng: &mut ChaCha8Rng) -> Settled {
     let count = inode.pending.len();
-    let keep = rng.gen_range(0..=count);
+    // A `set_len` the journal did not commit (`blocked_at`) ends what can
+    // survive: drawn as ever, then cut there.
+    let keep = rng.gen_range(0..=count).min(blocked_at.unwrap_or(count));
     let (mut scars, mut landings) = (Vec::new(), Vec::new());
     for (index, op) in inode.pending[..keep].iter().enumerate() {
         match silent::fate_of(&inode.silent.fates, index, op) {
@@ -317,16 +337,19 @@ enum Fate {
     Garbage,
 }
 
-/// `reorder`: the length is the durable or the volatile one; each sector
-/// a pending op dirtied is independently old, new or garbage.
-fn settle_reorder(inode: &mut Inode, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Settled {
+/// `reorder`: the length is the durable or the volatile one (the durable
+/// one if a pending `set_len` was not committed by the journal,
+/// `length_blocked`); each sector a pending op dirtied is independently
+/// old, new or garbage.
+fn settle_reorder(inode: &mut Inode, config: &DiskConfig, length_blocked: bool, rng: &mut ChaCha8Rng) -> Settled {
     if inode.pending.is_empty() {
         return Settled::new(0, 0);
     }
     let sector_bytes = config.sector_bytes;
     let durable_len = inode.durable.len() as u64;
     let volatile_len = inode.volatile.len() as u64;
-    let new_len = if durable_len != volatile_len && rng.gen_bool(0.5) { volatile_len } else { durable_len };
+    let drawn_len = if durable_len != volatile_len && rng.gen_bool(0.5) { volatile_len } else { durable_len };
+    let new_len = if length_blocked { durable_len } else { drawn_len };
     let (op_ranges, dirty) = dirty_sectors(&inode.pending, durable_len, volatile_len, sector_bytes);
 
     // Decide each dirty sector inside the new length, then build the image

@@ -47,6 +47,11 @@
 //!    most [`MAX_REORDERED_STATES`] per snapshot, each with no pending
 //!    directory change applied, then with all of them.
 //!
+//! Under a profile that journals lengths with names
+//! (`FsProfile::set_len_journaled`), a state that keeps a `set_len` made
+//! after a directory change it loses is left out (after the families are
+//! built, so the states before the first such one keep their numbers).
+//!
 //! Not enumerated: torn writes in two files at once, three files cut at
 //! once, a directory subset combined with a cut file, and the `reorder`
 //! mode's choices beyond one operation kept or lost; the count would grow as a product, and
@@ -189,7 +194,25 @@ impl DiskSnapshot {
                 states.push(CrashState { dir_changes_kept: kept.clone(), data: fate });
             }
         }
+        if self.set_len_journaled {
+            states.retain(|state| self.set_lens_in_order(state));
+        }
         states
+    }
+
+    /// Whether `state` keeps no `set_len` made after a directory change it
+    /// loses: what a journal that commits lengths and names in one order
+    /// can leave (`FsProfile::set_len_journaled`).
+    fn set_lens_in_order(&self, state: &CrashState) -> bool {
+        let changes = self.dirs.values().flat_map(|dir| dir.pending.iter());
+        let lost = changes.zip(&state.dir_changes_kept).filter(|(_, kept)| !**kept);
+        let Some(first_lost_seq) = lost.map(|(op, _)| op.seq()).min() else { return true };
+        self.files.iter().all(|(id, file)| {
+            file.pending.iter().enumerate().all(|(index, op)| {
+                let late = matches!(op, DataOp::SetLen { seq, .. } if *seq > first_lost_seq);
+                !(late && keeps_op(state.data, *id, index))
+            })
+        })
     }
 
     /// Whether `kept` (one flag per pending directory change, directories
@@ -376,7 +399,9 @@ impl DiskSnapshot {
             let mut name = dir.durable.iter().find(|(_, id)| **id == inode).map(|(name, _)| name.clone());
             for op in &dir.pending {
                 match op {
-                    DirOp::Link { name: new, inode: id } | DirOp::Rename { to: new, inode: id, .. } if *id == inode => {
+                    DirOp::Link { name: new, inode: id, .. } | DirOp::Rename { to: new, inode: id, .. }
+                        if *id == inode =>
+                    {
                         name = Some(new.clone());
                     }
                     _ => {}
@@ -387,6 +412,17 @@ impl DiskSnapshot {
             }
         }
         format!("inode {inode}")
+    }
+}
+
+/// Whether `fate` keeps pending operation `index` of file `id` whole.
+fn keeps_op(fate: DataFate, id: InodeId, index: usize) -> bool {
+    match fate {
+        DataFate::Strict => false,
+        DataFate::AllSurvive => true,
+        DataFate::OneFile { inode, whole_ops, .. } => inode == id && index < whole_ops,
+        DataFate::TwoFiles { first, second } => [first, second].iter().any(|&(inode, ops)| inode == id && index < ops),
+        DataFate::Reordered { inode, op, alone } => inode == id && (index == op) == alone,
     }
 }
 

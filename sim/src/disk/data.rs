@@ -23,8 +23,11 @@ pub(super) const MAX_FILE_BYTES: u64 = 1 << 30;
 pub(super) enum DataOp {
     /// `data` written at `offset_bytes`, extending the file if needed.
     Write { offset_bytes: u64, data: Vec<u8> },
-    /// The file cut or extended (with zeros) to `len_bytes`.
-    SetLen { len_bytes: u64 },
+    /// The file cut or extended (with zeros) to `len_bytes`: a metadata
+    /// change too, `seq` its place among the disk's metadata changes
+    /// (`FileSystem::meta_seq`), which a profile that journals lengths in
+    /// order with directory changes consults (`FsProfile::set_len_journaled`).
+    SetLen { len_bytes: u64, seq: u64 },
 }
 
 impl DataOp {
@@ -33,7 +36,7 @@ impl DataOp {
     pub fn apply(&self, image: &mut Vec<u8>) {
         match self {
             DataOp::Write { offset_bytes, data } => write_into(image, *offset_bytes, data),
-            DataOp::SetLen { len_bytes } => image.resize(to_usize(*len_bytes), 0),
+            DataOp::SetLen { len_bytes, .. } => image.resize(to_usize(*len_bytes), 0),
         }
     }
 
@@ -43,7 +46,7 @@ impl DataOp {
         match self {
             // A write past the end also zero-fills the gap before it.
             DataOp::Write { offset_bytes, data } => (*offset_bytes).min(len_before)..offset_bytes + data.len() as u64,
-            DataOp::SetLen { len_bytes } => (*len_bytes).min(len_before)..(*len_bytes).max(len_before),
+            DataOp::SetLen { len_bytes, .. } => (*len_bytes).min(len_before)..(*len_bytes).max(len_before),
         }
     }
 
@@ -51,7 +54,7 @@ impl DataOp {
     pub fn len_after(&self, len_before: u64) -> u64 {
         match self {
             DataOp::Write { offset_bytes, data } => len_before.max(offset_bytes + data.len() as u64),
-            DataOp::SetLen { len_bytes } => *len_bytes,
+            DataOp::SetLen { len_bytes, .. } => *len_bytes,
         }
     }
 }
@@ -109,9 +112,9 @@ mod tests {
         let mut image = b"abc".to_vec();
         DataOp::Write { offset_bytes: 5, data: b"xy".to_vec() }.apply(&mut image);
         assert_eq!(image, b"abc\0\0xy");
-        DataOp::SetLen { len_bytes: 2 }.apply(&mut image);
+        DataOp::SetLen { len_bytes: 2, seq: 0 }.apply(&mut image);
         assert_eq!(image, b"ab");
-        DataOp::SetLen { len_bytes: 4 }.apply(&mut image);
+        DataOp::SetLen { len_bytes: 4, seq: 0 }.apply(&mut image);
         assert_eq!(image, b"ab\0\0");
     }
 
@@ -122,7 +125,7 @@ mod tests {
         assert_eq!(write.dirty_range(20), 10..15);
         assert_eq!(write.len_after(3), 15);
         assert_eq!(write.len_after(20), 20);
-        let shrink = DataOp::SetLen { len_bytes: 4 };
+        let shrink = DataOp::SetLen { len_bytes: 4, seq: 0 };
         assert_eq!(shrink.dirty_range(9), 4..9);
         assert_eq!(shrink.dirty_range(2), 2..4);
     }

@@ -13,12 +13,12 @@ use super::data::InodeId;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum DirOp {
     /// `name` now refers to `inode`: a create.
-    Link { name: String, inode: InodeId },
+    Link { name: String, inode: InodeId, seq: u64 },
     /// `name`, which referred to `inode`, is removed.
-    Unlink { name: String, inode: InodeId },
+    Unlink { name: String, inode: InodeId, seq: u64 },
     /// `from`, which referred to `inode`, is now called `to`, replacing
     /// whatever `to` was: one atomic step.
-    Rename { from: String, to: String, inode: InodeId },
+    Rename { from: String, to: String, inode: InodeId, seq: u64 },
 }
 
 impl DirOp {
@@ -26,18 +26,18 @@ impl DirOp {
     /// (and no change) if not.
     pub fn apply(&self, entries: &mut BTreeMap<String, InodeId>) -> bool {
         match self {
-            DirOp::Link { name, inode } => {
+            DirOp::Link { name, inode, .. } => {
                 entries.insert(name.clone(), *inode);
                 true
             }
-            DirOp::Unlink { name, inode } => {
+            DirOp::Unlink { name, inode, .. } => {
                 if entries.get(name) != Some(inode) {
                     return false;
                 }
                 entries.remove(name);
                 true
             }
-            DirOp::Rename { from, to, inode } => {
+            DirOp::Rename { from, to, inode, .. } => {
                 if entries.get(from) != Some(inode) {
                     return false;
                 }
@@ -62,6 +62,13 @@ impl DirOp {
         match self {
             DirOp::Link { name, .. } | DirOp::Unlink { name, .. } => vec![name.as_str()],
             DirOp::Rename { from, to, .. } => vec![from.as_str(), to.as_str()],
+        }
+    }
+
+    /// Its place among the disk's metadata changes (`FileSystem::meta_seq`).
+    pub fn seq(&self) -> u64 {
+        match self {
+            DirOp::Link { seq, .. } | DirOp::Unlink { seq, .. } | DirOp::Rename { seq, .. } => *seq,
         }
     }
 
@@ -95,6 +102,22 @@ impl Dir {
             assert!(applied, "a prefix of pending ops applies in order");
         }
         true
+    }
+
+    /// A journal committed every metadata change numbered below `seq`
+    /// (`FsProfile::set_len_journaled`): the pending changes made before
+    /// it become durable, in order. They are a prefix: under a profile
+    /// with that rule, changes leave the pending list only as a prefix
+    /// (`persist_prefix_naming`, a directory fsync), so it stays in the
+    /// order they were made. Whether anything changed.
+    pub fn persist_before(&mut self, seq: u64) -> bool {
+        let before = self.pending.iter().take_while(|op| op.seq() < seq).count();
+        debug_assert!(self.pending[before..].iter().all(|op| op.seq() > seq), "pending changes in the order made");
+        for op in self.pending.drain(..before) {
+            let applied = op.apply(&mut self.durable);
+            assert!(applied, "a prefix of pending ops applies in order");
+        }
+        before > 0
     }
 
     /// A log tree's fsync of inode `id` (`FsyncNames::OwnChanges`): the
@@ -144,13 +167,13 @@ mod tests {
     #[test]
     fn dir_ops_check_their_preconditions() {
         let mut map = entries(&[("a", 1)]);
-        assert!(!DirOp::Unlink { name: "a".into(), inode: 2 }.apply(&mut map), "a names another inode");
-        assert!(!DirOp::Rename { from: "b".into(), to: "c".into(), inode: 1 }.apply(&mut map));
+        assert!(!DirOp::Unlink { name: "a".into(), inode: 2, seq: 0 }.apply(&mut map), "a names another inode");
+        assert!(!DirOp::Rename { from: "b".into(), to: "c".into(), inode: 1, seq: 0 }.apply(&mut map));
         assert_eq!(map, entries(&[("a", 1)]));
-        assert!(DirOp::Rename { from: "a".into(), to: "b".into(), inode: 1 }.apply(&mut map));
+        assert!(DirOp::Rename { from: "a".into(), to: "b".into(), inode: 1, seq: 0 }.apply(&mut map));
         assert_eq!(map, entries(&[("b", 1)]));
-        assert!(DirOp::Link { name: "b".into(), inode: 7 }.apply(&mut map), "a link replaces");
-        assert!(DirOp::Unlink { name: "b".into(), inode: 7 }.apply(&mut map));
+        assert!(DirOp::Link { name: "b".into(), inode: 7, seq: 0 }.apply(&mut map), "a link replaces");
+        assert!(DirOp::Unlink { name: "b".into(), inode: 7, seq: 0 }.apply(&mut map));
         assert!(map.is_empty());
     }
 }

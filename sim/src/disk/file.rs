@@ -236,9 +236,15 @@ impl VfsFile for SimFile {
                 disk.inject(index, FaultKind::FsyncEio);
                 return Err(eio("fsync failed (simulated EIO); the file's dirty data was dropped"));
             }
+            let set_len_seq = disk.fs.newest_pending_set_len(self.inode);
             disk.fs.sync(self.inode);
             let rule = disk.config.fs.fsync_names;
             disk.fs.persist_names(self.inode, rule);
+            // The journal commit that made the file's length durable made
+            // every metadata change before it durable too.
+            if let Some(seq) = set_len_seq.filter(|_| disk.config.fs.set_len_journaled) {
+                disk.fs.persist_dir_changes_before(seq);
+            }
             disk.note_fsync(self.inode, index);
             Ok(())
         })

@@ -230,10 +230,10 @@ mod tests {
 
     #[test]
     fn a_cut_is_never_lost() {
-        let (durable, history) = history_of(&[&[write(0, b"abcdef"), DataOp::SetLen { len_bytes: 3 }]]);
+        let (durable, history) = history_of(&[&[write(0, b"abcdef"), DataOp::SetLen { len_bytes: 3, seq: 0 }]]);
         assert_eq!(undo(&durable, &history, 0..3, LostWrites::One), Some((0, vec![0; 3])));
         assert_eq!(undo(&durable, &history, 0..3, LostWrites::FlushTail), None, "the cut would go too");
-        let (durable, history) = history_of(&[&[write(0, b"ab")], &[DataOp::SetLen { len_bytes: 4 }]]);
+        let (durable, history) = history_of(&[&[write(0, b"ab")], &[DataOp::SetLen { len_bytes: 4, seq: 0 }]]);
         assert_eq!(undo(&durable, &history, 2..4, LostWrites::One), None, "zeros a set_len made");
     }
 }

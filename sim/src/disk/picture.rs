@@ -103,9 +103,9 @@ fn describe_dir_op(op: &DirOp) -> String {
 /// Whether the change's effect is in the durable entries after the crash.
 fn survived(op: &DirOp, after: &BTreeMap<String, InodeId>) -> bool {
     match op {
-        DirOp::Link { name, inode } => after.get(name) == Some(inode),
-        DirOp::Unlink { name, inode } => after.get(name) != Some(inode),
-        DirOp::Rename { from, to, inode } => after.get(to) == Some(inode) && after.get(from) != Some(inode),
+        DirOp::Link { name, inode, .. } => after.get(name) == Some(inode),
+        DirOp::Unlink { name, inode, .. } => after.get(name) != Some(inode),
+        DirOp::Rename { from, to, inode, .. } => after.get(to) == Some(inode) && after.get(from) != Some(inode),
     }
 }
 
@@ -189,7 +189,7 @@ fn runs(classes: &[Byte], class: Byte) -> Vec<(u64, u64)> {
 
 fn op_fate(op: &DataOp, len_before: u64, classes: &[Byte], len_after: u64, sector_bytes: u64) -> OpFate {
     match op {
-        DataOp::SetLen { len_bytes } => {
+        DataOp::SetLen { len_bytes, .. } => {
             let fate = if len_after == *len_bytes { "the length survived" } else { "the length did not survive" };
             let (lo, hi) = ((*len_bytes).min(len_before), (*len_bytes).max(len_before));
             OpFate { what: format!("set_len {len_bytes}"), range: (lo, hi), fate: format!("{fate} (now {len_after})") }

@@ -56,6 +56,17 @@ pub struct FsProfile {
     /// the order they were made, in every crash mode (a journal or a log
     /// replays in order); off, `reorder` keeps any subset.
     pub dir_changes_in_order: bool,
+    /// A file's `set_len` (ftruncate, either way) is a metadata change the
+    /// journal commits in order with the directory changes, in one
+    /// transaction stream: at a power loss it survives only if every
+    /// directory change made before it survives, and a file fsync that
+    /// makes it durable makes those durable too (ext4's `ext4_setattr`
+    /// sets `i_disksize` in a journal handle, XFS's `xfs_setattr_size`
+    /// logs `i_disk_size`: `FILESYSTEMS.md`). Off, a cut may outlive an
+    /// earlier lost unlink. Modelled one way only: a directory change may
+    /// still survive a lost `set_len` made before it (weaker than the
+    /// journal).
+    pub set_len_journaled: bool,
     /// A directory fsync that fails (the journal's commit failed) shuts the
     /// file system down: every later directory fsync fails with EIO,
     /// changing nothing, and every later file fsync fails with EIO and
@@ -72,6 +83,7 @@ impl FsProfile {
         title: "posix (the weakest POSIX allows)",
         fsync_names: FsyncNames::Nothing,
         dir_changes_in_order: false,
+        set_len_journaled: false,
         failed_sync_dir_shuts_down: false,
     };
 
@@ -81,6 +93,7 @@ impl FsProfile {
         title: "ext4 (data=ordered)",
         fsync_names: FsyncNames::JournalPrefix,
         dir_changes_in_order: true,
+        set_len_journaled: true,
         failed_sync_dir_shuts_down: true,
     };
 
@@ -90,6 +103,7 @@ impl FsProfile {
         title: "xfs (default mount)",
         fsync_names: FsyncNames::JournalPrefix,
         dir_changes_in_order: true,
+        set_len_journaled: true,
         failed_sync_dir_shuts_down: true,
     };
 
@@ -99,6 +113,7 @@ impl FsProfile {
         title: "btrfs (log tree)",
         fsync_names: FsyncNames::OwnChanges,
         dir_changes_in_order: false,
+        set_len_journaled: false,
         failed_sync_dir_shuts_down: true,
     };
 
@@ -143,7 +158,13 @@ mod tests {
         }
         let posix = FsProfile::default();
         assert!(posix.is_posix() && posix.fsync_names == FsyncNames::Nothing);
-        assert!(!posix.dir_changes_in_order && !posix.failed_sync_dir_shuts_down);
+        assert!(!posix.dir_changes_in_order && !posix.set_len_journaled && !posix.failed_sync_dir_shuts_down);
+        for profile in FsProfile::ALL {
+            // `Dir::persist_before` relies on pending changes staying in
+            // the order made, which only prefix-taking rules keep.
+            let ordered = profile.dir_changes_in_order && profile.fsync_names == FsyncNames::JournalPrefix;
+            assert!(!profile.set_len_journaled || ordered, "{}: set_len_journaled needs ordered names", profile.name);
+        }
         let message = FsProfile::parse_or_list("zfs").unwrap_err();
         assert!(message.contains("posix, ext4, xfs, btrfs"), "{message}");
     }

@@ -52,6 +52,11 @@ pub(super) struct FileSystem {
     /// Files created from now on keep a durable history (`history.rs`):
     /// set while a recording runs, for exploration's damage.
     pub keep_history: bool,
+    /// Metadata changes made so far (directory changes and `set_len`s),
+    /// each numbered by it: the order a journal commits them in, for the
+    /// profile rule `FsProfile::set_len_journaled`. Never reset, so a
+    /// number is never reused.
+    meta_seq: u64,
 }
 
 fn not_found(path: &Path) -> io::Error {
@@ -261,9 +266,10 @@ impl FileSystem {
                 self.next_inode += 1;
                 let history = self.keep_history.then(History::default);
                 self.inodes.insert(id, Inode { history, ..Inode::default() });
+                let seq = self.next_meta_seq();
                 let dir = self.dir_mut(dir_path).expect("checked above");
                 dir.volatile.insert(name.to_string(), id);
-                dir.pending.push(DirOp::Link { name: name.to_string(), inode: id });
+                dir.pending.push(DirOp::Link { name: name.to_string(), inode: id, seq });
                 self.version += 1;
                 id
             }
@@ -328,7 +334,14 @@ impl FileSystem {
     /// Cut or extend the volatile image and remember it as pending.
     pub fn set_len(&mut self, id: InodeId, len_bytes: u64) {
         assert!(len_bytes <= MAX_FILE_BYTES);
-        self.push_data_op(id, DataOp::SetLen { len_bytes });
+        let seq = self.next_meta_seq();
+        self.push_data_op(id, DataOp::SetLen { len_bytes, seq });
+    }
+
+    /// The number of the next metadata change (see `meta_seq`).
+    fn next_meta_seq(&mut self) -> u64 {
+        self.meta_seq += 1;
+        self.meta_seq - 1
     }
 
     fn push_data_op(&mut self, id: InodeId, op: DataOp) {
@@ -481,10 +494,11 @@ impl FileSystem {
                 inode.whole_bytes = 0;
             }
         }
+        let seq = self.next_meta_seq();
         let dir = self.dir_mut(from_dir)?;
         dir.volatile.remove(from_name);
         dir.volatile.insert(to_name.to_string(), id);
-        dir.pending.push(DirOp::Rename { from: from_name.to_string(), to: to_name.to_string(), inode: id });
+        dir.pending.push(DirOp::Rename { from: from_name.to_string(), to: to_name.to_string(), inode: id, seq });
         self.version += 1;
         Ok(())
     }
@@ -492,9 +506,10 @@ impl FileSystem {
     pub fn unlink(&mut self, path: &Path) -> io::Result<()> {
         let (dir_path, name) = split(path)?;
         let id = self.lookup(path)?;
+        let seq = self.next_meta_seq();
         let dir = self.dir_mut(dir_path)?;
         dir.volatile.remove(name);
-        dir.pending.push(DirOp::Unlink { name: name.to_string(), inode: id });
+        dir.pending.push(DirOp::Unlink { name: name.to_string(), inode: id, seq });
         self.version += 1;
         Ok(())
     }
@@ -561,6 +576,29 @@ impl FileSystem {
                 FsyncNames::JournalPrefix => dir.persist_prefix_naming(id),
                 FsyncNames::OwnChanges => dir.persist_own_changes(id),
             };
+        }
+        if changed {
+            self.version += 1;
+        }
+    }
+
+    /// The number of `id`'s newest pending `set_len`, if it has one: read
+    /// before an fsync makes it durable (`FsProfile::set_len_journaled`).
+    pub fn newest_pending_set_len(&self, id: InodeId) -> Option<u64> {
+        self.inode(id).pending.iter().rev().find_map(|op| match op {
+            DataOp::SetLen { seq, .. } => Some(*seq),
+            DataOp::Write { .. } => None,
+        })
+    }
+
+    /// A journal committed every metadata change numbered below `seq`
+    /// (`FsProfile::set_len_journaled`: an fsync made a `set_len` numbered
+    /// `seq` durable): in every directory, the pending changes made before
+    /// it become durable, in order.
+    pub fn persist_dir_changes_before(&mut self, seq: u64) {
+        let mut changed = false;
+        for dir in self.dirs.values_mut() {
+            changed |= dir.persist_before(seq);
         }
         if changed {
             self.version += 1;

@@ -169,6 +169,20 @@ pub trait Adapter: Send + Sync + 'static {
     /// What the engine, so configured, is and promises (see [`Spec`]).
     fn spec(&self, config: &Self::Config) -> Spec;
 
+    /// The engine's settings a seed drew, for reports: every failure and
+    /// a one-seed summary name them (`drew: ...`), the first thing a
+    /// reader of a failure asks. `(key, value)` pairs, spelled as `--set
+    /// KEY=VALUE` takes them where the adapter takes options, so the draw
+    /// can be pinned from the report. Default: the configuration's
+    /// `Debug` as one pair (nothing for `()`).
+    fn describe_config(&self, config: &Self::Config) -> Vec<(String, String)> {
+        let debug = format!("{config:?}");
+        match debug.as_str() {
+            "()" => Vec::new(),
+            _ => vec![("config".to_string(), debug)],
+        }
+    }
+
     /// For `sim explore --damage` (with [`Spec::describes_records`]): the
     /// records of the engine's file `name` (in the database directory)
     /// holding `bytes` — a durable image, what a power loss kept — in file

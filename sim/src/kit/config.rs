@@ -230,9 +230,10 @@ impl<C> KitConfig<C> {
 
     /// What a commit at `level` that returned `Ok` promises, and whether a
     /// process kill keeps it: its level's, except that a `Durable` commit
-    /// of a transaction that wrote nothing (`empty`) makes the state before
-    /// it durable only where the spec says so (else it promises
-    /// `Eventual`). The one rule of the run loop and `crash-os`.
+    /// of a transaction that changed nothing (`empty`: `Model::
+    /// changes_nothing`) makes the state before it durable only where the
+    /// spec says so (else it promises `Eventual`). The one rule of the run
+    /// loop and `crash-os`.
     pub fn acknowledged(&self, level: usize, empty: bool) -> (Promise, bool) {
         let declared = self.spec.levels[level];
         let promise = match declared.promise {
@@ -240,6 +241,29 @@ impl<C> KitConfig<C> {
             promise => promise,
         };
         (promise, declared.survives_process_kill)
+    }
+
+    /// The seed's draw in one line, for reports (`drew: ...`): `engine`
+    /// (the adapter's [`Adapter::describe_config`]), what each commit level
+    /// promises so configured, the disk (crash mode, sector size,
+    /// file-system profile) and the clients.
+    pub fn drew(&self, engine: &[(String, String)]) -> String {
+        let mut parts = Vec::new();
+        if !engine.is_empty() {
+            parts.push(engine.iter().map(|(key, value)| format!("{key}={value}")).collect::<Vec<_>>().join(" "));
+        }
+        let promises: Vec<String> =
+            self.spec.levels.iter().map(|level| format!("{} {}", level.name, level.promise.name())).collect();
+        parts.push(format!("promises: {}", promises.join(", ")));
+        let disk = &self.disk;
+        parts.push(format!(
+            "disk: crash-mode {}, {}-byte sectors, fs {}",
+            disk.crash_mode.name(),
+            disk.sector_bytes,
+            disk.fs.name
+        ));
+        parts.push(format!("clients {}", self.clients));
+        parts.join("; ")
     }
 
     /// Whether the seed's workload draws the engine's maintenance at all

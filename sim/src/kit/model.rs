@@ -186,6 +186,14 @@ impl Model {
         self.working.is_some()
     }
 
+    /// Whether committing now would change no content: no write
+    /// transaction is open, or its writes left every table as committed
+    /// (a delete of an absent key). Such a commit is "empty" to an engine
+    /// that writes only what changed (`Spec::empty_commit_makes_durable`).
+    pub fn changes_nothing(&self) -> bool {
+        self.working.as_ref().is_none_or(|working| working == self.committed())
+    }
+
     fn working(&mut self) -> &mut State {
         if self.working.is_none() {
             self.working = Some(self.committed().clone());
@@ -584,6 +592,25 @@ mod tests {
         m.commit(Promise::Durable);
         assert_eq!(m.allows(&state(&[(b"a", b"1")]), false).unwrap().0, Accepted::Durable);
         assert!(m.allows(&State::empty(1), false).unwrap_err().contains("OLDER"));
+    }
+
+    /// A transaction changes nothing when it wrote nothing or its writes
+    /// left the content as committed (an engine that writes only what
+    /// changed syncs nothing for it: `Spec::empty_commit_makes_durable`).
+    #[test]
+    fn a_transaction_that_left_the_content_as_it_was_changes_nothing() {
+        let mut m = Model::new(1);
+        assert!(m.changes_nothing(), "no transaction open");
+        m.remove(0, b"absent");
+        assert!(m.in_transaction() && m.changes_nothing(), "a delete of an absent key");
+        m.put(0, b"a", b"1");
+        assert!(!m.changes_nothing());
+        m.remove(0, b"a");
+        assert!(m.changes_nothing(), "put and deleted again");
+        m.put(0, b"a", b"1");
+        m.commit(Promise::Durable);
+        m.put(0, b"a", b"1");
+        assert!(m.changes_nothing(), "the same value again");
     }
 
     #[test]

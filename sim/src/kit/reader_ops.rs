@@ -6,7 +6,8 @@
 //! and, where the engine says so, before its maintenance. Where the
 //! writer waits for readers (`Readers::writer_waits`: SQLite's rollback
 //! journal), a reader refused at its begin because the writer holds its
-//! write lock stays closed (reply `Busy`).
+//! write lock, or may have left work that needs it, stays closed (reply
+//! `Busy`).
 
 use super::client::Reply;
 use super::run::KvRun;
@@ -92,8 +93,11 @@ impl<A: Adapter> KvRun<'_, A> {
     /// for readers ([`super::Readers::writer_waits`]) and may hold the
     /// lock readers need — in a write transaction (SQLite's writer holds
     /// `EXCLUSIVE` from a cache spill to its commit), or after an operation
-    /// that succeeded with a fault injected in it (a `ROLLBACK` whose
-    /// journal playback failed holds its lock until it recovers).
+    /// that succeeded with a fault injected in it, until a commit that
+    /// wrote is acknowledged (a `ROLLBACK` whose journal playback failed
+    /// leaves the journal hot, and the reader must roll it back under
+    /// `EXCLUSIVE`, which another reader's `SHARED` lock refuses:
+    /// `OpenReaders::writer_lock_in_doubt`).
     fn writer_may_hold_lock(&self) -> bool {
         self.writer_waits() && (self.model.in_transaction() || self.readers.writer_lock_in_doubt())
     }

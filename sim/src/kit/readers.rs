@@ -57,9 +57,15 @@ impl Snapshot {
 pub(super) struct OpenReaders {
     open: BTreeMap<usize, Snapshot>,
     /// A writer's operation succeeded although the disk injected a fault
-    /// in it (SQLite's `ROLLBACK` answers `OK` when its journal playback
-    /// fails, and keeps its lock until it recovers), and no commit has
-    /// been acknowledged since: the writer may hold its write lock.
+    /// in it, and no commit that wrote has been acknowledged since: the
+    /// writer may hold its write lock, or have left work that needs it.
+    /// SQLite's `ROLLBACK` answers `OK` when its journal playback fails
+    /// (`sqlite3RollbackAll` ignores `sqlite3BtreeRollback`'s error), then
+    /// drops its locks and leaves the journal hot (`pager_unlock`); the
+    /// next connection to read must roll it back under `EXCLUSIVE`, which
+    /// any other reader's `SHARED` lock refuses (`SQLITE_BUSY`). An empty
+    /// commit settles nothing: it takes no lock. A commit that wrote did
+    /// read first (rolling the journal back) and then released its locks.
     writer_lock_in_doubt: bool,
 }
 
@@ -96,7 +102,8 @@ impl OpenReaders {
         self.writer_lock_in_doubt = true;
     }
 
-    /// A writer's commit was acknowledged: its lock is released.
+    /// A writer's commit of a transaction that wrote was acknowledged: its
+    /// lock is released, and whatever it needed the lock for is done.
     pub fn writer_acknowledged(&mut self) {
         self.writer_lock_in_doubt = false;
     }

@@ -294,10 +294,19 @@ impl<A: Adapter> KvRun<'_, A> {
     /// doubt (a volatile one promised nothing to doubt).
     fn commit_concluded(&mut self, h: &mut Harness, level: usize, acknowledged: bool) {
         if acknowledged {
-            self.readers.writer_acknowledged();
+            // A commit that changed nothing is empty to an engine that
+            // writes only what changed: it settles no doubt about the
+            // writer's lock (SQLite's deferred `BEGIN` takes no lock for an
+            // empty one and its `COMMIT` touches no file, so a hot journal a
+            // failed `ROLLBACK` left is still there: `readers.rs`), and it
+            // may have synced nothing (`Spec::empty_commit_makes_durable`).
+            let empty = self.model.changes_nothing();
+            if !empty {
+                self.readers.writer_acknowledged();
+            }
             // Whatever happens next (a crash point after the reply too),
             // the user was told.
-            let (promise, survives_kill) = self.config.acknowledged(level, !self.model.in_transaction());
+            let (promise, survives_kill) = self.config.acknowledged(level, empty);
             let before = self.model.committed_shared();
             self.model.commit_with(promise, survives_kill);
             if !Arc::ptr_eq(&before, &self.model.committed_shared()) {
@@ -622,6 +631,7 @@ pub(super) fn run_ops<A: Adapter>(
             detail: format!("dropping the database at the end of the run: {message}"),
             recent: Vec::new(),
             repro: String::new(),
+            drew: None,
         })
     });
     outcome.take_disk(&vfs, keep_trace);

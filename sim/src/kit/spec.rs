@@ -312,12 +312,14 @@ pub struct Spec {
     /// Whether a clean close that returned `Ok` has made every commit
     /// durable. Default `true`.
     pub close_makes_durable: bool,
-    /// Whether a `Durable` commit of a transaction that wrote nothing makes
-    /// every earlier commit durable, as one that wrote does. Default `true`
-    /// (redb documents that a later `Durability::Immediate` commit persists
-    /// the `Durability::None` ones before it). Declare `false` for an
-    /// engine that syncs nothing for an empty transaction: the kit then
-    /// holds such a commit to `Eventual`.
+    /// Whether a `Durable` commit of a transaction that changed nothing —
+    /// it wrote nothing, or its writes left the content as it was (a
+    /// delete of an absent key) — makes every earlier commit durable, as
+    /// one that changed something does. Default `true` (redb documents
+    /// that a later `Durability::Immediate` commit persists the
+    /// `Durability::None` ones before it). Declare `false` for an engine
+    /// that syncs nothing for a transaction that changed nothing: the kit
+    /// then holds such a commit to `Eventual`.
     pub empty_commit_makes_durable: bool,
     /// Workload operations per seed by default (200).
     pub default_ops: u64,

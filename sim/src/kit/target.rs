@@ -235,7 +235,14 @@ impl<A: Adapter> Target for Kit<A> {
 
     fn run(&self, seed: u64, ops: &[PlannedKitOp], keep_trace: bool) -> SeedOutcome {
         let config = self.config(seed, None);
-        run_ops(&self.adapter, &config, self.plant(), self.repro(seed, ""), ops, keep_trace)
+        let mut outcome = run_ops(&self.adapter, &config, self.plant(), self.repro(seed, ""), ops, keep_trace);
+        outcome.name_draw(config.drew(&self.adapter.describe_config(&config.engine)));
+        outcome
+    }
+
+    fn drew(&self, seed: u64) -> Option<String> {
+        let config = self.config(seed, None);
+        Some(config.drew(&self.adapter.describe_config(&config.engine)))
     }
 
     fn repro(&self, seed: u64, extra: &str) -> String {

@@ -92,7 +92,7 @@ pub(super) fn with_pending(config: &DiskConfig, base: &[u8], ops: &[DataOp]) -> 
     for op in ops {
         match op {
             DataOp::Write { offset_bytes, data } => file.write_at(*offset_bytes, data).unwrap(),
-            DataOp::SetLen { len_bytes } => file.set_len(*len_bytes).unwrap(),
+            DataOp::SetLen { len_bytes, .. } => file.set_len(*len_bytes).unwrap(),
         }
     }
     vfs
@@ -110,7 +110,7 @@ pub(super) fn data_op(span_bytes: u64, max_write_bytes: u64) -> impl Strategy<Va
     prop_oneof![
         4 => (0..span_bytes, 1..max_write_bytes as usize, any::<u8>())
             .prop_map(|(offset_bytes, len, seed)| DataOp::Write { offset_bytes, data: pattern(seed, len) }),
-        1 => (0..span_bytes).prop_map(|len_bytes| DataOp::SetLen { len_bytes }),
+        1 => (0..span_bytes).prop_map(|len_bytes| DataOp::SetLen { len_bytes, seq: 0 }),
     ]
 }
 

@@ -231,3 +231,84 @@ fn a_file_fsynced_under_a_new_name_is_a_hazard_on_posix_only() {
         }
     }
 }
+
+/// SQLite's VACUUM in DELETE mode (SQLITE.md, finding 4): the journal's
+/// unlink, then the database cut shorter, neither synced. `db` holds 8
+/// bytes durably, `journal` exists durably; what each crash left: whether
+/// the journal is still there and the database's length.
+fn unlink_then_cut(fs: FsProfile, mode: CrashMode, crash_seed: u64, fsync_after: bool) -> (bool, usize) {
+    let vfs = disk_on(fs, mode);
+    create_durable(&vfs, "db", b"12345678");
+    create_durable(&vfs, "journal", b"hot");
+    vfs.unlink(&path("journal")).unwrap();
+    let mut db = vfs.open(&path("db"), OpenMode::Write).unwrap();
+    db.set_len(6).unwrap();
+    if fsync_after {
+        db.sync().unwrap();
+    }
+    drop(db);
+    vfs.power_loss(crash_seed);
+    (contents(&vfs, "journal").is_some(), contents(&vfs, "db").expect("the database survives").len())
+}
+
+#[test]
+fn on_ext4_and_xfs_a_cut_survives_a_crash_only_with_the_directory_changes_made_before_it() {
+    for mode in [CrashMode::Prefix, CrashMode::Reorder] {
+        let mut posix_cut_outlives_unlink = false;
+        for seed in 0..64 {
+            for fs in FsProfile::ALL {
+                let (journal_back, db_bytes) = unlink_then_cut(fs, mode, seed, false);
+                let cut_outlives_unlink = journal_back && db_bytes == 6;
+                if fs.set_len_journaled {
+                    assert!(!cut_outlives_unlink, "{} {mode:?} seed {seed}: the cut outlived the unlink", fs.name);
+                } else if fs.is_posix() {
+                    posix_cut_outlives_unlink |= cut_outlives_unlink;
+                }
+            }
+        }
+        assert!(posix_cut_outlives_unlink, "{mode:?}: posix keeps lengths and names apart");
+    }
+    const { assert!(FsProfile::EXT4.set_len_journaled && FsProfile::XFS.set_len_journaled) };
+}
+
+#[test]
+fn on_ext4_and_xfs_an_fsync_that_makes_a_cut_durable_commits_the_directory_changes_before_it() {
+    for fs in FsProfile::ALL {
+        for seed in 0..16 {
+            let (journal_back, db_bytes) = unlink_then_cut(fs, CrashMode::Reorder, seed, true);
+            assert_eq!(db_bytes, 6, "{}: the fsync made the cut durable", fs.name);
+            if fs.set_len_journaled {
+                assert!(!journal_back, "{} seed {seed}: the journal commit took the unlink along", fs.name);
+            }
+        }
+    }
+    // And posix leaves the unlink to a directory fsync.
+    assert!((0..16).any(|seed| unlink_then_cut(FsProfile::POSIX, CrashMode::Strict, seed, true).0));
+}
+
+#[test]
+fn exploration_leaves_out_a_cut_that_outlives_an_earlier_lost_unlink_on_ext4() {
+    for fs in [FsProfile::POSIX, FsProfile::EXT4] {
+        let vfs = disk_on(fs, CrashMode::Strict);
+        create_durable(&vfs, "db", b"12345678");
+        create_durable(&vfs, "journal", b"hot");
+        vfs.unlink(&path("journal")).unwrap();
+        vfs.open(&path("db"), OpenMode::Write).unwrap().set_len(6).unwrap();
+        let snapshot = vfs.snapshot();
+        let outcomes: BTreeSet<(bool, usize)> = snapshot
+            .crash_states(16)
+            .iter()
+            .map(|state| {
+                let image = snapshot.image(state);
+                let files = image.files();
+                let named = |name: &str| files.iter().find(|(p, _)| p.file_name().unwrap() == name);
+                (named("journal").is_some(), named("db").expect("the database").1.len())
+            })
+            .collect();
+        let expected: BTreeSet<(bool, usize)> = match fs.is_posix() {
+            true => [(true, 8), (true, 6), (false, 8), (false, 6)].into(),
+            false => [(true, 8), (false, 8), (false, 6)].into(),
+        };
+        assert_eq!(outcomes, expected, "{}", fs.name);
+    }
+}

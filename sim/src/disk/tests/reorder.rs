@@ -30,7 +30,7 @@ fn replay(base: &[u8], changes: &[DataOp]) -> (Vec<u8>, Vec<bool>) {
                 image[start..end].copy_from_slice(data);
                 start.min(len_before)..end
             }
-            DataOp::SetLen { len_bytes } => {
+            DataOp::SetLen { len_bytes, .. } => {
                 image.resize(*len_bytes as usize, 0);
                 len_before.min(image.len())..len_before.max(image.len())
             }

@@ -96,7 +96,7 @@ impl<'a, A: Adapter> Judge<'a, A> {
     /// (`Runner::commit_concluded`): an empty durable commit of an engine
     /// that syncs nothing for one promises only `Eventual`.
     fn commit_acknowledged(&mut self, level: usize) {
-        let (promise, survives_kill) = self.config.acknowledged(level, !self.model.in_transaction());
+        let (promise, survives_kill) = self.config.acknowledged(level, self.model.changes_nothing());
         self.model.commit_with(promise, survives_kill);
         self.counts.commits[level].1 += 1;
     }

@@ -279,6 +279,13 @@ impl Adapter for RedbAdapter {
         RedbConfig { cache_bytes, check_integrity_on_open: rng.gen_bool(0.5) }
     }
 
+    fn describe_config(&self, config: &RedbConfig) -> Vec<(String, String)> {
+        vec![
+            ("cache_bytes".to_string(), config.cache_bytes.to_string()),
+            ("check_integrity_on_open".to_string(), config.check_integrity_on_open.to_string()),
+        ]
+    }
+
     fn spec(&self, config: &RedbConfig) -> Spec {
         Spec {
             tables: TABLES,

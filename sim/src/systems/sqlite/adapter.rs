@@ -95,6 +95,7 @@ impl Plant for VfsPlant {
         VfsPlant::LateTruncate,
         VfsPlant::ShmExclusiveLies,
         VfsPlant::LocksPerProcess,
+        VfsPlant::UnlockKeepsPending,
     ];
 
     fn name(self) -> &'static str {
@@ -104,6 +105,7 @@ impl Plant for VfsPlant {
             VfsPlant::LateTruncate => "sqlite-late-truncate",
             VfsPlant::ShmExclusiveLies => "sqlite-shm-lock-lies",
             VfsPlant::LocksPerProcess => "sqlite-locks-per-process",
+            VfsPlant::UnlockKeepsPending => "sqlite-unlock-keeps-pending",
         }
     }
 
@@ -121,6 +123,10 @@ impl Plant for VfsPlant {
             VfsPlant::LocksPerProcess => {
                 "the VFS's xLock takes POSIX advisory locks as they are, which never conflict within one process \
                  (a rollback-journal writer commits over readers' SHARED locks; run with --clients)"
+            }
+            VfsPlant::UnlockKeepsPending => {
+                "the VFS's xUnlock keeps the PENDING lock the writer took on the way to EXCLUSIVE (every reader's \
+                 begin is refused as busy after the writer's first commit; run with --clients)"
             }
         }
     }
@@ -628,6 +634,24 @@ impl Adapter for SqliteAdapter {
         Ok(config)
     }
 
+    /// The drawn settings as `--set` spells them (the PRNG seed and the
+    /// open count are the run's, not settings).
+    fn describe_config(&self, config: &SqliteConfig) -> Vec<(String, String)> {
+        let on_off = |on: bool| if on { "on" } else { "off" }.to_string();
+        let mut pairs = vec![
+            ("journal_mode", config.journal_mode.name().to_string()),
+            ("synchronous", config.synchronous.name().to_string()),
+            ("page_size", config.page_bytes.to_string()),
+            ("cache_size", config.cache_pages.to_string()),
+            ("powersafe", on_off(config.powersafe)),
+            ("sector", if config.sector_from_disk { "disk" } else { "4096" }.to_string()),
+        ];
+        if config.claim_durable {
+            pairs.push(("claim", "durable".to_string()));
+        }
+        pairs.into_iter().map(|(key, value)| (key.to_string(), value)).collect()
+    }
+
     /// One commit level, whose promise [`promise_of`] reads from the
     /// seed's journal mode and synchronous level. Closing is not durable:
     /// it syncs nothing in the rollback modes, and the last commit's
@@ -640,7 +664,11 @@ impl Adapter for SqliteAdapter {
     /// `COMMIT` opens no journal and syncs nothing, and it promises
     /// nothing about what an earlier commit left unsynced (a failed
     /// DELETE-mode commit whose journal unlink a process restart's reopen
-    /// no longer sees, but a power loss brings back: SQLITE.md).
+    /// no longer sees, but a power loss brings back: SQLITE.md). Nor is a
+    /// commit whose writes changed no page (a delete of an absent key):
+    /// "If no database changes have been made, return early"
+    /// (`sqlite3PagerCommitPhaseOne`), so it too syncs nothing (the kit's
+    /// `Model::changes_nothing`; SQLITE.md, seed 3049099).
     fn spec(&self, config: &SqliteConfig) -> Spec {
         let promise =
             if config.claim_durable { Promise::Durable } else { promise_of(config.journal_mode, config.synchronous) };

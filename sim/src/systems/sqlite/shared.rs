@@ -168,12 +168,17 @@ impl Shared {
     }
 
     /// `xUnlock`: lower `handle`'s lock on `path` to `level` (`SHARED` or
-    /// `NONE`).
-    pub fn unlock(&self, path: &Path, handle: u64, level: c_int) {
+    /// `NONE`). `keeps_pending` is the planted bug: a handle at `PENDING`
+    /// or above stays at `PENDING` (a port of `unixUnlock` that forgets to
+    /// release the pending byte), so no other handle gets `SHARED` again.
+    pub fn unlock(&self, path: &Path, handle: u64, level: c_int, keeps_pending: bool) {
         debug_assert!(level <= ffi::SQLITE_LOCK_SHARED, "SQLite unlocks to SHARED or NONE, not {level}");
         let mut inner = self.inner();
         let Some(levels) = inner.file_locks.get_mut(path) else { return };
         match levels.get(&handle).copied() {
+            Some(own) if keeps_pending && own >= ffi::SQLITE_LOCK_PENDING => {
+                levels.insert(handle, ffi::SQLITE_LOCK_PENDING);
+            }
             Some(_) if level == ffi::SQLITE_LOCK_NONE => {
                 levels.remove(&handle);
             }
@@ -198,7 +203,7 @@ impl Shared {
     /// `handle` closed: whatever it still held is released (os_unix
     /// releases a closing file's locks).
     pub fn closed(&self, path: &Path, handle: u64) {
-        self.unlock(path, handle, ffi::SQLITE_LOCK_NONE);
+        self.unlock(path, handle, ffi::SQLITE_LOCK_NONE, false);
         self.shm_unmap(path, handle);
     }
 
@@ -324,11 +329,30 @@ mod tests {
         // The writer now holds PENDING: no new SHARED is granted.
         let late = shared.new_handle();
         assert_eq!(shared.lock(path, late, ffi::SQLITE_LOCK_SHARED, false), Grant::Busy);
-        shared.unlock(path, reader, ffi::SQLITE_LOCK_NONE);
+        shared.unlock(path, reader, ffi::SQLITE_LOCK_NONE, false);
         assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_EXCLUSIVE, false), Grant::Ok);
-        shared.unlock(path, writer, ffi::SQLITE_LOCK_SHARED);
+        shared.unlock(path, writer, ffi::SQLITE_LOCK_SHARED, false);
         assert!(!shared.reserved(path));
         assert_eq!(shared.lock(path, late, ffi::SQLITE_LOCK_SHARED, false), Grant::Ok);
+    }
+
+    /// The planted `xUnlock` keeps the writer's `PENDING` lock: after a
+    /// commit (`EXCLUSIVE`, then down to `SHARED` and `NONE`) no reader
+    /// gets `SHARED`; the writer itself goes on.
+    #[test]
+    fn the_planted_unlock_keeps_pending_and_refuses_readers() {
+        let shared = Shared::default();
+        let (writer, reader) = (shared.new_handle(), shared.new_handle());
+        let path = Path::new(DB);
+        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_SHARED, false), Grant::Ok);
+        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_RESERVED, false), Grant::Ok);
+        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_EXCLUSIVE, false), Grant::Ok);
+        shared.unlock(path, writer, ffi::SQLITE_LOCK_SHARED, true);
+        shared.unlock(path, writer, ffi::SQLITE_LOCK_NONE, true);
+        assert_eq!(shared.lock(path, reader, ffi::SQLITE_LOCK_SHARED, false), Grant::Busy, "PENDING was kept");
+        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_EXCLUSIVE, false), Grant::Ok);
+        shared.unlock(path, writer, ffi::SQLITE_LOCK_NONE, false);
+        assert_eq!(shared.lock(path, reader, ffi::SQLITE_LOCK_SHARED, false), Grant::Ok, "the honest unlock");
     }
 
     #[test]

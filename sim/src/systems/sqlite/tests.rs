@@ -207,3 +207,80 @@ fn the_lock_plants_break_a_readers_snapshot() {
         }
     }
 }
+
+/// Every shrunk repro under `corpus/sqlite/` (`--shrink --save`; the
+/// soak of issue 52) passes: `cargo test` replays them. The findings
+/// under `corpus/sqlite/findings/` are `make sqlite`'s (some must fail).
+#[test]
+fn the_saved_sqlite_regressions_pass() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/sqlite");
+    let replayed = crate::cli::replay::assert_saved_ops_pass(|| sqlite(KitSettings::default()), &dir);
+    assert!(replayed >= 11, "the eleven repros of issue 52's soak: {replayed}");
+}
+
+/// A reader refused as busy is allowed while a writer's operation that
+/// survived an injected fault may have left work under the write lock (a
+/// `ROLLBACK` whose journal playback failed leaves the journal hot), and
+/// an empty `COMMIT` does not settle that (seed 3032697, shrunk: it takes
+/// no lock). A commit that wrote does: after it, a refused reader is a
+/// failure — which is how a lock the VFS keeps too long is still caught
+/// (`sqlite-unlock-keeps-pending`).
+#[test]
+fn a_busy_reader_is_allowed_until_a_commit_that_wrote() {
+    let history = |commit: &str, plant: &str| {
+        format!(
+            "target sqlite\nseed 3032697\nfs ext4\n{plant}clients 3\n42 READER 2 GET t0 0\n44 PUT t1 k0 9yn90sm9\n\
+             45 ABORT\n{commit}48 READER 1 GET t0 44534042262981244\n"
+        )
+    };
+    let run = |text: &str| {
+        let (target, seed, ops) = parse_ops_file(sqlite(KitSettings::default()), text).unwrap();
+        target.run(seed, &ops, false)
+    };
+    let empty = "46 COMMIT commit\n";
+    let wrote = "46 PUT t1 k1 x\n47 COMMIT commit\n";
+    let plant = "plant sqlite-unlock-keeps-pending\n";
+    let honest = run(&history(empty, ""));
+    assert!(honest.failure.is_none(), "{:?}", honest.failure);
+    assert_eq!(honest.readers_refused, 1, "reader 1 met the hot journal that reader 2's lock kept");
+    assert!(run(&history(wrote, "")).failure.is_none(), "the commit that wrote rolled the journal back");
+    assert!(run(&history(empty, plant)).failure.is_none(), "still in doubt: the refusal is allowed");
+    let caught = run(&history(wrote, plant)).failure.expect("the kept PENDING lock refuses reader 1");
+    assert_eq!(caught.check, crate::failure::Check::Reply, "{caught:?}");
+    assert!(caught.detail.contains("database is locked"), "{}", caught.detail);
+}
+
+/// `sqlite-unlock-keeps-pending` is caught by a short sweep with readers
+/// in a rollback mode (SQLITE.md, *Planted bugs*).
+#[test]
+fn the_kept_pending_lock_is_caught() {
+    let mut target = with_options(&["journal_mode=delete"], Some("sqlite-unlock-keeps-pending"));
+    target.set_clients(3).unwrap();
+    let caught = (0..20).filter_map(|seed| run_seed(&target, seed, false).failure).next();
+    assert_eq!(caught.map(|f| f.check), Some(crate::failure::Check::Reply));
+}
+
+/// A seed names what it drew (issue 52): the outcome, its failure, and
+/// the summary of one seed, in words and in JSON — the engine's settings
+/// as `--set` spells them, each level's promise, the disk and the clients.
+#[test]
+fn a_seed_names_its_draw_in_its_summary_and_its_failure() {
+    let mut target = with_options(&["journal_mode=delete"], Some("sqlite-unlock-keeps-pending"));
+    target.set_clients(3).unwrap();
+    let outcome = (0..20).map(|seed| run_seed(&target, seed, false)).find(|o| o.failure.is_some()).unwrap();
+    let drew = outcome.drew.clone().expect("a kit target names its draw");
+    let engine = target.config(outcome.seed, None).engine;
+    let settings =
+        format!("journal_mode=delete synchronous={} page_size={}", engine.synchronous.name(), engine.page_bytes);
+    assert!(drew.starts_with(&settings), "{drew}");
+    assert!(drew.contains("; promises: commit ") && drew.contains("; disk: crash-mode "), "{drew}");
+    assert_eq!(outcome.failure.as_ref().and_then(|f| f.drew.clone()), Some(drew.clone()));
+    let summary = crate::summary::Summary::of(&outcome);
+    let text = summary.to_text();
+    assert!(text.contains(&format!("\ndrew: {drew}\n")) && text.contains(&format!("\n  drew: {drew}\n")), "{text}");
+    let json = summary.to_json();
+    assert_eq!(json["drew"], drew.as_str());
+    assert_eq!(json["failures"][0]["drew"], drew.as_str());
+    let back = crate::summary::Summary::from_json(&json).unwrap();
+    assert_eq!((back.drew.as_deref(), back.failures[0].drew.as_deref()), (Some(&*drew), Some(&*drew)));
+}

@@ -67,7 +67,9 @@
 //! checkpoint then copies into the database, or resets the WAL under,
 //! pages a reader's snapshot still reads), and an `xLock` on POSIX
 //! advisory locks as they are, which never conflict within one process (a
-//! rollback-journal writer then overwrites the pages readers read).
+//! rollback-journal writer then overwrites the pages readers read), and an
+//! `xUnlock` that keeps the writer's `PENDING` lock (readers then refused
+//! as busy after every commit: a lock kept too long).
 
 // SQLite calls these functions through C pointers: FFI that cannot be safe
 // Rust, each `unsafe` block with its argument (the crate denies
@@ -105,6 +107,11 @@ pub enum VfsPlant {
     /// one process never conflict (a writer's `EXCLUSIVE` ignores readers'
     /// `SHARED`), the trap os_unix's `unixInodeInfo` exists to avoid.
     LocksPerProcess,
+    /// `xUnlock` lowers a lock but keeps the `PENDING` lock taken on the
+    /// way to `EXCLUSIVE` (os_unix's `unixUnlock` releases the pending
+    /// byte explicitly): from the writer's first commit on, no other
+    /// connection can take `SHARED`, so every reader's begin is refused.
+    UnlockKeepsPending,
 }
 
 /// What the VFS of one connection claims and does.

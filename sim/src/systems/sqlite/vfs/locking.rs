@@ -37,7 +37,8 @@ pub(super) unsafe extern "C" fn x_unlock(file: *mut ffi::sqlite3_file, level: c_
     unsafe {
         with_file(file, ffi::SQLITE_IOERR_UNLOCK, |state| {
             if state.on_disk() {
-                state.context().shared.unlock(&state.path, state.handle, level);
+                let keeps_pending = state.context().options.plant == Some(VfsPlant::UnlockKeepsPending);
+                state.context().shared.unlock(&state.path, state.handle, level, keeps_pending);
             } else {
                 state.lock = state.lock.min(level);
             }

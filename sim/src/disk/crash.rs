@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use super::config::{CrashMode, CrashOutcome, Damage, DamageKind, DiskConfig};
 use super::data::{erase_vouchers_under, to_usize, write_into, DataOp, InodeId};
-use super::dir::Dir;
+use super::dir::{Dir, DirOp};
 use super::inode::Inode;
 use super::sectors::{inner_cuts, sector_end, sectors_spanned};
 use super::silent::{self, Landing, Scar};
@@ -63,8 +63,12 @@ fn settle(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Cra
     // cost, on a disk without them), announced once the crash settled.
     let mut scars = open_scars(fs);
     let mut landings = Vec::new();
+    // Renames that survived carrying their file's first data ops with
+    // them (ext4's auto_da_alloc, `state.rs`): inode to ops.
+    let mut carried: BTreeMap<InodeId, usize> = BTreeMap::new();
     for dir in fs.dirs.values_mut() {
-        outcome.lost_dir_changes += settle_dir(dir, config.crash_mode, config.fs.dir_changes_in_order, rng);
+        let in_order = config.fs.dir_changes_in_order;
+        outcome.lost_dir_changes += settle_dir(dir, config.crash_mode, in_order, rng, &mut carried);
     }
     let reachable: BTreeSet<_> = fs.dirs.values().flat_map(|dir| dir.durable.values().copied()).collect();
     for (id, inode) in &mut fs.inodes {
@@ -72,9 +76,14 @@ fn settle(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Cra
         if !reachable.contains(id) {
             continue;
         }
+        // A carried prefix survives whole: the file settles as in
+        // `prefix` mode from there (in `reorder` mode too, whose other
+        // choices could lose part of it).
+        let at_least = carried.get(id).copied().unwrap_or(0);
         let settled = match config.crash_mode {
             CrashMode::Strict => Settled::new(inode.pending.len() as u64, 0),
-            CrashMode::Prefix => settle_prefix(inode, config, rng),
+            CrashMode::Prefix => settle_prefix(inode, config, rng, at_least),
+            CrashMode::Reorder if at_least > 0 => settle_prefix(inode, config, rng, at_least),
             CrashMode::Reorder => settle_reorder(inode, config, rng),
         };
         inode.pending.clear();
@@ -205,10 +214,26 @@ fn damage_environment(fs: &mut FileSystem, rng: &mut ChaCha8Rng) -> Option<Damag
 
 /// Apply the surviving pending ops of `dir` to its durable entries; the
 /// number lost. `in_order` (the profile's `dir_changes_in_order`): a
-/// `reorder` crash keeps a prefix too, as a journal replays in order.
-fn settle_dir(dir: &mut Dir, mode: CrashMode, in_order: bool, rng: &mut ChaCha8Rng) -> u64 {
+/// `reorder` crash keeps a prefix too, as a journal replays in order. A
+/// surviving rename that carries its file's data notes it in `carried`.
+fn settle_dir(
+    dir: &mut Dir,
+    mode: CrashMode,
+    in_order: bool,
+    rng: &mut ChaCha8Rng,
+    carried: &mut BTreeMap<InodeId, usize>,
+) -> u64 {
     let pending = std::mem::take(&mut dir.pending);
     let mut applied = 0u64;
+    let mut survived = |op: &DirOp| {
+        applied += 1;
+        if let DirOp::Rename { inode, flushes, .. } = op {
+            if *flushes > 0 {
+                let at_least = carried.entry(*inode).or_insert(0);
+                *at_least = (*at_least).max(*flushes);
+            }
+        }
+    };
     let as_prefix = mode == CrashMode::Prefix || (mode == CrashMode::Reorder && in_order);
     match mode {
         CrashMode::Strict => {}
@@ -217,7 +242,7 @@ fn settle_dir(dir: &mut Dir, mode: CrashMode, in_order: bool, rng: &mut ChaCha8R
             for op in &pending[..keep] {
                 let ok = op.apply(&mut dir.durable);
                 assert!(ok, "a prefix of pending ops applies in order");
-                applied += 1;
+                survived(op);
             }
         }
         CrashMode::Prefix => unreachable!("a prefix crash keeps a prefix"),
@@ -227,7 +252,7 @@ fn settle_dir(dir: &mut Dir, mode: CrashMode, in_order: bool, rng: &mut ChaCha8R
             // whose source never got created) is skipped.
             for op in &pending {
                 if rng.gen_bool(0.5) && op.apply(&mut dir.durable) {
-                    applied += 1;
+                    survived(op);
                 }
             }
         }
@@ -256,16 +281,18 @@ fn fill_garbage(image: &mut Vec<u8>, range: Range<u64>, rng: &mut ChaCha8Rng) {
     rng.fill_bytes(&mut image[to_usize(range.start)..to_usize(range.end)]);
 }
 
-/// `prefix`: a random number of pending ops survive whole; the next one,
+/// `prefix`: a random number (at least `at_least`) of pending ops survive
+/// whole; the next one,
 /// if a write, is torn: a sector-aligned prefix of it survives (maybe
 /// none), and the sector it was writing when power went may hold garbage.
 ///
 /// A kept write with a silent fate (`silent.rs`) meets it here as at an
 /// fsync: the drive wrote it before the power went, and lost or misdirected
 /// it — a lost write before any fsync, which a later kept write outlives.
-fn settle_prefix(inode: &mut Inode, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Settled {
+fn settle_prefix(inode: &mut Inode, config: &DiskConfig, rng: &mut ChaCha8Rng, at_least: usize) -> Settled {
     let count = inode.pending.len();
-    let keep = rng.gen_range(0..=count);
+    assert!(at_least <= count, "a carried prefix is of the pending ops");
+    let keep = rng.gen_range(at_least..=count);
     let (mut scars, mut landings) = (Vec::new(), Vec::new());
     for (index, op) in inode.pending[..keep].iter().enumerate() {
         match silent::fate_of(&inode.silent.fates, index, op) {

@@ -105,7 +105,7 @@ fn survived(op: &DirOp, after: &BTreeMap<String, InodeId>) -> bool {
     match op {
         DirOp::Link { name, inode } => after.get(name) == Some(inode),
         DirOp::Unlink { name, inode } => after.get(name) != Some(inode),
-        DirOp::Rename { from, to, inode } => after.get(to) == Some(inode) && after.get(from) != Some(inode),
+        DirOp::Rename { from, to, inode, .. } => after.get(to) == Some(inode) && after.get(from) != Some(inode),
     }
 }
 

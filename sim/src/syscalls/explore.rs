@@ -42,7 +42,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::replay::{Replayed, ROOT};
-use crate::disk::{DiskImage, DiskSnapshot};
+use crate::disk::{Coverage, DiskImage, DiskSnapshot, StateOptions};
+use crate::explore::coverage::{CoverageTotals, IndexCoverage};
 
 /// How to explore (the command line's flags).
 #[derive(Clone, Debug)]
@@ -61,6 +62,21 @@ pub struct TraceExploreOptions {
     pub scratch: PathBuf,
     /// Also the states whose torn sector holds garbage.
     pub torn_garbage: bool,
+    /// Every state the model allows where it allows at most this many at
+    /// a crash index (`u64::MAX`: everywhere), as `sim explore`.
+    pub complete_up_to: u64,
+}
+
+impl TraceExploreOptions {
+    /// How to enumerate a snapshot's crash states.
+    pub fn states(&self) -> StateOptions {
+        StateOptions {
+            max_dir_subsets: self.max_dir_subsets,
+            reordered: false,
+            garbage: self.torn_garbage,
+            complete_up_to: self.complete_up_to,
+        }
+    }
 }
 
 /// The default scratch directory: `/dev/shm` (memory) when it is a
@@ -120,48 +136,69 @@ pub struct Explored {
     pub plan_seconds: f64,
     /// Wall time of the checker runs (all jobs together).
     pub check_seconds: f64,
+    /// Per crash index, the model's states and the enumerated ones.
+    pub coverage: CoverageTotals,
 }
 
 /// Enumerate, dedupe, then check every distinct state (see the module doc).
 pub fn explore(replayed: &Replayed, options: &TraceExploreOptions) -> Explored {
     let started = Instant::now();
-    let (distinct, states, crash_indices) = plan(replayed, options);
+    let planned = plan(replayed, options);
     let plan_seconds = started.elapsed().as_secs_f64();
     let started = Instant::now();
-    let verdicts = check_all(&distinct, options);
-    Explored { crash_indices, states, distinct, verdicts, plan_seconds, check_seconds: started.elapsed().as_secs_f64() }
+    let verdicts = check_all(&planned.distinct, options);
+    Explored {
+        crash_indices: planned.crash_indices,
+        states: planned.states,
+        distinct: planned.distinct,
+        verdicts,
+        plan_seconds,
+        check_seconds: started.elapsed().as_secs_f64(),
+        coverage: planned.coverage,
+    }
 }
 
-fn plan(replayed: &Replayed, options: &TraceExploreOptions) -> (Vec<Distinct>, usize, u64) {
+/// What the enumeration found, before any check.
+struct Planned {
+    distinct: Vec<Distinct>,
+    states: usize,
+    crash_indices: u64,
+    coverage: CoverageTotals,
+}
+
+fn plan(replayed: &Replayed, options: &TraceExploreOptions) -> Planned {
     let mut seen: BTreeMap<(u64, usize), usize> = BTreeMap::new();
-    let mut distinct: Vec<Distinct> = Vec::new();
-    let mut states = 0;
-    let mut crash_indices = 0;
-    // The last snapshot enumerated, its context, and the distinct state
-    // each of its states came to.
-    let mut previous: Option<(&Arc<DiskSnapshot>, usize, Vec<usize>)> = None;
+    let mut planned =
+        Planned { distinct: Vec::new(), states: 0, crash_indices: 0, coverage: CoverageTotals::default() };
+    let distinct = &mut planned.distinct;
+    // The last snapshot enumerated, its context, the distinct state each
+    // of its states came to, and its coverage.
+    let mut previous: Option<(&Arc<DiskSnapshot>, usize, Vec<usize>, Coverage)> = None;
     for io_index in replayed.disk.io_indices() {
         if options.only.is_some_and(|(only, _)| only != io_index) {
             continue;
         }
-        crash_indices += 1;
+        planned.crash_indices += 1;
         let snapshot = replayed.disk.before_io(io_index).expect("an index of the recording");
         let printed = replayed.prints_before(io_index);
         // The same snapshot in the same context leaves the same states:
         // each is a duplicate of what it was, without building it again.
-        if let Some((last, last_printed, targets)) = &previous {
+        if let Some((last, last_printed, targets, coverage)) = &previous {
             if Arc::ptr_eq(last, snapshot) && *last_printed == printed {
-                states += targets.len();
+                planned.states += targets.len();
                 targets.iter().for_each(|&at| distinct[at].duplicates += 1);
+                let enumerated = targets.len() as u64;
+                planned.coverage.add(IndexCoverage { io_index, coverage: *coverage, enumerated });
                 continue;
             }
         }
         let mut targets = Vec::new();
-        for (number, state) in snapshot.crash_states(options.max_dir_subsets).iter().enumerate() {
-            if options.only.is_some_and(|(_, only)| only != number) || (state.has_garbage() && !options.torn_garbage) {
+        let coverage = snapshot.coverage(&options.states());
+        for (number, state) in snapshot.crash_states_for(&options.states()).iter().enumerate() {
+            if options.only.is_some_and(|(_, only)| only != number) || !state.explored(options.torn_garbage) {
                 continue;
             }
-            states += 1;
+            planned.states += 1;
             let image = snapshot.image(state);
             let key = (image.hash(), printed);
             let at = match seen.get(&key) {
@@ -186,9 +223,10 @@ fn plan(replayed: &Replayed, options: &TraceExploreOptions) -> (Vec<Distinct>, u
             };
             targets.push(at);
         }
-        previous = Some((snapshot, printed, targets));
+        planned.coverage.add(IndexCoverage { io_index, coverage, enumerated: targets.len() as u64 });
+        previous = Some((snapshot, printed, targets, coverage));
     }
-    (distinct, states, crash_indices)
+    planned
 }
 
 fn check_all(distinct: &[Distinct], options: &TraceExploreOptions) -> Vec<Verdict> {

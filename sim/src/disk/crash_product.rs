@@ -163,6 +163,15 @@ impl DiskSnapshot {
         }
     }
 
+    /// How many distinct states of the model `states` holds, of those
+    /// `explored` takes (family 4, outside the product, left out; two
+    /// families can hold one state twice): what a sampled crash index
+    /// reports as enumerated.
+    pub fn points_in(&self, states: &[CrashState], explored: impl Fn(&CrashState) -> bool) -> u64 {
+        let points: BTreeSet<Point> = states.iter().filter(|s| explored(s)).filter_map(|s| self.canonical(s)).collect();
+        points.len() as u64
+    }
+
     /// A state of families 1 to 3 and 5 as a point of the product: its
     /// directory flags and each file's cut but "nothing". `None` for
     /// family 4, which is outside the product.

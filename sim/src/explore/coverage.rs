@@ -20,9 +20,11 @@ pub struct IndexCoverage {
     pub io_index: u64,
     /// The model's count there.
     pub coverage: Coverage,
-    /// States enumerated there and explored (allowed by the profile, and
-    /// without garbage unless asked for): each judged, directly or
-    /// through a byte-identical twin.
+    /// Distinct states of the model enumerated and explored there
+    /// (allowed by the profile, and without garbage unless asked for):
+    /// each judged, directly or through a byte-identical twin. (The
+    /// report's count of crash states counts a state two families both
+    /// hold twice.)
     pub enumerated: u64,
 }
 
@@ -84,7 +86,8 @@ impl CoverageTotals {
         }
     }
 
-    /// Whether every visited index was enumerated in full.
+    /// Whether every visited index was enumerated in full (none visited,
+    /// as with `--only-state`: no claim, and no sample either).
     pub fn is_complete(&self) -> bool {
         self.complete_indices == self.indices
     }
@@ -92,10 +95,13 @@ impl CoverageTotals {
     /// The report's opening words: complete, or sampled and how much.
     /// `bound` is the `--complete-up-to` in force (`u64::MAX`: exhaustive).
     pub fn line(&self, bound: u64) -> String {
+        if self.indices == 0 {
+            return "one crash state examined (--only-state): no claim of complete or sampled".to_string();
+        }
         if self.is_complete() {
             return format!(
-                "complete: every crash state the model allows was enumerated at all {} crash indices ({} states)",
-                self.indices, self.enumerated
+                "complete: all {} crash states the model allows at the {} crash indices were enumerated",
+                self.enumerated, self.indices
             );
         }
         let at_most = if self.sampled_exact { "" } else { "at most " };
@@ -172,7 +178,7 @@ mod tests {
         totals.add(at(0, 4, 4, true));
         totals.add(at(1, 8, 8, true));
         assert!(totals.is_complete());
-        assert!(totals.line(1024).starts_with("complete: every crash state"), "{}", totals.line(1024));
+        assert!(totals.line(1024).starts_with("complete: all 12 crash states"), "{}", totals.line(1024));
         totals.add(at(2, 5000, 60, false));
         assert!(!totals.is_complete());
         let line = totals.line(1024);

@@ -225,6 +225,7 @@ impl<R: Send + Sync> Depth2<R> {
                 self.report.counts.examined = Some(run.snapshot.describe(&states[state]));
             }
             let coverage = run.snapshot.coverage(&options.states());
+            let points = options.then_state.is_none().then(|| run.snapshot.points_in(states, explored));
             for then_io in run.first_io_index..run.first_io_index + run.len {
                 if self.at_cap() {
                     break 'runs;
@@ -240,8 +241,11 @@ impl<R: Send + Sync> Depth2<R> {
                     let state = (state, &states[state], hashes[state]);
                     self.enumerate_state(run, &index, state, &mut new_recoveries, &mut checks);
                 }
-                let enumerated = self.report.counts.states - before;
-                self.report.counts.coverage.add(IndexCoverage { io_index: then_io, coverage, enumerated });
+                // One state asked for (a repro): no claim either way.
+                if let Some(points) = points {
+                    let enumerated = if self.at_cap() { self.report.counts.states - before } else { points };
+                    self.report.counts.coverage.add(IndexCoverage { io_index: then_io, coverage, enumerated });
+                }
                 if self.at_cap() {
                     break 'runs;
                 }

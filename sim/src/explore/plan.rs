@@ -44,7 +44,7 @@ pub(super) struct Recovery {
 }
 
 /// What to recover and check, and the counts for the report.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(super) struct Plan {
     /// In order of first occurrence.
     pub recoveries: Vec<Recovery>,
@@ -117,16 +117,7 @@ pub(super) fn plan<T: Target>(
     let progress = options.progress.then_some("enumerating crash states (snapshots)");
     let hashed = hash_runs(&runs, |run| run, options, progress, (0, cap), options.only_state.is_some(), &explored);
 
-    let mut plan = Plan {
-        recoveries: Vec::new(),
-        io_indices: 0,
-        states: 0,
-        states_at: BTreeMap::new(),
-        checks: 0,
-        capped: false,
-        examined: None,
-        coverage: CoverageTotals::default(),
-    };
+    let mut plan = Plan::default();
     let mut seen = Seen::default();
     'runs: for (run, hashed) in runs.iter().zip(&hashed) {
         if plan.states >= cap {
@@ -141,6 +132,7 @@ pub(super) fn plan<T: Target>(
             plan.examined = Some(run.snapshot.describe(&states[state]));
         }
         let coverage = run.snapshot.coverage(&options.states());
+        let points = options.only_state.is_none().then(|| run.snapshot.points_in(states, explored));
         for io_index in run.first_io_index..run.first_io_index + run.len {
             let context = recording.context_at(io_index);
             let key = target.recovery_key(&recording.contexts[context].context);
@@ -163,7 +155,10 @@ pub(super) fn plan<T: Target>(
                 *plan.states_at.entry(io_index).or_default() += 1;
                 seen.add(&mut plan, run, &states[state], hashes[state], key, CheckAt { context, io_index, state });
             }
-            plan.coverage.add(IndexCoverage { io_index, coverage, enumerated: plan.states - before });
+            // One state asked for (a repro): no claim either way.
+            if let Some(enumerated) = points {
+                plan.coverage.add(IndexCoverage { io_index, coverage, enumerated });
+            }
         }
     }
     Ok(plan)

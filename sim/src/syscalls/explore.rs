@@ -158,6 +158,16 @@ pub fn explore(replayed: &Replayed, options: &TraceExploreOptions) -> Explored {
     }
 }
 
+/// The last snapshot enumerated, its context (chunks printed), the
+/// distinct state each of its states came to, and its coverage.
+struct Previous<'a> {
+    snapshot: &'a Arc<DiskSnapshot>,
+    printed: usize,
+    targets: Vec<usize>,
+    coverage: Coverage,
+    enumerated: u64,
+}
+
 /// What the enumeration found, before any check.
 struct Planned {
     distinct: Vec<Distinct>,
@@ -171,9 +181,7 @@ fn plan(replayed: &Replayed, options: &TraceExploreOptions) -> Planned {
     let mut planned =
         Planned { distinct: Vec::new(), states: 0, crash_indices: 0, coverage: CoverageTotals::default() };
     let distinct = &mut planned.distinct;
-    // The last snapshot enumerated, its context, the distinct state each
-    // of its states came to, and its coverage.
-    let mut previous: Option<(&Arc<DiskSnapshot>, usize, Vec<usize>, Coverage)> = None;
+    let mut previous: Option<Previous<'_>> = None;
     for io_index in replayed.disk.io_indices() {
         if options.only.is_some_and(|(only, _)| only != io_index) {
             continue;
@@ -183,18 +191,21 @@ fn plan(replayed: &Replayed, options: &TraceExploreOptions) -> Planned {
         let printed = replayed.prints_before(io_index);
         // The same snapshot in the same context leaves the same states:
         // each is a duplicate of what it was, without building it again.
-        if let Some((last, last_printed, targets, coverage)) = &previous {
-            if Arc::ptr_eq(last, snapshot) && *last_printed == printed {
-                planned.states += targets.len();
-                targets.iter().for_each(|&at| distinct[at].duplicates += 1);
-                let enumerated = targets.len() as u64;
-                planned.coverage.add(IndexCoverage { io_index, coverage: *coverage, enumerated });
-                continue;
+        if let Some(last) =
+            previous.as_ref().filter(|last| Arc::ptr_eq(last.snapshot, snapshot) && last.printed == printed)
+        {
+            planned.states += last.targets.len();
+            last.targets.iter().for_each(|&at| distinct[at].duplicates += 1);
+            if options.only.is_none() {
+                planned.coverage.add(IndexCoverage { io_index, coverage: last.coverage, enumerated: last.enumerated });
             }
+            continue;
         }
         let mut targets = Vec::new();
         let coverage = snapshot.coverage(&options.states());
-        for (number, state) in snapshot.crash_states_for(&options.states()).iter().enumerate() {
+        let states = snapshot.crash_states_for(&options.states());
+        let points = options.only.is_none().then(|| snapshot.points_in(&states, |s| s.explored(options.torn_garbage)));
+        for (number, state) in states.iter().enumerate() {
             if options.only.is_some_and(|(_, only)| only != number) || !state.explored(options.torn_garbage) {
                 continue;
             }
@@ -223,8 +234,11 @@ fn plan(replayed: &Replayed, options: &TraceExploreOptions) -> Planned {
             };
             targets.push(at);
         }
-        planned.coverage.add(IndexCoverage { io_index, coverage, enumerated: targets.len() as u64 });
-        previous = Some((snapshot, printed, targets, coverage));
+        // One state asked for (a repro): no claim either way.
+        if let Some(enumerated) = points {
+            planned.coverage.add(IndexCoverage { io_index, coverage, enumerated });
+        }
+        previous = Some(Previous { snapshot, printed, targets, coverage, enumerated: points.unwrap_or(0) });
     }
     planned
 }
@@ -345,4 +359,64 @@ pub fn shell_floor_seconds(runs: u32) -> f64 {
         }
     }
     started.elapsed().as_secs_f64() / f64::from(runs.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::disk::FsProfile;
+    use crate::syscalls::recording::{Op, OpenFlags, Recording, RelPath, WriteAt};
+    use crate::syscalls::replay::replay;
+
+    fn rel(name: &str) -> RelPath {
+        RelPath(name.as_bytes().to_vec())
+    }
+
+    /// Five directory operations (three creates, two renames) over two
+    /// small files: 32 directory subsets, more than `--max-dir-subsets`'s
+    /// 16, so the families alone take a sample.
+    fn five_renames() -> Recording {
+        let create = OpenFlags { create: true, ..OpenFlags::default() };
+        let mut ops = Vec::new();
+        for (handle, name) in [(1, "a"), (2, "b"), (3, "c")] {
+            ops.push(Op::Open { handle, path: rel(name), flags: create });
+            ops.push(Op::Write { handle, at: WriteAt::Offset(0), bytes: name.as_bytes().to_vec() });
+            ops.push(Op::Close { handle });
+        }
+        ops.push(Op::Rename { from: rel("a"), to: rel("x") });
+        ops.push(Op::Rename { from: rel("b"), to: rel("c") });
+        ops.push(Op::Print { bytes: b"done\n".to_vec() });
+        Recording { root: b"/t".to_vec(), ops, ..Recording::default() }
+    }
+
+    fn explored(recording: &Recording, complete_up_to: u64) -> Explored {
+        let replayed = replay(recording, FsProfile::POSIX, 4096).expect("replays");
+        let scratch = tempfile::tempdir().expect("a scratch directory");
+        let options = TraceExploreOptions {
+            check: "true".to_string(),
+            jobs: 2,
+            max_dir_subsets: crate::explore::DEFAULT_MAX_DIR_SUBSETS,
+            timeout: Duration::from_secs(10),
+            only: None,
+            scratch: scratch.path().to_path_buf(),
+            torn_garbage: false,
+            complete_up_to,
+        };
+        explore(&replayed, &options)
+    }
+
+    #[test]
+    fn a_five_operation_rename_program_is_complete_by_default_and_the_sample_says_so() {
+        let recording = five_renames();
+        let default = explored(&recording, crate::explore::DEFAULT_COMPLETE_UP_TO);
+        let exhaustive = explored(&recording, u64::MAX);
+        let sample = explored(&recording, 0);
+        assert!(default.coverage.is_complete(), "{:?}", default.coverage);
+        assert!(default.coverage.line(1024).starts_with("complete: "));
+        assert_eq!(default.distinct.len(), exhaustive.distinct.len(), "complete is every state");
+        assert!(!sample.coverage.is_complete());
+        assert!(sample.coverage.line(0).starts_with("SAMPLED: "), "{}", sample.coverage.line(0));
+        assert!(sample.distinct.len() < default.distinct.len(), "the families alone miss some");
+        assert!(sample.coverage.sampled_enumerated < u64::try_from(sample.coverage.sampled_allowed).unwrap());
+    }
 }

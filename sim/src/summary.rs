@@ -551,7 +551,11 @@ mod tests {
     #[test]
     fn the_profile_is_said_and_summaries_of_different_profiles_do_not_merge() {
         let mut ext4 = Summary { seeds: 1, fs: Some("ext4".to_string()), ..Summary::default() };
-        assert!(ext4.to_text().contains("file-system profile: ext4 (data=ordered)\n"), "{}", ext4.to_text());
+        assert!(
+            ext4.to_text().contains("file-system profile: ext4 (data=ordered, auto_da_alloc)\n"),
+            "{}",
+            ext4.to_text()
+        );
         let back = Summary::from_json(&ext4.to_json()).unwrap();
         assert_eq!(back.fs.as_deref(), Some("ext4"));
         let mut old = ext4.to_json();

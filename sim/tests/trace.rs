@@ -101,7 +101,7 @@ fn the_unsynced_temporary_file_is_found_under_posix_and_the_fixed_program_is_cle
 fn a_damaged_recording_and_bad_usage_exit_2_naming_the_place() {
     let scratch = tempfile::tempdir().unwrap();
     let bad = scratch.path().join("bad.syscalls");
-    std::fs::write(&bad, "segsim-syscalls 1\nroot /x\nwrite 1 0 6zz0\nend\n").unwrap();
+    std::fs::write(&bad, "segsim-syscalls 2\nroot /x\nwrite 1 0 6zz0\nend\n").unwrap();
     let output = sim().args(["trace", "explore"]).arg(&bad).args(["--check", "true"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -109,7 +109,7 @@ fn a_damaged_recording_and_bad_usage_exit_2_naming_the_place() {
     let usage = sim().args(["trace", "explore", "--check", "true"]).output().unwrap();
     assert_eq!(usage.status.code(), Some(2));
     let no_handle = scratch.path().join("no-handle.syscalls");
-    std::fs::write(&no_handle, "segsim-syscalls 1\nroot /x\nfsync 7\nend\n").unwrap();
+    std::fs::write(&no_handle, "segsim-syscalls 2\nroot /x\nfsync 7\nend\n").unwrap();
     let output = sim().args(["trace", "explore"]).arg(&no_handle).args(["--check", "true"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("handle 7 is not open"));
@@ -119,7 +119,7 @@ fn a_damaged_recording_and_bad_usage_exit_2_naming_the_place() {
 fn states_are_written_under_scratch_and_removed_after_their_check() {
     let scratch = tempfile::tempdir().unwrap();
     let recording = scratch.path().join("small.syscalls");
-    let text = "segsim-syscalls 1\nroot /x\nopen 1 f create\nwrite 1 0 6162\nfsync 1\nclose 1\nend\n";
+    let text = "segsim-syscalls 2\nroot /x\nopen 1 f create\nwrite 1 0 6162\nfsync 1\nclose 1\nend\n";
     std::fs::write(&recording, text).unwrap();
     let states = scratch.path().join("states");
     std::fs::create_dir(&states).unwrap();

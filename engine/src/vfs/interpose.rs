@@ -24,8 +24,9 @@ use crate::Phase;
 /// Steps in on some calls to an inner [`Vfs`]; a type implementing it is a
 /// `Vfs`. Each `on_*` method stands for the call of that name and by
 /// default just makes it; override it to fail, count, record or skip the
-/// call. `on_read_at`, `on_write_at`, `on_set_len` and `on_sync` run for
-/// every file opened through this interposer, with `file` the inner file.
+/// call. `on_read_at`, `on_write_at`, `on_set_len`, `on_sync` and
+/// `on_sync_data` run for every file opened through this interposer, with
+/// `file` the inner file.
 ///
 /// The `Vfs` comes from a blanket impl, so a type implements either this
 /// trait or `Vfs` by hand, never both.
@@ -51,6 +52,12 @@ pub trait Interpose: Clone + Send + Sync + 'static {
     /// [`VfsFile::sync`].
     fn on_sync(&self, file: &mut dyn VfsFile) -> io::Result<()> {
         file.sync()
+    }
+
+    /// [`VfsFile::sync_data`]: the inner file's own, not `on_sync` (an
+    /// interposer that steps in on syncs overrides both).
+    fn on_sync_data(&self, file: &mut dyn VfsFile) -> io::Result<()> {
+        file.sync_data()
     }
 
     /// [`Vfs::sync_dir`].
@@ -126,6 +133,9 @@ impl<T: Interpose> VfsFile for Interposed<T> {
     }
     fn sync(&mut self) -> io::Result<()> {
         self.hooks.on_sync(self.inner.as_mut())
+    }
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.hooks.on_sync_data(self.inner.as_mut())
     }
 }
 

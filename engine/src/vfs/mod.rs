@@ -156,6 +156,16 @@ pub trait VfsFile: Send {
     /// (fsyncgate), so the engine treats a failed sync as fatal.
     fn sync(&mut self) -> io::Result<()>;
 
+    /// Make this file's data and length durable, and not necessarily
+    /// anything else about it (`fdatasync(2)`): on some file systems its
+    /// own new name is not durable after it where it would be after
+    /// [`VfsFile::sync`] (the simulator's profiles, FILESYSTEMS.md). A
+    /// failure is as fatal as [`VfsFile::sync`]'s. By default a full
+    /// [`VfsFile::sync`], which promises at least as much.
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.sync()
+    }
+
     /// Whether the file is empty.
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)

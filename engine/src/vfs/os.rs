@@ -213,4 +213,8 @@ impl VfsFile for OsFile {
     fn sync(&mut self) -> io::Result<()> {
         self.file.sync_all()
     }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.file.sync_data()
+    }
 }

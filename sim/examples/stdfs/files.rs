@@ -29,7 +29,32 @@ pub struct Access {
     /// `O_APPEND`: every write lands at the end.
     pub append: bool,
     /// `O_SYNC`/`O_DSYNC`: every write is followed by the file's sync.
-    pub sync_each_write: bool,
+    pub sync_each_write: EachWrite,
+}
+
+/// What the open flags make of each write (`open(2)`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EachWrite {
+    /// Durable at the next sync.
+    #[default]
+    Buffered,
+    /// `O_DSYNC`: followed by the file's data sync (`fdatasync`).
+    DataSync,
+    /// `O_SYNC` (which carries `O_DSYNC`'s bit too): by its `fsync`.
+    Sync,
+}
+
+impl EachWrite {
+    /// From `open`'s flags.
+    pub fn of_flags(flags: i32) -> EachWrite {
+        if flags & libc::O_SYNC == libc::O_SYNC {
+            EachWrite::Sync
+        } else if flags & libc::O_DSYNC != 0 {
+            EachWrite::DataSync
+        } else {
+            EachWrite::Buffered
+        }
+    }
 }
 
 /// A `flock` a description holds.

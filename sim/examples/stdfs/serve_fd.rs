@@ -7,7 +7,7 @@
 
 use crate::dirstream::{Entry, Stream};
 use crate::errno::Errno;
-use crate::files::{Description, Flock, Target};
+use crate::files::{Description, EachWrite, Flock, Target};
 use crate::meta::Meta;
 use crate::plant::{LayerPlant, SCRATCH_SUFFIX};
 use crate::session::{refuse, with_fd, Session};
@@ -51,8 +51,10 @@ pub fn write(fd: i32, data: &[u8], at: Option<u64>) -> Result<usize, Errno> {
         let sync = d.access.sync_each_write;
         let f = file(d)?;
         f.write_at(offset_bytes, data)?;
-        if sync {
-            f.sync()?;
+        match sync {
+            EachWrite::Buffered => {}
+            EachWrite::DataSync => f.sync_data()?,
+            EachWrite::Sync => f.sync()?,
         }
         if at.is_none() {
             d.cursor_bytes = offset_bytes + data.len() as u64;
@@ -84,16 +86,17 @@ pub fn lseek(fd: i32, offset: i64, whence: i32) -> Result<u64, Errno> {
     })
 }
 
-/// `fsync`/`fdatasync`: the file's sync, or the directory's `sync_dir`.
-/// The disk has one sync for data and length, so both calls are it. The
-/// one spot of the layer's planted mistakes ([`LayerPlant`]), when the
-/// session plants one.
-pub fn sync(fd: i32) -> Result<(), Errno> {
-    with_fd(fd, "fsync", |s| {
+/// `fsync` (`data_only`: `fdatasync`): the file's `sync` (`sync_data`),
+/// or the directory's `sync_dir` either way (ext4 and XFS commit a
+/// directory's entries for both). The one spot of the layer's planted
+/// mistakes ([`LayerPlant`]), when the session plants one.
+pub fn sync(fd: i32, data_only: bool) -> Result<(), Errno> {
+    with_fd(fd, if data_only { "fdatasync" } else { "fsync" }, |s| {
         let Session { vfs, fds, plant, .. } = s;
         let d = fds.get(fd)?;
         match &mut d.target {
             Target::File(_) if *plant == Some(LayerPlant::TmpFsyncNoop) && is_scratch(&d.disk_path) => Ok(()),
+            Target::File(f) if data_only => Ok(f.sync_data()?),
             Target::File(f) => Ok(f.sync()?),
             Target::Dir if *plant == Some(LayerPlant::DirFsyncParent) => {
                 let parent = d.disk_path.parent().unwrap_or(&d.disk_path);

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use sim::kit::vfs::OpenMode;
 
 use crate::errno::Errno;
-use crate::files::{Access, Target};
+use crate::files::{Access, EachWrite, Target};
 use crate::meta::Meta;
 use crate::route::{with_at, At};
 use crate::session::{refuse, Session};
@@ -23,7 +23,7 @@ pub fn open(at: &At, flags: i32) -> Result<i32, Errno> {
             read: mode != libc::O_WRONLY,
             write: mode != libc::O_RDONLY,
             append: flags & libc::O_APPEND != 0,
-            sync_each_write: flags & (libc::O_SYNC | libc::O_DSYNC) != 0,
+            sync_each_write: EachWrite::of_flags(flags),
         };
         let cloexec = flags & libc::O_CLOEXEC != 0;
         // O_TMPFILE carries O_DIRECTORY's bit: all of its bits, not any.

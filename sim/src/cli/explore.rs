@@ -15,7 +15,7 @@ use super::explored::ExploreRequest;
 use super::targets::{Runnable, TargetArgs, TargetFlags};
 use crate::canary::{parse_name, Canary};
 use crate::disk::ArmedFault;
-use crate::explore::{ExploreOptions, DEFAULT_MAX_DIR_SUBSETS, DEFAULT_OPS};
+use crate::explore::{ExploreOptions, DEFAULT_COMPLETE_UP_TO, DEFAULT_MAX_DIR_SUBSETS, DEFAULT_OPS};
 
 /// Exhaustive crash exploration: run one seed's short workload once,
 /// fault-free, then crash it at every I/O index and recover every crash
@@ -62,6 +62,17 @@ pub struct ExploreCommon {
     /// Stop after this many crash states (in crash-index order).
     #[arg(long, value_name = "S")]
     pub max_states: Option<u64>,
+
+    /// At a crash index where the model allows at most this many crash
+    /// states, enumerate every one of them (else a sample, which the
+    /// report's first line says, with the counts).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_COMPLETE_UP_TO)]
+    pub complete_up_to: u64,
+
+    /// Enumerate every crash state the model allows at every crash index,
+    /// however many (memory and time grow with them).
+    #[arg(long, conflicts_with = "complete_up_to")]
+    pub exhaustive: bool,
 
     /// Worker threads; the report is the same for any number.
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -298,6 +309,8 @@ pub fn options(parsed: &ExploreCommon, args: &[String]) -> Result<ExploreOptions
         damage,
         max_damage_states: parsed.max_damage_states,
         damage_site: parsed.damage_site,
+        garbage: false,
+        complete_up_to: if parsed.exhaustive { u64::MAX } else { parsed.complete_up_to },
         reordered: false,
     })
 }

@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand};
 
 use super::args::parse_fs;
 use crate::disk::FsProfile;
-use crate::explore::DEFAULT_MAX_DIR_SUBSETS;
+use crate::explore::{DEFAULT_COMPLETE_UP_TO, DEFAULT_MAX_DIR_SUBSETS};
 use crate::output::{emit, verdict};
 use crate::syscalls::explore::{default_scratch, explore, shell_floor_seconds, TraceExploreOptions};
 use crate::syscalls::record::record;
@@ -60,7 +60,8 @@ struct ExploreArgs {
     /// crash. Exit 0: the state is acceptable.
     #[arg(long, value_name = "CHECK")]
     check: String,
-    /// The file-system profile: posix (the weakest POSIX allows), ext4, xfs, btrfs.
+    /// The file-system profile: posix (the weakest POSIX allows), ext4,
+    /// ext4-noauto, xfs, btrfs.
     #[arg(long, value_name = "PROFILE", value_parser = parse_fs, default_value = "posix")]
     fs: FsProfile,
     /// Checker processes at once.
@@ -69,9 +70,19 @@ struct ExploreArgs {
     /// Print the report as JSON on stdout (the text goes to stderr).
     #[arg(long)]
     json: bool,
-    /// Directory-change subsets per crash index, at most (as `sim explore`).
+    /// Directory-change subsets per crash index, at most, where the
+    /// states are sampled (as `sim explore`).
     #[arg(long, value_name = "M", default_value_t = DEFAULT_MAX_DIR_SUBSETS)]
     max_dir_subsets: usize,
+    /// At a crash index where the model allows at most this many crash
+    /// states, enumerate every one of them (else a sample, which the
+    /// report's first line says, with the counts).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_COMPLETE_UP_TO)]
+    complete_up_to: u64,
+    /// Enumerate every crash state the model allows at every crash index,
+    /// however many.
+    #[arg(long, conflicts_with = "complete_up_to")]
+    exhaustive: bool,
     /// The disk's sector size (where a torn write may be cut).
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_SECTOR_BYTES)]
     sector_bytes: u64,
@@ -180,6 +191,7 @@ fn explore_cli(args: &ExploreArgs) -> ExitCode {
         only: args.only_io.zip(args.only_state),
         scratch,
         torn_garbage: args.torn_garbage,
+        complete_up_to: if args.exhaustive { u64::MAX } else { args.complete_up_to },
     };
     if let Some(io) = args.only_io.filter(|io| !replayed.disk.io_indices().contains(io)) {
         let range = replayed.disk.io_indices();
@@ -202,6 +214,7 @@ fn explore_cli(args: &ExploreArgs) -> ExitCode {
         scratch: &scratch,
         sector_bytes: args.sector_bytes,
         torn_garbage: args.torn_garbage,
+        complete_up_to: options.complete_up_to,
     };
     let text = report::text(&context, &explored);
     let json = args.json.then(|| report::json(&context, &explored));

@@ -64,10 +64,14 @@ fn settle(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Cra
     let mut scars = open_scars(fs);
     let mut landings = Vec::new();
     // The first metadata change a journal did not commit: no `set_len`
-    // made after it survives (`FsProfile::set_len_journaled`).
+    // made after it survives (`FsProfile::set_len_journaled`). Renames
+    // that survived carrying their file's first data ops with them
+    // (ext4's auto_da_alloc, `state.rs`): inode to ops.
     let mut first_lost_seq: Option<u64> = None;
+    let mut carried: BTreeMap<InodeId, usize> = BTreeMap::new();
     for dir in fs.dirs.values_mut() {
-        let (lost, first_lost) = settle_dir(dir, config.crash_mode, config.fs.dir_changes_in_order, rng);
+        let in_order = config.fs.dir_changes_in_order;
+        let (lost, first_lost) = settle_dir(dir, config.crash_mode, in_order, rng, &mut carried);
         outcome.lost_dir_changes += lost;
         first_lost_seq = match (first_lost_seq, first_lost) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -82,9 +86,14 @@ fn settle(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Cra
             continue;
         }
         let blocked_at = barrier_seq.and_then(|barrier| first_set_len_after(&inode.pending, barrier));
+        // A carried prefix survives whole: the file settles as in
+        // `prefix` mode from there (in `reorder` mode too, whose other
+        // choices could lose part of it).
+        let at_least = carried.get(id).copied().unwrap_or(0);
         let settled = match config.crash_mode {
             CrashMode::Strict => Settled::new(inode.pending.len() as u64, 0),
-            CrashMode::Prefix => settle_prefix(inode, config, blocked_at, rng),
+            CrashMode::Prefix => settle_prefix(inode, config, (at_least, blocked_at), rng),
+            CrashMode::Reorder if at_least > 0 => settle_prefix(inode, config, (at_least, blocked_at), rng),
             CrashMode::Reorder => settle_reorder(inode, config, blocked_at.is_some(), rng),
         };
         inode.pending.clear();
@@ -230,9 +239,24 @@ fn first_set_len_after(pending: &[DataOp], barrier_seq: u64) -> Option<usize> {
 /// Apply the surviving pending ops of `dir` to its durable entries; the
 /// number lost, and the smallest number (`DirOp::seq`) of a lost one.
 /// `in_order` (the profile's `dir_changes_in_order`): a `reorder` crash
-/// keeps a prefix too, as a journal replays in order.
-fn settle_dir(dir: &mut Dir, mode: CrashMode, in_order: bool, rng: &mut ChaCha8Rng) -> (u64, Option<u64>) {
+/// keeps a prefix too, as a journal replays in order. A surviving rename
+/// that carries its file's data notes it in `carried`.
+fn settle_dir(
+    dir: &mut Dir,
+    mode: CrashMode,
+    in_order: bool,
+    rng: &mut ChaCha8Rng,
+    carried: &mut BTreeMap<InodeId, usize>,
+) -> (u64, Option<u64>) {
     let pending = std::mem::take(&mut dir.pending);
+    let survived = |op: &DirOp, carried: &mut BTreeMap<InodeId, usize>| {
+        if let DirOp::Rename { inode, flushes, .. } = op {
+            if *flushes > 0 {
+                let at_least = carried.entry(*inode).or_insert(0);
+                *at_least = (*at_least).max(*flushes);
+            }
+        }
+    };
     let as_prefix = mode == CrashMode::Prefix || (mode == CrashMode::Reorder && in_order);
     let mut lost_seqs = Vec::new();
     match mode {
@@ -242,6 +266,7 @@ fn settle_dir(dir: &mut Dir, mode: CrashMode, in_order: bool, rng: &mut ChaCha8R
             for op in &pending[..keep] {
                 let ok = op.apply(&mut dir.durable);
                 assert!(ok, "a prefix of pending ops applies in order");
+                survived(op, carried);
             }
             lost_seqs.extend(pending[keep..].iter().map(DirOp::seq));
         }
@@ -251,7 +276,9 @@ fn settle_dir(dir: &mut Dir, mode: CrashMode, in_order: bool, rng: &mut ChaCha8R
             // order, and one whose precondition no longer holds (a rename
             // whose source never got created) is skipped.
             for op in &pending {
-                if !(rng.gen_bool(0.5) && op.apply(&mut dir.durable)) {
+                if rng.gen_bool(0.5) && op.apply(&mut dir.durable) {
+                    survived(op, carried);
+                } else {
                     lost_seqs.push(op.seq());
                 }
             }
@@ -281,19 +308,29 @@ fn fill_garbage(image: &mut Vec<u8>, range: Range<u64>, rng: &mut ChaCha8Rng) {
     rng.fill_bytes(&mut image[to_usize(range.start)..to_usize(range.end)]);
 }
 
-/// `prefix`: a random number of pending ops survive whole (none from a
-/// `set_len` the journal did not commit on, `blocked_at`); the next one,
+/// `prefix`: a random number of pending ops survive whole (at least
+/// `at_least`, a prefix a surviving rename carried; none from a `set_len`
+/// the journal did not commit on, `blocked_at`); the next one,
 /// if a write, is torn: a sector-aligned prefix of it survives (maybe
 /// none), and the sector it was writing when power went may hold garbage.
 ///
 /// A kept write with a silent fate (`silent.rs`) meets it here as at an
 /// fsync: the drive wrote it before the power went, and lost or misdirected
 /// it — a lost write before any fsync, which a later kept write outlives.
-fn settle_prefix(inode: &mut Inode, config: &DiskConfig, blocked_at: Option<usize>, rng: &mut ChaCha8Rng) -> Settled {
+fn settle_prefix(
+    inode: &mut Inode,
+    config: &DiskConfig,
+    (at_least, blocked_at): (usize, Option<usize>),
+    rng: &mut ChaCha8Rng,
+) -> Settled {
     let count = inode.pending.len();
+    let blocked = blocked_at.unwrap_or(count);
+    // A carried prefix was made before the rename that carried it, so
+    // before any change a journal lost after that rename: never blocked.
+    assert!(at_least <= blocked, "a carried prefix of the pending ops ends before a blocked set_len");
     // A `set_len` the journal did not commit (`blocked_at`) ends what can
     // survive: drawn as ever, then cut there.
-    let keep = rng.gen_range(0..=count).min(blocked_at.unwrap_or(count));
+    let keep = rng.gen_range(at_least..=count).min(blocked);
     let (mut scars, mut landings) = (Vec::new(), Vec::new());
     for (index, op) in inode.pending[..keep].iter().enumerate() {
         match silent::fate_of(&inode.silent.fates, index, op) {

@@ -9,8 +9,10 @@
 //! a file keeps a prefix of its pending data operations, the first lost
 //! one, if a write, may be torn at a sector boundary, and the sector it
 //! was writing may hold garbage — only over bytes that write covered
-//! ("powersafe overwrite"). Exhaustive means the choices multiply, so the
-//! enumeration takes three families that vary one or two things each:
+//! ("powersafe overwrite"), or the file grows with none of the write's
+//! bytes. Exhaustive means the choices multiply, so the enumeration takes
+//! families that vary one or two things each, and completes them where
+//! the whole product is small:
 //!
 //! 1. **Directory changes.** Each chosen subset of the pending changes
 //!    (over all directories, by path, oldest first): every subset when
@@ -47,25 +49,52 @@
 //!    most [`MAX_REORDERED_STATES`] per snapshot, each with no pending
 //!    directory change applied, then with all of them.
 //!
-//! Under a profile that journals lengths with names
-//! (`FsProfile::set_len_journaled`), a state that keeps a `set_len` made
-//! after a directory change it loses is left out (after the families are
-//! built, so the states before the first such one keep their numbers).
+//! 5. **One file grown with none of a write, the others strict.** For
+//!    each pending write that grew its file, everything before it
+//!    surviving, and the file grown to each sector boundary inside the
+//!    write past the old end, or to the write's end, with none of the
+//!    write's bytes (zeros): a size update that went ahead of its data,
+//!    which ext4 leaves under `data=ordered` for an append into an
+//!    already-allocated block (`Torn::unwritten`). Each with no pending
+//!    directory change applied, then with all of them. (The random
+//!    mode's `reorder` draws the write's end with old sectors; its
+//!    `prefix` none of these.)
+//! 6. **The rest of the model's states, where they are few**
+//!    (`crash_product.rs`). The model's whole state set is the product of
+//!    the directory subsets the profile allows (any subset; a prefix per
+//!    directory where changes survive in order) and each file's cuts (its
+//!    first `k` pending operations whole, the next write maybe torn at a
+//!    sector boundary, with garbage only where asked for, or grown with
+//!    none of it as in family 5). Where that
+//!    product is at most [`StateOptions::complete_up_to`] states, every
+//!    state of it the families above did not take is appended: torn
+//!    writes in two files at once, three files cut at once, a directory
+//!    subset combined with a cut file. Above the bound the families above
+//!    are a sample of it, and the explorers say so with the counts.
 //!
-//! Not enumerated: torn writes in two files at once, three files cut at
-//! once, a directory subset combined with a cut file, and the `reorder`
-//! mode's choices beyond one operation kept or lost; the count would grow as a product, and
-//! the random mode samples those. The first state is always the strict
-//! one (every pending change lost). Families are appended in this order,
-//! so a family added later never renumbers an earlier one's states.
-//! Different states may leave byte-identical disks; the explorer dedupes
-//! them by [`DiskImage::hash`].
+//! Not enumerated, ever: the `reorder` mode's choices beyond one operation
+//! kept or lost (sector by sector), which the random mode samples. The
+//! first state is always the strict one (every pending change lost).
+//! Families are appended in this order, so a family added later never
+//! renumbers an earlier one's states. Different states may leave
+//! byte-identical disks; the explorer dedupes them by [`DiskImage::hash`].
+//!
+//! A state the profile rules out is kept in the list, numbered, and marked
+//! not [`CrashState::explored`]: ext4's `auto_da_alloc` keeps a replacing
+//! rename's file data with the rename (`DirOp::Rename::flushes`), so a
+//! state that applies such a rename and loses that data is none ext4 can
+//! leave; and under a profile that journals lengths with names
+//! (`FsProfile::set_len_journaled`), a state that keeps a `set_len` made
+//! after a directory change it loses is none either.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::path::PathBuf;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+
+use std::sync::Arc;
 
 use super::data::{to_usize, write_into, DataOp, InodeId};
 use super::dir::DirOp;
@@ -89,18 +118,54 @@ pub const MAX_TWO_FILE_STATES: usize = 64;
 /// without the pending directory changes).
 pub const MAX_REORDERED_STATES: usize = 64;
 
+/// A directory's entries: name to inode.
+type Entries = BTreeMap<String, InodeId>;
+
+/// How to enumerate a snapshot's crash states (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StateOptions {
+    /// Family 1's bound on directory subsets (at least 1).
+    pub max_dir_subsets: usize,
+    /// Family 4: one file's writes reordered.
+    pub reordered: bool,
+    /// Torn sectors holding garbage are explored: family 6 takes them and
+    /// the model's count counts them (families 2 and 3 always list them).
+    pub garbage: bool,
+    /// Family 6 where the model allows at most this many states
+    /// (`u64::MAX`: always, an exhaustive run; 0: never).
+    pub complete_up_to: u64,
+}
+
+impl StateOptions {
+    /// Families 1 to 3 and 5 with `max_dir_subsets`, garbage listed,
+    /// never completed (no family 6).
+    pub fn families(max_dir_subsets: usize) -> StateOptions {
+        StateOptions { max_dir_subsets, reordered: false, garbage: true, complete_up_to: 0 }
+    }
+}
+
 /// One crash state of a snapshot (see the module doc).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CrashState {
     /// One flag per pending directory change, in the snapshot's order
     /// (directories by path, changes oldest first): whether it survives.
-    dir_changes_kept: Vec<bool>,
-    data: DataFate,
+    pub(super) dir_changes_kept: Vec<bool>,
+    pub(super) data: DataFate,
+    /// The profile allows it (see the module doc on `auto_da_alloc`).
+    pub(super) allowed: bool,
+}
+
+/// One file's part of a crash state: its first `whole_ops` pending
+/// operations survive whole, and the next, if `torn`, in part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Cut {
+    pub whole_ops: usize,
+    pub torn: Option<Torn>,
 }
 
 /// What survives of the pending data operations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum DataFate {
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum DataFate {
     /// Every file keeps only its durable bytes.
     Strict,
     /// Every file gets every pending operation.
@@ -114,36 +179,67 @@ enum DataFate {
     /// One file keeps only its pending operation `op` (`alone`), or every
     /// one but `op`; every other file keeps only its durable bytes.
     Reordered { inode: InodeId, op: usize, alone: bool },
+    /// Family 6: each listed file (by inode, each once) keeps its cut;
+    /// every other file keeps only its durable bytes.
+    Cuts(Arc<[(InodeId, Cut)]>),
 }
 
 /// The write after the surviving ones, cut short.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Torn {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Torn {
     /// The write's bytes before this file offset survive: its start or a
-    /// sector boundary strictly inside it.
+    /// sector boundary strictly inside it. With `unwritten`: the file's
+    /// new length, a sector boundary inside the write and past the file's
+    /// end before it, or the write's end.
     cut_bytes: u64,
     /// The rest of the sector holding `cut_bytes` (as far as the write
     /// reached) holds [`garbage_byte`]s instead of old or new bytes.
     garbage: bool,
+    /// The file grew to `cut_bytes` but none of the write's bytes reached
+    /// the disk: what was there before stays, zeros past the old end. A
+    /// size update that went ahead of its data: ext4 does this under
+    /// `data=ordered` for an append into a block that was already
+    /// allocated (the write's `i_disksize` update is journaled, its data is
+    /// not ordered: `make kernel-check`, probe `append_unsynced`, saw a
+    /// 9-byte file read back 4096 bytes long, zeros after the 9).
+    unwritten: bool,
 }
 
 impl CrashState {
     /// Nothing unsynced survives: no pending directory change of the
     /// `pending_dir_changes`, no pending data.
     pub(super) fn strict(pending_dir_changes: usize) -> CrashState {
-        CrashState { dir_changes_kept: vec![false; pending_dir_changes], data: DataFate::Strict }
+        CrashState { dir_changes_kept: vec![false; pending_dir_changes], data: DataFate::Strict, allowed: true }
     }
 
     /// Whether this state leaves a torn sector holding garbage: a target
     /// whose disk model leaves that out (see `crate::systems::redb`) skips
     /// such states.
     pub fn has_garbage(&self) -> bool {
-        matches!(self.data, DataFate::OneFile { torn: Some(Torn { garbage: true, .. }), .. })
+        let garbage = |torn: &Option<Torn>| matches!(torn, Some(Torn { garbage: true, .. }));
+        match &self.data {
+            DataFate::OneFile { torn, .. } => garbage(torn),
+            DataFate::Cuts(cuts) => cuts.iter().any(|(_, cut)| garbage(&cut.torn)),
+            _ => false,
+        }
     }
 
     /// Whether this state cuts two files at once (family 3).
     pub fn cuts_two_files(&self) -> bool {
         matches!(self.data, DataFate::TwoFiles { .. })
+    }
+
+    /// Whether the profile allows this state (see the module doc): one it
+    /// rules out keeps its number and is explored by no one.
+    pub fn is_allowed(&self) -> bool {
+        self.allowed
+    }
+
+    /// Whether an explorer that explores torn garbage or not (`garbage`)
+    /// takes this state: the profile allows it, and it holds no garbage
+    /// unless asked for.
+    pub fn explored(&self, garbage: bool) -> bool {
+        self.allowed && (garbage || !self.has_garbage())
     }
 }
 
@@ -155,48 +251,43 @@ fn garbage_byte(offset_bytes: u64) -> u8 {
 }
 
 impl DiskSnapshot {
-    /// Every crash state of this snapshot, in the order of the module doc.
-    /// `max_dir_subsets` (at least 1) bounds family 1 when the pending
-    /// directory changes have more subsets than that.
+    /// Families 1 to 3 and 5 of this snapshot's crash states, in the order
+    /// of the module doc ([`StateOptions::families`]). `max_dir_subsets` (at
+    /// least 1) bounds family 1 when the pending directory changes have
+    /// more subsets than that.
     pub fn crash_states(&self, max_dir_subsets: usize) -> Vec<CrashState> {
-        self.crash_states_with(max_dir_subsets, false)
+        self.crash_states_for(&StateOptions::families(max_dir_subsets))
     }
 
-    /// [`DiskSnapshot::crash_states`], and with `reordered` family 4 too.
-    pub fn crash_states_with(&self, max_dir_subsets: usize, reordered: bool) -> Vec<CrashState> {
-        assert!(max_dir_subsets >= 1, "at least the strict subset");
+    /// Every crash state of this snapshot `options` asks for, in the order
+    /// of the module doc, each marked whether the profile allows it.
+    pub fn crash_states_for(&self, options: &StateOptions) -> Vec<CrashState> {
+        assert!(options.max_dir_subsets >= 1, "at least the strict subset");
         let changes = self.pending_dir_changes();
         let any_data = self.pending_data_ops() > 0;
         let mut states = Vec::new();
-        let subsets = dir_subsets(changes, max_dir_subsets);
+        let mut push = |dir_changes_kept: Vec<bool>, data: DataFate| {
+            states.push(CrashState { dir_changes_kept, data, allowed: true });
+        };
+        let subsets = dir_subsets(changes, options.max_dir_subsets);
         for kept in subsets.into_iter().filter(|kept| !self.dir_changes_in_order || self.prefix_per_dir(kept)) {
-            states.push(CrashState { dir_changes_kept: kept.clone(), data: DataFate::Strict });
+            push(kept.clone(), DataFate::Strict);
             if any_data {
-                states.push(CrashState { dir_changes_kept: kept, data: DataFate::AllSurvive });
+                push(kept, DataFate::AllSurvive);
             }
         }
         let ends = if changes == 0 { vec![Vec::new()] } else { vec![vec![false; changes], vec![true; changes]] };
-        for (id, file) in &self.files {
-            for fate in file_fates(*id, file, self.sector_bytes) {
-                for kept in &ends {
-                    states.push(CrashState { dir_changes_kept: kept.clone(), data: fate });
-                }
-            }
-        }
-        for fate in self.two_file_fates() {
+        let (one_file, grown) = self.one_file_fates();
+        let reorderings = if options.reordered { self.reordered_fates() } else { Vec::new() };
+        for fate in one_file.into_iter().chain(self.two_file_fates()).chain(reorderings).chain(grown) {
             for kept in &ends {
-                states.push(CrashState { dir_changes_kept: kept.clone(), data: fate });
+                push(kept.clone(), fate.clone());
             }
         }
-        let reorderings = if reordered { self.reordered_fates() } else { Vec::new() };
-        for fate in reorderings {
-            for kept in &ends {
-                states.push(CrashState { dir_changes_kept: kept.clone(), data: fate });
-            }
+        if self.is_complete_under(options) {
+            self.complete(&mut states, options.garbage);
         }
-        if self.set_len_journaled {
-            states.retain(|state| self.set_lens_in_order(state));
-        }
+        self.mark_allowed(&mut states);
         states
     }
 
@@ -210,7 +301,7 @@ impl DiskSnapshot {
         self.files.iter().all(|(id, file)| {
             file.pending.iter().enumerate().all(|(index, op)| {
                 let late = matches!(op, DataOp::SetLen { seq, .. } if *seq > first_lost_seq);
-                !(late && keeps_op(state.data, *id, index))
+                !(late && state.data.keeps_op(*id, index))
             })
         })
     }
@@ -218,7 +309,7 @@ impl DiskSnapshot {
     /// Whether `kept` (one flag per pending directory change, directories
     /// by path) keeps a prefix of each directory's changes: what a journal
     /// replaying in order can leave (`FsProfile::dir_changes_in_order`).
-    fn prefix_per_dir(&self, kept: &[bool]) -> bool {
+    pub(super) fn prefix_per_dir(&self, kept: &[bool]) -> bool {
         let mut at = 0;
         for dir in self.dirs.values() {
             let flags = &kept[at..at + dir.pending.len()];
@@ -229,6 +320,20 @@ impl DiskSnapshot {
         }
         assert_eq!(at, kept.len(), "one flag per pending directory change");
         true
+    }
+
+    /// Family 2 in order, and apart from it family 5 (a file grown with
+    /// none of its write: appended later, so it renumbers nothing).
+    fn one_file_fates(&self) -> (Vec<DataFate>, Vec<DataFate>) {
+        let (mut one_file, mut grown) = (Vec::new(), Vec::new());
+        for (id, file) in &self.files {
+            for cut in file_cuts(file, self.sector_bytes, true).into_iter().skip(1) {
+                let fate = DataFate::OneFile { inode: *id, whole_ops: cut.whole_ops, torn: cut.torn };
+                let unwritten = cut.torn.is_some_and(|torn| torn.unwritten);
+                if unwritten { &mut grown } else { &mut one_file }.push(fate);
+            }
+        }
+        (one_file, grown)
     }
 
     fn reordered_fates(&self) -> Vec<DataFate> {
@@ -270,44 +375,70 @@ impl DiskSnapshot {
     /// The disk `state` leaves: directories settled first (they decide
     /// which files survive at all), then each surviving file's bytes.
     pub fn image(&self, state: &CrashState) -> DiskImage {
-        assert_eq!(state.dir_changes_kept.len(), self.pending_dir_changes(), "a state of this snapshot");
-        let mut kept = state.dir_changes_kept.iter();
-        let mut dirs = BTreeMap::new();
-        for (path, dir) in &self.dirs {
-            let mut entries = dir.durable.clone();
-            for op in &dir.pending {
-                if *kept.next().expect("one flag per pending change") {
-                    // A change whose precondition no longer holds (a
-                    // rename of a file whose creation was lost) is skipped.
-                    op.apply(&mut entries);
-                }
-            }
-            dirs.insert(path.clone(), entries);
-        }
+        let (dirs, _) = self.settled_dirs(&state.dir_changes_kept);
         let mut files = BTreeMap::new();
         for id in dirs.values().flat_map(|entries| entries.values()) {
             if files.contains_key(id) {
                 continue;
             }
             let file = self.files.get(id).expect("a snapshot holds every inode an entry may name");
-            let all = file.pending.len();
-            let image_file = match state.data {
-                DataFate::AllSurvive => file_after(file, all, None, self.sector_bytes),
-                DataFate::OneFile { inode, whole_ops, torn } if inode == *id => {
-                    file_after(file, whole_ops, torn, self.sector_bytes)
-                }
-                DataFate::TwoFiles { first, second } => {
-                    let cut = [first, second].into_iter().find(|(inode, _)| inode == id);
-                    file_after(file, cut.map_or(0, |(_, whole_ops)| whole_ops), None, self.sector_bytes)
-                }
-                DataFate::Reordered { inode, op, alone } if inode == *id => reordered(file, op, alone),
-                DataFate::Strict | DataFate::OneFile { .. } | DataFate::Reordered { .. } => {
-                    file_after(file, 0, None, self.sector_bytes)
+            let image_file = match &state.data {
+                DataFate::Reordered { inode, op, alone } if inode == id => reordered(file, *op, *alone),
+                data => {
+                    let cut = data.cut_of(*id, file.pending.len());
+                    file_after(file, cut.whole_ops, cut.torn, self.sector_bytes)
                 }
             };
             files.insert(*id, image_file);
         }
         DiskImage { dirs, files, histories: BTreeMap::new() }
+    }
+
+    /// Each directory's entries when the pending changes `kept` flags (one
+    /// per change, directories by path) survive, in order — a change whose
+    /// precondition no longer holds (a rename of a file whose creation was
+    /// lost) is skipped — and every surviving rename that carries its
+    /// file's data with it (`DirOp::Rename::flushes`): (inode, operations).
+    pub(super) fn settled_dirs(&self, kept: &[bool]) -> (BTreeMap<PathBuf, Entries>, Vec<(InodeId, usize)>) {
+        assert_eq!(kept.len(), self.pending_dir_changes(), "a state of this snapshot");
+        let mut kept = kept.iter();
+        let mut dirs = BTreeMap::new();
+        let mut flushed = Vec::new();
+        for (path, dir) in &self.dirs {
+            let mut entries = dir.durable.clone();
+            for op in &dir.pending {
+                if *kept.next().expect("one flag per pending change") && op.apply(&mut entries) {
+                    if let DirOp::Rename { inode, flushes, .. } = op {
+                        if *flushes > 0 {
+                            flushed.push((*inode, *flushes));
+                        }
+                    }
+                }
+            }
+            dirs.insert(path.clone(), entries);
+        }
+        (dirs, flushed)
+    }
+
+    /// Mark every state the profile rules out (see the module doc): one
+    /// that applies a rename carrying its file's first `k` data operations
+    /// and does not keep them whole.
+    fn mark_allowed(&self, states: &mut [CrashState]) {
+        let carried = |dir: &super::snapshot::DirSnapshot| {
+            dir.pending.iter().any(|op| matches!(op, DirOp::Rename { flushes, .. } if *flushes > 0))
+        };
+        let carries = self.dirs.values().any(carried);
+        if !carries && !self.set_len_journaled {
+            return;
+        }
+        for state in states {
+            let keeps_carried = || {
+                let (_, flushed) = self.settled_dirs(&state.dir_changes_kept);
+                flushed.iter().all(|&(inode, ops)| state.data.keeps_first(inode, ops))
+            };
+            let set_lens_in_order = !self.set_len_journaled || self.set_lens_in_order(state);
+            state.allowed = (!carries || keeps_carried()) && set_lens_in_order;
+        }
     }
 
     /// A line for a person: which directory changes applied, which writes
@@ -338,12 +469,20 @@ impl DiskSnapshot {
             1 => ("the 1 unsynced data op".to_string(), "is", "survives"),
             count => (format!("all {count} unsynced data ops"), "are", "survive"),
         };
-        let data = match state.data {
+        let data = match &state.data {
             DataFate::Strict if self.pending_data_ops() == 0 => "no unsynced data".to_string(),
             DataFate::Strict => format!("{ops} {is} lost"),
             DataFate::AllSurvive => format!("{ops} {survive}"),
-            DataFate::OneFile { inode, whole_ops, torn } => self.describe_one_file(inode, whole_ops, torn),
+            DataFate::OneFile { inode, whole_ops, torn } => {
+                format!("{}; other files keep only synced data", self.describe_cut(*inode, *whole_ops, *torn))
+            }
+            DataFate::Cuts(cuts) => {
+                let each: Vec<String> =
+                    cuts.iter().map(|(inode, cut)| self.describe_cut(*inode, cut.whole_ops, cut.torn)).collect();
+                format!("{}; other files keep only synced data", each.join("; "))
+            }
             DataFate::Reordered { inode, op, alone } => {
+                let (inode, op, alone) = (*inode, *op, *alone);
                 let ops = self.files[&inode].pending.len();
                 let which = if alone { "only" } else { "all but" };
                 format!(
@@ -354,6 +493,7 @@ impl DiskSnapshot {
                 )
             }
             DataFate::TwoFiles { first, second } => {
+                let (first, second) = (*first, *second);
                 let cut = |(inode, whole_ops): (InodeId, usize)| {
                     let ops = self.files[&inode].pending.len();
                     format!("{}: the first {whole_ops} of its {ops} unsynced ops survive", self.name_of(inode))
@@ -362,10 +502,13 @@ impl DiskSnapshot {
             }
         };
         parts.push(data);
+        if !state.allowed {
+            parts.push("ruled out by the profile (a replacing rename's data goes with it: auto_da_alloc)".to_string());
+        }
         parts.join("; ")
     }
 
-    fn describe_one_file(&self, inode: InodeId, whole_ops: usize, torn: Option<Torn>) -> String {
+    fn describe_cut(&self, inode: InodeId, whole_ops: usize, torn: Option<Torn>) -> String {
         let file = &self.files[&inode];
         let mut text = format!(
             "{}: the first {whole_ops} of its {} unsynced ops survive",
@@ -378,7 +521,10 @@ impl DiskSnapshot {
             };
             let end_bytes = offset_bytes + data.len() as u64;
             text.push_str(&format!(", then op #{} (write {offset_bytes}..{end_bytes}) is torn: ", whole_ops + 1));
-            if torn.cut_bytes == *offset_bytes {
+            if torn.unwritten {
+                let cut = torn.cut_bytes;
+                text.push_str(&format!("the file is {cut} bytes long but none of the write reached it (zeros)"));
+            } else if torn.cut_bytes == *offset_bytes {
                 text.push_str("none of it survives");
             } else {
                 text.push_str(&format!("{offset_bytes}..{} survives", torn.cut_bytes));
@@ -388,7 +534,6 @@ impl DiskSnapshot {
                 text.push_str(&format!(", {}..{} holds garbage", garbage.start, garbage.end));
             }
         }
-        text.push_str("; other files keep only synced data");
         text
     }
 
@@ -412,17 +557,6 @@ impl DiskSnapshot {
             }
         }
         format!("inode {inode}")
-    }
-}
-
-/// Whether `fate` keeps pending operation `index` of file `id` whole.
-fn keeps_op(fate: DataFate, id: InodeId, index: usize) -> bool {
-    match fate {
-        DataFate::Strict => false,
-        DataFate::AllSurvive => true,
-        DataFate::OneFile { inode, whole_ops, .. } => inode == id && index < whole_ops,
-        DataFate::TwoFiles { first, second } => [first, second].iter().any(|&(inode, ops)| inode == id && index < ops),
-        DataFate::Reordered { inode, op, alone } => inode == id && (index == op) == alone,
     }
 }
 
@@ -486,29 +620,89 @@ fn whole_op_cuts(ops: usize) -> Vec<usize> {
     (1..=WHOLE_OP_CUTS).map(|i| (i * ops / WHOLE_OP_CUTS).max(1)).collect()
 }
 
-/// Family 2 for one file (see the module doc), in order: for each pending
-/// op, its torn variants (if a write), then it surviving whole.
-fn file_fates(inode: InodeId, file: &FileSnapshot, sector_bytes: u64) -> Vec<DataFate> {
-    let mut fates = Vec::new();
+/// Every cut of one file, in order: nothing kept, then for each pending
+/// op its torn variants (if a write; those holding garbage only with
+/// `garbage`), then it surviving whole. Without the first, family 2 (see
+/// the module doc, and family 5's grown files); all of them, the file's
+/// factor in family 6's product.
+pub(super) fn file_cuts(file: &FileSnapshot, sector_bytes: u64, garbage: bool) -> Vec<Cut> {
+    let mut cuts = vec![Cut { whole_ops: 0, torn: None }];
+    let mut len_bytes = file.durable.len() as u64;
     for (whole_ops, op) in file.pending.iter().enumerate() {
         if let DataOp::Write { offset_bytes, data } = op {
             let range = *offset_bytes..offset_bytes + data.len() as u64;
-            let cuts = inner_cuts(range.clone(), sector_bytes);
-            let cut_points: Vec<u64> = (0..cuts.count).map(|i| cuts.at(i)).collect();
+            let inner = inner_cuts(range.clone(), sector_bytes);
+            let cut_points: Vec<u64> = (0..inner.count).map(|i| inner.at(i)).collect();
+            let torn =
+                |cut_bytes, garbage, unwritten| Cut { whole_ops, torn: Some(Torn { cut_bytes, garbage, unwritten }) };
             for &cut_bytes in &cut_points {
-                let torn = Torn { cut_bytes, garbage: false };
-                fates.push(DataFate::OneFile { inode, whole_ops, torn: Some(torn) });
+                cuts.push(torn(cut_bytes, false, false));
             }
-            if !range.is_empty() {
-                for cut_bytes in std::iter::once(range.start).chain(cut_points) {
-                    let torn = Torn { cut_bytes, garbage: true };
-                    fates.push(DataFate::OneFile { inode, whole_ops, torn: Some(torn) });
+            if garbage && !range.is_empty() {
+                for cut_bytes in std::iter::once(range.start).chain(cut_points.iter().copied()) {
+                    cuts.push(torn(cut_bytes, true, false));
                 }
             }
+            // The length ahead of the data: past the old end only.
+            let grown = cut_points.iter().copied().chain(std::iter::once(range.end)).filter(|&cut| cut > len_bytes);
+            for cut_bytes in grown.filter(|&cut| cut > range.start) {
+                cuts.push(torn(cut_bytes, false, true));
+            }
         }
-        fates.push(DataFate::OneFile { inode, whole_ops: whole_ops + 1, torn: None });
+        len_bytes = op.len_after(len_bytes);
+        cuts.push(Cut { whole_ops: whole_ops + 1, torn: None });
     }
-    fates
+    cuts
+}
+
+impl DataFate {
+    /// What this fate keeps of file `inode` (with `ops` pending
+    /// operations), as a cut. Not for `Reordered`'s own file, which keeps
+    /// no prefix.
+    pub(super) fn cut_of(&self, inode: InodeId, ops: usize) -> Cut {
+        let none = Cut { whole_ops: 0, torn: None };
+        match self {
+            DataFate::Strict => none,
+            DataFate::AllSurvive => Cut { whole_ops: ops, torn: None },
+            DataFate::OneFile { inode: id, whole_ops, torn } if *id == inode => {
+                Cut { whole_ops: *whole_ops, torn: *torn }
+            }
+            DataFate::TwoFiles { first, second } => {
+                let cut = [*first, *second].into_iter().find(|(id, _)| *id == inode);
+                Cut { whole_ops: cut.map_or(0, |(_, whole_ops)| whole_ops), torn: None }
+            }
+            DataFate::Cuts(cuts) => cuts.iter().find(|(id, _)| *id == inode).map_or(none, |(_, cut)| *cut),
+            DataFate::Reordered { inode: id, .. } => {
+                assert!(*id != inode, "a reordered file keeps no prefix");
+                none
+            }
+            DataFate::OneFile { .. } => none,
+        }
+    }
+
+    /// Whether this fate keeps pending operation `index` of file `id`
+    /// whole.
+    pub(super) fn keeps_op(&self, id: InodeId, index: usize) -> bool {
+        match self {
+            DataFate::Reordered { inode, op, alone } if *inode == id => (index == *op) == *alone,
+            fate => fate.cut_of(id, usize::MAX).whole_ops > index,
+        }
+    }
+
+    /// Whether this fate keeps file `inode`'s first `ops` pending
+    /// operations whole.
+    pub(super) fn keeps_first(&self, inode: InodeId, ops: usize) -> bool {
+        match self {
+            DataFate::Reordered { inode: id, op, alone } if *id == inode => {
+                if *alone {
+                    ops == 0 || (ops == 1 && *op == 0)
+                } else {
+                    *op >= ops
+                }
+            }
+            fate => fate.cut_of(inode, usize::MAX).whole_ops >= ops,
+        }
+    }
 }
 
 /// The bytes of a write ending at `end_bytes`, cut at `cut_bytes`, that a
@@ -547,6 +741,12 @@ fn file_after(file: &FileSnapshot, whole_ops: usize, torn: Option<Torn>, sector_
             unreachable!("only a write is torn")
         };
         let end_bytes = offset_bytes + data.len() as u64;
+        if torn.unwritten {
+            assert!(*offset_bytes < torn.cut_bytes && torn.cut_bytes <= end_bytes, "a length the write reached");
+            assert!(bytes.len() < to_usize(torn.cut_bytes), "a length past the old end");
+            bytes.resize(to_usize(torn.cut_bytes), 0);
+            return ImageFile::new(bytes);
+        }
         assert!(*offset_bytes <= torn.cut_bytes && torn.cut_bytes < end_bytes, "a cut inside the write");
         let kept = to_usize(torn.cut_bytes - offset_bytes);
         if kept > 0 {

@@ -17,8 +17,11 @@ pub(super) enum DirOp {
     /// `name`, which referred to `inode`, is removed.
     Unlink { name: String, inode: InodeId, seq: u64 },
     /// `from`, which referred to `inode`, is now called `to`, replacing
-    /// whatever `to` was: one atomic step.
-    Rename { from: String, to: String, inode: InodeId, seq: u64 },
+    /// whatever `to` was: one atomic step. `flushes`: the file's first
+    /// that many pending data operations reach the disk before the rename
+    /// does, so a crash that keeps the rename keeps them (ext4's
+    /// `auto_da_alloc`, `FileSystem::rename`); 0 on every other profile.
+    Rename { from: String, to: String, inode: InodeId, seq: u64, flushes: usize },
 }
 
 impl DirOp {
@@ -108,8 +111,9 @@ impl Dir {
     /// (`FsProfile::set_len_journaled`): the pending changes made before
     /// it become durable, in order. They are a prefix: under a profile
     /// with that rule, changes leave the pending list only as a prefix
-    /// (`persist_prefix_naming`, a directory fsync), so it stays in the
-    /// order they were made. Whether anything changed.
+    /// (`persist_prefix_naming`, `persist_prefix_to_create`, a directory
+    /// fsync), so it stays in the order they were made. Whether anything
+    /// changed.
     pub fn persist_before(&mut self, seq: u64) -> bool {
         let before = self.pending.iter().take_while(|op| op.seq() < seq).count();
         debug_assert!(self.pending[before..].iter().all(|op| op.seq() > seq), "pending changes in the order made");
@@ -118,6 +122,22 @@ impl Dir {
             assert!(applied, "a prefix of pending ops applies in order");
         }
         before > 0
+    }
+
+    /// ext4's fdatasync of inode `id` (`FsyncNames::JournalPrefixToCreate`):
+    /// the pending changes up to and including `id`'s create (its `Link`)
+    /// become durable, in order; a later rename of it stays pending.
+    /// Whether anything changed.
+    pub fn persist_prefix_to_create(&mut self, id: InodeId) -> bool {
+        let created = |op: &DirOp| matches!(op, DirOp::Link { inode, .. } if *inode == id);
+        let Some(last) = self.pending.iter().rposition(created) else {
+            return false;
+        };
+        for op in self.pending.drain(..=last) {
+            let applied = op.apply(&mut self.durable);
+            assert!(applied, "a prefix of pending ops applies in order");
+        }
+        true
     }
 
     /// A log tree's fsync of inode `id` (`FsyncNames::OwnChanges`): the
@@ -168,9 +188,11 @@ mod tests {
     fn dir_ops_check_their_preconditions() {
         let mut map = entries(&[("a", 1)]);
         assert!(!DirOp::Unlink { name: "a".into(), inode: 2, seq: 0 }.apply(&mut map), "a names another inode");
-        assert!(!DirOp::Rename { from: "b".into(), to: "c".into(), inode: 1, seq: 0 }.apply(&mut map));
+        let rename =
+            |from: &str, to: &str| DirOp::Rename { from: from.into(), to: to.into(), inode: 1, seq: 0, flushes: 0 };
+        assert!(!rename("b", "c").apply(&mut map));
         assert_eq!(map, entries(&[("a", 1)]));
-        assert!(DirOp::Rename { from: "a".into(), to: "b".into(), inode: 1, seq: 0 }.apply(&mut map));
+        assert!(rename("a", "b").apply(&mut map));
         assert_eq!(map, entries(&[("b", 1)]));
         assert!(DirOp::Link { name: "b".into(), inode: 7, seq: 0 }.apply(&mut map), "a link replaces");
         assert!(DirOp::Unlink { name: "b".into(), inode: 7, seq: 0 }.apply(&mut map));

@@ -214,9 +214,23 @@ impl VfsFile for SimFile {
     }
 
     fn sync(&mut self) -> io::Result<()> {
+        self.sync_as(IoKind::Sync)
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.sync_as(IoKind::SyncData)
+    }
+}
+
+impl SimFile {
+    /// An fsync (`IoKind::Sync`) or an fdatasync (`IoKind::SyncData`): the
+    /// same faults and the same data made durable; of the file's names,
+    /// what the profile's rule for that kind says (`profile.rs`).
+    fn sync_as(&mut self, kind: IoKind) -> io::Result<()> {
+        debug_assert!(matches!(kind, IoKind::Sync | IoKind::SyncData));
         let mut disk = lock(&self.disk);
         disk.next_detail.inode = Some(self.inode);
-        disk.run(IoKind::Sync, self.name, 0, 0, |disk, index| {
+        disk.run(kind, self.name, 0, 0, |disk, index| {
             self.check_epoch(disk)?;
             if disk.shut_down && disk.faults.active() {
                 // A shut-down file system writes nothing back and leaves
@@ -238,7 +252,8 @@ impl VfsFile for SimFile {
             }
             let set_len_seq = disk.fs.newest_pending_set_len(self.inode);
             disk.fs.sync(self.inode);
-            let rule = disk.config.fs.fsync_names;
+            let profile = disk.config.fs;
+            let rule = if kind == IoKind::Sync { profile.fsync_names } else { profile.fdatasync_names };
             disk.fs.persist_names(self.inode, rule);
             // The journal commit that made the file's length durable made
             // every metadata change before it durable too.

@@ -123,13 +123,18 @@
 //! their sources in `FILESYSTEMS.md`) makes the disk keep what a real file
 //! system keeps beyond it, each rule where the disk's behaviour differs:
 //! a file's fsync also makes its own new name durable (ext4, XFS: every
-//! earlier change of its directory with it; btrfs: its own changes), a
-//! crash keeps a prefix of each directory's changes in every mode (ext4,
-//! XFS), and a failed `sync_dir` shuts the file system down — every later
-//! fsync (dropping the file's dirty data, as any failed fsync does) and
-//! `sync_dir` fails until the next power loss or restart (ext4, XFS,
-//! btrfs). Under `posix` no rule is consulted and nothing new is
-//! drawn, so its traces are what they were before profiles.
+//! earlier change of its directory with it; btrfs: its own changes), and
+//! its fdatasync ([`VfsFile::sync_data`]: data and length on every
+//! profile) as much of it as the profile's rule for fdatasync says (ext4:
+//! up to the file's create, not a later rename; XFS and btrfs: as fsync);
+//! a crash keeps a prefix of each directory's changes in every mode (ext4,
+//! XFS); a rename replacing a file carries the renamed file's delayed data
+//! with it (ext4's `auto_da_alloc`, `DirOp::Rename::flushes`); and a
+//! failed `sync_dir` shuts the file system down — every later fsync
+//! (writing nothing back, the dirty pages left readable) and `sync_dir`
+//! fails until the next power loss or restart, which is then a remount
+//! (ext4, XFS, btrfs). Under `posix` no rule is consulted and nothing new
+//! is drawn, so its traces are what they were before profiles.
 //!
 //! # Locks
 //! [`Vfs::lock`] is modelled (`lock.rs`): a conflicting lock on a directory
@@ -154,6 +159,7 @@
 
 mod config;
 mod crash;
+mod crash_product;
 mod crash_states;
 mod damage;
 mod data;
@@ -185,7 +191,8 @@ use engine::vfs::{Holders, LockGuard, LockMode, Mapping, OpenMode, Vfs, VfsFile}
 use engine::Phase;
 
 pub use config::{CrashMode, CrashOutcome, CrashPoint, Damage, DamageKind, DiskConfig, MAX_SECTOR_BYTES};
-pub use crash_states::{CrashState, ALL_DIR_SUBSETS_UP_TO, MAX_TWO_FILE_STATES, WHOLE_OP_CUTS};
+pub use crash_product::{Coverage, COUNT_SUBSETS_UP_TO};
+pub use crash_states::{CrashState, StateOptions, ALL_DIR_SUBSETS_UP_TO, MAX_TWO_FILE_STATES, WHOLE_OP_CUTS};
 pub use faults::ArmedFault;
 pub use hazards::{Hazard, HazardHow};
 pub use history::LostWrites;
@@ -498,7 +505,10 @@ impl Vfs for SimVfs {
         if disk.trace.keeps_all() {
             disk.next_detail.renamed_to = Some(to.to_string_lossy().into_owned());
         }
-        disk.run(IoKind::Rename, name, 0, 0, |disk, _| disk.fs.rename(from, to))
+        disk.run(IoKind::Rename, name, 0, 0, |disk, _| {
+            let auto_da_alloc = disk.config.fs.auto_da_alloc;
+            disk.fs.rename(from, to, auto_da_alloc)
+        })
     }
 
     fn unlink(&self, path: &Path) -> io::Result<()> {

@@ -17,14 +17,21 @@
 //! nothing draws a random number it did not draw before profiles existed —
 //! so every trace under `posix` is what it was.
 
-/// What a successful fsync of a file makes durable of the directory
-/// entries that name it (its data and length are durable on every
-/// profile: that is POSIX's fsync).
+/// What a successful fsync (or fdatasync) of a file makes durable of the
+/// directory entries that name it (its data and length are durable on
+/// every profile: that is POSIX's fsync, and fdatasync's too).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FsyncNames {
     /// Nothing: only a directory fsync makes a create or a rename durable
     /// (POSIX; what the disk did before profiles).
     Nothing,
+    /// ext4's fdatasync: the journal commits in order up to the
+    /// transaction that created the file (the create sets the inode's
+    /// datasync transaction, a rename does not): every pending change of a
+    /// directory, oldest first, up to and including the file's create
+    /// becomes durable. A later rename of it stays pending, and so does
+    /// everything after the create.
+    JournalPrefixToCreate,
     /// The journal commits in order up to the file's last metadata change:
     /// every pending change of a directory, oldest first, up to and
     /// including the last one that names the file (its create or a rename
@@ -52,6 +59,18 @@ pub struct FsProfile {
     pub title: &'static str,
     /// What a file's fsync persists of its own names.
     pub fsync_names: FsyncNames,
+    /// What a file's fdatasync (and a write through an `O_DSYNC`
+    /// descriptor) persists of its own names: its data and length, never
+    /// less, and of its names at most what its fsync does.
+    pub fdatasync_names: FsyncNames,
+    /// ext4's `auto_da_alloc`: a rename that replaces an existing file
+    /// first allocates the renamed file's delayed blocks, so under
+    /// `data=ordered` its data reaches the disk before the rename commits.
+    /// The disk keeps, with such a rename that survives a crash, the
+    /// renamed file's data written before it, where that is sure: the file
+    /// had nothing durable and only writes pending, no two in one 4 KiB
+    /// block (`state.rs`, `FileSystem::rename`).
+    pub auto_da_alloc: bool,
     /// A directory's pending changes survive a power loss as a prefix, in
     /// the order they were made, in every crash mode (a journal or a log
     /// replays in order); off, `reorder` keeps any subset.
@@ -70,9 +89,10 @@ pub struct FsProfile {
     /// A directory fsync that fails (the journal's commit failed) shuts the
     /// file system down: every later directory fsync fails with EIO,
     /// changing nothing, and every later file fsync fails with EIO and
-    /// discards the file's dirty data (reads see the durable image, as
-    /// after any failed fsync), until the next power loss or restart. Only
-    /// a drawn failure does: exploration's armed one shuts nothing down.
+    /// writes nothing back, leaving the file's dirty pages readable, until
+    /// the next power loss or restart (which is then a remount: what a
+    /// power loss keeps). Only a drawn failure does: exploration's armed
+    /// one shuts nothing down.
     pub failed_sync_dir_shuts_down: bool,
 }
 
@@ -82,19 +102,31 @@ impl FsProfile {
         name: "posix",
         title: "posix (the weakest POSIX allows)",
         fsync_names: FsyncNames::Nothing,
+        fdatasync_names: FsyncNames::Nothing,
+        auto_da_alloc: false,
         dir_changes_in_order: false,
         set_len_journaled: false,
         failed_sync_dir_shuts_down: false,
     };
 
-    /// ext4 mounted `data=ordered` (its default), with its journal.
+    /// ext4 mounted as `mount` mounts it: `data=ordered`, `auto_da_alloc`.
     pub const EXT4: FsProfile = FsProfile {
         name: "ext4",
-        title: "ext4 (data=ordered)",
+        title: "ext4 (data=ordered, auto_da_alloc)",
         fsync_names: FsyncNames::JournalPrefix,
+        fdatasync_names: FsyncNames::JournalPrefixToCreate,
+        auto_da_alloc: true,
         dir_changes_in_order: true,
         set_len_journaled: true,
         failed_sync_dir_shuts_down: true,
+    };
+
+    /// ext4 mounted `data=ordered,noauto_da_alloc`.
+    pub const EXT4_NOAUTO: FsProfile = FsProfile {
+        name: "ext4-noauto",
+        title: "ext4 (data=ordered, noauto_da_alloc)",
+        auto_da_alloc: false,
+        ..FsProfile::EXT4
     };
 
     /// XFS with its default (delayed) logging.
@@ -102,6 +134,9 @@ impl FsProfile {
         name: "xfs",
         title: "xfs (default mount)",
         fsync_names: FsyncNames::JournalPrefix,
+        // The rename logs the inode's core, which an fdatasync forces too.
+        fdatasync_names: FsyncNames::JournalPrefix,
+        auto_da_alloc: false,
         dir_changes_in_order: true,
         set_len_journaled: true,
         failed_sync_dir_shuts_down: true,
@@ -112,13 +147,17 @@ impl FsProfile {
         name: "btrfs",
         title: "btrfs (log tree)",
         fsync_names: FsyncNames::OwnChanges,
+        // btrfs_sync_file logs the same for fsync and fdatasync.
+        fdatasync_names: FsyncNames::OwnChanges,
+        auto_da_alloc: false,
         dir_changes_in_order: false,
         set_len_journaled: false,
         failed_sync_dir_shuts_down: true,
     };
 
     /// Every profile, the default first.
-    pub const ALL: [FsProfile; 4] = [FsProfile::POSIX, FsProfile::EXT4, FsProfile::XFS, FsProfile::BTRFS];
+    pub const ALL: [FsProfile; 5] =
+        [FsProfile::POSIX, FsProfile::EXT4, FsProfile::EXT4_NOAUTO, FsProfile::XFS, FsProfile::BTRFS];
 
     /// The profile called `name`, if any.
     pub fn parse(name: &str) -> Option<FsProfile> {
@@ -158,6 +197,7 @@ mod tests {
         }
         let posix = FsProfile::default();
         assert!(posix.is_posix() && posix.fsync_names == FsyncNames::Nothing);
+        assert!(posix.fdatasync_names == FsyncNames::Nothing && !posix.auto_da_alloc);
         assert!(!posix.dir_changes_in_order && !posix.set_len_journaled && !posix.failed_sync_dir_shuts_down);
         for profile in FsProfile::ALL {
             // `Dir::persist_before` relies on pending changes staying in
@@ -166,6 +206,27 @@ mod tests {
             assert!(!profile.set_len_journaled || ordered, "{}: set_len_journaled needs ordered names", profile.name);
         }
         let message = FsProfile::parse_or_list("zfs").unwrap_err();
-        assert!(message.contains("posix, ext4, xfs, btrfs"), "{message}");
+        assert!(message.contains("posix, ext4, ext4-noauto, xfs, btrfs"), "{message}");
+        let noauto = FsProfile::EXT4_NOAUTO;
+        assert!(
+            !noauto.auto_da_alloc
+                && FsProfile { name: "ext4", title: FsProfile::EXT4.title, auto_da_alloc: true, ..noauto }
+                    == FsProfile::EXT4
+        );
+    }
+
+    #[test]
+    fn no_profile_makes_an_fdatasync_persist_more_names_than_its_fsync() {
+        // An order on the rules by what they persist: Nothing persists
+        // nothing; JournalPrefixToCreate a prefix of what JournalPrefix does.
+        let at_most = |weaker: FsyncNames, stronger: FsyncNames| {
+            weaker == stronger
+                || weaker == FsyncNames::Nothing
+                || (weaker == FsyncNames::JournalPrefixToCreate && stronger == FsyncNames::JournalPrefix)
+        };
+        for profile in FsProfile::ALL {
+            assert!(at_most(profile.fdatasync_names, profile.fsync_names), "{}", profile.name);
+            assert!(!profile.auto_da_alloc || profile.name == "ext4", "{}: auto_da_alloc is ext4's", profile.name);
+        }
     }
 }

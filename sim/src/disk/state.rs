@@ -57,6 +57,9 @@ pub(super) struct FileSystem {
     /// profile rule `FsProfile::set_len_journaled`. Never reset, so a
     /// number is never reused.
     meta_seq: u64,
+    /// A rename carrying data (`DirOp::Rename::flushes`) was ever made:
+    /// only then do syncs look for one to forget.
+    flush_marks: bool,
 }
 
 fn not_found(path: &Path) -> io::Error {
@@ -440,6 +443,7 @@ impl FileSystem {
     /// The end of every fsync, once the pending ops are applied: the
     /// vouchers of the writes it made durable count from now on.
     pub fn finish_sync(&mut self, id: InodeId) {
+        self.forget_flushes(id);
         let inode = self.inode_mut(id);
         assert!(inode.pending.is_empty());
         assert_eq!(inode.durable.len(), inode.volatile.len());
@@ -452,6 +456,7 @@ impl FileSystem {
 
     /// A failed fsync: the dirty data is gone, reads see the durable image.
     pub fn drop_dirty(&mut self, id: InodeId) {
+        self.forget_flushes(id);
         let inode = self.inode_mut(id);
         let len_before = inode.volatile.len() as u64;
         inode.volatile.clone_from(&inode.durable);
@@ -469,7 +474,9 @@ impl FileSystem {
 
     /// Rename within one directory. Across directories the engine never
     /// renames, and the simulator refuses rather than model it loosely.
-    pub fn rename(&mut self, from: &Path, to: &Path) -> io::Result<()> {
+    /// With `auto_da_alloc` (ext4's), a rename that replaces a file carries
+    /// the renamed file's delayed data with it ([`FileSystem::delayed_ops`]).
+    pub fn rename(&mut self, from: &Path, to: &Path, auto_da_alloc: bool) -> io::Result<()> {
         let (from_dir, from_name) = split(from)?;
         let (to_dir, to_name) = split(to)?;
         let id = self.lookup(from)?;
@@ -494,13 +501,64 @@ impl FileSystem {
                 inode.whole_bytes = 0;
             }
         }
+        let replaces = self.dir(from_dir)?.volatile.contains_key(to_name);
+        let flushes = if auto_da_alloc && replaces { self.delayed_ops(id) } else { 0 };
+        self.flush_marks |= flushes > 0;
         let seq = self.next_meta_seq();
         let dir = self.dir_mut(from_dir)?;
         dir.volatile.remove(from_name);
         dir.volatile.insert(to_name.to_string(), id);
-        dir.pending.push(DirOp::Rename { from: from_name.to_string(), to: to_name.to_string(), inode: id, seq });
+        let (from, to) = (from_name.to_string(), to_name.to_string());
+        dir.pending.push(DirOp::Rename { from, to, inode: id, seq, flushes });
         self.version += 1;
         Ok(())
+    }
+
+    /// How many of `id`'s pending data operations ext4's `auto_da_alloc`
+    /// surely writes before a rename replacing a file with it commits
+    /// (`ext4_rename` allocates the file's delayed blocks first, and
+    /// `data=ordered` writes newly allocated blocks before the commit that
+    /// names them): all of them where the file has nothing durable and
+    /// only writes pending, no two in one 4 KiB block; else none. A block
+    /// written back between two writes to it would hold the first's bytes
+    /// only (no longer delayed, it is not ordered again), so the rule
+    /// claims nothing there.
+    fn delayed_ops(&self, id: InodeId) -> usize {
+        const BLOCK_BYTES: u64 = 4096;
+        let inode = self.inode(id);
+        if !inode.durable.is_empty() {
+            return 0;
+        }
+        let mut blocks = std::collections::BTreeSet::new();
+        for op in &inode.pending {
+            let DataOp::Write { offset_bytes, data } = op else { return 0 };
+            if data.is_empty() {
+                continue;
+            }
+            let last = (offset_bytes + data.len() as u64 - 1) / BLOCK_BYTES;
+            if !(offset_bytes / BLOCK_BYTES..=last).all(|block| blocks.insert(block)) {
+                return 0;
+            }
+        }
+        inode.pending.len()
+    }
+
+    /// `id`'s pending data left the list it was counted in (an fsync made
+    /// it durable, a failed one dropped it): no pending rename carries any
+    /// of it now.
+    pub fn forget_flushes(&mut self, id: InodeId) {
+        if !self.flush_marks {
+            return;
+        }
+        for dir in self.dirs.values_mut() {
+            for op in &mut dir.pending {
+                if let DirOp::Rename { inode, flushes, .. } = op {
+                    if *inode == id {
+                        *flushes = 0;
+                    }
+                }
+            }
+        }
     }
 
     pub fn unlink(&mut self, path: &Path) -> io::Result<()> {
@@ -546,6 +604,7 @@ impl FileSystem {
 
     /// Make `dir`'s pending entry changes durable, in order.
     pub fn sync_dir(&mut self, dir: &Path) -> io::Result<()> {
+        let carried = self.carried_data();
         let dir = self.dir_mut(dir)?;
         let changed = !dir.pending.is_empty();
         for op in &dir.pending {
@@ -557,29 +616,80 @@ impl FileSystem {
         if changed {
             self.version += 1;
         }
+        self.flush_carried(carried);
         self.collect_garbage();
         Ok(())
     }
 
-    /// A file fsync of `id` succeeded: make durable what `rule` says it
-    /// persists of the directory changes about the file (`profile.rs`).
+    /// Every pending rename that carries its file's data
+    /// (`DirOp::Rename::flushes`), to tell after a sync which of them it
+    /// made durable; none (and no cost) on a disk that never made one.
+    fn carried_data(&self) -> Vec<DirOp> {
+        if !self.flush_marks {
+            return Vec::new();
+        }
+        let carrying = |op: &&DirOp| matches!(op, DirOp::Rename { flushes, .. } if *flushes > 0);
+        self.dirs.values().flat_map(|dir| dir.pending.iter().filter(carrying).cloned()).collect()
+    }
+
+    /// Of `carried` (from [`FileSystem::carried_data`]), the renames no
+    /// longer pending were made durable: the journal commit that did so
+    /// wrote their files' carried data first (`data=ordered`), so it is
+    /// durable too.
+    fn flush_carried(&mut self, carried: Vec<DirOp>) {
+        for op in carried {
+            let DirOp::Rename { inode, flushes, .. } = &op else { continue };
+            if !self.dirs.values().any(|dir| dir.pending.contains(&op)) {
+                self.flush_first(*inode, *flushes);
+            }
+        }
+    }
+
+    /// Make `id`'s first `ops` pending data operations durable, as a
+    /// partial fsync. Where a silent fault rides on its pending writes the
+    /// disk does nothing (keeps less: weaker, allowed): their fates are
+    /// settled by a whole fsync or a crash only.
+    fn flush_first(&mut self, id: InodeId, ops: usize) {
+        let Some(inode) = self.inodes.get_mut(&id) else { return };
+        if ops == 0 || ops > inode.pending.len() || !inode.silent.is_idle() {
+            return;
+        }
+        for op in inode.pending.drain(..ops) {
+            if let Some(history) = &mut inode.history {
+                history.note(&inode.durable, &op);
+            }
+            op.apply(&mut inode.durable);
+        }
+        if let Some(history) = &mut inode.history {
+            history.end_flush();
+        }
+        self.forget_flushes(id);
+        self.version += 1;
+    }
+
+    /// A file fsync or fdatasync of `id` succeeded: make durable what `rule`
+    /// says it persists of the directory changes about the file
+    /// (`profile.rs`).
     /// Every directory keeps the invariant: what stays pending applies in
     /// order to the new durable entries and gives the volatile ones.
     pub fn persist_names(&mut self, id: InodeId, rule: FsyncNames) {
         if rule == FsyncNames::Nothing {
             return;
         }
+        let carried = self.carried_data();
         let mut changed = false;
         for dir in self.dirs.values_mut() {
             changed |= match rule {
                 FsyncNames::Nothing => false,
                 FsyncNames::JournalPrefix => dir.persist_prefix_naming(id),
+                FsyncNames::JournalPrefixToCreate => dir.persist_prefix_to_create(id),
                 FsyncNames::OwnChanges => dir.persist_own_changes(id),
             };
         }
         if changed {
             self.version += 1;
         }
+        self.flush_carried(carried);
     }
 
     /// The number of `id`'s newest pending `set_len`, if it has one: read

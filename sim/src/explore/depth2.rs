@@ -39,6 +39,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::coverage::IndexCoverage;
 use super::parallel::map_in_order;
 use super::plan::{runs, CheckAt, Plan, Run};
 use super::report::{self, Depth2Report, ExploreFailure};
@@ -193,17 +194,8 @@ impl<R: Send + Sync> Depth2<R> {
         options: &ExploreOptions,
     ) -> Result<(Vec<NewRecovery>, Vec<Check2>), String> {
         let enumerate_started = Instant::now();
-        let explored = |state: &CrashState| target.torn_garbage() || !state.has_garbage();
-        let mut batch_runs: Vec<(usize, Run)> = Vec::new();
-        for (batch_pos, recorded) in batch.recordings.iter().enumerate() {
-            let indices = super::plan::chosen_indices(
-                "--then-io",
-                "the recovery's",
-                options.then_io,
-                recorded.disk.io_indices(),
-            )?;
-            batch_runs.extend(runs(&recorded.disk, indices).into_iter().map(|run| (batch_pos, run)));
-        }
+        let explored = |state: &CrashState| state.explored(target.torn_garbage());
+        let batch_runs = Self::batch_runs(batch, options)?;
         // As in `plan.rs`: stop taking runs once finished ones (all
         // before the one being taken) hold enough states.
         let hashed = super::plan::hash_runs(
@@ -232,6 +224,8 @@ impl<R: Send + Sync> Depth2<R> {
             if let Some(state) = options.then_state {
                 self.report.counts.examined = Some(run.snapshot.describe(&states[state]));
             }
+            let coverage = run.snapshot.coverage(&options.states());
+            let points = options.then_state.is_none().then(|| run.snapshot.points_in(states, explored));
             for then_io in run.first_io_index..run.first_io_index + run.len {
                 if self.at_cap() {
                     break 'runs;
@@ -239,12 +233,21 @@ impl<R: Send + Sync> Depth2<R> {
                 self.report.counts.io_indices += 1;
                 let index = Self::index(target, batch, *batch_pos, then_io);
                 let states_here = chosen.clone().filter(|&state| explored(&states[state]));
+                let before = self.report.counts.states;
                 for state in states_here {
                     if self.at_cap() {
-                        break 'runs;
+                        break;
                     }
                     let state = (state, &states[state], hashes[state]);
                     self.enumerate_state(run, &index, state, &mut new_recoveries, &mut checks);
+                }
+                // One state asked for (a repro): no claim either way.
+                if let Some(points) = points {
+                    let enumerated = if self.at_cap() { self.report.counts.states - before } else { points };
+                    self.report.counts.coverage.add(IndexCoverage { io_index: then_io, coverage, enumerated });
+                }
+                if self.at_cap() {
+                    break 'runs;
                 }
             }
         }
@@ -252,6 +255,25 @@ impl<R: Send + Sync> Depth2<R> {
         self.report.counts.checks += checks.len() as u64;
         self.report.counts.phase_sec.enumerate += enumerate_started.elapsed().as_secs_f64();
         Ok((new_recoveries, checks))
+    }
+
+    /// Every run of every recording of the batch (or `--then-io`'s index
+    /// alone), with the recording's position.
+    fn batch_runs<T: Target<Recovered = R>>(
+        batch: &Batch<'_, T>,
+        options: &ExploreOptions,
+    ) -> Result<Vec<(usize, Run)>, String> {
+        let mut batch_runs = Vec::new();
+        for (batch_pos, recorded) in batch.recordings.iter().enumerate() {
+            let indices = super::plan::chosen_indices(
+                "--then-io",
+                "the recovery's",
+                options.then_io,
+                recorded.disk.io_indices(),
+            )?;
+            batch_runs.extend(runs(&recorded.disk, indices).into_iter().map(|run| (batch_pos, run)));
+        }
+        Ok(batch_runs)
     }
 
     /// Crash index `then_io` of the recording at `batch_pos`: inside the
@@ -358,10 +380,9 @@ fn failure<T: Target>(
 ) -> ExploreFailure {
     let recorded = &batch.recordings[check.batch_pos];
     let parent_snapshot = batch.recording.disk.before_io(check.parent_at.io_index).expect("a recorded index");
-    let parent_state =
-        &parent_snapshot.crash_states_with(options.max_dir_subsets, options.reordered)[check.parent_at.state];
+    let parent_state = &parent_snapshot.crash_states_for(&options.states())[check.parent_at.state];
     let snapshot = recorded.disk.before_io(check.then_io).expect("a recorded index");
-    let state = &snapshot.crash_states_with(options.max_dir_subsets, options.reordered)[check.then_state];
+    let state = &snapshot.crash_states_for(&options.states())[check.then_state];
     let crashed_in = &batch.recording.contexts[check.parent_at.context].what;
     let op = match check.context {
         ContextId::Recorded(_) => format!("{crashed_in}; then its recovery"),

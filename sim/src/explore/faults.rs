@@ -159,7 +159,7 @@ fn recovery_failure<T: Target>(
     (check, detail): (Check, String),
 ) -> ExploreFailure {
     let snapshot = recording.disk.before_io(at.io_index).expect("a recorded index");
-    let state = &snapshot.crash_states_with(options.max_dir_subsets, options.reordered)[at.state];
+    let state = &snapshot.crash_states_for(&options.states())[at.state];
     let (io, state_number) = (Some(at.io_index), Some(at.state));
     let repro = report::repro(target, seed, ops, options, io, state_number, None);
     ExploreFailure {

@@ -40,6 +40,12 @@ pub struct ExploreTotals {
     pub fault_runs: u64,
     /// Damaged durable images recovered (`--damage`).
     pub damage_recoveries: u64,
+    /// Crash indices explored at depth 1, and of those the ones sampled
+    /// (the model allowed more than `--complete-up-to` states there), over
+    /// every report (a report from before coverage counts none).
+    pub indices: u64,
+    /// See `indices`.
+    pub sampled_indices: u64,
     /// Failing states, summed.
     pub failures_total: u64,
     /// The first failure of each failing exploration.
@@ -80,6 +86,9 @@ impl ExploreTotals {
         self.depth2_states += number(report, &["depth2", "states"]);
         self.fault_runs += number(report, &["faults", "runs"]);
         self.damage_recoveries += number(report, &["damage", "recoveries"]);
+        let indices = number(report, &["coverage", "indices"]);
+        self.indices += indices;
+        self.sampled_indices += indices - number(report, &["coverage", "complete_indices"]).min(indices);
         let failures = number(report, &["failures_total"]);
         self.failures_total += failures;
         if let Some(first) = report.get("failures").and_then(Value::as_array).and_then(|f| f.first()) {
@@ -118,6 +127,18 @@ impl ExploreTotals {
         if let Some(fs) = self.fs.as_deref().filter(|fs| *fs != FsProfile::POSIX.name) {
             let _ = writeln!(out, "file-system profile: {fs}");
         }
+        match self.sampled_indices {
+            0 => {
+                let _ = writeln!(
+                    out,
+                    "complete: every crash state the model allows, at all {} crash indices",
+                    self.indices
+                );
+            }
+            sampled => {
+                let _ = writeln!(out, "SAMPLED at {sampled} of {} crash indices (--complete-up-to)", self.indices);
+            }
+        }
         if self.failures.is_empty() {
             out.push_str("no exploration failed\n");
         }
@@ -142,6 +163,8 @@ impl ExploreTotals {
             "depth2_states": self.depth2_states,
             "fault_runs": self.fault_runs,
             "damage_recoveries": self.damage_recoveries,
+            "indices": self.indices,
+            "sampled_indices": self.sampled_indices,
             "failures_total": self.failures_total,
             "failures": failures,
         });
@@ -160,7 +183,7 @@ mod tests {
     fn reports_add_up_whatever_the_order() {
         let clean = json!({"target": "segsim", "seed": 1, "states": 10, "distinct_states": 4, "recorded_ios": 9,
             "failures_total": 0, "failures": [], "depth2": {"states": 7}, "faults": {"runs": 3},
-            "damage": {"recoveries": 11}});
+            "damage": {"recoveries": 11}, "coverage": {"indices": 9, "complete_indices": 7}});
         let failed = json!({"target": "redb", "seed": 2, "states": 5, "distinct_states": 2, "recorded_ios": 3,
             "failures_total": 2, "failures": [{"check": "durability", "repro": "sim explore --target redb --seed 2"}]});
         assert!(is_explore_report(&clean) && !is_explore_report(&json!({"seeds": 3, "ops": 9})));
@@ -172,6 +195,8 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!((a.states, a.depth2_states, a.fault_runs, a.failures_total), (15, 7, 3, 2));
         assert_eq!(a.damage_recoveries, 11);
+        assert_eq!((a.indices, a.sampled_indices), (9, 2), "a report without coverage counts none");
+        assert!(a.to_text().contains("SAMPLED at 2 of 9 crash indices"), "{}", a.to_text());
         assert!(a.to_text().contains("EXPLORE FAILED: redb seed 2 check 'durability'"), "{}", a.to_text());
         assert!(ExploreTotals::default().add(&json!({"seed": 1})).unwrap_err().contains("target"));
     }

@@ -117,6 +117,7 @@
 //! one seed's, biased but not searched: a sequence neither the swarm nor
 //! the motifs draw is not explored.
 
+pub mod coverage;
 mod damage;
 mod depth2;
 mod faults;
@@ -203,6 +204,35 @@ pub struct ExploreOptions {
     /// Also enumerate one file's writes reordered (crash-state family 4);
     /// set from [`Target::explores_reorderings`], not a flag.
     pub reordered: bool,
+    /// Explore the states where a torn sector holds garbage; set from
+    /// [`Target::torn_garbage`], not a flag.
+    pub garbage: bool,
+    /// Enumerate every state the model allows at a crash index where it
+    /// allows at most this many (crash-state family 6); `u64::MAX`:
+    /// everywhere (`--exhaustive`).
+    pub complete_up_to: u64,
+}
+
+/// Crash states per crash index up to which the explorers enumerate the
+/// model's whole state set by default (`--complete-up-to`).
+pub const DEFAULT_COMPLETE_UP_TO: u64 = 1024;
+
+impl ExploreOptions {
+    /// These options with what `target` decides of them (family 4, torn
+    /// garbage) filled in: every enumeration of one exploration uses them.
+    pub fn for_target<T: Target>(&self, target: &T) -> ExploreOptions {
+        ExploreOptions { reordered: target.explores_reorderings(), garbage: target.torn_garbage(), ..self.clone() }
+    }
+
+    /// How to enumerate a snapshot's crash states.
+    pub fn states(&self) -> crate::disk::StateOptions {
+        crate::disk::StateOptions {
+            max_dir_subsets: self.max_dir_subsets,
+            reordered: self.reordered,
+            garbage: self.garbage,
+            complete_up_to: self.complete_up_to,
+        }
+    }
 }
 
 impl Default for ExploreOptions {
@@ -227,6 +257,8 @@ impl Default for ExploreOptions {
             max_damage_states: None,
             damage_site: None,
             reordered: false,
+            garbage: false,
+            complete_up_to: DEFAULT_COMPLETE_UP_TO,
         }
     }
 }
@@ -240,7 +272,7 @@ pub fn explore<T: Target>(target: &T, seed: u64, ops: u64, options: &ExploreOpti
         return Err(format!("--damage: the {} target does not describe its files' records", target.name()));
     }
     let workload = target.explore_workload(seed, ops);
-    let options = &ExploreOptions { reordered: target.explores_reorderings(), ..options.clone() };
+    let options = &options.for_target(target);
     explore_workload(target, seed, ops, &workload, options, started)
 }
 
@@ -256,6 +288,7 @@ fn explore_workload<T: Target>(
 ) -> Result<ExploreReport, String> {
     assert_checked(options);
     let mut report = ExploreReport::new(target, seed, ops);
+    report.complete_up_to = options.complete_up_to;
     let recording = target.record(seed, workload);
     report.recorded_ios = (recording.disk.snapshots.len() as u64).saturating_sub(1);
     report.counts.phase_sec.record = started.elapsed().as_secs_f64();
@@ -345,6 +378,7 @@ fn count_plan(counts: &mut report::Counts, plan: &plan::Plan) {
     counts.checks = plan.checks;
     counts.capped = plan.capped;
     counts.examined = plan.examined.clone();
+    counts.coverage = plan.coverage.clone();
 }
 
 /// What the workload reached of `declared`, and the warnings, into the
@@ -410,7 +444,7 @@ fn check_all<T: Target>(
             let context = &recording.contexts[at.context];
             let Err((check, detail)) = target.judge(&recovered, &context.context) else { continue };
             let snapshot = recording.disk.before_io(at.io_index).expect("a recorded index");
-            let state = &snapshot.crash_states_with(options.max_dir_subsets, options.reordered)[at.state];
+            let state = &snapshot.crash_states_for(&options.states())[at.state];
             failures.push(ExploreFailure {
                 io_index: Some(at.io_index),
                 state: Some(at.state),

@@ -14,6 +14,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use super::coverage::{CoverageTotals, IndexCoverage};
 use super::parallel::map_in_order;
 use super::ExploreOptions;
 use crate::disk::{CrashState, DiskRecording, DiskSnapshot};
@@ -43,7 +44,7 @@ pub(super) struct Recovery {
 }
 
 /// What to recover and check, and the counts for the report.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(super) struct Plan {
     /// In order of first occurrence.
     pub recoveries: Vec<Recovery>,
@@ -60,6 +61,8 @@ pub(super) struct Plan {
     pub capped: bool,
     /// With `only_state`: that state's description.
     pub examined: Option<String>,
+    /// Per crash index, the model's states and the enumerated ones.
+    pub coverage: CoverageTotals,
 }
 
 /// A run of consecutive crash indices that share one snapshot.
@@ -85,7 +88,7 @@ pub(super) fn runs(disk: &DiskRecording, indices: Range<u64>) -> Vec<Run> {
 
 /// The crash states of `run`'s snapshot and their images' hashes.
 pub(super) fn hash_states(run: &Run, options: &ExploreOptions) -> (Vec<CrashState>, Vec<u64>) {
-    let states = run.snapshot.crash_states_with(options.max_dir_subsets, options.reordered);
+    let states = run.snapshot.crash_states_for(&options.states());
     let hashes = states.iter().map(|state| run.snapshot.image(state).hash()).collect();
     (states, hashes)
 }
@@ -106,7 +109,7 @@ pub(super) fn plan<T: Target>(
     // States a target leaves out (torn sectors holding garbage, for one
     // that relies on atomic sector writes) keep their numbers: the
     // numbering is the disk's, whatever the target explores.
-    let explored = |state: &CrashState| target.torn_garbage() || !state.has_garbage();
+    let explored = |state: &CrashState| state.explored(target.torn_garbage());
 
     // Stop taking runs once the finished ones hold enough states: runs are
     // taken in order, so every run the merge needs was taken.
@@ -114,15 +117,7 @@ pub(super) fn plan<T: Target>(
     let progress = options.progress.then_some("enumerating crash states (snapshots)");
     let hashed = hash_runs(&runs, |run| run, options, progress, (0, cap), options.only_state.is_some(), &explored);
 
-    let mut plan = Plan {
-        recoveries: Vec::new(),
-        io_indices: 0,
-        states: 0,
-        states_at: BTreeMap::new(),
-        checks: 0,
-        capped: false,
-        examined: None,
-    };
+    let mut plan = Plan::default();
     let mut seen = Seen::default();
     'runs: for (run, hashed) in runs.iter().zip(&hashed) {
         if plan.states >= cap {
@@ -136,6 +131,8 @@ pub(super) fn plan<T: Target>(
         if let Some(state) = options.only_state {
             plan.examined = Some(run.snapshot.describe(&states[state]));
         }
+        let coverage = run.snapshot.coverage(&options.states());
+        let points = options.only_state.is_none().then(|| run.snapshot.points_in(states, explored));
         for io_index in run.first_io_index..run.first_io_index + run.len {
             let context = recording.context_at(io_index);
             let key = target.recovery_key(&recording.contexts[context].context);
@@ -144,17 +141,23 @@ pub(super) fn plan<T: Target>(
                 break 'runs;
             }
             plan.io_indices += 1;
+            let before = plan.states;
             for state in chosen.clone() {
                 if !explored(&states[state]) {
                     continue;
                 }
                 if plan.states >= cap {
                     plan.capped = true;
+                    plan.coverage.add(IndexCoverage { io_index, coverage, enumerated: plan.states - before });
                     break 'runs;
                 }
                 plan.states += 1;
                 *plan.states_at.entry(io_index).or_default() += 1;
                 seen.add(&mut plan, run, &states[state], hashes[state], key, CheckAt { context, io_index, state });
+            }
+            // One state asked for (a repro): no claim either way.
+            if let Some(enumerated) = points {
+                plan.coverage.add(IndexCoverage { io_index, coverage, enumerated });
             }
         }
     }

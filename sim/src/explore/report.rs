@@ -8,8 +8,9 @@
 
 use serde_json::{json, Value};
 
+use super::coverage::CoverageTotals;
 use super::reach::Reached;
-use super::{ExploreOptions, DEFAULT_MAX_DIR_SUBSETS};
+use super::{ExploreOptions, DEFAULT_COMPLETE_UP_TO, DEFAULT_MAX_DIR_SUBSETS};
 use crate::disk::ArmedFault;
 use crate::failure::Check;
 use crate::seam::Target;
@@ -108,6 +109,9 @@ pub struct Counts {
     /// With `--only-state` (depth 2: `--then-state`): the description of
     /// the one state examined.
     pub examined: Option<String>,
+    /// Per crash index, the model's states and the enumerated ones:
+    /// complete or sampled (`coverage.rs`).
+    pub coverage: CoverageTotals,
     /// Wall-clock seconds, all phases.
     pub elapsed_sec: f64,
     /// Per phase (depth 2's record phase records the recoveries).
@@ -146,6 +150,7 @@ impl Counts {
             "checks": self.checks,
             "capped": self.capped,
             "examined": self.examined,
+            "coverage": self.coverage.to_json(),
             "states_per_sec": self.states_per_sec(),
             "recoveries_per_sec": self.recoveries_per_sec(),
             "elapsed_sec": self.elapsed_sec,
@@ -317,6 +322,8 @@ pub struct ExploreReport {
     /// One line for each of them never reached (or reached with nothing
     /// to crash at), saying what to change; not failures.
     pub warnings: Vec<String>,
+    /// The `--complete-up-to` in force (`u64::MAX`: `--exhaustive`).
+    pub complete_up_to: u64,
 }
 
 /// The command that explores exactly `(io_index, state)` of `target`'s
@@ -331,9 +338,15 @@ pub(super) fn repro<T: Target>(
     then: Option<(u64, usize)>,
 ) -> String {
     let mut extra = String::new();
-    // The state numbering depends on the subset bound.
+    // The state numbering depends on the subset bound, and past families
+    // 1 to 4 on the completeness bound.
     if options.max_dir_subsets != DEFAULT_MAX_DIR_SUBSETS {
         extra.push_str(&format!(" --max-dir-subsets {}", options.max_dir_subsets));
+    }
+    match options.complete_up_to {
+        DEFAULT_COMPLETE_UP_TO => {}
+        u64::MAX => extra.push_str(" --exhaustive"),
+        bound => extra.push_str(&format!(" --complete-up-to {bound}")),
     }
     if let Some(io_index) = io_index {
         extra.push_str(&format!(" --only-io {io_index}"));
@@ -366,6 +379,7 @@ impl ExploreReport {
             damage: None,
             reached: Vec::new(),
             warnings: Vec::new(),
+            complete_up_to: super::DEFAULT_COMPLETE_UP_TO,
         }
     }
 
@@ -394,8 +408,13 @@ impl ExploreReport {
     pub fn to_text(&self) -> String {
         let facts: String = self.facts.iter().map(|(key, value)| format!(", {key} {value}")).collect();
         let mut out = format!(
-            "explore {}: seed {} ({} ops{facts}, {}-byte sectors): {} I/Os recorded\n",
-            self.target, self.seed, self.ops, self.sector_bytes, self.recorded_ios
+            "explore {}: seed {} ({} ops{facts}, {}-byte sectors): {} I/Os recorded; {}\n",
+            self.target,
+            self.seed,
+            self.ops,
+            self.sector_bytes,
+            self.recorded_ios,
+            self.coverage_words()
         );
         self.depths_text(&mut out);
         if let Some(faults) = &self.faults {
@@ -451,6 +470,24 @@ impl ExploreReport {
         }
     }
 
+    /// Complete or sampled, and how much, at depth 1 and depth 2 (the
+    /// first line's end).
+    fn coverage_words(&self) -> String {
+        let mut words = self.counts.coverage.line(self.complete_up_to);
+        if let Some(depth2) = self.depth2.as_ref().filter(|d| !d.counts.coverage.is_complete()) {
+            let c = &depth2.counts.coverage;
+            words.push_str(&format!(
+                "; depth 2 SAMPLED at {} of {} crash indices ({} of {}{} states there)",
+                c.indices - c.complete_indices,
+                c.indices,
+                c.sampled_enumerated,
+                if c.sampled_exact { "" } else { "at most " },
+                c.sampled_allowed
+            ));
+        }
+        words
+    }
+
     /// The counts of depth 1 and, if explored, depth 2.
     fn depths_text(&self, out: &mut String) {
         let c = &self.counts;
@@ -463,6 +500,7 @@ impl ExploreReport {
             if c.capped { " (capped by --max-states)" } else { "" }
         ));
         out.push_str(&c.rate_line("  "));
+        out.push_str(&c.coverage.sampled_text());
         if let Some(examined) = &c.examined {
             out.push_str(&format!("  state examined: {examined}\n"));
         }
@@ -498,6 +536,7 @@ impl ExploreReport {
             "failures_total": self.failures_total,
             "failures": failures,
             "depth": if self.depth2.is_some() { 2 } else { 1 },
+            "complete_up_to": self.complete_up_to,
         });
         for (key, field) in fields.as_object().expect("an object").clone() {
             value[key] = field;

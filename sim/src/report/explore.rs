@@ -30,7 +30,7 @@ pub fn write_explored<T: Target>(
     let label = |i: u64| usize::try_from(i).ok().and_then(|i| workload.get(i)).map(|op| op.to_string());
     let whole = Story::from_trace(trace, &label);
     let snapshot = recording.disk.before_io(io_index).ok_or(format!("no crash index {io_index} was recorded"))?;
-    let states = snapshot.crash_states_with(options.max_dir_subsets, target.explores_reorderings());
+    let states = snapshot.crash_states_for(&options.for_target(target).states());
     let crash_state = states.get(state).ok_or(format!("crash index {io_index} has no state {state}"))?;
     let picture = snapshot.picture(&snapshot.image(crash_state), io_index);
     let crash_slot = whole.marks.iter().find(|m| m.io_index == io_index).map_or(whole.slots, |m| m.slot);

@@ -124,7 +124,7 @@ fn io_mark(out: &mut String, mark: &IoMark) {
                 SLOT_PX - 2
             )
         }
-        IoKind::Sync | IoKind::SyncDir => {
+        IoKind::Sync | IoKind::SyncData | IoKind::SyncDir => {
             write!(
                 out,
                 r#"<rect class="io sync{err}" x="{}" y="{}" width="3" height="{}">{title}</rect>"#,

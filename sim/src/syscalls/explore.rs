@@ -42,7 +42,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::replay::{Replayed, ROOT};
-use crate::disk::{DiskImage, DiskSnapshot};
+use crate::disk::{Coverage, DiskImage, DiskSnapshot, StateOptions};
+use crate::explore::coverage::{CoverageTotals, IndexCoverage};
 
 /// How to explore (the command line's flags).
 #[derive(Clone, Debug)]
@@ -61,6 +62,21 @@ pub struct TraceExploreOptions {
     pub scratch: PathBuf,
     /// Also the states whose torn sector holds garbage.
     pub torn_garbage: bool,
+    /// Every state the model allows where it allows at most this many at
+    /// a crash index (`u64::MAX`: everywhere), as `sim explore`.
+    pub complete_up_to: u64,
+}
+
+impl TraceExploreOptions {
+    /// How to enumerate a snapshot's crash states.
+    pub fn states(&self) -> StateOptions {
+        StateOptions {
+            max_dir_subsets: self.max_dir_subsets,
+            reordered: false,
+            garbage: self.torn_garbage,
+            complete_up_to: self.complete_up_to,
+        }
+    }
 }
 
 /// The default scratch directory: `/dev/shm` (memory) when it is a
@@ -120,48 +136,80 @@ pub struct Explored {
     pub plan_seconds: f64,
     /// Wall time of the checker runs (all jobs together).
     pub check_seconds: f64,
+    /// Per crash index, the model's states and the enumerated ones.
+    pub coverage: CoverageTotals,
 }
 
 /// Enumerate, dedupe, then check every distinct state (see the module doc).
 pub fn explore(replayed: &Replayed, options: &TraceExploreOptions) -> Explored {
     let started = Instant::now();
-    let (distinct, states, crash_indices) = plan(replayed, options);
+    let planned = plan(replayed, options);
     let plan_seconds = started.elapsed().as_secs_f64();
     let started = Instant::now();
-    let verdicts = check_all(&distinct, options);
-    Explored { crash_indices, states, distinct, verdicts, plan_seconds, check_seconds: started.elapsed().as_secs_f64() }
+    let verdicts = check_all(&planned.distinct, options);
+    Explored {
+        crash_indices: planned.crash_indices,
+        states: planned.states,
+        distinct: planned.distinct,
+        verdicts,
+        plan_seconds,
+        check_seconds: started.elapsed().as_secs_f64(),
+        coverage: planned.coverage,
+    }
 }
 
-fn plan(replayed: &Replayed, options: &TraceExploreOptions) -> (Vec<Distinct>, usize, u64) {
+/// The last snapshot enumerated, its context (chunks printed), the
+/// distinct state each of its states came to, and its coverage.
+struct Previous<'a> {
+    snapshot: &'a Arc<DiskSnapshot>,
+    printed: usize,
+    targets: Vec<usize>,
+    coverage: Coverage,
+    enumerated: u64,
+}
+
+/// What the enumeration found, before any check.
+struct Planned {
+    distinct: Vec<Distinct>,
+    states: usize,
+    crash_indices: u64,
+    coverage: CoverageTotals,
+}
+
+fn plan(replayed: &Replayed, options: &TraceExploreOptions) -> Planned {
     let mut seen: BTreeMap<(u64, usize), usize> = BTreeMap::new();
-    let mut distinct: Vec<Distinct> = Vec::new();
-    let mut states = 0;
-    let mut crash_indices = 0;
-    // The last snapshot enumerated, its context, and the distinct state
-    // each of its states came to.
-    let mut previous: Option<(&Arc<DiskSnapshot>, usize, Vec<usize>)> = None;
+    let mut planned =
+        Planned { distinct: Vec::new(), states: 0, crash_indices: 0, coverage: CoverageTotals::default() };
+    let distinct = &mut planned.distinct;
+    let mut previous: Option<Previous<'_>> = None;
     for io_index in replayed.disk.io_indices() {
         if options.only.is_some_and(|(only, _)| only != io_index) {
             continue;
         }
-        crash_indices += 1;
+        planned.crash_indices += 1;
         let snapshot = replayed.disk.before_io(io_index).expect("an index of the recording");
         let printed = replayed.prints_before(io_index);
         // The same snapshot in the same context leaves the same states:
         // each is a duplicate of what it was, without building it again.
-        if let Some((last, last_printed, targets)) = &previous {
-            if Arc::ptr_eq(last, snapshot) && *last_printed == printed {
-                states += targets.len();
-                targets.iter().for_each(|&at| distinct[at].duplicates += 1);
-                continue;
+        if let Some(last) =
+            previous.as_ref().filter(|last| Arc::ptr_eq(last.snapshot, snapshot) && last.printed == printed)
+        {
+            planned.states += last.targets.len();
+            last.targets.iter().for_each(|&at| distinct[at].duplicates += 1);
+            if options.only.is_none() {
+                planned.coverage.add(IndexCoverage { io_index, coverage: last.coverage, enumerated: last.enumerated });
             }
+            continue;
         }
         let mut targets = Vec::new();
-        for (number, state) in snapshot.crash_states(options.max_dir_subsets).iter().enumerate() {
-            if options.only.is_some_and(|(_, only)| only != number) || (state.has_garbage() && !options.torn_garbage) {
+        let coverage = snapshot.coverage(&options.states());
+        let states = snapshot.crash_states_for(&options.states());
+        let points = options.only.is_none().then(|| snapshot.points_in(&states, |s| s.explored(options.torn_garbage)));
+        for (number, state) in states.iter().enumerate() {
+            if options.only.is_some_and(|(_, only)| only != number) || !state.explored(options.torn_garbage) {
                 continue;
             }
-            states += 1;
+            planned.states += 1;
             let image = snapshot.image(state);
             let key = (image.hash(), printed);
             let at = match seen.get(&key) {
@@ -186,9 +234,13 @@ fn plan(replayed: &Replayed, options: &TraceExploreOptions) -> (Vec<Distinct>, u
             };
             targets.push(at);
         }
-        previous = Some((snapshot, printed, targets));
+        // One state asked for (a repro): no claim either way.
+        if let Some(enumerated) = points {
+            planned.coverage.add(IndexCoverage { io_index, coverage, enumerated });
+        }
+        previous = Some(Previous { snapshot, printed, targets, coverage, enumerated: points.unwrap_or(0) });
     }
-    (distinct, states, crash_indices)
+    planned
 }
 
 fn check_all(distinct: &[Distinct], options: &TraceExploreOptions) -> Vec<Verdict> {
@@ -307,4 +359,64 @@ pub fn shell_floor_seconds(runs: u32) -> f64 {
         }
     }
     started.elapsed().as_secs_f64() / f64::from(runs.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::disk::FsProfile;
+    use crate::syscalls::recording::{Op, OpenFlags, Recording, RelPath, WriteAt};
+    use crate::syscalls::replay::replay;
+
+    fn rel(name: &str) -> RelPath {
+        RelPath(name.as_bytes().to_vec())
+    }
+
+    /// Five directory operations (three creates, two renames) over two
+    /// small files: 32 directory subsets, more than `--max-dir-subsets`'s
+    /// 16, so the families alone take a sample.
+    fn five_renames() -> Recording {
+        let create = OpenFlags { create: true, ..OpenFlags::default() };
+        let mut ops = Vec::new();
+        for (handle, name) in [(1, "a"), (2, "b"), (3, "c")] {
+            ops.push(Op::Open { handle, path: rel(name), flags: create });
+            ops.push(Op::Write { handle, at: WriteAt::Offset(0), bytes: name.as_bytes().to_vec() });
+            ops.push(Op::Close { handle });
+        }
+        ops.push(Op::Rename { from: rel("a"), to: rel("x") });
+        ops.push(Op::Rename { from: rel("b"), to: rel("c") });
+        ops.push(Op::Print { bytes: b"done\n".to_vec() });
+        Recording { root: b"/t".to_vec(), ops, ..Recording::default() }
+    }
+
+    fn explored(recording: &Recording, complete_up_to: u64) -> Explored {
+        let replayed = replay(recording, FsProfile::POSIX, 4096).expect("replays");
+        let scratch = tempfile::tempdir().expect("a scratch directory");
+        let options = TraceExploreOptions {
+            check: "true".to_string(),
+            jobs: 2,
+            max_dir_subsets: crate::explore::DEFAULT_MAX_DIR_SUBSETS,
+            timeout: Duration::from_secs(10),
+            only: None,
+            scratch: scratch.path().to_path_buf(),
+            torn_garbage: false,
+            complete_up_to,
+        };
+        explore(&replayed, &options)
+    }
+
+    #[test]
+    fn a_five_operation_rename_program_is_complete_by_default_and_the_sample_says_so() {
+        let recording = five_renames();
+        let default = explored(&recording, crate::explore::DEFAULT_COMPLETE_UP_TO);
+        let exhaustive = explored(&recording, u64::MAX);
+        let sample = explored(&recording, 0);
+        assert!(default.coverage.is_complete(), "{:?}", default.coverage);
+        assert!(default.coverage.line(1024).starts_with("complete: "));
+        assert_eq!(default.distinct.len(), exhaustive.distinct.len(), "complete is every state");
+        assert!(!sample.coverage.is_complete());
+        assert!(sample.coverage.line(0).starts_with("SAMPLED: "), "{}", sample.coverage.line(0));
+        assert!(sample.distinct.len() < default.distinct.len(), "the families alone miss some");
+        assert!(sample.coverage.sampled_enumerated < u64::try_from(sample.coverage.sampled_allowed).unwrap());
+    }
 }

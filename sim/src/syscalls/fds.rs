@@ -28,9 +28,20 @@ pub struct Description {
     /// `O_APPEND`: every write lands at the end.
     pub append: bool,
     /// `O_SYNC` or `O_DSYNC`: every write is durable when it returns.
-    pub sync: bool,
+    pub sync: SyncEachWrite,
     /// Descriptors naming it, over every table.
     pub descriptors: usize,
+}
+
+/// What a descriptor's open flags make of each write through it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncEachWrite {
+    /// Nothing: a write is durable at the next fsync.
+    No,
+    /// `O_DSYNC`: each write is followed by its `fdatasync`.
+    Data,
+    /// `O_SYNC`: each write is followed by its `fsync`.
+    Full,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -102,7 +113,8 @@ impl Processes {
     pub fn open(&mut self, pid: u32, fd: i64, path: RelPath, append: bool, cloexec: bool) -> u64 {
         self.next_handle += 1;
         let handle = self.next_handle;
-        self.descriptions.insert(handle, Description { path, offset: 0, append, sync: false, descriptors: 0 });
+        self.descriptions
+            .insert(handle, Description { path, offset: 0, append, sync: SyncEachWrite::No, descriptors: 0 });
         self.install(pid, fd, handle, cloexec);
         handle
     }

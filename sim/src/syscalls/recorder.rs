@@ -15,17 +15,19 @@
 //! `mmap`, asynchronous I/O anywhere in the run): a recording is never
 //! silently smaller than the run.
 //!
-//! A write through a descriptor opened with `O_SYNC` or `O_DSYNC` (`O_SYNC`
-//! includes `O_DSYNC`'s bit) is durable when it returns: it is recorded
-//! followed by an `fsync` of its handle, as if the program had called
-//! `fdatasync`. `rmdir` of a directory is kept (`replay.rs` checks it is
-//! empty then). A thread (`CLONE_THREAD`) or a child cloned with
+//! A write through a descriptor opened with `O_DSYNC` is durable when it
+//! returns, as its data: it is recorded followed by an `fdatasync` of its
+//! handle (what `open(2)` says it is); with `O_SYNC` (which includes
+//! `O_DSYNC`'s bit) by an `fsync`. `fsync` and `fdatasync` are recorded
+//! each as itself: a file system may persist less after the second
+//! (FILESYSTEMS.md). `rmdir` of a directory is kept (`replay.rs` checks it
+//! is empty then). A thread (`CLONE_THREAD`) or a child cloned with
 //! `CLONE_FILES` shares its parent's descriptor table; any other child
 //! gets a copy.
 
 use std::collections::BTreeSet;
 
-use super::fds::Processes;
+use super::fds::{Processes, SyncEachWrite};
 use super::paths::{resolve, strip_deleted, under};
 use super::recording::{Op, OpenFlags, RelPath, WriteAt};
 use super::strace::{clone_flags, iovec_bytes, number_and_path, parse_flags, string_arg, struct_field, Call, Ret};
@@ -39,6 +41,8 @@ const O_CLOEXEC: u64 = 0o2000000;
 const O_PATH: u64 = 0o10000000;
 const O_TMPFILE_BIT: u64 = 0o20000000;
 const O_DSYNC: u64 = 0o10000;
+/// `O_SYNC` is `__O_SYNC | O_DSYNC`.
+const O_SYNC_BIT: u64 = 0o4000000;
 const CLONE_FILES: u64 = 0x400;
 const CLONE_THREAD: u64 = 0x10000;
 const AT_REMOVEDIR: u64 = 0x200;
@@ -293,7 +297,11 @@ impl Recorder {
             dir,
         };
         let handle = self.processes.open(call.pid, fd, rel.clone(), append, flags & O_CLOEXEC != 0);
-        self.processes.description_mut(handle).sync = flags & O_DSYNC != 0 && !dir;
+        self.processes.description_mut(handle).sync = match (flags & O_DSYNC != 0 && !dir, flags & O_SYNC_BIT != 0) {
+            (false, _) => SyncEachWrite::No,
+            (true, false) => SyncEachWrite::Data,
+            (true, true) => SyncEachWrite::Full,
+        };
         self.ops.push(Op::Open { handle, path: rel, flags: open_flags });
         Ok(())
     }
@@ -334,8 +342,10 @@ impl Recorder {
             }
         };
         self.ops.push(Op::Write { handle, at, bytes });
-        if sync {
-            self.ops.push(Op::Fsync { handle });
+        match sync {
+            SyncEachWrite::No => {}
+            SyncEachWrite::Data => self.ops.push(Op::Fdatasync { handle }),
+            SyncEachWrite::Full => self.ops.push(Op::Fsync { handle }),
         }
         Ok(())
     }
@@ -366,6 +376,7 @@ impl Recorder {
                 Op::Fallocate { handle, mode: mode as u64, offset: offset as u64, len: len as u64 }
             }
             "sync_file_range" => Op::RangeSync { handle },
+            "fdatasync" => Op::Fdatasync { handle },
             _ => Op::Fsync { handle },
         };
         self.ops.push(op);

@@ -12,7 +12,7 @@
 //! One line per item, fields split by single spaces:
 //!
 //! ```text
-//! segsim-syscalls 1
+//! segsim-syscalls 2
 //! root /tmp/db
 //! dir sub
 //! file data.db 68656c6c6f
@@ -22,6 +22,7 @@
 //! truncate 1 3
 //! fallocate 1 0 0 4096
 //! fsync 1
+//! fdatasync 1
 //! rangesync 1
 //! syncfs
 //! rename a.tmp a
@@ -44,8 +45,11 @@ use std::path::PathBuf;
 
 /// The first line's word, and the version this build writes and reads.
 pub const MAGIC: &str = "segsim-syscalls";
-/// The format version (see the module doc).
-pub const VERSION: u32 = 1;
+/// The format version (see the module doc). Version 1 recorded every
+/// `fdatasync` (and every write through an `O_DSYNC` descriptor) as an
+/// `fsync`, which is more than some file systems do: it is refused, to be
+/// recorded again.
+pub const VERSION: u32 = 2;
 
 /// A path below the recording's root, as bytes (`.` is the root).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -131,8 +135,16 @@ pub enum Op {
         /// The range's length.
         len: u64,
     },
-    /// `fsync` or `fdatasync` of a handle (a directory's: its entries).
+    /// `fsync` of a handle (a directory's: its entries), or the `fsync`
+    /// after a write through an `O_SYNC` descriptor.
     Fsync {
+        /// The handle.
+        handle: u64,
+    },
+    /// `fdatasync` of a handle, or the one after a write through an
+    /// `O_DSYNC` descriptor: the file's data and length, and of its names
+    /// what the profile says (a directory's: its entries, as `fsync`).
+    Fdatasync {
         /// The handle.
         handle: u64,
     },
@@ -266,6 +278,7 @@ impl Op {
             Op::Truncate { handle, len } => format!("truncate {handle} {len}"),
             Op::Fallocate { handle, mode, offset, len } => format!("fallocate {handle} {mode} {offset} {len}"),
             Op::Fsync { handle } => format!("fsync {handle}"),
+            Op::Fdatasync { handle } => format!("fdatasync {handle}"),
             Op::RangeSync { handle } => format!("rangesync {handle}"),
             Op::SyncAll => "syncfs".to_string(),
             Op::Rename { from, to } => format!("rename {} {}", escape_path(&from.0), escape_path(&to.0)),
@@ -322,6 +335,11 @@ impl Recording {
         header.expect_len(2)?;
         if header.word(0) != MAGIC {
             return Err(header.error(1, format!("expected {MAGIC:?}: not a segsim syscall recording")));
+        }
+        if header.word(1) == "1" {
+            let why = "version 1 recorded every fdatasync and O_DSYNC write as an fsync (more than ext4 persists): \
+                       record the program again";
+            return Err(header.error(2, why.into()));
         }
         if header.word(1) != VERSION.to_string() {
             return Err(
@@ -398,6 +416,7 @@ fn read_op(fields: &Fields<'_>) -> Result<Op, FormatError> {
             Op::Fallocate { handle, mode, offset: fields.number(3)?, len: fields.number(4)? }
         }
         "fsync" => fields.expect_len(2).and_then(|_| Ok(Op::Fsync { handle: fields.number(1)? }))?,
+        "fdatasync" => fields.expect_len(2).and_then(|_| Ok(Op::Fdatasync { handle: fields.number(1)? }))?,
         "rangesync" => fields.expect_len(2).and_then(|_| Ok(Op::RangeSync { handle: fields.number(1)? }))?,
         "syncfs" => fields.expect_len(1).map(|_| Op::SyncAll)?,
         "rename" => {
@@ -540,6 +559,7 @@ mod tests {
             (any::<u64>(), any::<u64>()).prop_map(|(handle, len)| Op::Truncate { handle, len }),
             any::<[u64; 4]>().prop_map(|[handle, mode, offset, len]| Op::Fallocate { handle, mode, offset, len }),
             any::<u64>().prop_map(|handle| Op::Fsync { handle }),
+            any::<u64>().prop_map(|handle| Op::Fdatasync { handle }),
             any::<u64>().prop_map(|handle| Op::RangeSync { handle }),
             Just(Op::SyncAll),
             (path(), path()).prop_map(|(from, to)| Op::Rename { from, to }),
@@ -579,17 +599,19 @@ mod tests {
     fn refusals_name_their_line_and_field() {
         assert_eq!(refusal("hello 1\nend\n").field, 1);
         assert_eq!(refusal("segsim-syscalls 9\nend\n").field, 2);
-        let cut = refusal("segsim-syscalls 1\nroot /x\nfsync 1\n");
+        let cut = refusal("segsim-syscalls 2\nroot /x\nfsync 1\n");
         assert!(cut.reason.contains("cut short"), "{cut}");
-        let bad_hex = refusal("segsim-syscalls 1\nwrite 1 0 6g\nend\n");
+        let bad_hex = refusal("segsim-syscalls 2\nwrite 1 0 6g\nend\n");
         assert_eq!((bad_hex.line, bad_hex.field), (2, 4), "{bad_hex}");
-        let bad_number = refusal("segsim-syscalls 1\nfsync 01\nend\n");
+        let bad_number = refusal("segsim-syscalls 2\nfsync 01\nend\n");
         assert_eq!((bad_number.line, bad_number.field), (2, 2), "{bad_number}");
-        let unknown = refusal("segsim-syscalls 1\nchmod x\nend\n");
+        let unknown = refusal("segsim-syscalls 2\nchmod x\nend\n");
         assert!(unknown.reason.contains("chmod"), "{unknown}");
-        let arity = refusal("segsim-syscalls 1\nrename a\nend\n");
+        let arity = refusal("segsim-syscalls 2\nrename a\nend\n");
         assert!(arity.reason.contains("too few"), "{arity}");
-        let after = refusal("segsim-syscalls 1\nend\nfsync 1\n");
+        let after = refusal("segsim-syscalls 2\nend\nfsync 1\n");
         assert_eq!(after.line, 3);
+        let old = refusal("segsim-syscalls 1\nend\n");
+        assert!(old.field == 2 && old.reason.contains("record the program again"), "{old}");
     }
 }

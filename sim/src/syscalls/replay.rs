@@ -9,8 +9,8 @@
 //! for its fsync), a write `write_at` (at the file's length for
 //! `O_APPEND`), `ftruncate` `set_len`, `fallocate` without flags a
 //! `set_len` that only grows (with `FALLOC_FL_KEEP_SIZE` nothing a read
-//! sees changes; any other mode is refused), `fsync`/`fdatasync` `sync`
-//! (`sync_dir` for a directory's handle), `sync_file_range` nothing (it
+//! sees changes; any other mode is refused), `fsync` `sync` and
+//! `fdatasync` `sync_data` (`sync_dir` for a directory's handle, either), `sync_file_range` nothing (it
 //! promises nothing durable), `sync`/`syncfs` every file and directory
 //! synced, rename, unlink and `mkdir` theirs. The disk's own limits hold:
 //! a rename across directories is refused, and a directory is durable as
@@ -222,17 +222,8 @@ impl Replayer {
                 self.changed(inode, io_index);
             }
             Op::Fallocate { handle, mode, offset, len } => self.fallocate(*handle, *mode, *offset, *len)?,
-            Op::Fsync { handle } => {
-                let io_index = self.vfs.io_count();
-                match self.handles.get_mut(handle) {
-                    Some(Handle::Dir(dir)) => io(self.vfs.sync_dir(dir))?,
-                    _ => {
-                        let (file, inode) = self.file(*handle)?;
-                        io(file.sync())?;
-                        self.syncs.push((Some(inode), io_index));
-                    }
-                }
-            }
+            Op::Fsync { handle } => self.fsync(*handle, false)?,
+            Op::Fdatasync { handle } => self.fsync(*handle, true)?,
             Op::RangeSync { .. } | Op::Print { .. } => {}
             Op::SyncAll => self.sync_all()?,
             Op::Rename { from, to } => io(self.vfs.rename(&path(from), &path(to)))?,
@@ -246,6 +237,22 @@ impl Replayer {
                 self.handles.remove(handle);
             }
         }
+        Ok(())
+    }
+
+    /// `fsync` (`data_only`: `fdatasync`) of a handle: a directory's makes
+    /// its entries durable whichever it is (ext4 and XFS sync a directory
+    /// the same way for both; the disk's `sync_dir`), a file's is the
+    /// disk's `sync` or `sync_data`.
+    fn fsync(&mut self, handle: u64, data_only: bool) -> Result<(), String> {
+        let io_index = self.vfs.io_count();
+        if let Some(Handle::Dir(dir)) = self.handles.get(&handle) {
+            let dir = dir.clone();
+            return io(self.vfs.sync_dir(&dir));
+        }
+        let (file, inode) = self.file(handle)?;
+        io(if data_only { file.sync_data() } else { file.sync() })?;
+        self.syncs.push((Some(inode), io_index));
         Ok(())
     }
 

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::explore::{Distinct, Explored, Verdict};
 use super::recording::{Op, Recording};
 use super::replay::{Replayed, ROOT};
+use crate::explore::DEFAULT_COMPLETE_UP_TO;
 
 /// The run's facts the report names beside the results.
 #[derive(Debug)]
@@ -33,6 +34,8 @@ pub struct Context<'a> {
     pub sector_bytes: u64,
     /// Whether states with a torn sector holding garbage were explored.
     pub torn_garbage: bool,
+    /// `--complete-up-to` (`u64::MAX`: `--exhaustive`).
+    pub complete_up_to: u64,
 }
 
 fn failing(explored: &Explored) -> impl Iterator<Item = (&Distinct, &Verdict)> {
@@ -84,8 +87,14 @@ fn repro(context: &Context<'_>, state: &Distinct) -> String {
         DEFAULT_SECTOR_BYTES => String::new(),
         bytes => format!(" --sector-bytes {bytes}"),
     };
+    // Past families 1 to 4, a state's number depends on the bound.
+    let complete = match context.complete_up_to {
+        DEFAULT_COMPLETE_UP_TO => String::new(),
+        u64::MAX => " --exhaustive".to_string(),
+        bound => format!(" --complete-up-to {bound}"),
+    };
     format!(
-        "sim trace explore {} --check '{}' --fs {}{sector}{} --only-io {} --only-state {}",
+        "sim trace explore {} --check '{}' --fs {}{sector}{}{complete} --only-io {} --only-state {}",
         context.file,
         context.check.replace('\'', "'\\''"),
         context.profile,
@@ -117,13 +126,14 @@ fn files_text(state: &Distinct) -> String {
 pub fn text(context: &Context<'_>, explored: &Explored) -> String {
     let failures = failing(explored).count();
     let mut out = format!(
-        "trace explore {} under {}{} ({} recorded operations)\n  crash indices {}, crash states {}, distinct {} \
+        "trace explore {} under {}{} ({} recorded operations): {}\n  crash indices {}, crash states {}, distinct {} \
          (each checked once), failing {}\n  plan {:.2} s; checks {:.2} s over {} jobs: {:.1} states/s; checker \
          mean {:.1} ms, process-start floor (sh -c :) {:.1} ms; states written in {}\n",
         context.file,
         context.profile,
         if context.torn_garbage { ", torn sectors may hold garbage" } else { "" },
         context.recording.ops.len(),
+        explored.coverage.line(context.complete_up_to),
         explored.crash_indices,
         explored.states,
         explored.distinct.len(),
@@ -136,6 +146,7 @@ pub fn text(context: &Context<'_>, explored: &Explored) -> String {
         context.floor_seconds * 1e3,
         context.scratch,
     );
+    out.push_str(&explored.coverage.sampled_text());
     if failures > 1 && failures == explored.distinct.len() {
         // Every state failing usually means the checker itself is broken
         // (a wrong path, a missing tool): say so before the list.
@@ -199,6 +210,8 @@ pub fn json(context: &Context<'_>, explored: &Explored) -> Value {
         "scratch": context.scratch,
         "sector_bytes": context.sector_bytes,
         "torn_garbage": context.torn_garbage,
+        "complete_up_to": context.complete_up_to,
+        "coverage": explored.coverage.to_json(),
         "failures": failures,
     })
 }

@@ -58,13 +58,17 @@ pub enum IoKind {
     Map,
     /// Whether a name exists, asked.
     Exists,
+    /// A file's data sync (`fdatasync`): its pending data and length made
+    /// durable, and of its names what the profile says (last, so every
+    /// earlier kind keeps the code the trace hash folds).
+    SyncData,
 }
 
 impl IoKind {
-    /// Whether it is neither a read, a write, an fsync nor a map: the
-    /// operations [`FaultKind::MetaEio`] fails, changing nothing.
+    /// Whether it is neither a read, a write, an fsync (of either kind) nor
+    /// a map: the operations [`FaultKind::MetaEio`] fails, changing nothing.
     pub fn is_metadata(self) -> bool {
-        !matches!(self, IoKind::Read | IoKind::Write | IoKind::Sync | IoKind::Map)
+        !matches!(self, IoKind::Read | IoKind::Write | IoKind::Sync | IoKind::SyncData | IoKind::Map)
     }
 }
 

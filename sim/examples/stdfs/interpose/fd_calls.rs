@@ -201,7 +201,7 @@ pub unsafe extern "C" fn fsync(fd: c_int) -> c_int {
         // SAFETY: the caller's argument, passed on.
         return unsafe { real::fsync(fd) };
     }
-    served(-1, || serve_fd::sync(fd).map(|()| 0))
+    served(-1, || serve_fd::sync(fd, false).map(|()| 0))
 }
 
 #[no_mangle]
@@ -210,7 +210,7 @@ pub unsafe extern "C" fn fdatasync(fd: c_int) -> c_int {
         // SAFETY: the caller's argument, passed on.
         return unsafe { real::fdatasync(fd) };
     }
-    served(-1, || serve_fd::sync(fd).map(|()| 0))
+    served(-1, || serve_fd::sync(fd, true).map(|()| 0))
 }
 
 #[no_mangle]

@@ -63,8 +63,9 @@ fn every_write_boundary_every_sector_cut_and_a_garbage_sector() {
     let snapshot = vfs.snapshot();
     let states = snapshot.crash_states(16);
     // Strict, all surviving, then for the write: 2 clean cuts, 3 garbage
-    // variants (at its start and at each cut); it whole; the set_len whole.
-    assert_eq!(states.len(), 2 + 2 + 3 + 1 + 1);
+    // variants (at its start and at each cut); it whole; the set_len whole;
+    // then (family 5) the file grown to 512, 1024 and 1100 with none of it.
+    assert_eq!(states.len(), 2 + 2 + 3 + 1 + 1 + 3);
     let files: Vec<Vec<u8>> = states.iter().map(|s| file_of(&snapshot.image(s), "f").unwrap().to_vec()).collect();
     let mut written = vec![7; 100];
     written.extend(pattern(3, 1000));
@@ -83,6 +84,13 @@ fn every_write_boundary_every_sector_cut_and_a_garbage_sector() {
     assert_eq!(files[6].len(), 1100, "the last sector's garbage ends where the write did");
     assert_eq!(files[7], written);
     assert_eq!(files[8], files[1]);
+    for (grown, len) in files[9..].iter().zip([512, 1024, 1100]) {
+        let mut zeros = vec![7; 100];
+        zeros.resize(len, 0);
+        assert_eq!(grown, &zeros, "the length went ahead of the data: zeros past the old end");
+    }
+    let grown = snapshot.describe(&states[10]);
+    assert!(grown.contains("is 1024 bytes long but none of the write reached it"), "{grown}");
     let torn = snapshot.describe(&states[5]);
     assert!(torn.contains("f: the first 0 of its 2 unsynced ops survive"), "{torn}");
     assert!(torn.contains("torn: 100..512 survives, 512..1024 holds garbage"), "{torn}");
@@ -233,7 +241,9 @@ fn two_files_are_cut_together_at_whole_operations() {
     let two: Vec<_> = states.iter().filter(|s| s.cuts_two_files()).collect();
     // a after 1 op with b after 1; a after 2 with b after 1 is everything.
     assert_eq!(two.len(), 1);
-    assert!(states.iter().position(|s| s.cuts_two_files()).unwrap() == states.len() - 1, "appended last");
+    // After families 1 and 2, before family 5's three grown files (each
+    // write grew its file).
+    assert!(states.iter().position(|s| s.cuts_two_files()).unwrap() == states.len() - 4, "after families 1, 2");
     let image = snapshot.image(two[0]);
     let mut a_after_one = vec![1; 10];
     a_after_one.extend([3; 5]);

@@ -5,13 +5,15 @@
 //! are exact and deterministic (`points.rs`), the engine survives on it
 //! (`store.rs`), a store directory has one owner while it lives and none
 //! after a crash (`lock.rs`), each file-system profile's rules hold where
-//! it has them and nowhere else (`profiles.rs`), snapshots enumerate exactly
+//! it has them and nowhere else (`profiles.rs`; fdatasync and ext4's
+//! `auto_da_alloc`, `datasync.rs`), snapshots enumerate exactly
 //! the crash states the modes allow (`crash_states.rs`), and a lost or
 //! misdirected write does what the disk's `silent.rs` says (`silent.rs`),
 //! and a persistence hazard names its file by every name it bore
 //! (`hazard_names.rs`).
 
 mod crash_states;
+mod datasync;
 mod faults;
 mod hazard_names;
 mod lock;

@@ -63,10 +63,11 @@ fn dup_fork_and_lseek_follow_one_description() {
         format!(r#"2 write({}, "{}", 1) = 1"#, fd(1, "/t/db/log"), x("a")),
         "1 <... clone resumed>) = 2".to_string(),
         format!(r#"1 fsync({f}) = 0"#),
+        format!(r#"1 fdatasync({f}) = 0"#),
     ];
     let ops = record(&lines).expect("recorded");
     let lines: Vec<String> = ops.iter().map(Op::to_line).collect();
-    assert_eq!(lines, ["open 1 log create,append", "write 1 append 61", "fsync 1", "close 1"]);
+    assert_eq!(lines, ["open 1 log create,append", "write 1 append 61", "fsync 1", "fdatasync 1", "close 1"]);
 }
 
 #[test]
@@ -131,7 +132,7 @@ fn a_thread_made_by_clone3_shares_the_table_and_a_forked_child_copies_it() {
 }
 
 #[test]
-fn a_write_through_an_o_sync_or_o_dsync_descriptor_is_followed_by_its_fsync() {
+fn a_write_through_an_o_sync_descriptor_is_followed_by_its_fsync_and_o_dsync_by_its_fdatasync() {
     let (s, d, p) = (fd(3, "/t/db/s"), fd(4, "/t/db/d"), fd(5, "/t/db/p"));
     let lines = vec![
         format!(r#"1 openat(-100<{}>, "{}", 0x101041) = {s}"#, x("/t"), x("db/s")),
@@ -150,7 +151,7 @@ fn a_write_through_an_o_sync_or_o_dsync_descriptor_is_followed_by_its_fsync() {
         "write 1 0 61",
         "fsync 1",
         "write 2 7 62",
-        "fsync 2",
+        "fdatasync 2",
         "write 3 0 63",
         "close 1",
         "close 2",

@@ -151,10 +151,11 @@ impl StorageBackend for VfsBackend {
         match self.plant {
             Some(Plant::NoSync) => Ok(()),
             Some(Plant::LateWrite) => {
-                inner.file()?.sync()?;
+                inner.file()?.sync_data()?;
                 inner.release_held()
             }
-            Some(Plant::ReaderUnpinned) | None => inner.file()?.sync(),
+            // redb's own file backend calls `File::sync_data`: fdatasync.
+            Some(Plant::ReaderUnpinned) | None => inner.file()?.sync_data(),
         }
     }
 

@@ -307,7 +307,7 @@ mod tests {
         assert!(parse_ops_file(SegsimTarget::default(), "0 EVICT").unwrap_err().contains("seed"));
         assert!(parse_ops_file(SegsimTarget::default(), "seed 1\nfrob").unwrap_err().starts_with("line 2"));
         let unknown = parse_ops_file(SegsimTarget::default(), "seed 1\nfs zfs").unwrap_err();
-        assert!(unknown.contains("posix, ext4, xfs, btrfs"), "{unknown}");
+        assert!(unknown.contains("posix, ext4, ext4-noauto, xfs, btrfs"), "{unknown}");
         assert!(SegsimTarget::new(overrides).repro(7, "").contains(" --fs xfs"));
     }
 }

@@ -224,6 +224,10 @@ pub struct SqliteConfig {
     pub sector_from_disk: bool,
     /// Every commit declared durable (`--set claim=durable`; SQLITE.md).
     pub claim_durable: bool,
+    /// Every `xSync` an `fdatasync`, as SQLite built with `HAVE_FDATASYNC`
+    /// (distributions' builds) does (`--set fdatasync=on`); off, the
+    /// bundled build's `fsync` (vfs.rs).
+    pub fdatasync: bool,
     /// Seeds each connection's PRNG stream.
     pub prng_seed: u64,
     /// Opens so far in this run, so each connection's PRNG stream starts
@@ -539,6 +543,7 @@ fn open_conn(env: &Env<'_, SqliteAdapter>, create: bool) -> Result<SqliteDb, Kit
             OS_UNIX_SECTOR_BYTES
         },
         powersafe: config.powersafe,
+        fdatasync: config.fdatasync,
         plant: env.plant,
     };
     let connector = Connector {
@@ -593,6 +598,7 @@ impl Adapter for SqliteAdapter {
             powersafe: true,
             sector_from_disk: false,
             claim_durable: false,
+            fdatasync: false,
             prng_seed: rng.next_u64(),
             opens: OpenCount::default(),
         }
@@ -623,10 +629,11 @@ impl Adapter for SqliteAdapter {
                     })?
                 }
                 "claim" => config.claim_durable = option(key, value, |v| (v == "durable").then_some(true))?,
+                "fdatasync" => config.fdatasync = option(key, value, on_off)?,
                 _ => {
                     return Err(format!(
                         "sqlite takes --set journal_mode=, synchronous=, page_size=, cache_size=, powersafe=, \
-                         sector=disk|4096, claim=durable (got {key:?})"
+                         sector=disk|4096, claim=durable, fdatasync= (got {key:?})"
                     ))
                 }
             }

@@ -28,9 +28,14 @@
 //!   a rollback journal under `synchronous=EXTRA`), fsync the parent
 //!   directory, failing with `SQLITE_IOERR_DIR_FSYNC` as `unixDelete`
 //!   does. A missing file is `SQLITE_IOERR_DELETE_NOENT`.
-//! - `xSync`: one `fsync` of the file (data and length) whatever the
-//!   flags; the disk has no cheaper "data only" sync, and `fdatasync`
-//!   makes a length change durable too.
+//! - `xSync`: `unixSync` calls `full_fsync`, which on Linux calls
+//!   `fdatasync` whatever the flags (`SQLITE_SYNC_DATAONLY` is ignored:
+//!   "we always use fdatasync() if it is available") — and `fdatasync` is
+//!   `#define`d to `fsync` unless SQLite is built with `HAVE_FDATASYNC`,
+//!   which libsqlite3-sys's bundled build is not. So: one `fsync` of the
+//!   file (`VfsFile::sync`), or with `fdatasync` (`--set fdatasync=on`, a
+//!   build with `HAVE_FDATASYNC`, as distributions make) `sync_data`,
+//!   which on ext4 does not make a new name durable (FILESYSTEMS.md).
 //! - `xRead`: a short read zero-fills the rest and returns
 //!   `SQLITE_IOERR_SHORT_READ`, as SQLite requires.
 //! - `xLock`/`xUnlock`/`xCheckReservedLock`: the connections of one
@@ -121,6 +126,9 @@ pub struct VfsOptions {
     pub sector_bytes: u32,
     /// `xDeviceCharacteristics` claims `SQLITE_IOCAP_POWERSAFE_OVERWRITE`.
     pub powersafe: bool,
+    /// `xSync` is an `fdatasync` (a build with `HAVE_FDATASYNC`), else an
+    /// `fsync` (the bundled build's).
+    pub fdatasync: bool,
     /// A planted bug, if any.
     pub plant: Option<VfsPlant>,
 }
@@ -385,8 +393,13 @@ impl FileState {
         if plant == Some(VfsPlant::NoSync) {
             return Ok(());
         }
+        let data_only = self.context().options.fdatasync;
         if let Bytes::Disk(file) = &mut self.bytes {
-            file.sync()?;
+            if data_only {
+                file.sync_data()?;
+            } else {
+                file.sync()?;
+            }
         }
         // The plant: the truncate reaches the file only now, after the sync.
         self.apply_late_truncate_in_memory()?;
@@ -778,7 +791,7 @@ mod tests {
         let disk = Arc::new(SimVfs::new(DiskConfig::fault_free(CrashMode::Strict, 512), Trace::new(false)));
         disk.create_dir_all(Path::new("/db")).unwrap();
         disk.sync_dir(Path::new("/")).unwrap();
-        let options = VfsOptions { sector_bytes: 512, powersafe: false, plant };
+        let options = VfsOptions { sector_bytes: 512, powersafe: false, fdatasync: false, plant };
         let vfs: Arc<dyn Vfs> = disk.clone();
         (disk, RegisteredVfs::register(Arc::new(VfsContext::new(vfs, options, 7, Arc::default()))))
     }

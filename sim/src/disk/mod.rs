@@ -237,7 +237,7 @@ impl SimVfs {
     pub fn snapshot(&self) -> DiskSnapshot {
         let disk = self.disk();
         let mut snapshot = DiskSnapshot::take(&disk.fs, disk.config.sector_bytes, None);
-        snapshot.dir_changes_in_order = disk.config.fs.dir_changes_in_order;
+        snapshot.profile = disk.config.fs;
         snapshot
     }
 
@@ -246,7 +246,7 @@ impl SimVfs {
     pub fn start_recording(&self) {
         let mut disk = self.disk();
         assert!(disk.recorder.is_none(), "already recording");
-        disk.recorder = Some(Recorder::new(disk.io_index, disk.config.fs.dir_changes_in_order));
+        disk.recorder = Some(Recorder::new(disk.io_index, disk.config.fs));
         disk.fs.keep_history = true;
     }
 

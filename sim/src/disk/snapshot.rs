@@ -22,6 +22,7 @@ use super::data::{DataOp, InodeId, Voucher};
 use super::dir::DirOp;
 use super::history::History;
 use super::image::content_hash;
+use super::profile::FsProfile;
 use super::state::FileSystem;
 
 /// The whole disk at one instant, as power loss would find it (see the
@@ -35,9 +36,11 @@ pub struct DiskSnapshot {
     /// Every inode that a durable entry or a pending directory change
     /// names; no other inode can survive a crash.
     pub(super) files: BTreeMap<InodeId, FileSnapshot>,
-    /// The profile's `dir_changes_in_order`: a crash keeps a prefix of each
-    /// directory's pending changes, so only those are crash states.
-    pub(super) dir_changes_in_order: bool,
+    /// The disk's profile: its `dir_changes_in_order` (a crash keeps a
+    /// prefix of each directory's pending changes, so only those are crash
+    /// states) and `size_ahead_of_data` (whether family 5 exists) shape the
+    /// enumeration. `posix` (every state) unless the disk says otherwise.
+    pub(super) profile: FsProfile,
 }
 
 /// One directory as power loss sees it.
@@ -99,7 +102,7 @@ impl DiskSnapshot {
             let history = inode.history.clone();
             files.insert(id, FileSnapshot { durable, durable_hash, pending: inode.pending.clone(), vouching, history });
         }
-        DiskSnapshot { sector_bytes, dirs, files, dir_changes_in_order: false }
+        DiskSnapshot { sector_bytes, dirs, files, profile: FsProfile::POSIX }
     }
 
     /// Unsynced directory changes, over every directory.
@@ -161,15 +164,15 @@ pub(super) struct Recorder {
     /// The file system's change counter at the last snapshot.
     version: u64,
     snapshots: Vec<Arc<DiskSnapshot>>,
-    /// Every snapshot's `dir_changes_in_order` (the disk's profile).
-    dir_changes_in_order: bool,
+    /// Every snapshot's profile (the disk's).
+    profile: FsProfile,
     marks: Vec<RecordedMark>,
 }
 
 impl Recorder {
     /// A recorder whose first I/O will have the global index `first_io_index`.
-    pub fn new(first_io_index: u64, dir_changes_in_order: bool) -> Self {
-        Recorder { first_io_index, version: 0, snapshots: Vec::new(), dir_changes_in_order, marks: Vec::new() }
+    pub fn new(first_io_index: u64, profile: FsProfile) -> Self {
+        Recorder { first_io_index, version: 0, snapshots: Vec::new(), profile, marks: Vec::new() }
     }
 
     /// The engine marked phase `name` with I/O `io_index` next.
@@ -189,7 +192,7 @@ impl Recorder {
             Some(last) if self.version == fs.version() => last.clone(),
             last => {
                 let mut snapshot = DiskSnapshot::take(fs, sector_bytes, last.map(|s| &**s));
-                snapshot.dir_changes_in_order = self.dir_changes_in_order;
+                snapshot.profile = self.profile;
                 Arc::new(snapshot)
             }
         };

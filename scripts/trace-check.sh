@@ -89,8 +89,9 @@ echo "trace: sqlite3's DELETE+FULL loses an acknowledged commit under the durabl
 # appendfsync always lose none in any crash state under posix; under
 # appendfsync no (which promises nothing) an acknowledged write is lost, so
 # the redis checker can fail that way. The assertion is on the lost-write
-# class (with --torn-garbage both runs would also fail states where a torn
-# append left garbage that redis refuses to load: PROGRAMS.md).
+# class: both runs also fail states where an unsynced append left the AOF
+# grown with zeros, which redis refuses to load (under posix and ext4; with
+# --torn-garbage also garbage: PROGRAMS.md).
 for fsync in always no; do
     programs/redis/init.sh "$scratch/redis-$fsync"
     $SIM trace record --dir "$scratch/redis-$fsync" --out "$scratch/redis-$fsync.syscalls" -- programs/redis/run.sh "$scratch/redis-$fsync" "$fsync" 3 >/dev/null

@@ -28,7 +28,7 @@ else
     scratch=$(mktemp -d)
     trap 'rm -rf "$scratch"' EXIT
 fi
-FSES="posix ext4 xfs btrfs"
+FSES="posix ext4 ext4-noauto xfs btrfs"
 GARBAGE=$([ -n "${TORN_GARBAGE:-}" ] && echo --torn-garbage || true)
 
 # explore NAME CHECK FS: explore $scratch/NAME.syscalls into $scratch/NAME-FS.json.

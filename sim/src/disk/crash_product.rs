@@ -97,12 +97,13 @@ impl DiskSnapshot {
     /// Each file with pending data, by inode, and its cuts.
     fn files_cuts(&self, garbage: bool) -> Vec<(InodeId, Vec<Cut>)> {
         let pending = self.files.iter().filter(|(_, file)| !file.pending.is_empty());
-        pending.map(|(id, file)| (*id, file_cuts(file, self.sector_bytes, garbage))).collect()
+        let grown = self.profile.size_ahead_of_data;
+        pending.map(|(id, file)| (*id, file_cuts(file, self.sector_bytes, garbage, grown))).collect()
     }
 
     /// How many directory subsets the profile allows (saturating).
     fn dir_choice_count(&self) -> u128 {
-        if self.dir_changes_in_order {
+        if self.profile.dir_changes_in_order {
             let per_dir = self.dirs.values().map(|dir| dir.pending.len() as u128 + 1);
             return per_dir.fold(1u128, |acc, n| acc.saturating_mul(n));
         }
@@ -120,7 +121,7 @@ impl DiskSnapshot {
     /// holds: the bound of family 6, or the count's.
     fn dir_choices(&self) -> Vec<Vec<bool>> {
         let changes = self.pending_dir_changes();
-        if !self.dir_changes_in_order {
+        if !self.profile.dir_changes_in_order {
             assert!(changes < usize::BITS as usize, "{changes} changes: too many subsets to list");
             let masks = 0..(1usize << changes);
             return masks.map(|mask| (0..changes).map(|bit| mask >> bit & 1 == 1).collect()).collect();

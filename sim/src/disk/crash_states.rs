@@ -49,7 +49,8 @@
 //!    most [`MAX_REORDERED_STATES`] per snapshot, each with no pending
 //!    directory change applied, then with all of them.
 //!
-//! 5. **One file grown with none of a write, the others strict.** For
+//! 5. **One file grown with none of a write, the others strict** (on a
+//!    profile whose `size_ahead_of_data` says it can happen). For
 //!    each pending write that grew its file, everything before it
 //!    surviving, and the file grown to each sector boundary inside the
 //!    write past the old end, or to the write's end, with none of the
@@ -270,7 +271,7 @@ impl DiskSnapshot {
             states.push(CrashState { dir_changes_kept, data, allowed: true });
         };
         let subsets = dir_subsets(changes, options.max_dir_subsets);
-        for kept in subsets.into_iter().filter(|kept| !self.dir_changes_in_order || self.prefix_per_dir(kept)) {
+        for kept in subsets.into_iter().filter(|kept| !self.profile.dir_changes_in_order || self.prefix_per_dir(kept)) {
             push(kept.clone(), DataFate::Strict);
             if any_data {
                 push(kept, DataFate::AllSurvive);
@@ -327,7 +328,7 @@ impl DiskSnapshot {
     fn one_file_fates(&self) -> (Vec<DataFate>, Vec<DataFate>) {
         let (mut one_file, mut grown) = (Vec::new(), Vec::new());
         for (id, file) in &self.files {
-            for cut in file_cuts(file, self.sector_bytes, true).into_iter().skip(1) {
+            for cut in file_cuts(file, self.sector_bytes, true, self.profile.size_ahead_of_data).into_iter().skip(1) {
                 let fate = DataFate::OneFile { inode: *id, whole_ops: cut.whole_ops, torn: cut.torn };
                 let unwritten = cut.torn.is_some_and(|torn| torn.unwritten);
                 if unwritten { &mut grown } else { &mut one_file }.push(fate);
@@ -428,7 +429,7 @@ impl DiskSnapshot {
             dir.pending.iter().any(|op| matches!(op, DirOp::Rename { flushes, .. } if *flushes > 0))
         };
         let carries = self.dirs.values().any(carried);
-        if !carries && !self.set_len_journaled {
+        if !carries && !self.profile.set_len_journaled {
             return;
         }
         for state in states {
@@ -436,7 +437,7 @@ impl DiskSnapshot {
                 let (_, flushed) = self.settled_dirs(&state.dir_changes_kept);
                 flushed.iter().all(|&(inode, ops)| state.data.keeps_first(inode, ops))
             };
-            let set_lens_in_order = !self.set_len_journaled || self.set_lens_in_order(state);
+            let set_lens_in_order = !self.profile.set_len_journaled || self.set_lens_in_order(state);
             state.allowed = (!carries || keeps_carried()) && set_lens_in_order;
         }
     }
@@ -622,10 +623,11 @@ fn whole_op_cuts(ops: usize) -> Vec<usize> {
 
 /// Every cut of one file, in order: nothing kept, then for each pending
 /// op its torn variants (if a write; those holding garbage only with
-/// `garbage`), then it surviving whole. Without the first, family 2 (see
+/// `garbage`, the file grown with none of it only with `grown`), then it
+/// surviving whole. Without the first, family 2 (see
 /// the module doc, and family 5's grown files); all of them, the file's
 /// factor in family 6's product.
-pub(super) fn file_cuts(file: &FileSnapshot, sector_bytes: u64, garbage: bool) -> Vec<Cut> {
+pub(super) fn file_cuts(file: &FileSnapshot, sector_bytes: u64, garbage: bool, grown: bool) -> Vec<Cut> {
     let mut cuts = vec![Cut { whole_ops: 0, torn: None }];
     let mut len_bytes = file.durable.len() as u64;
     for (whole_ops, op) in file.pending.iter().enumerate() {
@@ -643,9 +645,10 @@ pub(super) fn file_cuts(file: &FileSnapshot, sector_bytes: u64, garbage: bool) -
                     cuts.push(torn(cut_bytes, true, false));
                 }
             }
-            // The length ahead of the data: past the old end only.
-            let grown = cut_points.iter().copied().chain(std::iter::once(range.end)).filter(|&cut| cut > len_bytes);
-            for cut_bytes in grown.filter(|&cut| cut > range.start) {
+            // The length ahead of the data: past the old end only, where
+            // the profile allows it at all.
+            let ahead = cut_points.iter().copied().chain(std::iter::once(range.end));
+            for cut_bytes in ahead.filter(|&cut| grown && cut > len_bytes && cut > range.start) {
                 cuts.push(torn(cut_bytes, false, true));
             }
         }

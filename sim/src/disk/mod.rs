@@ -237,7 +237,7 @@ impl SimVfs {
     pub fn snapshot(&self) -> DiskSnapshot {
         let disk = self.disk();
         let mut snapshot = DiskSnapshot::take(&disk.fs, disk.config.sector_bytes, None);
-        snapshot.follow(disk.config.fs);
+        snapshot.profile = disk.config.fs;
         snapshot
     }
 

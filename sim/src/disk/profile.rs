@@ -71,6 +71,17 @@ pub struct FsProfile {
     /// had nothing durable and only writes pending, no two in one 4 KiB
     /// block (`state.rs`, `FileSystem::rename`).
     pub auto_da_alloc: bool,
+    /// An append's size update can reach the disk before its bytes, so a
+    /// crash may leave the file grown with zeros where the write was
+    /// (crash-state family 5). ext4 does, for an append into an
+    /// already-allocated block (its `i_disksize` update is journaled, the
+    /// bytes are not ordered: probe `append_unsynced`); XFS updates the
+    /// on-disk size at I/O completion (`xfs_setfilesize`: "Update on-disk
+    /// file size now that data has been written to disk.") and btrfs at
+    /// ordered-extent completion (`btrfs_inode_safe_disk_i_size_write`),
+    /// so neither does (FILESYSTEMS.md). The explorers only: the random
+    /// mode's `reorder` draws the write's end with old sectors anywhere.
+    pub size_ahead_of_data: bool,
     /// A directory's pending changes survive a power loss as a prefix, in
     /// the order they were made, in every crash mode (a journal or a log
     /// replays in order); off, `reorder` keeps any subset.
@@ -104,6 +115,7 @@ impl FsProfile {
         fsync_names: FsyncNames::Nothing,
         fdatasync_names: FsyncNames::Nothing,
         auto_da_alloc: false,
+        size_ahead_of_data: true,
         dir_changes_in_order: false,
         set_len_journaled: false,
         failed_sync_dir_shuts_down: false,
@@ -116,6 +128,7 @@ impl FsProfile {
         fsync_names: FsyncNames::JournalPrefix,
         fdatasync_names: FsyncNames::JournalPrefixToCreate,
         auto_da_alloc: true,
+        size_ahead_of_data: true,
         dir_changes_in_order: true,
         set_len_journaled: true,
         failed_sync_dir_shuts_down: true,
@@ -137,6 +150,7 @@ impl FsProfile {
         // The rename logs the inode's core, which an fdatasync forces too.
         fdatasync_names: FsyncNames::JournalPrefix,
         auto_da_alloc: false,
+        size_ahead_of_data: false,
         dir_changes_in_order: true,
         set_len_journaled: true,
         failed_sync_dir_shuts_down: true,
@@ -150,6 +164,7 @@ impl FsProfile {
         // btrfs_sync_file logs the same for fsync and fdatasync.
         fdatasync_names: FsyncNames::OwnChanges,
         auto_da_alloc: false,
+        size_ahead_of_data: false,
         dir_changes_in_order: false,
         set_len_journaled: false,
         failed_sync_dir_shuts_down: true,
@@ -197,7 +212,7 @@ mod tests {
         }
         let posix = FsProfile::default();
         assert!(posix.is_posix() && posix.fsync_names == FsyncNames::Nothing);
-        assert!(posix.fdatasync_names == FsyncNames::Nothing && !posix.auto_da_alloc);
+        assert!(posix.fdatasync_names == FsyncNames::Nothing && !posix.auto_da_alloc && posix.size_ahead_of_data);
         assert!(!posix.dir_changes_in_order && !posix.set_len_journaled && !posix.failed_sync_dir_shuts_down);
         for profile in FsProfile::ALL {
             // `Dir::persist_before` relies on pending changes staying in

@@ -36,13 +36,13 @@ pub struct DiskSnapshot {
     /// Every inode that a durable entry or a pending directory change
     /// names; no other inode can survive a crash.
     pub(super) files: BTreeMap<InodeId, FileSnapshot>,
-    /// The profile's `dir_changes_in_order`: a crash keeps a prefix of each
-    /// directory's pending changes, so only those are crash states.
-    pub(super) dir_changes_in_order: bool,
-    /// The profile's `set_len_journaled`: a `set_len` survives only with
-    /// every directory change made before it, so only those are crash
-    /// states.
-    pub(super) set_len_journaled: bool,
+    /// The disk's profile: its `dir_changes_in_order` (a crash keeps a
+    /// prefix of each directory's pending changes, so only those are crash
+    /// states), `size_ahead_of_data` (whether family 5 exists) and
+    /// `set_len_journaled` (a `set_len` survives only with every directory
+    /// change made before it) shape the enumeration. `posix` (every state)
+    /// unless the disk says otherwise.
+    pub(super) profile: FsProfile,
 }
 
 /// One directory as power loss sees it.
@@ -104,14 +104,7 @@ impl DiskSnapshot {
             let history = inode.history.clone();
             files.insert(id, FileSnapshot { durable, durable_hash, pending: inode.pending.clone(), vouching, history });
         }
-        DiskSnapshot { sector_bytes, dirs, files, dir_changes_in_order: false, set_len_journaled: false }
-    }
-
-    /// Take the crash rules of `profile` (those that narrow which crash
-    /// states exist).
-    pub(super) fn follow(&mut self, profile: FsProfile) {
-        self.dir_changes_in_order = profile.dir_changes_in_order;
-        self.set_len_journaled = profile.set_len_journaled;
+        DiskSnapshot { sector_bytes, dirs, files, profile: FsProfile::POSIX }
     }
 
     /// Unsynced directory changes, over every directory.
@@ -173,7 +166,7 @@ pub(super) struct Recorder {
     /// The file system's change counter at the last snapshot.
     version: u64,
     snapshots: Vec<Arc<DiskSnapshot>>,
-    /// The disk's profile, whose rules every snapshot carries.
+    /// Every snapshot's profile (the disk's).
     profile: FsProfile,
     marks: Vec<RecordedMark>,
 }
@@ -201,7 +194,7 @@ impl Recorder {
             Some(last) if self.version == fs.version() => last.clone(),
             last => {
                 let mut snapshot = DiskSnapshot::take(fs, sector_bytes, last.map(|s| &**s));
-                snapshot.follow(self.profile);
+                snapshot.profile = self.profile;
                 Arc::new(snapshot)
             }
         };

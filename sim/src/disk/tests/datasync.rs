@@ -202,3 +202,22 @@ fn a_replacing_rename_made_durable_by_another_files_fsync_carries_its_data_on_ex
         assert_eq!(contents(&vfs, "cfg").as_deref(), Some(expected), "{}", fs.name);
     }
 }
+
+#[test]
+fn only_posix_and_ext4_grow_a_file_ahead_of_its_data() {
+    for fs in FsProfile::ALL {
+        let vfs = disk_on(fs, CrashMode::Strict);
+        create_durable(&vfs, "log", b"abc");
+        let mut log = vfs.open(&path("log"), OpenMode::Write).unwrap();
+        log.write_at(3, &[9u8; 1000]).unwrap();
+        let snapshot = vfs.snapshot();
+        let grown_with_zeros = snapshot.crash_states_for(&StateOptions::families(16)).iter().any(|state| {
+            let image = snapshot.image(state);
+            let files = image.files();
+            let bytes = &files.iter().find(|(p, _)| p.ends_with("log")).expect("log").1;
+            bytes.len() > 3 && bytes[3..].iter().all(|b| *b == 0)
+        });
+        assert_eq!(grown_with_zeros, fs.size_ahead_of_data, "{}", fs.name);
+        drop(log);
+    }
+}

@@ -286,6 +286,14 @@ pub trait Target: Sync {
         None
     }
 
+    /// What this run, as configured, leaves unchecked that the target
+    /// declares it could check (a kit engine's readers without
+    /// `--clients`), said once before a sweep so a promise nobody checks
+    /// does not pass unnoticed. None by default.
+    fn unchecked(&self) -> Option<String> {
+        None
+    }
+
     /// What an exploration report states about `seed`'s run besides its
     /// sector size, as `key value` (segsim: the fsync policy the store ran
     /// with); the JSON report carries each as a field.

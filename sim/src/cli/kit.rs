@@ -184,6 +184,7 @@ pub fn main<A: Adapter + Clone>(adapter: A) -> ExitCode {
         Ok(kit) => kit,
         Err(message) => return usage_error(name, &message),
     };
+
     let program = kit.settings.program.clone();
     let replay = move |text: &str, report: Option<&std::path::Path>| {
         let blank = Kit::new(for_replay.clone(), KitSettings { program: program.clone(), ..KitSettings::default() });

@@ -15,24 +15,96 @@ pub fn replay_as<T: Target>(target: T, text: &str, report: Option<&Path>) -> Res
     Ok((ops.len(), outcome.failure))
 }
 
-/// Replay every `.ops` file directly in `dir` under a target `make`
-/// builds (each file's header sets its settings), and panic naming the
-/// first that does not parse or fails: the regression test of a saved
-/// corpus (`--shrink --save` writes under `corpus/<target>/`). Returns how
-/// many files passed; a directory that does not exist holds none.
-pub fn assert_saved_ops_pass<T: Target>(make: impl Fn() -> T, dir: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
-    let mut paths: Vec<_> = entries.map(|entry| entry.expect("a directory entry").path()).collect();
-    paths.retain(|path| path.extension().is_some_and(|e| e == "ops"));
-    // Sorted: the first failure named is the same on every machine.
-    paths.sort();
-    for path in &paths {
-        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+/// What a saved corpus held, once replayed by [`assert_saved_ops_hold`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SavedOps {
+    /// Files that passed, as they must.
+    pub passed: usize,
+    /// Files that failed, as they must: each plants a bug (a `plant`
+    /// setting) or says `# expect: fail` (a documented finding of the
+    /// engine itself, kept to show it still reproduces).
+    pub failed_as_expected: usize,
+}
+
+impl SavedOps {
+    /// Every file replayed.
+    pub fn total(&self) -> usize {
+        self.passed + self.failed_as_expected
+    }
+}
+
+/// The line that says a saved file must fail: a finding of the engine
+/// itself, kept so that a change that hides it shows.
+pub const EXPECT_FAIL: &str = "# expect: fail";
+/// The line that says a saved file that plants a bug must pass all the
+/// same (a plant its workload cannot reach, kept as a control).
+pub const EXPECT_PASS: &str = "# expect: pass";
+
+/// Replay every `.ops` file under `dir` — its subfolders too, where
+/// `--shrink --save` puts a target's repros (`corpus/<target>/`) — under a
+/// target `make` builds (each file's header sets its settings), and panic
+/// naming the first that breaks its rule: a file that plants a bug (a
+/// `plant` setting) or says `# expect: fail` must still fail (the harness
+/// still catches the bug, the finding still reproduces); every other file
+/// must pass (a bug once found stays fixed). A directory that does not
+/// exist holds none.
+pub fn assert_saved_ops_hold<T: Target>(make: impl Fn() -> T, dir: &Path) -> SavedOps {
+    let mut held = SavedOps::default();
+    for path in ops_files_under(dir) {
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let (ops, failure) = replay_as(make(), &text, None).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert!(ops > 0, "{}: no operation to replay", path.display());
-        assert!(failure.is_none(), "{}: {failure:?}", path.display());
+        if must_fail(&text) {
+            assert!(
+                failure.is_some(),
+                "{}: passed, but it plants a bug or says '{EXPECT_FAIL}': the harness no longer catches it (or the \
+                 finding was fixed: then take the line out)",
+                path.display()
+            );
+            held.failed_as_expected += 1;
+        } else {
+            assert!(failure.is_none(), "{}: {failure:?}", path.display());
+            held.passed += 1;
+        }
     }
-    paths.len()
+    held
+}
+
+/// [`assert_saved_ops_hold`], for a corpus of repros that must all pass:
+/// how many did. Panics on a file that must fail, too: it has no place in
+/// such a corpus.
+pub fn assert_saved_ops_pass<T: Target>(make: impl Fn() -> T, dir: &Path) -> usize {
+    let held = assert_saved_ops_hold(make, dir);
+    assert_eq!(held.failed_as_expected, 0, "{}: files that must fail, in a corpus that must pass", dir.display());
+    held.passed
+}
+
+/// Whether a saved file must fail: it plants a bug (unless it says it
+/// passes all the same), or says it must.
+fn must_fail(text: &str) -> bool {
+    let says = |directive: &str| text.lines().any(|line| line.trim() == directive);
+    let plants = text.lines().any(|line| line.split_whitespace().next() == Some("plant"));
+    says(EXPECT_FAIL) || (plants && !says(EXPECT_PASS))
+}
+
+/// Every `.ops` file under `dir`, subfolders included, sorted (the first
+/// failure named is the same on every machine).
+fn ops_files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "ops") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
 }
 
 #[cfg(test)]
@@ -47,12 +119,61 @@ mod tests {
         assert_eq!(assert_saved_ops_pass(SegsimTarget::default, Path::new("/nonexistent/corpus")), 0);
     }
 
+    /// A scratch corpus of `files` (name, text) for one test.
+    fn corpus(test: &str, files: &[(&str, &str)]) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("sim-saved-ops-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (name, text) in files {
+            let path = dir.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        dir
+    }
+
+    /// The shrunk segsim failure of the first long soak, replayed: it
+    /// passes on this build, so as a finding that "must fail" it is
+    /// reported.
+    fn fixed_regression() -> String {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/regressions/seed-1007537-seq-reuse.ops");
+        std::fs::read_to_string(path).unwrap()
+    }
+
     #[test]
     #[should_panic(expected = "garbled.ops")]
     fn a_file_that_does_not_parse_fails_naming_it() {
-        let dir = std::env::temp_dir().join(format!("sim-saved-ops-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("garbled.ops"), "seed 1\n0 NOT-AN-OP\n").unwrap();
+        let dir = corpus("garbled", &[("garbled.ops", "seed 1\n0 NOT-AN-OP\n")]);
         assert_saved_ops_pass(SegsimTarget::default, &dir);
+    }
+
+    /// `--shrink --save` writes under `corpus/<target>/`: a file there is
+    /// replayed like one at the top.
+    #[test]
+    #[should_panic(expected = "deep.ops")]
+    fn a_file_in_a_subfolder_is_replayed_too() {
+        let dir = corpus("subfolder", &[("target/deep.ops", "seed 1\n0 NOT-AN-OP\n")]);
+        assert_saved_ops_pass(SegsimTarget::default, &dir);
+    }
+
+    #[test]
+    #[should_panic(expected = "no longer catches it")]
+    fn a_finding_that_must_fail_and_passes_is_reported() {
+        let text = format!("{EXPECT_FAIL}\n{}", fixed_regression());
+        let dir = corpus("expect-fail", &[("finding.ops", &text)]);
+        assert_saved_ops_hold(SegsimTarget::default, &dir);
+    }
+
+    #[test]
+    fn files_that_pass_are_counted() {
+        let dir = corpus("count", &[("a.ops", &fixed_regression()), ("sub/b.ops", &fixed_regression())]);
+        assert_eq!(assert_saved_ops_hold(SegsimTarget::default, &dir), SavedOps { passed: 2, failed_as_expected: 0 });
+    }
+
+    #[test]
+    fn a_plant_must_fail_unless_it_says_otherwise() {
+        assert!(must_fail("target logkv\nseed 0\nplant lazy-fsync\n0 PUT t0 k v\n"));
+        assert!(!must_fail(&format!("{EXPECT_PASS}\ntarget logkv\nseed 0\nplant lazy-fsync\n")));
+        assert!(must_fail(&format!("{EXPECT_FAIL}\nseed 1\n")));
+        assert!(!must_fail("seed 1\n0 SET a 1\n"));
     }
 }

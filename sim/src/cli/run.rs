@@ -63,6 +63,9 @@ pub fn run_target<T: Target>(cli: &RunArgs, target: T, hooks: &Hooks<'_>) -> Exi
         Ok(seeds) => seeds,
         Err(exit) => return exit,
     };
+    if let Some(note) = target.unchecked() {
+        eprintln!("{}: {note}", hooks.program);
+    }
     let one_seed = match &seeds {
         Seeds::List(list) if list.len() == 1 => Some(list[0]),
         _ => None,
@@ -255,8 +258,9 @@ fn shrink_and_report<T: Target>(target: &T, seed: u64, check: Check, canary: Opt
     let (minimal, runs) = shrink(target, seed, ops, check);
     // A canary is no setting of the file: say so, and how to replay it.
     let planted = canary.map_or(String::new(), |c| format!(" with canary {} planted (replay with --canary)", c.name()));
-    let comment =
+    let mut comment =
         format!("{named}seed {seed} fails check '{check}'{planted}; shrunk in {runs} runs to {} ops", minimal.len());
+    comment.push_str(&what_made_it_fail(target, seed, &minimal));
     let text = ops_file(target, seed, &minimal, &comment);
     println!("minimal failing op list ({} ops, {runs} shrink runs):\n{text}", minimal.len());
     if save {
@@ -271,6 +275,31 @@ fn shrink_and_report<T: Target>(target: &T, seed: u64, check: Check, canary: Opt
             Err(e) => eprintln!("sim: could not save {}: {e}", path.display()),
         }
     }
+}
+
+/// The shrunk list run once more — exactly what a replay of its file runs
+/// — as comment lines for the file: the failure, and the events of the
+/// run's end that made it (faults injected, crashes, restarts; drawn from
+/// the seed's streams by operation index, so the file replays them without
+/// naming them). A list that no longer fails alone says so: it would not
+/// be a repro.
+fn what_made_it_fail<T: Target>(target: &T, seed: u64, minimal: &[T::Op]) -> String {
+    let Some(failure) = target.run(seed, minimal, false).failure else {
+        return "\nWARNING: this list passed when run again alone; it is no repro".to_string();
+    };
+    let mut out = format!("\nfails: {}", failure.detail.lines().next().unwrap_or(""));
+    let events: Vec<&String> = failure
+        .recent
+        .iter()
+        .filter(|event| ["fault ", "CRASH", "restart", "KILL"].iter().any(|kind| event.starts_with(kind)))
+        .collect();
+    if !events.is_empty() {
+        out.push_str("\nthe events before it, replayed from the seed's streams as they are:");
+        for event in events {
+            out.push_str(&format!("\n  {event}"));
+        }
+    }
+    out
 }
 
 /// A replay runs its file as it is: the settings among `given` (flag,

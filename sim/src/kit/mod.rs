@@ -96,7 +96,7 @@ pub use rand;
 pub use rand::{Rng, RngCore};
 
 pub use crate::cli::kit::main;
-pub use crate::cli::replay::assert_saved_ops_pass;
+pub use crate::cli::replay::{assert_saved_ops_hold, assert_saved_ops_pass, SavedOps, EXPECT_FAIL, EXPECT_PASS};
 /// What an adapter raises (`std::panic::panic_any`) when the environment
 /// its engine runs on refused a call: the run fails with check `refused`.
 pub use crate::failure::{carry_panic_place, EnvironmentRefused};

@@ -245,6 +245,18 @@ impl<A: Adapter> Target for Kit<A> {
         Some(config.drew(&self.adapter.describe_config(&config.engine)))
     }
 
+    fn unchecked(&self) -> Option<String> {
+        let readers = self.spec.max_readers();
+        (readers > 0 && self.settings.clients.is_none()).then(|| {
+            format!(
+                "{} declares up to {readers} readers beside its writer (Spec::readers), and this run checks none of \
+                 them: pass --clients {} to run them",
+                self.adapter.name(),
+                readers + 1
+            )
+        })
+    }
+
     fn repro(&self, seed: u64, extra: &str) -> String {
         let ops = self.settings.ops.map_or(String::new(), |ops| format!(" --ops {ops}"));
         let KitSettings { program, target_flag, .. } = &self.settings;

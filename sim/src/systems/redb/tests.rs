@@ -250,3 +250,14 @@ fn too_many_clients_are_refused() {
     assert!(err.contains("runs 1 to 5 clients"), "{err}");
     assert!(target.set_clients(0).is_err());
 }
+
+/// A sweep without `--clients` says the readers redb declares go
+/// unchecked; with them, it says nothing.
+#[test]
+fn declared_readers_left_unchecked_are_said() {
+    let mut kit = redb(KitSettings::default());
+    let note = kit.unchecked().expect("readers declared, none run");
+    assert!(note.contains("--clients 5"), "{note}");
+    kit.set_clients(3).unwrap();
+    assert_eq!(kit.unchecked(), None);
+}

@@ -77,7 +77,7 @@ KILL_SEED ?= 1
 crash-os:
 	$(CARGO) run --release -q -p engine --example crash_os -- --cycles $(CYCLES) --seed $(KILL_SEED)
 
-# The kit's real-disk crash test (sim/src/kit/crash_os/, TESTING-YOUR-ENGINE.md
+# The kit's real-disk crash test (simkit/src/crash_os/, TESTING-YOUR-ENGINE.md
 # section 7): the example engine logkv, built as a kit user builds it, redb,
 # and SQLite in WAL mode with synchronous=NORMAL (its commits promise only
 # Eventual, and reach the kernel before they return), each in child

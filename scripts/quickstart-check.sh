@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The kit's quickstart (quickstart/, TESTING-YOUR-ENGINE.md section 0) built
 # as a user builds it: copied to a temporary directory outside this
-# repository, `sim` pointed at this checkout by path, built offline from
+# repository, the kit crate (`simkit`) pointed at this checkout by path,
+# built offline from
 # the workspace's lock file; clippy-clean, its tests run, a short sweep and
 # an explore run,
-# and its dependency tree holds neither redb nor libsqlite3-sys.
+# and its dependency tree holds the kit, the simulator and the seam from
+# this repository and nothing else of it: no segsim engine, no testkit, no
+# redb, no libsqlite3-sys.
 #
 #   scripts/quickstart-check.sh            (make quickstart)
 #
@@ -15,14 +18,19 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cp -r "$repo/quickstart/." "$dir/"
-sed -i "s#SIM_PATH#$repo/sim#" "$dir/Cargo.toml"
+sed -i "s#SIMKIT_PATH#$repo/simkit#" "$dir/Cargo.toml"
 cp "$repo/Cargo.lock" "$dir/Cargo.lock"
 export CARGO_TARGET_DIR="${QUICKSTART_TARGET_DIR:-$repo/target/quickstart}"
 cd "$dir"
-if cargo tree --offline -e normal,build --prefix none | grep -E '^(redb|libsqlite3-sys) '; then
-    echo "quickstart: the kit pulled in a third-party engine the user does not test" >&2
+tree=$(cargo tree --offline --prefix none)
+if echo "$tree" | grep -E '^(redb|libsqlite3-sys|engine|testkit|segsim-target|adapters|simtrace|sim) '; then
+    echo "quickstart: the kit pulled in an engine or a product the user does not test" >&2
     exit 1
 fi
+for crate in simkit simulator vfs; do
+    echo "$tree" | grep -q "^$crate " || { echo "quickstart: the kit's $crate is not in its tree" >&2; exit 1; }
+done
+echo "quickstart: its tree holds simkit, simulator and vfs of this repository, and no engine, testkit, redb or SQLite"
 # The first build, measured as the guide quotes it (TESTING-YOUR-ENGINE.md):
 # crates compiled, seconds, the binary's size. Into a fresh target
 # directory it is a user's cold build.

@@ -49,7 +49,8 @@ pub(crate) mod aof;
 pub mod canary;
 #[cfg(not(feature = "canaries"))]
 mod canary;
-pub mod clock;
+/// The time seam, from the `vfs` crate (see its `clock` module).
+pub use vfs::clock;
 #[cfg(feature = "testing")]
 pub mod codec;
 #[cfg(not(feature = "testing"))]
@@ -69,7 +70,9 @@ pub mod seg;
 #[cfg(not(feature = "testing"))]
 pub(crate) mod seg;
 pub mod store;
-pub mod vfs;
+/// The file-system seam: the `vfs` crate, re-exported so a store user
+/// names one crate.
+pub use vfs;
 
 pub use error::{Error, IoOp, Result};
 pub use phase::Phase;

@@ -111,7 +111,7 @@ impl Phase {
 
     /// The stable name (`seal.built`, ...), as traces and `.ops` files
     /// print it.
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Phase::SealBuilt => "seal.built",
             Phase::SealDirSynced => "seal.dir_synced",
@@ -129,6 +129,18 @@ impl Phase {
             Phase::ManifestCompactDirSynced => "manifest.compact_dir_synced",
         }
     }
+
+    /// Every phase's name, in code order: what a parser of `@mark=` takes
+    /// (the seam marks a phase by its name, [`Phase::as_str`]).
+    pub const NAMES: [&'static str; Phase::ALL.len()] = {
+        let mut names = [""; Phase::ALL.len()];
+        let mut at = 0;
+        while at < names.len() {
+            names[at] = Phase::ALL[at].as_str();
+            at += 1;
+        }
+        names
+    };
 
     /// The phase named `name` (see [`Phase::as_str`]).
     pub fn parse(name: &str) -> Option<Phase> {

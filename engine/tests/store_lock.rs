@@ -4,7 +4,7 @@
 //! only, changes no byte of it and refuses every write.
 //!
 //! Here in one process, on `MemVfs` and `OsVfs`; across real processes in
-//! `two_processes.rs`; on the simulated disk in `sim/src/disk/tests/lock.rs`.
+//! `two_processes.rs`; on the simulated disk in `simulator/src/disk/tests/lock.rs`.
 
 mod support;
 

@@ -9,7 +9,7 @@
 
 pub mod store;
 
-use sim::kit::{Adapter, Env, KitError, Level, NoPlant, Previous, Promise, RngCore, Rows, Spec};
+use simkit::{Adapter, Env, KitError, Level, NoPlant, Previous, Promise, RngCore, Rows, Spec};
 
 use crate::store::Store;
 

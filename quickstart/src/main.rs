@@ -3,5 +3,5 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    sim::kit::main(quickstart::QuickstartAdapter)
+    simkit::main(quickstart::QuickstartAdapter)
 }

@@ -9,7 +9,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sim::kit::vfs::{read_whole, OpenMode, Vfs};
+use simkit::vfs::{read_whole, OpenMode, Vfs};
 
 /// One table's rows.
 pub type Rows = BTreeMap<Vec<u8>, Vec<u8>>;

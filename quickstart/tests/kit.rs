@@ -4,8 +4,7 @@
 //! found must now pass; a repro of a planted bug (`plant` in its header)
 //! must still fail, so the harness still catches it.
 
-use sim::kit::{assert_saved_ops_hold, Kit, KitSettings};
-use sim::seam::assert_seeds_pass_and_replay;
+use simkit::{assert_saved_ops_hold, assert_seeds_pass_and_replay, Kit, KitSettings};
 
 use quickstart::QuickstartAdapter;
 

@@ -38,40 +38,20 @@
 // allow it file by file and argue each block.
 #![deny(unsafe_code)]
 
-#[doc(hidden)]
-pub mod bench;
-#[doc(hidden)]
-pub mod canary;
-pub(crate) mod checker;
 pub mod cli;
-#[doc(hidden)]
-pub mod config;
-pub mod disk;
-pub(crate) mod draw;
-pub(crate) mod drive;
-pub mod explore;
-pub mod failure;
-#[doc(hidden)]
-pub mod fuzzing;
-pub(crate) mod harness;
-#[doc(hidden)]
-pub mod hunt;
-pub mod kit;
-pub(crate) mod op_line;
-pub mod outcome;
-#[doc(hidden)]
-pub mod output;
-#[doc(hidden)]
-pub mod planted;
-pub mod report;
-#[doc(hidden)]
-pub mod run;
-pub mod seam;
-pub(crate) mod seeds;
-#[doc(hidden)]
-pub mod shrink;
-pub mod summary;
-pub mod syscalls;
 pub mod systems;
-pub mod trace;
-pub(crate) mod workload;
+
+// The segsim target, under the names this crate's code and its users
+// have always used (`sim::config`, `sim::run`, ...).
+pub use segsim_target::{bench, canary, config, fuzzing, hunt, planted, run};
+
+// The target kit, under the name this crate's code has always used.
+pub use simkit as kit;
+// `sim trace`'s recorder, replayer and explorer.
+pub use simtrace as syscalls;
+
+// The simulator every target shares, under the names this crate's code
+// and its users have always used (`sim::disk`, `sim::explore`, ...).
+pub use simulator::{
+    disk, draw, explore, failure, harness, op_line, outcome, output, report, seam, seeds, shrink, summary, trace,
+};

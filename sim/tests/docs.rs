@@ -197,7 +197,10 @@ fn wrong_line_counts(tree: &Tree, doc: &str, text: &str) -> Vec<String> {
 fn cli_text(tree: &Tree) -> String {
     let mut text = String::new();
     for (path, source) in &tree.rust {
-        if path.contains("/cli") || path.contains("examples/") || path.contains("/kit/") || path.contains("/syscalls/")
+        if path.contains("/cli")
+            || path.contains("examples/")
+            || path.starts_with("simkit/")
+            || path.starts_with("simtrace/")
         {
             text.push_str(source);
         }
@@ -230,7 +233,7 @@ fn a_name_that_is_not_there_is_reported() {
     let tree = Tree::of(root);
     let makefile = "test:\n\tcargo test\n";
     let cli = "#[arg(long)] fs: String";
-    let doc = "See `sim/src/run.rs` and `sim/src/nothing_here.rs`, `Loop::power_loss` and `Driver::power_loss`, \
+    let doc = "See `sim/src/main.rs` and `sim/src/nothing_here.rs`, `Loop::power_loss` and `Driver::power_loss`, \
                `make test` and `make nothing`, `--fs` and `--no-such-flag`; `engine/src/phase.rs` (3 lines).";
     let stale = stale_names(&tree, "made-up", doc, makefile, cli);
     let expected = [

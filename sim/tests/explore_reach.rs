@@ -1,5 +1,5 @@
 //! `sim explore` says what its workload reached of what the target
-//! declares (`sim/src/explore/reach.rs`): redb's one maintenance
+//! declares (`simulator/src/explore/reach.rs`): redb's one maintenance
 //! operation, `COMPACT`. A seed whose workload compacts is reported with
 //! the runs it made and the crash states explored inside them; a workload
 //! too short to compact, and a seed whose swarm switched compaction off,

@@ -109,6 +109,7 @@ fn encode(out: &mut Vec<u8>, header: Header) {
 /// bytes) is bound: a header to generation 0, every later frame to the
 /// generation its header's field holds — read, not checked, for tools that
 /// walk a log's frames by hand (the simulator's damage explorer, tests).
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
 pub fn frame_place(log: &[u8], at: usize) -> Place {
     if at == 0 {
         return HEADER_PLACE;

@@ -112,6 +112,7 @@ mod writer;
 #[cfg(test)]
 mod testing;
 
+#[cfg_attr(not(feature = "testing"), allow(unused_imports))]
 pub use header::frame_place;
 pub use policy::FsyncPolicy;
 pub use record::{Record, RecordRef};

@@ -185,14 +185,14 @@ impl Manifest {
         if !rename_first {
             file.sync().map_err(|e| Error::io(IoOp::Sync, temp_path, e))?;
         }
-        vfs.mark(Phase::ManifestCompactSynced);
+        vfs.mark(Phase::ManifestCompactSynced.as_str());
         vfs.rename(temp_path, &self.path).map_err(|e| Error::io(IoOp::Rename, temp_path, e))?;
-        vfs.mark(Phase::ManifestCompactRenamed);
+        vfs.mark(Phase::ManifestCompactRenamed.as_str());
         if rename_first {
             file.sync().map_err(|e| Error::io(IoOp::Sync, &self.path, e))?;
         }
         vfs.sync_dir(dir).map_err(|e| Error::io(IoOp::SyncDir, dir, e))?;
-        vfs.mark(Phase::ManifestCompactDirSynced);
+        vfs.mark(Phase::ManifestCompactDirSynced.as_str());
         Ok(file)
     }
 }

@@ -286,8 +286,8 @@ impl Vfs for StopAt {
         Self::check(&self.stopped)?;
         self.inner.lock(dir, mode)
     }
-    fn mark(&self, phase: Phase) {
-        if phase == self.target {
+    fn mark(&self, phase: &'static str) {
+        if phase == self.target.as_str() {
             self.stopped.store(true, Ordering::SeqCst);
         }
     }

@@ -217,14 +217,14 @@ impl Store {
             // named durably nor registered.
             self.log(&[Record::Segmented { seq, file: file.clone() }], now_ms)?;
         }
-        self.vfs.mark(Phase::SealBuilt);
+        self.vfs.mark(Phase::SealBuilt.as_str());
         if !canary!(SealNoDirSync) {
             let synced = Self::io(IoOp::SyncDir, &self.dir, self.vfs.sync_dir(&self.dir));
             if !canary!(DirSyncErrorIgnored) {
                 self.poison_on_error(synced)?;
             }
         }
-        self.vfs.mark(Phase::SealDirSynced);
+        self.vfs.mark(Phase::SealDirSynced.as_str());
         let entry = SegEntry {
             seq,
             file: file.clone(),
@@ -235,7 +235,7 @@ impl Store {
         };
         let added = self.manifest.add(entry);
         self.poison_on_error(added)?;
-        self.vfs.mark(Phase::SealRegistered);
+        self.vfs.mark(Phase::SealRegistered.as_str());
         let seg = match Seg::open(&*self.vfs, &path) {
             Ok(seg) => seg,
             Err(e) => {
@@ -263,7 +263,7 @@ impl Store {
             }
             return Err(e);
         }
-        self.vfs.mark(Phase::FrameLogged);
+        self.vfs.mark(Phase::FrameLogged.as_str());
         Ok(())
     }
 
@@ -278,7 +278,7 @@ impl Store {
                 self.out_of_window(table, true, now_ms).into_iter().map(|(k, _)| k.to_vec()).collect();
             self.demote_all(&ghosts, sealed.seq);
         }
-        self.vfs.mark(Phase::CommitDone);
+        self.vfs.mark(Phase::CommitDone.as_str());
         sealed.keys.len() as u64
     }
 }

@@ -165,7 +165,7 @@ impl Store {
             // Not `sweep_pending`: an inspector's audit lists what a writer
             // would sweep.
             report.sweep_skipped = true;
-            store.vfs.mark(Phase::OpenDone);
+            store.vfs.mark(Phase::OpenDone.as_str());
             return Ok((store, report));
         }
 
@@ -185,7 +185,7 @@ impl Store {
             store.sweep(&named, &mut report)?;
             report.manifest_compacted |= store.compact_manifest_if_due()?;
         }
-        store.vfs.mark(Phase::OpenDone);
+        store.vfs.mark(Phase::OpenDone.as_str());
         Ok((store, report))
     }
 

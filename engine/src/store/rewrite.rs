@@ -66,7 +66,7 @@ impl Store {
                 return Err(e);
             }
         };
-        self.vfs.mark(Phase::RewriteSynced);
+        self.vfs.mark(Phase::RewriteSynced.as_str());
 
         // From the rename on, a failure leaves the directory in a state we
         // cannot name (old or new log): fail-stop, the next open decides.
@@ -74,19 +74,19 @@ impl Store {
         if !canary!(RenameErrorIgnored) {
             self.poison_on_error(renamed)?;
         }
-        self.vfs.mark(Phase::RewriteRenamed);
+        self.vfs.mark(Phase::RewriteRenamed.as_str());
         if !canary!(RewriteNoDirSync) {
             let synced = Self::io(IoOp::SyncDir, &self.dir, self.vfs.sync_dir(&self.dir));
             self.poison_on_error(synced)?;
         }
-        self.vfs.mark(Phase::RewriteDirSynced);
+        self.vfs.mark(Phase::RewriteDirSynced.as_str());
         writer.set_path(aof_path);
         self.aof = Some(writer);
 
         if self.retire_unnamed(&named)? > 0 {
             let synced = Self::io(IoOp::SyncDir, &self.dir, self.vfs.sync_dir(&self.dir));
             self.poison_on_error(synced)?;
-            self.vfs.mark(Phase::RewriteRetired);
+            self.vfs.mark(Phase::RewriteRetired.as_str());
         }
         self.compact_manifest_if_due()?;
         Ok(())
@@ -104,7 +104,7 @@ impl Store {
             // Planted: the log names these segments until the rewrite below is durable.
             self.retire_unnamed(&BTreeSet::new())?;
         }
-        self.vfs.mark(Phase::FlushallLogged);
+        self.vfs.mark(Phase::FlushallLogged.as_str());
         match self.rewrite() {
             Err(e) if self.poisoned.is_some() => Err(e),
             _ => Ok(reply),

@@ -129,8 +129,8 @@ impl Vfs for CrashAfter {
         self.check()?;
         self.inner.lock(dir, mode)
     }
-    fn mark(&self, phase: Phase) {
-        if phase == self.target {
+    fn mark(&self, phase: &'static str) {
+        if phase == self.target.as_str() {
             self.crashed.store(true, Ordering::SeqCst);
         }
     }

@@ -15,7 +15,7 @@
 //! they begin and read only it: later commits do not reach them.
 //!
 //! A commit appends its record; at the `sync` level it also fsyncs. It
-//! names both moments to the file system (`Vfs::mark_named`: `appended`,
+//! names both moments to the file system (`Vfs::mark`: `appended`,
 //! `synced`), which on the simulated disk is where crashes can be aimed.
 //! Three planted bugs: `lazy-fsync` skips that fsync unless the log has
 //! crossed a 4 KiB boundary since the last one — a group-commit
@@ -214,13 +214,13 @@ impl LogKv {
         record.extend(crc32fast::hash(&payload).to_le_bytes());
         record.extend(&payload);
         self.file.write_at(self.end_bytes, &record)?;
-        self.vfs.mark_named("appended");
+        self.vfs.mark("appended");
         self.end_bytes += record.len() as u64;
         self.committed = view;
         let crossed_a_page = self.end_bytes / 4096 != self.synced_end_bytes / 4096;
         if sync && (!self.lazy_fsync || crossed_a_page) {
             self.file.sync()?;
-            self.vfs.mark_named("synced");
+            self.vfs.mark("synced");
             self.synced_end_bytes = self.end_bytes;
         }
         Ok(())

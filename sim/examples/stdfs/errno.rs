@@ -27,7 +27,7 @@ impl Errno {
 }
 
 /// The simulated disk's error as a libc caller would see it. The kinds
-/// the disk returns (`sim/src/disk`) map to their POSIX codes; anything
+/// the disk returns (`simulator/src/disk`) map to their POSIX codes; anything
 /// else — a simulated EIO, a stale handle after a power loss — is `EIO`.
 impl From<io::Error> for Errno {
     fn from(error: io::Error) -> Errno {

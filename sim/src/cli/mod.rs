@@ -21,16 +21,16 @@
 //!
 //! Exit status everywhere: 0 no failure, 1 a failure found, 2 bad usage.
 
-pub mod args;
-pub mod crash_os;
 pub mod explore;
-pub mod explored;
-pub mod isolate;
-pub mod kit;
-pub mod replay;
-pub mod run;
 pub mod targets;
-pub mod trace;
+
+// The run command line every target shares, from the simulator: `sim`'s
+// own files name them as before (`super::run`, ...).
+pub use simulator::cli::{args, explored, isolate, replay, run};
+// `crash-os`, a kit engine on the real disk, from the kit.
+pub use simkit::cli::crash_os;
+// `sim trace`, from its crate.
+pub use simtrace::cli as trace;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -297,7 +297,10 @@ fn run_target(cli: &Cli) -> ExitCode {
     };
     let canary = cli.canary;
     let replay = move |text: &str, report: Option<&std::path::Path>| targets::replay(text, canary, report);
-    built.run(&cli.run, &Hooks { program: "sim", canary, replay: &replay })
+    // A canary is no setting of the file: a shrunk file says so, and how to
+    // replay it.
+    let planted = canary.map_or(String::new(), |c| format!(" with canary {} planted (replay with --canary)", c.name()));
+    built.run(&cli.run, &Hooks { program: "sim", planted, replay: &replay })
 }
 
 /// `sim bench`: measure, then print the figures as text or JSON.

@@ -1,0 +1,395 @@
+//! redb's [`Adapter`]: what redb offers, in the kit's words (REDB.md says
+//! why each choice, and what was found):
+//!
+//! - tables `t0` (`u64` keys) and `t1` (byte keys): both key encodings;
+//! - commit levels `immediate` in 1-phase, 2-phase and quick-repair
+//!   commits (durable), and `none`: redb documents `Durability::None`
+//!   commits as not persisted until a later durable one, so it is
+//!   [`Promise::Volatile`];
+//! - `compact()` as maintenance (its first commit publishes everything);
+//! - readers beside the writer (`--clients N`): each a `ReadTransaction`,
+//!   which redb documents as a snapshot of what was committed before it
+//!   began; every reader ends before `compact()`, which refuses to run
+//!   while one is live;
+//! - per seed, the page cache size and whether every open checks
+//!   integrity: only then does redb promise to report altered bytes, so
+//!   only then does the disk damage durable ones;
+//! - no torn garbage and no read bit flips unless asked: redb relies on an
+//!   atomic header sector and on reads being right or an error.
+//!
+//! The application's setup (`create`) makes the file and both tables in
+//! one durable commit, fault-free: redb's `FileBackend` does not sync the
+//! directory either, so creating the file is the application's job.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use redb::{
+    Builder, Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
+};
+use simkit::{Rng, RngCore};
+use vfs::OpenMode;
+
+use super::backend::{Plant as Planted, VfsBackend};
+use simkit::{
+    Adapter, Env, ErrorKind, KeyKind, KitError, Level, Maintenance, Plant, Previous, Promise, Readers, Rows, Spec,
+    TableSpec, Tolerances,
+};
+
+const T0: TableDefinition<u64, &[u8]> = TableDefinition::new("t0");
+const T1: TableDefinition<&[u8], &[u8]> = TableDefinition::new("t1");
+
+const TABLES: &[TableSpec] =
+    &[TableSpec { name: "t0", keys: KeyKind::U64 }, TableSpec { name: "t1", keys: KeyKind::Bytes }];
+
+const LEVELS: &[Level] = &[
+    Level::new("immediate", Promise::Durable),
+    Level::new("immediate-2pc", Promise::Durable),
+    Level::new("immediate-quick-repair", Promise::Durable),
+    Level::new("none", Promise::Volatile),
+];
+
+impl Plant for Planted {
+    const ALL: &'static [Planted] = &[Planted::NoSync, Planted::LateWrite, Planted::ReaderUnpinned];
+
+    fn name(self) -> &'static str {
+        match self {
+            Planted::NoSync => "redb-no-sync",
+            Planted::LateWrite => "redb-late-write",
+            Planted::ReaderUnpinned => "redb-reader-unpinned",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Planted::NoSync => "sync_data returns Ok and syncs nothing",
+            Planted::LateWrite => "the last write before each sync lands after it",
+            Planted::ReaderUnpinned => {
+                "(in the adapter) each read of a reader takes a read transaction of its own: read committed, not its snapshot (needs --clients)"
+            }
+        }
+    }
+}
+
+/// Run `$body` on table `$table` of the kit's numbering, with `$def` its
+/// definition and `$k` the kit's key bytes as that table's key type.
+macro_rules! on_table {
+    ($table:expr, $key:expr, |$def:ident, $k:ident| $body:expr) => {
+        match $table {
+            0 => {
+                let ($def, $k) = (T0, u64::from_be_bytes($key.try_into().expect("the kit's u64 keys are 8 bytes")));
+                $body
+            }
+            _ => {
+                let ($def, $k) = (T1, $key);
+                $body
+            }
+        }
+    };
+}
+
+/// A seed's redb settings.
+#[derive(Clone, Debug)]
+pub struct RedbConfig {
+    /// `Builder::set_cache_size`: small caches write pages out mid-transaction.
+    pub cache_bytes: usize,
+    /// `Builder::set_check_integrity_on_open`.
+    pub check_integrity_on_open: bool,
+}
+
+/// redb (crates.io `redb` 4) as a kit target.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RedbAdapter;
+
+/// An open redb, its open write transaction and its readers' read
+/// transactions.
+pub struct RedbDb {
+    txn: Option<WriteTransaction>,
+    /// Each open reader's transaction, by client number.
+    readers: BTreeMap<usize, ReadTransaction>,
+    /// `Some` until dropped or closed.
+    db: Option<Database>,
+    /// `--plant redb-reader-unpinned`.
+    unpinned: bool,
+}
+
+/// redb's `WriteTransaction` and `Database` may each panic in `Drop` when
+/// the backend under them fails (a plant does that); dropping both in one
+/// unwind would abort the sweep. So each is dropped on its own, its panic
+/// caught, and the first re-raised unless this drop is part of an unwind.
+impl Drop for RedbDb {
+    fn drop(&mut self) {
+        use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+        let (txn, readers, db) = (self.txn.take(), std::mem::take(&mut self.readers), self.db.take());
+        let first = catch_unwind(AssertUnwindSafe(|| drop(txn)));
+        let readers = catch_unwind(AssertUnwindSafe(|| drop(readers)));
+        let second = catch_unwind(AssertUnwindSafe(|| drop(db)));
+        if let Err(panic) = first.and(readers).and(second) {
+            if !std::thread::panicking() {
+                resume_unwind(panic);
+            }
+        }
+    }
+}
+
+/// `Corrupted`, or the `InvalidData` I/O error redb gives for a header it
+/// does not recognise, is redb's verdict on the bytes (the simulated disk
+/// never returns `InvalidData`).
+fn kit_error(error: impl Into<redb::Error>) -> KitError {
+    let error = error.into();
+    let kind = match &error {
+        redb::Error::Corrupted(_) => ErrorKind::Corrupt,
+        redb::Error::Io(e) if e.kind() == std::io::ErrorKind::InvalidData => ErrorKind::Corrupt,
+        redb::Error::Io(_) => ErrorKind::Io,
+        _ => ErrorKind::Other,
+    };
+    KitError::new(kind, error)
+}
+
+/// A value read back, as the kit holds it.
+fn value(guard: Option<redb::AccessGuard<'_, &[u8]>>) -> Option<Vec<u8>> {
+    guard.map(|v| v.value().to_vec())
+}
+
+/// One table's rows, keys as the kit holds them.
+fn rows<K: redb::Key + 'static>(
+    table: &impl ReadableTable<K, &'static [u8]>,
+    key_bytes: impl for<'k> Fn(K::SelfType<'k>) -> Vec<u8>,
+) -> Result<Rows, redb::Error> {
+    let mut out = Rows::new();
+    for entry in table.iter()? {
+        let (key, value) = entry?;
+        out.insert(key_bytes(key.value()), value.value().to_vec());
+    }
+    Ok(out)
+}
+
+/// Table `t`'s rows through `$source` (a write or a read transaction).
+macro_rules! table_rows {
+    ($source:expr, $t:expr) => {
+        match $t {
+            0 => rows(&$source.open_table(T0)?, |k| k.to_be_bytes().to_vec()),
+            _ => rows(&$source.open_table(T1)?, |k: &[u8]| k.to_vec()),
+        }
+    };
+}
+
+fn db_file(env: &Env<'_, RedbAdapter>) -> PathBuf {
+    env.dir.join("data.redb")
+}
+
+fn open_db(env: &Env<'_, RedbAdapter>) -> Result<Database, KitError> {
+    let path = db_file(env);
+    let file = env.vfs.open(&path, OpenMode::Write)?;
+    let backend = VfsBackend::new(file, &path.to_string_lossy(), env.plant);
+    let mut builder = Builder::new();
+    builder.set_cache_size(env.config.cache_bytes).set_check_integrity_on_open(env.config.check_integrity_on_open);
+    builder.create_with_backend(backend).map_err(kit_error)
+}
+
+impl RedbDb {
+    fn db(&self) -> &Database {
+        self.db.as_ref().expect("open until dropped or closed")
+    }
+
+    fn txn(&mut self) -> Result<&WriteTransaction, redb::Error> {
+        if self.txn.is_none() {
+            self.txn = Some(self.db().begin_write()?);
+        }
+        Ok(self.txn.as_ref().expect("begun above"))
+    }
+
+    /// Insert in the write transaction: the value replaced.
+    fn put(&mut self, table: usize, key: &[u8], v: &[u8]) -> Result<Option<Vec<u8>>, redb::Error> {
+        let txn = self.txn()?;
+        Ok(on_table!(table, key, |def, k| value(txn.open_table(def)?.insert(k, v)?)))
+    }
+
+    /// Remove in the write transaction: the value removed.
+    fn delete(&mut self, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, redb::Error> {
+        let txn = self.txn()?;
+        Ok(on_table!(table, key, |def, k| value(txn.open_table(def)?.remove(k)?)))
+    }
+
+    /// Read the write transaction if one is open, else a read transaction.
+    fn get(&self, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, redb::Error> {
+        Ok(match &self.txn {
+            Some(t) => on_table!(table, key, |def, k| value(t.open_table(def)?.get(k)?)),
+            None => {
+                let t = self.db().begin_read()?;
+                on_table!(table, key, |def, k| value(t.open_table(def)?.get(k)?))
+            }
+        })
+    }
+
+    /// A whole table, read as [`RedbDb::get`] reads.
+    fn scan(&self, table: usize) -> Result<Rows, redb::Error> {
+        match &self.txn {
+            Some(t) => table_rows!(t, table),
+            None => table_rows!(self.db().begin_read()?, table),
+        }
+    }
+
+    /// `read` through reader `reader`'s transaction (under
+    /// `redb-reader-unpinned`, through a fresh one).
+    fn read_as<R>(
+        &self,
+        reader: usize,
+        read: impl FnOnce(&ReadTransaction) -> Result<R, redb::Error>,
+    ) -> Result<R, redb::Error> {
+        if self.unpinned {
+            return read(&self.db().begin_read()?);
+        }
+        read(self.readers.get(&reader).expect("the kit reads only through an open reader"))
+    }
+
+    /// Read one key in reader `reader`'s transaction.
+    fn reader_get(&self, reader: usize, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, redb::Error> {
+        self.read_as(reader, |t| Ok(on_table!(table, key, |def, k| value(t.open_table(def)?.get(k)?))))
+    }
+
+    /// A whole table, read in reader `reader`'s transaction.
+    fn reader_scan(&self, reader: usize, table: usize) -> Result<Rows, redb::Error> {
+        self.read_as(reader, |t| table_rows!(t, table))
+    }
+
+    fn commit(&mut self, level: usize) -> Result<(), redb::Error> {
+        self.txn()?;
+        let mut txn = self.txn.take().expect("begun above");
+        let volatile = LEVELS[level].promise == Promise::Volatile;
+        txn.set_durability(if volatile { Durability::None } else { Durability::Immediate })?;
+        txn.set_two_phase_commit(level == 1);
+        txn.set_quick_repair(level == 2);
+        txn.commit()?;
+        Ok(())
+    }
+}
+
+impl Adapter for RedbAdapter {
+    type Db = RedbDb;
+    type Config = RedbConfig;
+    type Plant = Planted;
+
+    fn name(&self) -> &'static str {
+        "redb"
+    }
+
+    fn configure(&self, rng: &mut dyn RngCore) -> RedbConfig {
+        let cache_bytes = [16 << 10, 64 << 10, 256 << 10, 1 << 30][rng.gen_range(0..4)];
+        RedbConfig { cache_bytes, check_integrity_on_open: rng.gen_bool(0.5) }
+    }
+
+    fn describe_config(&self, config: &RedbConfig) -> Vec<(String, String)> {
+        vec![
+            ("cache_bytes".to_string(), config.cache_bytes.to_string()),
+            ("check_integrity_on_open".to_string(), config.check_integrity_on_open.to_string()),
+        ]
+    }
+
+    fn spec(&self, config: &RedbConfig) -> Spec {
+        Spec {
+            tables: TABLES,
+            maintenance: Some(Maintenance { name: "compact", makes_durable: true }),
+            tolerates: Tolerances { torn_garbage: false, read_bitflips: false },
+            detects_damage: config.check_integrity_on_open,
+            readers: Some(Readers {
+                max: 4,
+                across_maintenance: false,
+                writer_waits: false,
+                documented: "redb docs/design.md ('a single writer and multiple concurrent readers ... MVCC'); \
+                    ReadableDatabase::begin_read ('Captures a snapshot of the database, so that only data committed \
+                    before calling this method is visible'); Database::compact returns TransactionInProgress while \
+                    a read transaction is live",
+            }),
+            ..Spec::new(LEVELS.to_vec())
+        }
+    }
+
+    fn create(&self, env: &Env<'_, Self>) -> Result<(), KitError> {
+        drop(env.vfs.open(&db_file(env), OpenMode::Create)?);
+        env.vfs.sync_dir(env.dir)?;
+        let db = open_db(env)?;
+        let txn = db.begin_write().map_err(kit_error)?;
+        txn.open_table(T0).map_err(kit_error)?;
+        txn.open_table(T1).map_err(kit_error)?;
+        txn.commit().map_err(kit_error)?;
+        db.close().map_err(kit_error)
+    }
+
+    fn open(&self, env: &Env<'_, Self>) -> Result<RedbDb, KitError> {
+        let unpinned = env.plant == Some(Planted::ReaderUnpinned);
+        Ok(RedbDb { txn: None, readers: BTreeMap::new(), db: Some(open_db(env)?), unpinned })
+    }
+
+    fn put(&self, db: &mut RedbDb, table: usize, key: &[u8], value: &[u8]) -> Result<Previous, KitError> {
+        db.put(table, key, value).map(Previous::Was).map_err(kit_error)
+    }
+
+    fn delete(&self, db: &mut RedbDb, table: usize, key: &[u8]) -> Result<Previous, KitError> {
+        db.delete(table, key).map(Previous::Was).map_err(kit_error)
+    }
+
+    fn get(&self, db: &mut RedbDb, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, KitError> {
+        db.get(table, key).map_err(kit_error)
+    }
+
+    fn scan(&self, db: &mut RedbDb, table: usize) -> Result<Rows, KitError> {
+        db.scan(table).map_err(kit_error)
+    }
+
+    fn commit(&self, db: &mut RedbDb, level: usize) -> Result<(), KitError> {
+        db.commit(level).map_err(kit_error)
+    }
+
+    fn abort(&self, db: &mut RedbDb) -> Result<(), KitError> {
+        db.txn.take().map_or(Ok(()), |txn| txn.abort().map_err(kit_error))
+    }
+
+    fn begin_read(&self, db: &mut RedbDb, reader: usize) -> Result<(), KitError> {
+        let txn = db.db().begin_read().map_err(kit_error)?;
+        let before = db.readers.insert(reader, txn);
+        debug_assert!(before.is_none(), "the kit begins a reader only when it has none open");
+        Ok(())
+    }
+
+    fn reader_get(
+        &self,
+        db: &mut RedbDb,
+        reader: usize,
+        table: usize,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, KitError> {
+        db.reader_get(reader, table, key).map_err(kit_error)
+    }
+
+    fn reader_scan(&self, db: &mut RedbDb, reader: usize, table: usize) -> Result<Rows, KitError> {
+        db.reader_scan(reader, table).map_err(kit_error)
+    }
+
+    fn end_read(&self, db: &mut RedbDb, reader: usize) -> Result<(), KitError> {
+        let txn = db.readers.remove(&reader).expect("the kit ends only an open reader");
+        txn.close().map_err(kit_error)
+    }
+
+    fn maintain(&self, db: &mut RedbDb) -> Result<(), KitError> {
+        db.db.as_mut().expect("open").compact().map(drop).map_err(kit_error)
+    }
+
+    /// A table that does not exist is empty: a rollback after damage may
+    /// return to the file's first commit, before the tables were created.
+    fn read_committed(&self, db: &mut RedbDb, table: usize) -> Result<Rows, KitError> {
+        let read = || -> Result<Rows, redb::Error> { table_rows!(db.db().begin_read()?, table) };
+        match read() {
+            Err(redb::Error::TableDoesNotExist(_)) => Ok(Rows::new()),
+            other => other.map_err(kit_error),
+        }
+    }
+
+    fn close(&self, mut db: RedbDb) -> Result<(), KitError> {
+        debug_assert!(db.readers.is_empty(), "the kit ends every reader before a clean close");
+        if let Some(txn) = db.txn.take() {
+            txn.abort().map_err(kit_error)?;
+        }
+        db.db.take().expect("open until closed").close().map_err(kit_error)
+    }
+}

@@ -1,0 +1,384 @@
+//! `sim explore --damage` for segsim: where the records of its three kinds
+//! of file lie, how each is damaged, and the recovery of a damaged image
+//! judged by the random mode's rule.
+//!
+//! Each record of the log, the manifest and every segment is damaged three
+//! ways, one at a time: a bit flipped in its payload (the quietest rot), a
+//! length that runs past the end of the file (a reader must not trust it,
+//! let alone allocate by it), and a record of the *other* log's kind
+//! written in its place (whole and checksummed, but not this file's). A
+//! frame of either log is also damaged a fourth way (issue 25): a later
+//! frame of the same size written whole in its place, as a misdirected
+//! write leaves it (the later frame's own place left as it was before its
+//! write: what the disk's durable history says it held, zeros for an
+//! append), for each of the next few such frames — the case only a
+//! checksum that covers the place can tell from history. And every record
+//! of every file a fifth way (issue 32): the write that put it in place
+//! lost, alone and with the rest of its fsync, its place back to the
+//! bytes it held before — for a rewrite's log's last batch, a snapshot
+//! with no `SNAPSHOT_END`. The
+//! records are found by walking the formats as the engine documents them
+//! (`engine::frame` for both logs, the layout in `engine::seg`'s module
+//! doc for segments) over the undamaged image; the judgement is none of
+//! this file's business — it is the random mode's own recovery, told of
+//! the damage as the disk announces media corruption (`Driver::
+//! recover_damaged`): refuse with nothing changed, or hold a state the
+//! rule allows, where only damage nothing later vouched for may be cut
+//! like a torn tail, and a point-in-time open cuts at the damage and
+//! quarantines the rest.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use engine::aof::frame_place;
+use engine::clock::ManualClock;
+use engine::frame::{decode_frame, Place, FRAME_HEADER_BYTES};
+use engine::manifest::MANIFEST_FILE;
+use engine::store::AOF_FILE;
+
+use super::record::RecoveryContext;
+use super::SegsimTarget;
+use crate::canary::CanarySwitch;
+use crate::drive::Driver;
+use simulator::disk::{CrashOutcome, Damage, DamageKind, DiskImage, LostWrites, SimVfs};
+use simulator::failure::{catch_panic, Check};
+use simulator::harness::Reopening;
+use simulator::seam::{DamageSite, DamageVerdict};
+use simulator::trace::Trace;
+
+/// A segment's fixed-size tail, and where its index and bounds offsets
+/// lie in it (`engine::seg`'s layout).
+const SEG_TAIL_BYTES: usize = 56;
+const SEG_TAIL_INDEX_OFFSET_AT: usize = 16;
+const SEG_TAIL_BOUNDS_OFFSET_AT: usize = 24;
+/// A record's checksum, after its value.
+const SEG_RECORD_CRC_BYTES: usize = 4;
+
+/// Every damage site of `image`, file by file in path order, record by
+/// record, three ways each, frames a fourth, writes lost a fifth (see the
+/// module doc).
+pub(super) fn sites(image: &DiskImage) -> Vec<DamageSite> {
+    let files = image.files();
+    let first_frame = |name: &str, place: Place| {
+        let (_, bytes) = files.iter().find(|(path, _)| path.file_name().is_some_and(|n| n == name))?;
+        let frame = decode_frame(bytes, place).ok()?;
+        Some(bytes[..frame.total_bytes].to_vec())
+    };
+    let log_header = first_frame(AOF_FILE, frame_place(&[], 0));
+    let manifest_header = first_frame(MANIFEST_FILE, Place::manifest(0));
+    let mut sites = Vec::new();
+    for (path, bytes) in &files {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if name == AOF_FILE {
+            let foreign = (manifest_header.as_deref(), "the manifest's header frame");
+            frame_sites(&mut sites, image, path, bytes, |at| frame_place(bytes, at), foreign);
+        } else if name == MANIFEST_FILE {
+            let foreign = (log_header.as_deref(), "the log's header frame");
+            frame_sites(&mut sites, image, path, bytes, |at| Place::manifest(at as u64), foreign);
+        } else if name.ends_with(".seg") {
+            segment_sites(&mut sites, image, path, bytes, log_header.as_deref());
+        }
+    }
+    sites
+}
+
+/// The sites of a log made of frames, `place_at` the place a frame at an
+/// offset is bound to: each valid frame from the start on (the walk stops
+/// at the first invalid one: a durable image's logs end with their last
+/// whole frame).
+fn frame_sites(
+    sites: &mut Vec<DamageSite>,
+    image: &DiskImage,
+    path: &Path,
+    bytes: &[u8],
+    place_at: impl Fn(usize) -> Place,
+    (foreign, foreign_what): (Option<&[u8]>, &str),
+) {
+    let mut at = 0usize;
+    let mut number = 0usize;
+    let mut frames = Vec::new();
+    while let Ok(frame) = decode_frame(&bytes[at..], place_at(at)) {
+        let what =
+            |how: &str| format!("{} frame {number} (bytes {at}..{}): {how}", path.display(), at + frame.total_bytes);
+        let flip_at = if frame.payload.is_empty() {
+            at + FRAME_HEADER_BYTES - 1
+        } else {
+            at + FRAME_HEADER_BYTES + frame.payload.len() / 2
+        };
+        sites.push(flipped(path, bytes, flip_at, what("a bit flipped in its payload (in its kind, if empty)")));
+        let past_end = u32::try_from(bytes.len() - at - FRAME_HEADER_BYTES + 1).unwrap_or(u32::MAX);
+        let length = DamageSite {
+            path: path.to_path_buf(),
+            offset_bytes: at as u64,
+            bytes: past_end.to_le_bytes().to_vec(),
+            kind: DamageKind::Media,
+            what: what("its length runs one byte past the end of the file"),
+        };
+        sites.push(length);
+        if let Some(foreign) = foreign {
+            let what = what(&format!("{foreign_what} written in its place"));
+            let (offset_bytes, bytes) = (at as u64, foreign.to_vec());
+            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes, bytes, kind: DamageKind::Media, what });
+        }
+        frames.push((at, at + frame.total_bytes));
+        at += frame.total_bytes;
+        number += 1;
+    }
+    misdirected_sites(sites, image, path, bytes, &frames);
+    lost_write_sites(sites, image, path, &frames);
+}
+
+/// How many later frames of the same size each frame is replaced by (the
+/// nearest ones): bounds the sites to a few per frame.
+const MISDIRECTED_PER_FRAME: usize = 4;
+
+/// The fourth way: for each frame after the first (a header is written
+/// before any other frame, so none is ever misdirected onto it within its
+/// own file), each of the next few later frames
+/// of the same size, as a drive that put that frame's write at this one's
+/// place leaves the file: the later frame's bytes here — whole, once
+/// valid, bound to the other place — the frames between unchanged, and
+/// zeros where the later frame belonged (what an append's place held
+/// before it). One contiguous site, from this frame to the later one's end.
+fn misdirected_sites(
+    sites: &mut Vec<DamageSite>,
+    image: &DiskImage,
+    path: &Path,
+    bytes: &[u8],
+    frames: &[(usize, usize)],
+) {
+    for (number, &(at, end)) in frames.iter().enumerate().skip(1) {
+        let same_size = frames[number + 1..].iter().filter(|(a, e)| e - a == end - at);
+        for (later, &(later_at, later_end)) in same_size.take(MISDIRECTED_PER_FRAME).enumerate() {
+            let mut moved = bytes[at..later_end].to_vec();
+            moved[..end - at].copy_from_slice(&bytes[later_at..later_end]);
+            let own_place = image.before_newest_write(path, later_at as u64..later_end as u64);
+            moved[later_at - at..].copy_from_slice(&own_place);
+            let what = format!(
+                "{} frame {number} (bytes {at}..{end}): the write of the frame at bytes {later_at}..{later_end} \
+                 (later frame #{} of its size) misdirected onto it, its own place left as before it",
+                path.display(),
+                later + 1
+            );
+            let (offset_bytes, kind) = (at as u64, DamageKind::MisdirectedWrite);
+            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes, bytes: moved, kind, what });
+        }
+    }
+}
+
+/// The fifth way, for every kind of file: the write that put each record
+/// (`records`, byte ranges) in place lost, as if it never reached the
+/// media — its place holding what it held before that write (the disk's
+/// durable history says what: `DiskImage::lost_write`) — and, apart, that
+/// write with the rest of its fsync lost (a drive that acknowledged the
+/// flush with writes still in its cache). Records one write put in place
+/// share one site; a file without a history has none.
+fn lost_write_sites(sites: &mut Vec<DamageSite>, image: &DiskImage, path: &Path, records: &[(usize, usize)]) {
+    let mut seen = BTreeSet::new();
+    for (number, &(at, end)) in records.iter().enumerate() {
+        for (how, what) in [
+            (LostWrites::One, "the write that put it there lost"),
+            (LostWrites::FlushTail, "the write that put it there lost, with every later write of its fsync"),
+        ] {
+            let Some((offset_bytes, bytes)) = image.lost_write(path, at as u64..end as u64, how) else { continue };
+            if !seen.insert((offset_bytes, bytes.clone())) {
+                continue;
+            }
+            let what = format!(
+                "{} record {number} (bytes {at}..{end}): {what} (bytes {offset_bytes}..{} back to what they held \
+                 before)",
+                path.display(),
+                offset_bytes + bytes.len() as u64
+            );
+            let kind = DamageKind::LostWrite;
+            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes, bytes, kind, what });
+        }
+    }
+}
+
+/// The sites of a segment: each record its index names (the index read
+/// as the layout says, over an undamaged file; a file that does not
+/// parse so yields none).
+fn segment_sites(sites: &mut Vec<DamageSite>, image: &DiskImage, path: &Path, bytes: &[u8], foreign: Option<&[u8]>) {
+    let mut records = Vec::new();
+    for (number, entry) in segment_index(bytes).into_iter().enumerate() {
+        let (start, end) = (entry.value_offset, entry.value_offset + entry.value_len + SEG_RECORD_CRC_BYTES);
+        records.push((start, end));
+        let what = |how: &str| format!("{} record {number} (bytes {start}..{end}): {how}", path.display());
+        let flip_at = if entry.value_len == 0 { start } else { start + entry.value_len / 2 };
+        sites.push(flipped(path, bytes, flip_at, what("a bit flipped in its value (in its checksum, if empty)")));
+        let past_end = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+        let what_len = what("its index entry's length runs past the end of the file");
+        sites.push(DamageSite {
+            path: path.to_path_buf(),
+            offset_bytes: entry.len_field_at as u64,
+            bytes: past_end.to_le_bytes().to_vec(),
+            kind: DamageKind::Media,
+            what: what_len,
+        });
+        if let Some(foreign) = foreign {
+            let what = what("the log's header frame written in its place");
+            sites.push(DamageSite {
+                path: path.to_path_buf(),
+                offset_bytes: start as u64,
+                bytes: foreign.to_vec(),
+                kind: DamageKind::Media,
+                what,
+            });
+        }
+    }
+    lost_write_sites(sites, image, path, &records);
+}
+
+/// The lowest bit of `bytes[at]` flipped.
+fn flipped(path: &Path, bytes: &[u8], at: usize, what: String) -> DamageSite {
+    let (offset_bytes, bytes) = (at as u64, vec![bytes[at] ^ 1]);
+    DamageSite { path: path.to_path_buf(), offset_bytes, bytes, kind: DamageKind::Media, what }
+}
+
+/// One index entry of a segment: where its record's value lies, and
+/// where the entry's own length field is.
+struct SegEntry {
+    value_offset: usize,
+    value_len: usize,
+    len_field_at: usize,
+}
+
+/// A segment's index entries, `[key_len u32][value_offset u64][value_len
+/// u32][key]` back to back between the tail's index and bounds offsets;
+/// empty if the file is not laid out so.
+fn segment_index(bytes: &[u8]) -> Vec<SegEntry> {
+    let Some(tail_at) = bytes.len().checked_sub(SEG_TAIL_BYTES) else { return Vec::new() };
+    let u64_at = |at: usize| bytes.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+    let u32_at = |at: usize| bytes.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
+    let offsets = (u64_at(tail_at + SEG_TAIL_INDEX_OFFSET_AT), u64_at(tail_at + SEG_TAIL_BOUNDS_OFFSET_AT));
+    let (Some(index_at), Some(bounds_at)) = offsets else { return Vec::new() };
+    let (Ok(mut at), Ok(bounds_at)) = (usize::try_from(index_at), usize::try_from(bounds_at)) else {
+        return Vec::new();
+    };
+    let mut entries = Vec::new();
+    while at < bounds_at.min(tail_at) {
+        let parsed = (u32_at(at), u64_at(at + 4), u32_at(at + 12));
+        let (Some(key_len), Some(value_offset), Some(value_len)) = parsed else { return Vec::new() };
+        let (value_offset, value_len) = (value_offset as usize, value_len as usize);
+        if value_offset.saturating_add(value_len).saturating_add(SEG_RECORD_CRC_BYTES) > index_at as usize {
+            return Vec::new();
+        }
+        entries.push(SegEntry { value_offset, value_len, len_field_at: at + 12 });
+        at += 16 + key_len as usize;
+    }
+    entries
+}
+
+/// Open `image`, damaged as `damage` says, the default way or at a point
+/// in time, at `context`'s clock, with `context`'s checker: the random
+/// mode's recovery and rule (see the module doc).
+pub(super) fn recover(
+    target: &SegsimTarget,
+    seed: u64,
+    image: &DiskImage,
+    damage: &Damage,
+    point_in_time: bool,
+    context: &RecoveryContext,
+) -> Result<DamageVerdict, (Check, String)> {
+    let mut config = target.config(seed);
+    config.point_in_time = point_in_time;
+    let disk = SegsimTarget::explore_disk(&config);
+    let vfs = Arc::new(SimVfs::from_image(disk, image, Trace::new(false)));
+    let _canary = CanarySwitch::on(target.overrides.canary);
+    let clock = Arc::new(ManualClock::new(context.now_ms));
+    let mut driver = Driver::new(&config, vfs.clone(), (target.wrap)(vfs), clock);
+    *driver.checker_mut() = context.checker.clone();
+    let mut run = driver.into_loop(&target.overrides);
+    // The disk as it is, after a power loss that left `damage`: the
+    // loop's recovery, by the rule; whether the store opened (else it
+    // refused the damage, changing nothing).
+    let crash = CrashOutcome { damage: vec![damage.clone()], ..CrashOutcome::default() };
+    let opened = catch_panic(|| {
+        let refusals = run.h.outcome.refusals_accepted;
+        run.recover(Reopening::PowerLoss(crash), 0).map(|()| run.h.outcome.refusals_accepted == refusals)
+    })
+    .map_err(|panic| (Check::Panic, panic))?;
+    match opened {
+        Ok(true) => Ok(DamageVerdict::Opened),
+        Ok(false) => Ok(DamageVerdict::Refused),
+        Err(failure) => Err((failure.check, failure.detail)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use engine::frame::{encode_frame, Place};
+    use engine::vfs::{OpenMode, Vfs};
+
+    use super::*;
+    use simulator::disk::{CrashMode, DiskConfig};
+
+    /// A log of three frames, each written and fsynced on its own; the
+    /// third frame's place held `old` (durable) before the frame was
+    /// written over it, and the second and third are the same size.
+    fn log_image(old: &[u8]) -> (DiskImage, PathBuf, [Vec<u8>; 3]) {
+        let disk = SimVfs::new(DiskConfig::fault_free(CrashMode::Strict, 512), Trace::new(false));
+        disk.start_recording();
+        let dir = PathBuf::from("/db");
+        disk.create_dir_all(&dir).unwrap();
+        let path = dir.join(AOF_FILE);
+        let mut file = disk.open(&path, OpenMode::Create).unwrap();
+        disk.sync_dir(&dir).unwrap();
+        let mut frames: [Vec<u8>; 3] = Default::default();
+        let mut at = 0u64;
+        // A header's payload as the format lays it out: magic, version,
+        // generation 1, made fresh.
+        let header = [&b"SEGS-AOF"[..], &4u32.to_le_bytes(), &1u64.to_le_bytes(), &[0]].concat();
+        for (number, payload) in [&header[..], b"first", b"other"].into_iter().enumerate() {
+            let place = if number == 0 { Place::aof(0, 0) } else { Place::aof(1, at) };
+            encode_frame(&mut frames[number], place, 1, payload);
+            if number == 2 {
+                file.write_at(at, old).unwrap();
+                file.sync().unwrap();
+            }
+            file.write_at(at, &frames[number]).unwrap();
+            file.sync().unwrap();
+            at += frames[number].len() as u64;
+        }
+        let recording = disk.take_recording();
+        (recording.snapshots.last().unwrap().durable_image(), path, frames)
+    }
+
+    #[test]
+    fn a_misdirected_frame_leaves_its_own_place_as_it_was_and_lands_on_an_earlier_one() {
+        let old = vec![b'o'; 20];
+        let (image, path, frames) = log_image(&old);
+        assert_eq!(frames[1].len(), frames[2].len());
+        let (first_at, second_at) = (frames[0].len(), frames[0].len() + frames[1].len());
+        let all = sites(&image);
+        let misdirected: Vec<&DamageSite> = all.iter().filter(|s| s.kind == DamageKind::MisdirectedWrite).collect();
+        assert_eq!(misdirected.len(), 1, "one later frame of the first's size");
+        let site = misdirected[0];
+        assert_eq!(site.offset_bytes, first_at as u64, "it lands on the earlier frame's place");
+        assert_eq!(&site.bytes[..frames[2].len()], &frames[2][..], "the later frame, whole");
+        let own_place = &site.bytes[second_at - first_at..];
+        assert_eq!(own_place, &old[..frames[2].len()], "its own place holds what it held before the write");
+        assert!(decode_frame(&site.bytes, Place::aof(1, first_at as u64)).is_err(), "invalid where it landed");
+        assert_eq!(image.before_newest_write(&path, second_at as u64..second_at as u64 + 4), old[..4]);
+    }
+
+    #[test]
+    fn a_lost_write_leaves_the_records_place_as_it_was_before_that_write() {
+        let old = vec![b'o'; 20];
+        let (image, path, frames) = log_image(&old);
+        let second_at = (frames[0].len() + frames[1].len()) as u64;
+        let all = sites(&image);
+        let lost: Vec<&DamageSite> = all.iter().filter(|s| s.kind == DamageKind::LostWrite).collect();
+        let third = lost.iter().find(|s| s.offset_bytes == second_at).expect("the last frame's write lost");
+        assert_eq!(third.bytes, old[..frames[2].len()], "the place keeps its old bytes");
+        let first = lost.iter().find(|s| s.offset_bytes == frames[0].len() as u64).expect("an append lost");
+        assert!(first.bytes.iter().all(|&b| b == 0), "an append's place held nothing: zeros, the length kept");
+        // Each write was its own fsync: no flush tail apart from the write.
+        assert_eq!(lost.len(), 3, "{lost:?}");
+        assert!(image.lost_write(&path, 0..4, LostWrites::One).is_some());
+    }
+}

@@ -1,0 +1,287 @@
+//! The [`Adapter`]: what the kit needs from an engine — a client (create,
+//! open, one method per operation, read what is committed, close) and one
+//! [`Spec`] per configuration — with the types it speaks: [`Env`] (where
+//! the engine lives for one open), [`KitError`] (an engine error as the
+//! adapter classifies it), [`Previous`] and [`Rows`] (typed replies).
+//!
+//! Each operation has its own method and its own reply type, so an adapter
+//! cannot answer a read with the wrong kind of value; the kit holds every
+//! reply to its model (`run.rs`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use rand::RngCore;
+use vfs::Vfs;
+
+use super::spec::{Plant, Spec};
+
+/// One table's content: keys to values, in byte order.
+pub type Rows = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// How an engine error is to be taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The engine says the bytes on disk are damaged: accepted (as a
+    /// refusal) only after damage the disk announced.
+    Corrupt,
+    /// An I/O error reached the caller: accepted only when the disk
+    /// injected a fault in this operation; the kit then reopens.
+    Io,
+    /// Anything else: accepted only when a fault was injected.
+    Other,
+    /// Another client holds a lock the operation needs (`SQLITE_BUSY`):
+    /// nothing changed, and the operation may be retried. Accepted only
+    /// where the spec's readers say the writer waits for them
+    /// ([`Readers::writer_waits`](super::Readers::writer_waits)).
+    Busy,
+}
+
+/// An engine error as the adapter classifies it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KitError {
+    /// How to take it.
+    pub kind: ErrorKind,
+    /// The engine's own words, for reports.
+    pub message: String,
+}
+
+impl KitError {
+    /// An error of `kind` saying `message`.
+    pub fn new(kind: ErrorKind, message: impl fmt::Display) -> KitError {
+        KitError { kind, message: message.to_string() }
+    }
+}
+
+impl fmt::Display for KitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// An I/O error as the kit takes it: `InvalidData` is the engine refusing
+/// its own bytes ([`ErrorKind::Corrupt`]: the `io::Error` kind Rust
+/// engines use for a bad checksum or a format they cannot read); any other
+/// kind is [`ErrorKind::Io`]. So `?` on an engine's `io::Result` classifies
+/// corruption right; an engine with its own error type maps it itself.
+impl From<std::io::Error> for KitError {
+    fn from(error: std::io::Error) -> KitError {
+        let kind = match error.kind() {
+            std::io::ErrorKind::InvalidData => ErrorKind::Corrupt,
+            _ => ErrorKind::Io,
+        };
+        KitError::new(kind, error)
+    }
+}
+
+/// What a put or a delete says about the key's value before it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Previous {
+    /// The engine does not say (the kit checks nothing).
+    NotSaid,
+    /// The value it replaced or removed (`None`: the key was absent). The
+    /// kit checks it against its model.
+    Was(Option<Vec<u8>>),
+}
+
+/// One record of one of the engine's files, where `sim explore --damage`
+/// damages it ([`Adapter::records`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordSpan {
+    /// Where the record starts in its file.
+    pub offset_bytes: u64,
+    /// Its length, header and checksum included.
+    pub len_bytes: u64,
+    /// What it is, for reports (`"commit record 3"`).
+    pub what: String,
+}
+
+/// Where the engine lives, for one open.
+pub struct Env<'a, A: Adapter + ?Sized> {
+    /// The simulated disk (any [`Vfs`]: the engine must do every file
+    /// operation through it).
+    pub vfs: Arc<dyn Vfs>,
+    /// The directory that is the engine's: it exists, and its own entry is
+    /// durable (the kit made it). Names made in it by [`Adapter::create`]
+    /// are durable too (the kit fsyncs the directory after it); any name
+    /// the engine makes later is the engine's to make durable.
+    pub dir: &'a Path,
+    /// The seed's configuration of the engine ([`Adapter::configure`]).
+    pub config: &'a A::Config,
+    /// The bug planted under the engine, if any (`--plant`).
+    pub plant: Option<A::Plant>,
+    /// The simulated disk's sector size in bytes (what a power loss may
+    /// tear), for an engine that asks its file system (SQLite's
+    /// `xSectorSize`).
+    pub sector_bytes: u64,
+}
+
+/// What the kit needs from an engine (see the module doc of
+/// [`crate::kit`]).
+///
+/// Tables are numbered by their position in [`Spec::tables`], commit
+/// levels by theirs in [`Spec::levels`]; keys of a
+/// [`super::KeyKind::U64`] table are 8 big-endian bytes. One write
+/// transaction at a time, begun implicitly by the first put or delete that
+/// needs it; reads see the open write transaction's own writes, and the
+/// committed state when none is open. An engine whose spec declares
+/// [`super::Readers`] also serves read-only transactions of other
+/// clients beside it ([`Adapter::begin_read`] and the three after it).
+///
+/// Every method runs on the one thread of one seed's run, but runs of
+/// different seeds share the adapter across threads, hence `Sync`;
+/// [`crate::main`] clones it for its replay paths, hence `Clone`
+/// there.
+pub trait Adapter: Send + Sync + 'static {
+    /// An open database: whatever handles the engine needs, with the open
+    /// write transaction if there is one. Dropping it must release
+    /// everything (the kit drops it at a power loss with every I/O
+    /// failing, as with the power off).
+    type Db;
+    /// What a seed decides about the engine (cache sizes, options), drawn
+    /// by [`Adapter::configure`].
+    type Config: Clone + fmt::Debug + Send + Sync;
+    /// The bugs the adapter can plant ([`super::NoPlant`] for none).
+    type Plant: Plant;
+
+    /// The target's name (`--target NAME`, `.ops` files, reports).
+    fn name(&self) -> &'static str;
+
+    /// Draw the engine's configuration for a seed. `rng` is
+    /// [`simkit::rand`](crate::rand)'s: use its `Rng` trait
+    /// (`simkit::rand::Rng`) to draw, no `rand` dependency of your own
+    /// needed.
+    fn configure(&self, rng: &mut dyn RngCore) -> Self::Config;
+
+    /// Draw the configuration with `options` (`--set KEY=VALUE`, in the
+    /// order given) forcing parts of it, or say which option is wrong. The
+    /// draws must not depend on the options, so a forced seed is the same
+    /// seed otherwise. Default: no options.
+    fn configure_with(&self, rng: &mut dyn RngCore, options: &[(String, String)]) -> Result<Self::Config, String> {
+        match options.first() {
+            None => Ok(self.configure(rng)),
+            Some((key, _)) => Err(format!("{} takes no --set options (got {key:?})", self.name())),
+        }
+    }
+
+    /// What the engine, so configured, is and promises (see [`Spec`]).
+    fn spec(&self, config: &Self::Config) -> Spec;
+
+    /// The engine's settings a seed drew, for reports: every failure and
+    /// a one-seed summary name them (`drew: ...`), the first thing a
+    /// reader of a failure asks. `(key, value)` pairs, spelled as `--set
+    /// KEY=VALUE` takes them where the adapter takes options, so the draw
+    /// can be pinned from the report. Default: the configuration's
+    /// `Debug` as one pair (nothing for `()`).
+    fn describe_config(&self, config: &Self::Config) -> Vec<(String, String)> {
+        let debug = format!("{config:?}");
+        match debug.as_str() {
+            "()" => Vec::new(),
+            _ => vec![("config".to_string(), debug)],
+        }
+    }
+
+    /// For `sim explore --damage` (with [`Spec::describes_records`]): the
+    /// records of the engine's file `name` (in the database directory)
+    /// holding `bytes` — a durable image, what a power loss kept — in file
+    /// order; `None` (the default) for a file the adapter does not
+    /// describe. Each record is then damaged in turn, one at a time: a bit
+    /// flipped in its middle, its bytes zeroed, the write that put it
+    /// there lost (its place keeping what it held before). Explored only
+    /// where the engine, so configured, [`Spec::detects_damage`]: the
+    /// damaged image must then open to a state the rule after damage
+    /// allows — a refusal as corrupt, or an older committed state (a
+    /// silent rollback) — never to a state no commit had. Walk the bytes
+    /// as the engine's own reader would, and stop at the first record that
+    /// does not parse: a torn tail holds no record to damage.
+    fn records(&self, _name: &str, _bytes: &[u8]) -> Option<Vec<RecordSpan>> {
+        None
+    }
+
+    /// The application's setup before the first open, once, on a
+    /// fault-free disk: create the database file if the engine's own open
+    /// does not (redb's `Builder` opens a file it is given), say. The kit
+    /// then fsyncs the directory, so every name made here is durable
+    /// before the workload starts. Default: nothing.
+    fn create(&self, _env: &Env<'_, Self>) -> Result<(), KitError> {
+        Ok(())
+    }
+
+    /// Open (on a fresh directory: create) the database.
+    fn open(&self, env: &Env<'_, Self>) -> Result<Self::Db, KitError>;
+
+    /// Insert or overwrite in the write transaction (begin one if none is
+    /// open).
+    fn put(&self, db: &mut Self::Db, table: usize, key: &[u8], value: &[u8]) -> Result<Previous, KitError>;
+
+    /// Remove in the write transaction (begin one if none is open); an
+    /// absent key is not an error.
+    fn delete(&self, db: &mut Self::Db, table: usize, key: &[u8]) -> Result<Previous, KitError>;
+
+    /// Read one key: in the write transaction if one is open, else the
+    /// committed state.
+    fn get(&self, db: &mut Self::Db, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, KitError>;
+
+    /// Read a whole table, the same way.
+    fn scan(&self, db: &mut Self::Db, table: usize) -> Result<Rows, KitError>;
+
+    /// Commit the write transaction at [`Spec::levels`]`[level]` (an empty
+    /// one if none is open: still a commit at that level, which decides
+    /// what it promises to keep at a crash).
+    fn commit(&self, db: &mut Self::Db, level: usize) -> Result<(), KitError>;
+
+    /// Abort the write transaction, if one is open.
+    fn abort(&self, db: &mut Self::Db) -> Result<(), KitError>;
+
+    /// The engine's [`Spec::maintenance`] operation. Called only if the
+    /// spec declares one (and, if it `makes_durable`, after an
+    /// [`Adapter::abort`]); the default, for an engine without, is never
+    /// called.
+    fn maintain(&self, _db: &mut Self::Db) -> Result<(), KitError> {
+        unreachable!("{}'s spec declares no maintenance, so the kit never calls maintain", self.name())
+    }
+
+    /// Begin reader `reader`'s read-only transaction, on a connection of
+    /// its own: from now until [`Adapter::end_read`] its reads must see
+    /// the state committed at this moment, whatever the writer does
+    /// meanwhile (see [`super::Readers`]). The kit calls it only for an
+    /// engine whose spec declares readers, with `reader` in
+    /// `1..=readers.max`, never for a reader already open; a crash, a
+    /// clean close or a reopen ends every reader (the handles dropped
+    /// with `Db`). Default: never called.
+    fn begin_read(&self, _db: &mut Self::Db, _reader: usize) -> Result<(), KitError> {
+        unreachable!("{}'s spec declares no readers, so the kit never begins one", self.name())
+    }
+
+    /// Read one key in reader `reader`'s open transaction.
+    fn reader_get(
+        &self,
+        _db: &mut Self::Db,
+        _reader: usize,
+        _table: usize,
+        _key: &[u8],
+    ) -> Result<Option<Vec<u8>>, KitError> {
+        unreachable!("{}'s spec declares no readers, so the kit never reads through one", self.name())
+    }
+
+    /// Read a whole table in reader `reader`'s open transaction.
+    fn reader_scan(&self, _db: &mut Self::Db, _reader: usize, _table: usize) -> Result<Rows, KitError> {
+        unreachable!("{}'s spec declares no readers, so the kit never reads through one", self.name())
+    }
+
+    /// End reader `reader`'s open transaction.
+    fn end_read(&self, _db: &mut Self::Db, _reader: usize) -> Result<(), KitError> {
+        unreachable!("{}'s spec declares no readers, so the kit never ends one", self.name())
+    }
+
+    /// The committed content of one table (not the open write
+    /// transaction's), for the kit's observations. A table that does not
+    /// exist is empty.
+    fn read_committed(&self, db: &mut Self::Db, table: usize) -> Result<Rows, KitError>;
+
+    /// Close cleanly: abort the open write transaction, and (if
+    /// [`Spec::close_makes_durable`]) make everything committed durable.
+    fn close(&self, db: Self::Db) -> Result<(), KitError>;
+}

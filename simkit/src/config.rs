@@ -1,0 +1,306 @@
+//! A kit seed's swarm configuration: everything a seed decides before its
+//! first operation — the simulated disk (crash mode, sector size, which
+//! faults and how often), the engine's own knobs (drawn by the adapter),
+//! and the workload's shape (key space, value sizes, which operation kinds
+//! exist, how often each commit level is used).
+//!
+//! Swarm testing as in `crate::config`: each seed draws its own mix, so a
+//! bug that needs, say, only volatile commits and no maintenance is found
+//! by the seeds that happen to look like that. The stream is salted by the
+//! target's name, so two targets' seeds are unrelated.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::{Adapter, Promise, Spec};
+use simulator::disk::{CrashMode, DiskConfig, FsProfile};
+use simulator::draw::{maybe, swarm_weights};
+
+/// The operation kinds whose weights the swarm draws.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[allow(missing_docs)]
+pub(super) enum OpKind {
+    Put,
+    Delete,
+    Get,
+    Scan,
+    Commit,
+    Abort,
+    Maintain,
+    Restart,
+    Crash,
+    ReaderBegin,
+    ReaderGet,
+    ReaderScan,
+    ReaderEnd,
+}
+
+impl OpKind {
+    /// Every kind with its base weight, before the swarm switches some off.
+    const BASE_WEIGHTS: [(OpKind, u32); 9] = [
+        (OpKind::Put, 30),
+        (OpKind::Delete, 8),
+        (OpKind::Get, 10),
+        (OpKind::Scan, 3),
+        (OpKind::Commit, 12),
+        (OpKind::Abort, 2),
+        (OpKind::Maintain, 1),
+        (OpKind::Restart, 2),
+        (OpKind::Crash, 2),
+    ];
+
+    /// A reader's steps and their weights, with more than one client:
+    /// mostly reads, so a reader often stays open across commits.
+    const READER_WEIGHTS: [(OpKind, u32); 4] =
+        [(OpKind::ReaderBegin, 3), (OpKind::ReaderGet, 8), (OpKind::ReaderScan, 2), (OpKind::ReaderEnd, 2)];
+
+    /// Without writes and commits there is nothing to lose.
+    fn essential(self) -> bool {
+        matches!(self, OpKind::Put | OpKind::Commit)
+    }
+}
+
+/// A seed's whole configuration for a kit target.
+#[derive(Clone, Debug)]
+pub struct KitConfig<C> {
+    /// The seed everything derives from.
+    pub seed: u64,
+    /// Workload operations to run.
+    pub ops: u64,
+    /// The simulated disk.
+    pub disk: DiskConfig,
+    /// The engine's configuration, drawn by the adapter.
+    pub engine: C,
+    /// What the engine, so configured, is and promises
+    /// ([`Adapter::spec`]): whether it detects damage (so the disk damages
+    /// durable bytes at some power losses), what each level promises.
+    pub spec: Spec,
+    /// Distinct keys per table.
+    pub key_space: u32,
+    /// Largest generated value, in bytes.
+    pub max_value_bytes: usize,
+    /// Operation kinds and their weights (0 = switched off).
+    pub(super) weights: Vec<(OpKind, u32)>,
+    /// Per commit level, its weight (at least one above zero).
+    pub level_weights: Vec<(usize, u32)>,
+    /// Probability that an operation carries a crash inside it.
+    pub inner_crash_rate: f64,
+    /// Probability that a recovery loses power itself, part way through.
+    pub p_crash_in_recovery: f64,
+    /// Compare the whole content with the model every this many operations.
+    pub audit_every: u64,
+    /// Clients: the writer, and `clients - 1` readers beside it (see
+    /// [`super::Readers`]); 1 unless the run asks for more (`--clients`).
+    pub clients: usize,
+}
+
+/// The disk faults a run asks for beyond what the adapter tolerates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Harsh {
+    /// `--torn-garbage`: a torn sector may hold garbage.
+    pub torn_garbage: bool,
+    /// `--read-bitflips`: a read may return one flipped bit (transient).
+    pub read_bitflips: bool,
+}
+
+/// One of a few fixed probabilities (a swarm dial with recognisable stops).
+fn one_of(rng: &mut ChaCha8Rng, stops: &[f64]) -> f64 {
+    stops[rng.gen_range(0..stops.len())]
+}
+
+/// The disk a seed draws. Torn garbage and read bit flips are drawn either
+/// way (so the rest does not depend on them) and kept only if the engine
+/// tolerates them or the run asks for them.
+fn draw_disk(rng: &mut ChaCha8Rng, detects_damage: bool, allowed: Harsh) -> DiskConfig {
+    let crash_mode = CrashMode::ALL[rng.gen_range(0..CrashMode::ALL.len())];
+    let sector_bytes = if rng.gen_bool(0.5) { 512 } else { 4096 };
+    let disk = DiskConfig {
+        crash_mode,
+        sector_bytes,
+        p_write_eio: maybe(rng, 0.001, 0.02),
+        p_short_write: rng.gen_range(0.0..1.0),
+        p_fsync_eio: maybe(rng, 0.001, 0.02),
+        p_read_eio: maybe(rng, 0.001, 0.02),
+        p_bitflip: maybe(rng, 0.001, 0.02),
+        capacity_bytes: if rng.gen_bool(0.1) { rng.gen_range(64 << 10..512 << 10) } else { u64::MAX },
+        p_media_corruption: if detects_damage { maybe(rng, 0.02, 0.2) } else { 0.0 },
+        p_torn_garbage: rng.gen_range(0.0..0.5),
+        p_env_damage: 0.0,
+        p_meta_eio: 0.0,
+        // Silent write faults are segsim's (issue 25): a target's page
+        // says what its format binds before they are turned on for it.
+        p_lost_write: 0.0,
+        p_misdirected_write: 0.0,
+        p_misdirected_read: 0.0,
+        // The run's profile, set by `Kit::config` (it draws nothing).
+        fs: FsProfile::POSIX,
+    };
+    DiskConfig {
+        p_torn_garbage: if allowed.torn_garbage { disk.p_torn_garbage } else { 0.0 },
+        p_bitflip: if allowed.read_bitflips { disk.p_bitflip } else { 0.0 },
+        ..disk
+    }
+}
+
+impl<C> KitConfig<C> {
+    /// The configuration of `seed` for `adapter`, with `ops` and
+    /// `crash_mode` forced if given, the engine's `options` applied (they
+    /// were checked when the settings were made: see
+    /// [`super::Kit::set_option`]), and the `harsh` faults on whether or
+    /// not the adapter tolerates them. The configuration's spec must have
+    /// the shape of `reference` (the kit's: [`super::Kit::spec`]).
+    pub fn from_seed<A: Adapter<Config = C>>(
+        adapter: &A,
+        reference: &Spec,
+        seed: u64,
+        ops: Option<u64>,
+        crash_mode: Option<CrashMode>,
+        harsh: Harsh,
+        options: &[(String, String)],
+    ) -> KitConfig<C> {
+        let mut rng = ChaCha8Rng::seed_from_u64(simulator::seeds::kit_config(seed, adapter.name()));
+        let engine = adapter.configure_with(&mut rng, options).expect("options are checked when they are set");
+        let spec = adapter.spec(&engine);
+        spec.check();
+        spec.check_shape(reference);
+        let tolerated = spec.tolerates;
+        let allowed = Harsh {
+            torn_garbage: tolerated.torn_garbage || harsh.torn_garbage,
+            read_bitflips: tolerated.read_bitflips || harsh.read_bitflips,
+        };
+        let mut disk = draw_disk(&mut rng, spec.detects_damage, allowed);
+        if let Some(mode) = crash_mode {
+            disk.crash_mode = mode;
+        }
+        let mut weights = swarm_weights(&mut rng, &OpKind::BASE_WEIGHTS, OpKind::essential);
+        if spec.maintenance.is_none() {
+            weights.retain(|(kind, _)| *kind != OpKind::Maintain);
+        }
+        let level_weights = draw_level_weights(&mut rng, spec.levels.len());
+        let max_value_bytes = match rng.gen_range(0..20) {
+            0 => 20_000,
+            1 | 2 => 3_000,
+            _ => 24,
+        };
+        let mut config = KitConfig {
+            seed,
+            ops: ops.unwrap_or(spec.default_ops),
+            disk,
+            engine,
+            spec,
+            key_space: rng.gen_range(4..64),
+            max_value_bytes,
+            weights,
+            level_weights,
+            inner_crash_rate: rng.gen_range(0.0..0.05),
+            audit_every: rng.gen_range(16..64),
+            p_crash_in_recovery: one_of(&mut rng, &[0.0, 0.0, 0.2]),
+            clients: 1,
+        };
+        // Drawn last, so the draws above mean what they meant before it:
+        // opens, renames, unlinks, directory fsyncs, set_len and locks fail.
+        config.disk.p_meta_eio = maybe(&mut rng, 0.001, 0.02);
+        config
+    }
+
+    /// Draw this seed's clients, up to `max_clients` (`--clients`), from
+    /// their own stream: a seed that draws one client (or a run without
+    /// `--clients`) keeps every draw of the rest, and its trace. With more,
+    /// the readers' steps join the workload's kinds, at their weights.
+    pub fn draw_clients(&mut self, max_clients: usize) {
+        assert!(max_clients >= 1, "at least the writer");
+        let readers = self.spec.max_readers();
+        assert!(max_clients <= readers + 1, "--clients {max_clients}: the engine allows {readers} readers");
+        if max_clients == 1 {
+            return;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(simulator::seeds::kit_clients(self.seed));
+        self.clients = rng.gen_range(1..=max_clients);
+        if self.clients > 1 {
+            self.weights.extend(OpKind::READER_WEIGHTS);
+        }
+    }
+}
+
+impl<C> KitConfig<C> {
+    /// What a commit at `level` promises, so configured.
+    pub fn promise(&self, level: usize) -> Promise {
+        self.spec.levels[level].promise
+    }
+
+    /// What a commit at `level` that returned `Ok` promises, and whether a
+    /// process kill keeps it: its level's, except that a `Durable` commit
+    /// of a transaction that changed nothing (`empty`: `Model::
+    /// changes_nothing`) makes the state before it durable only where the
+    /// spec says so (else it promises `Eventual`). The one rule of the run
+    /// loop and `crash-os`.
+    pub fn acknowledged(&self, level: usize, empty: bool) -> (Promise, bool) {
+        let declared = self.spec.levels[level];
+        let promise = match declared.promise {
+            Promise::Durable if empty && !self.spec.empty_commit_makes_durable => Promise::Eventual,
+            promise => promise,
+        };
+        (promise, declared.survives_process_kill)
+    }
+
+    /// The seed's draw in one line, for reports (`drew: ...`): `engine`
+    /// (the adapter's [`Adapter::describe_config`]), what each commit level
+    /// promises so configured, the disk (crash mode, sector size,
+    /// file-system profile) and the clients.
+    pub fn drew(&self, engine: &[(String, String)]) -> String {
+        let mut parts = Vec::new();
+        if !engine.is_empty() {
+            parts.push(engine.iter().map(|(key, value)| format!("{key}={value}")).collect::<Vec<_>>().join(" "));
+        }
+        let promises: Vec<String> =
+            self.spec.levels.iter().map(|level| format!("{} {}", level.name, level.promise.name())).collect();
+        parts.push(format!("promises: {}", promises.join(", ")));
+        let disk = &self.disk;
+        parts.push(format!(
+            "disk: crash-mode {}, {}-byte sectors, fs {}",
+            disk.crash_mode.name(),
+            disk.sector_bytes,
+            disk.fs.name
+        ));
+        parts.push(format!("clients {}", self.clients));
+        parts.join("; ")
+    }
+
+    /// Whether the seed's workload draws the engine's maintenance at all
+    /// (the swarm may switch it off; an engine without one never does).
+    pub fn draws_maintenance(&self) -> bool {
+        self.weights.iter().any(|(kind, weight)| *kind == OpKind::Maintain && *weight > 0)
+    }
+}
+
+/// Each level's weight: 0, 1 or 3, at least one above zero (the first, if
+/// the draw switched every one off).
+fn draw_level_weights(rng: &mut ChaCha8Rng, levels: usize) -> Vec<(usize, u32)> {
+    assert!(levels > 0, "an adapter declares at least one commit level");
+    let mut weights: Vec<(usize, u32)> = (0..levels).map(|level| (level, [0, 1, 3][rng.gen_range(0..3)])).collect();
+    if weights.iter().all(|(_, w)| *w == 0) {
+        weights[0].1 = 1;
+    }
+    weights
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_salt_their_streams_apart() {
+        use simulator::seeds::kit_config;
+        assert_ne!(kit_config(1, "redb"), kit_config(1, "logkv"));
+        assert_eq!(kit_config(1, "redb"), kit_config(1, "redb"));
+    }
+
+    #[test]
+    fn level_weights_keep_one_level() {
+        for seed in 0..200 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let weights = draw_level_weights(&mut rng, 1 + (seed % 4) as usize);
+            assert!(weights.iter().any(|(_, w)| *w > 0));
+        }
+    }
+}

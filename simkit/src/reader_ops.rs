@@ -1,0 +1,137 @@
+//! A reader's steps on the run loop (`READER r BEGIN|GET|SCAN|END`): the
+//! kit's key-value workload ([`KvRun`]) carries each out on the adapter —
+//! a read with no transaction open begins one, a `BEGIN` ends the open
+//! one first — and holds what it read to the reader's snapshot
+//! (`readers.rs`, which owns the rule). Readers end before a clean close
+//! and, where the engine says so, before its maintenance. Where the
+//! writer waits for readers (`Readers::writer_waits`: SQLite's rollback
+//! journal), a reader refused at its begin because the writer holds its
+//! write lock, or may have left work that needs it, stays closed (reply
+//! `Busy`).
+
+use super::client::Reply;
+use super::run::KvRun;
+use super::workload::{PlannedKitOp, ReaderStep};
+use super::{Adapter, ErrorKind, KitError};
+use simulator::failure::Check;
+use simulator::harness::{Ended, Harness, Step};
+use simulator::trace::hash_debug;
+
+impl<A: Adapter> KvRun<'_, A> {
+    /// A reader's step (`READER r ...`), its reply held to the reader's
+    /// snapshot (a mismatch fails check `isolation`).
+    pub(super) fn reader_op(
+        &mut self,
+        h: &mut Harness,
+        planned: &PlannedKitOp,
+        reader: usize,
+        step: &ReaderStep,
+    ) -> Step<Ended> {
+        let max = self.config.spec.max_readers();
+        assert!((1..=max).contains(&reader), "{planned}: the grammar and the generator keep readers in 1..={max}");
+        self.note_context(h, planned);
+        let result = self.reader_call(h.op_index, reader, step);
+        Self::trace_reply(h, result.as_ref().map_or(0, hash_debug));
+        h.vfs.with_trace(|t| t.note_reply(|| super::reply_text::kit_reply(&result)));
+        if matches!(result, Ok(Reply::Busy)) {
+            h.outcome.readers_refused += 1;
+        }
+        match Self::conclude(h, planned, result)? {
+            Ok(reply) => self.check_reader_reply(h, planned, reader, step, reply).map(|()| Ended::Done),
+            Err(ended) => Ok(ended),
+        }
+    }
+
+    /// Carry out `step` for `reader`: a `BEGIN` ends the reader's open
+    /// transaction first, a read begins one if none is open, an `END` ends
+    /// the open one (none open: nothing to do).
+    fn reader_call(&mut self, op_index: u64, reader: usize, step: &ReaderStep) -> Result<Reply, KitError> {
+        let adapter = self.adapter;
+        let open = self.readers.is_open(reader);
+        if open && matches!(step, ReaderStep::Begin | ReaderStep::End) {
+            self.readers.ended(reader);
+            adapter.end_read(self.db(), reader)?;
+        }
+        if matches!(step, ReaderStep::End) {
+            return Ok(Reply::Done);
+        }
+        if !self.readers.is_open(reader) {
+            match adapter.begin_read(self.db(), reader) {
+                Err(e) if e.kind == ErrorKind::Busy && self.writer_may_hold_lock() => return Ok(Reply::Busy),
+                other => other?,
+            }
+            self.readers.begun(reader, &self.model, op_index);
+        }
+        match step {
+            ReaderStep::Get { table, key } => adapter.reader_get(self.db(), reader, table.index, key).map(Reply::Value),
+            ReaderStep::Scan { table } => adapter.reader_scan(self.db(), reader, table.index).map(Reply::Rows),
+            ReaderStep::Begin | ReaderStep::End => Ok(Reply::Done),
+        }
+    }
+
+    fn check_reader_reply(
+        &self,
+        h: &Harness,
+        planned: &PlannedKitOp,
+        reader: usize,
+        step: &ReaderStep,
+        reply: Reply,
+    ) -> Step {
+        let verdict = match (step, &reply) {
+            (ReaderStep::Get { table, key }, Reply::Value(got)) => {
+                self.readers.check_get(reader, table.index, key, got.as_ref(), &self.model)
+            }
+            (ReaderStep::Scan { table }, Reply::Rows(got)) => self.readers.check_scan(reader, table.index, got),
+            (ReaderStep::Begin | ReaderStep::End, Reply::Done) => Ok(()),
+            (ReaderStep::Begin | ReaderStep::Get { .. } | ReaderStep::Scan { .. }, Reply::Busy) => Ok(()),
+            _ => return Err(h.fail(Check::Reply, format!("{planned}: the adapter answered {reply:?}"))),
+        };
+        verdict.map_err(|detail| h.fail(Check::Isolation, format!("{planned}: {detail}")))
+    }
+
+    /// Whether a reader's begin may be refused as busy: the writer waits
+    /// for readers ([`super::Readers::writer_waits`]) and may hold the
+    /// lock readers need — in a write transaction (SQLite's writer holds
+    /// `EXCLUSIVE` from a cache spill to its commit), or after an operation
+    /// that succeeded with a fault injected in it, until a commit that
+    /// wrote is acknowledged (a `ROLLBACK` whose journal playback failed
+    /// leaves the journal hot, and the reader must roll it back under
+    /// `EXCLUSIVE`, which another reader's `SHARED` lock refuses:
+    /// `OpenReaders::writer_lock_in_doubt`).
+    fn writer_may_hold_lock(&self) -> bool {
+        self.writer_waits() && (self.model.in_transaction() || self.readers.writer_lock_in_doubt())
+    }
+
+    /// Whether `error` is the writer refused as busy by an engine whose
+    /// writer waits for its readers, with readers open: the kit then ends
+    /// them and retries, as an application's busy handler would.
+    pub(super) fn writer_waits_for_readers(&self, error: &KitError) -> bool {
+        error.kind == ErrorKind::Busy && self.writer_waits() && !self.readers.is_empty()
+    }
+
+    /// Whether this configuration's writer waits for its readers
+    /// ([`super::Readers::writer_waits`]).
+    fn writer_waits(&self) -> bool {
+        self.config.spec.readers.is_some_and(|readers| readers.writer_waits)
+    }
+
+    /// End every open reader (before a clean close: the application ends
+    /// its transactions before it closes the database).
+    pub(super) fn end_readers(&mut self) -> Result<(), KitError> {
+        for reader in self.readers.all() {
+            self.readers.ended(reader);
+            let adapter = self.adapter;
+            adapter.end_read(self.db(), reader)?;
+        }
+        Ok(())
+    }
+
+    /// End every open reader before the engine's maintenance, unless the
+    /// engine keeps readers across it ([`super::Readers::across_maintenance`]).
+    pub(super) fn readers_before_maintenance(&mut self) -> Result<(), KitError> {
+        match self.config.spec.readers {
+            Some(readers) if !readers.across_maintenance => self.end_readers(),
+            _ => Ok(()),
+        }
+    }
+}

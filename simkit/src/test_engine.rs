@@ -1,0 +1,165 @@
+//! A tiny engine written for the kit's own tests, so that they need no
+//! third-party engine: its `sync` commits rewrite one file aside and
+//! rename it in (durable), its `lazy` commits stay in its memory until
+//! the next `sync` commit or close (`Eventual`: a power loss may take
+//! them, in order). What its adapter declares is the test's to choose:
+//! whether `lazy` commits survive a process kill (they do not), and which
+//! persistence hazards it documents.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use vfs::{read_whole, OpenMode, Vfs};
+
+use crate::{
+    Adapter, DocumentedHazard, Env, ErrorKind, KitError, Level, NoPlant, Previous, Promise, RngCore, Rows, Spec,
+    Tolerances,
+};
+
+const FILE: &str = "state";
+const TMP: &str = "state.tmp";
+
+/// The engine, and what its adapter declares about it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Buffered {
+    /// `lazy` commits declared to survive a process kill (a lie).
+    pub declares_lazy_survives_kill: bool,
+    /// The persistence hazards it documents (`Spec::hazards`).
+    pub hazards: &'static [DocumentedHazard],
+}
+
+impl Buffered {
+    /// The engine declared honestly, documenting no hazard.
+    pub(crate) const HONEST: Buffered = Buffered { declares_lazy_survives_kill: false, hazards: &[] };
+}
+
+pub(crate) struct Db {
+    vfs: Arc<dyn Vfs>,
+    dir: PathBuf,
+    committed: Rows,
+    working: Option<Rows>,
+}
+
+fn encode(rows: &Rows) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (key, value) in rows {
+        for part in [key, value] {
+            out.extend_from_slice(&(part.len() as u32).to_le_bytes());
+            out.extend_from_slice(part);
+        }
+    }
+    out
+}
+
+fn decode(bytes: &[u8]) -> Result<Rows, KitError> {
+    let corrupt = || KitError::new(ErrorKind::Corrupt, "a truncated record");
+    let mut rows = Rows::new();
+    let mut at = 0;
+    let take = |at: &mut usize| -> Result<Vec<u8>, KitError> {
+        let len_bytes = bytes.get(*at..*at + 4).ok_or_else(corrupt)?;
+        let len = u32::from_le_bytes(len_bytes.try_into().expect("four bytes")) as usize;
+        let part = bytes.get(*at + 4..*at + 4 + len).ok_or_else(corrupt)?;
+        *at += 4 + len;
+        Ok(part.to_vec())
+    };
+    while at < bytes.len() {
+        let key = take(&mut at)?;
+        rows.insert(key, take(&mut at)?);
+    }
+    Ok(rows)
+}
+
+impl Db {
+    /// Write the committed rows aside, fsync, rename in, fsync the directory.
+    fn persist(&self) -> Result<(), KitError> {
+        let tmp = self.dir.join(TMP);
+        let mut file = self.vfs.open(&tmp, OpenMode::Truncate)?;
+        file.write_at(0, &encode(&self.committed))?;
+        file.sync()?;
+        self.vfs.rename(&tmp, &self.dir.join(FILE))?;
+        Ok(self.vfs.sync_dir(&self.dir)?)
+    }
+
+    fn view(&mut self) -> &mut Rows {
+        self.working.get_or_insert_with(|| self.committed.clone())
+    }
+}
+
+fn open_db(env: &Env<'_, Buffered>) -> Result<Db, KitError> {
+    // A rename whose directory fsync failed may still be pending.
+    env.vfs.sync_dir(env.dir)?;
+    let committed = decode(&read_whole(env.vfs.as_ref(), &env.dir.join(FILE))?)?;
+    Ok(Db { vfs: env.vfs.clone(), dir: env.dir.to_path_buf(), committed, working: None })
+}
+
+impl Adapter for Buffered {
+    type Db = Db;
+    type Config = ();
+    type Plant = NoPlant;
+
+    fn name(&self) -> &'static str {
+        "buffered"
+    }
+
+    fn configure(&self, _rng: &mut dyn RngCore) {}
+
+    fn spec(&self, _config: &()) -> Spec {
+        let lazy =
+            Level { survives_process_kill: self.declares_lazy_survives_kill, ..Level::new("lazy", Promise::Eventual) };
+        Spec {
+            tolerates: Tolerances { torn_garbage: false, read_bitflips: false },
+            default_ops: 120,
+            hazards: self.hazards,
+            ..Spec::new(vec![Level::new("sync", Promise::Durable), lazy])
+        }
+    }
+
+    fn create(&self, env: &Env<'_, Self>) -> Result<(), KitError> {
+        let db = Db { vfs: env.vfs.clone(), dir: env.dir.to_path_buf(), committed: Rows::new(), working: None };
+        db.persist()
+    }
+
+    fn open(&self, env: &Env<'_, Self>) -> Result<Db, KitError> {
+        open_db(env)
+    }
+
+    fn put(&self, db: &mut Db, _table: usize, key: &[u8], value: &[u8]) -> Result<Previous, KitError> {
+        Ok(Previous::Was(db.view().insert(key.to_vec(), value.to_vec())))
+    }
+
+    fn delete(&self, db: &mut Db, _table: usize, key: &[u8]) -> Result<Previous, KitError> {
+        Ok(Previous::Was(db.view().remove(key)))
+    }
+
+    fn get(&self, db: &mut Db, _table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, KitError> {
+        Ok(db.view().get(key).cloned())
+    }
+
+    fn scan(&self, db: &mut Db, _table: usize) -> Result<Rows, KitError> {
+        Ok(db.view().clone())
+    }
+
+    /// `sync` persists everything committed; `lazy` only moves it in memory.
+    fn commit(&self, db: &mut Db, level: usize) -> Result<(), KitError> {
+        if let Some(working) = db.working.take() {
+            db.committed = working;
+        }
+        if level == 0 {
+            db.persist()?;
+        }
+        Ok(())
+    }
+
+    fn abort(&self, db: &mut Db) -> Result<(), KitError> {
+        db.working = None;
+        Ok(())
+    }
+
+    fn read_committed(&self, db: &mut Db, _table: usize) -> Result<Rows, KitError> {
+        Ok(db.committed.clone())
+    }
+
+    fn close(&self, db: Db) -> Result<(), KitError> {
+        db.persist()
+    }
+}

@@ -43,6 +43,7 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy --workspace --all-targets --features sim/canaries -- -D warnings
 	$(CARGO) clippy -p sim --all-targets --no-default-features -- -D warnings
+	$(CARGO) clippy -p adapters --all-targets --no-default-features -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps -q
 
 fmt:
@@ -101,9 +102,12 @@ BUDGET ?= 60
 canaries:
 	$(CARGO) run --release -q -p sim --features canaries -- canaries --budget $(BUDGET) --jobs $(JOBS)
 
-# In release: it shares the build `make canaries` made.
+# In release: it shares the build `make canaries` made. The canary tests
+# beside the code are segsim-target's (its explorer and fault tests), the
+# table's proof is sim's.
 test-canaries:
-	$(CARGO) test --release -p sim --features canaries --lib --test canaries
+	$(CARGO) test --release -p segsim-target --features canaries --lib
+	$(CARGO) test --release -p sim --features canaries --test canaries
 
 # Seed 10 draws fsync everysec (4 KiB sectors), seed 8 always (512-byte
 # sectors): between them, at 100 ops, every planted bug a crash state can

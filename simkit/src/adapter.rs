@@ -118,8 +118,7 @@ pub struct Env<'a, A: Adapter + ?Sized> {
     pub sector_bytes: u64,
 }
 
-/// What the kit needs from an engine (see the module doc of
-/// [`crate::kit`]).
+/// What the kit needs from an engine (see the [crate] doc).
 ///
 /// Tables are numbered by their position in [`Spec::tables`], commit
 /// levels by theirs in [`Spec::levels`]; keys of a

@@ -280,7 +280,7 @@ pub trait Target: Sync {
     fn sector_bytes(&self, seed: u64) -> u64;
 
     /// What `seed` drew, in one line, for reports (`drew: ...`): a kit
-    /// target's configuration ([`crate::kit::KitConfig::drew`]). Default:
+    /// target's configuration (the kit's `KitConfig::drew`). Default:
     /// nothing.
     fn drew(&self, _seed: u64) -> Option<String> {
         None

@@ -4,7 +4,7 @@
 //! the runs measured, and where the two disagree.
 //!
 //! What is SQLite's own is small: `vfs.rs`, a `sqlite3_vfs` in Rust that
-//! routes every file operation through the kit's [`vfs::Vfs`] and
+//! routes every file operation through the kit's [`Vfs`](simkit::vfs::Vfs) and
 //! carries the planted bugs; `conn.rs`, the few C calls behind safe
 //! types; and `adapter.rs`, what SQLite offers in the kit's words. The
 //! rest — workload, model, oracle, runs, shrinking, exploration — is the

@@ -13,8 +13,8 @@ mod store;
 
 use std::process::ExitCode;
 
-use sim::kit::vfs::OpenMode;
-use sim::kit::{Adapter, Env, KitError, Level, Plant, Previous, Promise, Readers, RecordSpan, RngCore, Rows, Spec};
+use simkit::vfs::OpenMode;
+use simkit::{Adapter, Env, KitError, Level, Plant, Previous, Promise, Readers, RecordSpan, RngCore, Rows, Spec};
 
 use crate::store::{Bug, LogKv};
 
@@ -155,5 +155,5 @@ impl Adapter for LogKvAdapter {
 }
 
 fn main() -> ExitCode {
-    sim::kit::main(LogKvAdapter)
+    simkit::main(LogKvAdapter)
 }

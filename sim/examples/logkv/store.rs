@@ -29,7 +29,7 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-use sim::kit::vfs::{read_stable, OpenMode, Vfs, VfsFile};
+use simkit::vfs::{read_stable, OpenMode, Vfs, VfsFile};
 
 /// One table's rows.
 pub type Table = BTreeMap<Vec<u8>, Vec<u8>>;

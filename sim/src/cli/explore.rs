@@ -2,7 +2,7 @@
 //! status (0 no failure, 1 a failure found, 2 bad usage).
 //!
 //! The flags build the target (`--target` and its settings, through the
-//! registry, `targets.rs`) and the [`ExploreOptions`]; the rest is the one
+//! registry, `targets.rs`) and the explorer's options (`simulator::cli::explore_flags`); the rest is the one
 //! generic explorer (`crate::explore`).
 
 use std::process::ExitCode;

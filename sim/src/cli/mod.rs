@@ -1,23 +1,14 @@
-//! The command line: `sim` (this crate's binary, [`main`]) and the whole
-//! command line a kit user's binary gets ([`kit::main`]), in one folder.
+//! The `sim` binary's command line ([`main`]), assembled from the blocks
+//! every target shares (`simulator::cli`, re-exported here as `args`,
+//! `run`, `isolate`, `explored`, `replay`), the kit's `crash-os`
+//! (`simkit::cli::crash_os`) and `sim trace` (`simtrace::cli`):
 //!
 //! - `mod.rs`: the `sim` binary's flags and subcommands (`canaries`,
 //!   `explore`, `trace`, `merge`, `crash-os`, `bench`), routed to the rest;
 //! - `targets.rs`: the registry of the targets `--target` names, each
 //!   built from the flags and erased behind `Runnable`;
-//! - `run.rs`: the run command line every target shares (one seed, a
-//!   range, a soak, shards, `--jobs`, `--json`, `--trace`,
-//!   `--check-determinism`, `--shrink`, `--replay`, `--isolate`, `merge`);
-//! - `isolate.rs`: `--isolate`, each seed in a child process, both sides
-//!   of the protocol;
-//! - `explore.rs`: `sim explore`'s flags; `explored.rs`: one exploration
-//!   run and printed;
-//! - `kit.rs`: the kit's `main` for a user's own engine;
-//! - `crash_os.rs`: `crash-os`, a kit engine on the real disk, SIGKILLed
-//!   and checked (for `sim --target NAME` and a user's binary alike);
-//! - `replay.rs`: an `.ops` file replayed under a target;
-//! - `trace.rs`: `sim trace record` and `sim trace explore`, any program
-//!   recorded with strace and its crash states checked (`crate::syscalls`).
+//! - `explore.rs`: `sim explore`'s own flags (`--target`, `--fsync`,
+//!   `--canary`) around the ones every target takes.
 //!
 //! Exit status everywhere: 0 no failure, 1 a failure found, 2 bad usage.
 

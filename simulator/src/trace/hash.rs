@@ -65,7 +65,7 @@ const BYTE_DECIMAL: [([u8; 3], u8); 256] = {
     table
 };
 
-/// [`fold_byte_string`] over text that arrives in pieces: whole 8-byte
+/// [`hash_bytes`]'s fold over text that arrives in pieces: whole 8-byte
 /// words are folded as they fill, the zero-padded tail and the length at
 /// the end, so piece boundaries never show in the hash. A target whose
 /// replies are hashed on every operation writes their `Debug` text into

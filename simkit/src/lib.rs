@@ -103,7 +103,6 @@ pub mod cli;
 pub use crate::cli::main;
 pub use adapter::{Adapter, Env, ErrorKind, KitError, Previous, RecordSpan, Rows};
 pub use config::{Harsh, KitConfig};
-pub use model::{Accepted, Model, State};
 pub use simulator::cli::replay::{assert_saved_ops_hold, assert_saved_ops_pass, SavedOps, EXPECT_FAIL, EXPECT_PASS};
 /// What an adapter raises (`std::panic::panic_any`) when the environment
 /// its engine runs on refused a call: the run fails with check `refused`.
@@ -117,4 +116,4 @@ pub use spec::{
     ONE_TABLE,
 };
 pub use target::{Kit, KitSettings};
-pub use workload::{KitOp, PlannedKitOp, ReaderStep};
+pub use workload::{KitOp, PlannedKitOp};

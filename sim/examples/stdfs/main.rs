@@ -48,6 +48,8 @@ mod serve_path;
 mod session;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_errno;
 #[cfg(any(test, feature = "persy"))]
 mod worker;
 

@@ -20,6 +20,7 @@
 //! argument as a fixed one, which the x86-64 System V convention passes
 //! in the same register either way.
 
+mod caller_errno;
 mod cstat;
 mod dir_calls;
 mod entropy_calls;
@@ -34,16 +35,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::errno::Errno;
 use crate::session::{self, refuse, ROOT};
+#[cfg(test)]
+pub use caller_errno::clobber_for_test;
+use caller_errno::{decide, CallerErrno};
 
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu")))]
 compile_error!("the stdfs layer interposes x86-64 glibc's functions only");
-
-/// Set the calling thread's `errno`.
-fn set_errno(code: i32) {
-    // SAFETY: `__errno_location` returns the calling thread's errno slot,
-    // valid for the thread's life.
-    unsafe { *libc::__errno_location() = code };
-}
 
 /// Served calls that may fail in a row on one thread, and served calls
 /// one call of the engine may make ([`start_engine_call`]), before the
@@ -103,21 +100,25 @@ fn count_outcome(failed: bool) {
     std::process::abort();
 }
 
-/// Run a served call: its value, or `fail` with `errno` set. A panic is
+/// Run a served call: its value with the caller's `errno` as it was
+/// ([`caller_errno`]), or `fail` with `errno` set. A panic is
 /// caught here and refused as `EIO`. On a thread taken for a livelock
 /// every call fails with `EIO`, unserved.
 fn served<T>(fail: T, call: impl FnOnce() -> Result<T, Errno>) -> T {
     let outcome = if session::livelocked() { Ok(Err(Errno::EIO)) } else { catch_unwind(AssertUnwindSafe(call)) };
     count_outcome(!matches!(outcome, Ok(Ok(_))));
     match outcome {
-        Ok(Ok(value)) => value,
+        Ok(Ok(value)) => {
+            decide(None);
+            value
+        }
         Ok(Err(Errno(code))) => {
-            set_errno(code);
+            decide(Some(code));
             fail
         }
         Err(_) => {
             let Errno(code) = refuse(None, Errno::EIO, "a panic in the stdfs layer (see above)".to_string());
-            set_errno(code);
+            decide(Some(code));
             fail
         }
     }

@@ -16,11 +16,10 @@ mod tests;
 
 use std::path::PathBuf;
 
-use sim::kit::{Adapter, Env, KitError, Level, Previous, Promise, RngCore, Rows, Spec, Tolerances, ONE_TABLE};
+use simkit::{Adapter, Env, KitError, Level, Previous, Promise, RngCore, Rows, Spec, Tolerances, ONE_TABLE};
 
-use crate::plant::LayerPlant;
-use crate::session::ROOT;
-use crate::worker::{Place, Worker};
+use stdfs_layer::LayerPlant;
+use stdfs_layer::{db_path, Place, Worker};
 use store::CowKv;
 
 /// `cowkv` as the kit sees it.
@@ -35,14 +34,13 @@ pub struct CowKvDb {
 /// The store's directory as the engine is given it: under the layer's
 /// root.
 fn dir(env: &Env<'_, CowKvAdapter>) -> PathBuf {
-    assert!(env.dir.is_absolute(), "the kit's directory is a disk path");
-    PathBuf::from(format!("{ROOT}{}", env.dir.display()))
+    db_path(env.dir)
 }
 
 /// The engine thread's session: the open's disk, the run's plant. The
 /// engine draws no randomness, so every open's thread is seeded alike.
 fn place(env: &Env<'_, CowKvAdapter>) -> Place {
-    Place { vfs: env.vfs.clone(), dir: env.dir.to_path_buf(), entropy_seed: 0, plant: env.plant }
+    Place { plant: env.plant, ..Place::of(env) }
 }
 
 impl CowKvDb {

@@ -1,6 +1,6 @@
 //! `CowKv`: a tiny key-value engine of our own that stores through
 //! `std::fs` alone, written to be correct, so that a failure under a
-//! mistake planted in the layer ([`crate::plant`]) is the plant's and
+//! mistake planted in the layer ([`stdfs_layer::LayerPlant`]) is the plant's and
 //! nobody else's (persy fails most seeds on its own, STDFS.md).
 //!
 //! The whole state is one snapshot file, `data`, replaced at every commit

@@ -1,4 +1,4 @@
-//! The layer's planted mistakes ([`crate::plant::LayerPlant`]) are caught
+//! The layer's planted mistakes ([`stdfs_layer::LayerPlant`]) are caught
 //! under `cowkv`, which passes clean without them: by the random mode and
 //! by exploration, each at a crash state and not only by the explore
 //! recording's own checks. Few seeds and short workloads, so the tests
@@ -6,8 +6,8 @@
 
 use sim::explore::{explore, ExploreOptions, ExploreReport};
 use sim::failure::{Check, Failure};
-use sim::kit::{Kit, KitSettings};
 use sim::seam::run_seed;
+use simkit::{Kit, KitSettings};
 
 use super::CowKvAdapter;
 

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use persy::{ByteVec, Config, IndexType, Persy, PersyError, Transaction, ValueMode, PE};
-use sim::kit::{ErrorKind, KitError, Rows};
+use simkit::{ErrorKind, KitError, Rows};
 
 use super::spec::{COMMIT, PREPARE_COMMIT, TABLES};
 

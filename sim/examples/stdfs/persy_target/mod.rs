@@ -4,7 +4,7 @@
 //!
 //! Sessions follow the kit's opens: each [`Adapter::open`] (and the
 //! setup, [`Adapter::create`]) starts the engine's thread
-//! ([`crate::worker::Worker`]) with a session of the layer over `Env::vfs`, and
+//! ([`stdfs_layer::Worker`]) with a session of the layer over `Env::vfs`, and
 //! dropping the database ends both. The kit's disk is one `SimVfs` for the
 //! whole run, which a power loss changes in place, and explore builds a
 //! new one per recovery, handed to that open: either way the session of
@@ -13,9 +13,9 @@
 //! its open.
 //!
 //! Anything the layer refuses fails the run with check `refused`
-//! ([`sim::kit::EnvironmentRefused`]), naming the call. The randomness
+//! ([`simkit::EnvironmentRefused`]), naming the call. The randomness
 //! and time of each engine thread come from the seed's
-//! `PersyConfig::entropy_seed` ([`crate::entropy`]).
+//! `PersyConfig::entropy_seed` (STDFS.md, the layer's randomness).
 
 mod engine;
 pub mod spec;
@@ -24,11 +24,10 @@ mod tests;
 
 use std::path::PathBuf;
 
-use sim::kit::{Adapter, Env, KitError, NoPlant, Previous, Rng, RngCore, Rows, Spec};
+use simkit::{Adapter, Env, KitError, NoPlant, Previous, Rng, RngCore, Rows, Spec};
 
-use crate::session::ROOT;
-use crate::worker::{Place, Worker};
 use engine::Engine;
+use stdfs_layer::{db_path, Place, Worker};
 
 /// The file persy stores everything in, in the kit's directory.
 const FILE: &str = "data.persy";
@@ -53,13 +52,11 @@ pub struct PersyDb {
 
 /// The database file's path as persy is given it: under the layer's root.
 fn file_path(env: &Env<'_, PersyAdapter>) -> PathBuf {
-    let disk_path = env.dir.join(FILE);
-    assert!(disk_path.is_absolute(), "the kit's directory is a disk path");
-    PathBuf::from(format!("{ROOT}{}", disk_path.display()))
+    db_path(env.dir).join(FILE)
 }
 
 fn place(env: &Env<'_, PersyAdapter>) -> Place {
-    Place { vfs: env.vfs.clone(), dir: env.dir.to_path_buf(), entropy_seed: env.config.entropy_seed, plant: None }
+    Place { entropy_seed: env.config.entropy_seed, ..Place::of(env) }
 }
 
 impl PersyDb {

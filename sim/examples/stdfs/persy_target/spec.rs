@@ -30,7 +30,7 @@
 //!   the application's setup); a clean close has nothing to make durable
 //!   (every commit already is).
 
-use sim::kit::{KeyKind, Level, Promise, Spec, TableSpec, Tolerances};
+use simkit::{KeyKind, Level, Promise, Spec, TableSpec, Tolerances};
 
 /// `t0`: persy index `t0` of `u64` keys; `t1`: index `t1` of byte keys
 /// (`ByteVec`); both `ByteVec` values, `ValueMode::Replace`.

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::engine;
-use crate::demo::strict_disk;
-use crate::worker::{Place, Worker};
+use stdfs_layer::demo::strict_disk;
+use stdfs_layer::{Place, Worker};
 
 /// The database's files after the application's setup, on a fresh disk,
 /// with the engine's randomness from `entropy_seed`.

@@ -8,7 +8,7 @@
 
 use std::ffi::{c_char, c_int, c_uint};
 
-use super::{c_bytes, cstat, real, served};
+use super::{c_bytes, cstat, real, served, CallerErrno};
 use crate::errno::Errno;
 use crate::meta::Meta;
 use crate::route::{route, At};
@@ -42,6 +42,7 @@ const CHANGING_OPEN: c_int = libc::O_WRONLY | libc::O_RDWR | libc::O_CREAT | lib
 /// module doc of `interpose`).
 #[no_mangle]
 pub unsafe extern "C" fn openat64(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     // SAFETY: the caller's C string.
     match unsafe { routed(dirfd, path) } {
         // SAFETY: the caller's C string.
@@ -99,6 +100,7 @@ fn stat_served(of: &StatOf) -> Result<Meta, Errno> {
 
 #[no_mangle]
 pub unsafe extern "C" fn fstatat64(dirfd: c_int, path: *const c_char, buf: *mut libc::stat64, flags: c_int) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     // SAFETY: the caller's C string.
     let Some(of) = stat_route(dirfd, unsafe { c_bytes(path) }, flags) else {
         // SAFETY: the caller's arguments, passed on.
@@ -140,6 +142,7 @@ pub unsafe extern "C" fn lstat(path: *const c_char, buf: *mut libc::stat64) -> c
 
 #[no_mangle]
 pub unsafe extern "C" fn fstat64(fd: c_int, buf: *mut libc::stat64) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::fstat64(fd, buf) };
@@ -162,6 +165,7 @@ pub unsafe extern "C" fn statx(
     mask: c_uint,
     buf: *mut libc::statx,
 ) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     // SAFETY: the caller's C string.
     let Some(of) = stat_route(dirfd, unsafe { c_bytes(path) }, flags) else {
         // SAFETY: the caller's arguments, passed on.
@@ -179,6 +183,7 @@ pub unsafe extern "C" fn renameat2(
     new: *const c_char,
     flags: c_uint,
 ) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     // SAFETY: the caller's C strings.
     let (from, to) = unsafe { (routed(olddirfd, old), routed(newdirfd, new)) };
     match (from, to) {
@@ -215,6 +220,7 @@ pub unsafe extern "C" fn rename(old: *const c_char, new: *const c_char) -> c_int
 
 #[no_mangle]
 pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     // SAFETY: the caller's C string.
     match unsafe { routed(dirfd, path) } {
         // SAFETY: the caller's C string.
@@ -241,6 +247,7 @@ pub unsafe extern "C" fn rmdir(path: *const c_char) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn mkdirat(dirfd: c_int, path: *const c_char, mode: libc::mode_t) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     // SAFETY: the caller's C string.
     match unsafe { routed(dirfd, path) } {
         // SAFETY: the caller's C string.

@@ -36,6 +36,7 @@ macro_rules! real {
             // SAFETY: `at` is glibc's definition of this very function,
             // whose C signature this one repeats.
             let f: unsafe extern "C" fn($($ty),*) -> $ret = unsafe { std::mem::transmute(at) };
+            super::caller_errno::before_real();
             // SAFETY: the caller's contract is glibc's.
             unsafe { f($($arg),*) }
         }

@@ -20,6 +20,7 @@
 //! argument as a fixed one, which the x86-64 System V convention passes
 //! in the same register either way.
 
+mod caller_errno;
 mod cstat;
 mod dir_calls;
 mod entropy_calls;
@@ -34,16 +35,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::errno::Errno;
 use crate::session::{self, refuse, ROOT};
+#[cfg(test)]
+pub use caller_errno::clobber_for_test;
+use caller_errno::{decide, CallerErrno};
 
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu")))]
 compile_error!("the stdfs layer interposes x86-64 glibc's functions only");
-
-/// Set the calling thread's `errno`.
-fn set_errno(code: i32) {
-    // SAFETY: `__errno_location` returns the calling thread's errno slot,
-    // valid for the thread's life.
-    unsafe { *libc::__errno_location() = code };
-}
 
 /// Served calls that may fail in a row on one thread, and served calls
 /// one call of the engine may make ([`start_engine_call`]), before the
@@ -52,11 +49,11 @@ fn set_errno(code: i32) {
 /// bytes (finding 3). Both are counts, so the verdict is the same in every
 /// run. No error the layer returns and no unwind can leave such a loop
 /// from inside a C function, so the layer declares the livelock
-/// ([`session::declare_livelock`]) and fails every later call of the
+/// (`session::declare_livelock`) and fails every later call of the
 /// thread: a loop that stops at an error returns, and the adapter fails
 /// the run for the livelock. A loop that ignores errors too (finding 2)
 /// fails [`LIVELOCK_FAILURES`] more calls in a row; nothing can end it
-/// then, so its thread hangs for good ([`session::hang`]: the engine
+/// then, so its thread hangs for good (`session::hang`: the engine
 /// thread's waiter is told and the run fails), or, on a thread no one
 /// waits for, the process aborts, saying why. The tests' build counts a hundredth, so that a
 /// test can reach a livelock in a moment.
@@ -70,9 +67,8 @@ thread_local! {
 }
 
 /// The engine's thread begins one call of the adapter's: the count of
-/// [`LIVELOCK_CALLS`] starts again. (Only the persy target has engine
-/// calls: without its feature nothing calls this.)
-#[cfg_attr(not(feature = "persy"), allow(dead_code))]
+/// [`LIVELOCK_CALLS`] starts again ([`crate::Worker`] calls it at every
+/// call it hands the engine).
 pub fn start_engine_call() {
     CALLS_THIS_ENGINE_CALL.set(0);
 }
@@ -103,21 +99,25 @@ fn count_outcome(failed: bool) {
     std::process::abort();
 }
 
-/// Run a served call: its value, or `fail` with `errno` set. A panic is
+/// Run a served call: its value with the caller's `errno` as it was
+/// ([`caller_errno`]), or `fail` with `errno` set. A panic is
 /// caught here and refused as `EIO`. On a thread taken for a livelock
 /// every call fails with `EIO`, unserved.
 fn served<T>(fail: T, call: impl FnOnce() -> Result<T, Errno>) -> T {
     let outcome = if session::livelocked() { Ok(Err(Errno::EIO)) } else { catch_unwind(AssertUnwindSafe(call)) };
     count_outcome(!matches!(outcome, Ok(Ok(_))));
     match outcome {
-        Ok(Ok(value)) => value,
+        Ok(Ok(value)) => {
+            decide(None);
+            value
+        }
         Ok(Err(Errno(code))) => {
-            set_errno(code);
+            decide(Some(code));
             fail
         }
         Err(_) => {
             let Errno(code) = refuse(None, Errno::EIO, "a panic in the stdfs layer (see above)".to_string());
-            set_errno(code);
+            decide(Some(code));
             fail
         }
     }
@@ -146,4 +146,74 @@ pub fn real_root_is_absent() -> bool {
     // SAFETY: a valid C string and a valid `stat64` to fill.
     let found = unsafe { real::fstatat64(libc::AT_FDCWD, root.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
     found != 0
+}
+
+/// Every function this layer defines, by address, so that a binary which
+/// calls this links them all, whatever its linker and however rustc cut
+/// the crate into objects: a linker pulls an object out of an rlib only
+/// for a symbol it needs, and a symbol std needs (`read`) it may already
+/// have found in glibc. [`crate::main`] and [`crate::install`] call it:
+/// the ways in to the layer are the opt-in.
+pub fn link_all() {
+    let interposed = [
+        dir_calls::opendir as *const (),
+        dir_calls::fdopendir as *const (),
+        dir_calls::readdir64 as *const (),
+        dir_calls::readdir as *const (),
+        dir_calls::dirfd as *const (),
+        dir_calls::closedir as *const (),
+        entropy_calls::getrandom as *const (),
+        entropy_calls::getentropy as *const (),
+        entropy_calls::syscall as *const (),
+        entropy_calls::clock_gettime as *const (),
+        fd_calls::read as *const (),
+        fd_calls::write as *const (),
+        fd_calls::pread64 as *const (),
+        fd_calls::pread as *const (),
+        fd_calls::pwrite64 as *const (),
+        fd_calls::pwrite as *const (),
+        fd_calls::readv as *const (),
+        fd_calls::writev as *const (),
+        fd_calls::preadv64 as *const (),
+        fd_calls::preadv as *const (),
+        fd_calls::pwritev64 as *const (),
+        fd_calls::pwritev as *const (),
+        fd_calls::lseek64 as *const (),
+        fd_calls::lseek as *const (),
+        fd_calls::fsync as *const (),
+        fd_calls::fdatasync as *const (),
+        fd_calls::ftruncate64 as *const (),
+        fd_calls::ftruncate as *const (),
+        fd_calls::close as *const (),
+        fd_calls::dup as *const (),
+        fd_calls::dup2 as *const (),
+        fd_calls::dup3 as *const (),
+        fd_calls::fcntl64 as *const (),
+        fd_calls::fcntl as *const (),
+        fd_calls::flock as *const (),
+        fd_calls::mmap64 as *const (),
+        fd_calls::mmap as *const (),
+        path_calls::openat64 as *const (),
+        path_calls::openat as *const (),
+        path_calls::open64 as *const (),
+        path_calls::open as *const (),
+        path_calls::fstatat64 as *const (),
+        path_calls::fstatat as *const (),
+        path_calls::stat64 as *const (),
+        path_calls::stat as *const (),
+        path_calls::lstat64 as *const (),
+        path_calls::lstat as *const (),
+        path_calls::fstat64 as *const (),
+        path_calls::fstat as *const (),
+        path_calls::statx as *const (),
+        path_calls::renameat2 as *const (),
+        path_calls::renameat as *const (),
+        path_calls::rename as *const (),
+        path_calls::unlinkat as *const (),
+        path_calls::unlink as *const (),
+        path_calls::rmdir as *const (),
+        path_calls::mkdirat as *const (),
+        path_calls::mkdir as *const (),
+    ];
+    std::hint::black_box(interposed);
 }

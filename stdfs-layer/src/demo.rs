@@ -8,8 +8,8 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::sync::Arc;
 
-use sim::disk::{CrashMode, DiskConfig, SimVfs};
-use sim::trace::Trace;
+use simulator::disk::{CrashMode, DiskConfig, SimVfs};
+use simulator::trace::Trace;
 
 use crate::session::{self, ROOT};
 
@@ -19,7 +19,7 @@ pub const DB: &str = "/sim-db/db";
 /// A fault-free disk (power loss keeps nothing unsynced) with `/db` on it.
 pub fn strict_disk() -> Arc<SimVfs> {
     let disk = Arc::new(SimVfs::new(DiskConfig::fault_free(CrashMode::Strict, 512), Trace::new(false)));
-    sim::kit::vfs::Vfs::create_dir_all(disk.as_ref(), Path::new("/db")).expect("a fault-free disk makes /db");
+    simkit::vfs::Vfs::create_dir_all(disk.as_ref(), Path::new("/db")).expect("a fault-free disk makes /db");
     disk
 }
 

@@ -12,7 +12,7 @@ use crate::meta::Meta;
 use crate::plant::{LayerPlant, SCRATCH_SUFFIX};
 use crate::session::{refuse, with_fd, Session};
 
-fn file(description: &mut Description) -> Result<&mut Box<dyn sim::kit::vfs::VfsFile>, Errno> {
+fn file(description: &mut Description) -> Result<&mut Box<dyn simkit::vfs::VfsFile>, Errno> {
     match &mut description.target {
         Target::File(file) => Ok(file),
         Target::Dir => Err(Errno::EISDIR),

@@ -29,8 +29,8 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
 
-use sim::kit::vfs::Vfs;
-use sim::kit::{carry_panic_place, EnvironmentRefused};
+use simkit::vfs::Vfs;
+use simkit::{carry_panic_place, EnvironmentRefused};
 
 use crate::plant::LayerPlant;
 use crate::session::{self, SessionGuard};
@@ -46,6 +46,16 @@ pub struct Place {
     pub entropy_seed: u64,
     /// The mistake planted in the layer for this session, if any.
     pub plant: Option<LayerPlant>,
+}
+
+impl Place {
+    /// The default place for an open of the kit's `env`: its disk and
+    /// directory, randomness seeded alike at every open (0), no plant.
+    /// (A target that draws randomness, or plants the layer's mistakes,
+    /// sets `entropy_seed` or `plant`: `Place { plant: env.plant, ..Place::of(env) }`.)
+    pub fn of<A: simkit::Adapter>(env: &simkit::Env<'_, A>) -> Place {
+        Place { vfs: env.vfs.clone(), dir: env.dir.to_path_buf(), entropy_seed: 0, plant: None }
+    }
 }
 
 /// A call's answer, what the layer refused while serving it, and the

@@ -8,7 +8,7 @@ use std::ffi::{c_char, c_int};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::Mutex;
 
-use super::{c_bytes, real, served};
+use super::{c_bytes, real, served, CallerErrno};
 use crate::dirstream::Entry;
 use crate::errno::Errno;
 use crate::route::route;
@@ -42,6 +42,7 @@ fn hand_out(fd: c_int) -> *mut libc::DIR {
 
 #[no_mangle]
 pub unsafe extern "C" fn opendir(path: *const c_char) -> *mut libc::DIR {
+    let _caller_errno = CallerErrno::enter();
     // SAFETY: the caller's C string.
     let Some(at) = (unsafe { c_bytes(path) }).and_then(|bytes| route(libc::AT_FDCWD, bytes)) else {
         // SAFETY: the caller's argument, passed on.
@@ -56,6 +57,7 @@ pub unsafe extern "C" fn opendir(path: *const c_char) -> *mut libc::DIR {
 
 #[no_mangle]
 pub unsafe extern "C" fn fdopendir(fd: c_int) -> *mut libc::DIR {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) {
         // SAFETY: the caller's argument, passed on.
         return unsafe { real::fdopendir(fd) };
@@ -81,6 +83,7 @@ fn fill(dirent: &mut libc::dirent64, entry: &Entry) -> Result<(), Errno> {
 
 #[no_mangle]
 pub unsafe extern "C" fn readdir64(dir: *mut libc::DIR) -> *mut libc::dirent64 {
+    let _caller_errno = CallerErrno::enter();
     let Some(sim) = ours(dir) else {
         // SAFETY: the caller's argument, passed on.
         return unsafe { real::readdir64(dir) };
@@ -105,6 +108,7 @@ pub unsafe extern "C" fn readdir(dir: *mut libc::DIR) -> *mut libc::dirent64 {
 
 #[no_mangle]
 pub unsafe extern "C" fn dirfd(dir: *mut libc::DIR) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     match ours(dir) {
         // SAFETY: a live `SimDir`, read once.
         Some(sim) => unsafe { (*sim).fd },
@@ -115,6 +119,7 @@ pub unsafe extern "C" fn dirfd(dir: *mut libc::DIR) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn closedir(dir: *mut libc::DIR) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     let Some(sim) = ours(dir) else {
         // SAFETY: the caller's argument, passed on.
         return unsafe { real::closedir(dir) };

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use sim::kit::vfs::VfsFile;
+use simkit::vfs::VfsFile;
 
 use crate::errno::Errno;
 

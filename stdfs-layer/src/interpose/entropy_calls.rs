@@ -9,7 +9,7 @@
 
 use std::ffi::{c_int, c_long, c_uint, c_void};
 
-use super::{real, served};
+use super::{real, served, CallerErrno};
 use crate::errno::Errno;
 use crate::session;
 
@@ -34,6 +34,7 @@ fn serve_random(buf: &mut [u8]) -> Result<isize, Errno> {
 
 #[no_mangle]
 pub unsafe extern "C" fn getrandom(buf: *mut c_void, len: usize, flags: c_uint) -> isize {
+    let _caller_errno = CallerErrno::enter();
     if !session::has_session() {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::getrandom(buf, len, flags) };
@@ -45,6 +46,7 @@ pub unsafe extern "C" fn getrandom(buf: *mut c_void, len: usize, flags: c_uint) 
 
 #[no_mangle]
 pub unsafe extern "C" fn getentropy(buf: *mut c_void, len: usize) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     if !session::has_session() {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::getentropy(buf, len) };
@@ -67,6 +69,7 @@ pub unsafe extern "C" fn syscall(
     a5: c_long,
     a6: c_long,
 ) -> c_long {
+    let _caller_errno = CallerErrno::enter();
     if n != libc::SYS_getrandom || !session::has_session() {
         // SAFETY: the caller's arguments, passed on as they came.
         return unsafe { real::syscall(n, a1, a2, a3, a4, a5, a6) };
@@ -80,6 +83,7 @@ pub unsafe extern "C" fn syscall(
 
 #[no_mangle]
 pub unsafe extern "C" fn clock_gettime(clock: libc::clockid_t, tp: *mut libc::timespec) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     if !session::has_session() {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::clock_gettime(clock, tp) };

@@ -6,7 +6,7 @@
 
 use std::ffi::{c_int, c_long, c_void};
 
-use super::{real, served};
+use super::{real, served, CallerErrno};
 use crate::errno::Errno;
 use crate::serve_fd;
 use crate::session::{is_fake_fd, refuse};
@@ -39,6 +39,7 @@ fn offset(at: i64) -> Result<Option<u64>, Errno> {
 
 #[no_mangle]
 pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, count: usize) -> isize {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::read(fd, buf, count) };
@@ -50,6 +51,7 @@ pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, count: usize) -> isiz
 
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, count: usize) -> isize {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::write(fd, buf, count) };
@@ -61,6 +63,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, count: usize) -> i
 
 #[no_mangle]
 pub unsafe extern "C" fn pread64(fd: c_int, buf: *mut c_void, count: usize, at: i64) -> isize {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::pread64(fd, buf, count, at) };
@@ -78,6 +81,7 @@ pub unsafe extern "C" fn pread(fd: c_int, buf: *mut c_void, count: usize, at: i6
 
 #[no_mangle]
 pub unsafe extern "C" fn pwrite64(fd: c_int, buf: *const c_void, count: usize, at: i64) -> isize {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::pwrite64(fd, buf, count, at) };
@@ -130,6 +134,7 @@ fn write_vectored(fd: c_int, buffers: Vec<&mut [u8]>, at: Option<u64>) -> Result
 
 #[no_mangle]
 pub unsafe extern "C" fn readv(fd: c_int, iov: *const libc::iovec, iovcnt: c_int) -> isize {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::readv(fd, iov, iovcnt) };
@@ -140,6 +145,7 @@ pub unsafe extern "C" fn readv(fd: c_int, iov: *const libc::iovec, iovcnt: c_int
 
 #[no_mangle]
 pub unsafe extern "C" fn writev(fd: c_int, iov: *const libc::iovec, iovcnt: c_int) -> isize {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::writev(fd, iov, iovcnt) };
@@ -150,6 +156,7 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const libc::iovec, iovcnt: c_in
 
 #[no_mangle]
 pub unsafe extern "C" fn preadv64(fd: c_int, iov: *const libc::iovec, iovcnt: c_int, at: i64) -> isize {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::preadv64(fd, iov, iovcnt, at) };
@@ -166,6 +173,7 @@ pub unsafe extern "C" fn preadv(fd: c_int, iov: *const libc::iovec, iovcnt: c_in
 
 #[no_mangle]
 pub unsafe extern "C" fn pwritev64(fd: c_int, iov: *const libc::iovec, iovcnt: c_int, at: i64) -> isize {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::pwritev64(fd, iov, iovcnt, at) };
@@ -182,6 +190,7 @@ pub unsafe extern "C" fn pwritev(fd: c_int, iov: *const libc::iovec, iovcnt: c_i
 
 #[no_mangle]
 pub unsafe extern "C" fn lseek64(fd: c_int, at: i64, whence: c_int) -> i64 {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::lseek64(fd, at, whence) };
@@ -197,6 +206,7 @@ pub unsafe extern "C" fn lseek(fd: c_int, at: i64, whence: c_int) -> i64 {
 
 #[no_mangle]
 pub unsafe extern "C" fn fsync(fd: c_int) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) {
         // SAFETY: the caller's argument, passed on.
         return unsafe { real::fsync(fd) };
@@ -206,6 +216,7 @@ pub unsafe extern "C" fn fsync(fd: c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn fdatasync(fd: c_int) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) {
         // SAFETY: the caller's argument, passed on.
         return unsafe { real::fdatasync(fd) };
@@ -215,6 +226,7 @@ pub unsafe extern "C" fn fdatasync(fd: c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn ftruncate64(fd: c_int, len: i64) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::ftruncate64(fd, len) };
@@ -230,6 +242,7 @@ pub unsafe extern "C" fn ftruncate(fd: c_int, len: i64) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) {
         // SAFETY: the caller's argument, passed on.
         return unsafe { real::close(fd) };
@@ -239,6 +252,7 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) {
         // SAFETY: the caller's argument, passed on.
         return unsafe { real::dup(fd) };
@@ -258,6 +272,7 @@ fn refuse_dup_onto(old: c_int, new: c_int) -> Errno {
 
 #[no_mangle]
 pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(old) && !is_fake_fd(new) {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::dup2(old, new) };
@@ -267,6 +282,7 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(old) && !is_fake_fd(new) {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::dup3(old, new, flags) };
@@ -278,6 +294,7 @@ pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
 /// (see the module doc of `interpose`).
 #[no_mangle]
 pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_long) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::fcntl64(fd, cmd, arg) };
@@ -293,6 +310,7 @@ pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_long) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn flock(fd: c_int, operation: c_int) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::flock(fd, operation) };
@@ -309,6 +327,7 @@ pub unsafe extern "C" fn mmap64(
     fd: c_int,
     at: i64,
 ) -> *mut c_void {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) || flags & libc::MAP_ANONYMOUS != 0 {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::mmap64(addr, len, prot, flags, fd, at) };

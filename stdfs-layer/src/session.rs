@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, ThreadId};
 
-use sim::kit::vfs::Vfs;
+use simkit::vfs::Vfs;
 
 use crate::dirstream::Stream;
 use crate::entropy::Entropy;
@@ -86,10 +86,11 @@ pub struct SessionGuard {
 /// Serve `vfs` to this thread under [`ROOT`]. `dirs` are disk paths of
 /// directories that exist on it (the kit's database directory);
 /// `entropy_seed` seeds the randomness and starts the clock this thread
-/// is served ([`crate::entropy`]); `plant` is the mistake planted in the
+/// is served (`entropy`); `plant` is the mistake planted in the
 /// layer for this session, if any ([`LayerPlant`]).
 pub fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path], entropy_seed: u64, plant: Option<LayerPlant>) -> SessionGuard {
     assert!(!has_session(), "this thread already serves a simulated run");
+    crate::interpose::link_all();
     assert!(
         crate::interpose::fd_limit::real_fds_stay_below(FAKE_FD_BASE),
         "the hard RLIMIT_NOFILE reaches FAKE_FD_BASE"
@@ -129,9 +130,8 @@ impl SessionGuard {
     }
 
     /// The livelock this session's program was taken for, if any
-    /// ([`declare_livelock`]). (For the engine threads, `crate::worker`:
-    /// `stdfs` without the persy feature has none.)
-    #[cfg_attr(not(feature = "persy"), allow(dead_code))]
+    /// (`declare_livelock`, when the program is taken for one that loops
+    /// forever).
     pub fn livelock(&self) -> Option<String> {
         CURRENT.with(|c| c.borrow().as_ref().and_then(|s| s.livelock.clone()))
     }
@@ -210,7 +210,6 @@ pub fn declare_livelock(what: String) -> bool {
 /// Name who to tell if this thread must hang for good ([`hang`]): the
 /// engine thread's waiter, for the call under way. (As
 /// [`SessionGuard::livelock`], for the engine threads only.)
-#[cfg_attr(not(feature = "persy"), allow(dead_code))]
 pub fn on_hang(hook: HangHook) {
     ON_HANG.with(|h| *h.borrow_mut() = Some(hook));
 }

@@ -9,7 +9,7 @@
 //! failure proves nothing: the `cowkv` target (`cowkv/`), whose
 //! commit is the textbook temp file, fsync, rename, directory fsync.
 
-use sim::kit::Plant;
+use simkit::Plant;
 
 /// A mistake planted in the layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

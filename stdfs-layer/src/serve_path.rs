@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sim::kit::vfs::OpenMode;
+use simkit::vfs::OpenMode;
 
 use crate::errno::Errno;
 use crate::files::{Access, EachWrite, Target};
@@ -52,12 +52,7 @@ fn open_dir(s: &mut Session, path: PathBuf, flags: i32, access: Access, cloexec:
     s.fds.open(path, Target::Dir, access, cloexec)
 }
 
-fn open_file(
-    s: &mut Session,
-    path: &Path,
-    flags: i32,
-    access: Access,
-) -> Result<Box<dyn sim::kit::vfs::VfsFile>, Errno> {
+fn open_file(s: &mut Session, path: &Path, flags: i32, access: Access) -> Result<Box<dyn simkit::vfs::VfsFile>, Errno> {
     let create = flags & libc::O_CREAT != 0;
     let truncate = flags & libc::O_TRUNC != 0 && access.write;
     if create && flags & libc::O_EXCL != 0 && s.vfs.exists(path)? {

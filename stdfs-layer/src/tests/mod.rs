@@ -10,6 +10,8 @@ use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
+mod errno;
+
 use crate::demo::{program, read_back, strict_disk, DB};
 use crate::session;
 

@@ -1,0 +1,66 @@
+//! `stdfs-layer`: an unmodified program's `std::fs` (and `libc`) file
+//! calls under a reserved root ([`ROOT`], `/sim-db`) served by a seed's
+//! simulated disk, in process and deterministically; every other file
+//! call goes to the real system untouched (STDFS.md, "Bring your own
+//! std::fs engine").
+//!
+//! The mechanism: this crate defines libc's file functions (`interpose`),
+//! which the linker binds ahead of glibc's. That changes the whole
+//! process, so a binary opts in by calling the crate: [`main`] (a kit
+//! target's whole command line) or [`install`] (a thread serving a run,
+//! as a test does). rustc links a dependency into a binary only when the
+//! binary names it, and both calls link every interposed function
+//! (`interpose::link_all`), so a test or binary that never names this
+//! crate keeps glibc's functions even when the crate is a dependency of
+//! its package.
+//!
+//! The conventions, as defaults:
+//! - the root: the kit's `Env::dir` on the simulated disk is
+//!   [`db_path`]`(env.dir)` to the engine (`/sim-db/<dir>`);
+//! - the engine on a thread of its own per open ([`Worker`], with
+//!   [`Place::of`] for the kit's `Env`): what a process draws fresh from
+//!   the operating system (std's `HashMap` keys, `rand`'s thread RNG) is
+//!   then the seed's;
+//! - a refusal fails the run: every answer of the worker is a
+//!   [`Served`], which [`Served::unless_refused`] turns into the value or
+//!   the kit's `refused` failure.
+//!
+//! What the layer cannot see, and what it does about each:
+//! - memory-mapped I/O: `mmap` of a simulated descriptor is refused;
+//! - a raw `syscall()` (or any function not defined here) on a simulated
+//!   descriptor reaches the kernel, which has no such descriptor (they are
+//!   numbered from 2^30): `EBADF`, never a real file; on a path under the
+//!   root it reaches the real `/sim-db`, which must not exist (checked by
+//!   [`main`] and the tests, [`real_root_is_absent`]);
+//! - I/O from another thread: a call on a simulated descriptor from a
+//!   thread other than its run's, or on a path under the root from a
+//!   thread serving no run, is refused.
+//!
+//! Each refusal fails the call, says so on stderr, and is collected for
+//! the run ([`SessionGuard::refusals`]).
+
+#![deny(unsafe_code)]
+
+pub mod demo;
+mod dirstream;
+mod entropy;
+mod errno;
+mod files;
+#[allow(unsafe_code)]
+mod interpose;
+mod meta;
+mod opt_in;
+mod plant;
+mod route;
+mod serve_fd;
+mod serve_path;
+mod session;
+#[cfg(test)]
+mod tests;
+mod worker;
+
+pub use interpose::{real_root_is_absent, start_engine_call, LIVELOCK_CALLS, LIVELOCK_FAILURES};
+pub use opt_in::{db_path, main};
+pub use plant::{LayerPlant, SCRATCH_SUFFIX};
+pub use session::{install, orphan_refusals, SessionGuard, ROOT};
+pub use worker::{raise_refusals, Place, Served, Worker};

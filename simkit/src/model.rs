@@ -407,11 +407,18 @@ impl Model {
             let at = (*recovered == *self.committed()).then_some(self.history.len() - 1);
             return Ok((Accepted::CameBack, at));
         }
+        // Several committed states may hold one content (a write undone
+        // by a later one): the recovered content is allowed if any of
+        // them may survive on its own, not only the newest (a volatile
+        // commit that restored what an earlier, surviving state held).
+        let survivor = (self.durable + 1..self.history.len())
+            .rev()
+            .find(|&index| self.history[index].survives_alone && *self.history[index].state == *recovered);
+        if let Some(index) = survivor {
+            return Ok((Accepted::Rollback, Some(index)));
+        }
         let found = self.history.iter().rposition(|c| *c.state == *recovered);
         match found {
-            Some(index) if index > self.durable && self.history[index].survives_alone => {
-                Ok((Accepted::Rollback, Some(index)))
-            }
             Some(index) if damaged && index < self.durable => Ok((Accepted::SilentRollback, Some(index))),
             Some(index) if damaged => Ok((Accepted::DamageRollback, Some(index))),
             _ if self.unpromised => Ok((Accepted::Unpromised, found)),
@@ -611,6 +618,31 @@ mod tests {
         m.commit(Promise::Durable);
         m.put(0, b"a", b"1");
         assert!(m.changes_nothing(), "the same value again");
+    }
+
+    /// Soak seed 365941073990 (redb): a volatile commit's content, shown
+    /// by a reopen (so it may survive on its own), then written over and
+    /// back by two more volatile commits. A power loss that keeps it shows
+    /// the content of both the surviving state and the newest, volatile
+    /// one: allowed, as the surviving state. The model once looked at the
+    /// newest equal state only, and failed it.
+    #[test]
+    fn a_content_held_by_a_surviving_state_and_a_later_volatile_one_is_allowed() {
+        let mut m = Model::new(1);
+        m.put(0, b"k5", b"v");
+        m.commit(Promise::Volatile);
+        let shown = state(&[(b"k5", b"v")]);
+        // A failed maintenance (it may have published everything), then a
+        // reopen with no power loss that shows the volatile commit.
+        m.set_pending(Pending::PublishAll);
+        assert_eq!(m.recovered(&shown, false, false), Ok(Accepted::InFlight));
+        m.put(0, b"x", b"48");
+        m.commit(Promise::Volatile);
+        m.remove(0, b"x");
+        m.commit(Promise::Volatile);
+        assert_eq!(*m.committed(), shown, "the newest state holds the shown content again");
+        assert_eq!(m.allows(&shown, false).map(|(accepted, _)| accepted), Ok(Accepted::Rollback));
+        assert!(m.allows(&state(&[(b"k5", b"v"), (b"x", b"48")]), false).is_err(), "the volatile state between");
     }
 
     #[test]

@@ -289,3 +289,13 @@ fn damage_on_a_target_without_records_is_a_usage_error() {
             .unwrap_err();
     assert!(refused.contains("does not describe its files' records"), "{refused}");
 }
+
+/// Every shrunk repro under `corpus/redb/` (`--shrink --save`) passes:
+/// soak seed 365941073990 (issue 52's deep soak) is the kit model's
+/// mistake, fixed (`Model::allows`: any surviving state of equal content).
+#[test]
+fn the_saved_redb_regressions_pass() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/redb");
+    let held = simulator::cli::replay::assert_saved_ops_hold(|| redb(KitSettings::default()), &dir);
+    assert!(held.passed >= 1 && held.failed_as_expected == 0, "{held:?}");
+}

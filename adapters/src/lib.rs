@@ -10,8 +10,8 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 // Safe Rust everywhere but the SQLite target's FFI (`sqlite/conn.rs`,
-// `vfs.rs`, `vfs/locking.rs`, and `shared.rs`'s wal-index memory), which
-// allow it file by file and argue each block.
+// `vfs.rs`, `vfs/file.rs`, `vfs/locking.rs`, and `shared.rs`'s wal-index
+// memory), which allow it file by file and argue each block.
 #![deny(unsafe_code)]
 
 #[cfg(feature = "redb")]

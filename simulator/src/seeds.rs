@@ -53,7 +53,7 @@ pub fn config(seed: u64) -> u64 {
     seed ^ CONFIG_SALT
 }
 
-/// The ChaCha seed of the operation list (`workload.rs`).
+/// The ChaCha seed of the operation list (segsim-target's `workload/`).
 pub fn workload(seed: u64) -> u64 {
     seed ^ WORKLOAD_SALT
 }
@@ -83,9 +83,9 @@ pub fn open_attempt(seed: u64, index: u64, attempt: u64, depth: u64) -> u64 {
 
 /// The stream that decides whether operation `index`, a rewrite or FLUSHALL
 /// that drew no crash from the workload stream, is aimed at one of manifest
-/// compaction's phases (`workload.rs`). A stream of its own, so that the
-/// workload stream, and with it every operation list, is what it was before
-/// compaction existed.
+/// compaction's phases (segsim-target's `workload/generator.rs`). A
+/// stream of its own, so that the workload stream, and with it every
+/// operation list, is what it was before compaction existed.
 pub fn compaction_aim(seed: u64, index: u64) -> u64 {
     splitmix64(faults(seed, index) ^ COMPACTION_AIM_SALT)
 }

@@ -56,17 +56,55 @@ fn forget_where_changed(fs: &mut FileSystem, before: BTreeMap<InodeId, Vec<u8>>)
     }
 }
 
-/// [`build_next_disk`] but for the histories it may invalidate.
+/// [`build_next_disk`] but for the histories it may invalidate: the
+/// directories first, then each reachable file's data, then where the
+/// misdirected writes landed, then the damage no crash causes. The draws
+/// come in that order.
 fn settle(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> CrashOutcome {
     let mut outcome = CrashOutcome::default();
     // What silent write faults left on the durable images (nothing, and no
     // cost, on a disk without them), announced once the crash settled.
     let mut scars = open_scars(fs);
+    let dirs = settle_dirs(fs, config, rng, &mut outcome);
+    let reachable: BTreeSet<_> = fs.dirs.values().flat_map(|dir| dir.durable.values().copied()).collect();
     let mut landings = Vec::new();
-    // The first metadata change a journal did not commit: no `set_len`
-    // made after it survives (`FsProfile::set_len_journaled`). Renames
-    // that survived carrying their file's first data ops with them
-    // (ext4's auto_da_alloc, `state.rs`): inode to ops.
+    for (id, inode) in &mut fs.inodes {
+        // An unreachable inode's data is gone whatever happens to it.
+        if !reachable.contains(id) {
+            continue;
+        }
+        let settled = settle_file(inode, *id, &dirs, config, rng);
+        outcome.lost_writes += settled.lost_writes;
+        outcome.torn_sectors += settled.torn_sectors;
+        if !settled.scars.is_empty() {
+            scars.entry(*id).or_default().extend(settled.scars);
+        }
+        landings.extend(settled.landings);
+    }
+    land_misdirected(fs, landings, &reachable, &mut scars);
+    damage_beyond_the_crash(fs, config, rng, scars, &mut outcome);
+    outcome
+}
+
+/// What settling the directories leaves the files to respect.
+struct SettledDirs {
+    /// The first metadata change a journal did not commit, where the
+    /// profile journals lengths with names: no `set_len` made after it
+    /// survives (`FsProfile::set_len_journaled`).
+    barrier_seq: Option<u64>,
+    /// Renames that survived carrying their file's first data ops with
+    /// them (ext4's auto_da_alloc, `state/carried.rs`): inode to ops.
+    carried: BTreeMap<InodeId, usize>,
+}
+
+/// Settle every directory's pending changes, by path, counting the lost
+/// ones into `outcome`.
+fn settle_dirs(
+    fs: &mut FileSystem,
+    config: &DiskConfig,
+    rng: &mut ChaCha8Rng,
+    outcome: &mut CrashOutcome,
+) -> SettledDirs {
     let mut first_lost_seq: Option<u64> = None;
     let mut carried: BTreeMap<InodeId, usize> = BTreeMap::new();
     for dir in fs.dirs.values_mut() {
@@ -78,32 +116,41 @@ fn settle(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Cra
             (a, b) => a.or(b),
         };
     }
-    let barrier_seq = first_lost_seq.filter(|_| config.fs.set_len_journaled);
-    let reachable: BTreeSet<_> = fs.dirs.values().flat_map(|dir| dir.durable.values().copied()).collect();
-    for (id, inode) in &mut fs.inodes {
-        // An unreachable inode's data is gone whatever happens to it.
-        if !reachable.contains(id) {
-            continue;
-        }
-        let blocked_at = barrier_seq.and_then(|barrier| first_set_len_after(&inode.pending, barrier));
-        // A carried prefix survives whole: the file settles as in
-        // `prefix` mode from there (in `reorder` mode too, whose other
-        // choices could lose part of it).
-        let at_least = carried.get(id).copied().unwrap_or(0);
-        let settled = match config.crash_mode {
-            CrashMode::Strict => Settled::new(inode.pending.len() as u64, 0),
-            CrashMode::Prefix => settle_prefix(inode, config, (at_least, blocked_at), rng),
-            CrashMode::Reorder if at_least > 0 => settle_prefix(inode, config, (at_least, blocked_at), rng),
-            CrashMode::Reorder => settle_reorder(inode, config, blocked_at.is_some(), rng),
-        };
-        inode.pending.clear();
-        outcome.lost_writes += settled.lost_writes;
-        outcome.torn_sectors += settled.torn_sectors;
-        if !settled.scars.is_empty() {
-            scars.entry(*id).or_default().extend(settled.scars);
-        }
-        landings.extend(settled.landings);
-    }
+    SettledDirs { barrier_seq: first_lost_seq.filter(|_| config.fs.set_len_journaled), carried }
+}
+
+/// Settle reachable inode `id`'s pending data per the crash mode, within
+/// what the settled directories allow; nothing stays pending.
+fn settle_file(
+    inode: &mut Inode,
+    id: InodeId,
+    dirs: &SettledDirs,
+    config: &DiskConfig,
+    rng: &mut ChaCha8Rng,
+) -> Settled {
+    let blocked_at = dirs.barrier_seq.and_then(|barrier| first_set_len_after(&inode.pending, barrier));
+    // A carried prefix survives whole: the file settles as in
+    // `prefix` mode from there (in `reorder` mode too, whose other
+    // choices could lose part of it).
+    let at_least = dirs.carried.get(&id).copied().unwrap_or(0);
+    let settled = match config.crash_mode {
+        CrashMode::Strict => Settled::new(inode.pending.len() as u64, 0),
+        CrashMode::Prefix => settle_prefix(inode, config, (at_least, blocked_at), rng),
+        CrashMode::Reorder if at_least > 0 => settle_prefix(inode, config, (at_least, blocked_at), rng),
+        CrashMode::Reorder => settle_reorder(inode, config, blocked_at.is_some(), rng),
+    };
+    inode.pending.clear();
+    settled
+}
+
+/// Land the writes the crash misdirected (`silent.rs`), on reachable
+/// files only; a landing that leaves bytes other than intended is a scar.
+fn land_misdirected(
+    fs: &mut FileSystem,
+    landings: Vec<Landing>,
+    reachable: &BTreeSet<InodeId>,
+    scars: &mut BTreeMap<InodeId, Vec<Scar>>,
+) {
     for landing in landings {
         let Some(inode) = fs.inodes.get_mut(&landing.inode).filter(|_| reachable.contains(&landing.inode)) else {
             continue;
@@ -122,6 +169,18 @@ fn settle(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Cra
             scars.entry(landing.inode).or_default().push(scar);
         }
     }
+}
+
+/// The damage a power loss brings that no crash mode causes: maybe one
+/// rotten sector, the silent faults' scars announced, maybe the
+/// environment's damage; each into `outcome`.
+fn damage_beyond_the_crash(
+    fs: &mut FileSystem,
+    config: &DiskConfig,
+    rng: &mut ChaCha8Rng,
+    scars: BTreeMap<InodeId, Vec<Scar>>,
+    outcome: &mut CrashOutcome,
+) {
     // Rot first: a sector it hits takes the records of durability in it
     // along, so the silent faults' damage is vouched for only by records
     // that survived the whole crash.
@@ -135,7 +194,6 @@ fn settle(fs: &mut FileSystem, config: &DiskConfig, rng: &mut ChaCha8Rng) -> Cra
     if config.p_env_damage > 0.0 && rng.gen_bool(config.p_env_damage) {
         outcome.damage.extend(damage_environment(fs, rng));
     }
-    outcome
 }
 
 /// Before a power loss settles pending operations: each inode's silent

@@ -78,7 +78,8 @@
 //! first state is always the strict one (every pending change lost).
 //! Families are appended in this order, so a family added later never
 //! renumbers an earlier one's states. Different states may leave
-//! byte-identical disks; the explorer dedupes them by [`DiskImage::hash`].
+//! byte-identical disks; the explorer dedupes them by
+//! [`super::DiskImage::hash`].
 //!
 //! A state the profile rules out is kept in the list, numbered, and marked
 //! not [`CrashState::explored`]: ext4's `auto_da_alloc` keeps a replacing
@@ -87,20 +88,21 @@
 //! leave; and under a profile that journals lengths with names
 //! (`FsProfile::set_len_journaled`), a state that keeps a `set_len` made
 //! after a directory change it loses is none either.
+//!
+//! This file lists and counts the states; the disk a state leaves is
+//! `crash_image.rs`'s to build, and its line for a person
+//! `crash_describe.rs`'s.
 
 use std::collections::BTreeMap;
-use std::ops::Range;
-use std::path::PathBuf;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use std::sync::Arc;
 
-use super::data::{to_usize, write_into, DataOp, InodeId};
+use super::data::{DataOp, InodeId};
 use super::dir::DirOp;
-use super::image::{DiskImage, ImageFile};
-use super::sectors::{inner_cuts, sector_end};
+use super::sectors::inner_cuts;
 use super::snapshot::{DiskSnapshot, FileSnapshot};
 
 /// Every subset of this many pending directory changes is enumerated,
@@ -120,7 +122,7 @@ pub const MAX_TWO_FILE_STATES: usize = 64;
 pub const MAX_REORDERED_STATES: usize = 64;
 
 /// A directory's entries: name to inode.
-type Entries = BTreeMap<String, InodeId>;
+pub(super) type Entries = BTreeMap<String, InodeId>;
 
 /// How to enumerate a snapshot's crash states (see the module doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -192,10 +194,10 @@ pub(super) struct Torn {
     /// sector boundary strictly inside it. With `unwritten`: the file's
     /// new length, a sector boundary inside the write and past the file's
     /// end before it, or the write's end.
-    cut_bytes: u64,
+    pub(super) cut_bytes: u64,
     /// The rest of the sector holding `cut_bytes` (as far as the write
     /// reached) holds [`garbage_byte`]s instead of old or new bytes.
-    garbage: bool,
+    pub(super) garbage: bool,
     /// The file grew to `cut_bytes` but none of the write's bytes reached
     /// the disk: what was there before stays, zeros past the old end. A
     /// size update that went ahead of its data: ext4 does this under
@@ -203,7 +205,7 @@ pub(super) struct Torn {
     /// allocated (the write's `i_disksize` update is journaled, its data is
     /// not ordered: `make kernel-check`, probe `append_unsynced`, saw a
     /// 9-byte file read back 4096 bytes long, zeros after the 9).
-    unwritten: bool,
+    pub(super) unwritten: bool,
 }
 
 impl CrashState {
@@ -242,13 +244,6 @@ impl CrashState {
     pub fn explored(&self, garbage: bool) -> bool {
         self.allowed && (garbage || !self.has_garbage())
     }
-}
-
-/// The fixed garbage a torn sector holds, by position in the file: not
-/// random, so the same state always gives the same bytes; not constant,
-/// so it does not pass for zero padding.
-fn garbage_byte(offset_bytes: u64) -> u8 {
-    (offset_bytes as u8).wrapping_mul(167) ^ 0x5a
 }
 
 impl DiskSnapshot {
@@ -373,54 +368,6 @@ impl DiskSnapshot {
         fates
     }
 
-    /// The disk `state` leaves: directories settled first (they decide
-    /// which files survive at all), then each surviving file's bytes.
-    pub fn image(&self, state: &CrashState) -> DiskImage {
-        let (dirs, _) = self.settled_dirs(&state.dir_changes_kept);
-        let mut files = BTreeMap::new();
-        for id in dirs.values().flat_map(|entries| entries.values()) {
-            if files.contains_key(id) {
-                continue;
-            }
-            let file = self.files.get(id).expect("a snapshot holds every inode an entry may name");
-            let image_file = match &state.data {
-                DataFate::Reordered { inode, op, alone } if inode == id => reordered(file, *op, *alone),
-                data => {
-                    let cut = data.cut_of(*id, file.pending.len());
-                    file_after(file, cut.whole_ops, cut.torn, self.sector_bytes)
-                }
-            };
-            files.insert(*id, image_file);
-        }
-        DiskImage { dirs, files, histories: BTreeMap::new() }
-    }
-
-    /// Each directory's entries when the pending changes `kept` flags (one
-    /// per change, directories by path) survive, in order — a change whose
-    /// precondition no longer holds (a rename of a file whose creation was
-    /// lost) is skipped — and every surviving rename that carries its
-    /// file's data with it (`DirOp::Rename::flushes`): (inode, operations).
-    pub(super) fn settled_dirs(&self, kept: &[bool]) -> (BTreeMap<PathBuf, Entries>, Vec<(InodeId, usize)>) {
-        assert_eq!(kept.len(), self.pending_dir_changes(), "a state of this snapshot");
-        let mut kept = kept.iter();
-        let mut dirs = BTreeMap::new();
-        let mut flushed = Vec::new();
-        for (path, dir) in &self.dirs {
-            let mut entries = dir.durable.clone();
-            for op in &dir.pending {
-                if *kept.next().expect("one flag per pending change") && op.apply(&mut entries) {
-                    if let DirOp::Rename { inode, flushes, .. } = op {
-                        if *flushes > 0 {
-                            flushed.push((*inode, *flushes));
-                        }
-                    }
-                }
-            }
-            dirs.insert(path.clone(), entries);
-        }
-        (dirs, flushed)
-    }
-
     /// Mark every state the profile rules out (see the module doc): one
     /// that applies a rename carrying its file's first `k` data operations
     /// and does not keep them whole.
@@ -440,132 +387,6 @@ impl DiskSnapshot {
             let set_lens_in_order = !self.profile.set_len_journaled || self.set_lens_in_order(state);
             state.allowed = (!carries || keeps_carried()) && set_lens_in_order;
         }
-    }
-
-    /// A line for a person: which directory changes applied, which writes
-    /// survived, which was torn where.
-    pub fn describe(&self, state: &CrashState) -> String {
-        let mut parts = Vec::new();
-        let changes: Vec<&DirOp> = self.dirs.values().flat_map(|dir| dir.pending.iter()).collect();
-        if !changes.is_empty() {
-            let mut applied = Vec::new();
-            let mut lost = Vec::new();
-            for (op, kept) in changes.iter().zip(&state.dir_changes_kept) {
-                if *kept {
-                    applied.push(describe_dir_op(op));
-                } else {
-                    lost.push(describe_dir_op(op));
-                }
-            }
-            let mut text = format!("{} of {} unsynced directory changes applied", applied.len(), changes.len());
-            if !applied.is_empty() {
-                text.push_str(&format!(" (applied: {})", applied.join(", ")));
-            }
-            if !lost.is_empty() {
-                text.push_str(&format!(" (lost: {})", lost.join(", ")));
-            }
-            parts.push(text);
-        }
-        let (ops, is, survive) = match self.pending_data_ops() {
-            1 => ("the 1 unsynced data op".to_string(), "is", "survives"),
-            count => (format!("all {count} unsynced data ops"), "are", "survive"),
-        };
-        let data = match &state.data {
-            DataFate::Strict if self.pending_data_ops() == 0 => "no unsynced data".to_string(),
-            DataFate::Strict => format!("{ops} {is} lost"),
-            DataFate::AllSurvive => format!("{ops} {survive}"),
-            DataFate::OneFile { inode, whole_ops, torn } => {
-                format!("{}; other files keep only synced data", self.describe_cut(*inode, *whole_ops, *torn))
-            }
-            DataFate::Cuts(cuts) => {
-                let each: Vec<String> =
-                    cuts.iter().map(|(inode, cut)| self.describe_cut(*inode, cut.whole_ops, cut.torn)).collect();
-                format!("{}; other files keep only synced data", each.join("; "))
-            }
-            DataFate::Reordered { inode, op, alone } => {
-                let (inode, op, alone) = (*inode, *op, *alone);
-                let ops = self.files[&inode].pending.len();
-                let which = if alone { "only" } else { "all but" };
-                format!(
-                    "{}: {which} op #{} of its {ops} unsynced ops survives (reordered); other files keep only \
-                     synced data",
-                    self.name_of(inode),
-                    op + 1
-                )
-            }
-            DataFate::TwoFiles { first, second } => {
-                let (first, second) = (*first, *second);
-                let cut = |(inode, whole_ops): (InodeId, usize)| {
-                    let ops = self.files[&inode].pending.len();
-                    format!("{}: the first {whole_ops} of its {ops} unsynced ops survive", self.name_of(inode))
-                };
-                format!("{}; {}; other files keep only synced data", cut(first), cut(second))
-            }
-        };
-        parts.push(data);
-        if !state.allowed {
-            parts.push("ruled out by the profile (a replacing rename's data goes with it: auto_da_alloc)".to_string());
-        }
-        parts.join("; ")
-    }
-
-    fn describe_cut(&self, inode: InodeId, whole_ops: usize, torn: Option<Torn>) -> String {
-        let file = &self.files[&inode];
-        let mut text = format!(
-            "{}: the first {whole_ops} of its {} unsynced ops survive",
-            self.name_of(inode),
-            file.pending.len()
-        );
-        if let Some(torn) = torn {
-            let DataOp::Write { offset_bytes, data } = &file.pending[whole_ops] else {
-                unreachable!("only a write is torn")
-            };
-            let end_bytes = offset_bytes + data.len() as u64;
-            text.push_str(&format!(", then op #{} (write {offset_bytes}..{end_bytes}) is torn: ", whole_ops + 1));
-            if torn.unwritten {
-                let cut = torn.cut_bytes;
-                text.push_str(&format!("the file is {cut} bytes long but none of the write reached it (zeros)"));
-            } else if torn.cut_bytes == *offset_bytes {
-                text.push_str("none of it survives");
-            } else {
-                text.push_str(&format!("{offset_bytes}..{} survives", torn.cut_bytes));
-            }
-            if torn.garbage {
-                let garbage = garbage_range(torn.cut_bytes, end_bytes, self.sector_bytes);
-                text.push_str(&format!(", {}..{} holds garbage", garbage.start, garbage.end));
-            }
-        }
-        text
-    }
-
-    /// The newest name an inode has in any directory (its durable one, or
-    /// the one a pending create or rename gives it).
-    fn name_of(&self, inode: InodeId) -> String {
-        for dir in self.dirs.values() {
-            let mut name = dir.durable.iter().find(|(_, id)| **id == inode).map(|(name, _)| name.clone());
-            for op in &dir.pending {
-                match op {
-                    DirOp::Link { name: new, inode: id, .. } | DirOp::Rename { to: new, inode: id, .. }
-                        if *id == inode =>
-                    {
-                        name = Some(new.clone());
-                    }
-                    _ => {}
-                }
-            }
-            if let Some(name) = name {
-                return name;
-            }
-        }
-        format!("inode {inode}")
-    }
-}
-
-fn describe_dir_op(op: &DirOp) -> String {
-    match op {
-        DirOp::Link { name, .. } => format!("create {name}"),
-        DirOp::Unlink { name, .. } => format!("unlink {name}"),
-        DirOp::Rename { from, to, .. } => format!("rename {from} -> {to}"),
     }
 }
 
@@ -706,64 +527,4 @@ impl DataFate {
             fate => fate.cut_of(inode, usize::MAX).whole_ops >= ops,
         }
     }
-}
-
-/// The bytes of a write ending at `end_bytes`, cut at `cut_bytes`, that a
-/// garbage variant overwrites: the rest of the cut's sector, no further
-/// than the write reached.
-fn garbage_range(cut_bytes: u64, end_bytes: u64, sector_bytes: u64) -> Range<u64> {
-    cut_bytes..sector_end(cut_bytes, sector_bytes).min(end_bytes)
-}
-
-/// `file`'s bytes when its first `whole_ops` pending ops survive and the
-/// next is `torn`, if it is. With nothing surviving, the snapshot's bytes
-/// are shared, not copied.
-/// `file` with only its pending operation `op` applied (`alone`), or
-/// every one but `op`, in their order.
-fn reordered(file: &FileSnapshot, op: usize, alone: bool) -> ImageFile {
-    assert!(op < file.pending.len(), "an operation of this file");
-    let mut bytes = file.durable.to_vec();
-    for (index, pending) in file.pending.iter().enumerate() {
-        if (index == op) == alone {
-            pending.apply(&mut bytes);
-        }
-    }
-    ImageFile::new(bytes)
-}
-
-fn file_after(file: &FileSnapshot, whole_ops: usize, torn: Option<Torn>, sector_bytes: u64) -> ImageFile {
-    if whole_ops == 0 && torn.is_none() {
-        return ImageFile { bytes: file.durable.clone(), hash: Some(file.durable_hash) };
-    }
-    let mut bytes = file.durable.to_vec();
-    for op in &file.pending[..whole_ops] {
-        op.apply(&mut bytes);
-    }
-    if let Some(torn) = torn {
-        let DataOp::Write { offset_bytes, data } = &file.pending[whole_ops] else {
-            unreachable!("only a write is torn")
-        };
-        let end_bytes = offset_bytes + data.len() as u64;
-        if torn.unwritten {
-            assert!(*offset_bytes < torn.cut_bytes && torn.cut_bytes <= end_bytes, "a length the write reached");
-            assert!(bytes.len() < to_usize(torn.cut_bytes), "a length past the old end");
-            bytes.resize(to_usize(torn.cut_bytes), 0);
-            return ImageFile::new(bytes);
-        }
-        assert!(*offset_bytes <= torn.cut_bytes && torn.cut_bytes < end_bytes, "a cut inside the write");
-        let kept = to_usize(torn.cut_bytes - offset_bytes);
-        if kept > 0 {
-            write_into(&mut bytes, *offset_bytes, &data[..kept]);
-        }
-        if torn.garbage {
-            let range = garbage_range(torn.cut_bytes, end_bytes, sector_bytes);
-            if bytes.len() < to_usize(range.end) {
-                bytes.resize(to_usize(range.end), 0);
-            }
-            for offset in range {
-                bytes[to_usize(offset)] = garbage_byte(offset);
-            }
-        }
-    }
-    ImageFile::new(bytes)
 }

@@ -169,7 +169,7 @@ impl Dir {
     }
 
     /// Whether the pending changes, applied in order to the durable
-    /// entries, give the volatile ones (the invariant of `state.rs`).
+    /// entries, give the volatile ones (the invariant of `state/mod.rs`).
     fn pending_apply_to_volatile(&self) -> bool {
         let mut entries = self.durable.clone();
         self.pending.iter().all(|op| op.apply(&mut entries)) && entries == self.volatile

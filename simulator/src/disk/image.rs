@@ -1,8 +1,9 @@
 //! [`DiskImage`]: a whole disk just after power loss — each directory's
 //! entries and each named file's bytes, everything durable, nothing
 //! pending. A crash state of a snapshot (`crash_states.rs`) is turned into
-//! one, then hashed, so that byte-identical disks are recovered once, and
-//! turned into a fresh [`SimVfs`](super::SimVfs) for the engine to open.
+//! one (`crash_image.rs`), then hashed, so that byte-identical disks are
+//! recovered once, and turned into a fresh [`SimVfs`](super::SimVfs) for
+//! the engine to open.
 //!
 //! The hash covers exactly what the engine can observe: directory paths,
 //! entry names and each named file's bytes, in sorted order. Inode numbers

@@ -159,6 +159,8 @@
 
 mod config;
 mod crash;
+mod crash_describe;
+mod crash_image;
 mod crash_product;
 mod crash_states;
 mod damage;

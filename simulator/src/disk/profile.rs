@@ -69,7 +69,7 @@ pub struct FsProfile {
     /// The disk keeps, with such a rename that survives a crash, the
     /// renamed file's data written before it, where that is sure: the file
     /// had nothing durable and only writes pending, no two in one 4 KiB
-    /// block (`state.rs`, `FileSystem::rename`).
+    /// block (`state/carried.rs`, `FileSystem::delayed_ops`).
     pub auto_da_alloc: bool,
     /// An append's size update can reach the disk before its bytes, so a
     /// crash may leave the file grown with zeros where the write was

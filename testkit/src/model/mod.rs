@@ -329,72 +329,20 @@ impl Model {
         }
         // Past this point a visible key has the type the command wants.
         let reply = match command {
-            Command::Get { key } => match self.visible_ref(key, now_ms).map(|e| &e.value) {
-                None => Reply::Nil,
-                Some(LogicalValue::Str(v)) => Reply::Bulk(v.clone()),
-                Some(LogicalValue::Hash(_)) => unreachable!("refusal() checked the type"),
-            },
-            Command::HGet { key, field } => match self.live_fields(key, now_ms) {
-                None => Reply::Nil,
-                Some(fields) => match fields.get(field) {
-                    Some((v, at)) if alive(*at, now_ms) => Reply::Bulk(v.clone()),
-                    _ => Reply::Nil,
-                },
-            },
-            Command::HGetAll { key } => Reply::Pairs(self.live_fields(key, now_ms).map_or_else(Vec::new, |fields| {
-                fields
-                    .iter()
-                    .filter(|(_, (_, at))| alive(*at, now_ms))
-                    .map(|(f, (v, _))| (f.clone(), v.clone()))
-                    .collect()
-            })),
+            Command::Get { key } => self.get(key, now_ms),
+            Command::HGet { key, field } => self.hget(key, field, now_ms),
+            Command::HGetAll { key } => self.hgetall(key, now_ms),
             Command::Set { key, value } => {
                 self.set(key, value);
                 Reply::Ok
             }
             Command::SetWith { key, value, options } => self.set_with(key, value, options, now_ms),
             Command::Del { keys } => Reply::Int(self.del(keys, now_ms, |_, _| {})),
-            Command::HSet { key, pairs } => {
-                // Not visible (absent, expired, or a hash with no live
-                // field): a fresh hash with no TTL replaces whatever is
-                // stored.
-                if self.visible_mut(key, now_ms).is_none() {
-                    let fresh = LogicalEntry { value: LogicalValue::Hash(BTreeMap::new()), expire_at_ms: None };
-                    self.map.insert(key.clone(), fresh);
-                }
-                let fields = self.hash_mut(key);
-                let mut added = 0;
-                for (field, value) in pairs {
-                    if fields.insert(field.clone(), (value.clone(), None)).is_none() {
-                        added += 1;
-                    }
-                }
-                Reply::Int(added)
-            }
-            Command::HDel { key, fields } => {
-                if self.visible_mut(key, now_ms).is_none() {
-                    return Ok(Reply::Int(0));
-                }
-                let live = self.hash_mut(key);
-                let removed = fields.iter().filter(|f| live.remove(*f).is_some()).count();
-                // No fields left means no key.
-                if live.is_empty() {
-                    self.map.remove(key.as_slice());
-                }
-                Reply::Int(removed as i64)
-            }
+            Command::HSet { key, pairs } => self.hset(key, pairs, now_ms),
+            Command::HDel { key, fields } => self.hdel(key, fields, now_ms),
             Command::HPExpireAt { key, at_ms, fields } => self.hpexpireat(key, *at_ms, fields, now_ms),
             Command::PExpireAt { key, at_ms } => self.pexpireat(key, *at_ms, now_ms),
-            Command::Persist { key } => {
-                // A key with no TTL is left untouched, dead fields and all.
-                if self.visible_ref(key, now_ms).is_some_and(|e| e.expire_at_ms.is_some()) {
-                    let entry = self.visible_mut(key, now_ms).expect("visible a moment ago");
-                    entry.expire_at_ms = None;
-                    Reply::Int(1)
-                } else {
-                    Reply::Int(0)
-                }
-            }
+            Command::Persist { key } => self.persist(key, now_ms),
             Command::FlushAll => {
                 self.map.clear();
                 Reply::Ok
@@ -403,6 +351,73 @@ impl Model {
             _ => self.execute_more(command, now_ms)?,
         };
         Ok(reply)
+    }
+
+    /// GET, after [`Model::refusal`] ruled out a hash.
+    fn get(&self, key: &[u8], now_ms: u64) -> Reply {
+        match self.visible_ref(key, now_ms).map(|e| &e.value) {
+            None => Reply::Nil,
+            Some(LogicalValue::Str(v)) => Reply::Bulk(v.clone()),
+            Some(LogicalValue::Hash(_)) => unreachable!("refusal() checked the type"),
+        }
+    }
+
+    /// HGET: the field's value while both the hash and the field live.
+    fn hget(&self, key: &[u8], field: &[u8], now_ms: u64) -> Reply {
+        match self.live_fields(key, now_ms) {
+            None => Reply::Nil,
+            Some(fields) => match fields.get(field) {
+                Some((v, at)) if alive(*at, now_ms) => Reply::Bulk(v.clone()),
+                _ => Reply::Nil,
+            },
+        }
+    }
+
+    /// HGETALL: every live field, in field order.
+    fn hgetall(&self, key: &[u8], now_ms: u64) -> Reply {
+        Reply::Pairs(self.live_fields(key, now_ms).map_or_else(Vec::new, |fields| {
+            fields.iter().filter(|(_, (_, at))| alive(*at, now_ms)).map(|(f, (v, _))| (f.clone(), v.clone())).collect()
+        }))
+    }
+
+    /// HSET: the fields set, with no TTL; the reply counts the new ones.
+    fn hset(&mut self, key: &[u8], pairs: &[(Vec<u8>, Vec<u8>)], now_ms: u64) -> Reply {
+        // Not visible (absent, expired, or a hash with no live field): a
+        // fresh hash with no TTL replaces whatever is stored.
+        let fields = self.hash_for_write(key, now_ms);
+        let mut added = 0;
+        for (field, value) in pairs {
+            if fields.insert(field.clone(), (value.clone(), None)).is_none() {
+                added += 1;
+            }
+        }
+        Reply::Int(added)
+    }
+
+    /// HDEL: the reply counts the fields removed; a hash left with no
+    /// field is no key.
+    fn hdel(&mut self, key: &[u8], fields: &[Vec<u8>], now_ms: u64) -> Reply {
+        if self.visible_mut(key, now_ms).is_none() {
+            return Reply::Int(0);
+        }
+        let live = self.hash_mut(key);
+        let removed = fields.iter().filter(|f| live.remove(*f).is_some()).count();
+        if live.is_empty() {
+            self.map.remove(key);
+        }
+        Reply::Int(removed as i64)
+    }
+
+    /// PERSIST: a visible key's TTL removed. A key with no TTL is left
+    /// untouched, dead fields and all.
+    fn persist(&mut self, key: &[u8], now_ms: u64) -> Reply {
+        if self.visible_ref(key, now_ms).is_some_and(|e| e.expire_at_ms.is_some()) {
+            let entry = self.visible_mut(key, now_ms).expect("visible a moment ago");
+            entry.expire_at_ms = None;
+            Reply::Int(1)
+        } else {
+            Reply::Int(0)
+        }
     }
 
     /// PEXPIREAT: the visible key takes the deadline, or (a deadline

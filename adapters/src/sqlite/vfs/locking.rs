@@ -16,7 +16,8 @@ use std::sync::atomic::Ordering;
 use libsqlite3_sys as ffi;
 
 use super::super::shared::ShmOp;
-use super::{with_file, VfsPlant};
+use super::file::with_file;
+use super::VfsPlant;
 
 pub(super) unsafe extern "C" fn x_lock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
     // SAFETY: as `file_state`.

@@ -13,11 +13,14 @@
 //! Nothing here fails at random, counts I/O or knows about traces: that is
 //! `ops.rs` and `faults.rs`. Errors here are the ones a real file system
 //! gives a caller (a missing file, a missing directory).
+//!
+//! This file holds the state and the calls that create, write, rename
+//! and unlink, sync directories and answer for names; a file's fsync is
+//! `fsync.rs`, finding a path's directory `paths.rs`, and the data a
+//! replacing rename carries under ext4's `auto_da_alloc` `carried.rs`.
 
 use std::collections::BTreeMap;
-use std::ffi::OsStr;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use vfs::OpenMode;
@@ -27,7 +30,12 @@ use super::dir::{Dir, DirOp};
 use super::history::History;
 use super::inode::Inode;
 use super::profile::FsyncNames;
-use super::silent::{self, Fate};
+
+mod carried;
+mod fsync;
+mod paths;
+
+use paths::{not_found, split};
 
 /// Every inode and directory on the disk.
 #[derive(Debug, Default)]
@@ -60,90 +68,6 @@ pub(super) struct FileSystem {
     /// A rename carrying data (`DirOp::Rename::flushes`) was ever made:
     /// only then do syncs look for one to forget.
     flush_marks: bool,
-}
-
-fn not_found(path: &Path) -> io::Error {
-    io::Error::new(io::ErrorKind::NotFound, format!("{}: no such file or directory", path.display()))
-}
-
-/// Split `path` into its directory and its (UTF-8) file name.
-fn split(path: &Path) -> io::Result<(&Path, &str)> {
-    if let Some((dir, name)) = split_plain(path) {
-        return Ok((dir, name));
-    }
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{}: not a file path", path.display())));
-    };
-    let Some(name) = name.to_str() else {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{}: name is not UTF-8", path.display())));
-    };
-    Ok((dir, name))
-}
-
-/// [`split`] by bytes, at the last `/`, where that splits as `Path` does:
-/// every file call splits its path, and `Path` parses components to find
-/// the parent. `Path` takes a last component that is a name (not empty,
-/// `.` or `..`) as the file name, and the bytes before its `/` as the
-/// parent once trailing `/`s and `.` components are trimmed; where there
-/// are none to trim, the bytes are the parent (`/` itself for a file at
-/// the root). `None`: any other path, for `Path` to split.
-fn split_plain(path: &Path) -> Option<(&Path, &str)> {
-    let bytes = spelling(path);
-    let at = bytes.iter().rposition(|&byte| byte == b'/')?;
-    let (dir, name) = (&bytes[..at], &bytes[at + 1..]);
-    if matches!(name, b"" | b"." | b"..") {
-        return None;
-    }
-    let dir = match dir {
-        b"" => &bytes[..1],
-        b"." => return None,
-        _ if dir.ends_with(b"/") || dir.ends_with(b"/.") => return None,
-        _ => dir,
-    };
-    Some((Path::new(OsStr::from_bytes(dir)), std::str::from_utf8(name).ok()?))
-}
-
-/// Up to this many directories, a lookup compares spellings by bytes
-/// ([`FileSystem::dir_at`]); the engine makes one.
-const FEW_DIRS: usize = 8;
-
-/// Whether `path` is spelled as its components print it back: no empty
-/// component (`//`, a trailing `/`) and no `.` one, which `Path` skips
-/// when it compares. Two plain spellings of one path are the same bytes.
-fn plain(path: &[u8]) -> bool {
-    if path == b"/" {
-        return true;
-    }
-    let rest = path.strip_prefix(b"/").unwrap_or(path);
-    // The current component's length, and whether it is `.` so far.
-    let (mut part_bytes, mut dot) = (0usize, false);
-    for &byte in rest {
-        if byte == b'/' {
-            if part_bytes == 0 || (part_bytes == 1 && dot) {
-                return false;
-            }
-            part_bytes = 0;
-        } else {
-            dot = part_bytes == 0 && byte == b'.';
-            part_bytes += 1;
-        }
-    }
-    part_bytes > 1 || (part_bytes == 1 && !dot)
-}
-
-/// What [`FileSystem::dir_by_bytes`] could tell of a directory path.
-enum ByBytes {
-    /// The key at this position of `dirs` is spelled as the path is.
-    At(usize),
-    /// No key names the path.
-    Absent,
-    /// Only `Path`'s comparison can tell.
-    Unknown,
-}
-
-/// A path's bytes as spelled.
-fn spelling(path: &Path) -> &[u8] {
-    path.as_os_str().as_encoded_bytes()
 }
 
 impl FileSystem {
@@ -182,69 +106,6 @@ impl FileSystem {
 
     pub fn inode_mut(&mut self, id: InodeId) -> &mut Inode {
         self.inodes.get_mut(&id).expect("an open handle's inode is alive")
-    }
-
-    fn dir(&self, path: &Path) -> io::Result<&Dir> {
-        self.dir_at(path).ok_or_else(|| not_found(path))
-    }
-
-    fn dir_mut(&mut self, path: &Path) -> io::Result<&mut Dir> {
-        match self.dir_by_bytes(path) {
-            ByBytes::At(index) => Ok(self.dirs.values_mut().nth(index).expect("an index into dirs")),
-            ByBytes::Absent => Err(not_found(path)),
-            ByBytes::Unknown => self.dirs.get_mut(path).ok_or_else(|| not_found(path)),
-        }
-    }
-
-    /// The directory at `path`, if there is one: what `dirs.get(path)`
-    /// finds, found by bytes where they decide it ([`FileSystem::dir_by_bytes`]).
-    fn dir_at(&self, path: &Path) -> Option<&Dir> {
-        match self.dir_by_bytes(path) {
-            ByBytes::At(index) => self.dirs.values().nth(index),
-            ByBytes::Absent => None,
-            ByBytes::Unknown => self.dirs.get(path),
-        }
-    }
-
-    /// Where `dirs` holds `path`, told by bytes where they decide it.
-    /// Every file call looks its directory up (and an open asks whether
-    /// its path is one), and `Path`'s component-wise comparison cost more
-    /// than the rest of the lookup. A key spelled as `path` is byte for
-    /// byte is the one `Path` finds too; see
-    /// [`FileSystem::absent_by_bytes`] for a miss. The position, not a
-    /// borrow: [`FileSystem::dir_mut`] borrows mutably what this finds.
-    fn dir_by_bytes(&self, path: &Path) -> ByBytes {
-        if self.dirs.len() > FEW_DIRS {
-            return ByBytes::Unknown;
-        }
-        let wanted = spelling(path);
-        if let Some(index) = self.dirs.keys().position(|key| spelling(key) == wanted) {
-            return ByBytes::At(index);
-        }
-        if self.absent_by_bytes(wanted) {
-            ByBytes::Absent
-        } else {
-            ByBytes::Unknown
-        }
-    }
-
-    /// Whether `path` is a directory.
-    pub fn is_dir(&self, path: &Path) -> bool {
-        self.dir_at(path).is_some()
-    }
-
-    /// Whether no key of `dirs` names `wanted`, given that none is spelled
-    /// as it is: two plain spellings (see [`plain`]) name the same path
-    /// exactly when their bytes are equal, so if `wanted` and every key
-    /// are plain, there is none. `false`: only `Path` can tell.
-    fn absent_by_bytes(&self, wanted: &[u8]) -> bool {
-        plain(wanted) && self.dirs.keys().all(|key| plain(spelling(key)))
-    }
-
-    /// The inode `path` names now.
-    pub fn lookup(&self, path: &Path) -> io::Result<InodeId> {
-        let (dir, name) = split(path)?;
-        self.dir(dir)?.volatile.get(name).copied().ok_or_else(|| not_found(path))
     }
 
     /// Open `path` per `mode` and count the new handle.
@@ -357,121 +218,6 @@ impl FileSystem {
         self.version += 1;
     }
 
-    /// The write just made to `id` (its newest pending op) meets `fate`
-    /// when the drive writes it (`silent.rs`).
-    pub fn set_fate(&mut self, id: InodeId, fate: Fate) {
-        let inode = self.inode_mut(id);
-        let index = inode.pending.len().checked_sub(1).expect("a write was just made");
-        assert!(matches!(inode.pending[index], DataOp::Write { .. }));
-        inode.silent.fates.push((index, fate));
-    }
-
-    /// fsync: make the pending data ops durable, in order. The cost is the
-    /// bytes they wrote, not the file's size.
-    pub fn sync(&mut self, id: InodeId) {
-        if !self.inode(id).pending.is_empty() {
-            self.version += 1;
-        }
-        if !self.inode(id).silent.is_idle() {
-            self.sync_silent(id);
-            return;
-        }
-        let inode = self.inode_mut(id);
-        for op in &inode.pending {
-            if let Some(history) = &mut inode.history {
-                history.note(&inode.durable, op);
-            }
-            op.apply(&mut inode.durable);
-        }
-        if let Some(history) = &mut inode.history {
-            history.end_flush();
-        }
-        inode.pending.clear();
-        self.finish_sync(id);
-    }
-
-    /// fsync of `id` where a pending write has a fate or a scar needs its
-    /// intended bytes refreshed (`silent.rs`): apply the pending ops to the
-    /// durable image as the drive does, then the usual bookkeeping.
-    fn sync_silent(&mut self, id: InodeId) {
-        let inode = self.inode_mut(id);
-        // A silent fault's durable image is not what the history would say.
-        inode.history = None;
-        let pending = std::mem::take(&mut inode.pending);
-        let fates = std::mem::take(&mut inode.silent.fates);
-        let mut scars = std::mem::take(&mut inode.silent.scars);
-        let mut misplaced_at = Vec::new();
-        let mut landings = Vec::new();
-        for (index, op) in pending.iter().enumerate() {
-            let Some((offset_bytes, data, fate)) = silent::fate_of(&fates, index, op) else {
-                op.apply(&mut inode.durable);
-                continue;
-            };
-            misplaced_at.push(offset_bytes);
-            landings.extend(silent::strike(
-                &mut inode.durable,
-                &mut inode.vouchers,
-                offset_bytes,
-                data,
-                fate,
-                &mut scars,
-            ));
-        }
-        inode.silent.scars = scars;
-        // A write that did not land where it belongs vouches for nothing.
-        inode.pending_vouchers.retain(|v| !misplaced_at.contains(&v.start_bytes));
-        inode.silent.refresh_scars(&inode.volatile);
-        self.finish_sync(id);
-        for landing in landings {
-            if let Some(inode) = self.inodes.get_mut(&landing.inode) {
-                inode.history = None;
-                // What the other file's image should hold where the bytes
-                // land: its durable bytes, where earlier silent faults left
-                // them wrong as they should be (seed 2335719: a landing over
-                // an earlier one's garbage took that garbage for the right
-                // bytes, and a failed fsync's cache patch put it back).
-                let mut should_hold = inode.durable.clone();
-                inode.silent.patch_cache(&mut should_hold);
-                let (offset_bytes, data) = (landing.offset_bytes, &landing.data);
-                let scar =
-                    silent::land(&mut inode.durable, &mut inode.vouchers, offset_bytes, data, Some(&should_hold));
-                inode.silent.scars.extend(scar);
-            }
-        }
-    }
-
-    /// The end of every fsync, once the pending ops are applied: the
-    /// vouchers of the writes it made durable count from now on.
-    pub fn finish_sync(&mut self, id: InodeId) {
-        self.forget_flushes(id);
-        let inode = self.inode_mut(id);
-        assert!(inode.pending.is_empty());
-        assert_eq!(inode.durable.len(), inode.volatile.len());
-        let durable_bytes = inode.durable.len() as u64;
-        let made_durable = std::mem::take(&mut inode.pending_vouchers);
-        inode.vouchers.extend(made_durable);
-        inode.written_since_sync = false;
-        inode.forget_vouchers_past(durable_bytes);
-    }
-
-    /// A failed fsync: the dirty data is gone, reads see the durable image.
-    pub fn drop_dirty(&mut self, id: InodeId) {
-        self.forget_flushes(id);
-        let inode = self.inode_mut(id);
-        let len_before = inode.volatile.len() as u64;
-        inode.volatile.clone_from(&inode.durable);
-        // Only dirty pages are dropped: those a silent fault left wrong on
-        // the disk were written back, so the cache still holds them right.
-        inode.silent.patch_cache(&mut inode.volatile);
-        inode.pending.clear();
-        inode.silent.fates.clear();
-        inode.pending_vouchers.clear();
-        inode.written_since_sync = false;
-        let len_after = inode.volatile.len() as u64;
-        self.volatile_bytes = self.volatile_bytes - len_before + len_after;
-        self.version += 1;
-    }
-
     /// Rename within one directory. Across directories the engine never
     /// renames, and the simulator refuses rather than model it loosely.
     /// With `auto_da_alloc` (ext4's), a rename that replaces a file carries
@@ -512,53 +258,6 @@ impl FileSystem {
         dir.pending.push(DirOp::Rename { from, to, inode: id, seq, flushes });
         self.version += 1;
         Ok(())
-    }
-
-    /// How many of `id`'s pending data operations ext4's `auto_da_alloc`
-    /// surely writes before a rename replacing a file with it commits
-    /// (`ext4_rename` allocates the file's delayed blocks first, and
-    /// `data=ordered` writes newly allocated blocks before the commit that
-    /// names them): all of them where the file has nothing durable and
-    /// only writes pending, no two in one 4 KiB block; else none. A block
-    /// written back between two writes to it would hold the first's bytes
-    /// only (no longer delayed, it is not ordered again), so the rule
-    /// claims nothing there.
-    fn delayed_ops(&self, id: InodeId) -> usize {
-        const BLOCK_BYTES: u64 = 4096;
-        let inode = self.inode(id);
-        if !inode.durable.is_empty() {
-            return 0;
-        }
-        let mut blocks = std::collections::BTreeSet::new();
-        for op in &inode.pending {
-            let DataOp::Write { offset_bytes, data } = op else { return 0 };
-            if data.is_empty() {
-                continue;
-            }
-            let last = (offset_bytes + data.len() as u64 - 1) / BLOCK_BYTES;
-            if !(offset_bytes / BLOCK_BYTES..=last).all(|block| blocks.insert(block)) {
-                return 0;
-            }
-        }
-        inode.pending.len()
-    }
-
-    /// `id`'s pending data left the list it was counted in (an fsync made
-    /// it durable, a failed one dropped it): no pending rename carries any
-    /// of it now.
-    pub fn forget_flushes(&mut self, id: InodeId) {
-        if !self.flush_marks {
-            return;
-        }
-        for dir in self.dirs.values_mut() {
-            for op in &mut dir.pending {
-                if let DirOp::Rename { inode, flushes, .. } = op {
-                    if *inode == id {
-                        *flushes = 0;
-                    }
-                }
-            }
-        }
     }
 
     pub fn unlink(&mut self, path: &Path) -> io::Result<()> {
@@ -619,52 +318,6 @@ impl FileSystem {
         self.flush_carried(carried);
         self.collect_garbage();
         Ok(())
-    }
-
-    /// Every pending rename that carries its file's data
-    /// (`DirOp::Rename::flushes`), to tell after a sync which of them it
-    /// made durable; none (and no cost) on a disk that never made one.
-    fn carried_data(&self) -> Vec<DirOp> {
-        if !self.flush_marks {
-            return Vec::new();
-        }
-        let carrying = |op: &&DirOp| matches!(op, DirOp::Rename { flushes, .. } if *flushes > 0);
-        self.dirs.values().flat_map(|dir| dir.pending.iter().filter(carrying).cloned()).collect()
-    }
-
-    /// Of `carried` (from [`FileSystem::carried_data`]), the renames no
-    /// longer pending were made durable: the journal commit that did so
-    /// wrote their files' carried data first (`data=ordered`), so it is
-    /// durable too.
-    fn flush_carried(&mut self, carried: Vec<DirOp>) {
-        for op in carried {
-            let DirOp::Rename { inode, flushes, .. } = &op else { continue };
-            if !self.dirs.values().any(|dir| dir.pending.contains(&op)) {
-                self.flush_first(*inode, *flushes);
-            }
-        }
-    }
-
-    /// Make `id`'s first `ops` pending data operations durable, as a
-    /// partial fsync. Where a silent fault rides on its pending writes the
-    /// disk does nothing (keeps less: weaker, allowed): their fates are
-    /// settled by a whole fsync or a crash only.
-    fn flush_first(&mut self, id: InodeId, ops: usize) {
-        let Some(inode) = self.inodes.get_mut(&id) else { return };
-        if ops == 0 || ops > inode.pending.len() || !inode.silent.is_idle() {
-            return;
-        }
-        for op in inode.pending.drain(..ops) {
-            if let Some(history) = &mut inode.history {
-                history.note(&inode.durable, &op);
-            }
-            op.apply(&mut inode.durable);
-        }
-        if let Some(history) = &mut inode.history {
-            history.end_flush();
-        }
-        self.forget_flushes(id);
-        self.version += 1;
     }
 
     /// A file fsync or fdatasync of `id` succeeded: make durable what `rule`
@@ -768,11 +421,6 @@ impl FileSystem {
         names
     }
 
-    /// Whether `path` names a file or a directory now.
-    pub fn exists(&self, path: &Path) -> bool {
-        self.is_dir(path) || self.lookup(path).is_ok()
-    }
-
     /// Forget every inode that nothing can reach any more: no directory
     /// entry (volatile or durable), no pending directory op, no open
     /// handle. Called when references go away (a dir sync, a last close,
@@ -833,93 +481,6 @@ impl FileSystem {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_plain_split_is_the_one_path_makes() {
-        let spellings = [
-            "/db/appendonly.aof",
-            "/x",
-            "/db/sub/f",
-            "rel/f",
-            "/db/..",
-            "/db/",
-            "/db//f",
-            "/db/./f",
-            "/db/.",
-            "/",
-            "f",
-            "/./db/f",
-            "./f",
-            "//f",
-            "a/.",
-            ".//f",
-            "/db/f.",
-            "/db/.f",
-            "/db/..f",
-            "db/../f",
-            "/../f",
-        ];
-        for spelling in spellings {
-            let path = Path::new(spelling);
-            let by_path = path.parent().zip(path.file_name().and_then(|name| name.to_str()));
-            if let Some(split) = split_plain(path) {
-                assert_eq!(Some(split), by_path, "{spelling:?}");
-            }
-        }
-        assert!(split_plain(Path::new("/db/appendonly.aof")).is_some());
-    }
-
-    #[test]
-    fn a_directory_found_by_bytes_is_the_one_a_path_lookup_finds() {
-        let mut fs = FileSystem::default();
-        fs.create_dir_all(Path::new("/db"));
-        fs.create_dir_all(Path::new("/db/sub"));
-        fs.create_dir_all(Path::new("rel/x"));
-        let spellings = [
-            "/",
-            "/db",
-            "/db/",
-            "//db",
-            "/db/.",
-            "/./db",
-            "/db/sub",
-            "/db//sub/",
-            "rel",
-            "./rel",
-            "rel/x",
-            "/rel",
-            "",
-            "/dbx",
-            "/.",
-            "/db/.s",
-        ];
-        for spelling in spellings {
-            let path = Path::new(spelling);
-            let by_map = fs.dirs.get(path).map(|dir| dir as *const Dir);
-            assert_eq!(fs.dir_at(path).map(|dir| dir as *const Dir), by_map, "{spelling:?}");
-            assert_eq!(fs.is_dir(path), by_map.is_some(), "{spelling:?}");
-        }
-        // A key spelled unplainly leaves the lookup to the map.
-        fs.dirs.insert(PathBuf::from("/odd/"), Dir::default());
-        assert!(fs.is_dir(Path::new("/odd")) && fs.is_dir(Path::new("/odd/")));
-    }
-
-    #[test]
-    fn sync_is_incremental_and_keeps_the_invariant() {
-        let mut fs = FileSystem::default();
-        fs.create_dir_all(Path::new("/db"));
-        let id = fs.open(Path::new("/db/f"), OpenMode::Create).unwrap();
-        fs.write(id, 0, b"hello");
-        fs.sync(id);
-        fs.write(id, 5, b" world");
-        fs.set_len(id, 8);
-        assert_eq!(fs.inode(id).pending.len(), 2);
-        assert_eq!(fs.inode(id).durable, b"hello");
-        fs.sync(id);
-        assert!(fs.inode(id).pending.is_empty());
-        assert_eq!(fs.inode(id).durable, b"hello wo");
-        assert_eq!(fs.volatile_bytes(), 8);
-    }
 
     #[test]
     fn garbage_collection_waits_for_the_last_reference() {

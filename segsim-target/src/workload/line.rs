@@ -1,0 +1,131 @@
+//! An operation's line: how a [`PlannedOp`] prints (its index, its crash
+//! point, then its words) and parses back. The line is the repro's unit:
+//! `corpus/regressions/` and a shrunk `.ops` file hold such lines, so
+//! every operation the generator can draw must print as a line that parses
+//! back to it, arguments a line cannot hold (empty, 64 MiB) included.
+//! Kept apart from the generator because the line is read back where no
+//! generator runs (replays, the fuzz corpus).
+
+use std::fmt;
+
+use engine::store::Command;
+use engine::Phase;
+
+use super::{Op, PlannedOp};
+use simulator::op_line::{parse_head, write_head};
+
+impl fmt::Display for PlannedOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_head(f, self.index, self.crash)?;
+        match &self.op {
+            Op::Cmd(command) => {
+                for arg in command.to_args() {
+                    write!(f, " {}", Shown(&arg))?;
+                }
+                Ok(())
+            }
+            Op::Args(args) => {
+                write!(f, " ARGS")?;
+                for arg in args {
+                    write!(f, " {}", Shown(arg))?;
+                }
+                Ok(())
+            }
+            Op::Evict => write!(f, " EVICT"),
+            Op::Rewrite => write!(f, " REWRITE"),
+            Op::Sync => write!(f, " SYNC"),
+            Op::Advance(ms) => write!(f, " ADVANCE {ms}"),
+            Op::Crash => write!(f, " CRASH"),
+            Op::Restart => write!(f, " RESTART"),
+            Op::SecondOpen => write!(f, " SECOND-OPEN"),
+            Op::Kill => write!(f, " KILL"),
+        }
+    }
+}
+
+/// An argument as an operation line prints it: as it is, but for the two
+/// the line could not hold — an empty one (`@empty`) and a long run of one
+/// byte (`@repeat:<count>:<byte>`, an oversized value: 64 MiB do not make
+/// a line). Drawn tokens never start with `@`.
+struct Shown<'a>(&'a [u8]);
+
+/// Runs at least this long print as `@repeat:...`.
+const REPEAT_MIN_BYTES: usize = 64;
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            [] => write!(f, "@empty"),
+            [first, rest @ ..] if rest.len() + 1 >= REPEAT_MIN_BYTES && rest.iter().all(|b| b == first) => {
+                write!(f, "@repeat:{}:{}", self.0.len(), char::from(*first))
+            }
+            bytes => write!(f, "{}", String::from_utf8_lossy(bytes)),
+        }
+    }
+}
+
+/// An argument of an operation line, as [`Shown`] printed it.
+fn read_arg(word: &str) -> Result<Vec<u8>, String> {
+    if word == "@empty" {
+        return Ok(Vec::new());
+    }
+    let Some(run) = word.strip_prefix("@repeat:") else { return Ok(word.as_bytes().to_vec()) };
+    let (count, byte) = run.split_once(':').ok_or(format!("bad repeat {word:?}"))?;
+    let count: usize = count.parse().map_err(|_| format!("bad repeat count {word:?}"))?;
+    let &[byte] = byte.as_bytes() else { return Err(format!("bad repeat byte {word:?}")) };
+    // An oversized write is a little over the frame limit: never more.
+    if count > 2 * engine::frame::MAX_FRAME_PAYLOAD_BYTES {
+        return Err(format!("repeat too long {word:?}"));
+    }
+    Ok(vec![byte; count])
+}
+
+impl PlannedOp {
+    /// Parse a line printed by `Display`.
+    pub fn parse(line: &str) -> Result<PlannedOp, String> {
+        let (index, crash, rest) = parse_head(line, &Phase::NAMES)?;
+        let op = match rest.as_slice() {
+            ["EVICT"] => Op::Evict,
+            ["REWRITE"] => Op::Rewrite,
+            ["SYNC"] => Op::Sync,
+            ["CRASH"] => Op::Crash,
+            ["RESTART"] => Op::Restart,
+            ["SECOND-OPEN"] => Op::SecondOpen,
+            ["KILL"] => Op::Kill,
+            ["ADVANCE", ms] => Op::Advance(ms.parse().map_err(|_| format!("bad advance {ms:?}"))?),
+            ["ARGS", args @ ..] if !args.is_empty() => {
+                Op::Args(args.iter().map(|a| read_arg(a)).collect::<Result<_, _>>()?)
+            }
+            args => {
+                let args: Vec<Vec<u8>> = args.iter().map(|a| read_arg(a)).collect::<Result<_, _>>()?;
+                Op::Cmd(Command::parse(&args).map_err(|e| format!("{line:?}: {e}"))?)
+            }
+        };
+        Ok(PlannedOp { index, op, crash })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, Overrides};
+    use crate::workload::generate;
+
+    #[test]
+    fn every_op_prints_and_parses_back() {
+        for seed in 0..32 {
+            let config = Config::from_seed(seed, Overrides::default());
+            for planned in generate(&config) {
+                let line = planned.to_string();
+                assert_eq!(PlannedOp::parse(&line).unwrap(), planned, "{line}");
+            }
+        }
+    }
+
+    #[test]
+    fn bad_lines_are_refused_with_a_reason() {
+        for line in ["", "x SET a b", "1 @mark=nowhere EVICT", "1 ADVANCE soon", "1 FROB"] {
+            assert!(PlannedOp::parse(line).is_err(), "{line}");
+        }
+    }
+}

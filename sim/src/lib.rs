@@ -1,41 +1,24 @@
-//! # sim — deterministic simulation testing for storage engines
+//! # sim — the `sim` binary, and every product under one name
 //!
-//! **What other programs use** (the public API, documented and kept
-//! stable): [`kit`], the target kit — test any transactional key-value
-//! engine through one `Adapter`, with `kit::main` as a whole command line
-//! for your own binary; [`disk`], the simulated disk (`SimVfs`, its fault
-//! model, crash modes and crash states); [`seam`], the `Target` trait
-//! every system under test implements; [`systems`], the built-in targets
-//! (segsim, and redb and SQLite on the kit);
-//! [`explore`], exhaustive crash exploration of any target; [`cli`],
-//! the command line every target shares; [`outcome`], [`summary`],
-//! [`failure`] and [`trace`], what runs report.
+//! This crate is the binary that registers every target
+//! (`cargo run -p sim -- --seed N`; `main.rs` calls [`cli`]): the segsim
+//! engine (the default, `segsim-target`), redb and SQLite (`adapters`, on
+//! the kit), with `sim explore`, `sim trace` (`simtrace`), `sim canaries`,
+//! `sim merge`, `sim crash-os` and `sim bench`. [`systems`] names the
+//! built-in targets.
 //!
-//! Everything else is the built-in `sim` binary's and this repository's
-//! tests': hidden from the docs (`#[doc(hidden)]`, reachable only so the
-//! integration tests, benches and the fuzz crate can use them) or
-//! `pub(crate)`.
-//!
-//! How one seed runs: the swarm configuration (`config`), the operation
-//! list (`workload`), every fault and every crash on the simulated disk
-//! ([`disk`]), each through a stream named in `seeds`. For the segsim
-//! engine, `drive` runs one operation at a time with the checker's
-//! bookkeeping (`checker`: the reference model and the durability
-//! contract) and `run` is the random mode; for a kit engine, `kit`'s own
-//! loop does the same. `shrink` minimizes a failing list of any target and
-//! keeps it as an `.ops` file; `hunt` hunts every planted engine bug
-//! (`canary`); `fuzzing` holds the `store_ops` fuzz target and the corpus;
-//! `bench` the figures. `draw` holds the random draws every target's
-//! configuration and workload make the same way; `op_line` the head
-//! (index, crash point) every operation line starts with; `planted` bugs
-//! planted under the engine; `output` how commands end. `main.rs` calls
-//! [`cli`].
+//! Its library re-exports the workspace's crates under the names this
+//! repository's tests, benches, examples and the fuzz crate have always
+//! used: the simulator's modules (`sim::disk`, `sim::explore`,
+//! `sim::seam`, ... from `simulator`), the kit (`sim::kit`, `simkit`),
+//! `sim trace`'s (`sim::syscalls`, `simtrace`) and the segsim target's
+//! (`sim::config`, `sim::run`, `sim::canary`, ... from `segsim-target`).
+//! Code outside this repository depends on the crate it needs instead: a
+//! kit user on `simkit` alone (ARCHITECTURE.md, "Crates").
 
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
-// Safe Rust everywhere but the SQLite target's FFI (`systems/sqlite/conn.rs`,
-// `vfs.rs`, `vfs/locking.rs`, and `shared.rs`'s wal-index memory), which
-// allow it file by file and argue each block.
+// Safe Rust everywhere (the SQLite FFI is the `adapters` crate's).
 #![deny(unsafe_code)]
 
 pub mod cli;

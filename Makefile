@@ -3,7 +3,7 @@
 CARGO ?= cargo
 SIM = $(CARGO) run --release -q -p sim --
 
-.PHONY: quickstart open-findings help test lint fmt check sweep determinism soak soak-deep crash-os crash-os-kit canaries test-canaries explore redb sqlite kit-example stdfs trace kernel-check bench ci kv fuzz corpus report-check readme-example
+.PHONY: quickstart quickstart-stdfs open-findings help test lint fmt check sweep determinism soak soak-deep crash-os crash-os-kit canaries test-canaries explore redb sqlite kit-example stdfs trace kernel-check bench ci kv fuzz corpus report-check readme-example
 
 help:
 	@echo "make test         - the whole test suite (unit, property, integration, replayed regressions)"
@@ -28,6 +28,7 @@ help:
 	@echo "make report-check - --report pages (a canary failure, a redb failure, an explore repro) rendered in headless Chromium and checked; screenshots in target/ci-artifacts/reports/"
 	@echo "make open-findings - the segsim findings not fixed yet (corpus/open-findings/) must still fail"
 	@echo "make quickstart   - the kit's quickstart template built outside the repository as a user would, tested, swept and explored"
+	@echo "make quickstart-stdfs - the std::fs quickstart (quickstart-stdfs/, STDFS.md) built outside the repository on stdfs-layer alone: tested, swept, explored, a planted bug found, saved and failing cargo test until fixed"
 	@echo "make bench        - the harness and the engine measured side by side (BENCHMARKS.md)"
 	@echo "make ci           - what .ci/run runs: lint, test, sweep, determinism, explore, redb, sqlite, trace, kernel-check, crash-os, crash-os-kit, canaries, test-canaries, report-check"
 	@echo "make kv DIR=/tmp/kvdemo - the engine's interactive shell on a real directory"
@@ -240,6 +241,12 @@ stdfs:
 # redb or SQLite in its tree; tested, swept and explored.
 quickstart:
 	scripts/quickstart-check.sh
+
+# The std::fs quickstart (quickstart-stdfs/, STDFS.md "Bring your own
+# std::fs engine"): a std::fs store of its own on the layer, built outside
+# this repository on `stdfs-layer` alone, the same way.
+quickstart-stdfs:
+	scripts/quickstart-stdfs-check.sh
 
 bench:
 	$(SIM) bench

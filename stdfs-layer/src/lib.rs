@@ -59,6 +59,12 @@ mod session;
 mod tests;
 mod worker;
 
+/// The target kit this layer serves (`simkit`), re-exported so that a
+/// user's crate depends on `stdfs-layer` alone: its adapter is a
+/// `stdfs_layer::kit::Adapter`, its tests `stdfs_layer::kit::Kit`
+/// (STDFS.md, "Bring your own std::fs engine").
+pub use simkit as kit;
+
 pub use interpose::{real_root_is_absent, start_engine_call, LIVELOCK_CALLS, LIVELOCK_FAILURES};
 pub use opt_in::{db_path, main};
 pub use plant::{LayerPlant, SCRATCH_SUFFIX};

@@ -91,7 +91,7 @@ fn listing_errors(threads: usize, rounds: usize) -> usize {
     workers.into_iter().map(|w| w.join().unwrap()).sum()
 }
 
-/// By hand: `cargo test -p sim --example stdfs listings_from_several -- --ignored`.
+/// By hand: `cargo test -p stdfs-layer --lib listings_from_several -- --ignored`.
 /// (Without the fix: 3 runs in 5 of 4 × 200,000 listings failed, with 7,
 /// 2 and 1 errors; with it, none in 5.)
 #[test]

@@ -63,7 +63,7 @@ pub fn read_back(db: &Path) -> Vec<String> {
 /// Run the program on a strict disk, cut the power, read back: a report.
 pub fn run_and_cut_power() -> Result<String, String> {
     let disk = strict_disk();
-    let guard = session::install(disk.clone(), &[Path::new("/db")], 0, None);
+    let guard = crate::install(disk.clone(), &[Path::new("/db")], 0, None);
     let listing = program(Path::new(DB)).map_err(|e| format!("the program failed: {e}"))?;
     disk.power_loss(1);
     let after = read_back(Path::new(DB));

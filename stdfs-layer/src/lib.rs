@@ -66,7 +66,8 @@ mod worker;
 pub use simkit as kit;
 
 pub use interpose::{real_root_is_absent, start_engine_call, LIVELOCK_CALLS, LIVELOCK_FAILURES};
+pub use opt_in::install;
 pub use opt_in::{db_path, main};
 pub use plant::{LayerPlant, SCRATCH_SUFFIX};
-pub use session::{install, orphan_refusals, SessionGuard, ROOT};
+pub use session::{orphan_refusals, SessionGuard, ROOT};
 pub use worker::{raise_refusals, Place, Served, Worker};

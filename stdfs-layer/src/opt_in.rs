@@ -1,13 +1,19 @@
 //! How a binary opts in to the layer and names its files: [`main`], a kit
-//! target's whole command line on the layer, and [`db_path`], the
-//! convention that puts the kit's directory under the root.
+//! target's whole command line on the layer, [`install`], one thread
+//! served a simulated disk (a test's way in), and [`db_path`], the
+//! convention that puts the kit's directory under the root. Each names
+//! the interposed functions (`interpose::link_all`), so that a binary
+//! that calls either links the layer's definitions of libc's calls.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
+use simkit::vfs::Vfs;
 use simkit::Adapter;
 
-use crate::session::ROOT;
+use crate::plant::LayerPlant;
+use crate::session::{SessionGuard, ROOT};
 
 /// A kit target on the layer: `simkit::main(adapter)` (the simulator's
 /// whole command line: `--seeds`, `explore`, `--shrink`, …), in a process
@@ -29,4 +35,18 @@ pub fn main<A: Adapter + Clone>(adapter: A) -> ExitCode {
 pub fn db_path(disk_dir: &Path) -> PathBuf {
     assert!(disk_dir.is_absolute(), "the kit's directory is a disk path: {}", disk_dir.display());
     PathBuf::from(format!("{ROOT}{}", disk_dir.display()))
+}
+
+/// Serve `vfs` to this thread under [`ROOT`] until the guard is dropped.
+/// `dirs` are disk paths of directories that exist on it (the kit's
+/// database directory); `entropy_seed` seeds the randomness and starts
+/// the clock this thread is served; `plant` is the mistake planted in the
+/// layer for this session, if any ([`LayerPlant`]).
+pub fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path], entropy_seed: u64, plant: Option<LayerPlant>) -> SessionGuard {
+    crate::interpose::link_all();
+    assert!(
+        crate::interpose::fd_limit::real_fds_stay_below(crate::session::FAKE_FD_BASE),
+        "the hard RLIMIT_NOFILE reaches FAKE_FD_BASE"
+    );
+    crate::session::install(vfs, dirs, entropy_seed, plant)
 }

@@ -83,18 +83,10 @@ pub struct SessionGuard {
     slot: usize,
 }
 
-/// Serve `vfs` to this thread under [`ROOT`]. `dirs` are disk paths of
-/// directories that exist on it (the kit's database directory);
-/// `entropy_seed` seeds the randomness and starts the clock this thread
-/// is served (`entropy`); `plant` is the mistake planted in the
-/// layer for this session, if any ([`LayerPlant`]).
-pub fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path], entropy_seed: u64, plant: Option<LayerPlant>) -> SessionGuard {
+/// Serve `vfs` to this thread under [`ROOT`] (`crate::install`, which
+/// first links the interposed calls, says what each argument is).
+pub(crate) fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path], entropy_seed: u64, plant: Option<LayerPlant>) -> SessionGuard {
     assert!(!has_session(), "this thread already serves a simulated run");
-    crate::interpose::link_all();
-    assert!(
-        crate::interpose::fd_limit::real_fds_stay_below(FAKE_FD_BASE),
-        "the hard RLIMIT_NOFILE reaches FAKE_FD_BASE"
-    );
     let me = thread::current().id();
     let slot = {
         let mut owners = OWNERS.lock().unwrap_or_else(|p| p.into_inner());

@@ -132,7 +132,7 @@ impl<S: 'static> Worker<S> {
         let hung = Arc::new(AtomicBool::new(false));
         let on_hang = Arc::clone(&hung);
         let thread = thread::spawn(move || {
-            let guard = session::install(place.vfs, &[place.dir.as_path()], place.entropy_seed, place.plant);
+            let guard = crate::install(place.vfs, &[place.dir.as_path()], place.entropy_seed, place.plant);
             hang_hook(&on_hang, &ready);
             crate::interpose::start_engine_call();
             let built = catch_unwind(AssertUnwindSafe(setup));

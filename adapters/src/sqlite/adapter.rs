@@ -41,19 +41,15 @@
 //! `db.rs`'s, and the SQL each operation runs `sql.rs`'s.
 
 use simkit::{
-    Adapter, DocumentedHazard, Env, KeyKind, KitError, Level, Maintenance, Plant, Previous, Promise, RngCore, Rows,
-    Spec, TableSpec, Tolerances,
+    Adapter, DocumentedHazard, Env, KitError, Level, Maintenance, Plant, Previous, Promise, RngCore, Rows, Spec,
+    Tolerances,
 };
 
-use super::db::{open_conn, SqliteDb};
+use super::db::{open_db, SqliteDb, DB_NAME, OS_UNIX_SECTOR_BYTES};
 use super::readers::readers_of;
 use super::settings::{promise_of, JournalMode, SqliteConfig, Synchronous};
 use super::sql;
-use super::vfs::VfsPlant;
-
-/// The kit's tables as SQLite holds them (see the module doc).
-pub(super) const TABLES: &[TableSpec] =
-    &[TableSpec { name: "t0", keys: KeyKind::U64 }, TableSpec { name: "t1", keys: KeyKind::Bytes }];
+use super::vfs::{VfsOptions, VfsPlant};
 
 /// What SQLite does that the disk flags as a persistence hazard, by
 /// design of `os_unix.c` (SQLITE.md, "Persistence hazards"):
@@ -172,7 +168,7 @@ impl Adapter for SqliteAdapter {
         let promise =
             if config.claim_durable { Promise::Durable } else { promise_of(config.journal_mode, config.synchronous) };
         Spec {
-            tables: TABLES,
+            tables: sql::TABLES,
             maintenance: Some(Maintenance { name: "vacuum", makes_durable: false }),
             hazards: HAZARDS,
             tolerates: Tolerances { torn_garbage: false, read_bitflips: false },
@@ -277,4 +273,21 @@ impl Adapter for SqliteAdapter {
         drop(db);
         Ok(())
     }
+}
+
+/// Open the writer's connection on `env`'s disk (`db::open_db`), its VFS
+/// told the sector size and the durability settings the seed drew.
+fn open_conn(env: &Env<'_, SqliteAdapter>, create: bool) -> Result<SqliteDb, KitError> {
+    let config = env.config;
+    let options = VfsOptions {
+        sector_bytes: if config.sector_from_disk {
+            u32::try_from(env.sector_bytes).expect("the disk's sector size fits a u32")
+        } else {
+            OS_UNIX_SECTOR_BYTES
+        },
+        powersafe: config.powersafe,
+        fdatasync: config.fdatasync,
+        plant: env.plant,
+    };
+    open_db(env.vfs.clone(), env.dir.join(DB_NAME), options, config, create)
 }

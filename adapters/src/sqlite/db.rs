@@ -19,10 +19,9 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use libsqlite3_sys as ffi;
-use simkit::{Env, ErrorKind, KitError};
+use simkit::{ErrorKind, KitError};
 use vfs::Vfs;
 
-use super::adapter::SqliteAdapter;
 use super::conn::{reseed_prng, Conn, SqlError};
 use super::readers::pin_snapshot;
 use super::settings::SqliteConfig;
@@ -175,33 +174,23 @@ impl SqliteDb {
 }
 
 /// The database file, in the kit's directory.
-const DB_NAME: &str = "data.sqlite";
+pub(super) const DB_NAME: &str = "data.sqlite";
 
 /// `SQLITE_DEFAULT_SECTOR_SIZE`: what os_unix's `xSectorSize` reports on
 /// Linux (it asks the device only for F2FS atomic writes).
-const OS_UNIX_SECTOR_BYTES: u32 = 4096;
+pub(super) const OS_UNIX_SECTOR_BYTES: u32 = 4096;
 
-/// Open the writer's connection on `env`'s disk, its own VFS registered
-/// for it, in a fresh simulated process (no locks, no wal-index).
-pub(super) fn open_conn(env: &Env<'_, SqliteAdapter>, create: bool) -> Result<SqliteDb, KitError> {
-    let config = env.config;
-    let options = VfsOptions {
-        sector_bytes: if config.sector_from_disk {
-            u32::try_from(env.sector_bytes).expect("the disk's sector size fits a u32")
-        } else {
-            OS_UNIX_SECTOR_BYTES
-        },
-        powersafe: config.powersafe,
-        fdatasync: config.fdatasync,
-        plant: env.plant,
-    };
-    let connector = Connector {
-        vfs: env.vfs.clone(),
-        path: env.dir.join(DB_NAME),
-        options,
-        config: config.clone(),
-        shared: Arc::default(),
-    };
+/// Open the writer's connection to the database at `path` on `vfs`, its
+/// own VFS registered for it with `options`, in a fresh simulated process
+/// (no locks, no wal-index).
+pub(super) fn open_db(
+    vfs: Arc<dyn Vfs>,
+    path: PathBuf,
+    options: VfsOptions,
+    config: &SqliteConfig,
+    create: bool,
+) -> Result<SqliteDb, KitError> {
+    let connector = Connector { vfs, path, options, config: config.clone(), shared: Arc::default() };
     let (conn, prng_seed) = connector.connect(create)?;
     let mut db =
         SqliteDb { conn: Some(conn), readers: BTreeMap::new(), connector, undo: BTreeMap::new(), calls: 0, prng_seed };

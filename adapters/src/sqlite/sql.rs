@@ -6,11 +6,14 @@
 //! PRNG and the kit's error kinds are `db.rs`'s.
 
 use libsqlite3_sys as ffi;
-use simkit::Rows;
+use simkit::{KeyKind, Rows, TableSpec};
 
-use super::adapter::TABLES;
 use super::conn::{Conn, SqlError, Stmt};
 use super::settings::{JournalMode, SqliteConfig};
+
+/// The kit's tables as SQLite holds them (see the module doc).
+pub(super) const TABLES: &[TableSpec] =
+    &[TableSpec { name: "t0", keys: KeyKind::U64 }, TableSpec { name: "t1", keys: KeyKind::Bytes }];
 
 /// A `t0` key: the kit's 8 big-endian bytes, as SQLite's signed rowid.
 fn rowid(key: &[u8]) -> i64 {

@@ -100,7 +100,7 @@ use libsqlite3_sys as ffi;
 use vfs::Vfs;
 
 use super::shared::Shared;
-use file::{x_open, SimFile};
+use file::{x_open, FileState, SimFile};
 
 mod file;
 mod locking;
@@ -268,6 +268,34 @@ fn raw_vfs(name: &CStr, context: *const VfsContext) -> ffi::sqlite3_vfs {
 /// The directory holding `path` (`/` for a name at the root).
 fn parent(path: &Path) -> &Path {
     path.parent().unwrap_or(Path::new("/"))
+}
+
+/// The state of an open file.
+///
+/// # Safety
+/// `file` must be a [`SimFile`] that `x_open` opened and `x_close` has not
+/// closed (SQLite calls the methods only then).
+unsafe fn file_state<'a>(file: *mut ffi::sqlite3_file) -> &'a mut FileState {
+    // SAFETY: the caller keeps the contract above.
+    unsafe { &mut *(*(file as *mut SimFile)).state }
+}
+
+/// Run a file method's body with the file's state.
+///
+/// # Safety
+/// As [`file_state`].
+unsafe fn with_file(
+    file: *mut ffi::sqlite3_file,
+    on_panic: c_int,
+    body: impl FnOnce(&mut FileState) -> c_int,
+) -> c_int {
+    // SAFETY: the caller keeps `file_state`'s contract, and the state's
+    // context outlives its files.
+    unsafe {
+        let state = file_state(file);
+        let context = state.context;
+        guarded(Some(&*context), on_panic, || body(state))
+    }
 }
 
 /// Run a callback body: a panic becomes `on_panic`, noted in `context`.

@@ -11,11 +11,15 @@ use engine::Phase;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::motifs::MOTIF_CHANCE;
 use super::{window_declarations, Op, PlannedOp, T0_MS};
 use crate::config::{Config, OpKind};
 use simulator::disk::CrashPoint;
 use simulator::draw::{self, Weighted};
+
+/// `sim explore`'s bias (see [`super::generate_for_explore`]): at each
+/// slot, the chance that a motif (`motifs.rs`) begins there instead of
+/// one drawn operation.
+const MOTIF_CHANCE: f64 = 0.08;
 
 /// The share of rewrites and FLUSHALLs without a crash of their own that
 /// are aimed at one of manifest compaction's phases (see [`aim_at_compaction`]).

@@ -10,11 +10,6 @@ use rand::Rng;
 use super::generator::Generator;
 use super::Op;
 
-/// `sim explore`'s bias (see [`super::generate_for_explore`]): at each
-/// slot, the chance that a motif begins there instead of one drawn
-/// operation.
-pub(super) const MOTIF_CHANCE: f64 = 0.08;
-
 /// Of the motifs, the share of kill cycles (the rest are cold cycles).
 const KILL_CYCLE_SHARE: f64 = 0.3;
 

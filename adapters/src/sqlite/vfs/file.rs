@@ -22,7 +22,7 @@ use libsqlite3_sys as ffi;
 use vfs::{OpenMode, VfsFile};
 
 use super::locking;
-use super::{guarded, parent, path_of, vfs_context, VfsContext, VfsPlant};
+use super::{guarded, parent, path_of, vfs_context, with_file, VfsContext, VfsPlant};
 
 /// The file methods SQLite calls on an open [`SimFile`] (version 2:
 /// shared memory; no memory mapping).
@@ -53,7 +53,7 @@ static IO_METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
 #[repr(C)]
 pub(super) struct SimFile {
     base: ffi::sqlite3_file,
-    state: *mut FileState,
+    pub(super) state: *mut FileState,
 }
 
 /// Where an open file's bytes live.
@@ -66,7 +66,7 @@ enum Bytes {
 pub(super) struct FileState {
     bytes: Bytes,
     pub(super) path: PathBuf,
-    context: *const VfsContext,
+    pub(super) context: *const VfsContext,
     /// The id its locks are held under in the process's [`Shared`].
     pub(super) handle: u64,
     /// The lock level SQLite holds (`SQLITE_LOCK_*`) on a file in memory
@@ -179,16 +179,6 @@ impl FileState {
     }
 }
 
-/// The state of an open file.
-///
-/// # Safety
-/// `file` must be a [`SimFile`] that `x_open` opened and `x_close` has not
-/// closed (SQLite calls the methods only then).
-unsafe fn file_state<'a>(file: *mut ffi::sqlite3_file) -> &'a mut FileState {
-    // SAFETY: the caller keeps the contract above.
-    unsafe { &mut *(*(file as *mut SimFile)).state }
-}
-
 pub(super) unsafe extern "C" fn x_open(
     vfs: *mut ffi::sqlite3_vfs,
     name: ffi::sqlite3_filename,
@@ -267,24 +257,6 @@ pub(super) unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
             drop(state);
             ffi::SQLITE_OK
         })
-    }
-}
-
-/// Run a file method's body with the file's state.
-///
-/// # Safety
-/// As [`file_state`].
-pub(super) unsafe fn with_file(
-    file: *mut ffi::sqlite3_file,
-    on_panic: c_int,
-    body: impl FnOnce(&mut FileState) -> c_int,
-) -> c_int {
-    // SAFETY: the caller keeps `file_state`'s contract, and the state's
-    // context outlives its files.
-    unsafe {
-        let state = file_state(file);
-        let context = state.context;
-        guarded(Some(&*context), on_panic, || body(state))
     }
 }
 

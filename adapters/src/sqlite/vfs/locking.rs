@@ -16,8 +16,7 @@ use std::sync::atomic::Ordering;
 use libsqlite3_sys as ffi;
 
 use super::super::shared::ShmOp;
-use super::file::with_file;
-use super::VfsPlant;
+use super::{with_file, VfsPlant};
 
 pub(super) unsafe extern "C" fn x_lock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
     // SAFETY: as `file_state`.

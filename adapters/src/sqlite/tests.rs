@@ -156,6 +156,32 @@ fn finding_one_is_a_failed_commit_that_came_back_in_doubt() {
     assert_eq!((outcome.in_doubt, outcome.came_back), (1, 1), "the failed commit, and its comeback");
 }
 
+/// SQLITE.md's finding 6 (the deep soak's seeds 365941041416 and
+/// 365941034008): a WAL commit torn by one power loss, rolled back by its
+/// recovery, is whole again after the next commit's overwrite of its frame
+/// is torn by a second power loss, and recovery replays it over the
+/// acknowledged commit. Each repro fails at its last power loss with the
+/// revived key, and runs clean without that power loss.
+#[test]
+fn finding_six_is_a_rolled_back_wal_commit_revived_by_a_torn_overwrite() {
+    for (name, revived) in [
+        ("wal-rolled-back-commit-revived", "key \"k8\": expected absent, got \"3hbvj3mz9qbggmm\""),
+        ("wal-rolled-back-commit-revived-4k", "key \"k43\": expected absent, got \"femctdk\""),
+    ] {
+        let path = format!("{}/../corpus/sqlite/findings/{name}.ops", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(path).unwrap();
+        let (target, seed, ops) = parse_ops_file(sqlite(KitSettings::default()), &text).unwrap();
+        let failure = target.run(seed, &ops, false).failure.expect("the rolled-back commit comes back");
+        assert_eq!(failure.check, simulator::failure::Check::Durability, "{name}: {failure:?}");
+        assert!(failure.detail.contains("it equals no committed state at all"), "{name}: {}", failure.detail);
+        assert!(failure.detail.contains(revived), "{name}: {}", failure.detail);
+        let (last, before) = ops.split_last().unwrap();
+        assert_eq!(last.op, simkit::KitOp::Crash, "{name}: the repro ends with the power loss that revives");
+        let without_it = target.run(seed, before, false);
+        assert!(without_it.failure.is_none(), "{name}: {:?}", without_it.failure);
+    }
+}
+
 /// Readers beside the writer (`--clients 3`), in WAL and in a rollback
 /// mode: seeds run clean and replay bit for bit. In DELETE mode the
 /// writer's commits wait for readers (`SQLITE_BUSY`, the readers ended,
@@ -217,7 +243,7 @@ fn the_lock_plants_break_a_readers_snapshot() {
 fn the_saved_sqlite_regressions_and_findings_hold() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/sqlite");
     let held = simulator::cli::replay::assert_saved_ops_hold(|| sqlite(KitSettings::default()), &dir);
-    assert_eq!(held.failed_as_expected, 5, "the five findings that must fail: {held:?}");
+    assert_eq!(held.failed_as_expected, 7, "the seven findings that must fail: {held:?}");
     assert!(held.passed >= 16, "the eleven repros of issue 52's soak and five passing findings: {held:?}");
 }
 

@@ -22,6 +22,7 @@ mod page;
 mod story;
 mod svg;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 pub use escape::esc;
@@ -184,7 +185,8 @@ pub fn run_with_report<T: crate::seam::Target>(
 ) -> Result<SeedOutcome, String> {
     let outcome = target.run(seed, ops, report.is_some());
     if let Some(path) = report {
-        let label = |index: u64| usize::try_from(index).ok().and_then(|i| ops.get(i)).map(|op| op.to_string());
+        let labels = labels_by_index(ops);
+        let label = |index: u64| labels.get(&index).cloned();
         Report::of_run(target.name(), &outcome, &label)
             .write(path)
             .map_err(|e| format!("cannot write the report {}: {e}", path.display()))?;
@@ -193,10 +195,37 @@ pub fn run_with_report<T: crate::seam::Target>(
     Ok(outcome)
 }
 
+/// Each operation's printed line by the index it starts with (the head
+/// every target's op line begins with, `op_line.rs`): a shrunk or saved
+/// list numbers its operations sparsely, so the trace's op index is no
+/// position in `ops`.
+fn labels_by_index(ops: &[impl std::fmt::Display]) -> BTreeMap<u64, String> {
+    let mut labels = BTreeMap::new();
+    for op in ops {
+        let line = op.to_string();
+        if let Some(index) = line.split_whitespace().next().and_then(|word| word.parse::<u64>().ok()) {
+            labels.insert(index, line);
+        }
+    }
+    labels
+}
+
 #[cfg(test)]
 mod tests {
     use super::story::OpSpan;
     use super::*;
+
+    /// Shrinking keeps operations' own numbers: op 45 of a shrunk list is
+    /// labelled with op 45's line, not with the list's 46th entry (there
+    /// is none) or its second.
+    #[test]
+    fn a_sparse_list_is_labelled_by_each_operation_s_own_number() {
+        let ops = ["44 PUT t1 k5 v", "45 COMMIT none", "49 @ios=3 COMPACT"];
+        let labels = labels_by_index(&ops);
+        assert_eq!(labels.get(&45).map(String::as_str), Some("45 COMMIT none"));
+        assert_eq!(labels.get(&49).map(String::as_str), Some("49 @ios=3 COMPACT"));
+        assert_eq!(labels.get(&1), None, "no op numbered 1: the trace's tag is shown instead");
+    }
 
     #[test]
     fn every_text_put_in_the_page_is_escaped() {

@@ -246,7 +246,7 @@ quickstart:
 # std::fs engine"): a std::fs store of its own on the layer, built outside
 # this repository on `stdfs-layer` alone, the same way.
 quickstart-stdfs:
-	scripts/quickstart-stdfs-check.sh
+	scripts/quickstart-check.sh quickstart-stdfs
 
 bench:
 	$(SIM) bench

@@ -7,7 +7,12 @@
 //! from streams keyed by that index, so a sub-list replays the same faults
 //! for the operations it keeps. A candidate counts as failing when it
 //! fails the same check as the original and, for a panic, panics at the
-//! same place (`file:line`): a list that panics elsewhere is another bug.
+//! same place (`file:line`) with a message of the same shape (numbers,
+//! hashes and quoted text aside): a list that panics elsewhere, or at the
+//! same `unwrap` on another error, is another bug. (Seen on persy: one
+//! `unwrap` at snapshot/data.rs:113 reached by an injected EIO and by a
+//! read past the end of a file cut short are two findings, and a shrink
+//! keyed by the place alone slid from the second to the first.)
 //!
 //! # The `.ops` file
 //! `#` comment lines; `target NAME` unless the target is the default
@@ -61,29 +66,79 @@ pub fn ddmin<O: Clone>(ops: Vec<O>, mut fails: impl FnMut(&[O]) -> bool) -> (Vec
 }
 
 /// Shrink `ops` (of `seed`) to a shorter list on which `target` still
-/// fails `check`; a panic at the place the whole list panics (a panic
-/// the whole list raises with no place, such as an engine's thread found
-/// hung, is kept by panics with no place); with the number of candidate
-/// runs.
+/// fails `check`; for a panic, the same [`PanicIdentity`] as the whole
+/// list's (a panic the whole list raises with no place, such as an
+/// engine's thread found hung, is kept by panics with no place); with the
+/// number of candidate runs.
 pub fn shrink<T: Target>(target: &T, seed: u64, ops: Vec<T::Op>, check: Check) -> (Vec<T::Op>, u64) {
-    let wanted_place = match check {
-        Check::Panic => Some(target.run(seed, &ops, false).failure.and_then(|f| place_of(&f))),
+    let wanted = match check {
+        Check::Panic => target.run(seed, &ops, false).failure.map(|f| PanicIdentity::of(&f)),
         _ => None,
     };
     ddmin(ops, |candidate| {
-        target.run(seed, candidate, false).failure.is_some_and(|f| same_failure(check, wanted_place.as_ref(), &f))
+        target.run(seed, candidate, false).failure.is_some_and(|f| same_failure(check, wanted.as_ref(), &f))
     })
 }
 
-fn place_of(failure: &Failure) -> Option<String> {
-    panic_place(&failure.detail).map(str::to_string)
+/// What makes two panics the same bug: the place (`file:line`, exact) and
+/// the message's shape ([`message_shape`]: the error kind an `unwrap`
+/// names is kept, the numbers and paths in it are not).
+#[derive(Debug, PartialEq, Eq)]
+struct PanicIdentity {
+    place: Option<String>,
+    shape: String,
+}
+
+impl PanicIdentity {
+    fn of(failure: &Failure) -> PanicIdentity {
+        let place = panic_place(&failure.detail).map(str::to_string);
+        let message = match &place {
+            // The place is the detail's suffix " (panicked at PLACE)".
+            Some(place) => failure.detail.strip_suffix(&format!(" (panicked at {place})")).unwrap_or(&failure.detail),
+            None => &failure.detail,
+        };
+        PanicIdentity { place, shape: message_shape(message) }
+    }
 }
 
 /// Whether `failure` is the one being shrunk: the same check and, when
-/// `wanted_place` is given (a panic), the same place or the same absence
-/// of one.
-fn same_failure(check: Check, wanted_place: Option<&Option<String>>, failure: &Failure) -> bool {
-    failure.check == check && wanted_place.is_none_or(|wanted| place_of(failure) == *wanted)
+/// `wanted` is given (a panic), the same identity.
+fn same_failure(check: Check, wanted: Option<&PanicIdentity>, failure: &Failure) -> bool {
+    failure.check == check && wanted.is_none_or(|wanted| PanicIdentity::of(failure) == *wanted)
+}
+
+/// `message` with every quoted string made `"…"`, every hexadecimal word
+/// of 8 or more digits `H` and every other run of decimal digits `N` (the
+/// soak summary's failure classes, scripts/soak-summary.py, read the same).
+fn message_shape(message: &str) -> String {
+    let mut shape = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(c) = rest.chars().next() {
+        if c == '"' {
+            shape.push_str("\"…\"");
+            rest = rest[1..].split_once('"').map_or("", |(_, after)| after);
+        } else if c.is_ascii_hexdigit() {
+            let word_bytes = rest.find(|c: char| !c.is_ascii_alphanumeric()).unwrap_or(rest.len());
+            let word = &rest[..word_bytes];
+            if word_bytes >= 8 && word.chars().all(|c| c.is_ascii_hexdigit()) {
+                shape.push('H');
+                rest = &rest[word_bytes..];
+            } else {
+                let digits_bytes = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+                if digits_bytes > 0 {
+                    shape.push('N');
+                    rest = &rest[digits_bytes..];
+                } else {
+                    shape.push(c);
+                    rest = &rest[c.len_utf8()..];
+                }
+            }
+        } else {
+            shape.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    shape
 }
 
 /// The `.ops` file of `ops` (see the module doc), `comment` first.
@@ -171,18 +226,42 @@ mod tests {
 
     #[test]
     fn a_panic_elsewhere_is_another_failure() {
-        let here = Some("persy-1.8.1/src/device.rs:178".to_string());
-        let at_here = failure(Check::Panic, "index out of bounds (panicked at persy-1.8.1/src/device.rs:178)");
-        let elsewhere = failure(Check::Panic, "index out of bounds (panicked at persy-1.8.1/src/device.rs:99)");
+        let at_here = failure(Check::Panic, "index out of bounds: len 5 (panicked at persy-1.8.1/src/device.rs:178)");
+        let here = Some(PanicIdentity::of(&at_here));
+        let here_other_numbers =
+            failure(Check::Panic, "index out of bounds: len 77 (panicked at persy-1.8.1/src/device.rs:178)");
+        let elsewhere = failure(Check::Panic, "index out of bounds: len 5 (panicked at persy-1.8.1/src/device.rs:99)");
         let nowhere = failure(Check::Panic, "livelock: its thread is parked for good");
-        assert!(same_failure(Check::Panic, Some(&here), &at_here));
-        assert!(!same_failure(Check::Panic, Some(&here), &elsewhere));
-        assert!(!same_failure(Check::Panic, Some(&here), &nowhere));
-        assert!(same_failure(Check::Panic, Some(&None), &nowhere));
-        assert!(!same_failure(Check::Panic, Some(&None), &at_here));
+        let unplaced = Some(PanicIdentity::of(&nowhere));
+        assert!(same_failure(Check::Panic, here.as_ref(), &at_here));
+        assert!(same_failure(Check::Panic, here.as_ref(), &here_other_numbers));
+        assert!(!same_failure(Check::Panic, here.as_ref(), &elsewhere));
+        assert!(!same_failure(Check::Panic, here.as_ref(), &nowhere));
+        assert!(same_failure(Check::Panic, unplaced.as_ref(), &nowhere));
+        assert!(!same_failure(Check::Panic, unplaced.as_ref(), &at_here));
         // Checks other than a panic compare the check alone.
         assert!(same_failure(Check::Durability, None, &failure(Check::Durability, "lost (panicked at x.rs:1)")));
         assert!(!same_failure(Check::Durability, None, &at_here));
+    }
+
+    #[test]
+    fn the_same_unwrap_on_another_error_is_another_failure() {
+        // The persy seed that slid from one finding to another while shrinking.
+        let place = " (panicked at persy-1.8.1/src/snapshot/data.rs:113)";
+        let eio = "called `Result::unwrap()` on an `Err` value: Io { from: Os { code: 5, kind: Uncategorized, message: \"Input/output error\" } }";
+        let eof = "called `Result::unwrap()` on an `Err` value: Io { from: Error { kind: UnexpectedEof, message: \"failed to fill whole buffer\" } }";
+        let wanted = PanicIdentity::of(&failure(Check::Panic, &format!("{eof}{place}")));
+        assert!(same_failure(Check::Panic, Some(&wanted), &failure(Check::Panic, &format!("{eof}{place}"))));
+        assert!(!same_failure(Check::Panic, Some(&wanted), &failure(Check::Panic, &format!("{eio}{place}"))));
+    }
+
+    #[test]
+    fn a_message_shape_keeps_words_and_drops_values() {
+        assert_eq!(message_shape("seq 8 was row-7431-8.seg"), "seq N was row-N-N.seg");
+        assert_eq!(message_shape("hash deadbeef12345678 at byte 4"), "hash H at byte N");
+        assert_eq!(message_shape("kind: UnexpectedEof, message: \"x 1\" }"), "kind: UnexpectedEof, message: \"…\" }");
+        assert_eq!(message_shape("a face 0x1f and café"), "a face NxNf and café");
+        assert_eq!(message_shape("unterminated \"quote"), "unterminated \"…\"");
     }
 
     #[test]

@@ -38,6 +38,9 @@ pub fn open(at: &At, flags: i32) -> Result<i32, Errno> {
             return Err(if s.vfs.exists(&path)? { Errno::ENOTDIR } else { Errno::ENOENT });
         }
         let file = open_file(s, &path, flags, access)?;
+        if flags & (libc::O_CREAT | libc::O_TRUNC) != 0 && access.write {
+            s.modified(&path);
+        }
         s.fds.open(path, Target::File(file), access, cloexec)
     })
 }
@@ -76,10 +79,10 @@ fn open_file(s: &mut Session, path: &Path, flags: i32, access: Access) -> Result
 pub fn stat(at: &At) -> Result<Meta, Errno> {
     with_at("stat", at, |s, path| {
         if s.dirs.contains(&path) {
-            return Ok(Meta::dir(&path));
+            return Ok(Meta::dir(&path, s.attrs.of(&path)));
         }
         let file = s.vfs.open(&path, OpenMode::Read)?;
-        Ok(Meta::file(&path, file.len()?))
+        Ok(Meta::file(&path, file.len()?, s.attrs.of(&path)))
     })
 }
 
@@ -109,7 +112,9 @@ pub fn unlink(at: &At, dir: bool) -> Result<(), Errno> {
         if s.dirs.contains(&path) {
             return Err(Errno::EISDIR);
         }
-        Ok(s.vfs.unlink(&path)?)
+        s.vfs.unlink(&path)?;
+        s.attrs.removed(&path);
+        Ok(())
     })
 }
 
@@ -126,6 +131,8 @@ pub fn rename(from: &At, to: &At) -> Result<(), Errno> {
             );
             return Err(refuse(Some(s.slot), Errno::ENOTSUP, what));
         }
-        Ok(s.vfs.rename(&from_path, &to_path)?)
+        s.vfs.rename(&from_path, &to_path)?;
+        s.attrs.renamed(&from_path, &to_path);
+        Ok(())
     })
 }

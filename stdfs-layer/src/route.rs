@@ -73,7 +73,7 @@ pub fn with_at<T>(
 
 /// `path` with `.` components dropped and each `..` taken back to the
 /// directory it names; a climb out of the root refused.
-fn normal(s: &Session, op: &str, path: &Path) -> Result<PathBuf, Errno> {
+fn normal(s: &mut Session, op: &str, path: &Path) -> Result<PathBuf, Errno> {
     if path.as_os_str().len() >= libc::PATH_MAX as usize {
         return Err(Errno::ENAMETOOLONG);
     }
@@ -82,7 +82,7 @@ fn normal(s: &Session, op: &str, path: &Path) -> Result<PathBuf, Errno> {
         match part {
             Component::RootDir | Component::CurDir => {}
             Component::Normal(name) => out.push(name),
-            Component::ParentDir if !s.dirs.contains(&out) => {
+            Component::ParentDir if !s.is_dir(&out)? => {
                 return Err(if s.vfs.exists(&out)? { Errno::ENOTDIR } else { Errno::ENOENT });
             }
             Component::ParentDir if out.pop() => {}

@@ -31,13 +31,13 @@ fn under_root(disk_path: &Path) -> PathBuf {
 }
 
 /// Every directory on the way to `path` is one, and `path` exists.
-fn resolvable(s: &Session, path: &Path) -> Result<(), Errno> {
+fn resolvable(s: &mut Session, path: &Path) -> Result<(), Errno> {
     for dir in path.ancestors().skip(1) {
-        if !s.dirs.contains(dir) {
+        if !s.is_dir(dir)? {
             return Err(if s.vfs.exists(dir)? { Errno::ENOTDIR } else { Errno::ENOENT });
         }
     }
-    if s.dirs.contains(path) || s.vfs.exists(path)? {
+    if s.is_dir(path)? || s.vfs.exists(path)? {
         Ok(())
     } else {
         Err(Errno::ENOENT)
@@ -56,7 +56,7 @@ pub fn realpath(at: &At) -> Result<PathBuf, Errno> {
 pub fn chdir(at: &At) -> Result<(), Errno> {
     with_at("chdir", at, |s, path| {
         resolvable(s, &path)?;
-        if !s.dirs.contains(&path) {
+        if !s.is_dir(&path)? {
             return Err(Errno::ENOTDIR);
         }
         s.cwd = Some(path);

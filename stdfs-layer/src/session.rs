@@ -357,6 +357,27 @@ impl Session {
         self.attrs.modified(path, self.entropy.peek_ns());
     }
 
+    /// Whether `path` is a directory: one the session knows, or one the
+    /// disk has that an earlier session made (the disk lists files only,
+    /// and a session starts knowing its root and the kit's directory), which
+    /// it learns here. The disk is asked (one open, traced like any other)
+    /// only for a name the session does not know as a directory, which the
+    /// callers ask about only where the call would otherwise fail.
+    pub fn is_dir(&mut self, path: &Path) -> Result<bool, Errno> {
+        if self.dirs.contains(path) {
+            return Ok(true);
+        }
+        match self.vfs.open(path, simkit::vfs::OpenMode::Read) {
+            Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => {
+                self.dirs.insert(path.to_path_buf());
+                Ok(true)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e.into()),
+            Ok(_) => Ok(false),
+        }
+    }
+
     /// The same, for the file fake descriptor `fd` is open on (no copy of
     /// its path: this is every write's).
     pub fn modified_fd(&mut self, fd: i32) -> Result<(), Errno> {

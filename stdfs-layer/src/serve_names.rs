@@ -1,6 +1,6 @@
 //! The calls about names rather than bytes, on paths the layer owns:
 //! `realpath` (what `canonicalize` calls), `chdir`/`fchdir` and `getcwd`
-//! (a working directory per run), `readlink`, and the links the disk
+//! (a working directory per run), `access`, `readlink`, and the links the disk
 //! cannot hold (`link`, `symlink`), which are refused.
 //!
 //! The working directory is the run's, not the process's: a served
@@ -80,6 +80,13 @@ pub fn fchdir(fd: i32) -> Result<(), Errno> {
 /// process's, the real system's to answer).
 pub fn getcwd() -> Option<PathBuf> {
     crate::session::cwd().map(|dir| under_root(&dir))
+}
+
+/// `access`/`faccessat`: whether the name exists. The modes are the
+/// session's record, not enforced (`crate::attrs`), so every access a
+/// name's existence allows is granted.
+pub fn access(at: &At) -> Result<(), Errno> {
+    with_at("access", at, |s, path| resolvable(s, &path))
 }
 
 /// `readlink`: the disk holds no symbolic link, so a name that exists is

@@ -7,7 +7,8 @@
 //! nothing here; `FALLOC_FL_PUNCH_HOLE` (with `KEEP_SIZE`, as Linux
 //! requires) zeroes the range inside the file, as a write of zeros the
 //! disk tears and loses like any other unsynced write. The other modes
-//! (zero, collapse, insert, unshare a range) are refused.
+//! (zero, collapse, insert, unshare a range) are refused. `truncate` by
+//! path is here too: the same size change, named by a path.
 
 use crate::errno::Errno;
 use crate::files::Target;
@@ -51,5 +52,19 @@ pub fn fallocate(fd: i32, mode: i32, offset: i64, len: i64) -> Result<(), Errno>
             }
         }
         s.modified_fd(fd)
+    })
+}
+
+/// `truncate` of a path the layer owns: `ftruncate` without a descriptor
+/// (the file must exist; a directory is `EISDIR`).
+pub fn truncate_path(at: &crate::route::At, len: i64) -> Result<(), Errno> {
+    let len_bytes = u64::try_from(len).map_err(|_| Errno::EINVAL)?;
+    crate::route::with_at("truncate", at, |s, path| {
+        if s.is_dir(&path)? {
+            return Err(Errno::EISDIR);
+        }
+        s.vfs.open(&path, simkit::vfs::OpenMode::Write)?.set_len(len_bytes)?;
+        s.modified(&path);
+        Ok(())
     })
 }

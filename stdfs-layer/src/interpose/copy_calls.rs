@@ -1,5 +1,6 @@
 //! libc's calls that copy between descriptors or size a file in place:
-//! `copy_file_range`, `sendfile`, `fallocate`, `posix_fallocate`. Between
+//! `copy_file_range`, `sendfile`, `fallocate`, `posix_fallocate`,
+//! `truncate` (by path: on a real path from a run's thread, refused). Between
 //! two fake descriptors a copy is served ([`crate::serve_copy`]), and so
 //! is a fake descriptor's allocation ([`crate::serve_space`]); a copy
 //! with one side simulated and the other real is refused, with `EIO`: not
@@ -134,4 +135,25 @@ pub unsafe extern "C" fn posix_fallocate64(fd: c_int, offset: i64, len: i64) -> 
 pub unsafe extern "C" fn posix_fallocate(fd: c_int, offset: i64, len: i64) -> c_int {
     // SAFETY: the same function on x86-64.
     unsafe { posix_fallocate64(fd, offset, len) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn truncate64(path: *const std::ffi::c_char, len: i64) -> c_int {
+    let _caller_errno = CallerErrno::enter();
+    // SAFETY: the caller's C string.
+    match unsafe { super::path_calls::routed(libc::AT_FDCWD, path) } {
+        Some(at) => served(-1, || serve_space::truncate_path(&at, len).map(|()| 0)),
+        // SAFETY: the caller's C string.
+        None => match unsafe { super::path_calls::real_change("truncate", path) } {
+            Some(refused) => served(-1, || Err(refused)),
+            // SAFETY: the caller's arguments, passed on.
+            None => unsafe { real::truncate64(path, len) },
+        },
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn truncate(path: *const std::ffi::c_char, len: i64) -> c_int {
+    // SAFETY: the same function on x86-64.
+    unsafe { truncate64(path, len) }
 }

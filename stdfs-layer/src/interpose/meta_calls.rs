@@ -1,5 +1,7 @@
 //! libc's calls that change a name's metadata: `chmod`, `fchmod`,
-//! `fchmodat`, `utimensat`, `futimens`. The layer's paths and descriptors
+//! `fchmodat`, `utimensat`, `futimens`, and the older `utimes`/`futimes`
+//! (glibc's own call their system call directly, never the exported
+//! `utimensat`, so each is defined here). The layer's paths and descriptors
 //! are served into the session's record ([`crate::serve_meta`]); on a
 //! thread serving a run, the same calls on a real path or a real
 //! descriptor are refused (a change to the real disk); elsewhere they go
@@ -116,5 +118,57 @@ pub unsafe extern "C" fn futimens(fd: c_int, times: *const libc::timespec) -> c_
         Some(refused) => served(-1, || Err(refused)),
         // SAFETY: the caller's arguments, passed on.
         None => unsafe { real::futimens(fd, times) },
+    }
+}
+
+/// `utimes`' `times` (null: both now) as `utimensat`'s.
+///
+/// # Safety
+/// `times` is null or valid for two `timeval`s.
+unsafe fn timeval_sets(times: *const libc::timeval) -> Result<[TimeSet; 2], Errno> {
+    if times.is_null() {
+        return Ok([TimeSet::Now, TimeSet::Now]);
+    }
+    // SAFETY: the caller's contract: two `timeval`s.
+    let pair = unsafe { std::slice::from_raw_parts(times, 2) };
+    let mut sets = [TimeSet::Omit; 2];
+    for (set, t) in sets.iter_mut().zip(pair) {
+        if !(0..1_000_000).contains(&t.tv_usec) {
+            return Err(Errno::EINVAL);
+        }
+        let secs = u64::try_from(t.tv_sec).map_err(|_| serve_meta::refuse_before_epoch("utimes", "times"))?;
+        *set = TimeSet::At(secs.saturating_mul(1_000_000_000).saturating_add(t.tv_usec as u64 * 1_000));
+    }
+    Ok(sets)
+}
+
+/// `utimes`/`lutimes` (no symbolic links on the disk: the same).
+#[no_mangle]
+pub unsafe extern "C" fn utimes(path: *const c_char, times: *const libc::timeval) -> c_int {
+    let _caller_errno = CallerErrno::enter();
+    // SAFETY: the caller's C string.
+    match unsafe { routed(libc::AT_FDCWD, path) } {
+        // SAFETY: the caller's `times`.
+        Some(at) => served(-1, || serve_meta::utimens(&at, unsafe { timeval_sets(times) }?).map(|()| 0)),
+        // SAFETY: the caller's C string.
+        None => match unsafe { real_change("utimes", path) } {
+            Some(refused) => served(-1, || Err(refused)),
+            // SAFETY: the caller's arguments, passed on.
+            None => unsafe { real::utimes(path, times) },
+        },
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn futimes(fd: c_int, times: *const libc::timeval) -> c_int {
+    let _caller_errno = CallerErrno::enter();
+    if is_fake_fd(fd) {
+        // SAFETY: the caller's `times`.
+        return served(-1, || serve_meta::futimens(fd, unsafe { timeval_sets(times) }?).map(|()| 0));
+    }
+    match real_fd_change("futimes", fd) {
+        Some(refused) => served(-1, || Err(refused)),
+        // SAFETY: the caller's arguments, passed on.
+        None => unsafe { real::futimes(fd, times) },
     }
 }

@@ -183,3 +183,20 @@ pub unsafe extern "C" fn symlink(target: *const c_char, linkpath: *const c_char)
     // SAFETY: `symlink` is `symlinkat` from the working directory.
     unsafe { symlinkat(target, libc::AT_FDCWD, linkpath) }
 }
+
+#[no_mangle]
+pub unsafe extern "C" fn faccessat(dirfd: c_int, path: *const c_char, mode: c_int, flags: c_int) -> c_int {
+    let _caller_errno = CallerErrno::enter();
+    // SAFETY: the caller's C string.
+    match unsafe { routed(dirfd, path) } {
+        Some(at) => served(-1, || serve_names::access(&at).map(|()| 0)),
+        // SAFETY: the caller's arguments, passed on.
+        None => unsafe { real::faccessat(dirfd, path, mode, flags) },
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn access(path: *const c_char, mode: c_int) -> c_int {
+    // SAFETY: `access` is `faccessat` from the working directory.
+    unsafe { faccessat(libc::AT_FDCWD, path, mode, 0) }
+}

@@ -74,6 +74,8 @@ real! {
     fn fchmod(fd: c_int, mode: libc::mode_t) -> c_int;
     fn utimensat(dirfd: c_int, path: *const c_char, times: *const libc::timespec, flags: c_int) -> c_int;
     fn futimens(fd: c_int, times: *const libc::timespec) -> c_int;
+    fn utimes(path: *const c_char, times: *const libc::timeval) -> c_int;
+    fn futimes(fd: c_int, times: *const libc::timeval) -> c_int;
     fn copy_file_range(fd_in: c_int, off_in: *mut i64, fd_out: c_int, off_out: *mut i64, len: usize, flags: c_uint) -> isize;
     fn sendfile64(fd_out: c_int, fd_in: c_int, offset: *mut i64, count: usize) -> isize;
     fn fallocate64(fd: c_int, mode: c_int, offset: i64, len: i64) -> c_int;
@@ -85,6 +87,8 @@ real! {
     fn readlinkat(dirfd: c_int, path: *const c_char, buf: *mut c_char, size: usize) -> isize;
     fn linkat(olddirfd: c_int, old: *const c_char, newdirfd: c_int, new: *const c_char, flags: c_int) -> c_int;
     fn symlinkat(target: *const c_char, newdirfd: c_int, linkpath: *const c_char) -> c_int;
+    fn faccessat(dirfd: c_int, path: *const c_char, mode: c_int, flags: c_int) -> c_int;
+    fn truncate64(path: *const c_char, len: i64) -> c_int;
     fn opendir(path: *const c_char) -> *mut libc::DIR;
     fn fdopendir(fd: c_int) -> *mut libc::DIR;
     fn readdir64(dir: *mut libc::DIR) -> *mut libc::dirent64;

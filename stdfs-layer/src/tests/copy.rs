@@ -106,3 +106,22 @@ fn fallocate_extends_keeps_size_or_punches_and_unsynced_length_is_lost() {
     disk.power_loss(1);
     assert_eq!(disk.files(Path::new("/db"))["f"], b"abcdefgh", "the unsynced hole and length are lost");
 }
+
+#[allow(unsafe_code)]
+#[test]
+fn truncate_by_path_is_served_and_refused_on_a_real_path() {
+    let real = tempfile::NamedTempFile::new().unwrap();
+    fs::write(real.path(), b"real bytes").unwrap();
+    let guard = session::install(strict_disk(), &[Path::new("/db")], 0, None);
+    fs::write("/sim-db/db/f", b"0123456789").unwrap();
+    let sim = std::ffi::CString::new("/sim-db/db/f").unwrap();
+    let real_c = std::ffi::CString::new(real.path().as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: valid C strings.
+    let (on_sim, on_real) = unsafe { (libc::truncate(sim.as_ptr(), 3), libc::truncate(real_c.as_ptr(), 0)) };
+    assert_eq!((on_sim, on_real), (0, -1));
+    assert_eq!(fs::read("/sim-db/db/f").unwrap(), b"012");
+    let refusals = guard.refusals();
+    assert!(refusals.len() == 1 && refusals[0].contains("truncate"), "{refusals:?}");
+    drop(guard);
+    assert_eq!(fs::read(real.path()).unwrap(), b"real bytes", "the real file is untouched");
+}

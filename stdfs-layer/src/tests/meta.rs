@@ -98,3 +98,22 @@ fn mode_and_time_changes_of_real_names_fail_loudly_on_a_run_thread() {
     assert_eq!(after.permissions().mode(), before.permissions().mode(), "the real mode is untouched");
     assert_eq!(after.modified().unwrap(), before.modified().unwrap(), "the real times are untouched");
 }
+
+#[allow(unsafe_code)]
+#[test]
+fn the_older_utimes_and_futimes_are_served_too() {
+    let guard = session::install(strict_disk(), &[Path::new("/db")], 0, None);
+    fs::write("/sim-db/db/f", b"f").unwrap();
+    let path = std::ffi::CString::new("/sim-db/db/f").unwrap();
+    let times = [libc::timeval { tv_sec: 1, tv_usec: 0 }, libc::timeval { tv_sec: 2, tv_usec: 500 }];
+    // SAFETY: a valid C string and two `timeval`s.
+    assert_eq!(unsafe { libc::utimes(path.as_ptr(), times.as_ptr()) }, 0);
+    let m = fs::metadata("/sim-db/db/f").unwrap();
+    assert_eq!(m.accessed().unwrap(), UNIX_EPOCH + Duration::from_secs(1));
+    assert_eq!(m.modified().unwrap(), UNIX_EPOCH + Duration::from_micros(2_000_500));
+    let file = File::open("/sim-db/db/f").unwrap();
+    // SAFETY: a valid descriptor; null times mean "now", the seed's clock.
+    assert_eq!(unsafe { libc::futimes(std::os::unix::io::AsRawFd::as_raw_fd(&file), std::ptr::null()) }, 0);
+    assert!(file.metadata().unwrap().modified().unwrap() >= UNIX_EPOCH + Duration::from_secs(CLOCK_START_S));
+    assert!(guard.refusals().is_empty());
+}

@@ -126,3 +126,18 @@ fn a_directory_an_earlier_run_made_is_learnt_where_a_call_names_it() {
     let refusals = guard.refusals();
     assert!(refusals.len() == 1 && refusals[0].contains("renames files only"), "{refusals:?}");
 }
+
+#[allow(unsafe_code)]
+#[test]
+fn access_answers_for_existence() {
+    let guard = session::install(strict_disk(), &[Path::new("/db")], 0, None);
+    fs::write("/sim-db/db/f", b"f").unwrap();
+    let (there, missing) =
+        (std::ffi::CString::new("/sim-db/db/f").unwrap(), std::ffi::CString::new("/sim-db/db/g").unwrap());
+    // SAFETY: valid C strings.
+    let (a, b) =
+        unsafe { (libc::access(there.as_ptr(), libc::R_OK | libc::W_OK), libc::access(missing.as_ptr(), libc::F_OK)) };
+    assert_eq!((a, b), (0, -1));
+    assert_eq!(std::io::Error::last_os_error().raw_os_error(), Some(libc::ENOENT));
+    assert!(guard.refusals().is_empty());
+}

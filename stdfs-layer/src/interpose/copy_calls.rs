@@ -157,3 +157,18 @@ pub unsafe extern "C" fn truncate(path: *const std::ffi::c_char, len: i64) -> c_
     // SAFETY: the same function on x86-64.
     unsafe { truncate64(path, len) }
 }
+
+/// Every function this file defines, for `super::link_all`.
+pub(super) fn interposed() -> [*const (); 9] {
+    [
+        copy_file_range as *const (),
+        sendfile64 as *const (),
+        sendfile as *const (),
+        fallocate64 as *const (),
+        fallocate as *const (),
+        posix_fallocate64 as *const (),
+        posix_fallocate as *const (),
+        truncate64 as *const (),
+        truncate as *const (),
+    ]
+}

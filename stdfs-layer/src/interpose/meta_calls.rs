@@ -172,3 +172,16 @@ pub unsafe extern "C" fn futimes(fd: c_int, times: *const libc::timeval) -> c_in
         None => unsafe { real::futimes(fd, times) },
     }
 }
+
+/// Every function this file defines, for `super::link_all`.
+pub(super) fn interposed() -> [*const (); 7] {
+    [
+        fchmodat as *const (),
+        chmod as *const (),
+        fchmod as *const (),
+        utimensat as *const (),
+        futimens as *const (),
+        utimes as *const (),
+        futimes as *const (),
+    ]
+}

@@ -200,3 +200,21 @@ pub unsafe extern "C" fn access(path: *const c_char, mode: c_int) -> c_int {
     // SAFETY: `access` is `faccessat` from the working directory.
     unsafe { faccessat(libc::AT_FDCWD, path, mode, 0) }
 }
+
+/// Every function this file defines, for `super::link_all`.
+pub(super) fn interposed() -> [*const (); 12] {
+    [
+        realpath as *const (),
+        getcwd as *const (),
+        chdir as *const (),
+        fchdir as *const (),
+        readlinkat as *const (),
+        readlink as *const (),
+        linkat as *const (),
+        link as *const (),
+        symlinkat as *const (),
+        symlink as *const (),
+        faccessat as *const (),
+        access as *const (),
+    ]
+}

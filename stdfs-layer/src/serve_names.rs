@@ -27,6 +27,9 @@ use crate::session::{refuse, with_fd, Session, ROOT};
 fn under_root(disk_path: &Path) -> PathBuf {
     debug_assert!(disk_path.is_absolute());
     let rest = disk_path.strip_prefix("/").expect("a disk path is absolute");
+    if rest.as_os_str().is_empty() {
+        return PathBuf::from(ROOT); // the disk's root, without a trailing `/`
+    }
     Path::new(ROOT).join(rest)
 }
 

@@ -26,6 +26,7 @@ fn canonicalize_and_a_working_directory_per_run_are_served() {
     fs::write("/sim-db/db/f", b"f").unwrap();
     assert_eq!(fs::canonicalize("/sim-db/db/./sub/../f").unwrap(), Path::new("/sim-db/db/f"));
     assert_eq!(fs::canonicalize("/sim-db/db/sub/").unwrap(), Path::new("/sim-db/db/sub"));
+    assert_eq!(fs::canonicalize("/sim-db/db/..").unwrap().as_os_str(), "/sim-db", "the root, no trailing `/`");
     assert_eq!(fs::canonicalize("/sim-db/db/missing").unwrap_err().kind(), ErrorKind::NotFound);
     assert_eq!(fs::canonicalize("/sim-db/db/f/..").unwrap_err().raw_os_error(), Some(libc::ENOTDIR));
     std::env::set_current_dir("/sim-db/db/sub").unwrap();

@@ -17,6 +17,10 @@ fn kit() -> Kit<SegStoreAdapter> {
 fn seeds_run_clean_and_replay() {
     assert!(stdfs_layer::real_root_is_absent(), "{} exists on the real disk", stdfs_layer::ROOT);
     assert_seeds_pass_and_replay(&kit(), 0..20);
+    // A call the layer refused that no one run could answer for (a thread
+    // serving no run) fails the sweep, as `stdfs_layer::main` does.
+    let orphans = stdfs_layer::orphan_refusals();
+    assert!(orphans.is_empty(), "refused outside any one run: {orphans:?}");
 }
 
 #[test]

@@ -41,6 +41,7 @@
 
 #![deny(unsafe_code)]
 
+mod attrs;
 pub mod demo;
 mod dirstream;
 mod entropy;
@@ -52,8 +53,12 @@ mod meta;
 mod opt_in;
 mod plant;
 mod route;
+mod serve_copy;
 mod serve_fd;
+mod serve_meta;
+mod serve_names;
 mod serve_path;
+mod serve_space;
 mod session;
 #[cfg(test)]
 mod tests;
@@ -67,7 +72,7 @@ pub use simkit as kit;
 
 pub use interpose::{real_root_is_absent, start_engine_call, LIVELOCK_CALLS, LIVELOCK_FAILURES};
 pub use opt_in::install;
-pub use opt_in::{db_path, main};
+pub use opt_in::{db_path, fail_sweep_on_orphans, main};
 pub use plant::{LayerPlant, SCRATCH_SUFFIX};
 pub use session::{orphan_refusals, SessionGuard, ROOT};
 pub use worker::{raise_refusals, Place, Served, Worker};

@@ -19,14 +19,33 @@ use crate::session::{SessionGuard, ROOT};
 /// whole command line: `--seeds`, `explore`, `--shrink`, …), in a process
 /// whose file functions are the layer's. Refuses to start (exit 2) when
 /// the real disk has something at [`ROOT`]: a call the layer cannot see
-/// would reach it.
+/// would reach it. Fails (exit 1) after its runs when the layer refused a
+/// call no one run could answer for (`crate::orphan_refusals`: a thread
+/// serving no run, while none or several were live): the sweep's failure,
+/// whatever the runs' verdicts.
 pub fn main<A: Adapter + Clone>(adapter: A) -> ExitCode {
     crate::interpose::link_all();
     if !crate::interpose::real_root_is_absent() {
         eprintln!("stdfs-layer: {ROOT} exists on the real disk; remove it first (the layer's root must not be real)");
         return ExitCode::from(2);
     }
-    simkit::main(adapter)
+    fail_sweep_on_orphans(simkit::main(adapter))
+}
+
+/// The sweep's verdict: `runs` (the runs' exit code), or failure (exit 1)
+/// when the layer refused a call no one run could answer for
+/// (`crate::orphan_refusals`, taken and printed). [`main`] ends with it; a
+/// binary that calls `simkit` itself ends with it too.
+pub fn fail_sweep_on_orphans(runs: ExitCode) -> ExitCode {
+    let orphans = crate::session::orphan_refusals();
+    if orphans.is_empty() {
+        return runs;
+    }
+    for what in &orphans {
+        eprintln!("stdfs-layer: refused outside any one run: {what}");
+    }
+    eprintln!("stdfs-layer: the sweep fails: {} call(s) refused that no one run could answer for", orphans.len());
+    ExitCode::from(1)
 }
 
 /// The path the engine is given for the kit's directory `disk_dir` (an

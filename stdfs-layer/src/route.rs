@@ -3,8 +3,13 @@
 //! else is the real system's, and goes there untouched.
 //!
 //! A path the layer owns is turned into the disk's path here, once: the
-//! root taken off, `.` components dropped, and `..` refused (the layer does
-//! not resolve a climb out of a directory it may not know).
+//! root taken off, `.` components dropped, and `..` resolved against the
+//! session's directories (the disk has no symbolic links, so a name's
+//! parent is the name with its last component taken off, as long as that
+//! name is a directory: exact, not an approximation); a `..` that climbs
+//! out of the root is refused. A relative path from the working
+//! directory is the layer's when the run's working directory is
+//! ([`crate::session::cwd`], set by a served `chdir`).
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -12,7 +17,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::errno::Errno;
 use crate::files::Target;
-use crate::session::{is_fake_fd, refuse, with_fd, with_path, Session, ROOT};
+use crate::session::{cwd, is_fake_fd, refuse, with_fd, with_path, Session, ROOT};
 
 /// A path the layer serves, as the call named it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,6 +41,9 @@ pub fn route(dirfd: i32, path: &[u8]) -> Option<At> {
     }
     if !path.is_empty() && is_fake_fd(dirfd) {
         return Some(At::Rel(dirfd, PathBuf::from(OsStr::from_bytes(path))));
+    }
+    if !path.is_empty() && dirfd == libc::AT_FDCWD {
+        return cwd().map(|dir| At::Abs(dir.join(OsStr::from_bytes(path))));
     }
     None
 }
@@ -63,8 +71,9 @@ pub fn with_at<T>(
     }
 }
 
-/// `path` with `.` components dropped; `..` refused.
-fn normal(s: &Session, op: &str, path: &Path) -> Result<PathBuf, Errno> {
+/// `path` with `.` components dropped and each `..` taken back to the
+/// directory it names; a climb out of the root refused.
+fn normal(s: &mut Session, op: &str, path: &Path) -> Result<PathBuf, Errno> {
     if path.as_os_str().len() >= libc::PATH_MAX as usize {
         return Err(Errno::ENAMETOOLONG);
     }
@@ -73,8 +82,12 @@ fn normal(s: &Session, op: &str, path: &Path) -> Result<PathBuf, Errno> {
         match part {
             Component::RootDir | Component::CurDir => {}
             Component::Normal(name) => out.push(name),
+            Component::ParentDir if !s.is_dir(&out)? => {
+                return Err(if s.vfs.exists(&out)? { Errno::ENOTDIR } else { Errno::ENOENT });
+            }
+            Component::ParentDir if out.pop() => {}
             Component::ParentDir | Component::Prefix(_) => {
-                let what = format!("{op} {}: a path with `..` under {ROOT} is not served", path.display());
+                let what = format!("{op} {}: `..` climbs out of {ROOT}, to the real disk", path.display());
                 return Err(refuse(Some(s.slot), Errno::ENOTSUP, what));
             }
         }

@@ -59,6 +59,7 @@ pub fn write(fd: i32, data: &[u8], at: Option<u64>) -> Result<usize, Errno> {
         if at.is_none() {
             d.cursor_bytes = offset_bytes + data.len() as u64;
         }
+        s.modified_fd(fd)?;
         Ok(data.len())
     })
 }
@@ -121,7 +122,8 @@ pub fn truncate(fd: i32, len_bytes: i64) -> Result<(), Errno> {
         if !d.access.write {
             return Err(Errno::EINVAL);
         }
-        Ok(file(d)?.set_len(len_bytes)?)
+        file(d)?.set_len(len_bytes)?;
+        s.modified_fd(fd)
     })
 }
 
@@ -130,10 +132,12 @@ pub fn fstat(fd: i32) -> Result<Meta, Errno> {
     with_fd(fd, "fstat", |s| {
         let d = s.fds.get(fd)?;
         let path = d.disk_path.clone();
-        match &mut d.target {
-            Target::File(f) => Ok(Meta::file(&path, f.len()?)),
-            Target::Dir => Ok(Meta::dir(&path)),
-        }
+        let len_bytes = match &mut d.target {
+            Target::File(f) => Some(f.len()?),
+            Target::Dir => None,
+        };
+        let attrs = s.attrs.of(&path);
+        Ok(len_bytes.map_or(Meta::dir(&path, attrs), |len| Meta::file(&path, len, attrs)))
     })
 }
 

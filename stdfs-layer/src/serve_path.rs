@@ -1,7 +1,7 @@
 //! The calls naming a path the layer owns ([`crate::route`]), served by
 //! the session's disk: `open` (files and directories), `stat`, `mkdir`,
-//! `unlink`, `rename`. `rmdir` is refused: the disk has no way to remove a
-//! directory. Directories are the session's own list ([`Session::dirs`]):
+//! `unlink`, `rename`. `rmdir` of an empty directory is refused (the disk
+//! has no way to remove a directory); its errors are the kernel's. Directories are the session's own list ([`Session::dirs`]):
 //! the disk lists files only, and makes a directory durable when it is
 //! made (`create_dir_all`), so what the list holds is what the disk holds.
 
@@ -35,9 +35,19 @@ pub fn open(at: &At, flags: i32) -> Result<i32, Errno> {
             return open_dir(s, path, flags, access, cloexec);
         }
         if flags & libc::O_DIRECTORY != 0 {
+            if s.is_dir(&path)? {
+                return open_dir(s, path, flags, access, cloexec);
+            }
             return Err(if s.vfs.exists(&path)? { Errno::ENOTDIR } else { Errno::ENOENT });
         }
-        let file = open_file(s, &path, flags, access)?;
+        let file = match open_file(s, &path, flags, access) {
+            // A directory an earlier session made: learnt now.
+            Err(Errno::EISDIR) if s.is_dir(&path)? => return open_dir(s, path, flags, access, cloexec),
+            opened => opened?,
+        };
+        if flags & (libc::O_CREAT | libc::O_TRUNC) != 0 && access.write {
+            s.modified(&path);
+        }
         s.fds.open(path, Target::File(file), access, cloexec)
     })
 }
@@ -76,10 +86,16 @@ fn open_file(s: &mut Session, path: &Path, flags: i32, access: Access) -> Result
 pub fn stat(at: &At) -> Result<Meta, Errno> {
     with_at("stat", at, |s, path| {
         if s.dirs.contains(&path) {
-            return Ok(Meta::dir(&path));
+            return Ok(Meta::dir(&path, s.attrs.of(&path)));
         }
-        let file = s.vfs.open(&path, OpenMode::Read)?;
-        Ok(Meta::file(&path, file.len()?))
+        match s.vfs.open(&path, OpenMode::Read) {
+            Ok(file) => Ok(Meta::file(&path, file.len()?, s.attrs.of(&path))),
+            // A directory an earlier session made: learnt now.
+            Err(e) if e.kind() == std::io::ErrorKind::IsADirectory && s.is_dir(&path)? => {
+                Ok(Meta::dir(&path, s.attrs.of(&path)))
+            }
+            Err(e) => Err(e.into()),
+        }
     })
 }
 
@@ -90,7 +106,7 @@ pub fn mkdir(at: &At) -> Result<(), Errno> {
             return Err(Errno::EEXIST);
         }
         let parent = path.parent().ok_or(Errno::EEXIST)?;
-        if !s.dirs.contains(parent) {
+        if !s.is_dir(parent)? {
             return Err(if s.vfs.exists(parent)? { Errno::ENOTDIR } else { Errno::ENOENT });
         }
         s.vfs.create_dir_all(&path)?;
@@ -103,14 +119,34 @@ pub fn mkdir(at: &At) -> Result<(), Errno> {
 pub fn unlink(at: &At, dir: bool) -> Result<(), Errno> {
     with_at(if dir { "rmdir" } else { "unlink" }, at, |s, path| {
         if dir {
-            let what = format!("rmdir {}: the simulated disk cannot remove a directory", path.display());
-            return Err(refuse(Some(s.slot), Errno::ENOTSUP, what));
+            return rmdir(s, &path);
         }
         if s.dirs.contains(&path) {
             return Err(Errno::EISDIR);
         }
-        Ok(s.vfs.unlink(&path)?)
+        s.vfs.unlink(&path)?;
+        s.attrs.removed(&path);
+        Ok(())
     })
+}
+
+/// `rmdir`: the kernel's answer where it is an error (no such name, not
+/// a directory, not empty, the root), else refused: the disk model
+/// removes files only, so an empty directory's removal, with its
+/// durability at the parent's fsync, cannot be served faithfully.
+fn rmdir(s: &mut Session, path: &Path) -> Result<(), Errno> {
+    if !s.is_dir(path)? {
+        return Err(if s.vfs.exists(path)? { Errno::ENOTDIR } else { Errno::ENOENT });
+    }
+    if path.parent().is_none() {
+        return Err(Errno(libc::EBUSY));
+    }
+    let has_subdir = s.dirs.iter().any(|d| d.parent() == Some(path));
+    if has_subdir || !s.vfs.list_dir(path)?.is_empty() {
+        return Err(Errno(libc::ENOTEMPTY));
+    }
+    let what = format!("rmdir {}: the simulated disk cannot remove a directory", path.display());
+    Err(refuse(Some(s.slot), Errno::ENOTSUP, what))
 }
 
 /// `rename`, both paths the layer's (of this thread's session). A
@@ -126,6 +162,15 @@ pub fn rename(from: &At, to: &At) -> Result<(), Errno> {
             );
             return Err(refuse(Some(s.slot), Errno::ENOTSUP, what));
         }
-        Ok(s.vfs.rename(&from_path, &to_path)?)
+        match s.vfs.rename(&from_path, &to_path) {
+            // A directory an earlier session made: refused as above.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && s.is_dir(&from_path)? => {
+                let what = format!("rename {}: the simulated disk renames files only", from_path.display());
+                return Err(refuse(Some(s.slot), Errno::ENOTSUP, what));
+            }
+            renamed => renamed?,
+        }
+        s.attrs.renamed(&from_path, &to_path);
+        Ok(())
     })
 }

@@ -12,8 +12,15 @@
 //! neighbour's disk. A refusal is a `-1` with its `errno` for the caller,
 //! a line on stderr, and an entry the session's owner collects
 //! ([`SessionGuard::refusals`]), so a run that hit one fails.
+//!
+//! A refusal on a thread serving no run (an orphan: a thread the engine
+//! started, a stale descriptor of an ended run) is never dropped
+//! ([`refuse`]): when exactly one run is live in the process it is the
+//! only run the call could belong to, and fails that run; otherwise it
+//! fails the sweep ([`orphan_refusals`], which `crate::main` checks after
+//! its runs).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -21,6 +28,7 @@ use std::thread::{self, ThreadId};
 
 use simkit::vfs::Vfs;
 
+use crate::attrs::AttrTable;
 use crate::dirstream::Stream;
 use crate::entropy::Entropy;
 use crate::errno::Errno;
@@ -52,6 +60,11 @@ pub struct Session {
     pub streams: BTreeMap<i32, Stream>,
     /// The random bytes and the time this thread's calls are served.
     pub entropy: Entropy,
+    /// Modes and times the program set or caused, by disk path.
+    pub attrs: AttrTable,
+    /// The run's working directory (a disk path), once a served `chdir`
+    /// set one: relative paths from `AT_FDCWD` are then the layer's.
+    pub cwd: Option<PathBuf>,
     /// The mistake planted in the layer for this run, if any (`--plant`).
     pub plant: Option<LayerPlant>,
     /// Set once the program is taken for one that loops forever
@@ -62,6 +75,9 @@ pub struct Session {
 
 thread_local! {
     static CURRENT: RefCell<Option<Session>> = const { RefCell::new(None) };
+    /// This thread's slot while it serves a run: readable while the
+    /// session is borrowed (a refusal made inside a served call).
+    static MY_SLOT: Cell<Option<usize>> = const { Cell::new(None) };
     /// Who to tell if this thread must hang for good ([`hang`]).
     static ON_HANG: RefCell<Option<HangHook>> = const { RefCell::new(None) };
 }
@@ -73,8 +89,8 @@ pub type HangHook = Box<dyn FnOnce(String)>;
 /// Which thread owns each slot.
 static OWNERS: Mutex<[Option<ThreadId>; SLOTS]> = Mutex::new([None; SLOTS]);
 
-/// Everything refused, with the slot it concerned (`None`: a path call
-/// from a thread with no session).
+/// Everything refused, with the slot it concerned (`None`: the sweep's,
+/// an orphan no one run could be blamed for).
 static REFUSALS: Mutex<Vec<(Option<usize>, String)>> = Mutex::new(Vec::new());
 
 /// The current thread's session while it lives; dropping it closes every
@@ -97,6 +113,7 @@ pub(crate) fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path], entropy_seed: u64, plan
     let mut known: BTreeSet<PathBuf> = dirs.iter().map(|d| d.to_path_buf()).collect();
     known.insert(PathBuf::from("/"));
     let fds = FdTable::new(FAKE_FD_BASE + slot as i32 * SLOT_FDS, SLOT_FDS);
+    MY_SLOT.set(Some(slot));
     CURRENT.with(|c| {
         *c.borrow_mut() = Some(Session {
             vfs,
@@ -105,6 +122,8 @@ pub(crate) fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path], entropy_seed: u64, plan
             fds,
             streams: BTreeMap::new(),
             entropy: Entropy::new(entropy_seed),
+            attrs: AttrTable::default(),
+            cwd: None,
             plant,
             livelock: None,
         })
@@ -134,11 +153,17 @@ impl Drop for SessionGuard {
         let session = CURRENT.with(|c| c.borrow_mut().take());
         assert!(session.as_ref().is_none_or(|s| s.slot == self.slot));
         drop(session);
-        // Refusals its owner did not take (a test that panicked first) are
-        // this session's, not the next one's in this slot: they were
-        // printed when made; drop them.
-        let _untaken = self.refusals();
+        MY_SLOT.set(None);
+        // Refusals its owner did not take (an orphan that came after the
+        // run's last look, a test that panicked first) are not the next
+        // session's in this slot, and not nothing: the sweep's. The slot is
+        // freed under the same lock, so no orphan is blamed on it after.
+        let mut all = REFUSALS.lock().unwrap_or_else(|p| p.into_inner());
         OWNERS.lock().unwrap_or_else(|p| p.into_inner())[self.slot] = None;
+        for (slot, what) in all.iter_mut().filter(|(slot, _)| *slot == Some(self.slot)) {
+            *slot = None;
+            what.push_str(" (left untaken by its run)");
+        }
     }
 }
 
@@ -147,8 +172,10 @@ pub fn has_session() -> bool {
     CURRENT.try_with(|c| c.borrow().is_some()).unwrap_or(false)
 }
 
-/// Refusals not tied to any session (path calls from threads without
-/// one), taken.
+/// The sweep's refusals, taken: calls from a thread serving no run while
+/// no run or several were live (so no one run could be blamed), and a
+/// run's refusals it never took. Non-empty fails the sweep: `crate::main`
+/// checks after its runs; a test that installs sessions itself asks.
 pub fn orphan_refusals() -> Vec<String> {
     let mut all = REFUSALS.lock().unwrap_or_else(|p| p.into_inner());
     let (orphans, rest) = all.drain(..).partition(|(slot, _)| slot.is_none());
@@ -156,12 +183,41 @@ pub fn orphan_refusals() -> Vec<String> {
     orphans.into_iter().map(|(_, what)| what).collect()
 }
 
-/// Refuse loudly: say so on stderr, record it for `slot`'s owner, and
-/// fail the call with `errno`.
+/// Refuse loudly: say so on stderr, record it for `slot`'s owner (`None`:
+/// this thread's run, if it serves one, else [`blame_orphan`]), and fail
+/// the call with `errno`.
 pub fn refuse(slot: Option<usize>, errno: Errno, what: String) -> Errno {
+    // Held while an orphan is blamed, so the run blamed cannot end first
+    // (a session frees its slot under this lock).
+    let mut all = REFUSALS.lock().unwrap_or_else(|p| p.into_inner());
+    let (slot, what) = match slot.or_else(current_slot) {
+        Some(slot) => (Some(slot), what),
+        None => blame_orphan(what),
+    };
+    all.push((slot, what.clone()));
+    drop(all);
     eprintln!("stdfs: refused: {what}");
-    REFUSALS.lock().unwrap_or_else(|p| p.into_inner()).push((slot, what));
     errno
+}
+
+/// The slot of the run this thread serves, if any.
+fn current_slot() -> Option<usize> {
+    MY_SLOT.try_with(Cell::get).ok().flatten()
+}
+
+/// Whom an orphan's refusal (from a thread serving no run) fails: the one
+/// run live in the process, the only one it could belong to; with none or
+/// several live, the sweep (`None`), since blaming every live run would
+/// make an innocent seed's verdict hang on the scheduler.
+fn blame_orphan(what: String) -> (Option<usize>, String) {
+    let live: Vec<usize> = {
+        let owners = OWNERS.lock().unwrap_or_else(|p| p.into_inner());
+        owners.iter().enumerate().filter(|(_, owner)| owner.is_some()).map(|(slot, _)| slot).collect()
+    };
+    match live.as_slice() {
+        [only] => (Some(*only), format!("{what} (from a thread serving no run: failing the one run live)")),
+        _ => (None, format!("{what} (from a thread serving no run, {} runs live: failing the sweep)", live.len())),
+    }
 }
 
 /// On a thread serving a run, refuse a change to the real file system (a
@@ -222,8 +278,9 @@ pub fn hang(what: String) {
         let (mine, rest): (Vec<_>, Vec<_>) = all.drain(..).partition(|(s, _)| *s == Some(slot));
         *all = rest;
         mine.into_iter().for_each(|(_, refused)| what.push_str(&format!("; refused meanwhile: {refused}")));
-        drop(all);
+        MY_SLOT.set(None);
         OWNERS.lock().unwrap_or_else(|p| p.into_inner())[slot] = None;
+        drop(all);
     }
     hook(what);
     loop {
@@ -236,6 +293,13 @@ pub fn livelocked() -> bool {
     CURRENT
         .try_with(|c| c.try_borrow().is_ok_and(|s| s.as_ref().is_some_and(|s| s.livelock.is_some())))
         .unwrap_or(false)
+}
+
+/// This thread's run's working directory, if a served `chdir` set one
+/// (`None` too while the session serves a call: the layer's own work is
+/// the real system's).
+pub fn cwd() -> Option<PathBuf> {
+    CURRENT.try_with(|c| c.try_borrow().ok().and_then(|s| s.as_ref().and_then(|s| s.cwd.clone()))).ok().flatten()
 }
 
 /// Whether `fd` is one of the layer's (any session's).
@@ -251,9 +315,11 @@ pub fn with_fd<T>(fd: i32, op: &str, serve: impl FnOnce(&mut Session) -> Result<
     let me = thread::current().id();
     let owner = OWNERS.lock().unwrap_or_else(|p| p.into_inner()).get(slot).copied().flatten();
     if owner != Some(me) {
-        let whose = owner.map_or("no run".to_string(), |t| format!("the run on thread {t:?}"));
+        let whose = owner.map_or("no live run".to_string(), |t| format!("the run on thread {t:?}"));
         let what = format!("{op} on simulated fd {fd} from thread {me:?}: the fd is {whose}'s, and the layer serves each run on its own thread only");
-        return Err(refuse(Some(slot), Errno::EBADF, what));
+        // A slot no run owns is not the next run's to answer for: this
+        // thread's run, or an orphan's.
+        return Err(refuse(owner.map(|_| slot), Errno::EBADF, what));
     }
     with_session(serve)
 }
@@ -283,6 +349,42 @@ pub fn with_entropy<T>(serve: impl FnOnce(&mut Entropy) -> T) -> Result<T, Errno
             Err(refuse(None, Errno::EIO, "randomness or time asked for while the layer served a call".to_string()))
         }
     })
+}
+
+impl Session {
+    /// `path`'s contents changed now (a write, a truncation, a creation).
+    pub fn modified(&mut self, path: &Path) {
+        self.attrs.modified(path, self.entropy.peek_ns());
+    }
+
+    /// Whether `path` is a directory: one the session knows, or one the
+    /// disk has that an earlier session made (the disk lists files only,
+    /// and a session starts knowing its root and the kit's directory), which
+    /// it learns here. The disk is asked (one open, traced like any other)
+    /// only for a name the session does not know as a directory, which the
+    /// callers ask about only where the call would otherwise fail.
+    pub fn is_dir(&mut self, path: &Path) -> Result<bool, Errno> {
+        if self.dirs.contains(path) {
+            return Ok(true);
+        }
+        match self.vfs.open(path, simkit::vfs::OpenMode::Read) {
+            Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => {
+                self.dirs.insert(path.to_path_buf());
+                Ok(true)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e.into()),
+            Ok(_) => Ok(false),
+        }
+    }
+
+    /// The same, for the file fake descriptor `fd` is open on (no copy of
+    /// its path: this is every write's).
+    pub fn modified_fd(&mut self, fd: i32) -> Result<(), Errno> {
+        let Session { fds, attrs, entropy, .. } = self;
+        attrs.modified(&fds.get(fd)?.disk_path, entropy.peek_ns());
+        Ok(())
+    }
 }
 
 fn with_session<T>(serve: impl FnOnce(&mut Session) -> Result<T, Errno>) -> Result<T, Errno> {

@@ -3,6 +3,20 @@
 
 use crate::meta::Meta;
 
+/// Nanoseconds since the epoch as seconds and nanoseconds.
+fn split_ns(ns: u64) -> (i64, i64) {
+    ((ns / 1_000_000_000) as i64, (ns % 1_000_000_000) as i64)
+}
+
+fn statx_time(ns: u64) -> libc::statx_timestamp {
+    let (tv_sec, tv_nsec) = split_ns(ns);
+    // SAFETY: `statx_timestamp` is plain data; all-zero is a valid value.
+    let mut t: libc::statx_timestamp = unsafe { std::mem::zeroed() };
+    t.tv_sec = tv_sec;
+    t.tv_nsec = tv_nsec as u32;
+    t
+}
+
 /// The simulated disk's device number, one no real disk here has.
 const SIM_DEV_MAJOR: u32 = 0x5e6;
 
@@ -20,6 +34,9 @@ pub unsafe fn fill_stat64(meta: Meta, buf: *mut libc::stat64) {
     st.st_size = meta.len_bytes as i64;
     st.st_blksize = 4096;
     st.st_blocks = meta.len_bytes.div_ceil(512) as i64;
+    (st.st_atime, st.st_atime_nsec) = split_ns(meta.atime_ns);
+    (st.st_mtime, st.st_mtime_nsec) = split_ns(meta.mtime_ns);
+    (st.st_ctime, st.st_ctime_nsec) = split_ns(meta.ctime_ns);
     // SAFETY: the caller's contract.
     unsafe { buf.write(st) };
 }
@@ -39,6 +56,9 @@ pub unsafe fn fill_statx(meta: Meta, buf: *mut libc::statx) {
     st.stx_size = meta.len_bytes;
     st.stx_blocks = meta.len_bytes.div_ceil(512);
     st.stx_dev_major = SIM_DEV_MAJOR;
+    st.stx_atime = statx_time(meta.atime_ns);
+    st.stx_mtime = statx_time(meta.mtime_ns);
+    st.stx_ctime = statx_time(meta.ctime_ns);
     // SAFETY: the caller's contract.
     unsafe { buf.write(st) };
 }

@@ -21,11 +21,14 @@
 //! in the same register either way.
 
 mod caller_errno;
+mod copy_calls;
 mod cstat;
 mod dir_calls;
 mod entropy_calls;
 mod fd_calls;
 pub mod fd_limit;
+mod meta_calls;
+mod name_calls;
 mod path_calls;
 mod real;
 
@@ -215,5 +218,5 @@ pub fn link_all() {
         path_calls::mkdirat as *const (),
         path_calls::mkdir as *const (),
     ];
-    std::hint::black_box(interposed);
+    std::hint::black_box((interposed, copy_calls::interposed(), meta_calls::interposed(), name_calls::interposed()));
 }

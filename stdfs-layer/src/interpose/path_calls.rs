@@ -19,7 +19,7 @@ use crate::{serve_fd, serve_path};
 ///
 /// # Safety
 /// `path` is null or a valid C string.
-unsafe fn routed(dirfd: c_int, path: *const c_char) -> Option<At> {
+pub(super) unsafe fn routed(dirfd: c_int, path: *const c_char) -> Option<At> {
     // SAFETY: the caller's contract.
     route(dirfd, unsafe { c_bytes(path) }?)
 }
@@ -30,7 +30,7 @@ unsafe fn routed(dirfd: c_int, path: *const c_char) -> Option<At> {
 ///
 /// # Safety
 /// `path` is null or a valid C string.
-unsafe fn real_change(op: &str, path: *const c_char) -> Option<Errno> {
+pub(super) unsafe fn real_change(op: &str, path: *const c_char) -> Option<Errno> {
     // SAFETY: the caller's contract.
     crate::session::refuse_real_change(op, unsafe { c_bytes(path) }.unwrap_or_default())
 }

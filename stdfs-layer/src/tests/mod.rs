@@ -10,7 +10,10 @@ use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
+mod copy;
 mod errno;
+mod meta;
+mod names;
 
 use crate::demo::{program, read_back, strict_disk, DB};
 use crate::session;
@@ -125,9 +128,13 @@ fn a_call_from_another_thread_fails_loudly() {
     assert_eq!(on_fd.raw_os_error(), Some(libc::EBADF));
     assert_eq!(on_path.raw_os_error(), Some(libc::EPERM));
     let refusals = guard.refusals();
-    assert_eq!(refusals.len(), 1, "{refusals:?}");
-    assert!(refusals[0].contains("write on simulated fd") && refusals[0].contains("from thread"), "{refusals:?}");
-    let orphans = session::orphan_refusals();
+    let on_fd: Vec<_> = refusals.iter().filter(|r| r.contains("write on simulated fd")).collect();
+    assert!(on_fd.len() == 1 && on_fd[0].contains("from thread"), "{refusals:?}");
+    // The path call's thread serves no run: it fails this run when this
+    // is the one live (tests run in parallel), the sweep otherwise
+    // (`tests/orphans.rs` tells the cases apart).
+    let mut orphans = session::orphan_refusals();
+    orphans.extend(refusals.iter().filter(|r| !r.contains("write on simulated fd")).cloned());
     assert!(
         orphans.iter().any(|r| r.contains("/from-a-stranger") && r.contains("serves no simulated run")),
         "{orphans:?}"

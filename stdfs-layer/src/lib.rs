@@ -52,6 +52,7 @@ mod meta;
 mod opt_in;
 mod plant;
 mod route;
+mod sched;
 mod serve_fd;
 mod serve_path;
 mod session;
@@ -69,5 +70,6 @@ pub use interpose::{real_root_is_absent, start_engine_call, LIVELOCK_CALLS, LIVE
 pub use opt_in::install;
 pub use opt_in::{db_path, main};
 pub use plant::{LayerPlant, SCRATCH_SUFFIX};
+pub use sched::{figures as scheduler_figures, set_spin_budget};
 pub use session::{orphan_refusals, SessionGuard, ROOT};
 pub use worker::{raise_refusals, Place, Served, Worker};

@@ -11,6 +11,7 @@ use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
 mod errno;
+mod threads;
 
 use crate::demo::{program, read_back, strict_disk, DB};
 use crate::session;

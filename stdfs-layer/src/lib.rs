@@ -34,7 +34,11 @@
 //!   [`main`] and the tests, [`real_root_is_absent`]);
 //! - I/O from another thread: a call on a simulated descriptor from a
 //!   thread other than its run's, or on a path under the root from a
-//!   thread serving no run, is refused.
+//!   thread serving no run, is refused. The threads an engine starts are
+//!   its run's: a deterministic scheduler (`sched`, STDFS.md "Threads")
+//!   runs them one at a time, in an order the seed decides, and ends the
+//!   run loudly at a deadlock, a blocking call it cannot model, or a
+//!   thread that spins.
 //!
 //! Each refusal fails the call, says so on stderr, and is collected for
 //! the run ([`SessionGuard::refusals`]).

@@ -2,9 +2,10 @@
 //! under [`ROOT`], which fake file descriptors are its own, and what the
 //! layer refused.
 //!
-//! A session belongs to one thread (a seed's run is one thread): it lives
-//! in a thread-local, so runs of different seeds on different threads
-//! (`--jobs 2`, cargo's parallel tests) each see their own disk. Its fake
+//! A session belongs to one thread at a time: it lives in a thread-local,
+//! so runs of different seeds on different threads (`--jobs 2`, cargo's
+//! parallel tests) each see their own disk; an engine that starts threads
+//! passes it between them with the scheduler's baton (`crate::sched`). Its fake
 //! file descriptors are numbered `FAKE_FD_BASE + slot * SLOT_FDS + n`:
 //! above any descriptor the kernel hands out here (checked when a session
 //! starts), and naming the session's slot, so a call on one from another

@@ -299,3 +299,102 @@ impl State {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A word reader for runs whose futex words never move.
+    fn still(_addr: usize) -> u32 {
+        0
+    }
+
+    fn futex(addr: usize, deadline_ns: Option<u64>) -> Blocked {
+        Blocked::Futex { addr, expected: 0, bitset: u32::MAX, deadline_ns, order: 0 }
+    }
+
+    #[test]
+    fn every_thread_asleep_moves_the_clock_to_the_earliest_deadline() {
+        let mut state = State::new(1, 0);
+        let sleeper = state.spawn();
+        state.block(sleeper, Blocked::Sleep { deadline_ns: 5_000 });
+        state.block(0, futex(64, Some(9_000)));
+        assert_eq!(state.pick(100, &still), Pick::Run(sleeper, Some(5_000)));
+        assert_eq!(state.threads[sleeper].wake, Wake::Woken);
+        state.block(sleeper, Blocked::Join { target: 0 });
+        assert_eq!(state.pick(5_001, &still), Pick::Run(0, Some(9_000)));
+        assert_eq!(state.threads[0].wake, Wake::TimedOut, "the futex wait's deadline passed first");
+    }
+
+    #[test]
+    fn no_runnable_thread_and_no_timer_is_a_deadlock() {
+        let mut state = State::new(2, 0);
+        let other = state.spawn();
+        state.block(other, futex(8, None));
+        state.block(0, Blocked::Join { target: other });
+        assert_eq!(state.pick(0, &still), Pick::Deadlock);
+        let described = state.describe(&|_| String::new());
+        assert!(
+            described.contains("t0 (the engine call's): joining t1") && described.contains("t1: futex wait on 0x8")
+        );
+        // A word that moved (a thread outside the run let go) wakes its waiter.
+        assert!(state.woken_from_outside(&|_| 1));
+        assert_eq!(state.pick_woken(), other);
+    }
+
+    #[test]
+    fn a_wake_takes_the_oldest_waiters_whose_bitset_meets_it() {
+        let mut state = State::new(3, 0);
+        let (a, b, c) = (state.spawn(), state.spawn(), state.spawn());
+        state.block(b, futex(16, None));
+        state.block(a, futex(16, None));
+        state.block(c, Blocked::Futex { addr: 16, expected: 0, bitset: 0b10, deadline_ns: None, order: 0 });
+        assert_eq!(state.wake_futex(16, 1, 0b01), 1);
+        assert_eq!(state.threads[b].status, Status::Runnable, "b waited first");
+        assert!(matches!(state.threads[a].status, Status::Blocked(_)));
+        assert_eq!(state.wake_futex(16, 5, 0b01), 1, "c's bitset does not meet the wake's");
+        assert!(matches!(state.threads[c].status, Status::Blocked(_)));
+        assert_eq!(state.wake_futex(32, 5, u32::MAX), 0, "no waiter on another word");
+    }
+
+    #[test]
+    fn a_yielding_thread_lets_another_go_first_and_an_exit_frees_its_joiner() {
+        for seed in 0..50 {
+            let mut state = State::new(seed, 0);
+            let other = state.spawn();
+            state.threads[0].yielded = true;
+            assert_eq!(state.pick(0, &still), Pick::Run(other, None), "seed {seed}: {:?}", state.policy);
+            state.block(other, Blocked::Join { target: 0 });
+            state.exit(0);
+            assert_eq!(state.threads[other].status, Status::Runnable);
+        }
+    }
+
+    #[test]
+    fn the_same_seed_picks_alike_and_every_pick_is_runnable() {
+        let picks = |seed: u64| {
+            let mut state = State::new(seed, 0);
+            for _ in 0..3 {
+                state.spawn();
+            }
+            let mut picked = Vec::new();
+            for point in 0..500u64 {
+                let blocked = (point % 4) as usize;
+                if blocked != state.current && state.threads[blocked].status == Status::Runnable && point % 7 == 0 {
+                    state.block(blocked, Blocked::Sleep { deadline_ns: point + 3 });
+                }
+                let Pick::Run(next, _) = state.pick(point, &still) else { panic!("sleepers wake") };
+                assert_eq!(state.threads[next].status, Status::Runnable);
+                picked.push(next);
+            }
+            (picked, state.policy)
+        };
+        let mut policies = std::collections::BTreeSet::new();
+        for seed in 0..40 {
+            let (first, policy) = picks(seed);
+            assert_eq!(picks(seed).0, first, "seed {seed}");
+            policies.insert(format!("{:?}", std::mem::discriminant(&policy)));
+        }
+        assert_eq!(policies.len(), 4, "forty seeds draw every policy");
+    }
+}

@@ -242,6 +242,7 @@ stdfs:
 	$(TLOG) --seeds 0..500 --jobs $(JOBS) --check-determinism
 	$(TLOG) explore --seed 1 --depth 2 --faults --jobs $(JOBS)
 	for p in ack-before-fsync compact-rename-race unsynced-flag; do $(TLOG) --seeds 0..20 --plant $$p --jobs $(JOBS) >/dev/null 2>&1; test $$? -eq 1 || { echo "stdfs: the random mode missed tlog's $$p"; exit 1; }; done
+	for pin in "eventfd-wait:unknown blocking call" "spin-wait:spinning thread"; do p=$${pin%%:*}; m=$${pin#*:}; out=$$($(TLOG) --seeds 0..3 --plant $$p --jobs $(JOBS) 2>&1); test $$? -eq 1 && echo "$$out" | grep -q "^3 seeds," && echo "$$out" | grep -qF "$$m" || { echo "stdfs: tlog's $$p did not end its runs with '$$m'"; exit 1; }; done
 
 # The kit's quickstart (quickstart/, TESTING-YOUR-ENGINE.md section 0),
 # built as a user builds it: outside this repository, offline, without

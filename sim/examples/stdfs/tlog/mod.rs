@@ -14,6 +14,7 @@
 pub mod store;
 #[cfg(test)]
 mod tests;
+mod waits;
 
 use std::path::PathBuf;
 
@@ -39,17 +40,32 @@ pub enum TlogPlant {
     /// flusher, outside the lock: a flusher that takes the batch first
     /// writes without syncing and sleeps; the client waits for good.
     UnsyncedFlag,
+    /// Not a bug: the flusher waits for work with `poll` on an eventfd, a
+    /// blocking call the layer's scheduler cannot model: every run must
+    /// end with `unknown blocking call`, and the sweep go on.
+    EventfdWait,
+    /// Not a bug: the flusher busy-waits for work on an atomic, never
+    /// reaching the layer: every run must end with `spinning thread` (the
+    /// spin budget lowered to 2 s), and the sweep go on.
+    SpinWait,
 }
 
 impl Plant for TlogPlant {
-    const ALL: &'static [TlogPlant] =
-        &[TlogPlant::AckBeforeFsync, TlogPlant::CompactRenameRace, TlogPlant::UnsyncedFlag];
+    const ALL: &'static [TlogPlant] = &[
+        TlogPlant::AckBeforeFsync,
+        TlogPlant::CompactRenameRace,
+        TlogPlant::UnsyncedFlag,
+        TlogPlant::EventfdWait,
+        TlogPlant::SpinWait,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             TlogPlant::AckBeforeFsync => "ack-before-fsync",
             TlogPlant::CompactRenameRace => "compact-rename-race",
             TlogPlant::UnsyncedFlag => "unsynced-flag",
+            TlogPlant::EventfdWait => "eventfd-wait",
+            TlogPlant::SpinWait => "spin-wait",
         }
     }
 
@@ -61,6 +77,12 @@ impl Plant for TlogPlant {
             }
             TlogPlant::UnsyncedFlag => {
                 "a durable client sets the sync flag after waking the flusher, outside the lock (a lost wakeup)"
+            }
+            TlogPlant::EventfdWait => {
+                "not a bug: the flusher polls an eventfd for work, which the layer's scheduler refuses (proves it fails loudly)"
+            }
+            TlogPlant::SpinWait => {
+                "not a bug: the flusher spins on an atomic for work, never reaching the layer (proves the spin watch, 2 s)"
             }
         }
     }
@@ -140,6 +162,9 @@ impl Adapter for TlogAdapter {
 
     fn open(&self, env: &Env<'_, Self>) -> Result<TlogDb, KitError> {
         let (path, plant) = (dir(env), env.plant);
+        if plant == Some(TlogPlant::SpinWait) {
+            stdfs_layer::set_spin_budget(std::time::Duration::from_secs(2));
+        }
         let worker = Worker::start(place(env), move || TLog::open(&path, plant)).unless_refused()?;
         Ok(TlogDb { worker })
     }

@@ -34,6 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 
+use super::waits::{self, EventFd};
 use super::TlogPlant;
 
 /// One table's rows.
@@ -172,6 +173,11 @@ struct Shared {
     compact: Condvar,
     /// A durable commit is queued: the flusher's next batch fsyncs.
     sync_needed: AtomicBool,
+    /// Work was queued (or the log stops): what a spinning flusher waits
+    /// for (plant `spin-wait`).
+    ready: AtomicBool,
+    /// What a polling flusher waits on (plant `eventfd-wait`).
+    event: Option<EventFd>,
     writer: Mutex<Writer>,
 }
 
@@ -182,6 +188,26 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Shared {
     fn planted(&self, plant: TlogPlant) -> bool {
         self.plant == Some(plant)
+    }
+
+    /// Tell a flusher that waits outside the condition variable (the
+    /// unschedulable plants) that there is work.
+    fn signal(&self) {
+        self.ready.store(true, Ordering::SeqCst);
+        if let Some(event) = &self.event {
+            event.signal();
+        }
+    }
+
+    /// The flusher's wait for work before it takes the lock, under the
+    /// unschedulable plants (`waits`); none otherwise.
+    fn wait_outside(&self) -> io::Result<()> {
+        match (self.plant, &self.event) {
+            (Some(TlogPlant::SpinWait), _) => waits::spin_until(&self.ready),
+            (Some(TlogPlant::EventfdWait), Some(event)) => event.wait()?,
+            _ => {}
+        }
+        Ok(())
     }
 
     /// Poison the log with `error`: every waiting and later commit fails.
@@ -196,6 +222,9 @@ impl Shared {
 /// when a durable one is among them, tell the clients.
 fn flusher(shared: Arc<Shared>) {
     loop {
+        if let Err(e) = shared.wait_outside() {
+            shared.fail(&e);
+        }
         let (batch, sync) = {
             let mut queue = lock(&shared.queue);
             while queue.pending.is_empty() && !queue.stop {
@@ -380,6 +409,8 @@ impl TLog {
             done: Condvar::new(),
             compact: Condvar::new(),
             sync_needed: AtomicBool::new(false),
+            ready: AtomicBool::new(false),
+            event: if plant == Some(TlogPlant::EventfdWait) { Some(EventFd::new()?) } else { None },
             writer: Mutex::new(writer),
         });
         let start = |name: &str, run: fn(Arc<Shared>)| {
@@ -455,6 +486,7 @@ impl TLog {
             seq
         };
         shared.work.notify_one();
+        shared.signal();
         if durable && late_flag {
             shared.sync_needed.store(true, Ordering::SeqCst);
         }
@@ -474,6 +506,7 @@ impl TLog {
     fn stop(&mut self) {
         lock(&self.shared.queue).stop = true;
         self.shared.work.notify_all();
+        self.shared.signal();
         self.shared.compact.notify_all();
         for thread in self.threads.drain(..) {
             let _ = thread.join();

@@ -75,3 +75,26 @@ fn a_sync_flag_raised_outside_the_lock_is_caught_as_a_deadlock() {
     let report = explored(&kit, 1, 100);
     assert!(report.failures.iter().any(|f| f.detail.starts_with("deadlock:")), "{}", report.to_text());
 }
+
+/// A sweep of `seeds` under `plant`: the seeds that failed with a panic
+/// whose message starts with `words`, and the number of seeds run.
+fn failed_with(plant: &'static str, seeds: u64, words: &str) -> (usize, u64) {
+    let kit = tlog(Some(plant));
+    let caught = (0..seeds)
+        .filter(|&seed| {
+            let failure = run_seed(&kit, seed, false).failure;
+            failure.is_some_and(|f| f.check == Check::Panic && f.detail.starts_with(words))
+        })
+        .count();
+    (caught, seeds)
+}
+
+#[test]
+fn a_wait_the_scheduler_cannot_model_ends_each_run_loudly_and_the_sweep_goes_on() {
+    let (caught, seeds) = failed_with("eventfd-wait", 10, "unknown blocking call: t1 called poll on 1 descriptor(s)");
+    assert_eq!(caught as u64, seeds, "every run's flusher polls its eventfd");
+    // The spin watch's budget is lowered to 2 s under this plant: three
+    // seeds, each ended by it (the spinning flusher stopped, the sweep on).
+    let (caught, _) = failed_with("spin-wait", 3, "spinning thread: t1 held the baton");
+    assert_eq!(caught, 3);
+}

@@ -218,9 +218,13 @@ kit-example:
 # no fault), findings 4 and 5 from their .ops, findings 2, 3, 6 and 7 by
 # their seeds (each with its panic's words). Then the layer's own proof:
 # cowkv, a correct std::fs engine, passes clean in the random mode and in
-# explore, and each mistake planted in the layer is caught by both.
+# explore, and each mistake planted in the layer is caught by both. Then
+# the scheduler's (STDFS.md "Threads"): tlog, our engine with a flusher
+# and a compactor thread, passes clean and replays alike, and each of its
+# three planted thread bugs is caught.
 STDFS = $(CARGO) run --release -q -p sim --example stdfs --
 COWKV = $(CARGO) run --release -q -p sim --example stdfs-cowkv --
+TLOG = $(CARGO) run --release -q -p sim --example stdfs-tlog --
 STDFS_SEEDS ?= 0..200
 STDFS_COUNT ?= 200
 stdfs:
@@ -235,6 +239,10 @@ stdfs:
 	for p in tmp-fsync-noop dir-fsync-parent; do $(COWKV) --seeds 0..20 --plant $$p --jobs $(JOBS) >/dev/null 2>&1; test $$? -eq 1 || { echo "stdfs: the random mode missed the layer's $$p"; exit 1; }; done
 	$(COWKV) explore --seed 1 --ops 3 --plant tmp-fsync-noop 2>/dev/null | grep -q '\[crash index' || { echo "stdfs: explore missed tmp-fsync-noop at its crash states"; exit 1; }
 	$(COWKV) explore --seed 1 --ops 2 --plant dir-fsync-parent 2>/dev/null | grep -q '\[crash index' || { echo "stdfs: explore missed dir-fsync-parent at its crash states"; exit 1; }
+	$(TLOG) --seeds 0..500 --jobs $(JOBS) --check-determinism
+	$(TLOG) explore --seed 1 --depth 2 --faults --jobs $(JOBS)
+	for p in ack-before-fsync compact-rename-race unsynced-flag; do $(TLOG) --seeds 0..20 --plant $$p --jobs $(JOBS) >/dev/null 2>&1; test $$? -eq 1 || { echo "stdfs: the random mode missed tlog's $$p"; exit 1; }; done
+	for pin in "eventfd-wait:unknown blocking call" "spin-wait:spinning thread"; do p=$${pin%%:*}; m=$${pin#*:}; out=$$($(TLOG) --seeds 0..3 --plant $$p --jobs $(JOBS) 2>&1); test $$? -eq 1 && echo "$$out" | grep -q "^3 seeds," && echo "$$out" | grep -qF "$$m" || { echo "stdfs: tlog's $$p did not end its runs with '$$m'"; exit 1; }; done
 
 # The kit's quickstart (quickstart/, TESTING-YOUR-ENGINE.md section 0),
 # built as a user builds it: outside this repository, offline, without

@@ -31,6 +31,9 @@ pub const CLOCK_STEP_NS: u64 = 1_000;
 
 /// A session's random stream and clock.
 pub struct Entropy {
+    /// The seed the stream was made from (the run's scheduler draws its
+    /// own stream from it too, `crate::sched`).
+    pub seed: u64,
     rng: ChaCha8Rng,
     clock_ns: u64,
     /// Random bytes served so far (for tests and reports).
@@ -40,7 +43,7 @@ pub struct Entropy {
 impl Entropy {
     /// The stream of `seed`, the clock at its start.
     pub fn new(seed: u64) -> Entropy {
-        Entropy { rng: ChaCha8Rng::seed_from_u64(seed), clock_ns: CLOCK_START_S * 1_000_000_000, served_bytes: 0 }
+        Entropy { seed, rng: ChaCha8Rng::seed_from_u64(seed), clock_ns: CLOCK_START_S * 1_000_000_000, served_bytes: 0 }
     }
 
     /// Fill `buf` from the stream.
@@ -62,5 +65,16 @@ impl Entropy {
         self.clock_ns = before.checked_add(CLOCK_STEP_NS).expect("the virtual clock does not overflow in a run");
         assert!(self.clock_ns > before);
         self.clock_ns
+    }
+
+    /// The clock's last reading, without moving it (a deadline's base).
+    pub fn peek_ns(&self) -> u64 {
+        self.clock_ns
+    }
+
+    /// Move the clock forward to `ns` (the scheduler, when every thread
+    /// sleeps: time passes only then). Never backward.
+    pub fn advance_to(&mut self, ns: u64) {
+        self.clock_ns = self.clock_ns.max(ns);
     }
 }

@@ -34,7 +34,11 @@
 //!   [`main`] and the tests, [`real_root_is_absent`]);
 //! - I/O from another thread: a call on a simulated descriptor from a
 //!   thread other than its run's, or on a path under the root from a
-//!   thread serving no run, is refused.
+//!   thread serving no run, is refused. The threads an engine starts are
+//!   its run's: a deterministic scheduler (`sched`, STDFS.md "Threads")
+//!   runs them one at a time, in an order the seed decides, and ends the
+//!   run loudly at a deadlock, a blocking call it cannot model, or a
+//!   thread that spins.
 //!
 //! Each refusal fails the call, says so on stderr, and is collected for
 //! the run ([`SessionGuard::refusals`]).
@@ -53,6 +57,7 @@ mod meta;
 mod opt_in;
 mod plant;
 mod route;
+mod sched;
 mod serve_copy;
 mod serve_fd;
 mod serve_meta;
@@ -74,5 +79,6 @@ pub use interpose::{real_root_is_absent, start_engine_call, LIVELOCK_CALLS, LIVE
 pub use opt_in::install;
 pub use opt_in::{db_path, fail_sweep_on_orphans, main};
 pub use plant::{LayerPlant, SCRATCH_SUFFIX};
+pub use sched::{figures as scheduler_figures, set_spin_budget};
 pub use session::{orphan_refusals, SessionGuard, ROOT};
 pub use worker::{raise_refusals, Place, Served, Worker};

@@ -2,9 +2,10 @@
 //! under [`ROOT`], which fake file descriptors are its own, and what the
 //! layer refused.
 //!
-//! A session belongs to one thread (a seed's run is one thread): it lives
-//! in a thread-local, so runs of different seeds on different threads
-//! (`--jobs 2`, cargo's parallel tests) each see their own disk. Its fake
+//! A session belongs to one thread at a time: it lives in a thread-local,
+//! so runs of different seeds on different threads (`--jobs 2`, cargo's
+//! parallel tests) each see their own disk; an engine that starts threads
+//! passes it between them with the scheduler's baton (`crate::sched`). Its fake
 //! file descriptors are numbered `FAKE_FD_BASE + slot * SLOT_FDS + n`:
 //! above any descriptor the kernel hands out here (checked when a session
 //! starts), and naming the session's slot, so a call on one from another
@@ -75,16 +76,22 @@ pub struct Session {
 
 thread_local! {
     static CURRENT: RefCell<Option<Session>> = const { RefCell::new(None) };
-    /// This thread's slot while it serves a run: readable while the
-    /// session is borrowed (a refusal made inside a served call).
+    /// This thread's slot while it holds a run's session: readable while
+    /// the session is borrowed (a refusal made inside a served call); it
+    /// travels with the session between a run's threads ([`take_current`],
+    /// [`put_current`]).
     static MY_SLOT: Cell<Option<usize>> = const { Cell::new(None) };
-    /// Who to tell if this thread must hang for good ([`hang`]).
-    static ON_HANG: RefCell<Option<HangHook>> = const { RefCell::new(None) };
 }
 
-/// What [`hang`] calls before the thread parks: it tells the thread that
-/// waits for the engine's answer that none will come.
-pub type HangHook = Box<dyn FnOnce(String)>;
+/// What [`hang`] and [`end_run`] call before the thread parks: it tells
+/// the thread that waits for the engine's answer that none will come,
+/// with the whole message the waiter raises. Kept by slot, not by thread:
+/// a run's session travels between its threads with the scheduler's baton
+/// (`crate::sched`), and any of them may be the one to hang.
+pub type HangHook = Box<dyn FnOnce(String) + Send>;
+
+/// Who to tell, per slot, if the run must end with its thread parked.
+static ON_HANG: Mutex<Vec<Option<HangHook>>> = Mutex::new(Vec::new());
 
 /// Which thread owns each slot.
 static OWNERS: Mutex<[Option<ThreadId>; SLOTS]> = Mutex::new([None; SLOTS]);
@@ -154,6 +161,7 @@ impl Drop for SessionGuard {
         assert!(session.as_ref().is_none_or(|s| s.slot == self.slot));
         drop(session);
         MY_SLOT.set(None);
+        drop(take_hook(self.slot));
         // Refusals its owner did not take (an orphan that came after the
         // run's last look, a test that panicked first) are not the next
         // session's in this slot, and not nothing: the sweep's. The slot is
@@ -200,8 +208,8 @@ pub fn refuse(slot: Option<usize>, errno: Errno, what: String) -> Errno {
     errno
 }
 
-/// The slot of the run this thread serves, if any.
-fn current_slot() -> Option<usize> {
+/// The slot of the run whose session this thread holds, if any.
+pub fn current_slot() -> Option<usize> {
     MY_SLOT.try_with(Cell::get).ok().flatten()
 }
 
@@ -255,37 +263,78 @@ pub fn declare_livelock(what: String) -> bool {
     })
 }
 
-/// Name who to tell if this thread must hang for good ([`hang`]): the
-/// engine thread's waiter, for the call under way. (As
-/// [`SessionGuard::livelock`], for the engine threads only.)
+/// Name who to tell if this thread's run must hang for good ([`hang`],
+/// [`end_run`]): the engine thread's waiter, for the call under way.
+/// (As [`SessionGuard::livelock`], for the engine threads only.)
 pub fn on_hang(hook: HangHook) {
-    ON_HANG.with(|h| *h.borrow_mut() = Some(hook));
+    let Some(slot) = current_slot() else { return };
+    let mut hooks = ON_HANG.lock().unwrap_or_else(|p| p.into_inner());
+    if hooks.len() < SLOTS {
+        hooks.resize_with(SLOTS, || None);
+    }
+    hooks[slot] = Some(hook);
+}
+
+fn take_hook(slot: usize) -> Option<HangHook> {
+    ON_HANG.lock().unwrap_or_else(|p| p.into_inner()).get_mut(slot).and_then(Option::take)
 }
 
 /// A program that loops on after every call failed ([`declare_livelock`]
 /// did not end it) can never be made to return: no error ends its loop
 /// and nothing can unwind out of the C function it is in. With a hook
-/// ([`on_hang`]), the thread frees its session's slot, tells the hook
-/// (with anything refused for the slot meanwhile), and parks forever: the
-/// thread and what it holds are leaked, the run goes on. Without one,
-/// returns, for the caller to end the process.
+/// ([`on_hang`]), the run ends ([`end_run`]) and the thread parks
+/// forever: the thread and what it holds are leaked, the run goes on.
+/// Without one, returns, for the caller to end the process.
 pub fn hang(what: String) {
-    let Some(hook) = ON_HANG.with(|h| h.borrow_mut().take()) else { return };
-    let slot = CURRENT.with(|c| c.try_borrow().ok().and_then(|s| s.as_ref().map(|s| s.slot)));
-    let mut what = what;
-    if let Some(slot) = slot {
-        let mut all = REFUSALS.lock().unwrap_or_else(|p| p.into_inner());
-        let (mine, rest): (Vec<_>, Vec<_>) = all.drain(..).partition(|(s, _)| *s == Some(slot));
-        *all = rest;
-        mine.into_iter().for_each(|(_, refused)| what.push_str(&format!("; refused meanwhile: {refused}")));
-        MY_SLOT.set(None);
-        OWNERS.lock().unwrap_or_else(|p| p.into_inner())[slot] = None;
-        drop(all);
+    let Some(slot) = current_slot() else { return };
+    let message = format!("livelock: the engine never returned ({what}): its thread is parked for good");
+    if end_run(slot, message) {
+        loop {
+            thread::park();
+        }
     }
-    hook(what);
-    loop {
-        thread::park();
-    }
+}
+
+/// End the run of `slot` for good: free the slot, and tell its hook
+/// `message` (with anything refused for the slot meanwhile), which the
+/// engine call's waiter raises as the engine's panic. The caller then
+/// parks its thread forever. `false` when no one waits (no hook): the
+/// caller ends the process instead.
+pub fn end_run(slot: usize, message: String) -> bool {
+    let Some(hook) = take_hook(slot) else { return false };
+    let mut message = message;
+    let mut all = REFUSALS.lock().unwrap_or_else(|p| p.into_inner());
+    let (mine, rest): (Vec<_>, Vec<_>) = all.drain(..).partition(|(s, _)| *s == Some(slot));
+    *all = rest;
+    mine.into_iter().for_each(|(_, refused)| message.push_str(&format!("; refused meanwhile: {refused}")));
+    // Freed under the refusals' lock (REFUSALS, then OWNERS, as
+    // [`refuse`]): no orphan is blamed on a run that has ended.
+    OWNERS.lock().unwrap_or_else(|p| p.into_inner())[slot] = None;
+    drop(all);
+    hook(message);
+    true
+}
+
+/// Take this thread's session away, to hand it to another thread of the
+/// same run with the scheduler's baton (`crate::sched`): the baton's
+/// holder alone runs the engine, and it holds the session.
+pub fn take_current() -> Session {
+    let session = CURRENT.with(|c| c.borrow_mut().take()).expect("the baton's holder holds the run's session");
+    MY_SLOT.set(None);
+    session
+}
+
+/// Hold `session` on this thread (the baton came here): its descriptors
+/// are this thread's now ([`with_fd`] asks who holds the session; asking
+/// for this thread's id here would set std's thread handle before std
+/// does, in a thread's start).
+pub fn put_current(session: Session) {
+    CURRENT.with(|c| {
+        let mut current = c.borrow_mut();
+        assert!(current.is_none(), "a thread holds one session at a time");
+        MY_SLOT.set(Some(session.slot));
+        *current = Some(session);
+    });
 }
 
 /// Whether this thread's program was taken for one that loops forever.
@@ -312,9 +361,11 @@ pub fn is_fake_fd(fd: i32) -> bool {
 pub fn with_fd<T>(fd: i32, op: &str, serve: impl FnOnce(&mut Session) -> Result<T, Errno>) -> Result<T, Errno> {
     assert!(is_fake_fd(fd));
     let slot = ((fd - FAKE_FD_BASE) / SLOT_FDS) as usize;
-    let me = thread::current().id();
-    let owner = OWNERS.lock().unwrap_or_else(|p| p.into_inner()).get(slot).copied().flatten();
-    if owner != Some(me) {
+    // The thread holding the slot's session owns its descriptors: the
+    // run's thread, or the thread of its run the scheduler's baton is on.
+    if current_slot() != Some(slot) {
+        let me = thread::current().id();
+        let owner = OWNERS.lock().unwrap_or_else(|p| p.into_inner()).get(slot).copied().flatten();
         let whose = owner.map_or("no live run".to_string(), |t| format!("the run on thread {t:?}"));
         let what = format!("{op} on simulated fd {fd} from thread {me:?}: the fd is {whose}'s, and the layer serves each run on its own thread only");
         // A slot no run owns is not the next run's to answer for: this

@@ -111,9 +111,8 @@ pub struct Worker<S> {
 /// it did: the waiter raises it as the engine's panic (`livelock: …`).
 fn hang_hook<T: Send + 'static>(hung: &Arc<AtomicBool>, answer: &mpsc::SyncSender<Result<T, Panic>>) {
     let (hung, answer) = (Arc::clone(hung), answer.clone());
-    session::on_hang(Box::new(move |what| {
+    session::on_hang(Box::new(move |message| {
         hung.store(true, Ordering::SeqCst);
-        let message = format!("livelock: the engine never returned ({what}): its thread is parked for good");
         let _ = answer.send(Err(Box::new(message)));
     }));
 }
@@ -135,7 +134,7 @@ impl<S: 'static> Worker<S> {
             let guard = crate::install(place.vfs, &[place.dir.as_path()], place.entropy_seed, place.plant);
             hang_hook(&on_hang, &ready);
             crate::interpose::start_engine_call();
-            let built = catch_unwind(AssertUnwindSafe(setup));
+            let built = crate::sched::engine_code(|| catch_unwind(AssertUnwindSafe(setup)));
             let (mut state, answer) = match built {
                 Ok(Ok(state)) => (Some(state), Ok(Served::of(Ok(()), &guard))),
                 Ok(Err(e)) => (None, Ok(Served::of(Err(e), &guard))),
@@ -149,7 +148,9 @@ impl<S: 'static> Worker<S> {
             }
             hang_hook(&on_hang, &last_word);
             crate::interpose::start_engine_call();
-            let dropped = catch_unwind(AssertUnwindSafe(move || drop(state))).err().map(carry_panic_place);
+            let dropped = crate::sched::engine_code(|| catch_unwind(AssertUnwindSafe(move || drop(state))));
+            crate::sched::engine_gone();
+            let dropped = dropped.err().map(carry_panic_place);
             let _ = last_word.send(Ok((guard.refusals(), dropped)));
         });
         let mut worker = Worker { jobs: Some(jobs), thread: Some(thread), ended, hung };
@@ -170,7 +171,8 @@ impl<S: 'static> Worker<S> {
         let run: Job<S> = Box::new(move |state, guard| {
             hang_hook(&hung, &reply);
             crate::interpose::start_engine_call();
-            let value = catch_unwind(AssertUnwindSafe(|| job(state))).map_err(carry_panic_place);
+            let value = crate::sched::engine_code(|| catch_unwind(AssertUnwindSafe(|| job(state))));
+            let value = value.map_err(carry_panic_place);
             let _ = reply.send(value.map(|value| Served::of(value, guard)));
         });
         self.jobs.as_ref().expect("open until dropped").send(run).expect("the engine's thread serves until dropped");

@@ -16,6 +16,8 @@
 mod cowkv;
 #[cfg(feature = "persy")]
 mod persy_target;
+#[cfg(test)]
+mod tlog;
 
 use std::process::ExitCode;
 

@@ -78,6 +78,13 @@ impl Drop for CallerErrno {
     }
 }
 
+/// Whether an interposed call is under way on this thread: a call made
+/// now is the layer's own work (its locks, its stderr), never the
+/// engine's, and is not scheduled (`crate::sched`).
+pub fn inside() -> bool {
+    CALLER.get().is_some()
+}
+
 /// The served call's outcome sets `errno`: a failure's code, or, on
 /// success (`None`), the caller's own, whatever the work in between left.
 pub fn decide(failure: Option<i32>) {

@@ -31,6 +31,7 @@ mod meta_calls;
 mod name_calls;
 mod path_calls;
 mod real;
+mod thread_calls;
 
 use std::cell::Cell;
 use std::ffi::{c_char, CStr};
@@ -107,6 +108,7 @@ fn count_outcome(failed: bool) {
 /// caught here and refused as `EIO`. On a thread taken for a livelock
 /// every call fails with `EIO`, unserved.
 fn served<T>(fail: T, call: impl FnOnce() -> Result<T, Errno>) -> T {
+    crate::sched::point();
     let outcome = if session::livelocked() { Ok(Err(Errno::EIO)) } else { catch_unwind(AssertUnwindSafe(call)) };
     count_outcome(!matches!(outcome, Ok(Ok(_))));
     match outcome {
@@ -219,4 +221,5 @@ pub fn link_all() {
         path_calls::mkdir as *const (),
     ];
     std::hint::black_box((interposed, copy_calls::interposed(), meta_calls::interposed(), name_calls::interposed()));
+    std::hint::black_box(thread_calls::link_all());
 }

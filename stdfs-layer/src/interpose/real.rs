@@ -99,3 +99,25 @@ real! {
     fn syscall(n: c_long, a1: c_long, a2: c_long, a3: c_long, a4: c_long, a5: c_long, a6: c_long) -> c_long;
     fn clock_gettime(clock: libc::clockid_t, tp: *mut libc::timespec) -> c_int;
 }
+
+// The scheduler's (`thread_calls`).
+real! {
+    fn pthread_create(thread: *mut libc::pthread_t, attr: *const libc::pthread_attr_t, routine: extern "C" fn(*mut c_void) -> *mut c_void, arg: *mut c_void) -> c_int;
+    fn pthread_join(thread: libc::pthread_t, retval: *mut *mut c_void) -> c_int;
+    fn pthread_exit(retval: *mut c_void) -> !;
+    fn nanosleep(req: *const libc::timespec, rem: *mut libc::timespec) -> c_int;
+    fn clock_nanosleep(clock: libc::clockid_t, flags: c_int, req: *const libc::timespec, rem: *mut libc::timespec) -> c_int;
+    fn sched_yield() -> c_int;
+    fn poll(fds: *mut libc::pollfd, nfds: libc::nfds_t, timeout: c_int) -> c_int;
+    fn ppoll(fds: *mut libc::pollfd, nfds: libc::nfds_t, ts: *const libc::timespec, mask: *const libc::sigset_t) -> c_int;
+    fn select(n: c_int, r: *mut libc::fd_set, w: *mut libc::fd_set, e: *mut libc::fd_set, t: *mut libc::timeval) -> c_int;
+    fn pselect(n: c_int, r: *mut libc::fd_set, w: *mut libc::fd_set, e: *mut libc::fd_set, t: *const libc::timespec, m: *const libc::sigset_t) -> c_int;
+    fn epoll_wait(epfd: c_int, events: *mut libc::epoll_event, max: c_int, timeout: c_int) -> c_int;
+    fn epoll_pwait(epfd: c_int, events: *mut libc::epoll_event, max: c_int, timeout: c_int, mask: *const libc::sigset_t) -> c_int;
+    fn pthread_cond_wait(cond: *mut libc::pthread_cond_t, mutex: *mut libc::pthread_mutex_t) -> c_int;
+    fn pthread_cond_timedwait(cond: *mut libc::pthread_cond_t, mutex: *mut libc::pthread_mutex_t, at: *const libc::timespec) -> c_int;
+    fn sem_wait(sem: *mut libc::sem_t) -> c_int;
+    fn sem_timedwait(sem: *mut libc::sem_t, at: *const libc::timespec) -> c_int;
+    fn pthread_mutex_lock(mutex: *mut libc::pthread_mutex_t) -> c_int;
+    fn pthread_mutex_trylock(mutex: *mut libc::pthread_mutex_t) -> c_int;
+}

@@ -14,6 +14,7 @@ mod copy;
 mod errno;
 mod meta;
 mod names;
+mod threads;
 
 use crate::demo::{program, read_back, strict_disk, DB};
 use crate::session;

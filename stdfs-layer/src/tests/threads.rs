@@ -1,0 +1,189 @@
+//! The scheduler's tests (`crate::sched`, STDFS.md "Threads"): an
+//! engine's threads run one at a time in an order the seed decides, the
+//! same in every run; sleeps run on the session's clock; a futex wait on
+//! a word that moved returns at once; and what the scheduler cannot go on
+//! with — a deadlock, a blocking call it does not know, a thread that
+//! spins — ends the run with a message that says which, with the
+//! threads' states, instead of hanging it.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use simulator::disk::SimVfs;
+
+use crate::demo::strict_disk;
+use crate::{Place, Worker};
+
+/// A worker with no state of its own serving a fresh disk, and the disk.
+fn worker(seed: u64) -> (Worker<()>, Arc<SimVfs>) {
+    let disk = strict_disk();
+    let place = Place { vfs: disk.clone(), dir: PathBuf::from("/db"), entropy_seed: seed, plant: None };
+    let worker = Worker::start(place, || Ok::<(), ()>(())).unless_refused().expect("set up");
+    (worker, disk)
+}
+
+/// Three threads append their name to one file, a line at a time, under
+/// a mutex, with a condition variable passing a turn counter around
+/// loosely; the file's bytes are the interleaving.
+fn interleaving(seed: u64) -> Vec<u8> {
+    let (worker, vfs) = worker(seed);
+    worker
+        .call(|_| {
+            let path = Path::new("/sim-db/db/order");
+            fs::write(path, b"").unwrap();
+            let shared = Arc::new((Mutex::new(0u32), Condvar::new()));
+            let threads: Vec<_> = (0..3u8)
+                .map(|me| {
+                    let shared = Arc::clone(&shared);
+                    thread::spawn(move || {
+                        for round in 0..4 {
+                            let (turns, moved) = &*shared;
+                            let mut turn = turns.lock().unwrap();
+                            let mut file = OpenOptions::new().append(true).open(path).unwrap();
+                            writeln!(file, "t{me} r{round} saw {turn}").unwrap();
+                            *turn += 1;
+                            moved.notify_all();
+                            if *turn % 3 != 0 {
+                                turn = moved.wait_timeout(turn, Duration::from_millis(5)).unwrap().0;
+                            }
+                            drop(turn);
+                        }
+                    })
+                })
+                .collect();
+            threads.into_iter().for_each(|t| t.join().unwrap());
+            let (points, switches, _) = crate::sched::figures().expect("the run has a scheduler");
+            assert!(points > 12 && switches > 0, "{points} points, {switches} handovers");
+        })
+        .unless_refused();
+    drop(worker);
+    vfs.files(Path::new("/db")).remove("order").expect("the threads' file is on the simulated disk")
+}
+
+#[test]
+fn the_same_seed_interleaves_the_threads_alike_and_other_seeds_otherwise() {
+    let first = interleaving(11);
+    assert_eq!(first.iter().filter(|&&b| b == b'\n').count(), 12, "{}", String::from_utf8_lossy(&first));
+    for _ in 0..3 {
+        assert_eq!(interleaving(11), first, "seed 11 again");
+    }
+    let others: Vec<Vec<u8>> = (12..20).map(interleaving).collect();
+    assert!(others.iter().any(|o| *o != first), "eight other seeds all interleaved as seed 11");
+}
+
+#[test]
+fn sleeps_run_on_the_seeds_clock_and_wake_in_deadline_order() {
+    let (worker, vfs) = worker(3);
+    let virtual_elapsed = worker
+        .call(|_| {
+            let start = Instant::now();
+            let sleepers: Vec<_> = [(b'a', 3_000u64), (b'b', 1_000), (b'c', 2_000)]
+                .into_iter()
+                .map(|(name, ms)| {
+                    thread::spawn(move || {
+                        thread::sleep(Duration::from_millis(ms));
+                        let mut file = OpenOptions::new().create(true).append(true).open("/sim-db/db/woke").unwrap();
+                        file.write_all(&[name]).unwrap();
+                    })
+                })
+                .collect();
+            sleepers.into_iter().for_each(|t| t.join().unwrap());
+            start.elapsed()
+        })
+        .unless_refused();
+    drop(worker);
+    assert_eq!(vfs.files(Path::new("/db"))["woke"], b"bca", "woken by deadline");
+    // The session's clock moves 1 µs a reading: only the scheduler, moving
+    // it to each deadline while every thread slept, takes it 3 s on.
+    assert!(virtual_elapsed >= Duration::from_secs(3), "the session's clock passed the last deadline");
+}
+
+#[test]
+#[allow(unsafe_code)]
+fn a_futex_wait_on_a_word_that_moved_returns_at_once() {
+    let (worker, _) = worker(5);
+    let (errno, then) = worker
+        .call(|_| {
+            let word = AtomicU32::new(7);
+            // A thread, so the run has a scheduler.
+            thread::spawn(|| {}).join().unwrap();
+            // SAFETY: a futex wait on a live word, no timeout.
+            let r = unsafe {
+                libc::syscall(libc::SYS_futex, &word, libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG, 8, 0, 0, 0)
+            };
+            let errno = std::io::Error::last_os_error().raw_os_error();
+            let timeout = libc::timespec { tv_sec: 1, tv_nsec: 0 };
+            // SAFETY: as above, with a relative timeout.
+            let timed = unsafe {
+                libc::syscall(libc::SYS_futex, &word, libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG, 7, &timeout, 0, 0)
+            };
+            let timed_errno = std::io::Error::last_os_error().raw_os_error();
+            ((r, errno), (timed, timed_errno))
+        })
+        .unless_refused();
+    assert_eq!(errno, (-1, Some(libc::EAGAIN)), "the word is not the one waited on");
+    assert_eq!(then, (-1, Some(libc::ETIMEDOUT)), "alone, the waiter's timeout passes on the seed's clock");
+}
+
+/// The panic message of an engine call that must fail the run.
+fn failure_of(worker: &Worker<()>, job: impl FnOnce() + Send + 'static) -> String {
+    let panic =
+        catch_unwind(AssertUnwindSafe(|| worker.call(move |_| job()).unless_refused())).expect_err("the run must fail");
+    panic.downcast_ref::<String>().cloned().unwrap_or_default()
+}
+
+#[test]
+fn a_deadlock_ends_the_run_with_the_threads_states() {
+    let (worker, _) = worker(1);
+    let message = failure_of(&worker, || {
+        let shared = Arc::new((Mutex::new(false), Condvar::new()));
+        let waiter = Arc::clone(&shared);
+        let background = thread::spawn(move || {
+            let (ready, moved) = &*waiter;
+            let _unused = moved.wait_while(ready.lock().unwrap(), |ready| !*ready).unwrap();
+        });
+        let (ready, moved) = &*shared;
+        let _never = moved.wait_while(ready.lock().unwrap(), |ready| !*ready).unwrap();
+        background.join().unwrap();
+    });
+    assert!(message.starts_with("deadlock: every thread of the engine is blocked"), "{message}");
+    assert!(message.contains("t0 (the engine call's): futex wait") && message.contains("t1: futex wait"), "{message}");
+}
+
+#[test]
+fn a_blocking_call_the_scheduler_does_not_know_ends_the_run() {
+    let (worker, _) = worker(2);
+    let message = failure_of(&worker, || {
+        let mut fds = [0; 2];
+        #[allow(unsafe_code)]
+        // SAFETY: a pipe into a valid array, then a poll of its read end.
+        unsafe {
+            libc::pipe(fds.as_mut_ptr());
+            let mut poll = libc::pollfd { fd: fds[0], events: libc::POLLIN, revents: 0 };
+            libc::poll(&mut poll, 1, -1);
+        }
+    });
+    assert!(message.starts_with("unknown blocking call: t0 called poll on 1 descriptor(s)"), "{message}");
+}
+
+#[test]
+fn a_thread_that_spins_without_reaching_the_layer_ends_the_run() {
+    crate::sched::set_spin_budget(Duration::from_secs(2));
+    let (worker, _) = worker(4);
+    let message = failure_of(&worker, || {
+        // A thread, so the run has a scheduler; then a wait on a flag no
+        // one sets, by spinning: no scheduling point is ever reached.
+        thread::spawn(|| {}).join().unwrap();
+        let flag = AtomicBool::new(false);
+        while !flag.load(Ordering::SeqCst) {
+            std::hint::spin_loop();
+        }
+    });
+    assert!(message.starts_with("spinning thread: t0 held the baton"), "{message}");
+}

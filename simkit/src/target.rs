@@ -11,12 +11,13 @@ use super::model::Model;
 use super::run::run_ops;
 use super::spec::{check_plants, plant_named};
 use super::workload::{generate, Grammar, PlannedKitOp};
+use super::adapter::check_capabilities;
 use super::{Adapter, Plant, Spec};
 use simulator::disk::{ArmedFault, CrashMode, Damage, DiskImage, FsProfile};
 use simulator::failure::Check;
 use simulator::outcome::SeedOutcome;
 use simulator::seam::{
-    DamageSite, DamageVerdict, Declared, DeclaredKind, FaultedRecovery, FaultedRun, Recording, RecoveryRecording,
+    DamageSite, DamageVerdict, Declared, DeclaredKind, ExploreDamage, FaultedRecovery, FaultedRun, Recording, RecoveryRecording,
     Target,
 };
 
@@ -65,12 +66,14 @@ pub struct Kit<A> {
 
 impl<A: Adapter> Kit<A> {
     /// `adapter` with `settings`. Asserts that the adapter's spec and
-    /// plants are well formed ([`Spec::check`]): a malformed one is the
-    /// adapter's mistake, found before any seed runs.
+    /// plants are well formed ([`Spec::check`]) and that its capabilities
+    /// (maintenance, readers) are the ones its spec declares: a malformed
+    /// one is the adapter's mistake, found before any seed runs.
     pub fn new(adapter: A, settings: KitSettings) -> Self {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
         let spec = adapter.spec(&adapter.configure(&mut rng));
         spec.check();
+        check_capabilities(&adapter, &spec);
         check_plants::<A::Plant>();
         if let Some(name) = settings.plant {
             assert!(
@@ -356,10 +359,13 @@ impl<A: Adapter> Target for Kit<A> {
         explore::same_recovery(faulted, plain)
     }
 
-    fn explores_damage(&self) -> bool {
-        self.spec.describes_records
+    fn damage(&self) -> Option<&dyn ExploreDamage<Model>> {
+        // Damage is explored where the adapter describes its records.
+        self.spec.describes_records.then_some(self as &dyn ExploreDamage<Model>)
     }
+}
 
+impl<A: Adapter> ExploreDamage<Model> for Kit<A> {
     fn damage_sites(&self, seed: u64, image: &DiskImage) -> Vec<DamageSite> {
         // An engine that promises nothing about damage, so configured, is
         // held to nothing after it: no site to explore.

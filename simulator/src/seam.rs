@@ -130,7 +130,7 @@ impl<C> Recording<C> {
 
 /// The last of `contexts` (in order of `first_io_index`) begun at or
 /// before `io_index` (the first, if none is).
-fn context_at<C>(contexts: &[RecordedContext<C>], io_index: u64) -> usize {
+pub(crate) fn context_at<C>(contexts: &[RecordedContext<C>], io_index: u64) -> usize {
     let after = contexts.partition_point(|c| c.first_io_index <= io_index);
     after.saturating_sub(1)
 }
@@ -377,44 +377,43 @@ pub trait Target: Sync {
     /// [`Target::judge`]'s). `Err((check, detail))`.
     fn same_recovery(&self, faulted: &Self::Recovered, plain: &Self::Recovered) -> Result<(), (Check, String)>;
 
-    /// Whether `sim explore --damage` can damage this target's files: it
-    /// names [`Target::damage_sites`] and recovers them
-    /// ([`Target::recover_damaged`]).
-    fn explores_damage(&self) -> bool {
-        false
+    /// `sim explore --damage`'s capability, if this target has it: it
+    /// names its files' records and recovers them damaged. `Some(self)`
+    /// from a target that implements [`ExploreDamage`]; `None` (the
+    /// default) refuses `--damage`.
+    fn damage(&self) -> Option<&dyn ExploreDamage<Self::Context>> {
+        None
     }
+}
 
-    /// For `sim explore --damage`: where the records of `image` (a
-    /// durable image of `seed`'s recording) lie, each with a way to damage
-    /// it, in a fixed order (none by default, and none where `seed`'s
-    /// configuration promises nothing about damage).
-    fn damage_sites(&self, _seed: u64, _image: &DiskImage) -> Vec<DamageSite> {
-        Vec::new()
-    }
+/// `sim explore --damage` (`explore/damage.rs`): a target that names where
+/// the records of a durable image lie and recovers the image with one of
+/// them damaged. A [`Target`] holds it through [`Target::damage`].
+pub trait ExploreDamage<C>: Sync {
+    /// Where the records of `image` (a durable image of `seed`'s
+    /// recording) lie, each with a way to damage it, in a fixed order
+    /// (none where `seed`'s configuration promises nothing about damage).
+    fn damage_sites(&self, seed: u64, image: &DiskImage) -> Vec<DamageSite>;
 
     /// Whether a damaged image is opened a second way, as an operator
     /// cutting at the damage would (a point in time); a target with no
     /// such mode opens it the default way only.
-    fn opens_at_a_point_in_time(&self) -> bool {
-        true
-    }
+    fn opens_at_a_point_in_time(&self) -> bool;
 
-    /// For `sim explore --damage`: open `image`, damaged as the disk
-    /// announced in `damage`, the default way or (`point_in_time`) as an
-    /// operator cutting at the damage would, at the recovery key of
-    /// `context`, and judge it by the random mode's rule after announced
-    /// damage in `context`. Called on the explorer's worker threads, and
-    /// only if [`Target::explores_damage`]. Never panics.
+    /// Open `image`, damaged as the disk announced in `damage`, the
+    /// default way or (`point_in_time`, only if
+    /// [`ExploreDamage::opens_at_a_point_in_time`]) as an operator cutting
+    /// at the damage would, at the recovery key of `context`, and judge it
+    /// by the random mode's rule after announced damage in `context`.
+    /// Called on the explorer's worker threads. Never panics.
     fn recover_damaged(
         &self,
-        _seed: u64,
-        _image: &DiskImage,
-        _damage: &crate::disk::Damage,
-        _point_in_time: bool,
-        _context: &Self::Context,
-    ) -> Result<DamageVerdict, (Check, String)> {
-        unreachable!("only a target that explores damage is asked to recover a damaged image")
-    }
+        seed: u64,
+        image: &DiskImage,
+        damage: &crate::disk::Damage,
+        point_in_time: bool,
+        context: &C,
+    ) -> Result<DamageVerdict, (Check, String)>;
 }
 
 /// Run `seed`'s generated workload.

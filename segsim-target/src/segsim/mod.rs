@@ -44,7 +44,7 @@ use simulator::disk::{ArmedFault, CrashMode, Damage, DiskConfig, DiskImage, FsPr
 use simulator::failure::Check;
 use simulator::outcome::SeedOutcome;
 use simulator::seam::{
-    DamageSite, DamageVerdict, Declared, DeclaredKind, FaultedRecovery, FaultedRun, Recording, RecoveryRecording,
+    DamageSite, DamageVerdict, Declared, DeclaredKind, ExploreDamage, FaultedRecovery, FaultedRun, Recording, RecoveryRecording,
     Target,
 };
 
@@ -262,10 +262,12 @@ impl Target for SegsimTarget {
         recover::same_recovery(faulted, plain)
     }
 
-    fn explores_damage(&self) -> bool {
-        true
+    fn damage(&self) -> Option<&dyn ExploreDamage<RecoveryContext>> {
+        Some(self)
     }
+}
 
+impl ExploreDamage<RecoveryContext> for SegsimTarget {
     fn damage_sites(&self, _seed: u64, image: &DiskImage) -> Vec<DamageSite> {
         // The records lie where the engine under test wrote them: a planted
         // bug that changes the format (`aof-place-ignored` writes the old,
@@ -273,6 +275,10 @@ impl Target for SegsimTarget {
         // are found and damaged like any others.
         let _canary = crate::canary::CanarySwitch::on(self.overrides.canary);
         damage::sites(image)
+    }
+
+    fn opens_at_a_point_in_time(&self) -> bool {
+        true
     }
 
     fn recover_damaged(

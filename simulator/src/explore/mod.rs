@@ -61,11 +61,11 @@
 //! 6. **Damage the durable images** (`--damage`, `damage.rs`). Each
 //!    distinct durable image of the recording (what a power loss leaves
 //!    keeping nothing unsynced) is damaged at every record the target
-//!    names ([`Target::damage_sites`]; segsim: each frame of the log and
+//!    names ([`ExploreDamage::damage_sites`](crate::seam::ExploreDamage::damage_sites); segsim: each frame of the log and
 //!    the manifest, each segment record — a bit flipped, a length past
 //!    the end, the other log's record in its place), one at a time, and
 //!    opened the default way and at a point in time
-//!    ([`Target::recover_damaged`]): by the random mode's rule after
+//!    ([`ExploreDamage::recover_damaged`](crate::seam::ExploreDamage::recover_damaged)): by the random mode's rule after
 //!    announced damage, a refusal changes nothing, a cut is allowed only
 //!    where no later durable write could have vouched for the bytes (or
 //!    at a point in time, quarantined), and nothing is swept.
@@ -117,6 +117,7 @@
 //! one seed's, biased but not searched: a sequence neither the swarm nor
 //! the motifs draw is not explored.
 
+pub mod check;
 pub mod coverage;
 mod damage;
 mod depth2;
@@ -132,9 +133,10 @@ use std::time::Instant;
 
 use crate::disk::ArmedFault;
 use crate::seam::{Recording, Target};
-use parallel::map_in_order;
 
+pub use check::{check_all, AtSeed, Checked, CrashCheck};
 pub use merged::{is_explore_report, ExploreTotals, MergedFailure};
+pub use plan::{plan, CheckAt, Plan, Recovery};
 pub use reach::Reached;
 pub use report::{
     DamageReport, Depth2Report, ExploreFailure, ExploreReport, FaultsReport, PhaseSeconds, WorkloadFaults,
@@ -267,7 +269,7 @@ impl Default for ExploreOptions {
 /// recorded: a crash index or state number that does not exist.
 pub fn explore<T: Target>(target: &T, seed: u64, ops: u64, options: &ExploreOptions) -> Result<ExploreReport, String> {
     let started = Instant::now();
-    if options.damage && !target.explores_damage() {
+    if options.damage && target.damage().is_none() {
         return Err(format!("--damage: the {} target does not describe its files' records", target.name()));
     }
     let workload = target.explore_workload(seed, ops);
@@ -299,15 +301,16 @@ pub fn explore_workload<T: Target>(
     }
 
     let enumerate_started = Instant::now();
-    let plan = plan::plan(target, &recording, options)?;
+    let plan = plan::plan(&AtSeed { target, seed }, &recording.disk, &recording.contexts, options)?;
     report.counts.phase_sec.enumerate = enumerate_started.elapsed().as_secs_f64();
     count_plan(&mut report.counts, &plan);
     note_reached(&mut report, target.explore_declared(seed), &recording, &plan, options);
 
     let check_started = Instant::now();
-    let checked = check_all(target, seed, ops, &recording, &plan, options);
+    let checked = check_depth1(target, seed, ops, &recording, &plan, options);
     report.counts.phase_sec.check = check_started.elapsed().as_secs_f64();
-    let (failures, outcomes): (Vec<Vec<ExploreFailure>>, Vec<Option<T::Recovered>>) = checked.into_iter().unzip();
+    let (failures, outcomes): (Vec<Vec<ExploreFailure>>, Vec<Option<T::Recovered>>) =
+        checked.into_iter().map(|checked| (checked.failures, checked.recovered)).unzip();
     let failed: Vec<bool> = failures.iter().map(|f| !f.is_empty()).collect();
     let mut failures: Vec<ExploreFailure> = failures.into_iter().flatten().collect();
     failures.sort_by_key(|failure| (failure.io_index, failure.state));
@@ -424,42 +427,35 @@ fn explore_faults<T: Target>(
 }
 
 /// Recover every distinct image of `plan` on `options.jobs` threads and
-/// judge each in its contexts: per recovery, in plan order, its failures
-/// (each at its first occurrence) and what it recovered (depth 2 judges
-/// it again in new contexts).
-fn check_all<T: Target>(
+/// judge each in its contexts ([`check::check_all`]): per recovery, in
+/// plan order, its failures (each at its first occurrence) and what it
+/// recovered (kept only for depth 2, which judges it again in new
+/// contexts: a dump per distinct state adds up).
+fn check_depth1<T: Target>(
     target: &T,
     seed: u64,
     ops: u64,
     recording: &Recording<T::Context>,
     plan: &plan::Plan,
     options: &ExploreOptions,
-) -> Vec<(Vec<ExploreFailure>, Option<T::Recovered>)> {
-    let progress = options.progress.then_some("recovering distinct crash states");
-    map_in_order(&plan.recoveries, options.jobs, progress, |recovery| {
-        let image = recovery.snapshot.image(&recovery.crash_state);
-        let recovered = target.recover(seed, &image, recovery.key);
-        let mut failures = Vec::new();
-        for at in &recovery.checks {
-            let context = &recording.contexts[at.context];
-            let Err((check, detail)) = target.judge(&recovered, &context.context) else { continue };
-            let snapshot = recording.disk.before_io(at.io_index).expect("a recorded index");
-            let state = &snapshot.crash_states_for(&options.states())[at.state];
-            failures.push(ExploreFailure {
-                io_index: Some(at.io_index),
-                state: Some(at.state),
-                op: context.what.clone(),
-                description: snapshot.describe(state),
-                check,
-                detail,
-                then: None,
-                fault_io: None,
-                damage_site: None,
-                fault_kind: None,
-                repro: report::repro(target, seed, ops, options, Some(at.io_index), Some(at.state), None),
-            });
+) -> Vec<Checked<ExploreFailure, T::Recovered>> {
+    let keep = options.depth == 2;
+    check::check_all(&AtSeed { target, seed }, &recording.contexts, plan, options, keep, |at, context, verdict| {
+        let (check, detail) = verdict;
+        let snapshot = recording.disk.before_io(at.io_index).expect("a recorded index");
+        let state = &snapshot.crash_states_for(&options.states())[at.state];
+        ExploreFailure {
+            io_index: Some(at.io_index),
+            state: Some(at.state),
+            op: context.what.clone(),
+            description: snapshot.describe(state),
+            check,
+            detail,
+            then: None,
+            fault_io: None,
+            damage_site: None,
+            fault_kind: None,
+            repro: report::repro(target, seed, ops, options, Some(at.io_index), Some(at.state), None),
         }
-        // Kept only for depth 2: a dump per distinct state adds up.
-        (failures, (options.depth == 2).then_some(recovered))
     })
 }

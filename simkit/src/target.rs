@@ -4,6 +4,7 @@
 
 use rand::SeedableRng;
 
+use super::adapter::check_capabilities;
 use super::config::{Harsh, KitConfig};
 use super::damage;
 use super::explore::{self, KitRecovered, Recovery};
@@ -11,14 +12,13 @@ use super::model::Model;
 use super::run::run_ops;
 use super::spec::{check_plants, plant_named};
 use super::workload::{generate, Grammar, PlannedKitOp};
-use super::adapter::check_capabilities;
 use super::{Adapter, Plant, Spec};
 use simulator::disk::{ArmedFault, CrashMode, Damage, DiskImage, FsProfile};
 use simulator::failure::Check;
 use simulator::outcome::SeedOutcome;
 use simulator::seam::{
-    DamageSite, DamageVerdict, Declared, DeclaredKind, ExploreDamage, FaultedRecovery, FaultedRun, Recording, RecoveryRecording,
-    Target,
+    DamageSite, DamageVerdict, Declared, DeclaredKind, ExploreDamage, ExploreDepth2, ExploreFaults, FaultedRecovery,
+    FaultedRun, Recording, RecoveryRecording, Target,
 };
 
 /// How a kit target runs, beyond its seed.
@@ -335,15 +335,28 @@ impl<A: Adapter> Target for Kit<A> {
         explore::judge(recovered, context)
     }
 
+    fn damage(&self) -> Option<&dyn ExploreDamage<Model>> {
+        // Damage is explored where the adapter describes its records.
+        self.spec.describes_records.then_some(self as &dyn ExploreDamage<Model>)
+    }
+
+    fn depth2(&self) -> Option<&dyn ExploreDepth2<Model>> {
+        Some(self)
+    }
+
+    fn faults(&self) -> Option<&dyn ExploreFaults<PlannedKitOp, KitRecovered>> {
+        Some(self)
+    }
+}
+
+impl<A: Adapter> ExploreDepth2<Model> for Kit<A> {
     fn record_recovery(&self, seed: u64, image: &DiskImage, _key: u64) -> RecoveryRecording<Model> {
         let config = explore::recording_config(&self.config(seed, None));
         explore::record_recovery(self.recovery(&config, image))
     }
+}
 
-    fn run_with_fault(&self, seed: u64, workload: &[PlannedKitOp], fault: (u64, ArmedFault)) -> FaultedRun {
-        explore::run_with_fault(&self.adapter, &self.config(seed, None), self.plant(), workload, fault)
-    }
-
+impl<A: Adapter> ExploreFaults<PlannedKitOp, KitRecovered> for Kit<A> {
     fn recover_with_fault(
         &self,
         seed: u64,
@@ -355,13 +368,12 @@ impl<A: Adapter> Target for Kit<A> {
         explore::recover_with_fault(self.recovery(&config, image), fault)
     }
 
-    fn same_recovery(&self, faulted: &KitRecovered, plain: &KitRecovered) -> Result<(), (Check, String)> {
-        explore::same_recovery(faulted, plain)
+    fn run_with_fault(&self, seed: u64, workload: &[PlannedKitOp], fault: (u64, ArmedFault)) -> FaultedRun {
+        explore::run_with_fault(&self.adapter, &self.config(seed, None), self.plant(), workload, fault)
     }
 
-    fn damage(&self) -> Option<&dyn ExploreDamage<Model>> {
-        // Damage is explored where the adapter describes its records.
-        self.spec.describes_records.then_some(self as &dyn ExploreDamage<Model>)
+    fn same_recovery(&self, faulted: &KitRecovered, plain: &KitRecovered) -> Result<(), (Check, String)> {
+        explore::same_recovery(faulted, plain)
     }
 }
 

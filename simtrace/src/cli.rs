@@ -197,7 +197,8 @@ fn explore_cli(args: &ExploreArgs) -> ExitCode {
         let range = replayed.disk.io_indices();
         return usage(format!("--only-io {io}: the recording's crash indices are {}..={}", range.start, range.end - 1));
     }
-    let no_such_state = || usage(format!("--only-state {}: no such state at that crash index", args.only_state.unwrap_or(0)));
+    let no_such_state =
+        || usage(format!("--only-state {}: no such state at that crash index", args.only_state.unwrap_or(0)));
     // `--only-io` is checked above: the explorer refuses only a state
     // number the index does not have.
     let Ok(explored) = explore(&replayed, &options) else { return no_such_state() };

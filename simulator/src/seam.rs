@@ -61,7 +61,7 @@ pub struct Recording<C> {
     pub failure: Option<(Check, String)>,
     /// The I/O indices of the recorded run where an armed fault could
     /// fire (`sim explore --faults` fails each in a run of its own,
-    /// [`Target::run_with_fault`]) ...
+    /// [`ExploreFaults::run_with_fault`]) ...
     pub faultable_ios: Vec<u64>,
     /// ... and the writes among them.
     pub faultable_writes: Vec<u64>,
@@ -338,13 +338,47 @@ pub trait Target: Sync {
     /// Whether `recovered` is allowed in `context`: `Err((check, detail))`.
     fn judge(&self, recovered: &Self::Recovered, context: &Self::Context) -> Result<(), (Check, String)>;
 
+    /// `sim explore --depth 2`'s capability, if this target has it: it
+    /// records a recovery so that the explorer can crash it again.
+    /// `Some(self)` from a target that implements [`ExploreDepth2`]; `None`
+    /// (the default) refuses `--depth 2`.
+    fn depth2(&self) -> Option<&dyn ExploreDepth2<Self::Context>> {
+        None
+    }
+
+    /// `sim explore --faults`' capability, if this target has it: it
+    /// recovers, and runs its workload, with one I/O failing. `Some(self)`
+    /// from a target that implements [`ExploreFaults`]; `None` (the
+    /// default) refuses `--faults`.
+    fn faults(&self) -> Option<&dyn ExploreFaults<Self::Op, Self::Recovered>> {
+        None
+    }
+
+    /// `sim explore --damage`'s capability, if this target has it: it
+    /// names its files' records and recovers them damaged. `Some(self)`
+    /// from a target that implements [`ExploreDamage`]; `None` (the
+    /// default) refuses `--damage`.
+    fn damage(&self) -> Option<&dyn ExploreDamage<Self::Context>> {
+        None
+    }
+}
+
+/// `sim explore --depth 2` (`explore/depth2.rs`): a target that records
+/// a recovery, so that the explorer can crash it again. A [`Target`]
+/// holds it through [`Target::depth2`].
+pub trait ExploreDepth2<C>: Sync {
     /// For `sim explore --depth 2`: [`Target::recover`] once more, on a
     /// disk that keeps a snapshot before every I/O, noting where the
     /// recovery returned and the context of every later operation (see
     /// [`RecoveryRecording`]). Called on the explorer's worker threads.
     /// Never panics.
-    fn record_recovery(&self, seed: u64, image: &DiskImage, key: u64) -> RecoveryRecording<Self::Context>;
+    fn record_recovery(&self, seed: u64, image: &DiskImage, key: u64) -> RecoveryRecording<C>;
+}
 
+/// `sim explore --faults` (`explore/faults.rs`): a target that recovers,
+/// and runs its recorded workload, with one I/O failing. A [`Target`]
+/// holds it through [`Target::faults`].
+pub trait ExploreFaults<Op, R>: Sync {
     /// For `sim explore --faults`: [`Target::recover`] once more, with the
     /// I/O (of any kind) at index `fault.0` of the recovery and
     /// probe failing as `fault.1` says (EIO; a write also short or out of
@@ -359,7 +393,7 @@ pub trait Target: Sync {
         image: &DiskImage,
         key: u64,
         fault: Option<(u64, ArmedFault)>,
-    ) -> FaultedRecovery<Self::Recovered>;
+    ) -> FaultedRecovery<R>;
 
     /// For `sim explore --faults`: run `workload` as [`Target::record`]
     /// does, but without snapshots, with the I/O at `fault.0` (one of
@@ -368,22 +402,14 @@ pub trait Target: Sync {
     /// not acknowledged, a poisoned store recovered (killed, reopened, then
     /// the power lost, each recovery checked) — and every check of the run
     /// applies. Called on the explorer's worker threads. Never panics.
-    fn run_with_fault(&self, seed: u64, workload: &[Self::Op], fault: (u64, ArmedFault)) -> FaultedRun;
+    fn run_with_fault(&self, seed: u64, workload: &[Op], fault: (u64, ArmedFault)) -> FaultedRun;
 
     /// For `sim explore --faults`: whether a recovery with an injected
     /// fault (`faulted`) brought back what the same image's recovery with
     /// none (`plain`) did, where both opened — a transient error may fail
     /// an open, never change what it recovers (every other outcome is
     /// [`Target::judge`]'s). `Err((check, detail))`.
-    fn same_recovery(&self, faulted: &Self::Recovered, plain: &Self::Recovered) -> Result<(), (Check, String)>;
-
-    /// `sim explore --damage`'s capability, if this target has it: it
-    /// names its files' records and recovers them damaged. `Some(self)`
-    /// from a target that implements [`ExploreDamage`]; `None` (the
-    /// default) refuses `--damage`.
-    fn damage(&self) -> Option<&dyn ExploreDamage<Self::Context>> {
-        None
-    }
+    fn same_recovery(&self, faulted: &R, plain: &R) -> Result<(), (Check, String)>;
 }
 
 /// `sim explore --damage` (`explore/damage.rs`): a target that names where

@@ -32,8 +32,8 @@ use vfs::OpenMode;
 
 use super::backend::{Plant as Planted, VfsBackend};
 use simkit::{
-    Adapter, Env, ErrorKind, KeyKind, KitError, Level, Maintain, Maintenance, Plant, Previous, Promise, ReadTransactions,
-    Readers, Rows, Spec, TableSpec, Tolerances,
+    Adapter, Env, ErrorKind, KeyKind, KitError, Level, Maintain, Maintenance, Plant, Previous, Promise,
+    ReadTransactions, Readers, Rows, Spec, TableSpec, Tolerances,
 };
 
 const T0: TableDefinition<u64, &[u8]> = TableDefinition::new("t0");

@@ -43,7 +43,7 @@
 //!    pass.
 //! 4. **Crash the recoveries** (`--depth 2`, `depth2.rs`). Each distinct
 //!    recovered state that passed is recovered once more on a recording
-//!    disk ([`Target::record_recovery`]) and crashed at every I/O index of
+//!    disk ([`ExploreDepth2::record_recovery`](crate::seam::ExploreDepth2::record_recovery)) and crashed at every I/O index of
 //!    its recovery and probe; those crash states are enumerated, deduped
 //!    with everything before them, recovered and judged — inside the
 //!    recovery in the first crash's own contexts, after it in the
@@ -52,12 +52,12 @@
 //!    distinct recovered state that passed is recovered once more per
 //!    I/O index of its recovery and probe, with the I/O (of any kind: a read, write, fsync or map, or an open, rename, unlink, set_len, directory listing or sync_dir)
 //!    there failing — EIO, and for a write also a short write and ENOSPC
-//!    ([`Target::recover_with_fault`]) — and judged in
+//!    ([`ExploreFaults::recover_with_fault`](crate::seam::ExploreFaults::recover_with_fault)) — and judged in
 //!    the image's own contexts: a transient error may fail the open, never
 //!    as corruption, and the next open must succeed; a poisoned store
 //!    loses the power and must bring back what it acknowledged. The
 //!    recorded workload is rerun the same way, once per I/O of its own
-//!    ([`Target::run_with_fault`]), every check of the run applying.
+//!    ([`ExploreFaults::run_with_fault`](crate::seam::ExploreFaults::run_with_fault)), every check of the run applying.
 //! 6. **Damage the durable images** (`--damage`, `damage.rs`). Each
 //!    distinct durable image of the recording (what a power loss leaves
 //!    keeping nothing unsynced) is damaged at every record the target
@@ -269,9 +269,6 @@ impl Default for ExploreOptions {
 /// recorded: a crash index or state number that does not exist.
 pub fn explore<T: Target>(target: &T, seed: u64, ops: u64, options: &ExploreOptions) -> Result<ExploreReport, String> {
     let started = Instant::now();
-    if options.damage && target.damage().is_none() {
-        return Err(format!("--damage: the {} target does not describe its files' records", target.name()));
-    }
     let workload = target.explore_workload(seed, ops);
     let options = &options.for_target(target);
     explore_workload(target, seed, ops, &workload, options, started)
@@ -289,6 +286,7 @@ pub fn explore_workload<T: Target>(
     started: Instant,
 ) -> Result<ExploreReport, String> {
     assert_checked(options);
+    check_capabilities(target, options)?;
     let mut report = ExploreReport::new(target, seed, ops);
     report.complete_up_to = options.complete_up_to;
     let recording = target.record(seed, workload);
@@ -345,6 +343,22 @@ fn assert_checked(options: &ExploreOptions) {
     assert!(options.then_io.is_none() || (options.depth == 2 && options.only_state.is_some()), "checked by the caller");
     assert!(options.fault_io.is_none() || options.faults, "checked by the caller");
     assert!(options.damage_site.is_none() || (options.damage && options.only_io.is_some()), "checked by the caller");
+}
+
+/// What `options` ask of `target` that it cannot do: `--damage`,
+/// `--faults` or `--depth 2` of a target without that capability.
+fn check_capabilities<T: Target>(target: &T, options: &ExploreOptions) -> Result<(), String> {
+    let name = target.name();
+    if options.damage && target.damage().is_none() {
+        return Err(format!("--damage: the {name} target does not describe its files' records"));
+    }
+    if options.faults && target.faults().is_none() {
+        return Err(format!("--faults: the {name} target does not recover with an I/O failing"));
+    }
+    if options.depth == 2 && target.depth2().is_none() {
+        return Err(format!("--depth 2: the {name} target does not record its recoveries"));
+    }
+    Ok(())
 }
 
 /// The recording run's own failure, if it failed before any explored

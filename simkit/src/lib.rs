@@ -68,6 +68,8 @@
 //! [`Vfs`]: vfs::Vfs
 
 mod adapter;
+#[cfg(test)]
+mod capability_tests;
 pub(crate) mod client;
 mod config;
 pub mod crash_os;

@@ -16,8 +16,17 @@
 //!   the disk before every I/O and what a recovery there is held to, then
 //!   **recover** a crash image and **judge** what came back
 //!   (`crate::explore` is the one explorer: enumerate, dedupe, recover in
-//!   parallel, report); optionally (`--faults`, `--damage`) recover with an
-//!   I/O failing or a record damaged.
+//!   parallel, report).
+//!
+//! What only some targets can do is a capability, a trait of its own the
+//! target opts into by implementing it and returning `Some(self)` from
+//! its accessor (default `None`, and the explorer refuses the flag):
+//! [`ExploreDepth2`] (`--depth 2`: record a recovery to crash it again),
+//! [`ExploreFaults`] (`--faults`: recover and run with an I/O failing),
+//! [`ExploreDamage`] (`--damage`: name the records of an image and recover
+//! it with one damaged). The explorer's core — recover a crash image,
+//! judge it — is `crate::explore::CrashCheck`, which a target at one seed
+//! is (`explore::AtSeed`) and which `sim trace` implements for a recording.
 //!
 //! The trait keeps the target's own types (its operation, its checker
 //! context, what a recovery returns) as associated types, so each target

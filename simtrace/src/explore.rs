@@ -149,7 +149,7 @@ pub struct Explored {
 
 /// Enumerate, dedupe, then check every distinct state (see the module
 /// doc), with the simulator's one explorer: its plan and its parallel
-/// check, driven by [`TraceCheck`]. `Err` names a state number the crash
+/// check, driven by `TraceCheck`. `Err` names a state number the crash
 /// index does not have.
 pub fn explore(replayed: &Replayed, options: &TraceExploreOptions) -> Result<Explored, String> {
     let started = Instant::now();

@@ -368,11 +368,15 @@ mod tests {
     }
 
     fn explored(recording: &Recording, complete_up_to: u64) -> Explored {
+        explored_with(recording, complete_up_to, "true", 2)
+    }
+
+    fn explored_with(recording: &Recording, complete_up_to: u64, check: &str, jobs: usize) -> Explored {
         let replayed = replay(recording, FsProfile::POSIX, 4096).expect("replays");
         let scratch = tempfile::tempdir().expect("a scratch directory");
         let options = TraceExploreOptions {
-            check: "true".to_string(),
-            jobs: 2,
+            check: check.to_string(),
+            jobs,
             max_dir_subsets: simulator::explore::DEFAULT_MAX_DIR_SUBSETS,
             timeout: Duration::from_secs(10),
             only: None,
@@ -396,5 +400,27 @@ mod tests {
         assert!(sample.coverage.line(0).starts_with("SAMPLED: "), "{}", sample.coverage.line(0));
         assert!(sample.distinct.len() < default.distinct.len(), "the families alone miss some");
         assert!(sample.coverage.sampled_enumerated < u64::try_from(sample.coverage.sampled_allowed).unwrap());
+    }
+
+    /// Every enumerated state is a distinct one or a duplicate of one; the
+    /// checker runs once per distinct state, sees the printed bytes of its
+    /// context, and the result does not depend on `--jobs`.
+    #[test]
+    fn each_state_is_checked_once_in_its_context_whatever_the_jobs() {
+        let recording = five_renames();
+        // Fails exactly the states judged after "done" was printed.
+        let check = r#"grep -q done "$2" && exit 1; exit 0"#;
+        let one = explored_with(&recording, simulator::explore::DEFAULT_COMPLETE_UP_TO, check, 1);
+        let three = explored_with(&recording, simulator::explore::DEFAULT_COMPLETE_UP_TO, check, 3);
+        let counted: usize = one.distinct.iter().map(|d| 1 + d.duplicates).sum();
+        assert_eq!(counted, one.states, "a state is a distinct one or a duplicate");
+        let summary = |e: &Explored| -> Vec<(u64, usize, usize, bool)> {
+            e.distinct.iter().zip(&e.verdicts).map(|(d, v)| (d.io_index, d.state, d.duplicates, v.passed)).collect()
+        };
+        assert_eq!(summary(&one), summary(&three));
+        for (state, verdict) in one.distinct.iter().zip(&one.verdicts) {
+            assert_eq!(verdict.passed, state.printed.is_empty(), "{state:?}: {verdict:?}");
+        }
+        assert!(one.verdicts.iter().any(|v| !v.passed) && one.verdicts.iter().any(|v| v.passed));
     }
 }

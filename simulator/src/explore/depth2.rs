@@ -9,7 +9,7 @@
 //! workload leaves. So for every distinct recovered state of depth 1 that
 //! passed its checks (a *parent*), the target records its recovery again
 //! on a disk that keeps a snapshot before every I/O
-//! ([`ExploreDepth2::record_recovery`](crate::seam::ExploreDepth2::record_recovery)), and the explorer does with that
+//! ([`ExploreDepth2::record_recovery`]), and the explorer does with that
 //! recording what it did with the workload's: every crash index, every
 //! crash state there, each image hashed.
 //!
@@ -34,6 +34,8 @@
 //! indices, then states in order, exactly like depth 1's, so the report
 //! is the same for every `--jobs`. `--max-depth2-states` cuts the
 //! enumeration at a fixed point of that order.
+//!
+//! [`ExploreDepth2::record_recovery`]: crate::seam::ExploreDepth2::record_recovery
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

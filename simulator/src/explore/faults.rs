@@ -8,7 +8,7 @@
 //! ignored, a failed append acknowledged — were left to the random mode's
 //! dice. Here every distinct recovered state that passed its checks is
 //! recovered again once per I/O index of its recovery and probe, with the
-//! I/O at that index failing ([`ExploreFaults::recover_with_fault`](crate::seam::ExploreFaults::recover_with_fault)): with EIO,
+//! I/O at that index failing ([`ExploreFaults::recover_with_fault`]): with EIO,
 //! whatever its kind (a read, write, fsync, map, open, rename, unlink,
 //! set_len, listing or sync_dir), and a write also after a short write
 //! (its longest strict sector-aligned prefix written) and with ENOSPC
@@ -19,7 +19,7 @@
 //! as a check).
 //!
 //! The recorded workload itself is faulted the same way
-//! ([`explore_in_workload`], [`ExploreFaults::run_with_fault`](crate::seam::ExploreFaults::run_with_fault)): it runs once per
+//! ([`explore_in_workload`], [`ExploreFaults::run_with_fault`]): it runs once per
 //! I/O of its recording where the random mode's faults could fire (not
 //! where the harness turned them off), each way, that I/O failing, and
 //! every check of the run applies — a failed write never acknowledged, a
@@ -33,7 +33,7 @@
 //! contexts the image was judged in, and more — the fault is transient,
 //! so the store may fail the open it hit (not as corruption), but the
 //! next open must succeed and bring back exactly the content the same
-//! image's recovery without the fault did ([`ExploreFaults::same_recovery`](crate::seam::ExploreFaults::same_recovery); the
+//! image's recovery without the fault did ([`ExploreFaults::same_recovery`]; the
 //! contexts alone would let a lax fsync policy excuse writes a read error
 //! dropped). A store the fault poisoned is killed (the page cache
 //! survives), reopened, then loses the power — the random mode's two
@@ -43,6 +43,10 @@
 //! The runs are taken in the order of the plan's recoveries, then I/O
 //! index, and merged in that order, so the report is the same for every
 //! `--jobs`; `--max-fault-runs` cuts that order at a fixed point.
+//!
+//! [`ExploreFaults::recover_with_fault`]: crate::seam::ExploreFaults::recover_with_fault
+//! [`ExploreFaults::run_with_fault`]: crate::seam::ExploreFaults::run_with_fault
+//! [`ExploreFaults::same_recovery`]: crate::seam::ExploreFaults::same_recovery
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -185,7 +189,8 @@ fn recovery_failure<T: Target>(
 /// `--faults` in the recorded workload itself: the workload run once per
 /// I/O of its recording (EIO; a write also short, then out of space), that
 /// I/O failing, every check of the run applying (the target's
-/// [`ExploreFaults::run_with_fault`](crate::seam::ExploreFaults::run_with_fault)): the counts, and the failures in order.
+/// [`ExploreFaults::run_with_fault`](crate::seam::ExploreFaults::run_with_fault)):
+/// the counts, and the failures in order.
 pub fn explore_in_workload<T: Target>(
     target: &T,
     seed: u64,

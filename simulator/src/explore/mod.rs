@@ -43,8 +43,8 @@
 //!    pass.
 //! 4. **Crash the recoveries** (`--depth 2`, `depth2.rs`). Each distinct
 //!    recovered state that passed is recovered once more on a recording
-//!    disk ([`ExploreDepth2::record_recovery`](crate::seam::ExploreDepth2::record_recovery)) and crashed at every I/O index of
-//!    its recovery and probe; those crash states are enumerated, deduped
+//!    disk ([`ExploreDepth2::record_recovery`]) and crashed at every I/O
+//!    index of its recovery and probe; those crash states are enumerated, deduped
 //!    with everything before them, recovered and judged — inside the
 //!    recovery in the first crash's own contexts, after it in the
 //!    recovered system's.
@@ -52,20 +52,20 @@
 //!    distinct recovered state that passed is recovered once more per
 //!    I/O index of its recovery and probe, with the I/O (of any kind: a read, write, fsync or map, or an open, rename, unlink, set_len, directory listing or sync_dir)
 //!    there failing — EIO, and for a write also a short write and ENOSPC
-//!    ([`ExploreFaults::recover_with_fault`](crate::seam::ExploreFaults::recover_with_fault)) — and judged in
+//!    ([`ExploreFaults::recover_with_fault`]) — and judged in
 //!    the image's own contexts: a transient error may fail the open, never
 //!    as corruption, and the next open must succeed; a poisoned store
 //!    loses the power and must bring back what it acknowledged. The
 //!    recorded workload is rerun the same way, once per I/O of its own
-//!    ([`ExploreFaults::run_with_fault`](crate::seam::ExploreFaults::run_with_fault)), every check of the run applying.
+//!    ([`ExploreFaults::run_with_fault`]), every check of the run applying.
 //! 6. **Damage the durable images** (`--damage`, `damage.rs`). Each
 //!    distinct durable image of the recording (what a power loss leaves
 //!    keeping nothing unsynced) is damaged at every record the target
-//!    names ([`ExploreDamage::damage_sites`](crate::seam::ExploreDamage::damage_sites); segsim: each frame of the log and
+//!    names ([`ExploreDamage::damage_sites`]; segsim: each frame of the log and
 //!    the manifest, each segment record — a bit flipped, a length past
 //!    the end, the other log's record in its place), one at a time, and
 //!    opened the default way and at a point in time
-//!    ([`ExploreDamage::recover_damaged`](crate::seam::ExploreDamage::recover_damaged)): by the random mode's rule after
+//!    ([`ExploreDamage::recover_damaged`]): by the random mode's rule after
 //!    announced damage, a refusal changes nothing, a cut is allowed only
 //!    where no later durable write could have vouched for the bytes (or
 //!    at a point in time, quarantined), and nothing is swept.
@@ -116,6 +116,12 @@
 //! what was synced). The workload is
 //! one seed's, biased but not searched: a sequence neither the swarm nor
 //! the motifs draw is not explored.
+//!
+//! [`ExploreDepth2::record_recovery`]: crate::seam::ExploreDepth2::record_recovery
+//! [`ExploreFaults::recover_with_fault`]: crate::seam::ExploreFaults::recover_with_fault
+//! [`ExploreFaults::run_with_fault`]: crate::seam::ExploreFaults::run_with_fault
+//! [`ExploreDamage::damage_sites`]: crate::seam::ExploreDamage::damage_sites
+//! [`ExploreDamage::recover_damaged`]: crate::seam::ExploreDamage::recover_damaged
 
 pub mod check;
 pub mod coverage;

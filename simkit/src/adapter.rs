@@ -127,7 +127,9 @@ pub struct Env<'a, A: Adapter + ?Sized> {
 /// needs it; reads see the open write transaction's own writes, and the
 /// committed state when none is open. An engine whose spec declares
 /// [`super::Readers`] also serves read-only transactions of other
-/// clients beside it ([`Adapter::begin_read`] and the three after it).
+/// clients beside it ([`ReadTransactions`], held through
+/// [`Adapter::readers`]); one that declares [`Spec::maintenance`] runs it
+/// through [`Maintain`] ([`Adapter::maintenance`]).
 ///
 /// Every method runs on the one thread of one seed's run, but runs of
 /// different seeds share the adapter across threads, hence `Sync`;
@@ -234,45 +236,19 @@ pub trait Adapter: Send + Sync + 'static {
     /// Abort the write transaction, if one is open.
     fn abort(&self, db: &mut Self::Db) -> Result<(), KitError>;
 
-    /// The engine's [`Spec::maintenance`] operation. Called only if the
-    /// spec declares one (and, if it `makes_durable`, after an
-    /// [`Adapter::abort`]); the default, for an engine without, is never
-    /// called.
-    fn maintain(&self, _db: &mut Self::Db) -> Result<(), KitError> {
-        unreachable!("{}'s spec declares no maintenance, so the kit never calls maintain", self.name())
+    /// The engine's [`Spec::maintenance`] operation, if it has one: `Some(self)`
+    /// from an adapter that implements [`Maintain`] (default `None`). The
+    /// kit asserts, before any seed runs, that this and the spec agree.
+    fn maintenance(&self) -> Option<&dyn Maintain<Self::Db>> {
+        None
     }
 
-    /// Begin reader `reader`'s read-only transaction, on a connection of
-    /// its own: from now until [`Adapter::end_read`] its reads must see
-    /// the state committed at this moment, whatever the writer does
-    /// meanwhile (see [`super::Readers`]). The kit calls it only for an
-    /// engine whose spec declares readers, with `reader` in
-    /// `1..=readers.max`, never for a reader already open; a crash, a
-    /// clean close or a reopen ends every reader (the handles dropped
-    /// with `Db`). Default: never called.
-    fn begin_read(&self, _db: &mut Self::Db, _reader: usize) -> Result<(), KitError> {
-        unreachable!("{}'s spec declares no readers, so the kit never begins one", self.name())
-    }
-
-    /// Read one key in reader `reader`'s open transaction.
-    fn reader_get(
-        &self,
-        _db: &mut Self::Db,
-        _reader: usize,
-        _table: usize,
-        _key: &[u8],
-    ) -> Result<Option<Vec<u8>>, KitError> {
-        unreachable!("{}'s spec declares no readers, so the kit never reads through one", self.name())
-    }
-
-    /// Read a whole table in reader `reader`'s open transaction.
-    fn reader_scan(&self, _db: &mut Self::Db, _reader: usize, _table: usize) -> Result<Rows, KitError> {
-        unreachable!("{}'s spec declares no readers, so the kit never reads through one", self.name())
-    }
-
-    /// End reader `reader`'s open transaction.
-    fn end_read(&self, _db: &mut Self::Db, _reader: usize) -> Result<(), KitError> {
-        unreachable!("{}'s spec declares no readers, so the kit never ends one", self.name())
+    /// The engine's read-only transactions beside the writer
+    /// ([`Spec::readers`]), if it has them: `Some(self)` from an adapter that
+    /// implements [`ReadTransactions`] (default `None`). The kit asserts,
+    /// before any seed runs, that this and the spec agree.
+    fn readers(&self) -> Option<&dyn ReadTransactions<Self::Db>> {
+        None
     }
 
     /// The committed content of one table (not the open write
@@ -283,4 +259,70 @@ pub trait Adapter: Send + Sync + 'static {
     /// Close cleanly: abort the open write transaction, and (if
     /// [`Spec::close_makes_durable`]) make everything committed durable.
     fn close(&self, db: Self::Db) -> Result<(), KitError>;
+}
+
+/// An engine's maintenance operation (compaction, checkpoint): the
+/// capability behind [`Spec::maintenance`]. An adapter whose spec declares
+/// one implements it and returns `Some(self)` from
+/// [`Adapter::maintenance`].
+pub trait Maintain<Db>: Send + Sync {
+    /// Run the maintenance operation. If it [`makes_durable`], the kit
+    /// calls it after an [`Adapter::abort`], and an `Ok` means everything
+    /// committed is durable; if not, it must change no content.
+    ///
+    /// [`makes_durable`]: super::Maintenance::makes_durable
+    fn maintain(&self, db: &mut Db) -> Result<(), KitError>;
+}
+
+/// Read-only transactions of other clients beside the one writer: the
+/// capability behind [`Spec::readers`]. An adapter whose spec declares
+/// readers implements it and returns `Some(self)` from
+/// [`Adapter::readers`]; the kit draws readers with `--clients N`.
+pub trait ReadTransactions<Db>: Send + Sync {
+    /// Begin reader `reader`'s read-only transaction, on a connection of
+    /// its own: from now until [`ReadTransactions::end_read`] its reads
+    /// must see the state committed at this moment, whatever the writer
+    /// does meanwhile (see [`super::Readers`]). The kit calls it with
+    /// `reader` in `1..=readers.max`, never for a reader already open; a
+    /// crash, a clean close or a reopen ends every reader (the handles
+    /// dropped with `Db`).
+    fn begin_read(&self, db: &mut Db, reader: usize) -> Result<(), KitError>;
+
+    /// Read one key in reader `reader`'s open transaction.
+    fn reader_get(&self, db: &mut Db, reader: usize, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, KitError>;
+
+    /// Read a whole table in reader `reader`'s open transaction.
+    fn reader_scan(&self, db: &mut Db, reader: usize, table: usize) -> Result<Rows, KitError>;
+
+    /// End reader `reader`'s open transaction.
+    fn end_read(&self, db: &mut Db, reader: usize) -> Result<(), KitError>;
+}
+
+/// Assert that `adapter`'s capabilities and its reference `spec` agree: a
+/// spec that declares maintenance or readers comes with the capability,
+/// and a capability with the spec's declaration (else the kit would never
+/// call it). Called where a kit target is made ([`crate::Kit::new`]), so
+/// a disagreement is the adapter's mistake, found before any seed runs.
+pub(crate) fn check_capabilities<A: Adapter>(adapter: &A, spec: &Spec) {
+    let name = adapter.name();
+    assert_eq!(
+        spec.maintenance.is_some(),
+        adapter.maintenance().is_some(),
+        "{name}: the spec's maintenance and Adapter::maintenance disagree (declare both or neither)"
+    );
+    assert_eq!(
+        spec.readers.is_some(),
+        adapter.readers().is_some(),
+        "{name}: the spec's readers and Adapter::readers disagree (declare both or neither)"
+    );
+}
+
+/// `adapter`'s maintenance, for an operation the spec's maintenance drew.
+pub(crate) fn maintenance_of<A: Adapter>(adapter: &A) -> &dyn Maintain<A::Db> {
+    adapter.maintenance().expect("the spec declares maintenance, so the adapter has it (check_capabilities)")
+}
+
+/// `adapter`'s readers, for a reader the spec's readers drew.
+pub(crate) fn readers_of<A: Adapter>(adapter: &A) -> &dyn ReadTransactions<A::Db> {
+    adapter.readers().expect("the spec declares readers, so the adapter has them (check_capabilities)")
 }

@@ -6,7 +6,7 @@
 //! The fold is fixed: a reply's hash is part of every kit seed's trace, so
 //! changing how a reply folds moves every kit target's trace hashes.
 
-use super::adapter::{Adapter, KitError, Previous, Rows};
+use super::adapter::{maintenance_of, Adapter, KitError, Previous, Rows};
 use super::workload::KitOp;
 
 /// An operation's reply, whatever its type.
@@ -44,7 +44,7 @@ pub(super) fn call<A: Adapter>(adapter: &A, db: &mut A::Db, op: &KitOp) -> Resul
         KitOp::Scan { table } => adapter.scan(db, table.index).map(Reply::Rows),
         KitOp::Commit { level, .. } => adapter.commit(db, *level).map(|()| Reply::Done),
         KitOp::Abort => adapter.abort(db).map(|()| Reply::Done),
-        KitOp::Maintain(_) => adapter.maintain(db).map(|()| Reply::Done),
+        KitOp::Maintain(_) => maintenance_of(adapter).maintain(db).map(|()| Reply::Done),
         KitOp::Restart | KitOp::Crash | KitOp::Reader { .. } => unreachable!("the kit carries out {op:?} itself"),
     }
 }

@@ -68,6 +68,8 @@
 //! [`Vfs`]: vfs::Vfs
 
 mod adapter;
+#[cfg(test)]
+mod capability_tests;
 pub(crate) mod client;
 mod config;
 pub mod crash_os;
@@ -101,7 +103,7 @@ pub use vfs;
 pub mod cli;
 
 pub use crate::cli::main;
-pub use adapter::{Adapter, Env, ErrorKind, KitError, Previous, RecordSpan, Rows};
+pub use adapter::{Adapter, Env, ErrorKind, KitError, Maintain, Previous, ReadTransactions, RecordSpan, Rows};
 pub use config::{Harsh, KitConfig};
 pub use simulator::cli::replay::{assert_saved_ops_hold, assert_saved_ops_pass, SavedOps, EXPECT_FAIL, EXPECT_PASS};
 /// What an adapter raises (`std::panic::panic_any`) when the environment

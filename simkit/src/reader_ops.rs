@@ -9,6 +9,7 @@
 //! write lock, or may have left work that needs it, stays closed (reply
 //! `Busy`).
 
+use super::adapter::readers_of;
 use super::client::Reply;
 use super::run::KvRun;
 use super::workload::{PlannedKitOp, ReaderStep};
@@ -46,25 +47,25 @@ impl<A: Adapter> KvRun<'_, A> {
     /// transaction first, a read begins one if none is open, an `END` ends
     /// the open one (none open: nothing to do).
     fn reader_call(&mut self, op_index: u64, reader: usize, step: &ReaderStep) -> Result<Reply, KitError> {
-        let adapter = self.adapter;
+        let reading = readers_of(self.adapter);
         let open = self.readers.is_open(reader);
         if open && matches!(step, ReaderStep::Begin | ReaderStep::End) {
             self.readers.ended(reader);
-            adapter.end_read(self.db(), reader)?;
+            reading.end_read(self.db(), reader)?;
         }
         if matches!(step, ReaderStep::End) {
             return Ok(Reply::Done);
         }
         if !self.readers.is_open(reader) {
-            match adapter.begin_read(self.db(), reader) {
+            match reading.begin_read(self.db(), reader) {
                 Err(e) if e.kind == ErrorKind::Busy && self.writer_may_hold_lock() => return Ok(Reply::Busy),
                 other => other?,
             }
             self.readers.begun(reader, &self.model, op_index);
         }
         match step {
-            ReaderStep::Get { table, key } => adapter.reader_get(self.db(), reader, table.index, key).map(Reply::Value),
-            ReaderStep::Scan { table } => adapter.reader_scan(self.db(), reader, table.index).map(Reply::Rows),
+            ReaderStep::Get { table, key } => reading.reader_get(self.db(), reader, table.index, key).map(Reply::Value),
+            ReaderStep::Scan { table } => reading.reader_scan(self.db(), reader, table.index).map(Reply::Rows),
             ReaderStep::Begin | ReaderStep::End => Ok(Reply::Done),
         }
     }
@@ -120,8 +121,7 @@ impl<A: Adapter> KvRun<'_, A> {
     pub(super) fn end_readers(&mut self) -> Result<(), KitError> {
         for reader in self.readers.all() {
             self.readers.ended(reader);
-            let adapter = self.adapter;
-            adapter.end_read(self.db(), reader)?;
+            readers_of(self.adapter).end_read(self.db(), reader)?;
         }
         Ok(())
     }

@@ -35,6 +35,7 @@ use std::sync::Arc;
 
 use vfs::Vfs;
 
+use super::adapter::maintenance_of;
 use super::client::{call, Reply};
 use super::config::KitConfig;
 use super::model::{diff, show_value, Accepted, Model, Pending, State};
@@ -382,7 +383,7 @@ impl<A: Adapter> KvRun<'_, A> {
         let result = self.readers_before_maintenance().and_then(|()| {
             let adapter = self.adapter;
             let db = self.db();
-            adapter.abort(db).and_then(|()| adapter.maintain(db))
+            adapter.abort(db).and_then(|()| maintenance_of(adapter).maintain(db))
         });
         if result.is_ok() {
             self.model.all_durable();

@@ -109,7 +109,8 @@ pub struct TableSpec {
 pub const ONE_TABLE: &[TableSpec] = &[TableSpec { name: "t0", keys: KeyKind::Bytes }];
 
 /// A maintenance operation the engine offers (compaction, checkpoint),
-/// run by [`super::Adapter::maintain`].
+/// run by [`super::Maintain::maintain`] (the adapter's
+/// [`super::Adapter::maintenance`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Maintenance {
     /// Printed in operation lines (upper-cased): `COMPACT`.
@@ -325,7 +326,8 @@ pub struct Spec {
     pub default_ops: u64,
     /// Readers beside the writer, if the engine has them (default none:
     /// one client). With them, `--clients N` draws readers' read-only
-    /// transactions into the workload ([`super::Adapter::begin_read`]).
+    /// transactions into the workload ([`super::ReadTransactions::begin_read`],
+    /// the adapter's [`super::Adapter::readers`]).
     pub readers: Option<Readers>,
 }
 

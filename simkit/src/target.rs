@@ -4,6 +4,7 @@
 
 use rand::SeedableRng;
 
+use super::adapter::check_capabilities;
 use super::config::{Harsh, KitConfig};
 use super::damage;
 use super::explore::{self, KitRecovered, Recovery};
@@ -16,8 +17,8 @@ use simulator::disk::{ArmedFault, CrashMode, Damage, DiskImage, FsProfile};
 use simulator::failure::Check;
 use simulator::outcome::SeedOutcome;
 use simulator::seam::{
-    DamageSite, DamageVerdict, Declared, DeclaredKind, FaultedRecovery, FaultedRun, Recording, RecoveryRecording,
-    Target,
+    DamageSite, DamageVerdict, Declared, DeclaredKind, ExploreDamage, ExploreDepth2, ExploreFaults, FaultedRecovery,
+    FaultedRun, Recording, RecoveryRecording, Target,
 };
 
 /// How a kit target runs, beyond its seed.
@@ -65,12 +66,14 @@ pub struct Kit<A> {
 
 impl<A: Adapter> Kit<A> {
     /// `adapter` with `settings`. Asserts that the adapter's spec and
-    /// plants are well formed ([`Spec::check`]): a malformed one is the
-    /// adapter's mistake, found before any seed runs.
+    /// plants are well formed ([`Spec::check`]) and that its capabilities
+    /// (maintenance, readers) are the ones its spec declares: a malformed
+    /// one is the adapter's mistake, found before any seed runs.
     pub fn new(adapter: A, settings: KitSettings) -> Self {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
         let spec = adapter.spec(&adapter.configure(&mut rng));
         spec.check();
+        check_capabilities(&adapter, &spec);
         check_plants::<A::Plant>();
         if let Some(name) = settings.plant {
             assert!(
@@ -332,15 +335,28 @@ impl<A: Adapter> Target for Kit<A> {
         explore::judge(recovered, context)
     }
 
+    fn damage(&self) -> Option<&dyn ExploreDamage<Model>> {
+        // Damage is explored where the adapter describes its records.
+        self.spec.describes_records.then_some(self as &dyn ExploreDamage<Model>)
+    }
+
+    fn depth2(&self) -> Option<&dyn ExploreDepth2<Model>> {
+        Some(self)
+    }
+
+    fn faults(&self) -> Option<&dyn ExploreFaults<PlannedKitOp, KitRecovered>> {
+        Some(self)
+    }
+}
+
+impl<A: Adapter> ExploreDepth2<Model> for Kit<A> {
     fn record_recovery(&self, seed: u64, image: &DiskImage, _key: u64) -> RecoveryRecording<Model> {
         let config = explore::recording_config(&self.config(seed, None));
         explore::record_recovery(self.recovery(&config, image))
     }
+}
 
-    fn run_with_fault(&self, seed: u64, workload: &[PlannedKitOp], fault: (u64, ArmedFault)) -> FaultedRun {
-        explore::run_with_fault(&self.adapter, &self.config(seed, None), self.plant(), workload, fault)
-    }
-
+impl<A: Adapter> ExploreFaults<PlannedKitOp, KitRecovered> for Kit<A> {
     fn recover_with_fault(
         &self,
         seed: u64,
@@ -352,14 +368,16 @@ impl<A: Adapter> Target for Kit<A> {
         explore::recover_with_fault(self.recovery(&config, image), fault)
     }
 
+    fn run_with_fault(&self, seed: u64, workload: &[PlannedKitOp], fault: (u64, ArmedFault)) -> FaultedRun {
+        explore::run_with_fault(&self.adapter, &self.config(seed, None), self.plant(), workload, fault)
+    }
+
     fn same_recovery(&self, faulted: &KitRecovered, plain: &KitRecovered) -> Result<(), (Check, String)> {
         explore::same_recovery(faulted, plain)
     }
+}
 
-    fn explores_damage(&self) -> bool {
-        self.spec.describes_records
-    }
-
+impl<A: Adapter> ExploreDamage<Model> for Kit<A> {
     fn damage_sites(&self, seed: u64, image: &DiskImage) -> Vec<DamageSite> {
         // An engine that promises nothing about damage, so configured, is
         // held to nothing after it: no site to explore.

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use vfs::{read_whole, OpenMode, Vfs};
 
 use crate::{
-    Adapter, DocumentedHazard, Env, ErrorKind, KitError, Level, NoPlant, Previous, Promise, RngCore, Rows, Spec,
-    Tolerances,
+    Adapter, DocumentedHazard, Env, ErrorKind, KitError, Level, Maintain, Maintenance, NoPlant, Previous, Promise,
+    Readers, RngCore, Rows, Spec, Tolerances,
 };
 
 const FILE: &str = "state";
@@ -26,11 +26,24 @@ pub(crate) struct Buffered {
     pub declares_lazy_survives_kill: bool,
     /// The persistence hazards it documents (`Spec::hazards`).
     pub hazards: &'static [DocumentedHazard],
+    /// Its spec declares a `flush` maintenance (`Spec::maintenance`) ...
+    pub declares_flush: bool,
+    /// ... and its adapter has it (`Adapter::maintenance`: persist what
+    /// is committed).
+    pub flushes: bool,
+    /// Its spec declares readers (which the adapter never has).
+    pub declares_readers: bool,
 }
 
 impl Buffered {
     /// The engine declared honestly, documenting no hazard.
-    pub(crate) const HONEST: Buffered = Buffered { declares_lazy_survives_kill: false, hazards: &[] };
+    pub(crate) const HONEST: Buffered = Buffered {
+        declares_lazy_survives_kill: false,
+        hazards: &[],
+        declares_flush: false,
+        flushes: false,
+        declares_readers: false,
+    };
 }
 
 pub(crate) struct Db {
@@ -110,6 +123,13 @@ impl Adapter for Buffered {
             tolerates: Tolerances { torn_garbage: false, read_bitflips: false },
             default_ops: 120,
             hazards: self.hazards,
+            maintenance: self.declares_flush.then_some(Maintenance { name: "flush", makes_durable: true }),
+            readers: self.declares_readers.then_some(Readers {
+                max: 1,
+                across_maintenance: true,
+                writer_waits: false,
+                documented: "nowhere: the kit refuses the spec",
+            }),
             ..Spec::new(vec![Level::new("sync", Promise::Durable), lazy])
         }
     }
@@ -160,6 +180,18 @@ impl Adapter for Buffered {
     }
 
     fn close(&self, db: Db) -> Result<(), KitError> {
+        db.persist()
+    }
+
+    fn maintenance(&self) -> Option<&dyn Maintain<Db>> {
+        self.flushes.then_some(self as &dyn Maintain<Db>)
+    }
+}
+
+/// `flush`: persist what is committed (the kit aborts the write
+/// transaction first), so a `lazy` commit before it is durable after it.
+impl Maintain<Db> for Buffered {
+    fn maintain(&self, db: &mut Db) -> Result<(), KitError> {
         db.persist()
     }
 }

@@ -90,7 +90,7 @@ pub enum KitOp {
     /// [`Adapter::abort`](super::Adapter::abort): the write transaction
     /// dropped.
     Abort,
-    /// [`Adapter::maintain`](super::Adapter::maintain): the engine's
+    /// [`Maintain::maintain`](super::Maintain::maintain): the engine's
     /// maintenance operation.
     Maintain(Maintenance),
     /// Clean close and reopen.
@@ -111,14 +111,14 @@ pub enum KitOp {
 pub enum ReaderStep {
     /// Begin a read-only transaction (ending the reader's open one first).
     Begin,
-    /// [`Adapter::reader_get`](super::Adapter::reader_get): one key.
+    /// [`ReadTransactions::reader_get`](super::ReadTransactions::reader_get): one key.
     Get {
         /// The table read.
         table: TableRef,
         /// The key read.
         key: Vec<u8>,
     },
-    /// [`Adapter::reader_scan`](super::Adapter::reader_scan): a table.
+    /// [`ReadTransactions::reader_scan`](super::ReadTransactions::reader_scan): a table.
     Scan {
         /// The table read.
         table: TableRef,

@@ -197,9 +197,13 @@ fn explore_cli(args: &ExploreArgs) -> ExitCode {
         let range = replayed.disk.io_indices();
         return usage(format!("--only-io {io}: the recording's crash indices are {}..={}", range.start, range.end - 1));
     }
-    let explored = explore(&replayed, &options);
+    let no_such_state =
+        || usage(format!("--only-state {}: no such state at that crash index", args.only_state.unwrap_or(0)));
+    // `--only-io` is checked above: the explorer refuses only a state
+    // number the index does not have.
+    let Ok(explored) = explore(&replayed, &options) else { return no_such_state() };
     if explored.states == 0 && options.only.is_some() {
-        return usage(format!("--only-state {}: no such state at that crash index", args.only_state.unwrap_or(0)));
+        return no_such_state();
     }
     let file = args.recording.display().to_string();
     let scratch = options.scratch.display().to_string();

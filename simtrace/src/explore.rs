@@ -1,7 +1,8 @@
 //! `sim trace explore`: every crash state of a replayed recording, written
 //! out as a real directory and judged by the user's checker command.
 //!
-//! The method is `sim explore`'s (`simulator::explore`), with a program outside
+//! The explorer is `sim explore`'s (`simulator::explore`: its plan and its
+//! parallel check, driven through [`CrashCheck`]), with a program outside
 //! the process in place of an in-process recovery: replay the recording
 //! onto the simulated disk (`replay.rs`), and at every I/O index enumerate
 //! the crash states the disk model allows there
@@ -34,16 +35,16 @@
 //! removed after its check: writing a state to a disk-backed directory
 //! costs more than the harness's own work.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::replay::{Replayed, ROOT};
-use simulator::disk::{Coverage, DiskImage, DiskSnapshot, StateOptions};
-use simulator::explore::coverage::{CoverageTotals, IndexCoverage};
+use simulator::disk::DiskImage;
+use simulator::explore::coverage::CoverageTotals;
+use simulator::explore::{CheckAt, CrashCheck, ExploreOptions};
+use simulator::failure::Check;
+use simulator::seam::RecordedContext;
 
 /// How to explore (the command line's flags).
 #[derive(Clone, Debug)]
@@ -68,13 +69,19 @@ pub struct TraceExploreOptions {
 }
 
 impl TraceExploreOptions {
-    /// How to enumerate a snapshot's crash states.
-    pub fn states(&self) -> StateOptions {
-        StateOptions {
+    /// The same, as the simulator's explorer takes them: a recording's
+    /// writes are not reordered (family 4 is a one-file engine's), and no
+    /// cap but `--max-dir-subsets` and `--complete-up-to`.
+    fn explore_options(&self) -> ExploreOptions {
+        ExploreOptions {
             max_dir_subsets: self.max_dir_subsets,
+            jobs: self.jobs.max(1),
+            only_io: self.only.map(|(io_index, _)| io_index),
+            only_state: self.only.map(|(_, state)| state),
             reordered: false,
             garbage: self.torn_garbage,
             complete_up_to: self.complete_up_to,
+            ..ExploreOptions::default()
         }
     }
 }
@@ -140,141 +147,112 @@ pub struct Explored {
     pub coverage: CoverageTotals,
 }
 
-/// Enumerate, dedupe, then check every distinct state (see the module doc).
-pub fn explore(replayed: &Replayed, options: &TraceExploreOptions) -> Explored {
+/// Enumerate, dedupe, then check every distinct state (see the module
+/// doc), with the simulator's one explorer: its plan and its parallel
+/// check, driven by `TraceCheck`. `Err` names a state number the crash
+/// index does not have.
+pub fn explore(replayed: &Replayed, options: &TraceExploreOptions) -> Result<Explored, String> {
     let started = Instant::now();
-    let planned = plan(replayed, options);
+    let check = TraceCheck { replayed, options };
+    let contexts = contexts(replayed);
+    let explore_options = options.explore_options();
+    let plan = simulator::explore::plan(&check, &replayed.disk, &contexts, &explore_options)?;
     let plan_seconds = started.elapsed().as_secs_f64();
     let started = Instant::now();
-    let verdicts = check_all(&planned.distinct, options);
-    Explored {
-        crash_indices: planned.crash_indices,
-        states: planned.states,
-        distinct: planned.distinct,
+    let checked = simulator::explore::check_all(&check, &contexts, &plan, &explore_options, true, |_, _, _| ());
+    let check_seconds = started.elapsed().as_secs_f64();
+    let mut distinct = Vec::with_capacity(plan.recoveries.len());
+    let mut verdicts = Vec::with_capacity(plan.recoveries.len());
+    for (recovery, checked) in plan.recoveries.iter().zip(checked) {
+        // The recovery key is the context, so each recovery is one check.
+        assert_eq!(recovery.checks.len(), 1, "one check per distinct (image, printed) pair");
+        let first = recovery.checks[0];
+        distinct.push(Distinct {
+            io_index: first.io_index,
+            state: first.state,
+            description: recovery.snapshot.describe(&recovery.crash_state),
+            image: recovery.snapshot.image(&recovery.crash_state),
+            printed: replayed.printed_before(first.io_index),
+            duplicates: usize::try_from(recovery.occurrences - 1).expect("a count of states"),
+        });
+        verdicts.push(checked.recovered.expect("kept"));
+    }
+    Ok(Explored {
+        crash_indices: plan.io_indices,
+        states: usize::try_from(plan.states).expect("a count of states"),
+        distinct,
         verdicts,
         plan_seconds,
-        check_seconds: started.elapsed().as_secs_f64(),
-        coverage: planned.coverage,
+        check_seconds,
+        coverage: plan.coverage,
+    })
+}
+
+/// A recording's crash states as the explorer checks them: a state is
+/// judged in the context of how many chunks the program had printed
+/// before the crash, and "recovering" it is running the checker on it
+/// (so the recovery key is the context: one checker run per distinct
+/// (image, printed) pair).
+struct TraceCheck<'a> {
+    replayed: &'a Replayed,
+    options: &'a TraceExploreOptions,
+}
+
+impl CrashCheck for TraceCheck<'_> {
+    /// Chunks printed.
+    type Context = usize;
+    type Recovered = Verdict;
+
+    fn torn_garbage(&self) -> bool {
+        self.options.torn_garbage
+    }
+
+    fn recovery_key(&self, printed: &usize) -> u64 {
+        *printed as u64
+    }
+
+    fn recover(&self, image: &DiskImage, _key: u64, first: &CheckAt) -> Verdict {
+        let printed = self.replayed.printed_before(first.io_index);
+        check_one(image, &printed, (first.io_index, first.state), self.options)
+    }
+
+    fn judge(&self, verdict: &Verdict, _printed: &usize) -> Result<(), (Check, String)> {
+        match verdict.passed {
+            true => Ok(()),
+            false => Err((Check::Content, verdict.ended.clone())),
+        }
     }
 }
 
-/// The last snapshot enumerated, its context (chunks printed), the
-/// distinct state each of its states came to, and its coverage.
-struct Previous<'a> {
-    snapshot: &'a Arc<DiskSnapshot>,
-    printed: usize,
-    targets: Vec<usize>,
-    coverage: Coverage,
-    enumerated: u64,
-}
-
-/// What the enumeration found, before any check.
-struct Planned {
-    distinct: Vec<Distinct>,
-    states: usize,
-    crash_indices: u64,
-    coverage: CoverageTotals,
-}
-
-fn plan(replayed: &Replayed, options: &TraceExploreOptions) -> Planned {
-    let mut seen: BTreeMap<(u64, usize), usize> = BTreeMap::new();
-    let mut planned =
-        Planned { distinct: Vec::new(), states: 0, crash_indices: 0, coverage: CoverageTotals::default() };
-    let distinct = &mut planned.distinct;
-    let mut previous: Option<Previous<'_>> = None;
-    for io_index in replayed.disk.io_indices() {
-        if options.only.is_some_and(|(only, _)| only != io_index) {
-            continue;
-        }
-        planned.crash_indices += 1;
-        let snapshot = replayed.disk.before_io(io_index).expect("an index of the recording");
-        let printed = replayed.prints_before(io_index);
-        // The same snapshot in the same context leaves the same states:
-        // each is a duplicate of what it was, without building it again.
-        if let Some(last) =
-            previous.as_ref().filter(|last| Arc::ptr_eq(last.snapshot, snapshot) && last.printed == printed)
-        {
-            planned.states += last.targets.len();
-            last.targets.iter().for_each(|&at| distinct[at].duplicates += 1);
-            if options.only.is_none() {
-                planned.coverage.add(IndexCoverage { io_index, coverage: last.coverage, enumerated: last.enumerated });
-            }
-            continue;
-        }
-        let mut targets = Vec::new();
-        let coverage = snapshot.coverage(&options.states());
-        let states = snapshot.crash_states_for(&options.states());
-        let points = options.only.is_none().then(|| snapshot.points_in(&states, |s| s.explored(options.torn_garbage)));
-        for (number, state) in states.iter().enumerate() {
-            if options.only.is_some_and(|(_, only)| only != number) || !state.explored(options.torn_garbage) {
-                continue;
-            }
-            planned.states += 1;
-            let image = snapshot.image(state);
-            let key = (image.hash(), printed);
-            let at = match seen.get(&key) {
-                Some(&at) => {
-                    distinct[at].duplicates += 1;
-                    at
-                }
-                None => {
-                    seen.insert(key, distinct.len());
-                    let description = snapshot.describe(state);
-                    let bytes = replayed.printed_before(io_index);
-                    distinct.push(Distinct {
-                        io_index,
-                        state: number,
-                        description,
-                        image,
-                        printed: bytes,
-                        duplicates: 0,
-                    });
-                    distinct.len() - 1
-                }
-            };
-            targets.push(at);
-        }
-        // One state asked for (a repro): no claim either way.
-        if let Some(enumerated) = points {
-            planned.coverage.add(IndexCoverage { io_index, coverage, enumerated });
-        }
-        previous = Some(Previous { snapshot, printed, targets, coverage, enumerated: points.unwrap_or(0) });
-    }
-    planned
-}
-
-fn check_all(distinct: &[Distinct], options: &TraceExploreOptions) -> Vec<Verdict> {
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Verdict>>> = Mutex::new(vec![None; distinct.len()]);
-    std::thread::scope(|scope| {
-        for _ in 0..options.jobs.max(1) {
-            scope.spawn(|| loop {
-                let at = next.fetch_add(1, Ordering::Relaxed);
-                let Some(state) = distinct.get(at) else { break };
-                let verdict = check_one(state, options);
-                results.lock().unwrap_or_else(|poison| poison.into_inner())[at] = Some(verdict);
-            });
-        }
+/// The contexts of `replayed`'s crash indices: none printed from the
+/// start, then one more chunk from each chunk's I/O count on (so the
+/// context of crash index `i` is [`Replayed::prints_before`]`(i)`).
+fn contexts(replayed: &Replayed) -> Vec<RecordedContext<usize>> {
+    let start = RecordedContext { first_io_index: 0, what: String::new(), context: 0 };
+    let chunks = replayed.prints.iter().enumerate().map(|(at, (io_count, _))| RecordedContext {
+        first_io_index: *io_count,
+        what: String::new(),
+        context: at + 1,
     });
-    let results = results.into_inner().unwrap_or_else(|poison| poison.into_inner());
-    results.into_iter().map(|verdict| verdict.expect("every state checked")).collect()
+    std::iter::once(start).chain(chunks).collect()
 }
 
 fn could_not(started: Instant, why: String) -> Verdict {
     Verdict { passed: false, ended: why, output_tail: String::new(), seconds: started.elapsed().as_secs_f64() }
 }
 
-/// Write `state` out and run the checker on it.
-pub fn check_one(state: &Distinct, options: &TraceExploreOptions) -> Verdict {
+/// Write `image` (crash index and state number `at`) out with what the
+/// program had `printed`, and run the checker on it.
+pub fn check_one(image: &DiskImage, printed: &[u8], at: (u64, usize), options: &TraceExploreOptions) -> Verdict {
     let started = Instant::now();
     let scratch = match tempfile::Builder::new().prefix("sim-trace-").tempdir_in(&options.scratch) {
         Ok(dir) => dir,
         Err(e) => return could_not(started, format!("no directory in {}: {e}", options.scratch.display())),
     };
     let dir = scratch.path().join("state");
-    let printed = scratch.path().join("printed");
+    let printed_file = scratch.path().join("printed");
     let output = scratch.path().join("output");
-    if let Err(e) = materialise(&state.image, &dir).and_then(|()| std::fs::write(&printed, &state.printed)) {
+    if let Err(e) = materialise(image, &dir).and_then(|()| std::fs::write(&printed_file, printed)) {
         return could_not(started, format!("writing the state out: {e}"));
     }
     let log = match std::fs::File::create(&output).and_then(|f| Ok((f.try_clone()?, f))) {
@@ -286,11 +264,11 @@ pub fn check_one(state: &Distinct, options: &TraceExploreOptions) -> Verdict {
         .arg(&options.check)
         .arg("sim-trace-check")
         .arg(&dir)
-        .arg(&printed)
+        .arg(&printed_file)
         .env("TRACE_DIR", &dir)
-        .env("TRACE_PRINTED", &printed)
-        .env("TRACE_CRASH_INDEX", state.io_index.to_string())
-        .env("TRACE_STATE", state.state.to_string())
+        .env("TRACE_PRINTED", &printed_file)
+        .env("TRACE_CRASH_INDEX", at.0.to_string())
+        .env("TRACE_STATE", at.1.to_string())
         .stdin(Stdio::null())
         .stdout(log.0)
         .stderr(log.1)
@@ -390,11 +368,15 @@ mod tests {
     }
 
     fn explored(recording: &Recording, complete_up_to: u64) -> Explored {
+        explored_with(recording, complete_up_to, "true", 2)
+    }
+
+    fn explored_with(recording: &Recording, complete_up_to: u64, check: &str, jobs: usize) -> Explored {
         let replayed = replay(recording, FsProfile::POSIX, 4096).expect("replays");
         let scratch = tempfile::tempdir().expect("a scratch directory");
         let options = TraceExploreOptions {
-            check: "true".to_string(),
-            jobs: 2,
+            check: check.to_string(),
+            jobs,
             max_dir_subsets: simulator::explore::DEFAULT_MAX_DIR_SUBSETS,
             timeout: Duration::from_secs(10),
             only: None,
@@ -402,7 +384,7 @@ mod tests {
             torn_garbage: false,
             complete_up_to,
         };
-        explore(&replayed, &options)
+        explore(&replayed, &options).expect("every state exists")
     }
 
     #[test]
@@ -418,5 +400,27 @@ mod tests {
         assert!(sample.coverage.line(0).starts_with("SAMPLED: "), "{}", sample.coverage.line(0));
         assert!(sample.distinct.len() < default.distinct.len(), "the families alone miss some");
         assert!(sample.coverage.sampled_enumerated < u64::try_from(sample.coverage.sampled_allowed).unwrap());
+    }
+
+    /// Every enumerated state is a distinct one or a duplicate of one; the
+    /// checker runs once per distinct state, sees the printed bytes of its
+    /// context, and the result does not depend on `--jobs`.
+    #[test]
+    fn each_state_is_checked_once_in_its_context_whatever_the_jobs() {
+        let recording = five_renames();
+        // Fails exactly the states judged after "done" was printed.
+        let check = r#"grep -q done "$2" && exit 1; exit 0"#;
+        let one = explored_with(&recording, simulator::explore::DEFAULT_COMPLETE_UP_TO, check, 1);
+        let three = explored_with(&recording, simulator::explore::DEFAULT_COMPLETE_UP_TO, check, 3);
+        let counted: usize = one.distinct.iter().map(|d| 1 + d.duplicates).sum();
+        assert_eq!(counted, one.states, "a state is a distinct one or a duplicate");
+        let summary = |e: &Explored| -> Vec<(u64, usize, usize, bool)> {
+            e.distinct.iter().zip(&e.verdicts).map(|(d, v)| (d.io_index, d.state, d.duplicates, v.passed)).collect()
+        };
+        assert_eq!(summary(&one), summary(&three));
+        for (state, verdict) in one.distinct.iter().zip(&one.verdicts) {
+            assert_eq!(verdict.passed, state.printed.is_empty(), "{state:?}: {verdict:?}");
+        }
+        assert!(one.verdicts.iter().any(|v| !v.passed) && one.verdicts.iter().any(|v| v.passed));
     }
 }

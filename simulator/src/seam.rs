@@ -16,8 +16,17 @@
 //!   the disk before every I/O and what a recovery there is held to, then
 //!   **recover** a crash image and **judge** what came back
 //!   (`crate::explore` is the one explorer: enumerate, dedupe, recover in
-//!   parallel, report); optionally (`--faults`, `--damage`) recover with an
-//!   I/O failing or a record damaged.
+//!   parallel, report).
+//!
+//! What only some targets can do is a capability, a trait of its own the
+//! target opts into by implementing it and returning `Some(self)` from
+//! its accessor (default `None`, and the explorer refuses the flag):
+//! [`ExploreDepth2`] (`--depth 2`: record a recovery to crash it again),
+//! [`ExploreFaults`] (`--faults`: recover and run with an I/O failing),
+//! [`ExploreDamage`] (`--damage`: name the records of an image and recover
+//! it with one damaged). The explorer's core — recover a crash image,
+//! judge it — is `crate::explore::CrashCheck`, which a target at one seed
+//! is (`explore::AtSeed`) and which `sim trace` implements for a recording.
 //!
 //! The trait keeps the target's own types (its operation, its checker
 //! context, what a recovery returns) as associated types, so each target
@@ -61,7 +70,7 @@ pub struct Recording<C> {
     pub failure: Option<(Check, String)>,
     /// The I/O indices of the recorded run where an armed fault could
     /// fire (`sim explore --faults` fails each in a run of its own,
-    /// [`Target::run_with_fault`]) ...
+    /// [`ExploreFaults::run_with_fault`]) ...
     pub faultable_ios: Vec<u64>,
     /// ... and the writes among them.
     pub faultable_writes: Vec<u64>,
@@ -130,7 +139,7 @@ impl<C> Recording<C> {
 
 /// The last of `contexts` (in order of `first_io_index`) begun at or
 /// before `io_index` (the first, if none is).
-fn context_at<C>(contexts: &[RecordedContext<C>], io_index: u64) -> usize {
+pub(crate) fn context_at<C>(contexts: &[RecordedContext<C>], io_index: u64) -> usize {
     let after = contexts.partition_point(|c| c.first_io_index <= io_index);
     after.saturating_sub(1)
 }
@@ -338,13 +347,47 @@ pub trait Target: Sync {
     /// Whether `recovered` is allowed in `context`: `Err((check, detail))`.
     fn judge(&self, recovered: &Self::Recovered, context: &Self::Context) -> Result<(), (Check, String)>;
 
+    /// `sim explore --depth 2`'s capability, if this target has it: it
+    /// records a recovery so that the explorer can crash it again.
+    /// `Some(self)` from a target that implements [`ExploreDepth2`]; `None`
+    /// (the default) refuses `--depth 2`.
+    fn depth2(&self) -> Option<&dyn ExploreDepth2<Self::Context>> {
+        None
+    }
+
+    /// `sim explore --faults`' capability, if this target has it: it
+    /// recovers, and runs its workload, with one I/O failing. `Some(self)`
+    /// from a target that implements [`ExploreFaults`]; `None` (the
+    /// default) refuses `--faults`.
+    fn faults(&self) -> Option<&dyn ExploreFaults<Self::Op, Self::Recovered>> {
+        None
+    }
+
+    /// `sim explore --damage`'s capability, if this target has it: it
+    /// names its files' records and recovers them damaged. `Some(self)`
+    /// from a target that implements [`ExploreDamage`]; `None` (the
+    /// default) refuses `--damage`.
+    fn damage(&self) -> Option<&dyn ExploreDamage<Self::Context>> {
+        None
+    }
+}
+
+/// `sim explore --depth 2` (`explore/depth2.rs`): a target that records
+/// a recovery, so that the explorer can crash it again. A [`Target`]
+/// holds it through [`Target::depth2`].
+pub trait ExploreDepth2<C>: Sync {
     /// For `sim explore --depth 2`: [`Target::recover`] once more, on a
     /// disk that keeps a snapshot before every I/O, noting where the
     /// recovery returned and the context of every later operation (see
     /// [`RecoveryRecording`]). Called on the explorer's worker threads.
     /// Never panics.
-    fn record_recovery(&self, seed: u64, image: &DiskImage, key: u64) -> RecoveryRecording<Self::Context>;
+    fn record_recovery(&self, seed: u64, image: &DiskImage, key: u64) -> RecoveryRecording<C>;
+}
 
+/// `sim explore --faults` (`explore/faults.rs`): a target that recovers,
+/// and runs its recorded workload, with one I/O failing. A [`Target`]
+/// holds it through [`Target::faults`].
+pub trait ExploreFaults<Op, R>: Sync {
     /// For `sim explore --faults`: [`Target::recover`] once more, with the
     /// I/O (of any kind) at index `fault.0` of the recovery and
     /// probe failing as `fault.1` says (EIO; a write also short or out of
@@ -359,7 +402,7 @@ pub trait Target: Sync {
         image: &DiskImage,
         key: u64,
         fault: Option<(u64, ArmedFault)>,
-    ) -> FaultedRecovery<Self::Recovered>;
+    ) -> FaultedRecovery<R>;
 
     /// For `sim explore --faults`: run `workload` as [`Target::record`]
     /// does, but without snapshots, with the I/O at `fault.0` (one of
@@ -368,53 +411,44 @@ pub trait Target: Sync {
     /// not acknowledged, a poisoned store recovered (killed, reopened, then
     /// the power lost, each recovery checked) — and every check of the run
     /// applies. Called on the explorer's worker threads. Never panics.
-    fn run_with_fault(&self, seed: u64, workload: &[Self::Op], fault: (u64, ArmedFault)) -> FaultedRun;
+    fn run_with_fault(&self, seed: u64, workload: &[Op], fault: (u64, ArmedFault)) -> FaultedRun;
 
     /// For `sim explore --faults`: whether a recovery with an injected
     /// fault (`faulted`) brought back what the same image's recovery with
     /// none (`plain`) did, where both opened — a transient error may fail
     /// an open, never change what it recovers (every other outcome is
     /// [`Target::judge`]'s). `Err((check, detail))`.
-    fn same_recovery(&self, faulted: &Self::Recovered, plain: &Self::Recovered) -> Result<(), (Check, String)>;
+    fn same_recovery(&self, faulted: &R, plain: &R) -> Result<(), (Check, String)>;
+}
 
-    /// Whether `sim explore --damage` can damage this target's files: it
-    /// names [`Target::damage_sites`] and recovers them
-    /// ([`Target::recover_damaged`]).
-    fn explores_damage(&self) -> bool {
-        false
-    }
-
-    /// For `sim explore --damage`: where the records of `image` (a
-    /// durable image of `seed`'s recording) lie, each with a way to damage
-    /// it, in a fixed order (none by default, and none where `seed`'s
-    /// configuration promises nothing about damage).
-    fn damage_sites(&self, _seed: u64, _image: &DiskImage) -> Vec<DamageSite> {
-        Vec::new()
-    }
+/// `sim explore --damage` (`explore/damage.rs`): a target that names where
+/// the records of a durable image lie and recovers the image with one of
+/// them damaged. A [`Target`] holds it through [`Target::damage`].
+pub trait ExploreDamage<C>: Sync {
+    /// Where the records of `image` (a durable image of `seed`'s
+    /// recording) lie, each with a way to damage it, in a fixed order
+    /// (none where `seed`'s configuration promises nothing about damage).
+    fn damage_sites(&self, seed: u64, image: &DiskImage) -> Vec<DamageSite>;
 
     /// Whether a damaged image is opened a second way, as an operator
     /// cutting at the damage would (a point in time); a target with no
     /// such mode opens it the default way only.
-    fn opens_at_a_point_in_time(&self) -> bool {
-        true
-    }
+    fn opens_at_a_point_in_time(&self) -> bool;
 
-    /// For `sim explore --damage`: open `image`, damaged as the disk
-    /// announced in `damage`, the default way or (`point_in_time`) as an
-    /// operator cutting at the damage would, at the recovery key of
-    /// `context`, and judge it by the random mode's rule after announced
-    /// damage in `context`. Called on the explorer's worker threads, and
-    /// only if [`Target::explores_damage`]. Never panics.
+    /// Open `image`, damaged as the disk announced in `damage`, the
+    /// default way or (`point_in_time`, only if
+    /// [`ExploreDamage::opens_at_a_point_in_time`]) as an operator cutting
+    /// at the damage would, at the recovery key of `context`, and judge it
+    /// by the random mode's rule after announced damage in `context`.
+    /// Called on the explorer's worker threads. Never panics.
     fn recover_damaged(
         &self,
-        _seed: u64,
-        _image: &DiskImage,
-        _damage: &crate::disk::Damage,
-        _point_in_time: bool,
-        _context: &Self::Context,
-    ) -> Result<DamageVerdict, (Check, String)> {
-        unreachable!("only a target that explores damage is asked to recover a damaged image")
-    }
+        seed: u64,
+        image: &DiskImage,
+        damage: &crate::disk::Damage,
+        point_in_time: bool,
+        context: &C,
+    ) -> Result<DamageVerdict, (Check, String)>;
 }
 
 /// Run `seed`'s generated workload.

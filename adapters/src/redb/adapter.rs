@@ -32,8 +32,8 @@ use vfs::OpenMode;
 
 use super::backend::{Plant as Planted, VfsBackend};
 use simkit::{
-    Adapter, Env, ErrorKind, KeyKind, KitError, Level, Maintenance, Plant, Previous, Promise, Readers, Rows, Spec,
-    TableSpec, Tolerances,
+    Adapter, Env, ErrorKind, KeyKind, KitError, Level, Maintain, Maintenance, Plant, Previous, Promise,
+    ReadTransactions, Readers, Rows, Spec, TableSpec, Tolerances,
 };
 
 const T0: TableDefinition<u64, &[u8]> = TableDefinition::new("t0");
@@ -345,6 +345,40 @@ impl Adapter for RedbAdapter {
         db.txn.take().map_or(Ok(()), |txn| txn.abort().map_err(kit_error))
     }
 
+    /// A table that does not exist is empty: a rollback after damage may
+    /// return to the file's first commit, before the tables were created.
+    fn read_committed(&self, db: &mut RedbDb, table: usize) -> Result<Rows, KitError> {
+        let read = || -> Result<Rows, redb::Error> { table_rows!(db.db().begin_read()?, table) };
+        match read() {
+            Err(redb::Error::TableDoesNotExist(_)) => Ok(Rows::new()),
+            other => other.map_err(kit_error),
+        }
+    }
+
+    fn close(&self, mut db: RedbDb) -> Result<(), KitError> {
+        debug_assert!(db.readers.is_empty(), "the kit ends every reader before a clean close");
+        if let Some(txn) = db.txn.take() {
+            txn.abort().map_err(kit_error)?;
+        }
+        db.db.take().expect("open until closed").close().map_err(kit_error)
+    }
+
+    fn maintenance(&self) -> Option<&dyn Maintain<RedbDb>> {
+        Some(self)
+    }
+
+    fn readers(&self) -> Option<&dyn ReadTransactions<RedbDb>> {
+        Some(self)
+    }
+}
+
+impl Maintain<RedbDb> for RedbAdapter {
+    fn maintain(&self, db: &mut RedbDb) -> Result<(), KitError> {
+        db.db.as_mut().expect("open").compact().map(drop).map_err(kit_error)
+    }
+}
+
+impl ReadTransactions<RedbDb> for RedbAdapter {
     fn begin_read(&self, db: &mut RedbDb, reader: usize) -> Result<(), KitError> {
         let txn = db.db().begin_read().map_err(kit_error)?;
         let before = db.readers.insert(reader, txn);
@@ -369,27 +403,5 @@ impl Adapter for RedbAdapter {
     fn end_read(&self, db: &mut RedbDb, reader: usize) -> Result<(), KitError> {
         let txn = db.readers.remove(&reader).expect("the kit ends only an open reader");
         txn.close().map_err(kit_error)
-    }
-
-    fn maintain(&self, db: &mut RedbDb) -> Result<(), KitError> {
-        db.db.as_mut().expect("open").compact().map(drop).map_err(kit_error)
-    }
-
-    /// A table that does not exist is empty: a rollback after damage may
-    /// return to the file's first commit, before the tables were created.
-    fn read_committed(&self, db: &mut RedbDb, table: usize) -> Result<Rows, KitError> {
-        let read = || -> Result<Rows, redb::Error> { table_rows!(db.db().begin_read()?, table) };
-        match read() {
-            Err(redb::Error::TableDoesNotExist(_)) => Ok(Rows::new()),
-            other => other.map_err(kit_error),
-        }
-    }
-
-    fn close(&self, mut db: RedbDb) -> Result<(), KitError> {
-        debug_assert!(db.readers.is_empty(), "the kit ends every reader before a clean close");
-        if let Some(txn) = db.txn.take() {
-            txn.abort().map_err(kit_error)?;
-        }
-        db.db.take().expect("open until closed").close().map_err(kit_error)
     }
 }

@@ -41,8 +41,8 @@
 //! `db.rs`'s, and the SQL each operation runs `sql.rs`'s.
 
 use simkit::{
-    Adapter, DocumentedHazard, Env, KitError, Level, Maintenance, Plant, Previous, Promise, RngCore, Rows, Spec,
-    Tolerances,
+    Adapter, DocumentedHazard, Env, KitError, Level, Maintain, Maintenance, Plant, Previous, Promise, ReadTransactions,
+    RngCore, Rows, Spec, Tolerances,
 };
 
 use super::db::{open_db, SqliteDb, DB_NAME, OS_UNIX_SECTOR_BYTES};
@@ -224,11 +224,6 @@ impl Adapter for SqliteAdapter {
         Ok(())
     }
 
-    fn maintain(&self, db: &mut SqliteDb) -> Result<(), KitError> {
-        let journal_mode = db.connector.config.journal_mode;
-        db.call(|conn| sql::maintain(conn, journal_mode))
-    }
-
     /// The table as SQLite shows it, with the keys the open write
     /// transaction touched put back as SQLite answered them before it
     /// touched them (see `SqliteDb::undo`).
@@ -246,6 +241,29 @@ impl Adapter for SqliteAdapter {
         Ok(rows)
     }
 
+    fn close(&self, mut db: SqliteDb) -> Result<(), KitError> {
+        db.call(sql::rollback)?;
+        drop(db);
+        Ok(())
+    }
+
+    fn maintenance(&self) -> Option<&dyn Maintain<SqliteDb>> {
+        Some(self)
+    }
+
+    fn readers(&self) -> Option<&dyn ReadTransactions<SqliteDb>> {
+        Some(self)
+    }
+}
+
+impl Maintain<SqliteDb> for SqliteAdapter {
+    fn maintain(&self, db: &mut SqliteDb) -> Result<(), KitError> {
+        let journal_mode = db.connector.config.journal_mode;
+        db.call(|conn| sql::maintain(conn, journal_mode))
+    }
+}
+
+impl ReadTransactions<SqliteDb> for SqliteAdapter {
     fn begin_read(&self, db: &mut SqliteDb, reader: usize) -> Result<(), KitError> {
         db.begin_read(reader)
     }
@@ -266,12 +284,6 @@ impl Adapter for SqliteAdapter {
 
     fn end_read(&self, db: &mut SqliteDb, reader: usize) -> Result<(), KitError> {
         db.call_reader(reader, sql::rollback)
-    }
-
-    fn close(&self, mut db: SqliteDb) -> Result<(), KitError> {
-        db.call(sql::rollback)?;
-        drop(db);
-        Ok(())
     }
 }
 

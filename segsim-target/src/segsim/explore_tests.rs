@@ -240,7 +240,7 @@ fn a_recorded_recovery_hands_over_to_the_probe_where_the_open_returned() {
     let snapshot = recording.disk.before_io(last).unwrap();
     let image = snapshot.image(&snapshot.crash_states(DEFAULT_MAX_DIR_SUBSETS)[0]);
     let now_ms = recording.contexts.last().unwrap().context.now_ms;
-    let recorded = target.record_recovery(6, &image, now_ms);
+    let recorded = target.depth2().expect("segsim records its recoveries").record_recovery(6, &image, now_ms);
     assert!(recorded.recovered_at_io > 0, "the open does I/O");
     assert!(recorded.recovered_at_io < recorded.disk.io_indices().end, "and the probe after it");
     assert_eq!(recorded.context_at(0), None);

@@ -44,8 +44,8 @@ use simulator::disk::{ArmedFault, CrashMode, Damage, DiskConfig, DiskImage, FsPr
 use simulator::failure::Check;
 use simulator::outcome::SeedOutcome;
 use simulator::seam::{
-    DamageSite, DamageVerdict, Declared, DeclaredKind, FaultedRecovery, FaultedRun, Recording, RecoveryRecording,
-    Target,
+    DamageSite, DamageVerdict, Declared, DeclaredKind, ExploreDamage, ExploreDepth2, ExploreFaults, FaultedRecovery,
+    FaultedRun, Recording, RecoveryRecording, Target,
 };
 
 pub use record::RecoveryContext;
@@ -238,10 +238,26 @@ impl Target for SegsimTarget {
         recover::judge(recovered, context)
     }
 
+    fn damage(&self) -> Option<&dyn ExploreDamage<RecoveryContext>> {
+        Some(self)
+    }
+
+    fn depth2(&self) -> Option<&dyn ExploreDepth2<RecoveryContext>> {
+        Some(self)
+    }
+
+    fn faults(&self) -> Option<&dyn ExploreFaults<PlannedOp, Outcome>> {
+        Some(self)
+    }
+}
+
+impl ExploreDepth2<RecoveryContext> for SegsimTarget {
     fn record_recovery(&self, seed: u64, image: &DiskImage, now_ms: u64) -> RecoveryRecording<RecoveryContext> {
         self.recovery(seed, image, now_ms).record()
     }
+}
 
+impl ExploreFaults<PlannedOp, Outcome> for SegsimTarget {
     fn recover_with_fault(
         &self,
         seed: u64,
@@ -261,11 +277,9 @@ impl Target for SegsimTarget {
     fn same_recovery(&self, faulted: &Outcome, plain: &Outcome) -> Result<(), (Check, String)> {
         recover::same_recovery(faulted, plain)
     }
+}
 
-    fn explores_damage(&self) -> bool {
-        true
-    }
-
+impl ExploreDamage<RecoveryContext> for SegsimTarget {
     fn damage_sites(&self, _seed: u64, image: &DiskImage) -> Vec<DamageSite> {
         // The records lie where the engine under test wrote them: a planted
         // bug that changes the format (`aof-place-ignored` writes the old,
@@ -273,6 +287,10 @@ impl Target for SegsimTarget {
         // are found and damaged like any others.
         let _canary = crate::canary::CanarySwitch::on(self.overrides.canary);
         damage::sites(image)
+    }
+
+    fn opens_at_a_point_in_time(&self) -> bool {
+        true
     }
 
     fn recover_damaged(

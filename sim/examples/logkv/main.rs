@@ -14,7 +14,9 @@ mod store;
 use std::process::ExitCode;
 
 use simkit::vfs::OpenMode;
-use simkit::{Adapter, Env, KitError, Level, Plant, Previous, Promise, Readers, RecordSpan, RngCore, Rows, Spec};
+use simkit::{
+    Adapter, Env, KitError, Level, Plant, Previous, Promise, ReadTransactions, Readers, RecordSpan, RngCore, Rows, Spec,
+};
 
 use crate::store::{Bug, LogKv};
 
@@ -127,6 +129,20 @@ impl Adapter for LogKvAdapter {
         Ok(())
     }
 
+    fn read_committed(&self, db: &mut LogKv, table: usize) -> Result<Rows, KitError> {
+        Ok(db.committed()[table].clone())
+    }
+
+    fn close(&self, db: LogKv) -> Result<(), KitError> {
+        Ok(db.close()?)
+    }
+
+    fn readers(&self) -> Option<&dyn ReadTransactions<LogKv>> {
+        Some(self)
+    }
+}
+
+impl ReadTransactions<LogKv> for LogKvAdapter {
     fn begin_read(&self, db: &mut LogKv, reader: usize) -> Result<(), KitError> {
         db.begin_read(reader);
         Ok(())
@@ -143,14 +159,6 @@ impl Adapter for LogKvAdapter {
     fn end_read(&self, db: &mut LogKv, reader: usize) -> Result<(), KitError> {
         db.end_read(reader);
         Ok(())
-    }
-
-    fn read_committed(&self, db: &mut LogKv, table: usize) -> Result<Rows, KitError> {
-        Ok(db.committed()[table].clone())
-    }
-
-    fn close(&self, db: LogKv) -> Result<(), KitError> {
-        Ok(db.close()?)
     }
 }
 

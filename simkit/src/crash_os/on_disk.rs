@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use vfs::{OsVfs, Vfs};
 
+use super::super::adapter::maintenance_of;
 use super::super::client::call;
 use super::super::config::KitConfig;
 use super::super::model::State;
@@ -85,7 +86,7 @@ impl<'a, A: Adapter> OnDisk<'a, A> {
             }
             KitOp::Maintain(maintenance) if maintenance.makes_durable => {
                 self.adapter.abort(open)?;
-                self.adapter.maintain(open).map(|()| Answer::Done)
+                maintenance_of(self.adapter).maintain(open).map(|()| Answer::Done)
             }
             KitOp::Crash => unreachable!("crash-os skips CRASH (workload.rs)"),
             _ => call(self.adapter, open, op).map(|reply| Answer::of_reply(&reply)),

@@ -9,7 +9,7 @@
 //! sector now and then. Here the recording's durable images (the disk a
 //! power loss leaves keeping nothing unsynced, at each crash index; each
 //! distinct image once, at the first index it appears) are each damaged
-//! at every site the target names ([`Target::damage_sites`]: for segsim,
+//! at every site the target names ([`ExploreDamage::damage_sites`]: for segsim,
 //! each record of the log, the manifest and every segment, three ways,
 //! each frame of the logs misdirected onto, a fourth, and the write that
 //! put each record in place lost, alone or with the rest of its fsync, a
@@ -18,7 +18,7 @@
 //! or misdirected write), with
 //! whether a later durable write could have vouched for the bytes
 //! (`DiskSnapshot::damaged`). Each damaged image is recovered the default
-//! way and at a point in time ([`Target::recover_damaged`]) and judged by
+//! way and at a point in time ([`ExploreDamage::recover_damaged`]) and judged by
 //! the random mode's rule after damage, in the context of the crash index
 //! the image was first seen at. The damage is the only thing that differs
 //! from a state depth 1 already passed, so a failure here is the damage's.
@@ -35,7 +35,7 @@ use super::parallel::map_in_order;
 use super::report::{DamageReport, ExploreFailure};
 use super::ExploreOptions;
 use crate::disk::{DiskImage, DiskSnapshot};
-use crate::seam::{DamageSite, DamageVerdict, Recording, Target};
+use crate::seam::{DamageSite, DamageVerdict, ExploreDamage, Recording, Target};
 
 /// One durable image and where to damage it.
 struct Image {
@@ -65,9 +65,9 @@ pub(super) fn explore<T: Target>(
     options: &ExploreOptions,
 ) -> Result<(DamageReport, Vec<ExploreFailure>), String> {
     let started = Instant::now();
-    assert!(target.explores_damage(), "checked by the caller");
-    let images = durable_images(target, seed, recording, options);
-    let ways: &[bool] = if target.opens_at_a_point_in_time() { &[false, true] } else { &[false] };
+    let damaging = target.damage().expect("checked by the caller");
+    let images = durable_images(damaging, seed, recording, options);
+    let ways: &[bool] = if damaging.opens_at_a_point_in_time() { &[false, true] } else { &[false] };
     let (runs, capped) = plan_runs(&images, ways, options)?;
     let progress = options.progress.then_some("recovering damaged durable images");
     let verdicts = map_in_order(&runs, options.jobs, progress, |run| {
@@ -78,7 +78,7 @@ pub(super) fn explore<T: Target>(
             .damaged(&image.image, &site.path, site.offset_bytes, &site.bytes, site.kind)
             .expect("a site that changes nothing was planned out");
         let context = &recording.contexts[image.context].context;
-        target.recover_damaged(seed, &damaged, &damage, run.point_in_time, context)
+        damaging.recover_damaged(seed, &damaged, &damage, run.point_in_time, context)
     });
     let mut report = DamageReport {
         images: images.len() as u64,
@@ -101,10 +101,10 @@ pub(super) fn explore<T: Target>(
 
 /// The recording's distinct durable images, each at the first crash index
 /// it appears (with `--only-io`, that index's alone), with their sites.
-fn durable_images<T: Target>(
-    target: &T,
+fn durable_images<C>(
+    damaging: &dyn ExploreDamage<C>,
     seed: u64,
-    recording: &Recording<T::Context>,
+    recording: &Recording<C>,
     options: &ExploreOptions,
 ) -> Vec<Image> {
     let mut seen = BTreeSet::new();
@@ -122,7 +122,7 @@ fn durable_images<T: Target>(
         if !seen.insert(image.hash()) && options.only_io.is_none() {
             continue;
         }
-        let sites = target.damage_sites(seed, &image);
+        let sites = damaging.damage_sites(seed, &image);
         let context = recording.context_at(io_index);
         images.push(Image { io_index, context, snapshot: snapshot.clone(), image, sites });
     }

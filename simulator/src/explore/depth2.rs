@@ -9,7 +9,7 @@
 //! workload leaves. So for every distinct recovered state of depth 1 that
 //! passed its checks (a *parent*), the target records its recovery again
 //! on a disk that keeps a snapshot before every I/O
-//! ([`Target::record_recovery`]), and the explorer does with that
+//! ([`ExploreDepth2::record_recovery`]), and the explorer does with that
 //! recording what it did with the workload's: every crash index, every
 //! crash state there, each image hashed.
 //!
@@ -34,6 +34,8 @@
 //! indices, then states in order, exactly like depth 1's, so the report
 //! is the same for every `--jobs`. `--max-depth2-states` cuts the
 //! enumeration at a fixed point of that order.
+//!
+//! [`ExploreDepth2::record_recovery`]: crate::seam::ExploreDepth2::record_recovery
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -106,6 +108,7 @@ pub(super) fn explore<T: Target>(
     options: &ExploreOptions,
 ) -> Result<(Depth2Report, Vec<ExploreFailure>), String> {
     let started = Instant::now();
+    let recorder = target.depth2().expect("checked by the caller");
     let Parents { recording, plan, outcomes, failed } = parents;
     assert_eq!(outcomes.len(), plan.recoveries.len());
     assert_eq!(failed.len(), plan.recoveries.len());
@@ -120,7 +123,7 @@ pub(super) fn explore<T: Target>(
         let progress = options.progress.then_some("depth 2: recording recoveries");
         let recordings: Vec<RecoveryRecording<T::Context>> = map_in_order(batch, options.jobs, progress, |&parent| {
             let recovery = &plan.recoveries[parent];
-            target.record_recovery(seed, &recovery.snapshot.image(&recovery.crash_state), recovery.key)
+            recorder.record_recovery(seed, &recovery.snapshot.image(&recovery.crash_state), recovery.key)
         });
         depth2.report.recoveries_recorded += batch.len() as u64;
         depth2.report.counts.phase_sec.record += record_started.elapsed().as_secs_f64();

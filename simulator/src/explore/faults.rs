@@ -8,7 +8,7 @@
 //! ignored, a failed append acknowledged — were left to the random mode's
 //! dice. Here every distinct recovered state that passed its checks is
 //! recovered again once per I/O index of its recovery and probe, with the
-//! I/O at that index failing ([`Target::recover_with_fault`]): with EIO,
+//! I/O at that index failing ([`ExploreFaults::recover_with_fault`]): with EIO,
 //! whatever its kind (a read, write, fsync, map, open, rename, unlink,
 //! set_len, listing or sync_dir), and a write also after a short write
 //! (its longest strict sector-aligned prefix written) and with ENOSPC
@@ -19,7 +19,7 @@
 //! as a check).
 //!
 //! The recorded workload itself is faulted the same way
-//! ([`explore_in_workload`], [`Target::run_with_fault`]): it runs once per
+//! ([`explore_in_workload`], [`ExploreFaults::run_with_fault`]): it runs once per
 //! I/O of its recording where the random mode's faults could fire (not
 //! where the harness turned them off), each way, that I/O failing, and
 //! every check of the run applies — a failed write never acknowledged, a
@@ -33,7 +33,7 @@
 //! contexts the image was judged in, and more — the fault is transient,
 //! so the store may fail the open it hit (not as corruption), but the
 //! next open must succeed and bring back exactly the content the same
-//! image's recovery without the fault did ([`Target::same_recovery`]; the
+//! image's recovery without the fault did ([`ExploreFaults::same_recovery`]; the
 //! contexts alone would let a lax fsync policy excuse writes a read error
 //! dropped). A store the fault poisoned is killed (the page cache
 //! survives), reopened, then loses the power — the random mode's two
@@ -43,6 +43,10 @@
 //! The runs are taken in the order of the plan's recoveries, then I/O
 //! index, and merged in that order, so the report is the same for every
 //! `--jobs`; `--max-fault-runs` cuts that order at a fixed point.
+//!
+//! [`ExploreFaults::recover_with_fault`]: crate::seam::ExploreFaults::recover_with_fault
+//! [`ExploreFaults::run_with_fault`]: crate::seam::ExploreFaults::run_with_fault
+//! [`ExploreFaults::same_recovery`]: crate::seam::ExploreFaults::same_recovery
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -69,6 +73,7 @@ pub(super) fn explore<T: Target>(
     options: &ExploreOptions,
 ) -> Result<(FaultsReport, Vec<ExploreFailure>), String> {
     let started = Instant::now();
+    let faulting = target.faults().expect("checked by the caller");
     assert_eq!(failed.len(), plan.recoveries.len());
     let passed: Vec<usize> = (0..plan.recoveries.len()).filter(|&recovery| !failed[recovery]).collect();
     let image = |recovery: usize| {
@@ -80,7 +85,7 @@ pub(super) fn explore<T: Target>(
     // fault can fire (its reads, writes and fsyncs): the indices to fail.
     let progress = options.progress.then_some("faults: finding the recoveries' reads, writes and fsyncs");
     let plain = map_in_order(&passed, options.jobs, progress, |&recovery| {
-        target.recover_with_fault(seed, &image(recovery), plan.recoveries[recovery].key, None)
+        faulting.recover_with_fault(seed, &image(recovery), plan.recoveries[recovery].key, None)
     });
     let (runs, capped) = plan_runs(&plain, options);
 
@@ -93,7 +98,7 @@ pub(super) fn explore<T: Target>(
     let progress = options.progress.then_some("faults: recovering with one I/O failing");
     let verdicts = map_in_order(&runs, options.jobs, progress, |&(pos, io_index, kind)| {
         let recovery = &plan.recoveries[passed[pos]];
-        let faulted = target.recover_with_fault(seed, &image(passed[pos]), recovery.key, Some((io_index, kind)));
+        let faulted = faulting.recover_with_fault(seed, &image(passed[pos]), recovery.key, Some((io_index, kind)));
         faulted.fired.then(|| failed_checks(target, recording, recovery, &faulted.recovered, &plain[pos].recovered))
     });
 
@@ -127,7 +132,7 @@ fn failed_checks<T: Target>(
     faulted: &T::Recovered,
     plain: &T::Recovered,
 ) -> Vec<(CheckAt, (Check, String))> {
-    let same = target.same_recovery(faulted, plain).err();
+    let same = target.faults().expect("checked by the caller").same_recovery(faulted, plain).err();
     let same = same.and_then(|verdict| recovery.checks.first().map(|at| (*at, verdict)));
     let judged = recovery.checks.iter().map(|at| {
         let context = &recording.contexts[at.context].context;
@@ -184,7 +189,8 @@ fn recovery_failure<T: Target>(
 /// `--faults` in the recorded workload itself: the workload run once per
 /// I/O of its recording (EIO; a write also short, then out of space), that
 /// I/O failing, every check of the run applying (the target's
-/// [`Target::run_with_fault`]): the counts, and the failures in order.
+/// [`ExploreFaults::run_with_fault`](crate::seam::ExploreFaults::run_with_fault)):
+/// the counts, and the failures in order.
 pub fn explore_in_workload<T: Target>(
     target: &T,
     seed: u64,
@@ -194,6 +200,9 @@ pub fn explore_in_workload<T: Target>(
     options: &ExploreOptions,
 ) -> Result<(WorkloadFaults, Vec<ExploreFailure>), String> {
     let started = Instant::now();
+    let Some(faulting) = target.faults() else {
+        return Err(format!("--faults: the {} target does not run with an I/O failing", target.name()));
+    };
     let writes = &recording.faultable_writes;
     let mut runs = Vec::new();
     for &io_index in &recording.faultable_ios {
@@ -212,7 +221,7 @@ pub fn explore_in_workload<T: Target>(
     let capped = options.max_fault_runs.is_some_and(|max| runs.len() as u64 > max);
     runs.truncate(usize::try_from(options.max_fault_runs.unwrap_or(u64::MAX)).unwrap_or(usize::MAX));
     let progress = options.progress.then_some("faults: the workload with one of its I/Os failing");
-    let results = map_in_order(&runs, options.jobs, progress, |&fault| target.run_with_fault(seed, workload, fault));
+    let results = map_in_order(&runs, options.jobs, progress, |&fault| faulting.run_with_fault(seed, workload, fault));
     let mut failures = Vec::new();
     for (&(io_index, kind), run) in runs.iter().zip(&results) {
         let Some((check, detail)) = &run.failure else { continue };

@@ -43,8 +43,8 @@
 //!    pass.
 //! 4. **Crash the recoveries** (`--depth 2`, `depth2.rs`). Each distinct
 //!    recovered state that passed is recovered once more on a recording
-//!    disk ([`Target::record_recovery`]) and crashed at every I/O index of
-//!    its recovery and probe; those crash states are enumerated, deduped
+//!    disk ([`ExploreDepth2::record_recovery`]) and crashed at every I/O
+//!    index of its recovery and probe; those crash states are enumerated, deduped
 //!    with everything before them, recovered and judged — inside the
 //!    recovery in the first crash's own contexts, after it in the
 //!    recovered system's.
@@ -52,20 +52,20 @@
 //!    distinct recovered state that passed is recovered once more per
 //!    I/O index of its recovery and probe, with the I/O (of any kind: a read, write, fsync or map, or an open, rename, unlink, set_len, directory listing or sync_dir)
 //!    there failing — EIO, and for a write also a short write and ENOSPC
-//!    ([`Target::recover_with_fault`]) — and judged in
+//!    ([`ExploreFaults::recover_with_fault`]) — and judged in
 //!    the image's own contexts: a transient error may fail the open, never
 //!    as corruption, and the next open must succeed; a poisoned store
 //!    loses the power and must bring back what it acknowledged. The
 //!    recorded workload is rerun the same way, once per I/O of its own
-//!    ([`Target::run_with_fault`]), every check of the run applying.
+//!    ([`ExploreFaults::run_with_fault`]), every check of the run applying.
 //! 6. **Damage the durable images** (`--damage`, `damage.rs`). Each
 //!    distinct durable image of the recording (what a power loss leaves
 //!    keeping nothing unsynced) is damaged at every record the target
-//!    names ([`Target::damage_sites`]; segsim: each frame of the log and
+//!    names ([`ExploreDamage::damage_sites`]; segsim: each frame of the log and
 //!    the manifest, each segment record — a bit flipped, a length past
 //!    the end, the other log's record in its place), one at a time, and
 //!    opened the default way and at a point in time
-//!    ([`Target::recover_damaged`]): by the random mode's rule after
+//!    ([`ExploreDamage::recover_damaged`]): by the random mode's rule after
 //!    announced damage, a refusal changes nothing, a cut is allowed only
 //!    where no later durable write could have vouched for the bytes (or
 //!    at a point in time, quarantined), and nothing is swept.
@@ -116,7 +116,14 @@
 //! what was synced). The workload is
 //! one seed's, biased but not searched: a sequence neither the swarm nor
 //! the motifs draw is not explored.
+//!
+//! [`ExploreDepth2::record_recovery`]: crate::seam::ExploreDepth2::record_recovery
+//! [`ExploreFaults::recover_with_fault`]: crate::seam::ExploreFaults::recover_with_fault
+//! [`ExploreFaults::run_with_fault`]: crate::seam::ExploreFaults::run_with_fault
+//! [`ExploreDamage::damage_sites`]: crate::seam::ExploreDamage::damage_sites
+//! [`ExploreDamage::recover_damaged`]: crate::seam::ExploreDamage::recover_damaged
 
+pub mod check;
 pub mod coverage;
 mod damage;
 mod depth2;
@@ -132,9 +139,10 @@ use std::time::Instant;
 
 use crate::disk::ArmedFault;
 use crate::seam::{Recording, Target};
-use parallel::map_in_order;
 
+pub use check::{check_all, AtSeed, Checked, CrashCheck};
 pub use merged::{is_explore_report, ExploreTotals, MergedFailure};
+pub use plan::{plan, CheckAt, Plan, Recovery};
 pub use reach::Reached;
 pub use report::{
     DamageReport, Depth2Report, ExploreFailure, ExploreReport, FaultsReport, PhaseSeconds, WorkloadFaults,
@@ -267,9 +275,6 @@ impl Default for ExploreOptions {
 /// recorded: a crash index or state number that does not exist.
 pub fn explore<T: Target>(target: &T, seed: u64, ops: u64, options: &ExploreOptions) -> Result<ExploreReport, String> {
     let started = Instant::now();
-    if options.damage && !target.explores_damage() {
-        return Err(format!("--damage: the {} target does not describe its files' records", target.name()));
-    }
     let workload = target.explore_workload(seed, ops);
     let options = &options.for_target(target);
     explore_workload(target, seed, ops, &workload, options, started)
@@ -287,6 +292,7 @@ pub fn explore_workload<T: Target>(
     started: Instant,
 ) -> Result<ExploreReport, String> {
     assert_checked(options);
+    check_capabilities(target, options)?;
     let mut report = ExploreReport::new(target, seed, ops);
     report.complete_up_to = options.complete_up_to;
     let recording = target.record(seed, workload);
@@ -299,15 +305,16 @@ pub fn explore_workload<T: Target>(
     }
 
     let enumerate_started = Instant::now();
-    let plan = plan::plan(target, &recording, options)?;
+    let plan = plan::plan(&AtSeed { target, seed }, &recording.disk, &recording.contexts, options)?;
     report.counts.phase_sec.enumerate = enumerate_started.elapsed().as_secs_f64();
     count_plan(&mut report.counts, &plan);
     note_reached(&mut report, target.explore_declared(seed), &recording, &plan, options);
 
     let check_started = Instant::now();
-    let checked = check_all(target, seed, ops, &recording, &plan, options);
+    let checked = check_depth1(target, seed, ops, &recording, &plan, options);
     report.counts.phase_sec.check = check_started.elapsed().as_secs_f64();
-    let (failures, outcomes): (Vec<Vec<ExploreFailure>>, Vec<Option<T::Recovered>>) = checked.into_iter().unzip();
+    let (failures, outcomes): (Vec<Vec<ExploreFailure>>, Vec<Option<T::Recovered>>) =
+        checked.into_iter().map(|checked| (checked.failures, checked.recovered)).unzip();
     let failed: Vec<bool> = failures.iter().map(|f| !f.is_empty()).collect();
     let mut failures: Vec<ExploreFailure> = failures.into_iter().flatten().collect();
     failures.sort_by_key(|failure| (failure.io_index, failure.state));
@@ -342,6 +349,22 @@ fn assert_checked(options: &ExploreOptions) {
     assert!(options.then_io.is_none() || (options.depth == 2 && options.only_state.is_some()), "checked by the caller");
     assert!(options.fault_io.is_none() || options.faults, "checked by the caller");
     assert!(options.damage_site.is_none() || (options.damage && options.only_io.is_some()), "checked by the caller");
+}
+
+/// What `options` ask of `target` that it cannot do: `--damage`,
+/// `--faults` or `--depth 2` of a target without that capability.
+fn check_capabilities<T: Target>(target: &T, options: &ExploreOptions) -> Result<(), String> {
+    let name = target.name();
+    if options.damage && target.damage().is_none() {
+        return Err(format!("--damage: the {name} target does not describe its files' records"));
+    }
+    if options.faults && target.faults().is_none() {
+        return Err(format!("--faults: the {name} target does not recover with an I/O failing"));
+    }
+    if options.depth == 2 && target.depth2().is_none() {
+        return Err(format!("--depth 2: the {name} target does not record its recoveries"));
+    }
+    Ok(())
 }
 
 /// The recording run's own failure, if it failed before any explored
@@ -424,42 +447,35 @@ fn explore_faults<T: Target>(
 }
 
 /// Recover every distinct image of `plan` on `options.jobs` threads and
-/// judge each in its contexts: per recovery, in plan order, its failures
-/// (each at its first occurrence) and what it recovered (depth 2 judges
-/// it again in new contexts).
-fn check_all<T: Target>(
+/// judge each in its contexts ([`check::check_all`]): per recovery, in
+/// plan order, its failures (each at its first occurrence) and what it
+/// recovered (kept only for depth 2, which judges it again in new
+/// contexts: a dump per distinct state adds up).
+fn check_depth1<T: Target>(
     target: &T,
     seed: u64,
     ops: u64,
     recording: &Recording<T::Context>,
     plan: &plan::Plan,
     options: &ExploreOptions,
-) -> Vec<(Vec<ExploreFailure>, Option<T::Recovered>)> {
-    let progress = options.progress.then_some("recovering distinct crash states");
-    map_in_order(&plan.recoveries, options.jobs, progress, |recovery| {
-        let image = recovery.snapshot.image(&recovery.crash_state);
-        let recovered = target.recover(seed, &image, recovery.key);
-        let mut failures = Vec::new();
-        for at in &recovery.checks {
-            let context = &recording.contexts[at.context];
-            let Err((check, detail)) = target.judge(&recovered, &context.context) else { continue };
-            let snapshot = recording.disk.before_io(at.io_index).expect("a recorded index");
-            let state = &snapshot.crash_states_for(&options.states())[at.state];
-            failures.push(ExploreFailure {
-                io_index: Some(at.io_index),
-                state: Some(at.state),
-                op: context.what.clone(),
-                description: snapshot.describe(state),
-                check,
-                detail,
-                then: None,
-                fault_io: None,
-                damage_site: None,
-                fault_kind: None,
-                repro: report::repro(target, seed, ops, options, Some(at.io_index), Some(at.state), None),
-            });
+) -> Vec<Checked<ExploreFailure, T::Recovered>> {
+    let keep = options.depth == 2;
+    check::check_all(&AtSeed { target, seed }, &recording.contexts, plan, options, keep, |at, context, verdict| {
+        let (check, detail) = verdict;
+        let snapshot = recording.disk.before_io(at.io_index).expect("a recorded index");
+        let state = &snapshot.crash_states_for(&options.states())[at.state];
+        ExploreFailure {
+            io_index: Some(at.io_index),
+            state: Some(at.state),
+            op: context.what.clone(),
+            description: snapshot.describe(state),
+            check,
+            detail,
+            then: None,
+            fault_io: None,
+            damage_site: None,
+            fault_kind: None,
+            repro: report::repro(target, seed, ops, options, Some(at.io_index), Some(at.state), None),
         }
-        // Kept only for depth 2: a dump per distinct state adds up.
-        (failures, (options.depth == 2).then_some(recovered))
     })
 }

@@ -14,38 +14,47 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use super::check::CrashCheck;
 use super::coverage::{CoverageTotals, IndexCoverage};
 use super::parallel::map_in_order;
 use super::ExploreOptions;
 use crate::disk::{CrashState, DiskRecording, DiskSnapshot};
-use crate::seam::{Recording, Target};
+use crate::seam::RecordedContext;
 
 /// One check of a recovered image: against the context numbered
 /// `context`, where crash index `io_index`'s state number `state` first
 /// gave this image in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct CheckAt {
+pub struct CheckAt {
+    /// The context's number among the recording's.
     pub context: usize,
+    /// The crash index: the power was lost just before this I/O.
     pub io_index: u64,
+    /// The state's number among that index's crash states.
     pub state: usize,
 }
 
 /// One distinct (image, recovery key) to recover, as its first check's
 /// state first produced it.
 #[derive(Clone, Debug)]
-pub(super) struct Recovery {
+pub struct Recovery {
+    /// The snapshot the state was first enumerated from ...
     pub snapshot: Arc<DiskSnapshot>,
+    /// ... and the state: together, the image.
     pub crash_state: CrashState,
     /// The image's hash ([`crate::disk::DiskImage::hash`]).
     pub hash: u64,
+    /// The recovery key ([`CrashCheck::recovery_key`]).
     pub key: u64,
     /// Non-empty: the recovery's own first occurrence is its first check.
     pub checks: Vec<CheckAt>,
+    /// How many enumerated states gave this image and key (at least 1).
+    pub occurrences: u64,
 }
 
 /// What to recover and check, and the counts for the report.
 #[derive(Debug, Default)]
-pub(super) struct Plan {
+pub struct Plan {
     /// In order of first occurrence.
     pub recoveries: Vec<Recovery>,
     /// Crash indices explored (fully or, if capped, in part).
@@ -97,15 +106,18 @@ pub(super) fn hash_states(run: &Run, options: &ExploreOptions) -> (Vec<CrashStat
 /// reached before the run was taken.
 pub(super) type Hashed = Option<(Vec<CrashState>, Vec<u64>)>;
 
-/// Build the plan (see the module doc). `Err` names a crash index or state
-/// number that does not exist.
-pub(super) fn plan<T: Target>(
-    target: &T,
-    recording: &Recording<T::Context>,
+/// Build the plan of `disk`'s crash states, each judged in the context of
+/// `contexts` (in order of `first_io_index`) its index falls in (see the
+/// module doc). `Err` names a crash index or state number that does not
+/// exist.
+pub fn plan<X: CrashCheck>(
+    target: &X,
+    disk: &DiskRecording,
+    contexts: &[RecordedContext<X::Context>],
     options: &ExploreOptions,
 ) -> Result<Plan, String> {
-    let indices = chosen_indices("--only-io", "the recorded", options.only_io, recording.disk.io_indices())?;
-    let runs = runs(&recording.disk, indices);
+    let indices = chosen_indices("--only-io", "the recorded", options.only_io, disk.io_indices())?;
+    let runs = runs(disk, indices);
     // States a target leaves out (torn sectors holding garbage, for one
     // that relies on atomic sector writes) keep their numbers: the
     // numbering is the disk's, whatever the target explores.
@@ -134,8 +146,8 @@ pub(super) fn plan<T: Target>(
         let coverage = run.snapshot.coverage(&options.states());
         let points = options.only_state.is_none().then(|| run.snapshot.points_in(states, explored));
         for io_index in run.first_io_index..run.first_io_index + run.len {
-            let context = recording.context_at(io_index);
-            let key = target.recovery_key(&recording.contexts[context].context);
+            let context = crate::seam::context_at(contexts, io_index);
+            let key = target.recovery_key(&contexts[context].context);
             if plan.states >= cap {
                 plan.capped = true;
                 break 'runs;
@@ -186,8 +198,10 @@ impl Seen {
                 hash,
                 key,
                 checks: Vec::new(),
+                occurrences: 0,
             });
         }
+        plan.recoveries[recovery].occurrences += 1;
         debug_assert_eq!(plan.recoveries[recovery].hash, hash, "one recovery per image");
         if self.checked.insert((hash, at.context)) {
             plan.checks += 1;

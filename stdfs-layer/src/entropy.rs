@@ -52,12 +52,6 @@ impl Entropy {
         self.served_bytes += buf.len() as u64;
     }
 
-    /// The clock as it reads now, without moving it (a time the layer
-    /// records, `crate::attrs`, must not change what the program reads).
-    pub fn peek_ns(&self) -> u64 {
-        self.clock_ns
-    }
-
     /// The clock's next reading, in nanoseconds: strictly later than the
     /// one before.
     pub fn now_ns(&mut self) -> u64 {
@@ -67,7 +61,9 @@ impl Entropy {
         self.clock_ns
     }
 
-    /// The clock's last reading, without moving it (a deadline's base).
+    /// The clock's last reading, without moving it: a deadline's base (the
+    /// scheduler), a time the layer records (`crate::attrs`: which must not
+    /// change what the program reads).
     pub fn peek_ns(&self) -> u64 {
         self.clock_ns
     }

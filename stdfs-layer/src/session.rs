@@ -116,7 +116,7 @@ pub(crate) fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path], entropy_seed: u64, plan
     MY_SLOT.set(Some(slot));
     CURRENT.with(|c| {
         *c.borrow_mut() = Some(Session {
-            vfs,
+            vfs: crate::watch::watch(vfs),
             slot,
             dirs: known,
             fds,
@@ -150,6 +150,7 @@ impl SessionGuard {
 
 impl Drop for SessionGuard {
     fn drop(&mut self) {
+        crate::interpose::maps::end_session(self.slot);
         let session = CURRENT.with(|c| c.borrow_mut().take());
         assert!(session.as_ref().is_none_or(|s| s.slot == self.slot));
         drop(session);
@@ -279,6 +280,7 @@ pub fn hang(what: String) {
         *all = rest;
         mine.into_iter().for_each(|(_, refused)| what.push_str(&format!("; refused meanwhile: {refused}")));
         MY_SLOT.set(None);
+        crate::interpose::maps::end_session(slot);
         OWNERS.lock().unwrap_or_else(|p| p.into_inner())[slot] = None;
         drop(all);
     }

@@ -222,3 +222,38 @@ fn the_maps_end_with_the_session() {
     drop(map); // the engine's own munmap, later, releases the reservation
     assert!(session::orphan_refusals().iter().all(|r| !r.contains("/db/data")));
 }
+
+#[test]
+fn a_failed_write_is_read_back_into_the_map() {
+    let disk = strict_disk();
+    let guard = session::install(disk.clone(), &[Path::new("/db")], 0, None);
+    fs::write("/sim-db/db/torn", [b'a'; 2 * PAGE]).unwrap();
+    let file = rw("/sim-db/db/torn");
+    // SAFETY: (memmap2's contract) the file changes only through this test.
+    let map = unsafe { Mmap::map(&file) }.unwrap();
+    // The disk keeps the longest whole-sector prefix (512-byte sectors).
+    disk.arm_fault_at(disk.io_count(), simulator::disk::ArmedFault::ShortWrite);
+    let err = file.write_all_at(&[b'b'; 1100], 0).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EIO));
+    assert_eq!(disk.armed_fault(), Some(true));
+    assert_eq!(&map[..], &fs::read("/sim-db/db/torn").unwrap()[..], "the map is what a read returns after the fault");
+    assert!(map[..1024].iter().all(|b| *b == b'b') && map[1024..].iter().all(|b| *b == b'a'), "the kept prefix only");
+    assert!(guard.refusals().is_empty(), "{:?}", guard.refusals());
+}
+
+#[test]
+fn a_map_follows_its_file_through_a_rename() {
+    let disk = strict_disk();
+    let guard = session::install(disk.clone(), &[Path::new("/db")], 0, None);
+    fs::write("/sim-db/db/old", b"before").unwrap();
+    fs::write("/sim-db/db/new", b"replaced").unwrap();
+    let file = File::open("/sim-db/db/old").unwrap();
+    // SAFETY: as above.
+    let map = unsafe { Mmap::map(&file) }.unwrap();
+    fs::rename("/sim-db/db/old", "/sim-db/db/new").unwrap();
+    rw("/sim-db/db/new").write_all_at(b"BEFORE", 0).unwrap();
+    assert_eq!(&map[..], b"BEFORE", "a write to the renamed file's new name reaches its map");
+    fs::write("/sim-db/db/old", b"another file").unwrap();
+    assert_eq!(&map[..], b"BEFORE", "a new file at the old name is another file");
+    assert!(guard.refusals().is_empty(), "{:?}", guard.refusals());
+}

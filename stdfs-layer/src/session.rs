@@ -93,8 +93,9 @@ static OWNERS: Mutex<[Option<ThreadId>; SLOTS]> = Mutex::new([None; SLOTS]);
 /// an orphan no one run could be blamed for).
 static REFUSALS: Mutex<Vec<(Option<usize>, String)>> = Mutex::new(Vec::new());
 
-/// The current thread's session while it lives; dropping it closes every
-/// fake descriptor still open (dropping their files) and frees the slot.
+/// The current thread's session while it lives; dropping it ends its
+/// memory maps (`interpose::maps::end_session`), closes every fake
+/// descriptor still open (dropping their files) and frees the slot.
 pub struct SessionGuard {
     slot: usize,
 }

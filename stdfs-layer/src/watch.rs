@@ -152,6 +152,9 @@ impl Vfs for Watched {
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.inner.rename(from, to)?;
+        if from == to {
+            return Ok(()); // POSIX: a rename onto itself changes nothing
+        }
         let mut names = self.names();
         // A directory's rename carries its files' names with it.
         let moved: Vec<PathBuf> = names.keys().filter(|name| name.starts_with(from)).cloned().collect();

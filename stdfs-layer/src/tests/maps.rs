@@ -251,6 +251,7 @@ fn a_map_follows_its_file_through_a_rename() {
     // SAFETY: as above.
     let map = unsafe { Mmap::map(&file) }.unwrap();
     fs::rename("/sim-db/db/old", "/sim-db/db/new").unwrap();
+    fs::rename("/sim-db/db/new", "/sim-db/db/new").unwrap();
     rw("/sim-db/db/new").write_all_at(b"BEFORE", 0).unwrap();
     assert_eq!(&map[..], b"BEFORE", "a write to the renamed file's new name reaches its map");
     fs::write("/sim-db/db/old", b"another file").unwrap();

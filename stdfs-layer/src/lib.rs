@@ -26,7 +26,11 @@
 //!   the kit's `refused` failure.
 //!
 //! What the layer cannot see, and what it does about each:
-//! - memory-mapped I/O: `mmap` of a simulated descriptor is refused;
+//! - memory-mapped I/O: `mmap` of a simulated descriptor is served as
+//!   the layer's own read-only memory holding the file's bytes, which the
+//!   layer rewrites at each write it serves (`interpose::maps`,
+//!   [`crate::watch`]); a store through a map faults, and a writable
+//!   shared map is refused;
 //! - a raw `syscall()` (or any function not defined here) on a simulated
 //!   descriptor reaches the kernel, which has no such descriptor (they are
 //!   numbered from 2^30): `EBADF`, never a real file; on a path under the
@@ -60,6 +64,7 @@ mod route;
 mod sched;
 mod serve_copy;
 mod serve_fd;
+mod serve_map;
 mod serve_meta;
 mod serve_names;
 mod serve_path;
@@ -67,6 +72,7 @@ mod serve_space;
 mod session;
 #[cfg(test)]
 mod tests;
+mod watch;
 mod worker;
 
 /// The target kit this layer serves (`simkit`), re-exported so that a

@@ -205,20 +205,6 @@ pub fn flock(fd: i32, operation: i32) -> Result<(), Errno> {
     })
 }
 
-/// `mmap` of a fake descriptor: always refused. The layer sees no access
-/// to mapped memory (a write through a mapping would never reach the
-/// disk, a read would see nothing the disk did), so it cannot serve one.
-pub fn refuse_mmap(fd: i32) -> Errno {
-    match with_fd(fd, "mmap", |s| {
-        let path = s.fds.get(fd).map(|d| d.disk_path.display().to_string()).unwrap_or_default();
-        let what = format!("mmap of simulated fd {fd} ({path}): memory-mapped I/O bypasses the layer, so the simulated disk cannot serve it");
-        Err::<(), Errno>(refuse(Some(s.slot), Errno::ENODEV, what))
-    }) {
-        Err(errno) => errno,
-        Ok(()) => unreachable!("refused above"),
-    }
-}
-
 /// `fdopendir`: start a directory stream on descriptor `fd` (which it
 /// then owns), listed once ([`Stream::list`]).
 pub fn fdopendir(fd: i32) -> Result<(), Errno> {

@@ -100,8 +100,9 @@ static OWNERS: Mutex<[Option<ThreadId>; SLOTS]> = Mutex::new([None; SLOTS]);
 /// an orphan no one run could be blamed for).
 static REFUSALS: Mutex<Vec<(Option<usize>, String)>> = Mutex::new(Vec::new());
 
-/// The current thread's session while it lives; dropping it closes every
-/// fake descriptor still open (dropping their files) and frees the slot.
+/// The current thread's session while it lives; dropping it ends its
+/// memory maps (`interpose::maps::end_session`), closes every fake
+/// descriptor still open (dropping their files) and frees the slot.
 pub struct SessionGuard {
     slot: usize,
 }
@@ -123,7 +124,7 @@ pub(crate) fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path], entropy_seed: u64, plan
     MY_SLOT.set(Some(slot));
     CURRENT.with(|c| {
         *c.borrow_mut() = Some(Session {
-            vfs,
+            vfs: crate::watch::watch(vfs),
             slot,
             dirs: known,
             fds,
@@ -157,6 +158,7 @@ impl SessionGuard {
 
 impl Drop for SessionGuard {
     fn drop(&mut self) {
+        crate::interpose::maps::end_session(self.slot);
         let session = CURRENT.with(|c| c.borrow_mut().take());
         assert!(session.as_ref().is_none_or(|s| s.slot == self.slot));
         drop(session);
@@ -307,6 +309,8 @@ pub fn end_run(slot: usize, message: String) -> bool {
     let (mine, rest): (Vec<_>, Vec<_>) = all.drain(..).partition(|(s, _)| *s == Some(slot));
     *all = rest;
     mine.into_iter().for_each(|(_, refused)| message.push_str(&format!("; refused meanwhile: {refused}")));
+    // A crash ends the process's maps: the run's end ends its maps.
+    crate::interpose::maps::end_session(slot);
     // Freed under the refusals' lock (REFUSALS, then OWNERS, as
     // [`refuse`]): no orphan is blamed on a run that has ended.
     OWNERS.lock().unwrap_or_else(|p| p.into_inner())[slot] = None;

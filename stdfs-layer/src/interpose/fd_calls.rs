@@ -1,7 +1,7 @@
 //! libc's calls on a file descriptor: a fake one (the layer's, from
 //! `FAKE_FD_BASE` up) is served ([`crate::serve_fd`]); any other goes to
-//! glibc. `mmap` of a fake one is refused. A fake descriptor the layer did
-//! not define a function for reaches the kernel, which has no such
+//! glibc (`mmap` is `map_calls`'). A fake descriptor the layer did not
+//! define a function for reaches the kernel, which has no such
 //! descriptor: `EBADF`, never a real file.
 
 use std::ffi::{c_int, c_long, c_void};
@@ -316,34 +316,4 @@ pub unsafe extern "C" fn flock(fd: c_int, operation: c_int) -> c_int {
         return unsafe { real::flock(fd, operation) };
     }
     served(-1, || serve_fd::flock(fd, operation).map(|()| 0))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn mmap64(
-    addr: *mut c_void,
-    len: usize,
-    prot: c_int,
-    flags: c_int,
-    fd: c_int,
-    at: i64,
-) -> *mut c_void {
-    let _caller_errno = CallerErrno::enter();
-    if !is_fake_fd(fd) || flags & libc::MAP_ANONYMOUS != 0 {
-        // SAFETY: the caller's arguments, passed on.
-        return unsafe { real::mmap64(addr, len, prot, flags, fd, at) };
-    }
-    served(libc::MAP_FAILED, || Err(serve_fd::refuse_mmap(fd)))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn mmap(
-    addr: *mut c_void,
-    len: usize,
-    prot: c_int,
-    flags: c_int,
-    fd: c_int,
-    at: i64,
-) -> *mut c_void {
-    // SAFETY: the same function on x86-64.
-    unsafe { mmap64(addr, len, prot, flags, fd, at) }
 }

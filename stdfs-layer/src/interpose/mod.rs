@@ -27,6 +27,8 @@ mod dir_calls;
 mod entropy_calls;
 mod fd_calls;
 pub mod fd_limit;
+mod map_calls;
+pub mod maps;
 mod meta_calls;
 mod name_calls;
 mod path_calls;
@@ -196,8 +198,6 @@ pub fn link_all() {
         fd_calls::fcntl64 as *const (),
         fd_calls::fcntl as *const (),
         fd_calls::flock as *const (),
-        fd_calls::mmap64 as *const (),
-        fd_calls::mmap as *const (),
         path_calls::openat64 as *const (),
         path_calls::openat as *const (),
         path_calls::open64 as *const (),
@@ -222,4 +222,5 @@ pub fn link_all() {
     ];
     std::hint::black_box((interposed, copy_calls::interposed(), meta_calls::interposed(), name_calls::interposed()));
     std::hint::black_box(thread_calls::link_all());
+    std::hint::black_box(map_calls::interposed());
 }

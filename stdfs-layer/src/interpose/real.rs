@@ -64,6 +64,11 @@ real! {
     fn fcntl64(fd: c_int, cmd: c_int, arg: c_long) -> c_int;
     fn flock(fd: c_int, operation: c_int) -> c_int;
     fn mmap64(addr: *mut c_void, len: usize, prot: c_int, flags: c_int, fd: c_int, offset: i64) -> *mut c_void;
+    fn munmap(addr: *mut c_void, len: usize) -> c_int;
+    fn mprotect(addr: *mut c_void, len: usize, prot: c_int) -> c_int;
+    fn msync(addr: *mut c_void, len: usize, flags: c_int) -> c_int;
+    fn madvise(addr: *mut c_void, len: usize, advice: c_int) -> c_int;
+    fn mremap(old: *mut c_void, old_len: usize, new_len: usize, flags: c_int, new_addr: *mut c_void) -> *mut c_void;
     fn fstatat64(dirfd: c_int, path: *const c_char, buf: *mut libc::stat64, flags: c_int) -> c_int;
     fn fstat64(fd: c_int, buf: *mut libc::stat64) -> c_int;
     fn statx(dirfd: c_int, path: *const c_char, flags: c_int, mask: c_uint, buf: *mut libc::statx) -> c_int;

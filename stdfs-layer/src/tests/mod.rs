@@ -1,8 +1,7 @@
 //! The layer's tests, engine-independent: a `std::fs` program lands on
 //! the simulated disk and a power loss takes what it did not sync; a call
 //! outside the root reaches the real disk; what the layer cannot serve (a
-//! memory map of a simulated file, a call from another thread) fails
-//! loudly. Each test thread serves its own run, so they run in parallel.
+//! call from another thread) fails loudly. Memory maps: `maps`. Each test thread serves its own run, so they run in parallel.
 
 use std::fs::{self, File};
 use std::io::{ErrorKind, Write};
@@ -12,6 +11,7 @@ use std::path::Path;
 
 mod copy;
 mod errno;
+mod maps;
 mod meta;
 mod names;
 mod threads;
@@ -79,36 +79,6 @@ fn a_change_outside_the_root_fails_loudly_on_a_run_thread() {
     assert_eq!(fs::read(&path).unwrap(), b"on the real disk", "nothing reached the real disk");
     assert_eq!(std::fs::read_dir(real.path()).unwrap().count(), 1);
     fs::write(&path, b"changed").expect("a thread serving no run changes real files");
-}
-
-/// `mmap` through libc, as a memory-mapping engine would call it.
-#[allow(unsafe_code)]
-fn mmap_read_only(file: &File, len: usize) -> std::io::Result<()> {
-    // SAFETY: a fresh mapping at an address the kernel picks, of a file
-    // this test owns; unmapped at once if it succeeds.
-    let at = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0) };
-    if at == libc::MAP_FAILED {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `at` is the mapping just made, of `len` bytes.
-    unsafe { libc::munmap(at, len) };
-    Ok(())
-}
-
-#[test]
-fn a_memory_map_of_a_simulated_file_fails_loudly() {
-    let real = tempfile::tempfile().unwrap();
-    real.set_len(4096).unwrap();
-    let disk = strict_disk();
-    let guard = session::install(disk, &[Path::new("/db")], 0, None);
-    fs::write("/sim-db/db/mapped", [7u8; 4096]).unwrap();
-    let file = File::open("/sim-db/db/mapped").unwrap();
-    let err = mmap_read_only(&file, 4096).unwrap_err();
-    assert_eq!(err.raw_os_error(), Some(libc::ENODEV));
-    let refusals = guard.refusals();
-    assert_eq!(refusals.len(), 1, "{refusals:?}");
-    assert!(refusals[0].contains("mmap of simulated fd") && refusals[0].contains("/db/mapped"), "{refusals:?}");
-    mmap_read_only(&real, 4096).expect("a real file still maps");
 }
 
 #[test]

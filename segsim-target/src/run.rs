@@ -63,7 +63,7 @@ pub fn run_ops_with(
     drop(switch);
     outcome.failure = failure;
     outcome.take_disk(&vfs, keep_trace);
-    assert!(outcome.failure.is_some() || outcome.reopens_add_up(), "a reopen without one cause: {outcome:?}");
+    assert!(outcome.failure.is_some() || outcome.counters.reopens_add_up(), "a reopen without one cause: {outcome:?}");
     outcome
 }
 

@@ -160,7 +160,7 @@ impl<A: Adapter> KvRun<'_, A> {
         let (adapter, config) = (self.adapter, self.config);
         match h.fault_free(|| read_all(adapter, config, self.db())) {
             Err(e) if self.writer_waits_for_readers(&e) => {
-                h.outcome.busy_waits += 1;
+                h.outcome.counters.busy_waits += 1;
                 h.fault_free(|| {
                     self.end_readers()?;
                     read_all(adapter, config, self.db())
@@ -205,7 +205,7 @@ impl<A: Adapter> KvRun<'_, A> {
             Ok(Accepted::DamageRollback) => "rolled-back",
             _ => "as-allowed",
         };
-        *h.outcome.after_damage.entry(outcome).or_default() += 1;
+        h.outcome.counters.count_after_damage(outcome);
     }
 
     /// The end of an operation's engine call: a crash point, a fault
@@ -281,7 +281,7 @@ impl<A: Adapter> KvRun<'_, A> {
         let adapter = self.adapter;
         match call(adapter, self.db(), op) {
             Err(e) if self.writer_waits_for_readers(&e) => {
-                h.outcome.busy_waits += 1;
+                h.outcome.counters.busy_waits += 1;
                 self.end_readers()?;
                 call(adapter, self.db(), op)
             }
@@ -321,7 +321,7 @@ impl<A: Adapter> KvRun<'_, A> {
         if documented_rollback {
             self.model.commit_rolled_back();
         } else if self.config.promise(level) != Promise::Volatile {
-            h.outcome.in_doubt += 1;
+            h.outcome.counters.in_doubt += 1;
         }
     }
 
@@ -538,10 +538,10 @@ impl<A: Adapter> Workload for KvRun<'_, A> {
     /// check).
     fn accept_refusal(&mut self, h: &mut Harness) -> Step {
         if self.model.unpromised() {
-            h.outcome.unpromised += 1;
+            h.outcome.counters.unpromised += 1;
         } else {
-            *h.outcome.after_damage.entry("refused").or_default() += 1;
-            h.outcome.refusals_accepted += 1;
+            h.outcome.counters.count_after_damage("refused");
+            h.outcome.counters.refusals_accepted += 1;
         }
         self.db = None;
         self.create_db(h, true)?;
@@ -566,10 +566,10 @@ impl<A: Adapter> Workload for KvRun<'_, A> {
             Self::count_after_damage(h, &verdict);
         }
         match verdict {
-            Ok(Accepted::SilentRollback) => h.outcome.silent_rollbacks += 1,
-            Ok(Accepted::DamageRollback) => h.outcome.refusals_accepted += 1,
-            Ok(Accepted::Unpromised) => h.outcome.unpromised += 1,
-            Ok(Accepted::CameBack) => h.outcome.came_back += 1,
+            Ok(Accepted::SilentRollback) => h.outcome.counters.silent_rollbacks += 1,
+            Ok(Accepted::DamageRollback) => h.outcome.counters.refusals_accepted += 1,
+            Ok(Accepted::Unpromised) => h.outcome.counters.unpromised += 1,
+            Ok(Accepted::CameBack) => h.outcome.counters.came_back += 1,
             Ok(_) => {}
             Err(detail) => return Err(h.fail(Check::Durability, detail)),
         }
@@ -635,7 +635,7 @@ pub(super) fn run_ops<A: Adapter>(
         })
     });
     outcome.take_disk(&vfs, keep_trace);
-    assert!(outcome.failure.is_some() || outcome.reopens_add_up(), "a reopen without one cause: {outcome:?}");
+    assert!(outcome.failure.is_some() || outcome.counters.reopens_add_up(), "a reopen without one cause: {outcome:?}");
     outcome
 }
 
@@ -704,7 +704,7 @@ mod tests {
             make_hazard_then_move(&vfs, "fresh-journal", "fresh-old", replace);
             let result = runner.hazards();
             assert!(result.is_ok(), "replace {replace}: {:?}", result.err().map(|f| f.detail));
-            assert!(runner.h.outcome.hazards >= 1, "replace {replace}: counted");
+            assert!(runner.h.outcome.counters.hazards >= 1, "replace {replace}: counted");
 
             vfs.begin_op(10);
             make_hazard_then_move(&vfs, "fresh-shm", "fresh-old2", replace);
@@ -725,8 +725,8 @@ mod tests {
         for seed in 0..30 {
             let outcome = kit.run(seed, &kit.generate(seed), false);
             assert!(outcome.failure.is_none(), "seed {seed}: {:?}", outcome.failure);
-            assert_eq!(outcome.kills, outcome.crash_gaps.get("kill_in_op").copied().unwrap_or(0));
-            kills += outcome.kills;
+            assert_eq!(outcome.counters.kills, outcome.counters.crash_gaps.get("kill_in_op").copied().unwrap_or(0));
+            kills += outcome.counters.kills;
         }
         assert!(kills > 0, "no process kill in 30 seeds");
     }
@@ -752,7 +752,7 @@ mod tests {
         runner.start().unwrap();
         make_hazard(&vfs, "fresh-journal");
         assert!(runner.hazards().is_ok());
-        assert_eq!(runner.h.outcome.hazards, 1);
+        assert_eq!(runner.h.outcome.counters.hazards, 1);
         make_hazard(&vfs, "fresh-shm");
         assert_eq!(runner.hazards().unwrap_err().check, Check::Hazard, "only the files it documents");
     }

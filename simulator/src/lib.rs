@@ -8,7 +8,8 @@
 //! target's operations, faults, crashes and restarts; [`explore`]
 //! exhaustive crash exploration of any target; [`shrink`] the minimizer of
 //! a failing operation list; [`trace`] the event stream and its hash;
-//! [`outcome`] and [`failure`] what a run reports; [`report`] the HTML
+//! [`outcome`] and [`failure`] what a run reports, [`counters`] what it
+//! counts; [`report`] the HTML
 //! page of a failure; [`summary`] the totals of many seeds; [`cli`] the
 //! command line every target shares, as blocks a binary assembles. `seeds` names every random stream a run draws from,
 //! `draw` the draws every target's configuration makes the same way,
@@ -24,6 +25,7 @@
 #![deny(unsafe_code)]
 
 pub mod cli;
+pub mod counters;
 pub mod disk;
 pub mod draw;
 pub mod explore;

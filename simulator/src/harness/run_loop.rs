@@ -81,7 +81,7 @@ impl<W: Workload> Loop<W> {
         assert!(audit_every > 0, "an audit cadence of at least one operation");
         for op in ops {
             self.step(op)?;
-            self.h.outcome.ops += 1;
+            self.h.outcome.counters.ops += 1;
             let (index, _) = W::planned(op);
             if (index + 1) % audit_every == 0 {
                 self.w.audit(&mut self.h)?;
@@ -118,7 +118,7 @@ impl<W: Workload> Loop<W> {
         result?;
         self.w.op_ended(&mut self.h, op, first_io_index)?;
         debug_assert!(self.w.is_open(), "{op}: the engine is open between operations");
-        debug_assert!(self.h.outcome.reopens_add_up(), "{op}: every reopen had one cause");
+        debug_assert!(self.h.outcome.counters.reopens_add_up(), "{op}: every reopen had one cause");
         self.w.settled(op);
         self.hazards()
     }
@@ -144,7 +144,7 @@ impl<W: Workload> Loop<W> {
 
     /// A power loss (counted in `gap`), and the recovery from it.
     pub fn power_loss(&mut self, gap: &'static str) -> Step {
-        *self.h.outcome.crash_gaps.entry(gap).or_default() += 1;
+        self.h.outcome.counters.count_crash_gap(gap);
         let crash = self.lose_power(0);
         self.recover(Reopening::PowerLoss(crash), 0)
     }
@@ -153,7 +153,7 @@ impl<W: Workload> Loop<W> {
     /// memory is gone, the page cache keeps what it wrote before the point.
     /// Reopen and judge; then, by a second coin, lose the power too.
     fn kill_in_op(&mut self, gap: &'static str) -> Step {
-        *self.h.outcome.crash_gaps.entry("kill_in_op").or_default() += 1;
+        self.h.outcome.counters.count_crash_gap("kill_in_op");
         self.kill()?;
         if seeds::power_after_kill(self.h.seed(), self.h.op_index) {
             return self.power_loss(gap);
@@ -164,7 +164,7 @@ impl<W: Workload> Loop<W> {
     /// The process is killed (memory lost, page cache kept), the engine
     /// reopened and judged.
     pub fn kill(&mut self) -> Step {
-        self.h.outcome.kills += 1;
+        self.h.outcome.counters.kills += 1;
         self.w.drop_engine(&mut self.h);
         let reopening = self.restart_process(false, Reopening::Kill);
         self.recover(reopening, 0)
@@ -189,7 +189,7 @@ impl<W: Workload> Loop<W> {
         }
         self.w.before_error_reopen(&mut self.h);
         self.w.drop_engine(&mut self.h);
-        self.h.outcome.error_reopens += 1;
+        self.h.outcome.counters.error_reopens += 1;
         let reopening = self.restart_process(false, Reopening::Restart);
         self.recover(reopening, 0)
     }
@@ -198,7 +198,7 @@ impl<W: Workload> Loop<W> {
     /// and the workload holds it to what a clean restart keeps.
     fn clean_restart(&mut self) -> Step {
         debug_assert!(!self.w.is_open(), "a clean close leaves no engine open");
-        self.h.outcome.clean_restarts += 1;
+        self.h.outcome.counters.clean_restarts += 1;
         let reopening = self.restart_process(true, Reopening::Restart);
         self.recover(reopening.clone(), 0)?;
         self.w.restarted(&mut self.h, &reopening)
@@ -221,7 +221,7 @@ impl<W: Workload> Loop<W> {
     pub fn recover(&mut self, reopening: Reopening, depth: u64) -> Step {
         assert!(depth <= MAX_CRASHES_IN_RECOVERY, "at most {MAX_CRASHES_IN_RECOVERY} power losses in a recovery");
         debug_assert!(!self.w.is_open(), "a recovery reopens an engine whose handles were dropped");
-        self.h.outcome.restarts += 1;
+        self.h.outcome.counters.restarts += 1;
         self.w.before_reopen(&mut self.h, &reopening)?;
         for attempt in 0..=OPEN_ATTEMPTS_WITH_FAULTS {
             let last = attempt == OPEN_ATTEMPTS_WITH_FAULTS;
@@ -252,7 +252,7 @@ impl<W: Workload> Loop<W> {
     /// The power went inside a recovery's open: one more power loss, its
     /// damage added to what the recovery was already held to.
     fn crash_in_open(&mut self, reopening: Reopening, depth: u64) -> Step {
-        *self.h.outcome.crash_gaps.entry("recovery").or_default() += 1;
+        self.h.outcome.counters.count_crash_gap("recovery");
         let mut crash = self.lose_power(depth + 1);
         if let Reopening::PowerLoss(earlier) = reopening {
             crash.media_corrupted.splice(0..0, earlier.media_corrupted);
@@ -267,7 +267,7 @@ impl<W: Workload> Loop<W> {
     pub fn hazards(&mut self) -> Step {
         for hazard in self.h.vfs.end_op_hazards() {
             if self.w.documents(&hazard) {
-                self.h.outcome.hazards += 1;
+                self.h.outcome.counters.hazards += 1;
                 continue;
             }
             let why = format!(

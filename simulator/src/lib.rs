@@ -13,6 +13,7 @@
 //! page of a failure; [`summary`] the totals of many seeds; [`cli`] the
 //! command line every target shares, as blocks a binary assembles. `seeds` names every random stream a run draws from,
 //! `draw` the draws every target's configuration makes the same way,
+//! `disk_swarm` the one table a seed's simulated disk is drawn from,
 //! `op_line` the head every saved operation line starts with, `output`
 //! how a command ends.
 //!
@@ -27,6 +28,7 @@
 pub mod cli;
 pub mod counters;
 pub mod disk;
+pub mod disk_swarm;
 pub mod draw;
 pub mod explore;
 pub mod failure;

@@ -42,7 +42,7 @@ use super::readers::OpenReaders;
 use super::workload::{KitOp, PlannedKitOp};
 use super::{Adapter, Env, KitError, Promise};
 use simulator::disk::{CrashPoint, Hazard, SimVfs};
-use simulator::failure::{catch_failure, Check, Failure};
+use simulator::failure::{Check, Failure};
 use simulator::harness::{Ended, Harness, Loop, OpenFailed, Reopening, Settings, Step, Workload};
 use simulator::outcome::SeedOutcome;
 use simulator::seam::{RecordedContext, RecordedOperation};
@@ -604,7 +604,8 @@ impl<A: Adapter> Workload for KvRun<'_, A> {
 }
 
 /// Run `ops` for `config`'s seed on a fresh simulated disk (see the module
-/// doc). Never panics: a panic in the engine or the adapter is a failure.
+/// doc), through the loop's one entry point (`Loop::run_to_outcome`):
+/// never panics, a panic in the engine or the adapter is a failure.
 pub(super) fn run_ops<A: Adapter>(
     adapter: &A,
     config: &KitConfig<A::Config>,
@@ -614,29 +615,7 @@ pub(super) fn run_ops<A: Adapter>(
     keep_trace: bool,
 ) -> SeedOutcome {
     let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::new(keep_trace)));
-    let mut runner = runner(adapter, config, plant, repro, vfs.clone());
-    let failure = match catch_failure(|| runner.run(ops)) {
-        Ok(Ok(())) => None,
-        Ok(Err(failure)) => Some(failure),
-        Err((check, message)) => Some(runner.h.fail(check, message)),
-    };
-    let mut outcome = std::mem::take(&mut runner.h.outcome);
-    // Drop the engine's handles before reading the trace (a close may write).
-    let closing = catch_failure(move || drop(runner));
-    outcome.failure = failure.or_else(|| {
-        closing.err().map(|(check, message)| Failure {
-            seed: config.seed,
-            op_index: u64::MAX,
-            check,
-            detail: format!("dropping the database at the end of the run: {message}"),
-            recent: Vec::new(),
-            repro: String::new(),
-            drew: None,
-        })
-    });
-    outcome.take_disk(&vfs, keep_trace);
-    assert!(outcome.failure.is_some() || outcome.counters.reopens_add_up(), "a reopen without one cause: {outcome:?}");
-    outcome
+    runner(adapter, config, plant, repro, vfs).run_to_outcome(ops, keep_trace)
 }
 
 #[cfg(test)]

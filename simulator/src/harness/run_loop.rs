@@ -26,7 +26,8 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{Ended, Harness, OpenFailed, Reopening, Step, Workload};
 use crate::disk::{CrashOutcome, CrashPoint};
-use crate::failure::Check;
+use crate::failure::{catch_failure, Check, Failure};
+use crate::outcome::SeedOutcome;
 use crate::seeds;
 use crate::trace::Event;
 
@@ -71,6 +72,38 @@ impl<W: Workload> Loop<W> {
     pub fn run(&mut self, ops: &[W::Op]) -> Step {
         self.start()?;
         self.drive(ops)
+    }
+
+    /// One seed's whole run, the one entry point every target's random
+    /// mode takes: [`Loop::run`] with a panic caught as this seed's failure
+    /// (never the end of a sweep); then the engine's handles dropped, a
+    /// panic there a failure too (a drop may write: redb's commits, so it
+    /// comes before the disk gives up its trace); then the outcome, with
+    /// the disk's fault counts, trace hash and, with `keep_trace`, trace.
+    pub fn run_to_outcome(mut self, ops: &[W::Op], keep_trace: bool) -> SeedOutcome {
+        let failure = match catch_failure(|| self.run(ops)) {
+            Ok(Ok(())) => None,
+            Ok(Err(failure)) => Some(failure),
+            Err((check, message)) => Some(self.h.fail(check, message)),
+        };
+        let vfs = self.h.vfs.clone();
+        let mut outcome = std::mem::take(&mut self.h.outcome);
+        let closing = catch_failure(move || drop(self));
+        outcome.failure = failure.or_else(|| {
+            closing.err().map(|(check, message)| Failure {
+                seed: outcome.seed,
+                op_index: u64::MAX,
+                check,
+                detail: format!("dropping the database at the end of the run: {message}"),
+                recent: Vec::new(),
+                repro: String::new(),
+                drew: None,
+            })
+        });
+        outcome.take_disk(&vfs, keep_trace);
+        let passed = outcome.failure.is_none();
+        assert!(!passed || outcome.counters.reopens_add_up(), "a reopen without one cause: {outcome:?}");
+        outcome
     }
 
     /// [`Loop::run`] once the engine exists: each operation, its hazards,

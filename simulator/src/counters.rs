@@ -1,8 +1,8 @@
 //! The counters of a run, written once: one seed's outcome holds them
 //! (`outcome.rs`) and the summary of many seeds sums them (`summary.rs`)
-//! with [`Counters::add`]. A new counter is one line of [`counters!`]
-//! below: its field, its doc, its sum and its name in the JSON summary
-//! all come from that line.
+//! with [`Counters::add`]. A new counter is one entry of `counters!`
+//! below, its doc and its name: its field, its sum and its name in the
+//! JSON summary (read back too) all come from that entry.
 //!
 //! Keys of the maps are `Cow<'static, str>`: a run counts under names
 //! known when it is compiled (no allocation per crash), a summary read

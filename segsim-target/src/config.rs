@@ -13,7 +13,8 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::canary::Canary;
 use simulator::disk::{CrashMode, DiskConfig, FsProfile};
-use simulator::draw::{maybe, swarm_weights};
+use simulator::disk_swarm::DiskSwarm;
+use simulator::draw::swarm_weights;
 
 /// The workload operation kinds whose weights the swarm draws.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -146,6 +147,23 @@ pub struct Overrides {
     pub canary: Option<Canary>,
 }
 
+/// The segsim engine's part of the swarm's disk table
+/// (`simulator::disk_swarm`): every fault on (the engine detects damage,
+/// refuses torn garbage and flipped bits, and is held to silent faults and
+/// damage no crash causes), failing fsyncs below 1%, and a disk as small as
+/// 32 KiB for 15% of the seeds.
+const DISK: DiskSwarm = DiskSwarm {
+    crash_mode_from_u64: false,
+    p_fsync_eio_max: 0.01,
+    p_capacity_limited: 0.15,
+    min_capacity_bytes: 32 << 10,
+    media_corruption: true,
+    torn_garbage: true,
+    read_bitflips: true,
+    env_damage: true,
+    silent_faults: true,
+};
+
 /// Default workload length per seed.
 pub const DEFAULT_OPS: u64 = 400;
 
@@ -161,30 +179,10 @@ impl Config {
             1 => FsyncPolicy::EverySec,
             _ => FsyncPolicy::No,
         };
-        let crash_mode = match rng.gen_range(0..3) {
-            0 => CrashMode::Strict,
-            1 => CrashMode::Prefix,
-            _ => CrashMode::Reorder,
-        };
-        let sector_bytes = if rng.gen_bool(0.5) { 512 } else { 4096 };
-        let disk = DiskConfig {
-            crash_mode: crash_mode_override.unwrap_or(crash_mode),
-            sector_bytes,
-            p_write_eio: maybe(&mut rng, 0.001, 0.02),
-            p_short_write: rng.gen_range(0.0..1.0),
-            p_fsync_eio: maybe(&mut rng, 0.001, 0.01),
-            p_read_eio: maybe(&mut rng, 0.001, 0.02),
-            p_bitflip: maybe(&mut rng, 0.001, 0.02),
-            capacity_bytes: if rng.gen_bool(0.15) { rng.gen_range(32 << 10..512 << 10) } else { u64::MAX },
-            p_media_corruption: maybe(&mut rng, 0.02, 0.2),
-            p_torn_garbage: rng.gen_range(0.0..0.5),
-            p_env_damage: 0.0,
-            p_meta_eio: 0.0,
-            p_lost_write: 0.0,
-            p_misdirected_write: 0.0,
-            p_misdirected_read: 0.0,
-            fs,
-        };
+        let mut disk = DISK.draw(&mut rng, fs);
+        if let Some(mode) = crash_mode_override {
+            disk.crash_mode = mode;
+        }
         let tables = (0..rng.gen_range(1..=3))
             .map(|i| TableSpec { name: format!("t{i}"), column: "ts".to_string(), span: rng.gen_range(0..40) })
             .collect();
@@ -203,19 +201,12 @@ impl Config {
             point_in_time: false,
         };
         // Drawn last, so the draws above mean what they meant before these
-        // existed: damage no crash causes (rare, like media corruption),
-        // and point-in-time recovery for a quarter of the seeds.
-        config.disk.p_env_damage = if rng.gen_bool(0.3) { rng.gen_range(0.01..0.06) } else { 0.0 };
+        // existed: damage no crash causes, and point-in-time recovery for a
+        // quarter of the seeds; then failing metadata operations and the
+        // drive's silent faults (the table's later generations).
+        DISK.draw_env_damage(&mut rng, &mut config.disk);
         config.point_in_time = point_in_time || rng.gen_bool(0.25);
-        // Drawn after those, for the same reason: the operations that
-        // failed in no run before (open, rename, unlink, sync_dir, ...).
-        config.disk.p_meta_eio = maybe(&mut rng, 0.001, 0.02);
-        // And after those: the drive's silent faults (issue 25). Writes are
-        // many, so their rates are low; a lost or misdirected write shows
-        // only if it is made durable and the power then goes.
-        config.disk.p_lost_write = maybe(&mut rng, 0.0005, 0.005);
-        config.disk.p_misdirected_write = maybe(&mut rng, 0.0005, 0.005);
-        config.disk.p_misdirected_read = maybe(&mut rng, 0.001, 0.02);
+        DISK.draw_late(&mut rng, &mut config.disk);
         config
     }
 

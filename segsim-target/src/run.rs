@@ -1,10 +1,10 @@
 //! Running one seed: the random mode. The segsim engine runs as a
-//! workload (`drive`) of the one run loop (`harness`), which owns the
-//! crashes, kills, reopens after errors, hazards, audit cadence and final
-//! clean restart; this file adds the mode's policy — the seed's
-//! configuration, workload, fault streams and crash points (all drawn up
-//! front, see `seeds.rs`), a crash inside the store's creation — and
-//! catches panics.
+//! workload (`drive`) of the one run loop (`harness`), whose one entry
+//! point (`Loop::run_to_outcome`) owns the crashes, kills, reopens after
+//! errors, hazards, audit cadence, final clean restart and caught panics;
+//! this file adds the mode's policy — the seed's configuration, workload,
+//! fault streams and crash points (all drawn up front, see `seeds.rs`), a
+//! crash inside the store's creation, the planted bug switched on.
 //!
 //! Everything here is single-threaded and takes its randomness from the
 //! seed. The same seed and the same operation list give the same trace,
@@ -20,7 +20,6 @@ use crate::config::{Config, Overrides};
 use crate::drive::Driver;
 use crate::workload::{PlannedOp, T0_MS};
 use simulator::disk::SimVfs;
-use simulator::failure::{catch_panic, Check};
 use simulator::harness::Settings;
 use simulator::outcome::SeedOutcome;
 use simulator::seeds;
@@ -44,7 +43,8 @@ pub fn run_ops_with(
     wrap: &dyn Fn(Arc<dyn Vfs>) -> Arc<dyn Vfs>,
 ) -> SeedOutcome {
     let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::new(keep_trace)));
-    let switch = CanarySwitch::on(overrides.canary);
+    // The planted bug stays on until the engine is dropped.
+    let _canary = CanarySwitch::on(overrides.canary);
     let clock = Arc::new(ManualClock::new(T0_MS));
     let settings = Settings {
         audit_every: config.audit_every,
@@ -52,19 +52,7 @@ pub fn run_ops_with(
         crash_in_creation: seeds::crash_in_creation(config.seed),
     };
     let driver = Driver::new(config, vfs.clone(), wrap(vfs.clone()), clock).with_settings(settings);
-    let mut run = driver.into_loop(&overrides);
-    let failure = match catch_panic(|| run.run(ops)) {
-        Ok(Ok(())) => None,
-        Ok(Err(failure)) => Some(failure),
-        Err(message) => Some(run.h.fail(Check::Panic, message)),
-    };
-    let mut outcome = std::mem::take(&mut run.h.outcome);
-    drop(run);
-    drop(switch);
-    outcome.failure = failure;
-    outcome.take_disk(&vfs, keep_trace);
-    assert!(outcome.failure.is_some() || outcome.reopens_add_up(), "a reopen without one cause: {outcome:?}");
-    outcome
+    driver.into_loop(&overrides).run_to_outcome(ops, keep_trace)
 }
 
 /// Run seed `seed` with its generated workload.

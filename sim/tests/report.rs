@@ -29,11 +29,11 @@ fn same_hash_with_and_without_recording<T: Target>(target: &T, seeds: std::ops::
         assert!(!trace.detail().io.is_empty(), "{} seed {seed}: no I/O detail recorded", target.name());
         assert_eq!(
             trace.detail().crashes.len() as u64,
-            kept.crashes,
+            kept.counters.crashes,
             "{} seed {seed}: one picture per crash",
             target.name()
         );
-        crashes += kept.crashes;
+        crashes += kept.counters.crashes;
     }
     crashes
 }

@@ -4,7 +4,7 @@
 //! and the workload's shape (key space, value sizes, which operation kinds
 //! exist, how often each commit level is used).
 //!
-//! Swarm testing as in `crate::config`: each seed draws its own mix, so a
+//! Swarm testing (Groce et al.): each seed draws its own mix, so a
 //! bug that needs, say, only volatile commits and no maintenance is found
 //! by the seeds that happen to look like that. The stream is salted by the
 //! target's name, so two targets' seeds are unrelated.
@@ -14,7 +14,8 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{Adapter, Promise, Spec};
 use simulator::disk::{CrashMode, DiskConfig, FsProfile};
-use simulator::draw::{maybe, swarm_weights};
+use simulator::disk_swarm::DiskSwarm;
+use simulator::draw::swarm_weights;
 
 /// The operation kinds whose weights the swarm draws.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -108,37 +109,24 @@ fn one_of(rng: &mut ChaCha8Rng, stops: &[f64]) -> f64 {
     stops[rng.gen_range(0..stops.len())]
 }
 
-/// The disk a seed draws. Torn garbage and read bit flips are drawn either
-/// way (so the rest does not depend on them) and kept only if the engine
-/// tolerates them or the run asks for them.
-fn draw_disk(rng: &mut ChaCha8Rng, detects_damage: bool, allowed: Harsh) -> DiskConfig {
-    let crash_mode = CrashMode::ALL[rng.gen_range(0..CrashMode::ALL.len())];
-    let sector_bytes = if rng.gen_bool(0.5) { 512 } else { 4096 };
-    let disk = DiskConfig {
-        crash_mode,
-        sector_bytes,
-        p_write_eio: maybe(rng, 0.001, 0.02),
-        p_short_write: rng.gen_range(0.0..1.0),
-        p_fsync_eio: maybe(rng, 0.001, 0.02),
-        p_read_eio: maybe(rng, 0.001, 0.02),
-        p_bitflip: maybe(rng, 0.001, 0.02),
-        capacity_bytes: if rng.gen_bool(0.1) { rng.gen_range(64 << 10..512 << 10) } else { u64::MAX },
-        p_media_corruption: if detects_damage { maybe(rng, 0.02, 0.2) } else { 0.0 },
-        p_torn_garbage: rng.gen_range(0.0..0.5),
-        p_env_damage: 0.0,
-        p_meta_eio: 0.0,
-        // Silent write faults are segsim's (issue 25): a target's page
-        // says what its format binds before they are turned on for it.
-        p_lost_write: 0.0,
-        p_misdirected_write: 0.0,
-        p_misdirected_read: 0.0,
-        // The run's profile, set by `Kit::config` (it draws nothing).
-        fs: FsProfile::POSIX,
-    };
-    DiskConfig {
-        p_torn_garbage: if allowed.torn_garbage { disk.p_torn_garbage } else { 0.0 },
-        p_bitflip: if allowed.read_bitflips { disk.p_bitflip } else { 0.0 },
-        ..disk
+/// A kit target's part of the swarm's disk table (`simulator::disk_swarm`):
+/// media corruption only for an engine that detects damage, torn garbage
+/// and flipped bits only if it tolerates them or the run asks for them
+/// (`allowed`), failing fsyncs below 2%, a disk no smaller than 64 KiB for
+/// 10% of the seeds, and neither damage no crash causes nor silent faults
+/// (segsim's, issue 25: a target's page says what its format binds before
+/// they are turned on for it).
+fn disk_swarm(detects_damage: bool, allowed: Harsh) -> DiskSwarm {
+    DiskSwarm {
+        crash_mode_from_u64: true,
+        p_fsync_eio_max: 0.02,
+        p_capacity_limited: 0.1,
+        min_capacity_bytes: 64 << 10,
+        media_corruption: detects_damage,
+        torn_garbage: allowed.torn_garbage,
+        read_bitflips: allowed.read_bitflips,
+        env_damage: false,
+        silent_faults: false,
     }
 }
 
@@ -168,7 +156,9 @@ impl<C> KitConfig<C> {
             torn_garbage: tolerated.torn_garbage || harsh.torn_garbage,
             read_bitflips: tolerated.read_bitflips || harsh.read_bitflips,
         };
-        let mut disk = draw_disk(&mut rng, spec.detects_damage, allowed);
+        let swarm = disk_swarm(spec.detects_damage, allowed);
+        // The run's profile is set by `Kit::config` (it draws nothing).
+        let mut disk = swarm.draw(&mut rng, FsProfile::POSIX);
         if let Some(mode) = crash_mode {
             disk.crash_mode = mode;
         }
@@ -199,7 +189,8 @@ impl<C> KitConfig<C> {
         };
         // Drawn last, so the draws above mean what they meant before it:
         // opens, renames, unlinks, directory fsyncs, set_len and locks fail.
-        config.disk.p_meta_eio = maybe(&mut rng, 0.001, 0.02);
+        swarm.draw_env_damage(&mut rng, &mut config.disk);
+        swarm.draw_late(&mut rng, &mut config.disk);
         config
     }
 

@@ -35,7 +35,7 @@ impl<A: Adapter> KvRun<'_, A> {
         Self::trace_reply(h, result.as_ref().map_or(0, hash_debug));
         h.vfs.with_trace(|t| t.note_reply(|| super::reply_text::kit_reply(&result)));
         if matches!(result, Ok(Reply::Busy)) {
-            h.outcome.readers_refused += 1;
+            h.outcome.counters.readers_refused += 1;
         }
         match Self::conclude(h, planned, result)? {
             Ok(reply) => self.check_reader_reply(h, planned, reader, step, reply).map(|()| Ended::Done),

@@ -43,7 +43,7 @@ use super::readers::OpenReaders;
 use super::workload::{KitOp, PlannedKitOp};
 use super::{Adapter, Env, KitError, Promise};
 use simulator::disk::{CrashPoint, Hazard, SimVfs};
-use simulator::failure::{catch_failure, Check, Failure};
+use simulator::failure::{Check, Failure};
 use simulator::harness::{Ended, Harness, Loop, OpenFailed, Reopening, Settings, Step, Workload};
 use simulator::outcome::SeedOutcome;
 use simulator::seam::{RecordedContext, RecordedOperation};
@@ -161,7 +161,7 @@ impl<A: Adapter> KvRun<'_, A> {
         let (adapter, config) = (self.adapter, self.config);
         match h.fault_free(|| read_all(adapter, config, self.db())) {
             Err(e) if self.writer_waits_for_readers(&e) => {
-                h.outcome.busy_waits += 1;
+                h.outcome.counters.busy_waits += 1;
                 h.fault_free(|| {
                     self.end_readers()?;
                     read_all(adapter, config, self.db())
@@ -206,7 +206,7 @@ impl<A: Adapter> KvRun<'_, A> {
             Ok(Accepted::DamageRollback) => "rolled-back",
             _ => "as-allowed",
         };
-        *h.outcome.after_damage.entry(outcome).or_default() += 1;
+        h.outcome.counters.count_after_damage(outcome);
     }
 
     /// The end of an operation's engine call: a crash point, a fault
@@ -282,7 +282,7 @@ impl<A: Adapter> KvRun<'_, A> {
         let adapter = self.adapter;
         match call(adapter, self.db(), op) {
             Err(e) if self.writer_waits_for_readers(&e) => {
-                h.outcome.busy_waits += 1;
+                h.outcome.counters.busy_waits += 1;
                 self.end_readers()?;
                 call(adapter, self.db(), op)
             }
@@ -322,7 +322,7 @@ impl<A: Adapter> KvRun<'_, A> {
         if documented_rollback {
             self.model.commit_rolled_back();
         } else if self.config.promise(level) != Promise::Volatile {
-            h.outcome.in_doubt += 1;
+            h.outcome.counters.in_doubt += 1;
         }
     }
 
@@ -539,10 +539,10 @@ impl<A: Adapter> Workload for KvRun<'_, A> {
     /// check).
     fn accept_refusal(&mut self, h: &mut Harness) -> Step {
         if self.model.unpromised() {
-            h.outcome.unpromised += 1;
+            h.outcome.counters.unpromised += 1;
         } else {
-            *h.outcome.after_damage.entry("refused").or_default() += 1;
-            h.outcome.refusals_accepted += 1;
+            h.outcome.counters.count_after_damage("refused");
+            h.outcome.counters.refusals_accepted += 1;
         }
         self.db = None;
         self.create_db(h, true)?;
@@ -567,10 +567,10 @@ impl<A: Adapter> Workload for KvRun<'_, A> {
             Self::count_after_damage(h, &verdict);
         }
         match verdict {
-            Ok(Accepted::SilentRollback) => h.outcome.silent_rollbacks += 1,
-            Ok(Accepted::DamageRollback) => h.outcome.refusals_accepted += 1,
-            Ok(Accepted::Unpromised) => h.outcome.unpromised += 1,
-            Ok(Accepted::CameBack) => h.outcome.came_back += 1,
+            Ok(Accepted::SilentRollback) => h.outcome.counters.silent_rollbacks += 1,
+            Ok(Accepted::DamageRollback) => h.outcome.counters.refusals_accepted += 1,
+            Ok(Accepted::Unpromised) => h.outcome.counters.unpromised += 1,
+            Ok(Accepted::CameBack) => h.outcome.counters.came_back += 1,
             Ok(_) => {}
             Err(detail) => return Err(h.fail(Check::Durability, detail)),
         }
@@ -605,7 +605,8 @@ impl<A: Adapter> Workload for KvRun<'_, A> {
 }
 
 /// Run `ops` for `config`'s seed on a fresh simulated disk (see the module
-/// doc). Never panics: a panic in the engine or the adapter is a failure.
+/// doc), through the loop's one entry point (`Loop::run_to_outcome`):
+/// never panics, a panic in the engine or the adapter is a failure.
 pub(super) fn run_ops<A: Adapter>(
     adapter: &A,
     config: &KitConfig<A::Config>,
@@ -615,29 +616,7 @@ pub(super) fn run_ops<A: Adapter>(
     keep_trace: bool,
 ) -> SeedOutcome {
     let vfs = Arc::new(SimVfs::new(config.disk.clone(), Trace::new(keep_trace)));
-    let mut runner = runner(adapter, config, plant, repro, vfs.clone());
-    let failure = match catch_failure(|| runner.run(ops)) {
-        Ok(Ok(())) => None,
-        Ok(Err(failure)) => Some(failure),
-        Err((check, message)) => Some(runner.h.fail(check, message)),
-    };
-    let mut outcome = std::mem::take(&mut runner.h.outcome);
-    // Drop the engine's handles before reading the trace (a close may write).
-    let closing = catch_failure(move || drop(runner));
-    outcome.failure = failure.or_else(|| {
-        closing.err().map(|(check, message)| Failure {
-            seed: config.seed,
-            op_index: u64::MAX,
-            check,
-            detail: format!("dropping the database at the end of the run: {message}"),
-            recent: Vec::new(),
-            repro: String::new(),
-            drew: None,
-        })
-    });
-    outcome.take_disk(&vfs, keep_trace);
-    assert!(outcome.failure.is_some() || outcome.reopens_add_up(), "a reopen without one cause: {outcome:?}");
-    outcome
+    runner(adapter, config, plant, repro, vfs).run_to_outcome(ops, keep_trace)
 }
 
 #[cfg(test)]
@@ -705,7 +684,7 @@ mod tests {
             make_hazard_then_move(&vfs, "fresh-journal", "fresh-old", replace);
             let result = runner.hazards();
             assert!(result.is_ok(), "replace {replace}: {:?}", result.err().map(|f| f.detail));
-            assert!(runner.h.outcome.hazards >= 1, "replace {replace}: counted");
+            assert!(runner.h.outcome.counters.hazards >= 1, "replace {replace}: counted");
 
             vfs.begin_op(10);
             make_hazard_then_move(&vfs, "fresh-shm", "fresh-old2", replace);
@@ -726,8 +705,8 @@ mod tests {
         for seed in 0..30 {
             let outcome = kit.run(seed, &kit.generate(seed), false);
             assert!(outcome.failure.is_none(), "seed {seed}: {:?}", outcome.failure);
-            assert_eq!(outcome.kills, outcome.crash_gaps.get("kill_in_op").copied().unwrap_or(0));
-            kills += outcome.kills;
+            assert_eq!(outcome.counters.kills, outcome.counters.crash_gaps.get("kill_in_op").copied().unwrap_or(0));
+            kills += outcome.counters.kills;
         }
         assert!(kills > 0, "no process kill in 30 seeds");
     }
@@ -753,7 +732,7 @@ mod tests {
         runner.start().unwrap();
         make_hazard(&vfs, "fresh-journal");
         assert!(runner.hazards().is_ok());
-        assert_eq!(runner.h.outcome.hazards, 1);
+        assert_eq!(runner.h.outcome.counters.hazards, 1);
         make_hazard(&vfs, "fresh-shm");
         assert_eq!(runner.hazards().unwrap_err().check, Check::Hazard, "only the files it documents");
     }

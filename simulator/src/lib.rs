@@ -8,10 +8,12 @@
 //! target's operations, faults, crashes and restarts; [`explore`]
 //! exhaustive crash exploration of any target; [`shrink`] the minimizer of
 //! a failing operation list; [`trace`] the event stream and its hash;
-//! [`outcome`] and [`failure`] what a run reports; [`report`] the HTML
+//! [`outcome`] and [`failure`] what a run reports, [`counters`] what it
+//! counts; [`report`] the HTML
 //! page of a failure; [`summary`] the totals of many seeds; [`cli`] the
 //! command line every target shares, as blocks a binary assembles. `seeds` names every random stream a run draws from,
 //! `draw` the draws every target's configuration makes the same way,
+//! `disk_swarm` the one table a seed's simulated disk is drawn from,
 //! `op_line` the head every saved operation line starts with, `output`
 //! how a command ends.
 //!
@@ -24,7 +26,9 @@
 #![deny(unsafe_code)]
 
 pub mod cli;
+pub mod counters;
 pub mod disk;
+pub mod disk_swarm;
 pub mod draw;
 pub mod explore;
 pub mod failure;

@@ -489,7 +489,7 @@ pub fn assert_seeds_pass_and_replay<T: Target>(target: &T, seeds: std::ops::Rang
     for seed in seeds {
         let first = run_seed(target, seed, false);
         assert!(first.failure.is_none(), "{} seed {seed}: {:?}", target.name(), first.failure);
-        assert!(first.ops > 0, "{} seed {seed} ran no operation", target.name());
+        assert!(first.counters.ops > 0, "{} seed {seed} ran no operation", target.name());
         let again = run_seed(target, seed, false);
         assert_eq!(first.trace_hash, again.trace_hash, "{} seed {seed} does not replay bit for bit", target.name());
     }

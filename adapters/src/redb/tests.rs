@@ -186,7 +186,7 @@ fn kills_inside_operations_happen_and_redb_survives_them() {
     for seed in 0..40 {
         let outcome = target.run(seed, &target.generate(seed), false);
         assert!(outcome.failure.is_none(), "seed {seed}: {:?}", outcome.failure);
-        kills += outcome.crash_gaps.get("kill_in_op").copied().unwrap_or(0);
+        kills += outcome.counters.crash_gaps.get("kill_in_op").copied().unwrap_or(0);
     }
     assert!(kills > 0, "no kill inside an operation in 40 seeds");
 }

@@ -153,7 +153,7 @@ fn finding_one_is_a_failed_commit_that_came_back_in_doubt() {
     let (target, seed, ops) = parse_ops_file(sqlite(KitSettings::default()), &text).unwrap();
     let outcome = target.run(seed, &ops, false);
     assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
-    assert_eq!((outcome.in_doubt, outcome.came_back), (1, 1), "the failed commit, and its comeback");
+    assert_eq!((outcome.counters.in_doubt, outcome.counters.came_back), (1, 1), "the failed commit, and its comeback");
 }
 
 /// SQLITE.md's finding 6 (the deep soak's seeds 365941041416 and
@@ -193,7 +193,7 @@ fn readers_run_clean_in_wal_and_rollback_modes() {
         target.settings.ops = Some(80);
         target.set_clients(3).unwrap();
         assert_seeds_pass_and_replay(&target, 0..6);
-        let busy_waits: u64 = (0..6).map(|seed| run_seed(&target, seed, false).busy_waits).sum();
+        let busy_waits: u64 = (0..6).map(|seed| run_seed(&target, seed, false).counters.busy_waits).sum();
         assert_eq!(busy_waits > 0, waits, "{mode}: {busy_waits} writer operations waited for readers");
     }
 }
@@ -271,7 +271,7 @@ fn a_busy_reader_is_allowed_until_a_commit_that_wrote() {
     let plant = "plant sqlite-unlock-keeps-pending\n";
     let honest = run(&history(empty, ""));
     assert!(honest.failure.is_none(), "{:?}", honest.failure);
-    assert_eq!(honest.readers_refused, 1, "reader 1 met the hot journal that reader 2's lock kept");
+    assert_eq!(honest.counters.readers_refused, 1, "reader 1 met the hot journal that reader 2's lock kept");
     assert!(run(&history(wrote, "")).failure.is_none(), "the commit that wrote rolled the journal back");
     assert!(run(&history(empty, plant)).failure.is_none(), "still in doubt: the refusal is allowed");
     let caught = run(&history(wrote, plant)).failure.expect("the kept PENDING lock refuses reader 1");

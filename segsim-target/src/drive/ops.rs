@@ -87,7 +87,7 @@ impl Driver<'_> {
         if crashed {
             if command.is_write() {
                 self.checker.uncertain(command, now_ms);
-                h.outcome.in_doubt += 1;
+                h.outcome.counters.in_doubt += 1;
             }
             return Ok(Ended::CrashPoint);
         }
@@ -105,7 +105,7 @@ impl Driver<'_> {
         match (&result, want) {
             (Ok(got), want) => self.check_reply(h, command, got, want),
             (Err(Error::Invalid(_)), Err(_)) => {
-                h.outcome.bad_inputs_refused += 1;
+                h.outcome.counters.bad_inputs_refused += 1;
                 Ok(())
             }
             (Err(_), Err(_)) => Ok(()),
@@ -137,14 +137,14 @@ impl Driver<'_> {
                 if !self.checker.model_would_refuse(command, now_ms) {
                     return Err(h.fail(Check::Reply, format!("{command:?}: the store refused a valid write: {why}")));
                 }
-                h.outcome.bad_inputs_refused += 1;
+                h.outcome.counters.bad_inputs_refused += 1;
             }
             Err(e) => {
                 self.call_failed_since_open = true;
                 if !was_poisoned && self.store().poisoned().is_some() {
                     // Poisoned by this write: its frame may be on disk.
                     self.checker.uncertain(command, now_ms);
-                    h.outcome.in_doubt += 1;
+                    h.outcome.counters.in_doubt += 1;
                 } else if !was_poisoned && !h.vfs.faults_injected_this_op() {
                     return Err(h.fail(Check::Reply, format!("{command:?}: failed with no fault injected: {e}")));
                 }
@@ -178,7 +178,7 @@ impl Driver<'_> {
         let after = (self.log_position(), self.store().used_memory(), self.store().key_count());
         match result {
             Err(Error::Invalid(why)) if why.contains(refusal.words()) && before == after => {
-                h.outcome.bad_inputs_refused += 1;
+                h.outcome.counters.bad_inputs_refused += 1;
                 Ok(Ended::Done)
             }
             other => Err(h.fail(

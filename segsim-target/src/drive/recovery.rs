@@ -47,7 +47,7 @@ impl Driver<'_> {
         let seen = opened.ok().and_then(|(store, _)| store.logical_dump().ok());
         self.vfs.set_observing(false);
         self.directory_unchanged(h, &before, Check::Inspect, "a read-only open")?;
-        h.outcome.inspections += 1;
+        h.outcome.counters.inspections += 1;
         Ok(seen)
     }
 
@@ -178,7 +178,7 @@ impl Driver<'_> {
         let store = self.store.as_ref().expect("opened by the recovery");
         // Read as the store walks its content (no dump).
         match self.checker.recovered_store(store, now_ms, power_lost, floor) {
-            Ok(Ok(_)) => h.outcome.came_back += u64::from(self.checker.take_came_back()),
+            Ok(Ok(_)) => h.outcome.counters.came_back += u64::from(self.checker.take_came_back()),
             Ok(Err(mismatch)) => {
                 let why =
                     if damaged { format!("\n    damage injected: {damage:?}, floor {floor:?}") } else { String::new() };
@@ -202,7 +202,7 @@ impl Driver<'_> {
     /// Damage made the store refuse, as it may: start over on an empty
     /// directory (the refusal itself was the check).
     pub(super) fn start_over(&mut self, h: &mut Harness) -> Step {
-        h.outcome.refusals_accepted += 1;
+        h.outcome.counters.refusals_accepted += 1;
         self.store = None;
         let dir = Path::new(DB_DIR);
         let opened = h.fault_free(|| {

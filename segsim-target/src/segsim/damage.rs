@@ -296,8 +296,8 @@ pub(super) fn recover(
     // refused the damage, changing nothing).
     let crash = CrashOutcome { damage: vec![damage.clone()], ..CrashOutcome::default() };
     let opened = catch_panic(|| {
-        let refusals = run.h.outcome.refusals_accepted;
-        run.recover(Reopening::PowerLoss(crash), 0).map(|()| run.h.outcome.refusals_accepted == refusals)
+        let refusals = run.h.outcome.counters.refusals_accepted;
+        run.recover(Reopening::PowerLoss(crash), 0).map(|()| run.h.outcome.counters.refusals_accepted == refusals)
     })
     .map_err(|panic| (Check::Panic, panic))?;
     match opened {

@@ -16,20 +16,24 @@ fn every_reopen_has_one_cause() {
     let mut causes = [0u64; 3];
     for seed in 0..30 {
         let o = run_seed(seed, Overrides::default(), false);
-        assert_eq!(o.restarts, o.crashes + o.kills + o.clean_restarts + o.error_reopens, "seed {seed}: {o:?}");
-        causes[0] += o.kills;
-        causes[1] += o.clean_restarts;
-        causes[2] += o.error_reopens;
+        assert_eq!(
+            o.counters.restarts,
+            o.counters.crashes + o.counters.kills + o.counters.clean_restarts + o.counters.error_reopens,
+            "seed {seed}: {o:?}"
+        );
+        causes[0] += o.counters.kills;
+        causes[1] += o.counters.clean_restarts;
+        causes[2] += o.counters.error_reopens;
     }
     assert!(causes.iter().all(|n| *n > 0), "every cause is met in 30 seeds: {causes:?}");
     let mut summary = Summary::default();
     summary.add(&run_seed(1, Overrides::default(), false));
     let back = Summary::from_json(&summary.to_json()).expect("reads back");
     assert_eq!(
-        (back.kills, back.clean_restarts, back.error_reopens),
-        (summary.kills, summary.clean_restarts, summary.error_reopens)
+        (back.counters.kills, back.counters.clean_restarts, back.counters.error_reopens),
+        (summary.counters.kills, summary.counters.clean_restarts, summary.counters.error_reopens)
     );
-    assert!(summary.to_text().contains(&format!("{} process kills", summary.kills)));
+    assert!(summary.to_text().contains(&format!("{} process kills", summary.counters.kills)));
 }
 
 #[test]

@@ -371,6 +371,7 @@ mod tests {
     use std::os::unix::process::ExitStatusExt;
 
     use super::*;
+    use crate::counters::Counters;
     use crate::outcome::SeedOutcome;
 
     fn os(args: &[&str]) -> Vec<OsString> {
@@ -450,7 +451,12 @@ mod tests {
 
     /// What a child prints for a seed that passed (`failure: None`) or not.
     fn printed(seed: u64, failure: Option<Failure>) -> String {
-        let mut one = Summary::of(&SeedOutcome { seed, ops: 9, failure, ..SeedOutcome::default() });
+        let mut one = Summary::of(&SeedOutcome {
+            seed,
+            counters: Counters { ops: 9, ..Counters::default() },
+            failure,
+            ..SeedOutcome::default()
+        });
         one.fs = Some("posix".to_string());
         format!("engine chatter\n{VERDICT_PREFIX}{seed} {}\n", one.to_json())
     }
@@ -459,7 +465,7 @@ mod tests {
     fn a_verdict_is_read_back_only_when_it_agrees_with_the_exit_status() {
         let passed = printed(5, None);
         let one = verdict_of(&output(ExitStatus::from_raw(0), &passed, ""), 5, "posix").unwrap();
-        assert_eq!((one.seeds, one.ops, one.failures.len()), (1, 9, 0));
+        assert_eq!((one.seeds, one.counters.ops, one.failures.len()), (1, 9, 0));
         // Exit 1 is a failure: a verdict without one is no verdict.
         assert!(verdict_of(&output(ExitStatus::from_raw(1 << 8), &passed, ""), 5, "posix").is_err());
         assert!(verdict_of(&output(ExitStatus::from_raw(0), &passed, ""), 6, "posix").is_err(), "another seed's");

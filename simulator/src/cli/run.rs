@@ -233,13 +233,13 @@ fn run_many(seeds: &Seeds, run_one: &(dyn Fn(u64) -> Summary + Sync), jobs: usiz
             }
             last_report = Instant::now();
             let s = summary.lock().unwrap_or_else(|e| e.into_inner());
-            let rate = s.ops as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            let rate = s.counters.ops as f64 / started.elapsed().as_secs_f64().max(1e-9);
             let of = total.map_or(String::new(), |t| format!("/{t}"));
             eprintln!(
                 "sim: {}{of} seeds, {} ops ({rate:.0} ops/s), {} crashes, {} failures",
                 s.seeds,
-                s.ops,
-                s.crashes,
+                s.counters.ops,
+                s.counters.crashes,
                 s.failures.len()
             );
         }

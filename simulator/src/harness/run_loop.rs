@@ -26,7 +26,8 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{Ended, Harness, OpenFailed, Reopening, Step, Workload};
 use crate::disk::{CrashOutcome, CrashPoint};
-use crate::failure::Check;
+use crate::failure::{catch_failure, Check, Failure};
+use crate::outcome::SeedOutcome;
 use crate::seeds;
 use crate::trace::Event;
 
@@ -73,6 +74,38 @@ impl<W: Workload> Loop<W> {
         self.drive(ops)
     }
 
+    /// One seed's whole run, the one entry point every target's random
+    /// mode takes: [`Loop::run`] with a panic caught as this seed's failure
+    /// (never the end of a sweep); then the engine's handles dropped, a
+    /// panic there a failure too (a drop may write: redb's commits, so it
+    /// comes before the disk gives up its trace); then the outcome, with
+    /// the disk's fault counts, trace hash and, with `keep_trace`, trace.
+    pub fn run_to_outcome(mut self, ops: &[W::Op], keep_trace: bool) -> SeedOutcome {
+        let failure = match catch_failure(|| self.run(ops)) {
+            Ok(Ok(())) => None,
+            Ok(Err(failure)) => Some(failure),
+            Err((check, message)) => Some(self.h.fail(check, message)),
+        };
+        let vfs = self.h.vfs.clone();
+        let mut outcome = std::mem::take(&mut self.h.outcome);
+        let closing = catch_failure(move || drop(self));
+        outcome.failure = failure.or_else(|| {
+            closing.err().map(|(check, message)| Failure {
+                seed: outcome.seed,
+                op_index: u64::MAX,
+                check,
+                detail: format!("dropping the database at the end of the run: {message}"),
+                recent: Vec::new(),
+                repro: String::new(),
+                drew: None,
+            })
+        });
+        outcome.take_disk(&vfs, keep_trace);
+        let passed = outcome.failure.is_none();
+        assert!(!passed || outcome.counters.reopens_add_up(), "a reopen without one cause: {outcome:?}");
+        outcome
+    }
+
     /// [`Loop::run`] once the engine exists: each operation, its hazards,
     /// an audit every [`Settings::audit_every`](super::Settings), the final
     /// clean restart and its audit.
@@ -81,7 +114,7 @@ impl<W: Workload> Loop<W> {
         assert!(audit_every > 0, "an audit cadence of at least one operation");
         for op in ops {
             self.step(op)?;
-            self.h.outcome.ops += 1;
+            self.h.outcome.counters.ops += 1;
             let (index, _) = W::planned(op);
             if (index + 1) % audit_every == 0 {
                 self.w.audit(&mut self.h)?;
@@ -118,7 +151,7 @@ impl<W: Workload> Loop<W> {
         result?;
         self.w.op_ended(&mut self.h, op, first_io_index)?;
         debug_assert!(self.w.is_open(), "{op}: the engine is open between operations");
-        debug_assert!(self.h.outcome.reopens_add_up(), "{op}: every reopen had one cause");
+        debug_assert!(self.h.outcome.counters.reopens_add_up(), "{op}: every reopen had one cause");
         self.w.settled(op);
         self.hazards()
     }
@@ -144,7 +177,7 @@ impl<W: Workload> Loop<W> {
 
     /// A power loss (counted in `gap`), and the recovery from it.
     pub fn power_loss(&mut self, gap: &'static str) -> Step {
-        *self.h.outcome.crash_gaps.entry(gap).or_default() += 1;
+        self.h.outcome.counters.count_crash_gap(gap);
         let crash = self.lose_power(0);
         self.recover(Reopening::PowerLoss(crash), 0)
     }
@@ -153,7 +186,7 @@ impl<W: Workload> Loop<W> {
     /// memory is gone, the page cache keeps what it wrote before the point.
     /// Reopen and judge; then, by a second coin, lose the power too.
     fn kill_in_op(&mut self, gap: &'static str) -> Step {
-        *self.h.outcome.crash_gaps.entry("kill_in_op").or_default() += 1;
+        self.h.outcome.counters.count_crash_gap("kill_in_op");
         self.kill()?;
         if seeds::power_after_kill(self.h.seed(), self.h.op_index) {
             return self.power_loss(gap);
@@ -164,7 +197,7 @@ impl<W: Workload> Loop<W> {
     /// The process is killed (memory lost, page cache kept), the engine
     /// reopened and judged.
     pub fn kill(&mut self) -> Step {
-        self.h.outcome.kills += 1;
+        self.h.outcome.counters.kills += 1;
         self.w.drop_engine(&mut self.h);
         let reopening = self.restart_process(false, Reopening::Kill);
         self.recover(reopening, 0)
@@ -189,7 +222,7 @@ impl<W: Workload> Loop<W> {
         }
         self.w.before_error_reopen(&mut self.h);
         self.w.drop_engine(&mut self.h);
-        self.h.outcome.error_reopens += 1;
+        self.h.outcome.counters.error_reopens += 1;
         let reopening = self.restart_process(false, Reopening::Restart);
         self.recover(reopening, 0)
     }
@@ -198,7 +231,7 @@ impl<W: Workload> Loop<W> {
     /// and the workload holds it to what a clean restart keeps.
     fn clean_restart(&mut self) -> Step {
         debug_assert!(!self.w.is_open(), "a clean close leaves no engine open");
-        self.h.outcome.clean_restarts += 1;
+        self.h.outcome.counters.clean_restarts += 1;
         let reopening = self.restart_process(true, Reopening::Restart);
         self.recover(reopening.clone(), 0)?;
         self.w.restarted(&mut self.h, &reopening)
@@ -221,7 +254,7 @@ impl<W: Workload> Loop<W> {
     pub fn recover(&mut self, reopening: Reopening, depth: u64) -> Step {
         assert!(depth <= MAX_CRASHES_IN_RECOVERY, "at most {MAX_CRASHES_IN_RECOVERY} power losses in a recovery");
         debug_assert!(!self.w.is_open(), "a recovery reopens an engine whose handles were dropped");
-        self.h.outcome.restarts += 1;
+        self.h.outcome.counters.restarts += 1;
         self.w.before_reopen(&mut self.h, &reopening)?;
         for attempt in 0..=OPEN_ATTEMPTS_WITH_FAULTS {
             let last = attempt == OPEN_ATTEMPTS_WITH_FAULTS;
@@ -252,7 +285,7 @@ impl<W: Workload> Loop<W> {
     /// The power went inside a recovery's open: one more power loss, its
     /// damage added to what the recovery was already held to.
     fn crash_in_open(&mut self, reopening: Reopening, depth: u64) -> Step {
-        *self.h.outcome.crash_gaps.entry("recovery").or_default() += 1;
+        self.h.outcome.counters.count_crash_gap("recovery");
         let mut crash = self.lose_power(depth + 1);
         if let Reopening::PowerLoss(earlier) = reopening {
             crash.media_corrupted.splice(0..0, earlier.media_corrupted);
@@ -267,7 +300,7 @@ impl<W: Workload> Loop<W> {
     pub fn hazards(&mut self) -> Step {
         for hazard in self.h.vfs.end_op_hazards() {
             if self.w.documents(&hazard) {
-                self.h.outcome.hazards += 1;
+                self.h.outcome.counters.hazards += 1;
                 continue;
             }
             let why = format!(

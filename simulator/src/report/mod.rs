@@ -102,17 +102,21 @@ impl Report {
     pub fn of_run(target: &str, outcome: &SeedOutcome, label: &dyn Fn(u64) -> Option<String>) -> Report {
         let trace = outcome.trace.as_ref().expect("a report's run keeps its trace");
         let story = Story::from_trace(trace, label);
-        let faults: Vec<String> = outcome.faults.iter().map(|(k, n)| format!("{}={n}", k.name())).collect();
+        let faults: Vec<String> = outcome.counters.faults.iter().map(|(k, n)| format!("{}={n}", k.name())).collect();
         let facts = vec![
             ("target".to_string(), target.to_string()),
             ("seed".to_string(), outcome.seed.to_string()),
-            ("operations".to_string(), outcome.ops.to_string()),
-            ("power losses".to_string(), outcome.crashes.to_string()),
+            ("operations".to_string(), outcome.counters.ops.to_string()),
+            ("power losses".to_string(), outcome.counters.crashes.to_string()),
             (
                 "restarts".to_string(),
                 format!(
                     "{} ({} after power losses, {} process kills, {} clean restarts, {} reopens after an error)",
-                    outcome.restarts, outcome.crashes, outcome.kills, outcome.clean_restarts, outcome.error_reopens
+                    outcome.counters.restarts,
+                    outcome.counters.crashes,
+                    outcome.counters.kills,
+                    outcome.counters.clean_restarts,
+                    outcome.counters.error_reopens
                 ),
             ),
             ("faults injected".to_string(), if faults.is_empty() { "none".to_string() } else { faults.join(" ") }),

@@ -66,7 +66,7 @@ pub fn ddmin<O: Clone>(ops: Vec<O>, mut fails: impl FnMut(&[O]) -> bool) -> (Vec
 }
 
 /// Shrink `ops` (of `seed`) to a shorter list on which `target` still
-/// fails `check`; for a panic, the same [`PanicIdentity`] as the whole
+/// fails `check`; for a panic, the same `PanicIdentity` as the whole
 /// list's (a panic the whole list raises with no place, such as an
 /// engine's thread found hung, is kept by panics with no place); with the
 /// number of candidate runs.

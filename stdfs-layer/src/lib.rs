@@ -29,7 +29,7 @@
 //! - memory-mapped I/O: `mmap` of a simulated descriptor is served as
 //!   the layer's own read-only memory holding the file's bytes, which the
 //!   layer rewrites at each write it serves (`interpose::maps`,
-//!   [`crate::watch`]); a store through a map faults, and a writable
+//!   `watch.rs`); a store through a map faults, and a writable
 //!   shared map is refused;
 //! - a raw `syscall()` (or any function not defined here) on a simulated
 //!   descriptor reaches the kernel, which has no such descriptor (they are

@@ -1,6 +1,6 @@
 //! Exploring as a capability: [`CrashCheck`], what the explorer's plan
-//! and its parallel check need of whatever they explore, and the one
-//! parallel check ([`check_all`]).
+//! and its parallel check (`check_all.rs`) need of whatever they explore,
+//! and [`CheckAt`], where in the plan each check stands.
 //!
 //! Two explorers share the plan (`plan.rs`: every crash state of every
 //! I/O index, deduplicated by image and recovery key, then by image and
@@ -15,11 +15,20 @@
 
 use crate::disk::DiskImage;
 use crate::failure::Check;
-use crate::seam::{RecordedContext, Target};
+use crate::seam::Target;
 
-use super::parallel::map_in_order;
-use super::plan::{CheckAt, Plan};
-use super::ExploreOptions;
+/// One check of a recovered image: against the context numbered
+/// `context`, where crash index `io_index`'s state number `state` first
+/// gave this image in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckAt {
+    /// The context's number among the recording's.
+    pub context: usize,
+    /// The crash index: the power was lost just before this I/O.
+    pub io_index: u64,
+    /// The state's number among that index's crash states.
+    pub state: usize,
+}
 
 /// What the explorer's plan and check need of a system whose crash states
 /// they check (see the module doc).
@@ -75,42 +84,4 @@ impl<T: Target> CrashCheck for AtSeed<'_, T> {
     fn judge(&self, recovered: &T::Recovered, context: &T::Context) -> Result<(), (Check, String)> {
         self.target.judge(recovered, context)
     }
-}
-
-/// One recovery of the plan, checked: what `failed` made of each check
-/// that failed (in plan order), and what it recovered if `keep` asked.
-pub struct Checked<F, R> {
-    /// The failed checks, as the caller's `failed` turned them.
-    pub failures: Vec<F>,
-    /// What the recovery returned (with `keep`).
-    pub recovered: Option<R>,
-}
-
-/// Recover every distinct image of `plan` on `options.jobs` threads and
-/// judge each in its contexts (`contexts`, the recording's, by number):
-/// per recovery, in plan order, `failed(at, context, verdict)` of every
-/// check that failed, and (with `keep`) what it recovered. `failed` runs on
-/// the worker threads too.
-pub fn check_all<X: CrashCheck, F: Send>(
-    explored: &X,
-    contexts: &[RecordedContext<X::Context>],
-    plan: &Plan,
-    options: &ExploreOptions,
-    keep: bool,
-    failed: impl Fn(&CheckAt, &RecordedContext<X::Context>, (Check, String)) -> F + Sync,
-) -> Vec<Checked<F, X::Recovered>> {
-    let progress = options.progress.then_some("recovering distinct crash states");
-    map_in_order(&plan.recoveries, options.jobs, progress, |recovery| {
-        debug_assert!(!recovery.checks.is_empty(), "a recovery's first occurrence is its first check");
-        let image = recovery.snapshot.image(&recovery.crash_state);
-        let recovered = explored.recover(&image, recovery.key, &recovery.checks[0]);
-        let mut failures = Vec::new();
-        for at in &recovery.checks {
-            let context = &contexts[at.context];
-            if let Err(verdict) = explored.judge(&recovered, &context.context) {
-                failures.push(failed(at, context, verdict));
-            }
-        }
-        Checked { failures, recovered: keep.then_some(recovered) }
-    })
 }

@@ -41,9 +41,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::check::CheckAt;
 use super::coverage::IndexCoverage;
 use super::parallel::map_in_order;
-use super::plan::{runs, CheckAt, Plan, Run};
+use super::plan::{runs, Plan, Run};
 use super::report::{self, Depth2Report, ExploreFailure};
 use super::ExploreOptions;
 use crate::disk::{CrashState, DiskSnapshot};

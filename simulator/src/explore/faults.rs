@@ -51,8 +51,9 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use super::check::CheckAt;
 use super::parallel::map_in_order;
-use super::plan::{CheckAt, Plan, Recovery};
+use super::plan::{Plan, Recovery};
 use super::report::{self, ExploreFailure, FaultsReport, WorkloadFaults};
 use super::ExploreOptions;
 use crate::disk::ArmedFault;

@@ -124,6 +124,7 @@
 //! [`ExploreDamage::recover_damaged`]: crate::seam::ExploreDamage::recover_damaged
 
 pub mod check;
+mod check_all;
 pub mod coverage;
 mod damage;
 mod depth2;
@@ -140,9 +141,10 @@ use std::time::Instant;
 use crate::disk::ArmedFault;
 use crate::seam::{Recording, Target};
 
-pub use check::{check_all, AtSeed, Checked, CrashCheck};
+pub use check::{AtSeed, CheckAt, CrashCheck};
+pub use check_all::{check_all, Checked};
 pub use merged::{is_explore_report, ExploreTotals, MergedFailure};
-pub use plan::{plan, CheckAt, Plan, Recovery};
+pub use plan::{plan, Plan, Recovery};
 pub use reach::Reached;
 pub use report::{
     DamageReport, Depth2Report, ExploreFailure, ExploreReport, FaultsReport, PhaseSeconds, WorkloadFaults,
@@ -447,7 +449,7 @@ fn explore_faults<T: Target>(
 }
 
 /// Recover every distinct image of `plan` on `options.jobs` threads and
-/// judge each in its contexts ([`check::check_all`]): per recovery, in
+/// judge each in its contexts ([`check_all::check_all`]): per recovery, in
 /// plan order, its failures (each at its first occurrence) and what it
 /// recovered (kept only for depth 2, which judges it again in new
 /// contexts: a dump per distinct state adds up).
@@ -460,7 +462,7 @@ fn check_depth1<T: Target>(
     options: &ExploreOptions,
 ) -> Vec<Checked<ExploreFailure, T::Recovered>> {
     let keep = options.depth == 2;
-    check::check_all(&AtSeed { target, seed }, &recording.contexts, plan, options, keep, |at, context, verdict| {
+    check_all::check_all(&AtSeed { target, seed }, &recording.contexts, plan, options, keep, |at, context, verdict| {
         let (check, detail) = verdict;
         let snapshot = recording.disk.before_io(at.io_index).expect("a recorded index");
         let state = &snapshot.crash_states_for(&options.states())[at.state];

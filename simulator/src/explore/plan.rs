@@ -14,25 +14,12 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::check::CrashCheck;
+use super::check::{CheckAt, CrashCheck};
 use super::coverage::{CoverageTotals, IndexCoverage};
 use super::parallel::map_in_order;
 use super::ExploreOptions;
 use crate::disk::{CrashState, DiskRecording, DiskSnapshot};
 use crate::seam::RecordedContext;
-
-/// One check of a recovered image: against the context numbered
-/// `context`, where crash index `io_index`'s state number `state` first
-/// gave this image in it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CheckAt {
-    /// The context's number among the recording's.
-    pub context: usize,
-    /// The crash index: the power was lost just before this I/O.
-    pub io_index: u64,
-    /// The state's number among that index's crash states.
-    pub state: usize,
-}
 
 /// One distinct (image, recovery key) to recover, as its first check's
 /// state first produced it.

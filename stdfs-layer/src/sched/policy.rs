@@ -7,7 +7,9 @@
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::state::Tid;
+/// A thread of the run, by creation order: 0 is the engine call's thread
+/// (the layer's `Worker`), the others were started by the engine.
+pub type Tid = usize;
 
 /// A run's scheduling policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

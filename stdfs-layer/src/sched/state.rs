@@ -16,11 +16,8 @@ use std::fmt::Write as _;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+pub use super::policy::Tid;
 use super::policy::{Candidates, Policy};
-
-/// A thread of the run, by creation order: 0 is the engine call's thread
-/// (the layer's `Worker`), the others were started by the engine.
-pub type Tid = usize;
 
 /// What a blocked thread waits for.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -8,19 +8,26 @@
 //! paid again by each one, and unmapped when the list is dropped. In a
 //! sweep of 2000 seeds that was 393k of 403k page faults, ~0.9 s of system
 //! time and 66 MB of peak RSS, and in `sim bench` most of generation's time
-//! (issue 51). Made while it runs, from one buffer each thread keeps and
+//! (issue 51). Made while it runs, from one buffer the process keeps and
 //! refills only when the length or byte changes, the mapping is faulted in
-//! once a thread, and generating one costs what drawing a key costs.
+//! once, and generating one costs what drawing a key costs. One buffer for
+//! the process, not one a thread: a sweep of N jobs keeps 64 MiB, not N
+//! times that (two jobs running one at the same moment make a second,
+//! dropped after, as before).
 
-use std::cell::RefCell;
+use std::sync::Mutex;
 
 use engine::store::Command;
 
-thread_local! {
-    /// The value of the last oversized `SET` this thread ran, and its byte:
-    /// every byte of the buffer is that byte (only
-    /// [`with_oversized_command`] fills it, and it lends it out read-only).
-    static SPARE: RefCell<(u8, Vec<u8>)> = const { RefCell::new((0, Vec::new())) };
+/// The value of the last oversized `SET` run, and its byte: every byte of
+/// the buffer is that byte (only [`with_oversized_command`] fills it, and
+/// lends it out read-only). Empty while a run holds it.
+static SPARE: Mutex<(u8, Vec<u8>)> = Mutex::new((0, Vec::new()));
+
+fn spare() -> std::sync::MutexGuard<'static, (u8, Vec<u8>)> {
+    // The buffer is only moved in or out under the lock: a panic elsewhere
+    // leaves it whole or empty, either of which is a spare.
+    SPARE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The bytes of the log record of `SET key value`, with a `value_bytes`
@@ -45,10 +52,10 @@ pub fn one_over_value_bytes(key_bytes: usize) -> usize {
 }
 
 /// Call `run` with the command `SET key <byte repeated value_bytes times>`,
-/// its value this thread's kept buffer (refilled only if the length or the
-/// byte differs from the last one's).
+/// its value the kept buffer (refilled only if the length or the byte
+/// differs from the last one's; a new one if another run holds it).
 pub fn with_oversized_command<R>(key: &[u8], value_bytes: usize, byte: u8, run: impl FnOnce(&Command) -> R) -> R {
-    let (kept_byte, mut value) = SPARE.with(|spare| std::mem::take(&mut *spare.borrow_mut()));
+    let (kept_byte, mut value) = std::mem::take(&mut *spare());
     if kept_byte != byte || value.len() != value_bytes {
         value.clear();
         value.resize(value_bytes, byte);
@@ -57,7 +64,10 @@ pub fn with_oversized_command<R>(key: &[u8], value_bytes: usize, byte: u8, run: 
     let command = Command::Set { key: key.to_vec(), value };
     let result = run(&command);
     let Command::Set { value, .. } = command else { unreachable!("made as a SET above") };
-    SPARE.with(|spare| *spare.borrow_mut() = (byte, value));
+    let mut kept = spare();
+    if kept.1.is_empty() {
+        *kept = (byte, value);
+    }
     result
 }
 

@@ -34,7 +34,7 @@ use serde_json::{json, Value};
 use crate::config::{Config, Overrides};
 use crate::run::run_ops;
 use crate::segsim::SegsimTarget;
-use crate::workload::{generate, Op, PlannedOp, T0_MS};
+use crate::workload::{generate, with_oversized_command, Op, PlannedOp, T0_MS};
 use simulator::explore::{explore, ExploreOptions};
 
 /// What to measure, and how much.
@@ -147,6 +147,9 @@ fn run_bare(config: &Config, ops: &[PlannedOp], vfs: Arc<dyn Vfs>, dir: &Path) -
             }
             Op::Args(args) => {
                 let _ = store.execute_args(args);
+            }
+            Op::OversizedSet { key, value_bytes, byte } => {
+                let _ = with_oversized_command(key, *value_bytes, *byte, |command| store.execute(command));
             }
             Op::Evict => {
                 let _ = store.evict();

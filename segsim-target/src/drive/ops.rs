@@ -12,7 +12,7 @@ use engine::Error;
 use super::reply_hash::hash_reply;
 use super::reply_text;
 use super::{Driver, Layout, Moment, DB_DIR};
-use crate::workload::{Op, PlannedOp};
+use crate::workload::{with_oversized_command, Op, PlannedOp};
 use simulator::failure::Check;
 use simulator::harness::{Ended, Harness, Step};
 use simulator::trace::Event;
@@ -25,6 +25,9 @@ impl Driver<'_> {
         match &planned.op {
             Op::Cmd(command) => self.run_command(h, command, planned),
             Op::Args(args) => self.run_args(h, args, planned),
+            Op::OversizedSet { key, value_bytes, byte } => {
+                with_oversized_command(key, *value_bytes, *byte, |command| self.run_command(h, command, planned))
+            }
             Op::Evict => {
                 self.observe(planned, Moment::Begins, None);
                 let result = self.store_mut().evict().map(|_| ());

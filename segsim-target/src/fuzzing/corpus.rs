@@ -38,7 +38,7 @@ use super::plan::{
     Deadline, Field, FuzzCrash, FuzzOp, FuzzPlan, FuzzStep, Key, KeySpace, Token, MAX_TOKEN_BYTES, TOKEN_ALPHABET,
 };
 use crate::config::{Config, Overrides};
-use crate::workload::{generate, Misspelling, Op, PlannedOp, T0_MS};
+use crate::workload::{generate, with_oversized_command, Misspelling, Op, PlannedOp, T0_MS};
 use engine::Phase;
 use simulator::disk::CrashPoint;
 
@@ -335,6 +335,8 @@ fn fuzz_op(op: &Op, now_ms: &mut u64) -> Option<FuzzOp> {
     Some(match op {
         Op::Cmd(command) => return command_op(command, *now_ms),
         Op::Args(args) => return misspelled_op(args, *now_ms),
+        // An oversized write (bad input) is no token a plan holds.
+        Op::OversizedSet { .. } => return None,
         Op::SecondOpen => FuzzOp::SecondOpen,
         Op::Kill => FuzzOp::Kill,
         Op::Evict => FuzzOp::Evict,
@@ -485,6 +487,12 @@ impl Driver {
                     assert!(matches!(e, engine::Error::Invalid(_)), "{args:?}: {e}");
                 }
             }
+            Op::OversizedSet { key, value_bytes, byte } => {
+                let result = with_oversized_command(key, *value_bytes, *byte, |command| self.store().execute(command));
+                if let Err(e) = result {
+                    assert!(matches!(e, engine::Error::Invalid(_)), "an oversized SET: {e}");
+                }
+            }
             Op::Evict => {
                 self.store().evict().expect("evict on MemVfs");
             }
@@ -560,6 +568,7 @@ mod tests {
                         Op::Cmd(Command::SetWith { .. }) | Op::Args(_) => true,
                         Op::Cmd(Command::HSet { pairs, .. }) => pairs.len() >= 32,
                         Op::Cmd(Command::Set { value, .. }) => value.len() > MAX_TOKEN_BYTES,
+                        Op::OversizedSet { .. } => true,
                         _ => false,
                     };
                     assert!(unsayable, "seed {seed}: the plan drops {planned}");

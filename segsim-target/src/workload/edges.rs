@@ -19,12 +19,11 @@ const MISSPELLED_INTEGER_RATE: f64 = 0.08;
 
 /// `SET key <value>` whose log record is one byte over the frame limit
 /// the engine declares (`engine::frame::MAX_FRAME_PAYLOAD_BYTES`): the
-/// store must refuse it and change nothing.
-fn oversized_set(key: Vec<u8>) -> Command {
-    let limit_bytes = engine::frame::MAX_FRAME_PAYLOAD_BYTES;
-    // The record: the count, then each argument's length and bytes.
-    let other_bytes = 4 + (4 + 3) + (4 + key.len()) + 4;
-    Command::Set { key, value: vec![b'x'; limit_bytes + 1 - other_bytes] }
+/// store must refuse it and change nothing. Its value, `x` repeated, is
+/// made only when it runs (`oversized.rs`).
+fn oversized_set(key: Vec<u8>) -> Op {
+    let value_bytes = super::oversized::one_over_value_bytes(key.len());
+    Op::OversizedSet { key, value_bytes, byte: b'x' }
 }
 
 impl Generator<'_> {
@@ -89,7 +88,7 @@ impl Generator<'_> {
                 let pairs = (0..count).map(|i| (format!("w{i}").into_bytes(), self.token(8))).collect();
                 Op::Cmd(Command::HSet { key, pairs })
             }
-            15 if self.rng.gen_bool(0.02) => Op::Cmd(oversized_set(plain_key())),
+            15 if self.rng.gen_bool(0.02) => oversized_set(plain_key()),
             _ => {
                 args.push(b"extra".to_vec());
                 Op::Args(args)
@@ -239,9 +238,30 @@ mod tests {
             assert!(refusals.contains(&format!("{kind:?}")), "{kind:?} never drawn: {refusals:?}");
         }
         assert!(empty > 0 && wrong_type > 0 && wide > 0 && long_key > 0, "{empty} {wrong_type} {wide} {long_key}");
-        let oversized = Op::Cmd(oversized_set(b"k0".to_vec()));
+        let oversized = oversized_set(b"k0".to_vec());
         let planned = PlannedOp { index: 7, op: oversized, crash: None };
         assert!(planned.to_string().len() < 100, "an oversized value prints short");
         assert_eq!(PlannedOp::parse(&planned.to_string()), Ok(planned));
+    }
+
+    /// Oversized writes are rare (one in ~30k drawn operations): a sweep's
+    /// worth of seeds draws some, each as the recipe the run makes it
+    /// from, printing as a line that parses back to it.
+    #[test]
+    fn a_sweep_draws_oversized_sets() {
+        let mut seeds = Vec::new();
+        for seed in 0..1000 {
+            let config = Config::from_seed(seed, Overrides::default());
+            for planned in generate(&config) {
+                if let Op::OversizedSet { key, value_bytes, byte } = &planned.op {
+                    assert_eq!((key.as_slice(), *byte), (&b"k0"[..], b'x'));
+                    assert!(super::super::oversized::is_oversized(key.len(), *value_bytes));
+                    assert_eq!(PlannedOp::parse(&planned.to_string()).as_ref(), Ok(&planned));
+                    seeds.push(seed);
+                }
+            }
+        }
+        eprintln!("seeds drawing an oversized SET: {seeds:?}");
+        assert!(!seeds.is_empty());
     }
 }

@@ -39,6 +39,10 @@ impl fmt::Display for PlannedOp {
             Op::Restart => write!(f, " RESTART"),
             Op::SecondOpen => write!(f, " SECOND-OPEN"),
             Op::Kill => write!(f, " KILL"),
+            // As the command it stands for prints, without making it.
+            Op::OversizedSet { key, value_bytes, byte } => {
+                write!(f, " SET {} @repeat:{value_bytes}:{}", Shown(key), char::from(*byte))
+            }
         }
     }
 }
@@ -69,7 +73,16 @@ fn read_arg(word: &str) -> Result<Vec<u8>, String> {
     if word == "@empty" {
         return Ok(Vec::new());
     }
-    let Some(run) = word.strip_prefix("@repeat:") else { return Ok(word.as_bytes().to_vec()) };
+    match read_repeat(word)? {
+        Some((count, byte)) => Ok(vec![byte; count]),
+        None => Ok(word.as_bytes().to_vec()),
+    }
+}
+
+/// The count and byte of a `@repeat:<count>:<byte>` word, or `None` for
+/// any other word.
+fn read_repeat(word: &str) -> Result<Option<(usize, u8)>, String> {
+    let Some(run) = word.strip_prefix("@repeat:") else { return Ok(None) };
     let (count, byte) = run.split_once(':').ok_or(format!("bad repeat {word:?}"))?;
     let count: usize = count.parse().map_err(|_| format!("bad repeat count {word:?}"))?;
     let &[byte] = byte.as_bytes() else { return Err(format!("bad repeat byte {word:?}")) };
@@ -77,7 +90,15 @@ fn read_arg(word: &str) -> Result<Vec<u8>, String> {
     if count > 2 * engine::frame::MAX_FRAME_PAYLOAD_BYTES {
         return Err(format!("repeat too long {word:?}"));
     }
-    Ok(vec![byte; count])
+    Ok(Some((count, byte)))
+}
+
+/// `SET key @repeat:<count>:<byte>` over the frame limit, read as the
+/// recipe [`Op::OversizedSet`] (what the generator draws), not made.
+fn read_oversized_set(key: &str, value: &str) -> Result<Option<Op>, String> {
+    let Some((value_bytes, byte)) = read_repeat(value)? else { return Ok(None) };
+    let key = read_arg(key)?;
+    Ok(super::oversized::is_oversized(key.len(), value_bytes).then_some(Op::OversizedSet { key, value_bytes, byte }))
 }
 
 impl PlannedOp {
@@ -97,6 +118,11 @@ impl PlannedOp {
                 Op::Args(args.iter().map(|a| read_arg(a)).collect::<Result<_, _>>()?)
             }
             args => {
+                if let ["SET", key, value] = args {
+                    if let Some(op) = read_oversized_set(key, value)? {
+                        return Ok(PlannedOp { index, op, crash });
+                    }
+                }
                 let args: Vec<Vec<u8>> = args.iter().map(|a| read_arg(a)).collect::<Result<_, _>>()?;
                 Op::Cmd(Command::parse(&args).map_err(|e| format!("{line:?}: {e}"))?)
             }

@@ -15,8 +15,9 @@
 //! crashes aimed at compaction), `edges.rs` the edges Redis defines and
 //! the bad input the store must refuse, `misspelling.rs` integers spelled
 //! as Redis refuses them (the fuzz plan names them too), `motifs.rs`
-//! exploration's motifs, and `line.rs` an operation's printed line and its
-//! parse.
+//! exploration's motifs, `line.rs` an operation's printed line and its
+//! parse, and `oversized.rs` a write over the frame limit made only while
+//! it runs.
 
 use engine::store::Command;
 
@@ -28,8 +29,10 @@ mod generator;
 mod line;
 mod misspelling;
 mod motifs;
+mod oversized;
 
 pub use misspelling::{misspelled, Misspelling};
+pub use oversized::with_oversized_command;
 
 /// The simulated clock's start: 2023-11-14, so TTLs look like real ones.
 pub const T0_MS: u64 = 1_700_000_000_000;
@@ -69,6 +72,18 @@ pub enum Op {
     /// (to write on even indices, read-only on odd ones): it must be
     /// refused as locked, and change nothing.
     SecondOpen,
+    /// `SET key <value>`, its value `byte` repeated `value_bytes` times,
+    /// over the log's frame limit: the store must refuse it and change
+    /// nothing. Held as this recipe, made into the command only while it
+    /// runs (see `oversized.rs`: 64 MiB a write is too much to hold).
+    OversizedSet {
+        /// The key.
+        key: Vec<u8>,
+        /// The value's length.
+        value_bytes: usize,
+        /// The value's one byte.
+        byte: u8,
+    },
 }
 
 /// An operation at its place in the list, maybe with a crash inside it.
@@ -86,7 +101,7 @@ impl Op {
     /// A short tag for traces and counters.
     pub fn tag(&self) -> &'static str {
         match self {
-            Op::Cmd(Command::Set { .. }) => "set",
+            Op::Cmd(Command::Set { .. }) | Op::OversizedSet { .. } => "set",
             Op::Cmd(Command::SetWith { .. }) => "set_with",
             Op::Cmd(Command::Get { .. }) => "get",
             Op::Cmd(Command::Del { .. }) => "del",

@@ -20,7 +20,17 @@ use super::model::Model;
 use super::{Adapter, RecordSpan};
 use simulator::disk::{DamageKind, DiskImage, LostWrites};
 use simulator::failure::Check;
-use simulator::seam::{DamageSite, DamageVerdict};
+use simulator::seam::{DamageSite, DamageVerdict, DamageWays};
+
+/// The one kind of record the kit damages: whatever the adapter's
+/// [`Adapter::records`] names, in whichever file.
+const RECORD: &str = "record the adapter describes";
+
+/// The kit's kind of record and its ways (see [`sites`]): a bit flipped
+/// and the bytes zeroed are media damage; the lost write, where history
+/// has one.
+pub(super) const DAMAGE_WAYS: &[DamageWays] =
+    &[DamageWays { record_kind: RECORD, ways: &[DamageKind::Media, DamageKind::LostWrite] }];
 
 /// Every site of `image` the adapter describes: per record, a bit flipped
 /// in its middle byte, its bytes zeroed, and the write that put it there
@@ -56,6 +66,7 @@ fn record_sites(sites: &mut Vec<DamageSite>, image: &DiskImage, path: &Path, byt
         bytes: vec![bytes[middle] ^ 0x10],
         kind: DamageKind::Media,
         what: what("a bit flipped in its middle byte"),
+        record_kind: RECORD,
     });
     sites.push(DamageSite {
         path: path.to_path_buf(),
@@ -63,6 +74,7 @@ fn record_sites(sites: &mut Vec<DamageSite>, image: &DiskImage, path: &Path, byt
         bytes: vec![0; len],
         kind: DamageKind::Media,
         what: what("its bytes zeroed"),
+        record_kind: RECORD,
     });
     let range = record.offset_bytes..record.offset_bytes + record.len_bytes;
     if let Some((offset_bytes, old)) = image.lost_write(path, range, LostWrites::One) {
@@ -73,6 +85,7 @@ fn record_sites(sites: &mut Vec<DamageSite>, image: &DiskImage, path: &Path, byt
             bytes: old,
             kind: DamageKind::LostWrite,
             what,
+            record_kind: RECORD,
         });
     }
 }

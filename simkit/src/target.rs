@@ -17,8 +17,8 @@ use simulator::disk::{ArmedFault, CrashMode, Damage, DiskImage, FsProfile};
 use simulator::failure::Check;
 use simulator::outcome::SeedOutcome;
 use simulator::seam::{
-    DamageSite, DamageVerdict, Declared, DeclaredKind, ExploreDamage, ExploreDepth2, ExploreFaults, FaultedRecovery,
-    FaultedRun, Recording, RecoveryRecording, Target,
+    DamageSite, DamageVerdict, DamageWays, Declared, DeclaredKind, ExploreDamage, ExploreDepth2, ExploreFaults,
+    FaultedRecovery, FaultedRun, Recording, RecoveryRecording, Target,
 };
 
 /// How a kit target runs, beyond its seed.
@@ -385,6 +385,10 @@ impl<A: Adapter> ExploreDamage<Model> for Kit<A> {
             return Vec::new();
         }
         damage::sites(&self.adapter, image)
+    }
+
+    fn damage_ways(&self) -> &'static [DamageWays] {
+        damage::DAMAGE_WAYS
     }
 
     fn opens_at_a_point_in_time(&self) -> bool {

@@ -209,6 +209,22 @@ pub struct DamageSite {
     pub kind: crate::disk::DamageKind,
     /// For a person: which record, and how it is damaged.
     pub what: String,
+    /// The kind of record damaged, one of those the target declares in
+    /// [`ExploreDamage::damage_ways`] (the reach report counts by it).
+    pub record_kind: &'static str,
+}
+
+/// A kind of record a target damages under `sim explore --damage`, and
+/// the ways it damages one wherever the durable image allows (the reach
+/// report says which ways never applied in a recording, and why that
+/// matters: a way never applied is a rule never tested at that seed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DamageWays {
+    /// The record kind, as sites name it ([`DamageSite::record_kind`]).
+    pub record_kind: &'static str,
+    /// What each way is announced as (media rot, a lost write, a
+    /// misdirected one), in the order the report lists them.
+    pub ways: &'static [crate::disk::DamageKind],
 }
 
 /// How a damaged image's recovery passed (`sim explore --damage`).
@@ -429,6 +445,12 @@ pub trait ExploreDamage<C>: Sync {
     /// recording) lie, each with a way to damage it, in a fixed order
     /// (none where `seed`'s configuration promises nothing about damage).
     fn damage_sites(&self, seed: u64, image: &DiskImage) -> Vec<DamageSite>;
+
+    /// Every kind of record [`ExploreDamage::damage_sites`] names, with
+    /// the ways it damages one: what the reach report holds each
+    /// recording to (a way that applied to no record of any durable image
+    /// is warned about).
+    fn damage_ways(&self) -> &'static [DamageWays];
 
     /// Whether a damaged image is opened a second way, as an operator
     /// cutting at the damage would (a point in time); a target with no

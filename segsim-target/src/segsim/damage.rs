@@ -44,7 +44,7 @@ use crate::drive::Driver;
 use simulator::disk::{CrashOutcome, Damage, DamageKind, DiskImage, LostWrites, SimVfs};
 use simulator::failure::{catch_panic, Check};
 use simulator::harness::Reopening;
-use simulator::seam::{DamageSite, DamageVerdict};
+use simulator::seam::{DamageSite, DamageVerdict, DamageWays};
 use simulator::trace::Trace;
 
 /// A segment's fixed-size tail, and where its index and bounds offsets
@@ -54,6 +54,26 @@ const SEG_TAIL_INDEX_OFFSET_AT: usize = 16;
 const SEG_TAIL_BOUNDS_OFFSET_AT: usize = 24;
 /// A record's checksum, after its value.
 const SEG_RECORD_CRC_BYTES: usize = 4;
+
+/// The record kinds, as the reach report names them.
+const LOG_FRAME: &str = "log frame";
+const MANIFEST_RECORD: &str = "manifest record";
+const SEGMENT_RECORD: &str = "segment record";
+
+/// Every kind of record [`sites`] damages, and how (see the module doc):
+/// both logs' frames all five ways, a segment's records all but the
+/// misdirected frame.
+pub(super) const DAMAGE_WAYS: &[DamageWays] = &[
+    DamageWays {
+        record_kind: LOG_FRAME,
+        ways: &[DamageKind::Media, DamageKind::MisdirectedWrite, DamageKind::LostWrite],
+    },
+    DamageWays {
+        record_kind: MANIFEST_RECORD,
+        ways: &[DamageKind::Media, DamageKind::MisdirectedWrite, DamageKind::LostWrite],
+    },
+    DamageWays { record_kind: SEGMENT_RECORD, ways: &[DamageKind::Media, DamageKind::LostWrite] },
+];
 
 /// Every damage site of `image`, file by file in path order, record by
 /// record, three ways each, frames a fourth, writes lost a fifth (see the
@@ -72,10 +92,10 @@ pub(super) fn sites(image: &DiskImage) -> Vec<DamageSite> {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         if name == AOF_FILE {
             let foreign = (manifest_header.as_deref(), "the manifest's header frame");
-            frame_sites(&mut sites, image, path, bytes, |at| frame_place(bytes, at), foreign);
+            frame_sites(&mut sites, image, (path, LOG_FRAME), bytes, |at| frame_place(bytes, at), foreign);
         } else if name == MANIFEST_FILE {
             let foreign = (log_header.as_deref(), "the log's header frame");
-            frame_sites(&mut sites, image, path, bytes, |at| Place::manifest(at as u64), foreign);
+            frame_sites(&mut sites, image, (path, MANIFEST_RECORD), bytes, |at| Place::manifest(at as u64), foreign);
         } else if name.ends_with(".seg") {
             segment_sites(&mut sites, image, path, bytes, log_header.as_deref());
         }
@@ -90,7 +110,7 @@ pub(super) fn sites(image: &DiskImage) -> Vec<DamageSite> {
 fn frame_sites(
     sites: &mut Vec<DamageSite>,
     image: &DiskImage,
-    path: &Path,
+    (path, record_kind): (&Path, &'static str),
     bytes: &[u8],
     place_at: impl Fn(usize) -> Place,
     (foreign, foreign_what): (Option<&[u8]>, &str),
@@ -106,7 +126,8 @@ fn frame_sites(
         } else {
             at + FRAME_HEADER_BYTES + frame.payload.len() / 2
         };
-        sites.push(flipped(path, bytes, flip_at, what("a bit flipped in its payload (in its kind, if empty)")));
+        let what_flip = what("a bit flipped in its payload (in its kind, if empty)");
+        sites.push(flipped((path, record_kind), bytes, flip_at, what_flip));
         let past_end = u32::try_from(bytes.len() - at - FRAME_HEADER_BYTES + 1).unwrap_or(u32::MAX);
         let length = DamageSite {
             path: path.to_path_buf(),
@@ -114,19 +135,20 @@ fn frame_sites(
             bytes: past_end.to_le_bytes().to_vec(),
             kind: DamageKind::Media,
             what: what("its length runs one byte past the end of the file"),
+            record_kind,
         };
         sites.push(length);
         if let Some(foreign) = foreign {
             let what = what(&format!("{foreign_what} written in its place"));
-            let (offset_bytes, bytes) = (at as u64, foreign.to_vec());
-            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes, bytes, kind: DamageKind::Media, what });
+            let (offset_bytes, bytes, kind) = (at as u64, foreign.to_vec(), DamageKind::Media);
+            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes, bytes, kind, what, record_kind });
         }
         frames.push((at, at + frame.total_bytes));
         at += frame.total_bytes;
         number += 1;
     }
-    misdirected_sites(sites, image, path, bytes, &frames);
-    lost_write_sites(sites, image, path, &frames);
+    misdirected_sites(sites, image, (path, record_kind), bytes, &frames);
+    lost_write_sites(sites, image, (path, record_kind), &frames);
 }
 
 /// How many later frames of the same size each frame is replaced by (the
@@ -144,7 +166,7 @@ const MISDIRECTED_PER_FRAME: usize = 4;
 fn misdirected_sites(
     sites: &mut Vec<DamageSite>,
     image: &DiskImage,
-    path: &Path,
+    (path, record_kind): (&Path, &'static str),
     bytes: &[u8],
     frames: &[(usize, usize)],
 ) {
@@ -162,7 +184,8 @@ fn misdirected_sites(
                 later + 1
             );
             let (offset_bytes, kind) = (at as u64, DamageKind::MisdirectedWrite);
-            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes, bytes: moved, kind, what });
+            let bytes = moved;
+            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes, bytes, kind, what, record_kind });
         }
     }
 }
@@ -174,7 +197,12 @@ fn misdirected_sites(
 /// write with the rest of its fsync lost (a drive that acknowledged the
 /// flush with writes still in its cache). Records one write put in place
 /// share one site; a file without a history has none.
-fn lost_write_sites(sites: &mut Vec<DamageSite>, image: &DiskImage, path: &Path, records: &[(usize, usize)]) {
+fn lost_write_sites(
+    sites: &mut Vec<DamageSite>,
+    image: &DiskImage,
+    (path, record_kind): (&Path, &'static str),
+    records: &[(usize, usize)],
+) {
     let mut seen = BTreeSet::new();
     for (number, &(at, end)) in records.iter().enumerate() {
         for (how, what) in [
@@ -192,7 +220,7 @@ fn lost_write_sites(sites: &mut Vec<DamageSite>, image: &DiskImage, path: &Path,
                 offset_bytes + bytes.len() as u64
             );
             let kind = DamageKind::LostWrite;
-            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes, bytes, kind, what });
+            sites.push(DamageSite { path: path.to_path_buf(), offset_bytes, bytes, kind, what, record_kind });
         }
     }
 }
@@ -207,7 +235,8 @@ fn segment_sites(sites: &mut Vec<DamageSite>, image: &DiskImage, path: &Path, by
         records.push((start, end));
         let what = |how: &str| format!("{} record {number} (bytes {start}..{end}): {how}", path.display());
         let flip_at = if entry.value_len == 0 { start } else { start + entry.value_len / 2 };
-        sites.push(flipped(path, bytes, flip_at, what("a bit flipped in its value (in its checksum, if empty)")));
+        let what_flip = what("a bit flipped in its value (in its checksum, if empty)");
+        sites.push(flipped((path, SEGMENT_RECORD), bytes, flip_at, what_flip));
         let past_end = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
         let what_len = what("its index entry's length runs past the end of the file");
         sites.push(DamageSite {
@@ -216,6 +245,7 @@ fn segment_sites(sites: &mut Vec<DamageSite>, image: &DiskImage, path: &Path, by
             bytes: past_end.to_le_bytes().to_vec(),
             kind: DamageKind::Media,
             what: what_len,
+            record_kind: SEGMENT_RECORD,
         });
         if let Some(foreign) = foreign {
             let what = what("the log's header frame written in its place");
@@ -225,16 +255,17 @@ fn segment_sites(sites: &mut Vec<DamageSite>, image: &DiskImage, path: &Path, by
                 bytes: foreign.to_vec(),
                 kind: DamageKind::Media,
                 what,
+                record_kind: SEGMENT_RECORD,
             });
         }
     }
-    lost_write_sites(sites, image, path, &records);
+    lost_write_sites(sites, image, (path, SEGMENT_RECORD), &records);
 }
 
 /// The lowest bit of `bytes[at]` flipped.
-fn flipped(path: &Path, bytes: &[u8], at: usize, what: String) -> DamageSite {
-    let (offset_bytes, bytes) = (at as u64, vec![bytes[at] ^ 1]);
-    DamageSite { path: path.to_path_buf(), offset_bytes, bytes, kind: DamageKind::Media, what }
+fn flipped((path, record_kind): (&Path, &'static str), bytes: &[u8], at: usize, what: String) -> DamageSite {
+    let (offset_bytes, bytes, kind) = (at as u64, vec![bytes[at] ^ 1], DamageKind::Media);
+    DamageSite { path: path.to_path_buf(), offset_bytes, bytes, kind, what, record_kind }
 }
 
 /// One index entry of a segment: where its record's value lies, and

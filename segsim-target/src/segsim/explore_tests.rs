@@ -11,6 +11,7 @@ use crate::config::Overrides;
 use crate::planted::{skip_fsync, unsynced_cut};
 use crate::segsim::SegsimTarget;
 use crate::workload::PlannedOp;
+use simulator::disk::DamageKind;
 use simulator::explore::*;
 use simulator::seam::Target;
 
@@ -436,11 +437,33 @@ fn the_engine_refuses_or_cuts_every_damaged_record_as_its_rule_says() {
     assert!(counts.images >= 5 && counts.sites >= 3 * counts.images, "{counts:?}");
     assert_eq!(counts.recoveries, counts.refused + counts.opened, "every recovery passed one way");
     assert!(counts.refused > 0 && counts.opened > 0, "{counts:?}");
+    // The reach: every site counted once under its declared kind and way.
+    assert_eq!(counts.reach.iter().map(|reach| reach.sites).sum::<u64>(), counts.sites, "{counts:?}");
+    assert!(counts.reach.iter().all(|reach| reach.images <= counts.images), "{counts:?}");
     let two = explore(&segsim(None), 10, 40, &ExploreOptions { jobs: 2, ..damage.clone() }).unwrap();
     assert_eq!(report.without_timings(), two.without_timings());
     let capped = explore(&segsim(None), 10, 40, &ExploreOptions { max_damage_states: Some(7), ..damage }).unwrap();
     let capped = capped.damage.expect("--damage reports");
     assert!(capped.capped && capped.recoveries == 7, "{capped:?}");
+}
+
+/// The reach report names a declared way that applied to no record: seed
+/// 2's first 100 operations append manifest records of no repeated size
+/// after the first, so none can be misdirected onto another; its log
+/// frames can. The warning says so, and the counts agree.
+#[test]
+fn a_damage_way_that_never_applied_is_warned_about() {
+    let report = explore(&segsim(None), 2, 100, &ExploreOptions { damage: true, ..options() }).unwrap();
+    let damage = report.damage.clone().expect("--damage reports");
+    let misdirected = |kind: &str| {
+        let reach = damage.reach.iter().find(|r| r.record_kind == kind && r.way == DamageKind::MisdirectedWrite);
+        reach.expect("declared").sites
+    };
+    assert_eq!(misdirected("manifest record"), 0, "{}", report.to_text());
+    assert!(misdirected("log frame") > 0, "{}", report.to_text());
+    let warned = report.warnings.iter().filter(|w| w.starts_with("WARNING: --damage never damaged")).count();
+    assert_eq!(warned, 1, "{}", report.to_text());
+    assert!(report.to_text().contains("manifest record by a misdirected write in 100 ops"), "{}", report.to_text());
 }
 
 /// A `--damage-site` that does not exist is a usage error (`--damage` on a

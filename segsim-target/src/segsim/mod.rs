@@ -44,8 +44,8 @@ use simulator::disk::{ArmedFault, CrashMode, Damage, DiskConfig, DiskImage, FsPr
 use simulator::failure::Check;
 use simulator::outcome::SeedOutcome;
 use simulator::seam::{
-    DamageSite, DamageVerdict, Declared, DeclaredKind, ExploreDamage, ExploreDepth2, ExploreFaults, FaultedRecovery,
-    FaultedRun, Recording, RecoveryRecording, Target,
+    DamageSite, DamageVerdict, DamageWays, Declared, DeclaredKind, ExploreDamage, ExploreDepth2, ExploreFaults,
+    FaultedRecovery, FaultedRun, Recording, RecoveryRecording, Target,
 };
 
 pub use record::RecoveryContext;
@@ -287,6 +287,10 @@ impl ExploreDamage<RecoveryContext> for SegsimTarget {
         // are found and damaged like any others.
         let _canary = crate::canary::CanarySwitch::on(self.overrides.canary);
         damage::sites(image)
+    }
+
+    fn damage_ways(&self) -> &'static [DamageWays] {
+        damage::DAMAGE_WAYS
     }
 
     fn opens_at_a_point_in_time(&self) -> bool {

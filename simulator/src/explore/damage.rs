@@ -23,6 +23,9 @@
 //! the image was first seen at. The damage is the only thing that differs
 //! from a state depth 1 already passed, so a failure here is the damage's.
 //!
+//! What each declared way of each record kind reached, and the ways that
+//! never applied, go in the report (`damage_reach.rs`).
+//!
 //! The recoveries run in the order image, site, mode, are merged in that
 //! order (the report is the same for every `--jobs`), and
 //! `--max-damage-states` cuts that order at a fixed point.
@@ -31,6 +34,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::damage_reach;
 use super::parallel::map_in_order;
 use super::report::{DamageReport, ExploreFailure};
 use super::ExploreOptions;
@@ -80,7 +84,9 @@ pub(super) fn explore<T: Target>(
         let context = &recording.contexts[image.context].context;
         damaging.recover_damaged(seed, &damaged, &damage, run.point_in_time, context)
     });
+    let reach = damage_reach::reach(damaging.damage_ways(), images.iter().map(|image| image.sites.as_slice()));
     let mut report = DamageReport {
+        reach,
         images: images.len() as u64,
         sites: images.iter().map(|image| image.sites.len() as u64).sum(),
         recoveries: runs.len() as u64,

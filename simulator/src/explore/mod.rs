@@ -127,6 +127,7 @@ pub mod check;
 mod check_all;
 pub mod coverage;
 mod damage;
+mod damage_reach;
 mod depth2;
 #[doc(hidden)]
 pub mod faults;
@@ -143,6 +144,7 @@ use crate::seam::{Recording, Target};
 
 pub use check::{AtSeed, CheckAt, CrashCheck};
 pub use check_all::{check_all, Checked};
+pub use damage_reach::DamageReach;
 pub use merged::{is_explore_report, ExploreTotals, MergedFailure};
 pub use plan::{plan, Plan, Recovery};
 pub use reach::Reached;
@@ -325,6 +327,7 @@ pub fn explore_workload<T: Target>(
 
     if options.damage {
         let (damage, failures) = damage::explore(target, seed, ops, &recording, options)?;
+        report.warnings.extend(damage.reach.iter().filter_map(|reach| reach.warning(ops)));
         report.damage = Some(damage);
         report.add_failures(failures);
     }

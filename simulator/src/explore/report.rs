@@ -9,6 +9,7 @@
 use serde_json::{json, Value};
 
 use super::coverage::CoverageTotals;
+use super::damage_reach::DamageReach;
 use super::reach::Reached;
 use super::{ExploreOptions, DEFAULT_COMPLETE_UP_TO, DEFAULT_MAX_DIR_SUBSETS};
 use crate::disk::ArmedFault;
@@ -198,6 +199,8 @@ pub struct DamageReport {
     pub opened: u64,
     /// `--max-damage-states` stopped before every site was recovered.
     pub capped: bool,
+    /// Each declared record kind and way: what it damaged.
+    pub reach: Vec<DamageReach>,
     /// Wall-clock seconds.
     pub elapsed_sec: f64,
 }
@@ -222,6 +225,9 @@ impl DamageReport {
             self.recoveries_per_sec(),
             if self.capped { " (capped by --max-damage-states)" } else { "" }
         ));
+        for reach in &self.reach {
+            out.push_str(&reach.text());
+        }
     }
 }
 
@@ -455,13 +461,13 @@ impl ExploreReport {
         out
     }
 
-    /// What the workload reached of what the target declares, and the
-    /// warnings (see `reach.rs`); nothing for a target that declares none.
+    /// What the workload reached of what the target declares (nothing for
+    /// a target that declares none), and the warnings: the workload's
+    /// (`reach.rs`) and `--damage`'s (`damage_reach.rs`).
     fn reached_text(&self, out: &mut String) {
-        if self.reached.is_empty() {
-            return;
+        if !self.reached.is_empty() {
+            out.push_str("  the workload reached (declared phases and operations; crash states at depth 1):\n");
         }
-        out.push_str("  the workload reached (declared phases and operations; crash states at depth 1):\n");
         for reached in &self.reached {
             out.push_str(&reached.text());
         }
@@ -611,6 +617,7 @@ impl DamageReport {
             "refused": self.refused,
             "opened": self.opened,
             "capped": self.capped,
+            "reach": self.reach.iter().map(DamageReach::to_json).collect::<Vec<_>>(),
             "recoveries_per_sec": self.recoveries_per_sec(),
             "elapsed_sec": self.elapsed_sec,
         })

@@ -85,6 +85,23 @@ done
 grep -q 'lost: unlink db-journal' "$scratch/sqlite-full.txt" || { echo "trace: the sqlite3 report does not name the lost unlink" >&2; exit 1; }
 echo "trace: sqlite3's DELETE+FULL loses an acknowledged commit under the durable rule; DELETE+EXTRA does not"
 
+# The same two recordings judged by the checker server (issue 51:
+# programs/sqlite3/check-server.py, one Python process per job): the same
+# failing states, state for state, as check.sh's.
+for sync in extra full; do
+    set +e
+    $SIM trace explore "$scratch/sqlite-$sync.syscalls" --check "$PWD/programs/sqlite3/check-server.py delete extra" --check-server --jobs "$JOBS" > "$scratch/sqlite-$sync-server.txt" 2>&1
+    set -e
+    grep '^FAIL crash index' "$scratch/sqlite-$sync.txt" > "$scratch/sqlite-$sync.fails" || true
+    grep '^FAIL crash index' "$scratch/sqlite-$sync-server.txt" > "$scratch/sqlite-$sync-server.fails" || true
+    if ! cmp -s "$scratch/sqlite-$sync.fails" "$scratch/sqlite-$sync-server.fails"; then
+        diff "$scratch/sqlite-$sync.fails" "$scratch/sqlite-$sync-server.fails" || true
+        echo "trace: sqlite3 DELETE+${sync^^}: the checker server's verdicts differ from check.sh's" >&2
+        exit 1
+    fi
+    echo "trace: sqlite3 DELETE+${sync^^} by the checker server: $(wc -l < "$scratch/sqlite-$sync.fails") failing states, the same as check.sh's; $(sed -n 3p "$scratch/sqlite-$sync-server.txt" | sed 's/^ *//')"
+done
+
 # redis-server (programs/redis): three acknowledged writes under
 # appendfsync always lose none in any crash state under posix; under
 # appendfsync no (which promises nothing) an acknowledged write is lost, so

@@ -60,6 +60,15 @@ struct ExploreArgs {
     /// crash. Exit 0: the state is acceptable.
     #[arg(long, value_name = "CHECK")]
     check: String,
+    /// CHECK is a server that judges many states, started once per job as
+    /// `sh -c CHECK sim-trace-check-server`: for each state it reads a line
+    /// `DIR<TAB>PRINTED<TAB>CRASH_INDEX<TAB>STATE` on its standard input and
+    /// answers one line, `pass` or `fail WHY`. It saves a process start per
+    /// state (an interpreter's: tens of milliseconds); it must judge each
+    /// state on its own. No answer within --timeout, an exit, or any other
+    /// line fails the state, and a fresh server takes the next one.
+    #[arg(long)]
+    check_server: bool,
     /// The file-system profile: posix (the weakest POSIX allows), ext4,
     /// ext4-noauto, xfs, btrfs.
     #[arg(long, value_name = "PROFILE", value_parser = parse_fs, default_value = "posix")]
@@ -111,7 +120,8 @@ struct ExploreArgs {
 const EXAMPLES: &str = "Examples:
   sim trace record --dir /tmp/db --out run.syscalls -- ./my-program /tmp/db
   sim trace explore run.syscalls --check './check.sh \"$1\" \"$2\"' --jobs 2
-  sim trace explore run.syscalls --check ./check.sh --fs ext4 --json > report.json";
+  sim trace explore run.syscalls --check ./check.sh --fs ext4 --json > report.json
+  sim trace explore run.syscalls --check './check-server.py' --check-server --jobs 2";
 
 /// Run `sim trace` with the arguments after `trace`.
 pub fn cli(args: &[String]) -> ExitCode {
@@ -185,6 +195,7 @@ fn explore_cli(args: &ExploreArgs) -> ExitCode {
     };
     let options = TraceExploreOptions {
         check: args.check.clone(),
+        server: args.check_server,
         jobs: args.jobs,
         max_dir_subsets: args.max_dir_subsets,
         timeout: Duration::from_secs_f64(args.timeout),
@@ -213,6 +224,7 @@ fn explore_cli(args: &ExploreArgs) -> ExitCode {
         replayed: &replayed,
         profile: args.fs.name,
         check: &args.check,
+        server: args.check_server,
         jobs: args.jobs,
         floor_seconds: shell_floor_seconds(10),
         scratch: &scratch,

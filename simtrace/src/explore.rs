@@ -39,6 +39,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::check_server::ServerPool;
 use super::replay::{Replayed, ROOT};
 use simulator::disk::DiskImage;
 use simulator::explore::coverage::CoverageTotals;
@@ -51,6 +52,9 @@ use simulator::seam::RecordedContext;
 pub struct TraceExploreOptions {
     /// The checker command, run by `sh -c`.
     pub check: String,
+    /// The checker is a server judging many states (`check_server.rs`),
+    /// one per job, not a process per state.
+    pub server: bool,
     /// Checker processes at once.
     pub jobs: usize,
     /// Directory-change subsets per crash index, at most (as `sim explore`).
@@ -153,7 +157,8 @@ pub struct Explored {
 /// index does not have.
 pub fn explore(replayed: &Replayed, options: &TraceExploreOptions) -> Result<Explored, String> {
     let started = Instant::now();
-    let check = TraceCheck { replayed, options };
+    let pool = options.server.then(|| ServerPool::new(&options.check, options.timeout, &options.scratch));
+    let check = TraceCheck { replayed, options, pool };
     let contexts = contexts(replayed);
     let explore_options = options.explore_options();
     let plan = simulator::explore::plan(&check, &replayed.disk, &contexts, &explore_options)?;
@@ -196,6 +201,8 @@ pub fn explore(replayed: &Replayed, options: &TraceExploreOptions) -> Result<Exp
 struct TraceCheck<'a> {
     replayed: &'a Replayed,
     options: &'a TraceExploreOptions,
+    /// With `--check-server`, the servers.
+    pool: Option<ServerPool>,
 }
 
 impl CrashCheck for TraceCheck<'_> {
@@ -213,7 +220,11 @@ impl CrashCheck for TraceCheck<'_> {
 
     fn recover(&self, image: &DiskImage, _key: u64, first: &CheckAt) -> Verdict {
         let printed = self.replayed.printed_before(first.io_index);
-        check_one(image, &printed, (first.io_index, first.state), self.options)
+        let at = (first.io_index, first.state);
+        match &self.pool {
+            Some(pool) => pool.check(image, &printed, at),
+            None => check_one(image, &printed, at, self.options),
+        }
     }
 
     fn judge(&self, verdict: &Verdict, _printed: &usize) -> Result<(), (Check, String)> {
@@ -241,20 +252,42 @@ fn could_not(started: Instant, why: String) -> Verdict {
     Verdict { passed: false, ended: why, output_tail: String::new(), seconds: started.elapsed().as_secs_f64() }
 }
 
+/// A crash state written out for a checker: a fresh directory under the
+/// scratch directory (removed when this drops) holding the state as
+/// `dir` and what the program had printed as the file `printed`.
+pub struct WrittenState {
+    scratch: tempfile::TempDir,
+    /// The crash state as a directory.
+    pub dir: PathBuf,
+    /// What the program printed before the crash.
+    pub printed: PathBuf,
+}
+
+/// Write `image` and `printed` out under `scratch` (see [`WrittenState`]);
+/// `Err` says what could not be written.
+pub fn write_state(image: &DiskImage, printed: &[u8], scratch: &Path) -> Result<WrittenState, String> {
+    let scratch = tempfile::Builder::new()
+        .prefix("sim-trace-")
+        .tempdir_in(scratch)
+        .map_err(|e| format!("no directory in {}: {e}", scratch.display()))?;
+    let dir = scratch.path().join("state");
+    let printed_file = scratch.path().join("printed");
+    materialise(image, &dir)
+        .and_then(|()| std::fs::write(&printed_file, printed))
+        .map_err(|e| format!("writing the state out: {e}"))?;
+    Ok(WrittenState { scratch, dir, printed: printed_file })
+}
+
 /// Write `image` (crash index and state number `at`) out with what the
 /// program had `printed`, and run the checker on it.
 pub fn check_one(image: &DiskImage, printed: &[u8], at: (u64, usize), options: &TraceExploreOptions) -> Verdict {
     let started = Instant::now();
-    let scratch = match tempfile::Builder::new().prefix("sim-trace-").tempdir_in(&options.scratch) {
-        Ok(dir) => dir,
-        Err(e) => return could_not(started, format!("no directory in {}: {e}", options.scratch.display())),
+    let written = match write_state(image, printed, &options.scratch) {
+        Ok(written) => written,
+        Err(why) => return could_not(started, why),
     };
-    let dir = scratch.path().join("state");
-    let printed_file = scratch.path().join("printed");
-    let output = scratch.path().join("output");
-    if let Err(e) = materialise(image, &dir).and_then(|()| std::fs::write(&printed_file, printed)) {
-        return could_not(started, format!("writing the state out: {e}"));
-    }
+    let (dir, printed_file) = (&written.dir, &written.printed);
+    let output = written.scratch.path().join("output");
     let log = match std::fs::File::create(&output).and_then(|f| Ok((f.try_clone()?, f))) {
         Ok(pair) => pair,
         Err(e) => return could_not(started, format!("the checker's output file: {e}")),
@@ -263,10 +296,10 @@ pub fn check_one(image: &DiskImage, printed: &[u8], at: (u64, usize), options: &
         .arg("-c")
         .arg(&options.check)
         .arg("sim-trace-check")
-        .arg(&dir)
-        .arg(&printed_file)
-        .env("TRACE_DIR", &dir)
-        .env("TRACE_PRINTED", &printed_file)
+        .arg(dir)
+        .arg(printed_file)
+        .env("TRACE_DIR", dir)
+        .env("TRACE_PRINTED", printed_file)
         .env("TRACE_CRASH_INDEX", at.0.to_string())
         .env("TRACE_STATE", at.1.to_string())
         .stdin(Stdio::null())
@@ -372,10 +405,16 @@ mod tests {
     }
 
     fn explored_with(recording: &Recording, complete_up_to: u64, check: &str, jobs: usize) -> Explored {
+        explored_by(recording, complete_up_to, (check, false), jobs)
+    }
+
+    /// `check` run per state, or (`server`) as a checker server.
+    fn explored_by(recording: &Recording, complete_up_to: u64, (check, server): (&str, bool), jobs: usize) -> Explored {
         let replayed = replay(recording, FsProfile::POSIX, 4096).expect("replays");
         let scratch = tempfile::tempdir().expect("a scratch directory");
         let options = TraceExploreOptions {
             check: check.to_string(),
+            server,
             jobs,
             max_dir_subsets: simulator::explore::DEFAULT_MAX_DIR_SUBSETS,
             timeout: Duration::from_secs(10),
@@ -422,5 +461,28 @@ mod tests {
             assert_eq!(verdict.passed, state.printed.is_empty(), "{state:?}: {verdict:?}");
         }
         assert!(one.verdicts.iter().any(|v| !v.passed) && one.verdicts.iter().any(|v| v.passed));
+    }
+
+    /// A checker server gives the per-state checker's verdicts, state for
+    /// state, whatever the jobs: the same rule written both ways.
+    #[test]
+    fn a_checker_server_judges_as_the_per_state_checker_does() {
+        let recording = five_renames();
+        let complete = simulator::explore::DEFAULT_COMPLETE_UP_TO;
+        // Fails a state printed "done" whose x is missing or whose c is not b's.
+        let per_state = r#"grep -q done "$2" || exit 0; [ -f "$1/x" ] && [ "$(cat "$1/c" 2>/dev/null)" = b ]"#;
+        let server = r#"while IFS="$(printf '\t')" read -r dir printed io state; do
+            if ! grep -q done "$printed" || { [ -f "$dir/x" ] && [ "$(cat "$dir/c" 2>/dev/null)" = b ]; }; then
+                echo pass; else echo "fail at $io/$state"; fi
+        done"#;
+        let by_state = explored_by(&recording, complete, (per_state, false), 2);
+        let verdicts = |e: &Explored| -> Vec<(u64, usize, bool)> {
+            e.distinct.iter().zip(&e.verdicts).map(|(d, v)| (d.io_index, d.state, v.passed)).collect()
+        };
+        for jobs in [1, 2] {
+            let by_server = explored_by(&recording, complete, (server, true), jobs);
+            assert_eq!(verdicts(&by_state), verdicts(&by_server), "jobs {jobs}");
+        }
+        assert!(by_state.verdicts.iter().any(|v| !v.passed) && by_state.verdicts.iter().any(|v| v.passed));
     }
 }

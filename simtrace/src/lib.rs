@@ -15,7 +15,8 @@
 //! - `replay.rs`: a recording onto [`SimVfs`](simulator::disk::SimVfs), with a
 //!   snapshot per I/O;
 //! - `explore.rs`: the crash states, deduplicated, written out and checked
-//!   in parallel; `report.rs`: the text and JSON reports.
+//!   in parallel (`check_server.rs`: by checker servers that judge many
+//!   states each); `report.rs`: the text and JSON reports.
 //!
 //! - `cli.rs`: the command line, `sim trace record` and `sim trace explore`
 //!   ([`cli::cli`]).
@@ -24,6 +25,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(unsafe_code)]
 
+pub mod check_server;
 pub mod cli;
 pub mod explore;
 pub mod fds;

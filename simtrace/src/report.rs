@@ -24,6 +24,8 @@ pub struct Context<'a> {
     pub profile: &'a str,
     /// The checker command.
     pub check: &'a str,
+    /// Whether it ran as a server judging many states (`--check-server`).
+    pub server: bool,
     /// Checker jobs.
     pub jobs: usize,
     /// `sh -c :`'s mean wall time, measured on this machine now.
@@ -94,9 +96,10 @@ fn repro(context: &Context<'_>, state: &Distinct) -> String {
         bound => format!(" --complete-up-to {bound}"),
     };
     format!(
-        "sim trace explore {} --check '{}' --fs {}{sector}{}{complete} --only-io {} --only-state {}",
+        "sim trace explore {} --check '{}'{} --fs {}{sector}{}{complete} --only-io {} --only-state {}",
         context.file,
         context.check.replace('\'', "'\\''"),
+        if context.server { " --check-server" } else { "" },
         context.profile,
         if context.torn_garbage { " --torn-garbage" } else { "" },
         state.io_index,
@@ -204,6 +207,7 @@ pub fn json(context: &Context<'_>, explored: &Explored) -> Value {
         "plan_seconds": explored.plan_seconds,
         "check_seconds": explored.check_seconds,
         "jobs": context.jobs,
+        "check_server": context.server,
         "states_per_second": rate(explored),
         "checker_mean_seconds": mean_check(explored),
         "floor_seconds": context.floor_seconds,

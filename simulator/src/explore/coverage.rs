@@ -104,15 +104,20 @@ impl CoverageTotals {
                 self.enumerated, self.indices
             );
         }
-        let at_most = if self.sampled_exact { "" } else { "at most " };
+        // A count that saturated says only that the true one is at least
+        // that large (a git recording's directory subsets pass it).
+        let allowed = match (self.sampled_allowed, self.sampled_exact) {
+            (u128::MAX, _) => "at least 2^128 - 1 (more than a count holds)".to_string(),
+            (allowed, true) => allowed.to_string(),
+            (allowed, false) => format!("at most {allowed}"),
+        };
         format!(
             "SAMPLED: at {} of {} crash indices the model allows more than {bound} crash states (--complete-up-to); \
-             there {} of {at_most}{} were enumerated ({}); the other {} indices are complete; --exhaustive \
+             there {} of {allowed} were enumerated ({}); the other {} indices are complete; --exhaustive \
              enumerates them all",
             self.indices - self.complete_indices,
             self.indices,
             self.sampled_enumerated,
-            self.sampled_allowed,
             percent(self.sampled_enumerated, self.sampled_allowed),
             self.complete_indices,
         )

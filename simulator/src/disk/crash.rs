@@ -469,9 +469,31 @@ fn settle_reorder(inode: &mut Inode, config: &DiskConfig, length_blocked: bool, 
             }
         }
     }
+    // XFS and btrfs move a file's on-disk size when the write that grows
+    // it completes (the profile's `size_ahead_of_data`, FILESYSTEMS.md):
+    // a grown length over a sector that did not get its new bytes is no
+    // state of theirs, so the length stays the durable one. Every fate is
+    // drawn first either way, so the draws after this file are the same.
+    let new_len =
+        if !config.fs.size_ahead_of_data && grown_past_data(&dirty, &fates, durable_len, new_len, sector_bytes) {
+            image.truncate(to_usize(durable_len));
+            durable_len
+        } else {
+            new_len
+        };
     inode.durable = image;
     let lost_writes = ops_not_whole(&op_ranges, &fates, new_len, volatile_len, sector_bytes);
     Settled::new(lost_writes, torn_sectors)
+}
+
+/// Whether `new_len` grows the file past `durable_len` over a dirty
+/// sector that did not get its new bytes (old or garbage): a length ahead
+/// of its data.
+fn grown_past_data(dirty: &[bool], fates: &[Fate], durable_len: u64, new_len: u64, sector_bytes: u64) -> bool {
+    new_len > durable_len
+        && (durable_len / sector_bytes..new_len.div_ceil(sector_bytes))
+            .map(to_usize)
+            .any(|sector| dirty[sector] && fates[sector] != Fate::New)
 }
 
 /// Each pending op's dirty bytes, replaying the lengths the ops saw from

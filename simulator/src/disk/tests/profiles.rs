@@ -105,6 +105,41 @@ fn a_reorder_crash_keeps_a_prefix_of_directory_changes_on_ext4_and_any_subset_on
     assert!(posix_out_of_order, "posix's reorder mode keeps any subset");
 }
 
+/// FILESYSTEMS.md's `size_ahead_of_data` row (Known discrepancies 8): a
+/// random `reorder` crash may keep an append's length over sectors that
+/// kept their old bytes (zeros) on posix and ext4, never on XFS or btrfs,
+/// whose on-disk size moves when the growing write completes.
+#[test]
+fn a_reorder_crash_keeps_a_length_ahead_of_its_data_only_where_the_profile_allows() {
+    for fs in FsProfile::ALL {
+        let mut ahead = 0;
+        let mut grown = 0;
+        for seed in 0..200 {
+            let vfs = disk_on(fs, CrashMode::Reorder);
+            let mut log = vfs.open(&path("log"), OpenMode::Create).unwrap();
+            vfs.sync_dir(dir()).unwrap();
+            log.write_at(0, &[7; 512]).unwrap();
+            log.sync().unwrap();
+            // Three sectors appended, never fsynced.
+            log.write_at(512, &[9; 1536]).unwrap();
+            drop(log);
+            vfs.power_loss(seed);
+            let kept = contents(&vfs, "log").expect("a durable create");
+            assert_eq!(&kept[..512], &[7; 512][..], "{}: seed {seed}: the fsynced sector", fs.name);
+            if kept.len() > 512 {
+                grown += 1;
+                ahead += u32::from(kept[512..].iter().any(|&byte| byte != 9));
+            }
+        }
+        assert!(grown > 0, "{}: some crash keeps the grown length", fs.name);
+        if fs.size_ahead_of_data {
+            assert!(ahead > 0, "{}: some grown length is ahead of its data ({grown} grown)", fs.name);
+        } else {
+            assert_eq!(ahead, 0, "{}: {ahead} of {grown} grown lengths ahead of their data", fs.name);
+        }
+    }
+}
+
 #[test]
 fn exploration_enumerates_only_prefixes_of_directory_changes_on_ext4() {
     for fs in [FsProfile::POSIX, FsProfile::EXT4] {

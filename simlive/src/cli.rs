@@ -218,7 +218,10 @@ fn preload(given: Option<&Path>) -> Result<PathBuf, String> {
         }
     };
     if !path.is_file() {
-        return Err(format!("{} not found: build it with `cargo build --release -p stdfs-preload`, or give --preload", path.display()));
+        return Err(format!(
+            "{} not found: build it with `cargo build --release -p stdfs-preload`, or give --preload",
+            path.display()
+        ));
     }
     std::fs::canonicalize(&path).map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -20,23 +20,63 @@ pub const MAX_FRAME_BYTES: u32 = 256 << 20;
 pub enum Request {
     /// The first frame of a connection: the process's pid (for messages
     /// only) and what it runs (`argv[0]`). Answered with `Value::Hello`.
-    Hello { pid: u32, program: Vec<u8> },
-    Open { path: Vec<u8>, mode: u8 },
-    Rename { from: Vec<u8>, to: Vec<u8> },
-    Unlink { path: Vec<u8> },
-    ListDir { dir: Vec<u8> },
-    CreateDirAll { dir: Vec<u8> },
-    SyncDir { dir: Vec<u8> },
-    Exists { path: Vec<u8> },
-    ReadAt { handle: u64, offset: u64, len: u32 },
-    WriteAt { handle: u64, offset: u64, data: Vec<u8> },
-    SetLen { handle: u64, len: u64 },
-    Len { handle: u64 },
-    Sync { handle: u64 },
-    SyncData { handle: u64 },
-    Close { handle: u64 },
+    Hello {
+        pid: u32,
+        program: Vec<u8>,
+    },
+    Open {
+        path: Vec<u8>,
+        mode: u8,
+    },
+    Rename {
+        from: Vec<u8>,
+        to: Vec<u8>,
+    },
+    Unlink {
+        path: Vec<u8>,
+    },
+    ListDir {
+        dir: Vec<u8>,
+    },
+    CreateDirAll {
+        dir: Vec<u8>,
+    },
+    SyncDir {
+        dir: Vec<u8>,
+    },
+    Exists {
+        path: Vec<u8>,
+    },
+    ReadAt {
+        handle: u64,
+        offset: u64,
+        len: u32,
+    },
+    WriteAt {
+        handle: u64,
+        offset: u64,
+        data: Vec<u8>,
+    },
+    SetLen {
+        handle: u64,
+        len: u64,
+    },
+    Len {
+        handle: u64,
+    },
+    Sync {
+        handle: u64,
+    },
+    SyncData {
+        handle: u64,
+    },
+    Close {
+        handle: u64,
+    },
     /// Something the layer refused in the program (the run fails for it).
-    Refused { what: Vec<u8> },
+    Refused {
+        what: Vec<u8>,
+    },
 }
 
 /// A successful answer.
@@ -45,7 +85,10 @@ pub enum Value {
     Unit,
     /// The connection's process number (0 for the first process to connect)
     /// and the seed its randomness and clock are drawn from.
-    Hello { ordinal: u64, entropy_seed: u64 },
+    Hello {
+        ordinal: u64,
+        entropy_seed: u64,
+    },
     Handle(u64),
     Bool(bool),
     U64(u64),

@@ -96,7 +96,7 @@ fn disk(options: &RunOptions) -> Arc<SimVfs> {
     // The program's failed directory fsync is its file system's: on ext4,
     // XFS and btrfs every later fsync then fails (FILESYSTEMS.md).
     vfs.set_armed_fault_shuts_down(true);
-    let crash = options.crash_at.map(|n| CrashPoint::AtIo(n));
+    let crash = options.crash_at.map(CrashPoint::AtIo);
     vfs.begin_op_armed(entropy_seed(options.seed, u64::MAX - 1), crash, |_| {});
     vfs
 }

@@ -91,7 +91,8 @@ fn normal(s: &mut Session, op: &str, path: &Path) -> Result<PathBuf, Errno> {
             }
             Component::ParentDir if out.pop() => {}
             Component::ParentDir | Component::Prefix(_) => {
-                let what = format!("{op} {}: `..` climbs out of {}, to the real disk", path.display(), crate::live::root());
+                let what =
+                    format!("{op} {}: `..` climbs out of {}, to the real disk", path.display(), crate::live::root());
                 return Err(refuse(Some(s.slot), Errno::ENOTSUP, what));
             }
         }

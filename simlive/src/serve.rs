@@ -8,7 +8,7 @@
 //! `SimVfs::arm_crash`), the request that reached it is not answered, nor
 //! is any later one of any process: the connection is parked (kept open, so
 //! no process sees an error it could act on, print after, or report) and
-//! the run is told ([`Shared::wait`]), which kills the process group before
+//! the run is told ([`Shared::wait_for`]), which kills the process group before
 //! anything else happens. What was printed before is what the program had
 //! acknowledged.
 

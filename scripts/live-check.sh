@@ -29,6 +29,7 @@ export SIM_LIVE_PRELOAD="$PWD/target/release/libstdfs_preload.so"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 cc -O2 -Wall -Werror -o "$scratch/probe" programs/fsyncgate/probe.c
+cc -O2 -Wall -Werror -o "$scratch/forks" programs/forks/forks.c
 
 # expect WANT NAME -- ARGS...: run `sim live ARGS`, assert its exit status.
 expect() {
@@ -56,6 +57,13 @@ for mode in retry honest; do
 done
 grep -q 'but record [0-9]* is not in the log' "$scratch/probe-retry.txt" || { echo "live: the retry probe's failure does not name the lost record" >&2; exit 1; }
 echo "live: the fsyncgate probe is caught under ext4 and its honest twin is clean"
+
+# The fork rule: served with no simulated descriptor open (the child's
+# write read back by the parent), refused with one open (the run fails).
+expect 1 forks -- run --dir "$dir" -- "$scratch/forks" "$dir"
+grep -q 'parent read: child' "$scratch/forks.txt" && grep -q 'REFUSED: fork with 1 simulated descriptor' "$scratch/forks.txt" \
+    || { cat "$scratch/forks.txt"; echo "live: the fork rule did not hold" >&2; exit 1; }
+echo "live: a fork with no simulated descriptor is served, one with a descriptor open refused"
 
 sqlite_check() { echo "$PWD/programs/sqlite3/check.sh \"\$1\" \"\$2\" $1 $2"; }
 # The new WAL's directory fsync: the second directory fsync of the run.

@@ -52,10 +52,11 @@ dir="$scratch/live"
 probe_check="$PWD/programs/fsyncgate/check.sh \"\$1\" \"\$2\""
 for mode in retry honest; do
     want=$([ "$mode" = retry ] && echo 1 || echo 0)
-    expect "$want" "probe-$mode" -- sweep --dir "$dir" --seeds 0..4 --fs ext4 --faults fsync --fault-rate 0.3 \
+    expect "$want" "probe-$mode" -- sweep --dir "$dir" --seeds 0..4 --fs ext4 --faults fsync --fault-rate 0.3 --shrink \
         --check "$probe_check" -- "$scratch/probe" "$dir" "$mode"
 done
 grep -q 'but record [0-9]* is not in the log' "$scratch/probe-retry.txt" || { echo "live: the retry probe's failure does not name the lost record" >&2; exit 1; }
+grep -q '^shrunk (seed [0-9]*, [0-9]* runs): one eio at I/O' "$scratch/probe-retry.txt" || { echo "live: the retry probe's failure did not shrink to one fault" >&2; exit 1; }
 echo "live: the fsyncgate probe is caught under ext4 and its honest twin is clean"
 
 # The fork rule: served with no simulated descriptor open (the child's

@@ -51,6 +51,10 @@ enum LiveCommand {
         /// run each, the seed's crash state), not at one drawn index.
         #[arg(long)]
         every_index: bool,
+        /// Shrink the first failing run: its faults to none or one armed
+        /// fault, its crash to the earliest index that still fails.
+        #[arg(long)]
+        shrink: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -147,8 +151,8 @@ pub fn cli(args: &[String]) -> ExitCode {
             Ok(options) => run_once(&options),
             Err(usage) => bad_usage(&usage),
         },
-        LiveCommand::Sweep { seeds, every_index, common } => match options(&common, seeds.start, None) {
-            Ok(options) => sweep_seeds(&options, seeds, every_index),
+        LiveCommand::Sweep { seeds, every_index, shrink, common } => match options(&common, seeds.start, None) {
+            Ok(options) => sweep_seeds(&options, seeds, every_index, shrink),
             Err(usage) => bad_usage(&usage),
         },
     }
@@ -245,7 +249,7 @@ fn run_once(options: &RunOptions) -> ExitCode {
     }
 }
 
-fn sweep_seeds(base: &RunOptions, seeds: std::ops::Range<u64>, every_index: bool) -> ExitCode {
+fn sweep_seeds(base: &RunOptions, seeds: std::ops::Range<u64>, every_index: bool, shrink: bool) -> ExitCode {
     let quiet = RunOptions { echo: false, ..base.clone() };
     let rows = sweep(&quiet, seeds.clone(), every_index, |row| eprint!("{}", sweep_line(row)));
     let failed: Vec<&SweepRow> = rows.iter().filter(|r| row_failed(r)).collect();
@@ -257,7 +261,33 @@ fn sweep_seeds(base: &RunOptions, seeds: std::ops::Range<u64>, every_index: bool
         rows.len(),
         failed.len()
     );
+    if let (true, Some(row)) = (shrink, failed.first()) {
+        report_shrunk(row);
+    }
     ExitCode::from(u8::from(!failed.is_empty()))
+}
+
+fn report_shrunk(row: &SweepRow) {
+    let Ok(outcome) = &row.outcome else { return };
+    let shrunk = crate::shrink::shrink(&row.options, &outcome.injected);
+    match shrunk.options {
+        Some(options) => {
+            let faults = options
+                .faults
+                .armed
+                .first()
+                .map_or("no fault".to_string(), |(i, k)| format!("one {} at I/O {i}", k.name()));
+            let at = options.crash_at.map_or("after the exit".to_string(), |i| format!("at I/O {i}"));
+            eprintln!("shrunk (seed {}, {} runs): {faults}, the power cut {at}", row.seed, shrunk.tries);
+            eprintln!("  repro: {}", repro(&options));
+        }
+        None => eprintln!(
+            "not shrunk (seed {}, {} runs): no single injected fault of {} fails it alone (the disk arms one)",
+            row.seed,
+            shrunk.tries,
+            outcome.injected.len()
+        ),
+    }
 }
 
 fn sweep_line(row: &SweepRow) -> String {

@@ -18,6 +18,7 @@
 //! - `run.rs`: one run (start, crash or exit, kill, power loss, the state
 //!   written out, the checker);
 //! - `sweep.rs`: seeds, two runs each (to the end; cut at a drawn index);
+//! - `shrink.rs`: a failure to the fewest faults and the earliest crash;
 //! - `cli.rs`: `sim live run` and `sim live sweep`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -27,4 +28,5 @@ pub mod faults;
 pub mod protocol;
 pub mod run;
 pub mod serve;
+pub mod shrink;
 pub mod sweep;

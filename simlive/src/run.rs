@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use simulator::disk::{ArmedFault, CrashMode, CrashPoint, DiskConfig, FsProfile, SimVfs};
-use simulator::trace::Trace;
+use simulator::trace::{Event, FaultKind, Trace};
 use vfs::Vfs;
 
 use crate::faults::FaultSpec;
@@ -67,6 +67,9 @@ pub struct RunOutcome {
     pub faults: Vec<(String, u64)>,
     /// The trace hash of the disk's calls (same seed, same hash).
     pub trace_hash: u64,
+    /// Each fault the disk injected that an armed one can give again
+    /// (`crate::shrink`): its I/O index and kind.
+    pub injected: Vec<(u64, ArmedFault)>,
     /// Files the crash left (path, bytes).
     pub files: Vec<(String, usize)>,
     /// The checker's verdict: passed, and its last output.
@@ -86,7 +89,9 @@ fn disk(options: &RunOptions) -> Arc<SimVfs> {
     config.fs = options.fs;
     options.faults.apply(&mut config);
     config.assert_valid();
-    let vfs = Arc::new(SimVfs::new(config, Trace::default()));
+    // Every event kept: the injected faults' indices, for shrinking (the
+    // hash is the same either way).
+    let vfs = Arc::new(SimVfs::new(config, Trace::new(true)));
     // The directory the program is told is the disk's root: made before
     // the run (I/O index 0), durable as every directory the disk makes.
     vfs.create_dir_all(Path::new("/")).expect("a fresh disk makes its root");
@@ -119,13 +124,40 @@ pub fn run(options: &RunOptions) -> Result<RunOutcome, String> {
     let image = vfs.snapshot().durable_image();
     let faults = vfs.fault_counts().into_iter().map(|(kind, n)| (format!("{kind:?}"), n)).collect();
     let trace_hash = vfs.with_trace(|t| t.hash());
+    let injected = vfs.with_trace(|t| t.all().iter().filter_map(armable).collect());
     let files = image.files().into_iter().map(|(p, b)| (p.display().to_string(), b.len())).collect();
     let check = match &options.check {
         Some(check) => Some(check_state(options, &image, &printed, check)?),
         None => None,
     };
     let seconds = started.elapsed().as_secs_f64();
-    Ok(RunOutcome { io_count, crashed, ended, printed, refusals, processes, faults, trace_hash, files, check, seconds })
+    Ok(RunOutcome {
+        io_count,
+        crashed,
+        ended,
+        printed,
+        refusals,
+        processes,
+        faults,
+        trace_hash,
+        injected,
+        files,
+        check,
+        seconds,
+    })
+}
+
+/// A fault the trace shows injected, as the armed fault that gives it
+/// again (the crash's own torn sectors and the like are not faults to arm).
+fn armable(event: &Event) -> Option<(u64, ArmedFault)> {
+    let Event::Fault { index, kind } = event else { return None };
+    let armed = match kind {
+        FaultKind::WriteEio | FaultKind::FsyncEio | FaultKind::MetaEio | FaultKind::ReadEio => ArmedFault::Eio,
+        FaultKind::ShortWrite => ArmedFault::ShortWrite,
+        FaultKind::NoSpace => ArmedFault::NoSpace,
+        _ => return None,
+    };
+    Some((*index, armed))
 }
 
 fn preload_value(preload: &Path) -> String {

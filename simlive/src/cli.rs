@@ -41,8 +41,9 @@ enum LiveCommand {
         #[command(flatten)]
         common: Common,
     },
-    /// Seeds A..B, two runs each (to the end; cut at an I/O index the seed
-    /// draws), each checked; a failure prints the repro line of its run.
+    /// Seeds A..B: per seed a run to the end, then one cut at an I/O index
+    /// the seed draws (or at every index, --every-index), each checked; a
+    /// failure prints the repro line of its run.
     Sweep {
         /// The seeds, `A..B` (B excluded).
         #[arg(long, value_name = "A..B", value_parser = parse_seeds)]
@@ -78,7 +79,7 @@ struct Common {
     fs: FsProfile,
     /// What a power loss keeps of the unsynced: strict (nothing), prefix
     /// (per file and directory, a prefix of the pending operations),
-    /// reorder (any subset).
+    /// reorder (each pending change independently).
     #[arg(long, value_name = "MODE", value_parser = parse_crash_mode, default_value = "prefix")]
     crash_mode: CrashMode,
     /// Fault kinds drawn per disk call at --fault-rate: fsync (fsync and

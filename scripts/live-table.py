@@ -67,7 +67,6 @@ def program(name, command, check, sites):
 
 
 DIR = tempfile.mkdtemp(prefix="live-table-") + "/db"
-os.rmdir(os.path.dirname(DIR)) if False else None
 probe = os.environ.get("PROBE", "/tmp/probe")
 here = os.getcwd()
 print("| program | fsync failed | fs | the program then | runs losing an ack | the checker says | flags |")

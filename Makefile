@@ -3,7 +3,7 @@
 CARGO ?= cargo
 SIM = $(CARGO) run --release -q -p sim --
 
-.PHONY: quickstart quickstart-stdfs open-findings help test lint fmt check sweep determinism soak soak-deep crash-os crash-os-kit canaries test-canaries explore redb sqlite kit-example stdfs trace kernel-check bench ci kv fuzz corpus report-check readme-example
+.PHONY: quickstart quickstart-stdfs open-findings help test lint fmt check sweep determinism soak soak-deep crash-os crash-os-kit canaries test-canaries explore redb sqlite kit-example stdfs trace live kernel-check bench ci kv fuzz corpus report-check readme-example
 
 help:
 	@echo "make test         - the whole test suite (unit, property, integration, replayed regressions)"
@@ -22,6 +22,7 @@ help:
 	@echo "make sqlite       - the sqlite target (SQLITE.md): SQSEEDS (default 410..710) swept, 0..100 determinism-checked, seed 1 explored at depth 2, the six planted bugs caught (the three lock plants with readers, --clients 3, two of them by explore too), the pinned findings replayed, readers swept (WAL and DELETE on ext4)"
 	@echo "make kit-example - the target kit's example engine (logkv): KSEEDS (default 0..2000) clean, its planted bugs caught, explored; the same with readers (--clients 4), its live-reader caught"
 	@echo "make stdfs        - persy, unmodified, on the simulated disk through the stdfs layer (STDFS.md): a sweep contained by --isolate, determinism, an explore at depth 2 with faults, persy's findings still reproducing; the layer's planted mistakes caught under cowkv"
+	@echo "make live         - sim live (LIVE.md): the fsyncgate probe caught and its honest twin clean, sqlite3's ignored directory fsync (SQLITE.md finding 5), agreement with sim trace (seconds)"
 	@echo "make trace        - sim trace on real processes (PROGRAMS.md): programs/replace's planted missing fsync found under posix and the fixed program clean; sqlite3 and redis-server pairs (under a minute)"
 	@echo "make kernel-check - every file-system rule's probe (probes/) on a real ext4, XFS and btrfs from loop devices (root), crashed and remounted; every state the kernel left must be one the model allows (FILESYSTEMS.md); exit 77 when skipped, naming what is missing"
 	@echo "make readme-example - rewrite the README's seed-42 example output from a fresh run (a test fails when it drifts)"
@@ -30,7 +31,7 @@ help:
 	@echo "make quickstart   - the kit's quickstart template built outside the repository as a user would, tested, swept and explored"
 	@echo "make quickstart-stdfs - the std::fs quickstart (quickstart-stdfs/, STDFS.md) built outside the repository on stdfs-layer alone: tested, swept, explored, a planted bug found, saved and failing cargo test until fixed"
 	@echo "make bench        - the harness and the engine measured side by side (BENCHMARKS.md)"
-	@echo "make ci           - what .ci/run runs: lint, test, sweep, determinism, explore, redb, sqlite, trace, kernel-check, crash-os, crash-os-kit, canaries, test-canaries, report-check"
+	@echo "make ci           - what .ci/run runs: lint, test, sweep, determinism, explore, redb, sqlite, trace, live, kernel-check, crash-os, crash-os-kit, canaries, test-canaries, report-check"
 	@echo "make kv DIR=/tmp/kvdemo - the engine's interactive shell on a real directory"
 	@echo "make fuzz TARGET=name TIME=secs - one cargo-fuzz target (aof_recover seg_read manifest_open store_ops), seeded from corpus/TARGET"
 	@echo "make corpus       - regenerate the fuzz seed corpus corpus/<target>/ from what the engine writes"
@@ -273,6 +274,12 @@ open-findings:
 trace:
 	SIM="$(SIM)" JOBS=$(JOBS) bash scripts/trace-check.sh
 
+# `sim live` on real programs (scripts/live-check.sh, LIVE.md): the stdfs
+# layer preloaded (builds stdfs-preload), faults and crashes injected live;
+# needs cc, sqlite3 and gdbmtool (.ci/run installs Debian's).
+live:
+	SIM="$(SIM)" bash scripts/live-check.sh
+
 # Every file-system rule's probe (probes/, FILESYSTEMS.md "Probes") on a real
 # ext4 (data=ordered, and noauto_da_alloc), XFS and btrfs, each on a loop
 # device in a temporary directory, crashed after chosen steps and
@@ -296,7 +303,7 @@ readme-example:
 report-check:
 	bash scripts/report-check.sh
 
-ci: lint test sweep determinism explore redb sqlite trace kernel-check kit-example stdfs crash-os crash-os-kit canaries test-canaries report-check
+ci: lint test sweep determinism explore redb sqlite trace live kernel-check kit-example stdfs crash-os crash-os-kit canaries test-canaries report-check
 
 DIR ?= /tmp/segsim-kv
 kv:

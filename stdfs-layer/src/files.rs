@@ -129,6 +129,11 @@ impl FdTable {
     }
 
     /// The description `fd` names.
+    /// How many descriptors are open.
+    pub fn open_count(&self) -> usize {
+        self.fds.len()
+    }
+
     pub fn get(&mut self, fd: i32) -> Result<&mut Description, Errno> {
         let id = self.fds.get(&fd).ok_or(Errno::EBADF)?.0;
         Ok(self.descriptions.get_mut(&id).expect("named descriptions exist"))

@@ -57,6 +57,7 @@ mod errno;
 mod files;
 #[allow(unsafe_code)]
 mod interpose;
+pub mod live;
 mod meta;
 mod opt_in;
 mod plant;

@@ -17,7 +17,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::errno::Errno;
 use crate::files::Target;
-use crate::session::{cwd, is_fake_fd, refuse, with_fd, with_path, Session, ROOT};
+use crate::session::{cwd, is_fake_fd, refuse, with_fd, with_path, Session};
 
 /// A path the layer serves, as the call named it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,7 +32,7 @@ pub enum At {
 /// `path` empty (`AT_EMPTY_PATH`) is the caller's to handle.
 pub fn route(dirfd: i32, path: &[u8]) -> Option<At> {
     if path.first() == Some(&b'/') {
-        let rest = path.strip_prefix(ROOT.as_bytes())?;
+        let rest = path.strip_prefix(crate::live::root().as_bytes())?;
         if !rest.is_empty() && rest[0] != b'/' {
             return None;
         }
@@ -43,7 +43,11 @@ pub fn route(dirfd: i32, path: &[u8]) -> Option<At> {
         return Some(At::Rel(dirfd, PathBuf::from(OsStr::from_bytes(path))));
     }
     if !path.is_empty() && dirfd == libc::AT_FDCWD {
-        return cwd().map(|dir| At::Abs(dir.join(OsStr::from_bytes(path))));
+        if let Some(dir) = cwd() {
+            return Some(At::Abs(dir.join(OsStr::from_bytes(path))));
+        }
+        // A preloaded program's relative path that lands under the root.
+        return crate::live::from_real_cwd(path).and_then(|full| route(dirfd, &full));
     }
     None
 }
@@ -87,7 +91,8 @@ fn normal(s: &mut Session, op: &str, path: &Path) -> Result<PathBuf, Errno> {
             }
             Component::ParentDir if out.pop() => {}
             Component::ParentDir | Component::Prefix(_) => {
-                let what = format!("{op} {}: `..` climbs out of {ROOT}, to the real disk", path.display());
+                let what =
+                    format!("{op} {}: `..` climbs out of {}, to the real disk", path.display(), crate::live::root());
                 return Err(refuse(Some(s.slot), Errno::ENOTSUP, what));
             }
         }

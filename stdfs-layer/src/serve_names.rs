@@ -21,16 +21,16 @@ use std::path::{Path, PathBuf};
 use crate::errno::Errno;
 use crate::files::Target;
 use crate::route::{with_at, At};
-use crate::session::{refuse, with_fd, Session, ROOT};
+use crate::session::{refuse, with_fd, Session};
 
 /// `path` on the disk as a program names it: under the root.
 fn under_root(disk_path: &Path) -> PathBuf {
     debug_assert!(disk_path.is_absolute());
     let rest = disk_path.strip_prefix("/").expect("a disk path is absolute");
     if rest.as_os_str().is_empty() {
-        return PathBuf::from(ROOT); // the disk's root, without a trailing `/`
+        return PathBuf::from(crate::live::root()); // the disk's root, without a trailing `/`
     }
-    Path::new(ROOT).join(rest)
+    Path::new(crate::live::root()).join(rest)
 }
 
 /// Every directory on the way to `path` is one, and `path` exists.

@@ -240,6 +240,9 @@ fn blame_orphan(what: String) -> (Option<usize>, String) {
 /// while the session is busy serving a call: that is the layer's own disk
 /// at work (`crash-os` serves the root from a real directory).
 pub fn refuse_real_change(op: &str, path: &[u8]) -> Option<Errno> {
+    if crate::live::is_live() {
+        return None; // a preloaded program's own business (`crate::live`)
+    }
     let slot = CURRENT.try_with(|c| c.try_borrow().ok().and_then(|s| s.as_ref().map(|s| s.slot))).ok().flatten()?;
     let shown = String::from_utf8_lossy(path);
     let what = format!("{op} {shown}: a change outside {ROOT} from a thread serving a simulated run (the real disk)");
@@ -353,6 +356,23 @@ pub fn livelocked() -> bool {
 /// the real system's).
 pub fn cwd() -> Option<PathBuf> {
     CURRENT.try_with(|c| c.try_borrow().ok().and_then(|s| s.as_ref().and_then(|s| s.cwd.clone()))).ok().flatten()
+}
+
+/// The simulated descriptors and directory streams this thread's run
+/// holds open (0 on a thread serving none).
+pub fn open_descriptor_count() -> usize {
+    CURRENT
+        .try_with(|c| c.try_borrow().ok().and_then(|s| s.as_ref().map(|s| s.fds.open_count() + s.streams.len())))
+        .ok()
+        .flatten()
+        .unwrap_or(0)
+}
+
+/// Every refusal recorded in this process, taken (a preloaded program's
+/// one run reports them all: `crate::live`).
+pub fn take_all_refusals() -> Vec<String> {
+    let mut all = REFUSALS.lock().unwrap_or_else(|p| p.into_inner());
+    all.drain(..).map(|(_, what)| what).collect()
 }
 
 /// Whether `fd` is one of the layer's (any session's).

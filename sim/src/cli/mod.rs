@@ -1,7 +1,8 @@
 //! The `sim` binary's command line ([`main`]), assembled from the blocks
 //! every target shares (`simulator::cli`, re-exported here as `args`,
 //! `run`, `isolate`, `explored`, `replay`), the kit's `crash-os`
-//! (`simkit::cli::crash_os`) and `sim trace` (`simtrace::cli`):
+//! (`simkit::cli::crash_os`), `sim trace` (`simtrace::cli`) and `sim live`
+//! (`simlive::cli`):
 //!
 //! - `mod.rs`: the `sim` binary's flags and subcommands (`canaries`,
 //!   `explore`, `trace`, `merge`, `crash-os`, `bench`), routed to the rest;
@@ -22,6 +23,8 @@ pub use simulator::cli::{args, explored, isolate, replay, run};
 pub use simkit::cli::crash_os;
 // `sim trace`, from its crate.
 pub use simtrace::cli as trace;
+// `sim live`, from its crate.
+pub use simlive::cli as live;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -96,6 +99,17 @@ enum SubCommand {
     #[command(disable_help_flag = true)]
     Trace {
         /// Everything after `trace`, parsed by `sim trace` itself.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+
+    /// Run any dynamically linked program on the simulated disk with
+    /// faults and crashes injected live (the stdfs layer preloaded):
+    /// `sim live run` one seed, `sim live sweep` many, each crash state
+    /// checked by a command of yours. `sim live --help` lists both.
+    #[command(disable_help_flag = true)]
+    Live {
+        /// Everything after `live`, parsed by `sim live` itself.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
@@ -222,6 +236,7 @@ pub fn main() -> ExitCode {
         Some(SubCommand::Canaries(args)) => return canaries(args),
         Some(SubCommand::Explore { args }) => return explore::cli(args),
         Some(SubCommand::Trace { args }) => return trace::cli(args),
+        Some(SubCommand::Live { args }) => return live::cli(args),
         Some(SubCommand::Merge { files, json }) => return run::merge(files, *json),
         Some(SubCommand::CrashOs { target, args }) => return target.crash_os(args),
         Some(SubCommand::BenchReplay { dir, frames, now_ms }) => {

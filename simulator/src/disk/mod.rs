@@ -358,6 +358,13 @@ impl SimVfs {
         self.disk().faults.armed_fired()
     }
 
+    /// Let an armed directory-fsync fault shut the file system down as a
+    /// drawn one does, per the profile (`sim live`; exploration's armed
+    /// fault never does).
+    pub fn set_armed_fault_shuts_down(&self, on: bool) {
+        self.disk().armed_shuts_down = on;
+    }
+
     /// Aim (or, with `None`, disarm) the next crash.
     pub fn arm_crash(&self, point: Option<CrashPoint>) {
         self.disk().crash_point = point;

@@ -63,6 +63,10 @@ pub(super) struct Disk {
     /// system down (`FsProfile::failed_sync_dir_shuts_down`): every fsync
     /// and directory fsync fails until the next power loss or restart.
     pub shut_down: bool,
+    /// An armed directory-fsync fault shuts the file system down as a
+    /// drawn one does (`sim live`, whose armed fault is a program's real
+    /// failure, not exploration's probe: see `run`). Off unless asked.
+    pub armed_shuts_down: bool,
 }
 
 pub(super) fn power_lost() -> io::Error {
@@ -91,6 +95,7 @@ impl Disk {
             locks: LockTable::new(),
             next_detail: IoDetail::default(),
             shut_down: false,
+            armed_shuts_down: false,
         }
     }
 
@@ -132,8 +137,11 @@ impl Disk {
         } else if kind.is_metadata() && self.faults.take_armed(index) {
             // Exploration's one armed fault shuts nothing down: its checks
             // hold the next open to succeed with the fault spent, which a
-            // shut-down file system allows only after a remount.
+            // shut-down file system allows only after a remount. `sim
+            // live` asks for the profile's reaction (`armed_shuts_down`).
             self.inject(index, FaultKind::MetaEio);
+            self.shut_down |=
+                self.armed_shuts_down && kind == IoKind::SyncDir && self.config.fs.failed_sync_dir_shuts_down;
             Err(io::Error::other(format!("{kind:?} failed (simulated EIO)")))
         } else if kind.is_metadata() && self.faults.meta(&self.config) {
             self.inject(index, FaultKind::MetaEio);

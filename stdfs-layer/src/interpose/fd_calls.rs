@@ -299,7 +299,13 @@ pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_long) -> c_int {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::fcntl64(fd, cmd, arg) };
     }
-    served(-1, || serve_fd::fcntl(fd, cmd, arg))
+    let answer = served(-1, || serve_fd::fcntl(fd, cmd, arg));
+    if answer == 0 && matches!(cmd, libc::F_GETLK | libc::F_OFD_GETLK) {
+        // SAFETY: a served `F_GETLK`'s argument is the caller's `struct
+        // flock` (served only in a live process, `serve_fd::fcntl`).
+        unsafe { (*(arg as *mut libc::flock)).l_type = libc::F_UNLCK as libc::c_short };
+    }
+    answer
 }
 
 #[no_mangle]

@@ -142,6 +142,21 @@ unsafe fn c_bytes<'a>(path: *const c_char) -> Option<&'a [u8]> {
     Some(unsafe { CStr::from_ptr(path) }.to_bytes())
 }
 
+/// The process's real working directory, from glibc's `getcwd` (the
+/// interposed one would answer a served working directory), for
+/// `crate::live`; `None` if it cannot be read.
+pub(crate) fn real_cwd() -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; libc::PATH_MAX as usize];
+    // SAFETY: `buf` holds PATH_MAX writable bytes.
+    let got = unsafe { real::getcwd(buf.as_mut_ptr().cast(), buf.len()) };
+    if got.is_null() {
+        return None;
+    }
+    let len = buf.iter().position(|&b| b == 0)?;
+    buf.truncate(len);
+    Some(buf)
+}
+
 /// Whether the real file system has nothing at [`ROOT`], asked of glibc
 /// directly (a `stat` through this layer would be served): a call the
 /// layer cannot see (a raw `syscall()`) on a path under the root then

@@ -281,6 +281,13 @@ impl Summary {
                 self.counters.busy_waits, self.counters.readers_refused
             );
         }
+        if self.counters.interleaved_steps > 0 {
+            let _ = writeln!(
+                out,
+                "{} reader steps ran inside a writer's operation, between two of its I/Os (--interleave)",
+                self.counters.interleaved_steps
+            );
+        }
         if self.counters.inspections > 0 {
             let _ = writeln!(out, "{} crashed directories inspected read-only first", self.counters.inspections);
         }

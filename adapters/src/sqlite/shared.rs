@@ -134,8 +134,17 @@ impl Shared {
     /// new `SHARED` is granted) and then needs every other handle at
     /// `NONE` — refused, the handle keeps `PENDING`. `others_ignored` is the
     /// planted bug: POSIX advisory locks taken as they are, which never
-    /// conflict within one process (what `unixInodeInfo` exists to fix).
-    pub fn lock(&self, path: &Path, handle: u64, level: c_int, others_ignored: bool) -> Grant {
+    /// conflict within one process (what `unixInodeInfo` exists to fix);
+    /// `shared_over_pending` another: `SHARED` refused only by another's
+    /// `EXCLUSIVE`, not by its `PENDING`.
+    pub fn lock(
+        &self,
+        path: &Path,
+        handle: u64,
+        level: c_int,
+        others_ignored: bool,
+        shared_over_pending: bool,
+    ) -> Grant {
         let mut inner = self.inner();
         let levels = inner.file_locks.entry(path.to_path_buf()).or_default();
         let own = levels.get(&handle).copied().unwrap_or(ffi::SQLITE_LOCK_NONE);
@@ -145,6 +154,7 @@ impl Shared {
         let others_max = levels.iter().filter(|(h, _)| **h != handle && !others_ignored).map(|(_, l)| *l).max();
         let others_max = others_max.unwrap_or(ffi::SQLITE_LOCK_NONE);
         let granted = match level {
+            ffi::SQLITE_LOCK_SHARED if shared_over_pending => others_max < ffi::SQLITE_LOCK_EXCLUSIVE,
             ffi::SQLITE_LOCK_SHARED => others_max < ffi::SQLITE_LOCK_PENDING,
             ffi::SQLITE_LOCK_RESERVED => {
                 debug_assert!(own >= ffi::SQLITE_LOCK_SHARED, "SQLite reserves only over its own SHARED lock");
@@ -198,6 +208,23 @@ impl Shared {
     pub fn reserved(&self, path: &Path) -> bool {
         let inner = self.inner();
         inner.file_locks.get(path).is_some_and(|levels| levels.values().any(|l| *l >= ffi::SQLITE_LOCK_RESERVED))
+    }
+
+    /// The strongest lock any handle of the process holds on `path`
+    /// (`SQLITE_LOCK_NONE` if none): what the adapter reports as the
+    /// writer's lock (`ReaderPool::writer_lock`).
+    pub fn strongest_lock(&self, path: &Path) -> c_int {
+        let inner = self.inner();
+        let levels = inner.file_locks.get(path);
+        levels.and_then(|levels| levels.values().copied().max()).unwrap_or(ffi::SQLITE_LOCK_NONE)
+    }
+
+    /// `handle`'s own lock on `path` (what the planted
+    /// `xCheckReservedLock` asks instead of every handle's).
+    pub fn own_lock(&self, path: &Path, handle: u64) -> c_int {
+        let inner = self.inner();
+        let level = inner.file_locks.get(path).and_then(|levels| levels.get(&handle).copied());
+        level.unwrap_or(ffi::SQLITE_LOCK_NONE)
     }
 
     /// `handle` closed: whatever it still held is released (os_unix
@@ -317,23 +344,23 @@ mod tests {
         let shared = Shared::default();
         let (writer, reader) = (shared.new_handle(), shared.new_handle());
         let path = Path::new(DB);
-        assert_eq!(shared.lock(path, reader, ffi::SQLITE_LOCK_SHARED, false), Grant::Ok);
-        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_SHARED, false), Grant::Ok);
-        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_RESERVED, false), Grant::Ok);
+        assert_eq!(shared.lock(path, reader, ffi::SQLITE_LOCK_SHARED, false, false), Grant::Ok);
+        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_SHARED, false, false), Grant::Ok);
+        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_RESERVED, false, false), Grant::Ok);
         assert!(shared.reserved(path));
         assert_eq!(
-            shared.lock(path, writer, ffi::SQLITE_LOCK_EXCLUSIVE, false),
+            shared.lock(path, writer, ffi::SQLITE_LOCK_EXCLUSIVE, false, false),
             Grant::Busy,
             "the reader holds SHARED"
         );
         // The writer now holds PENDING: no new SHARED is granted.
         let late = shared.new_handle();
-        assert_eq!(shared.lock(path, late, ffi::SQLITE_LOCK_SHARED, false), Grant::Busy);
+        assert_eq!(shared.lock(path, late, ffi::SQLITE_LOCK_SHARED, false, false), Grant::Busy);
         shared.unlock(path, reader, ffi::SQLITE_LOCK_NONE, false);
-        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_EXCLUSIVE, false), Grant::Ok);
+        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_EXCLUSIVE, false, false), Grant::Ok);
         shared.unlock(path, writer, ffi::SQLITE_LOCK_SHARED, false);
         assert!(!shared.reserved(path));
-        assert_eq!(shared.lock(path, late, ffi::SQLITE_LOCK_SHARED, false), Grant::Ok);
+        assert_eq!(shared.lock(path, late, ffi::SQLITE_LOCK_SHARED, false, false), Grant::Ok);
     }
 
     /// The planted `xUnlock` keeps the writer's `PENDING` lock: after a
@@ -344,15 +371,15 @@ mod tests {
         let shared = Shared::default();
         let (writer, reader) = (shared.new_handle(), shared.new_handle());
         let path = Path::new(DB);
-        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_SHARED, false), Grant::Ok);
-        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_RESERVED, false), Grant::Ok);
-        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_EXCLUSIVE, false), Grant::Ok);
+        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_SHARED, false, false), Grant::Ok);
+        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_RESERVED, false, false), Grant::Ok);
+        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_EXCLUSIVE, false, false), Grant::Ok);
         shared.unlock(path, writer, ffi::SQLITE_LOCK_SHARED, true);
         shared.unlock(path, writer, ffi::SQLITE_LOCK_NONE, true);
-        assert_eq!(shared.lock(path, reader, ffi::SQLITE_LOCK_SHARED, false), Grant::Busy, "PENDING was kept");
-        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_EXCLUSIVE, false), Grant::Ok);
+        assert_eq!(shared.lock(path, reader, ffi::SQLITE_LOCK_SHARED, false, false), Grant::Busy, "PENDING was kept");
+        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_EXCLUSIVE, false, false), Grant::Ok);
         shared.unlock(path, writer, ffi::SQLITE_LOCK_NONE, false);
-        assert_eq!(shared.lock(path, reader, ffi::SQLITE_LOCK_SHARED, false), Grant::Ok, "the honest unlock");
+        assert_eq!(shared.lock(path, reader, ffi::SQLITE_LOCK_SHARED, false, false), Grant::Ok, "the honest unlock");
     }
 
     #[test]
@@ -361,12 +388,12 @@ mod tests {
         let (a, b) = (shared.new_handle(), shared.new_handle());
         let path = Path::new(DB);
         for h in [a, b] {
-            assert_eq!(shared.lock(path, h, ffi::SQLITE_LOCK_SHARED, false), Grant::Ok);
+            assert_eq!(shared.lock(path, h, ffi::SQLITE_LOCK_SHARED, false, false), Grant::Ok);
         }
-        assert_eq!(shared.lock(path, a, ffi::SQLITE_LOCK_RESERVED, false), Grant::Ok);
-        assert_eq!(shared.lock(path, b, ffi::SQLITE_LOCK_RESERVED, false), Grant::Busy);
+        assert_eq!(shared.lock(path, a, ffi::SQLITE_LOCK_RESERVED, false, false), Grant::Ok);
+        assert_eq!(shared.lock(path, b, ffi::SQLITE_LOCK_RESERVED, false, false), Grant::Busy);
         shared.closed(path, a);
-        assert_eq!(shared.lock(path, b, ffi::SQLITE_LOCK_RESERVED, false), Grant::Ok);
+        assert_eq!(shared.lock(path, b, ffi::SQLITE_LOCK_RESERVED, false, false), Grant::Ok);
     }
 
     #[test]

@@ -294,9 +294,10 @@ fn the_kept_pending_lock_is_caught() {
 /// a hot one and is refused while the writer holds only `RESERVED`. The
 /// spec's refusal rule (`Readers::refused_at`: `PENDING` or `EXCLUSIVE`)
 /// catches it in DELETE mode within a short sweep, naming the lock; the
-/// honest VFS passes the same seeds. (Before the rule the kit accepted
-/// any refused begin inside a write transaction: SQLITE.md, *Clients
-/// that overlap*.)
+/// honest VFS passes the same seeds. With the rule switched off
+/// (`refused_at: &[]`: any refused begin inside a write transaction
+/// accepted, as before) this test fails: SQLITE.md, *Clients that
+/// overlap*.
 #[test]
 fn the_reserved_lock_plant_is_caught_by_the_refusal_rule() {
     let planted = |plant| {

@@ -349,6 +349,28 @@ fn the_shared_over_pending_plant_is_caught_inside_a_busy_wait() {
     assert!(run_seed(&honest, caught.seed, false).failure.is_none(), "seed {} passes honestly", caught.seed);
 }
 
+/// The shrunk history of `sqlite-shared-over-pending` (SQLITE.md,
+/// *Clients that overlap*): two operations, and the steps drawn inside
+/// them — reader 2 begins inside the `PUT`, so the `COMMIT` waits at
+/// `PENDING` in its busy handler, where reader 2 begins afresh. With the
+/// plant its begin is granted (check `isolation`); on the honest VFS it is
+/// refused, the writer's next try takes `EXCLUSIVE`, and the run passes.
+#[test]
+fn the_shared_over_pending_history_fails_only_with_its_plant() {
+    let ops = "187 PUT t0 17010490488034552 h4vowlbgm8zomh4c\n189 COMMIT commit\n";
+    for planted in [true, false] {
+        let plant = if planted { "plant sqlite-shared-over-pending\n" } else { "" };
+        let text = format!("target sqlite\nseed 0\n{plant}set journal_mode=delete\nclients 3\ninterleave on\n{ops}");
+        let (target, seed, ops) = parse_ops_file(sqlite(KitSettings::default()), &text).unwrap();
+        let outcome = target.run(seed, &ops, false);
+        match planted {
+            true => assert_eq!(outcome.failure.map(|f| f.check), Some(simulator::failure::Check::Isolation)),
+            false => assert!(outcome.failure.is_none(), "{:?}", outcome.failure),
+        }
+        assert!(outcome.counters.interleaved_steps >= 2, "planted {planted}: {:?}", outcome.counters);
+    }
+}
+
 /// A seed names what it drew (issue 52): the outcome, its failure, and
 /// the summary of one seed, in words and in JSON — the engine's settings
 /// as `--set` spells them, each level's promise, the disk and the clients.

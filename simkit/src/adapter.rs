@@ -335,6 +335,23 @@ pub trait ReadersBeside: Send + Sync {
     fn end_read(&self, reader: usize) -> Result<(), KitError>;
     /// As [`ReadTransactions::writer_lock`].
     fn writer_lock(&self) -> Option<&'static str>;
+
+    /// Reader `reader` tries to become a second writer (its read
+    /// transaction ended first), and gives up at once if it may:
+    /// `Ok(true)` granted, `Ok(false)` refused as busy. `None` (the
+    /// default): the engine's readers never try. A grant while the writer
+    /// is in a write transaction ([`ReadersBeside::writer_writing`]) fails
+    /// the run: one writer at a time is every engine's promise here.
+    fn try_write(&self, _reader: usize) -> Option<Result<bool, KitError>> {
+        None
+    }
+
+    /// Whether the writer is in a write transaction now, by the engine's
+    /// own account (not its lock table, which a bug may have emptied);
+    /// `None`: the adapter does not say.
+    fn writer_writing(&self) -> Option<bool> {
+        None
+    }
 }
 
 /// Assert that `adapter`'s capabilities and its reference `spec` agree: a

@@ -2,8 +2,8 @@
 //! run loop's side of `pause_vfs.rs`. Before a writer's operation, the
 //! seed draws whether one reader steps inside it, at which of its pause
 //! points (the I/Os that change the disk), which reader, which table it
-//! reads and whether it begins afresh; after the writer's call returns,
-//! what the step did is judged:
+//! reads and whether it begins afresh — or whether, instead, it tries to
+//! write; after the writer's call returns, what the step did is judged:
 //!
 //! - a reader that began there may see the state committed when the
 //!   writer's operation began or, inside a commit, the state the commit
@@ -11,6 +11,9 @@
 //! - a refused begin is allowed only as the spec's refusal rule says
 //!   (`reader_ops.rs`, `KvRun::reader_refusal_allowed`: the writer's lock as the
 //!   adapter reports it, at that moment);
+//! - a write attempt granted while the writer is in a write transaction
+//!   (by the engine's own account: `ReadersBeside::writer_writing`) is a
+//!   second writer, a failure; a refusal is always allowed;
 //! - an error with faults off is a failure (check `isolation`).
 //!
 //! The draws come from a stream of their own per operation (the seed and
@@ -51,12 +54,15 @@ impl<A: Adapter> KvRun<'_, A> {
         if !rng.gen_bool(0.5) {
             return;
         }
-        let step = PausedStep {
+        let mut step = PausedStep {
             at_pause: rng.gen_range(1..=MAX_PAUSE),
             reader: rng.gen_range(1..self.config.clients),
             table: rng.gen_range(0..self.config.spec.tables.len()),
             fresh: rng.gen_bool(0.5),
+            try_write: false,
         };
+        // Drawn last, so the draws above keep what they drew before it.
+        step.try_write = rng.gen_bool(0.25);
         let Some(beside) = readers_of(self.adapter).beside(self.db()) else { return };
         let open: BTreeSet<usize> = self.readers.all().into_iter().collect();
         pause.arm(beside, step, open);
@@ -79,10 +85,26 @@ impl<A: Adapter> KvRun<'_, A> {
 
     /// One step's ending, beginning and scan, in that order.
     fn absorb_step(&mut self, h: &mut Harness, planned: &PlannedKitOp, done: StepDone) -> Step {
-        let StepDone { step, io_index, ended, begun, scanned } = done;
+        let StepDone { step, io_index, ended, begun, scanned, tried } = done;
         let at = format!("{planned}, reader {} stepping at I/O #{io_index}", step.reader);
         if ended {
             self.readers.ended(step.reader);
+        }
+        match tried {
+            None => {}
+            Some((Ok(true), Some(true))) => {
+                let detail = format!(
+                    "{at}: it was granted the write lock while the writer is in a write transaction: two writers"
+                );
+                return Err(h.fail(Check::Isolation, detail));
+            }
+            Some((Ok(_), _)) => {
+                h.outcome.counters.write_attempts += 1;
+                return Ok(());
+            }
+            Some((Err(e), _)) => {
+                return Err(h.fail(Check::Isolation, format!("{at}: its write attempt failed: {e}")));
+            }
         }
         match begun {
             None => {}

@@ -42,13 +42,15 @@ pub const BUSY_WAIT: &str = "busy-wait";
 /// A reader's step armed for the writer's next operation: at its
 /// `at_pause`-th pause point (1-based), reader `reader` reads `table`
 /// whole, having begun afresh first if `fresh` or if it has no
-/// transaction open.
+/// transaction open — or, with `try_write`, ends its transaction and tries
+/// to write (`ReadersBeside::try_write`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct PausedStep {
     pub at_pause: u32,
     pub reader: usize,
     pub table: usize,
     pub fresh: bool,
+    pub try_write: bool,
 }
 
 /// What a paused step did, for the run loop to judge.
@@ -64,6 +66,9 @@ pub(crate) struct StepDone {
     pub begun: Option<(Result<(), KitError>, Option<&'static str>)>,
     /// What the scan read, if the reader was open by then.
     pub scanned: Option<Result<Rows, KitError>>,
+    /// A write attempt's answer (granted or not), with whether the writer
+    /// was in a write transaction then, by the engine's account.
+    pub tried: Option<(Result<bool, KitError>, Option<bool>)>,
 }
 
 /// The plan for the writer's current operation and what it did.
@@ -140,8 +145,11 @@ impl PausePoint {
 /// Carry out `step` on the readers (`was_open`: the reader had a
 /// transaction open).
 fn run_step(beside: &dyn ReadersBeside, step: PausedStep, was_open: bool, io_index: u64) -> StepDone {
-    let mut done = StepDone { step, io_index, ended: false, begun: None, scanned: None };
+    let mut done = StepDone { step, io_index, ended: false, begun: None, scanned: None, tried: None };
     let mut open = was_open;
+    if step.try_write && beside.try_write(step.reader).is_some() {
+        return try_write(beside, done, open);
+    }
     if open && step.fresh {
         done.ended = true;
         open = false;
@@ -159,6 +167,23 @@ fn run_step(beside: &dyn ReadersBeside, step: PausedStep, was_open: bool, io_ind
         }
     }
     done.scanned = Some(beside.reader_scan(step.reader, step.table));
+    done
+}
+
+/// A write attempt by `done`'s reader, its transaction ended first if
+/// `open`.
+fn try_write(beside: &dyn ReadersBeside, mut done: StepDone, open: bool) -> StepDone {
+    let reader = done.step.reader;
+    if open {
+        done.ended = true;
+        if let Err(e) = beside.end_read(reader) {
+            done.tried = Some((Err(e), None));
+            return done;
+        }
+    }
+    let writing = beside.writer_writing();
+    let granted = beside.try_write(reader).expect("asked only of readers that try");
+    done.tried = Some((granted, writing));
     done
 }
 

@@ -110,6 +110,9 @@ counters! {
     /// Readers' steps run while the writer's operation was suspended at
     /// one of its I/Os (`--interleave`), each judged.
     interleaved_steps,
+    /// Of them, a reader's attempt to write (granted with the writer idle,
+    /// or refused as busy).
+    write_attempts,
     /// Persistence hazards a kit target's engine left that it documents
     /// (`Spec::hazards`: reported, not failed; an undeclared one fails the
     /// run, as every one does for the segsim target, check `hazard`).

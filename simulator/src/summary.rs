@@ -284,8 +284,9 @@ impl Summary {
         if self.counters.interleaved_steps > 0 {
             let _ = writeln!(
                 out,
-                "{} reader steps ran inside a writer's operation, between two of its I/Os (--interleave)",
-                self.counters.interleaved_steps
+                "{} reader steps ran inside a writer's operation, between two of its I/Os (--interleave), {} of \
+                 them attempts to write",
+                self.counters.interleaved_steps, self.counters.write_attempts
             );
         }
         if self.counters.inspections > 0 {

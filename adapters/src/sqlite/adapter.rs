@@ -88,6 +88,7 @@ impl Plant for VfsPlant {
         VfsPlant::UnlockKeepsPending,
         VfsPlant::ReservedOwnOnly,
         VfsPlant::SharedOverPending,
+        VfsPlant::ShmUnlockReleasesAll,
     ];
 
     fn name(self) -> &'static str {
@@ -100,6 +101,7 @@ impl Plant for VfsPlant {
             VfsPlant::UnlockKeepsPending => "sqlite-unlock-keeps-pending",
             VfsPlant::ReservedOwnOnly => "sqlite-reserved-own-only",
             VfsPlant::SharedOverPending => "sqlite-shared-over-pending",
+            VfsPlant::ShmUnlockReleasesAll => "sqlite-shm-unlock-releases-all",
         }
     }
 
@@ -129,6 +131,10 @@ impl Plant for VfsPlant {
             VfsPlant::SharedOverPending => {
                 "the VFS's xLock grants SHARED while another connection holds PENDING (a reader begins while the \
                  writer waits for EXCLUSIVE; run with --clients and --interleave, whose busy handler waits)"
+            }
+            VfsPlant::ShmUnlockReleasesAll => {
+                "the VFS's xShmLock unlock releases every wal-index slot the connection holds (the writer loses \
+                 its write lock; run with --clients and --interleave, whose readers attempt writes)"
             }
         }
     }
@@ -337,6 +343,17 @@ impl ReadersBeside for ReaderPool {
 
     fn writer_lock(&self) -> Option<&'static str> {
         Some(ReaderPool::writer_lock(self))
+    }
+
+    /// `BEGIN IMMEDIATE` on the reader's connection (its read transaction
+    /// ended first), rolled back at once if granted.
+    fn try_write(&self, reader: usize) -> Option<Result<bool, KitError>> {
+        Some(ReaderPool::try_write(self, reader))
+    }
+
+    /// `sqlite3_txn_state` of the writer's connection.
+    fn writer_writing(&self) -> Option<bool> {
+        Some(ReaderPool::writer_writing(self))
     }
 }
 

@@ -23,7 +23,7 @@ use libsqlite3_sys as ffi;
 use simkit::{ErrorKind, KitError};
 use vfs::Vfs;
 
-use super::conn::{reseed_prng, Conn, SqlError};
+use super::conn::{reseed_prng, Conn, SqlError, TxnProbe};
 use super::readers::pin_snapshot;
 use super::settings::SqliteConfig;
 use super::shared::Shared;
@@ -83,6 +83,8 @@ const BUSY_TIMEOUT_MS: u32 = 100;
 /// kept (a connection pool's), closed before the writer's.
 pub(super) struct ReaderPool {
     conns: Mutex<BTreeMap<usize, Conn>>,
+    /// The writer's transaction state, while its connection is open.
+    writer: Mutex<Option<TxnProbe>>,
     connector: Arc<Connector>,
     calls: Arc<AtomicU64>,
     prng_seed: u64,
@@ -92,6 +94,7 @@ impl Drop for SqliteDb {
     /// Readers first: the last connection to close a WAL database
     /// checkpoints it and deletes the WAL, and that is the writer's job.
     fn drop(&mut self) {
+        *self.readers.writer.lock().unwrap_or_else(PoisonError::into_inner) = None;
         let readers = std::mem::take(&mut *self.readers.conns()).into_values();
         for conn in readers.chain(self.conn.take()) {
             // Closing writes (a WAL checkpoint): through the gate, like every call.
@@ -165,13 +168,43 @@ impl ReaderPool {
     /// connection opened first if it has none. Refused with `SQLITE_BUSY`
     /// (the writer holds `PENDING` or `EXCLUSIVE`), nothing stays open.
     pub(super) fn begin_read(&self, reader: usize) -> Result<(), KitError> {
+        self.ensure_conn(reader)?;
+        self.call(reader, pin_snapshot)
+    }
+
+    /// Reader `reader`'s connection, opened if it has none.
+    fn ensure_conn(&self, reader: usize) -> Result<(), KitError> {
         if !self.conns().contains_key(&reader) {
             let (conn, _) = self.connector.connect(false)?;
             self.conns().insert(reader, conn);
             let config = self.connector.config.clone();
             self.call(reader, |conn| configure_connection(conn, &config))?;
         }
-        self.call(reader, pin_snapshot)
+        Ok(())
+    }
+
+    /// Reader `reader` tries to write: `BEGIN IMMEDIATE` (its read
+    /// transaction ended first), rolled back at once when granted.
+    /// `Ok(false)`: refused as busy.
+    pub(super) fn try_write(&self, reader: usize) -> Result<bool, KitError> {
+        self.ensure_conn(reader)?;
+        self.call(reader, |conn| {
+            if !conn.autocommit() {
+                conn.exec("ROLLBACK")?;
+            }
+            match conn.exec("BEGIN IMMEDIATE") {
+                Ok(()) => conn.exec("ROLLBACK").map(|()| true),
+                Err(e) if e.primary() == ffi::SQLITE_BUSY => Ok(false),
+                Err(e) => Err(e),
+            }
+        })
+    }
+
+    /// Whether the writer's connection is in a write transaction, by
+    /// SQLite's own account (`TxnProbe`).
+    pub(super) fn writer_writing(&self) -> bool {
+        let probe = *self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        probe.is_some_and(TxnProbe::writing)
     }
 
     /// Run `body` on reader `reader`'s connection (open) through the gate.
@@ -274,7 +307,8 @@ pub(super) fn open_db(
     let (conn, prng_seed) = connector.connect(create)?;
     let calls = Arc::new(AtomicU64::new(0));
     let conns = Mutex::default();
-    let readers = Arc::new(ReaderPool { conns, connector: connector.clone(), calls: calls.clone(), prng_seed });
+    let writer = Mutex::new(Some(conn.txn_probe()));
+    let readers = Arc::new(ReaderPool { conns, writer, connector: connector.clone(), calls: calls.clone(), prng_seed });
     let mut db = SqliteDb {
         conn: Some(conn),
         readers,

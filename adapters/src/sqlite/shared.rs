@@ -266,7 +266,10 @@ impl Shared {
     /// os_unix's `unixShmLock` does between connections: a shared lock
     /// waits for no other's exclusive, an exclusive one for no other's
     /// lock of either kind, all slots or none. `exclusive_lies` is the
-    /// planted bug: an exclusive lock ignores the others' shared locks.
+    /// planted bug: an exclusive lock ignores the others' shared locks;
+    /// `unlock_all` another: an unlock releases every slot the handle
+    /// holds, not only the ones named.
+    #[allow(clippy::too_many_arguments)]
     pub fn shm_lock(
         &self,
         path: &Path,
@@ -275,6 +278,7 @@ impl Shared {
         count: usize,
         op: ShmOp,
         exclusive_lies: bool,
+        unlock_all: bool,
     ) -> Grant {
         assert!(first + count <= SHM_LOCK_SLOTS && count >= 1, "slots {first}+{count} of {SHM_LOCK_SLOTS}");
         let mut inner = self.inner();
@@ -304,6 +308,7 @@ impl Shared {
             }
         };
         let locks = node.locks.get_mut(&handle).expect("a connection locks the wal-index it mapped");
+        let slots = if unlock_all && op == ShmOp::Unlock { 0..SHM_LOCK_SLOTS } else { slots };
         for slot in slots {
             locks[slot] = want;
         }
@@ -404,15 +409,15 @@ mod tests {
         assert_eq!(shared.shm_map(path, reader, 0, 32768, false), None, "no region yet");
         let region = shared.shm_map(path, writer, 0, 32768, true).expect("created");
         assert_eq!(shared.shm_map(path, reader, 0, 32768, false), Some(region), "one region for both");
-        assert_eq!(shared.shm_lock(path, reader, 3, 1, ShmOp::Shared, false), Grant::Ok);
-        assert_eq!(shared.shm_lock(path, writer, 3, 1, ShmOp::Shared, false), Grant::Ok, "shared with shared");
-        assert_eq!(shared.shm_lock(path, writer, 2, 3, ShmOp::Exclusive, false), Grant::Busy);
-        assert_eq!(shared.shm_lock(path, writer, 2, 3, ShmOp::Exclusive, true), Grant::Ok, "the plant lies");
-        assert_eq!(shared.shm_lock(path, reader, 2, 1, ShmOp::Shared, false), Grant::Busy, "held exclusive");
-        assert_eq!(shared.shm_lock(path, writer, 2, 3, ShmOp::Unlock, false), Grant::Ok);
-        assert_eq!(shared.shm_lock(path, reader, 2, 1, ShmOp::Shared, false), Grant::Ok);
+        assert_eq!(shared.shm_lock(path, reader, 3, 1, ShmOp::Shared, false, false), Grant::Ok);
+        assert_eq!(shared.shm_lock(path, writer, 3, 1, ShmOp::Shared, false, false), Grant::Ok, "shared with shared");
+        assert_eq!(shared.shm_lock(path, writer, 2, 3, ShmOp::Exclusive, false, false), Grant::Busy);
+        assert_eq!(shared.shm_lock(path, writer, 2, 3, ShmOp::Exclusive, true, false), Grant::Ok, "the plant lies");
+        assert_eq!(shared.shm_lock(path, reader, 2, 1, ShmOp::Shared, false, false), Grant::Busy, "held exclusive");
+        assert_eq!(shared.shm_lock(path, writer, 2, 3, ShmOp::Unlock, false, false), Grant::Ok);
+        assert_eq!(shared.shm_lock(path, reader, 2, 1, ShmOp::Shared, false, false), Grant::Ok);
         shared.shm_unmap(path, reader);
-        assert_eq!(shared.shm_lock(path, writer, 2, 3, ShmOp::Exclusive, false), Grant::Ok, "the reader left");
+        assert_eq!(shared.shm_lock(path, writer, 2, 3, ShmOp::Exclusive, false, false), Grant::Ok, "the reader left");
         shared.shm_unmap(path, writer);
         assert_eq!(shared.shm_map(path, writer, 0, 32768, false), None, "freed with the last mapping");
     }

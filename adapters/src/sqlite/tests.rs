@@ -349,6 +349,28 @@ fn the_shared_over_pending_plant_is_caught_inside_a_busy_wait() {
     assert!(run_seed(&honest, caught.seed, false).failure.is_none(), "seed {} passes honestly", caught.seed);
 }
 
+/// `sqlite-shm-unlock-releases-all` (issue 49's released-slots plant):
+/// an `xShmLock` unlock releases every wal-index slot the connection
+/// holds, so the WAL writer loses its write lock when it unlocks the read
+/// marks it took to restart the WAL. Harmless while only the writer
+/// writes; with `--interleave` a reader's write attempt inside the
+/// writer's transaction is granted (check `isolation`, "two writers"),
+/// and on the honest VFS the same seed passes.
+#[test]
+fn the_released_slots_plant_is_caught_by_a_second_writer() {
+    let planted = |plant| {
+        let mut target = with_options(&["journal_mode=wal"], plant);
+        target.set_clients(3).unwrap();
+        target.set_interleave(true).unwrap();
+        target
+    };
+    let (bad, honest) = (planted(Some("sqlite-shm-unlock-releases-all")), planted(None));
+    let caught = (0..10).find_map(|seed| run_seed(&bad, seed, false).failure).expect("caught within 10 seeds");
+    assert_eq!(caught.check, simulator::failure::Check::Isolation, "{caught:?}");
+    assert!(caught.detail.contains("two writers"), "{}", caught.detail);
+    assert!(run_seed(&honest, caught.seed, false).failure.is_none(), "seed {} passes honestly", caught.seed);
+}
+
 /// The shrunk history of `sqlite-shared-over-pending` (SQLITE.md,
 /// *Clients that overlap*): two operations, and the steps drawn inside
 /// them — reader 2 begins inside the `PUT`, so the `COMMIT` waits at

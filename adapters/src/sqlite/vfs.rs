@@ -139,6 +139,11 @@ pub enum VfsPlant {
     /// (only `EXCLUSIVE` refuses it): a writer waiting for its readers to
     /// clear can wait forever, and a reader begins where SQLite refuses it.
     SharedOverPending,
+    /// `xShmUnlock` of some wal-index slots releases every slot the
+    /// connection holds: the writer loses its `WAL_WRITE_LOCK` when it
+    /// releases the read marks it locked to restart the WAL, and a second
+    /// connection may then write.
+    ShmUnlockReleasesAll,
 }
 
 /// What the VFS of one connection claims and does.

@@ -110,8 +110,11 @@ pub(super) unsafe extern "C" fn x_shm_lock(
             let (Ok(first), Ok(count)) = (usize::try_from(first), usize::try_from(count)) else {
                 return ffi::SQLITE_IOERR_SHMLOCK;
             };
-            let lies = state.context().options.plant == Some(VfsPlant::ShmExclusiveLies);
-            state.context().shared.shm_lock(&state.path, state.handle, first, count, op, lies).code()
+            let plant = state.context().options.plant;
+            let lies = plant == Some(VfsPlant::ShmExclusiveLies);
+            let unlock_all = plant == Some(VfsPlant::ShmUnlockReleasesAll);
+            let shared = &state.context().shared;
+            shared.shm_lock(&state.path, state.handle, first, count, op, lies, unlock_all).code()
         })
     }
 }

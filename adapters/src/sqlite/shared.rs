@@ -401,6 +401,25 @@ mod tests {
         assert_eq!(shared.lock(path, b, ffi::SQLITE_LOCK_RESERVED, false, false), Grant::Ok);
     }
 
+    /// The planted unlock releases every slot the handle holds: the
+    /// writer's write lock (slot 0) goes with the read marks it unlocks,
+    /// and another connection takes it; the honest unlock keeps it.
+    #[test]
+    fn the_planted_shm_unlock_releases_the_write_lock_too() {
+        for unlock_all in [false, true] {
+            let shared = Shared::default();
+            let (writer, other) = (shared.new_handle(), shared.new_handle());
+            let path = Path::new(DB);
+            shared.shm_map(path, writer, 0, 32768, true).expect("created");
+            shared.shm_map(path, other, 0, 32768, false).expect("mapped");
+            assert_eq!(shared.shm_lock(path, writer, 0, 1, ShmOp::Exclusive, false, unlock_all), Grant::Ok);
+            assert_eq!(shared.shm_lock(path, writer, 4, 4, ShmOp::Exclusive, false, unlock_all), Grant::Ok);
+            assert_eq!(shared.shm_lock(path, writer, 4, 4, ShmOp::Unlock, false, unlock_all), Grant::Ok);
+            let second = shared.shm_lock(path, other, 0, 1, ShmOp::Exclusive, false, false);
+            assert_eq!(second, if unlock_all { Grant::Ok } else { Grant::Busy }, "unlock_all {unlock_all}");
+        }
+    }
+
     #[test]
     fn wal_index_regions_are_shared_and_slots_conflict() {
         let shared = Shared::default();

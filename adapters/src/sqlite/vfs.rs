@@ -77,7 +77,10 @@
 //! as busy after every commit: a lock kept too long), and an
 //! `xCheckReservedLock` that answers only for the calling handle (readers
 //! take the writer's live journal for a hot one, and are refused at
-//! `RESERVED`).
+//! `RESERVED`), an `xLock` that grants `SHARED` over another's `PENDING`,
+//! and an `xShmLock` unlock that releases every slot the connection holds
+//! (the WAL writer loses its write lock). The last two need readers that
+//! step inside the writer's operations (`--interleave`).
 //!
 //! # Where each part lives
 //! This file is the VFS itself: its registration, the connection's

@@ -296,6 +296,62 @@ pub trait ReadTransactions<Db>: Send + Sync {
 
     /// End reader `reader`'s open transaction.
     fn end_read(&self, db: &mut Db, reader: usize) -> Result<(), KitError>;
+
+    /// The lock the writer's connection holds now, by the engine's own
+    /// name (`"RESERVED"`), as the engine's lock table records it; `None`
+    /// (the default): the adapter does not say. The kit asks when a
+    /// reader's begin was refused, and holds the answer to
+    /// [`super::Readers::refused_at`].
+    fn writer_lock(&self, _db: &mut Db) -> Option<&'static str> {
+        None
+    }
+
+    /// The readers as a handle of their own, that the kit can step while
+    /// the writer's operation is suspended at one of its I/Os
+    /// (`--interleave`: the engine calls back into the disk, and the kit
+    /// runs a reader's step there before the I/O goes on). `None` (the
+    /// default): the engine's readers live inside its `Db`, and they step
+    /// only between the writer's operations.
+    fn beside(&self, _db: &mut Db) -> Option<Arc<dyn ReadersBeside>> {
+        None
+    }
+}
+
+/// Readers the kit steps from inside the writer's operation
+/// ([`ReadTransactions::beside`]): the same four calls as
+/// [`ReadTransactions`], on state the adapter shares with its `Db`, made
+/// on the writer's thread while the writer waits inside one of its I/Os.
+/// An engine that holds a lock of its own across that I/O must not take
+/// it again here (SQLite's connections share nothing but the file locks
+/// and the wal-index, which the VFS holds only inside each call).
+pub trait ReadersBeside: Send + Sync {
+    /// As [`ReadTransactions::begin_read`].
+    fn begin_read(&self, reader: usize) -> Result<(), KitError>;
+    /// As [`ReadTransactions::reader_get`].
+    fn reader_get(&self, reader: usize, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, KitError>;
+    /// As [`ReadTransactions::reader_scan`].
+    fn reader_scan(&self, reader: usize, table: usize) -> Result<Rows, KitError>;
+    /// As [`ReadTransactions::end_read`].
+    fn end_read(&self, reader: usize) -> Result<(), KitError>;
+    /// As [`ReadTransactions::writer_lock`].
+    fn writer_lock(&self) -> Option<&'static str>;
+
+    /// Reader `reader` tries to become a second writer (its read
+    /// transaction ended first), and gives up at once if it may:
+    /// `Ok(true)` granted, `Ok(false)` refused as busy. `None` (the
+    /// default): the engine's readers never try. A grant while the writer
+    /// is in a write transaction ([`ReadersBeside::writer_writing`]) fails
+    /// the run: one writer at a time is every engine's promise here.
+    fn try_write(&self, _reader: usize) -> Option<Result<bool, KitError>> {
+        None
+    }
+
+    /// Whether the writer is in a write transaction now, by the engine's
+    /// own account (not its lock table, which a bug may have emptied);
+    /// `None`: the adapter does not say.
+    fn writer_writing(&self) -> Option<bool> {
+        None
+    }
 }
 
 /// Assert that `adapter`'s capabilities and its reference `spec` agree: a

@@ -93,6 +93,10 @@ pub struct KitConfig<C> {
     /// Clients: the writer, and `clients - 1` readers beside it (see
     /// [`super::Readers`]); 1 unless the run asks for more (`--clients`).
     pub clients: usize,
+    /// Readers also step inside the writer's operations, between two of
+    /// its I/Os (`--interleave`; `interleave.rs`). Drawn nothing from the
+    /// seed's streams: off, a run is what it was.
+    pub interleave: bool,
 }
 
 /// The disk faults a run asks for beyond what the adapter tolerates.
@@ -186,6 +190,7 @@ impl<C> KitConfig<C> {
             audit_every: rng.gen_range(16..64),
             p_crash_in_recovery: one_of(&mut rng, &[0.0, 0.0, 0.2]),
             clients: 1,
+            interleave: false,
         };
         // Drawn last, so the draws above mean what they meant before it:
         // opens, renames, unlinks, directory fsyncs, set_len and locks fail.
@@ -254,6 +259,9 @@ impl<C> KitConfig<C> {
             disk.fs.name
         ));
         parts.push(format!("clients {}", self.clients));
+        if self.interleave {
+            parts.push("interleaved".to_string());
+        }
         parts.join("; ")
     }
 

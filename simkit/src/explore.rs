@@ -162,7 +162,7 @@ impl<'a, A: Adapter> Recovery<'a, A> {
     }
 
     fn open(&self) -> Result<A::Db, KitError> {
-        self.adapter.open(&env::<A>(&self.vfs, self.config, self.plant))
+        self.adapter.open(&env::<A>(&self.vfs, self.config, self.plant, None))
     }
 
     /// The model of a database just recovered holding `state`. Where every

@@ -75,9 +75,11 @@ mod config;
 pub mod crash_os;
 mod damage;
 mod explore;
+mod interleave;
 #[cfg(test)]
 mod kill_rule_tests;
 mod model;
+mod pause_vfs;
 mod reader_ops;
 mod readers;
 mod reply_text;
@@ -103,8 +105,11 @@ pub use vfs;
 pub mod cli;
 
 pub use crate::cli::main;
-pub use adapter::{Adapter, Env, ErrorKind, KitError, Maintain, Previous, ReadTransactions, RecordSpan, Rows};
+pub use adapter::{
+    Adapter, Env, ErrorKind, KitError, Maintain, Previous, ReadTransactions, ReadersBeside, RecordSpan, Rows,
+};
 pub use config::{Harsh, KitConfig};
+pub use pause_vfs::BUSY_WAIT;
 pub use simulator::cli::replay::{assert_saved_ops_hold, assert_saved_ops_pass, SavedOps, EXPECT_FAIL, EXPECT_PASS};
 /// What an adapter raises (`std::panic::panic_any`) when the environment
 /// its engine runs on refused a call: the run fails with check `refused`.

@@ -7,7 +7,10 @@
 //! writer waits for readers (`Readers::writer_waits`: SQLite's rollback
 //! journal), a reader refused at its begin because the writer holds its
 //! write lock, or may have left work that needs it, stays closed (reply
-//! `Busy`).
+//! `Busy`) — at the locks the spec names (`Readers::refused_at`) and no
+//! other: SQLite refuses a new reader at `PENDING` or `EXCLUSIVE`, never
+//! at `RESERVED` (`KvRun::reader_refusal_allowed`, which the steps inside the
+//! writer's operations, `interleave.rs`, answer to as well).
 
 use super::adapter::readers_of;
 use super::client::Reply;
@@ -58,9 +61,16 @@ impl<A: Adapter> KvRun<'_, A> {
         }
         if !self.readers.is_open(reader) {
             match reading.begin_read(self.db(), reader) {
-                Err(e) if e.kind == ErrorKind::Busy && self.writer_may_hold_lock() => return Ok(Reply::Busy),
+                Err(e) if e.kind == ErrorKind::Busy => {
+                    let lock = reading.writer_lock(self.db());
+                    self.reader_refusal_allowed(lock, false)
+                        .map_err(|why| KitError::new(e.kind, format!("{e}: {why}")))?;
+                    return Ok(Reply::Busy);
+                }
                 other => other?,
             }
+            let lock = reading.writer_lock(self.db());
+            self.reader_grant_allowed(lock).map_err(|why| KitError::new(ErrorKind::Other, why))?;
             self.readers.begun(reader, &self.model, op_index);
         }
         match step {
@@ -71,7 +81,7 @@ impl<A: Adapter> KvRun<'_, A> {
     }
 
     fn check_reader_reply(
-        &self,
+        &mut self,
         h: &Harness,
         planned: &PlannedKitOp,
         reader: usize,
@@ -90,17 +100,59 @@ impl<A: Adapter> KvRun<'_, A> {
         verdict.map_err(|detail| h.fail(Check::Isolation, format!("{planned}: {detail}")))
     }
 
-    /// Whether a reader's begin may be refused as busy: the writer waits
-    /// for readers ([`super::Readers::writer_waits`]) and may hold the
-    /// lock readers need — in a write transaction (SQLite's writer holds
+    /// Whether a reader's begin may be refused as busy, the writer holding
+    /// `lock` (as the adapter reports it; `mid_op`: the writer's
+    /// operation is suspended at one of its I/Os, `interleave.rs`). The
+    /// writer must wait for readers ([`super::Readers::writer_waits`])
+    /// and may hold its lock: in a write transaction or inside an
+    /// operation (SQLite's writer holds `RESERVED` from its first write,
     /// `EXCLUSIVE` from a cache spill to its commit), or after an operation
     /// that succeeded with a fault injected in it, until a commit that
     /// wrote is acknowledged (a `ROLLBACK` whose journal playback failed
     /// leaves the journal hot, and the reader must roll it back under
     /// `EXCLUSIVE`, which another reader's `SHARED` lock refuses:
-    /// `OpenReaders::writer_lock_in_doubt`).
-    fn writer_may_hold_lock(&self) -> bool {
-        self.writer_waits() && (self.model.in_transaction() || self.readers.writer_lock_in_doubt())
+    /// `OpenReaders::writer_lock_in_doubt`). Where the spec names the
+    /// locks that refuse readers ([`super::Readers::refused_at`]) and the
+    /// adapter reports its writer's, the lock must be one of them. `Err`
+    /// says why the refusal is not allowed.
+    pub(super) fn reader_refusal_allowed(&self, lock: Option<&'static str>, mid_op: bool) -> Result<(), String> {
+        let Some(readers) = self.config.spec.readers.filter(|readers| readers.writer_waits) else {
+            return Err("the engine's writer never waits for readers (Readers::writer_waits), so nothing may \
+                        refuse them"
+                .to_string());
+        };
+        if self.readers.writer_lock_in_doubt() {
+            return Ok(());
+        }
+        if !mid_op && !self.model.in_transaction() {
+            return Err("a reader refused with no write transaction open and no operation in flight".to_string());
+        }
+        match lock {
+            Some(lock) if !readers.refused_at.is_empty() && !readers.refused_at.contains(&lock) => Err(format!(
+                "a reader refused while the writer holds {lock}; the engine refuses readers only at {} \
+                 (Readers::refused_at)",
+                readers.refused_at.join(" or "),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether a reader's begin may succeed with the writer holding `lock`
+    /// (as the adapter reports it, once the reader holds its own): never
+    /// at a lock the spec says refuses readers ([`super::Readers::
+    /// refused_at`]) — SQLite grants no new `SHARED` lock while another
+    /// connection holds `PENDING` (`lockingv3.html`: "no new SHARED locks
+    /// will be granted"), and a reader that began under `EXCLUSIVE` reads
+    /// pages the writer is overwriting.
+    pub(super) fn reader_grant_allowed(&self, lock: Option<&'static str>) -> Result<(), String> {
+        let refused_at = self.config.spec.readers.filter(|readers| readers.writer_waits).map(|r| r.refused_at);
+        match (refused_at, lock) {
+            (Some(refused_at), Some(lock)) if refused_at.contains(&lock) => Err(format!(
+                "a reader began while the writer holds {lock}, where the engine refuses new readers \
+                 (Readers::refused_at)"
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Whether `error` is the writer refused as busy by an engine whose

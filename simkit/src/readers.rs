@@ -1,24 +1,37 @@
 //! The kit's readers: read-only transactions of clients beside the one
 //! writer (`READER r ...` operations, for an engine whose spec declares
-//! [`Readers`](super::Readers)), each with the committed state it must
+//! [`Readers`](super::Readers)), each with the committed states it may
 //! see, and the check of what it read.
 //!
-//! One seed runs on one thread, so the schedule is the workload's order
-//! and every operation has completed before the next is invoked. A reader
-//! that begins between two operations must therefore see exactly the
-//! state committed then — the last commit acknowledged before it began:
-//! no later commit, no write of the writer's open transaction, no earlier
-//! state — and the same state at every read until it ends, whatever the
-//! writer writes, commits or aborts meanwhile (snapshot isolation, the
-//! promise of MVCC engines). No commit is ever in flight when a reader
-//! begins: a commit that failed ends with a reopen, and a reopen, a crash
-//! or a clean close ends every reader (the kit forgets them; the adapter
-//! drops their handles with the database's).
+//! Between the writer's operations the history is sequential: a reader
+//! that begins there must see exactly the state committed then — the
+//! last commit acknowledged before it began: no later commit, no write of
+//! the writer's open transaction, no earlier state — and the same state at
+//! every read until it ends (snapshot isolation, the promise of MVCC
+//! engines and of SQLite's connections).
 //!
-//! Elle and Jepsen check the same rule from a concurrent history; here the
-//! history is sequential by construction, so the check is exact: one
-//! state, known, per reader. The run loop's side — carrying out a
-//! reader's steps on the adapter — is `reader_ops.rs`.
+//! With `--interleave` a reader also steps while the writer's operation
+//! is suspended at one of its I/Os (`pause_vfs.rs`): its invocation and
+//! completion then overlap the writer's operation, and the snapshot it may
+//! see is any state committed between its invocation and its first read's
+//! completion — the state committed when the writer's operation began, or,
+//! inside a commit, the state that commit makes (whose outcome is still
+//! unknown: a commit that then fails ends the reader with the reopen).
+//! A reader therefore holds a set of candidate states, one or two; each
+//! read keeps those it agrees with, and a read no candidate agrees with
+//! fails the run (a Porcupine-style search, exhaustive because one writer
+//! leaves at most two candidates). This forbids exactly the anomalies a
+//! snapshot read forbids with one writer: a dirty read (an uncommitted or
+//! aborted write, G1a/G1b), a fractured read (two reads of one transaction
+//! from two states), and a stale one (a state older than the last commit
+//! acknowledged before the reader began: real-time order). Write
+//! anomalies (lost update, write skew) need two writers.
+//!
+//! A commit that failed ends with a reopen, and a reopen, a crash or a
+//! clean close ends every reader (the kit forgets them; the adapter drops
+//! their handles with the database's). The run loop's side — carrying
+//! out a reader's steps on the adapter — is `reader_ops.rs` and
+//! `interleave.rs`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -26,13 +39,14 @@ use std::sync::Arc;
 use super::model::{diff, show_value, Model, State};
 use super::Rows;
 
-/// What an open reader must see.
+/// What an open reader may see.
 #[derive(Clone, Debug)]
 struct Snapshot {
-    /// The state committed when it began.
-    state: Arc<State>,
+    /// The states it may see: the one committed when it began, or (begun
+    /// inside a commit) that one and the commit's; narrowed by its reads.
+    states: Vec<Arc<State>>,
     /// The operation that began it (an explicit `BEGIN`, or a read that
-    /// found the reader closed).
+    /// found the reader closed, or the writer's operation it began inside).
     begun_at_op: u64,
     /// The writer's commits that changed the content since it began: the
     /// history a failure shows.
@@ -48,7 +62,22 @@ impl Snapshot {
             true => "the writer committed no change since".to_string(),
             false => format!("the writer committed changes since, at op {}", commits.join(", ")),
         };
-        format!("reader {reader} began at op #{}, and {since}", self.begun_at_op)
+        let among = match self.states.len() {
+            1 => String::new(),
+            n => format!(" (inside the writer's commit: it may see any of {n} states, before or after it)"),
+        };
+        format!("reader {reader} began at op #{}{among}, and {since}", self.begun_at_op)
+    }
+
+    /// Keep the candidates `agrees` accepts; `false` if none does (the
+    /// candidates are then left as they were, for the failure's words).
+    fn narrow(&mut self, agrees: impl Fn(&State) -> bool) -> bool {
+        let kept: Vec<Arc<State>> = self.states.iter().filter(|state| agrees(state)).cloned().collect();
+        if kept.is_empty() {
+            return false;
+        }
+        self.states = kept;
+        true
     }
 }
 
@@ -78,7 +107,15 @@ impl OpenReaders {
     /// Reader `reader` began, at operation `op_index`, seeing what
     /// `model` has committed.
     pub fn begun(&mut self, reader: usize, model: &Model, op_index: u64) {
-        let snapshot = Snapshot { state: model.committed_shared(), begun_at_op: op_index, commits_since: Vec::new() };
+        self.begun_among(reader, vec![model.committed_shared()], op_index);
+    }
+
+    /// Reader `reader` began inside the writer's operation `op_index`,
+    /// and may see any of `states` (`interleave.rs`).
+    pub fn begun_among(&mut self, reader: usize, mut states: Vec<Arc<State>>, op_index: u64) {
+        debug_assert!(!states.is_empty(), "a reader sees some state");
+        states.dedup_by(|a, b| a == b);
+        let snapshot = Snapshot { states, begun_at_op: op_index, commits_since: Vec::new() };
         let before = self.open.insert(reader, snapshot);
         debug_assert!(before.is_none(), "reader {reader} begins only when none of its own is open");
     }
@@ -130,14 +167,14 @@ impl OpenReaders {
         self.writer_lock_in_doubt = false;
     }
 
-    fn snapshot(&self, reader: usize) -> &Snapshot {
-        self.open.get(&reader).expect("a reader that read successfully is open")
+    fn snapshot(&mut self, reader: usize) -> &mut Snapshot {
+        self.open.get_mut(&reader).expect("a reader that read successfully is open")
     }
 
     /// Hold a reader's read of `key` in `table` to its snapshot; `Err` says
     /// what it saw instead, and where that came from.
     pub fn check_get(
-        &self,
+        &mut self,
         reader: usize,
         table: usize,
         key: &[u8],
@@ -145,10 +182,10 @@ impl OpenReaders {
         model: &Model,
     ) -> Result<(), String> {
         let snapshot = self.snapshot(reader);
-        let want = snapshot.state.tables[table].get(key);
-        if got == want {
+        if snapshot.narrow(|state| state.tables[table].get(key) == got) {
             return Ok(());
         }
+        let want = snapshot.states[0].tables[table].get(key);
         let source = if got == model.committed().tables[table].get(key) {
             "what a commit after the reader began holds"
         } else if model.in_transaction() && got == model.visible().tables[table].get(key) {
@@ -165,15 +202,14 @@ impl OpenReaders {
     }
 
     /// Hold a reader's scan of `table` to its snapshot.
-    pub fn check_scan(&self, reader: usize, table: usize, got: &Rows) -> Result<(), String> {
+    pub fn check_scan(&mut self, reader: usize, table: usize, got: &Rows) -> Result<(), String> {
         let snapshot = self.snapshot(reader);
-        let want = &snapshot.state.tables[table];
-        if got == want {
+        if snapshot.narrow(|state| state.tables[table] == *got) {
             return Ok(());
         }
-        let tables = snapshot.state.tables.len();
+        let tables = snapshot.states[0].tables.len();
         let (mut expected, mut seen) = (State::empty(tables), State::empty(tables));
-        expected.tables[table] = want.clone();
+        expected.tables[table] = snapshot.states[0].tables[table].clone();
         seen.tables[table] = got.clone();
         Err(format!(
             "{}: its scan differs from the state committed when it began:\n{}",

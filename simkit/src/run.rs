@@ -39,6 +39,7 @@ use super::adapter::maintenance_of;
 use super::client::{call, Reply};
 use super::config::KitConfig;
 use super::model::{diff, show_value, Accepted, Model, Pending, State};
+use super::pause_vfs::{PausePoint, PausingVfs};
 use super::readers::OpenReaders;
 use super::workload::{KitOp, PlannedKitOp};
 use super::{Adapter, Env, KitError, Promise};
@@ -66,12 +67,18 @@ pub(super) fn read_all<A: Adapter>(
 }
 
 /// The environment of one open on `vfs`.
+/// With `pause` (`--interleave`), the engine sees the disk through the
+/// run's pause points (`pause_vfs.rs`).
 pub(super) fn env<'a, A: Adapter>(
     vfs: &Arc<SimVfs>,
     config: &'a KitConfig<A::Config>,
     plant: Option<A::Plant>,
+    pause: Option<&Arc<PausePoint>>,
 ) -> Env<'a, A> {
-    let vfs: Arc<dyn Vfs> = vfs.clone();
+    let vfs: Arc<dyn Vfs> = match pause {
+        Some(pause) => Arc::new(PausingVfs { disk: vfs.clone(), pause: pause.clone() }),
+        None => vfs.clone(),
+    };
     Env { vfs, dir: Path::new(DB_DIR), config: &config.engine, plant, sector_bytes: config.disk.sector_bytes }
 }
 
@@ -102,8 +109,11 @@ pub(super) fn runner<'a, A: Adapter>(
     repro: String,
     vfs: Arc<SimVfs>,
 ) -> Runner<'a, A> {
+    let interleaves = config.interleave && config.clients > 1;
+    let pause = interleaves.then(|| PausePoint::new(vfs.clone()));
     let h = Harness::new(vfs, config.seed, repro);
     let w = KvRun {
+        pause,
         adapter,
         config,
         plant,
@@ -136,6 +146,9 @@ pub(super) struct KvRun<'a, A: Adapter> {
     open_error: Option<KitError>,
     /// The readers open beside the writer, with what each must see.
     pub(super) readers: OpenReaders,
+    /// With `--interleave` (and readers): where a reader's step can run
+    /// inside the writer's operation (`pause_vfs.rs`, `interleave.rs`).
+    pub(super) pause: Option<Arc<PausePoint>>,
 }
 
 impl<A: Adapter> KvRun<'_, A> {
@@ -175,7 +188,7 @@ impl<A: Adapter> KvRun<'_, A> {
     /// on an emptied directory). A failure here is a failure to open.
     fn create_db(&mut self, h: &Harness, replace: bool) -> Step {
         let created = h.fault_free(|| {
-            let env = env::<A>(&h.vfs, self.config, self.plant);
+            let env = env::<A>(&h.vfs, self.config, self.plant, self.pause.as_ref());
             create(self.adapter, &env, replace)?;
             self.adapter.open(&env)
         });
@@ -252,12 +265,9 @@ impl<A: Adapter> KvRun<'_, A> {
             }
         }
         self.note_context(h, planned);
-        let adapter = self.adapter;
         let result = match &planned.op {
-            KitOp::Maintain(_) => {
-                self.readers_before_maintenance().and_then(|()| call(adapter, self.db(), &planned.op))
-            }
-            op => self.writer_call(h, op),
+            KitOp::Maintain(_) => self.maintain_call(h, planned)?,
+            _ => self.writer_call(h, planned)?,
         };
         Self::trace_reply(h, result.as_ref().map_or(0, hash_debug));
         h.vfs.with_trace(|t| t.note_reply(|| super::reply_text::kit_reply(&result)));
@@ -273,21 +283,40 @@ impl<A: Adapter> KvRun<'_, A> {
         }
     }
 
-    /// The writer's operation `op` on the engine. Refused as busy while
-    /// readers are open, by an engine whose writer waits for its readers
+    /// The writer's operation on the engine, a reader's step inside it if
+    /// one is drawn (`interleave.rs`). Refused as busy while readers are
+    /// open, by an engine whose writer waits for its readers
     /// ([`super::Readers::writer_waits`]), it is retried once after every
     /// reader ends — what an application's busy handler does. Any other
     /// `Busy` stays an error (a failure, with no fault injected).
-    fn writer_call(&mut self, h: &mut Harness, op: &KitOp) -> Result<Reply, KitError> {
+    fn writer_call(&mut self, h: &mut Harness, planned: &PlannedKitOp) -> Result<Result<Reply, KitError>, Failure> {
         let adapter = self.adapter;
-        match call(adapter, self.db(), op) {
+        self.arm_pause(planned);
+        let first = call(adapter, self.db(), &planned.op);
+        self.absorb_pauses(h, planned)?;
+        Ok(match first {
             Err(e) if self.writer_waits_for_readers(&e) => {
                 h.outcome.counters.busy_waits += 1;
-                self.end_readers()?;
-                call(adapter, self.db(), op)
+                self.end_readers().and_then(|()| call(adapter, self.db(), &planned.op))
             }
             other => other,
+        })
+    }
+
+    /// The engine's maintenance that changes no content: the readers end
+    /// first unless they stay open across it, and only then may one step
+    /// inside it (a WAL checkpoint between its copy and its truncate).
+    fn maintain_call(&mut self, h: &mut Harness, planned: &PlannedKitOp) -> Result<Result<Reply, KitError>, Failure> {
+        if let Err(e) = self.readers_before_maintenance() {
+            return Ok(Err(e));
         }
+        let across = self.config.spec.readers.is_some_and(|readers| readers.across_maintenance);
+        if across {
+            self.arm_pause(planned);
+        }
+        let result = call(self.adapter, self.db(), &planned.op);
+        self.absorb_pauses(h, planned)?;
+        Ok(result)
     }
 
     /// A commit at `level` returned `Ok` (`acknowledged`), or an error, or a
@@ -507,7 +536,7 @@ impl<A: Adapter> Workload for KvRun<'_, A> {
 
     fn try_open(&mut self, h: &mut Harness, _reopening: &Reopening) -> Step<bool> {
         debug_assert!(self.db.is_none(), "an open attempt finds the handles dropped");
-        match self.adapter.open(&env::<A>(&h.vfs, self.config, self.plant)) {
+        match self.adapter.open(&env::<A>(&h.vfs, self.config, self.plant, self.pause.as_ref())) {
             Ok(db) => {
                 debug_assert!(self.readers.is_empty(), "no reader outlives the database it read");
                 self.db = Some(db);

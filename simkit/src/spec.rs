@@ -147,6 +147,16 @@ pub struct Readers {
     /// busy handler would; a reader refused at its begin stays closed.
     /// `false` (MVCC engines, SQLite's WAL): a `Busy` is a failure.
     pub writer_waits: bool,
+    /// The writer's locks, by the engine's own names, at which a reader's
+    /// begin may be refused (`Busy`), for an engine whose writer waits
+    /// ([`Readers::writer_waits`]) and whose adapter reports the lock its
+    /// writer holds ([`super::ReadTransactions::writer_lock`]): SQLite's
+    /// rollback journal refuses a new `SHARED` lock only while another
+    /// connection holds `PENDING` or `EXCLUSIVE` (`lockingv3.html`), never
+    /// at `RESERVED`. A refusal at any other lock fails the run. Empty, or
+    /// an adapter that reports no lock: any refusal inside a write
+    /// transaction is accepted.
+    pub refused_at: &'static [&'static str],
     /// Where the engine documents its readers' isolation, for reports.
     pub documented: &'static str,
 }
@@ -485,7 +495,13 @@ mod tests {
     #[should_panic(expected = "at least one")]
     fn readers_that_allow_none_are_refused() {
         Spec {
-            readers: Some(Readers { max: 0, across_maintenance: true, writer_waits: false, documented: "here" }),
+            readers: Some(Readers {
+                max: 0,
+                across_maintenance: true,
+                writer_waits: false,
+                refused_at: &[],
+                documented: "here",
+            }),
             ..spec()
         }
         .check();

@@ -50,6 +50,11 @@ pub struct KitSettings {
     /// readers beside it (`None`: the writer alone). Set it with
     /// [`Kit::set_clients`], which checks the engine has the readers.
     pub clients: Option<usize>,
+    /// `--interleave`: readers also step inside the writer's operations,
+    /// between two of its I/Os, where the seed draws (needs `--clients`
+    /// and an adapter whose readers step apart from its `Db`,
+    /// [`crate::ReadTransactions::beside`]).
+    pub interleave: bool,
 }
 
 /// An adapter and its settings: a [`Target`].
@@ -105,6 +110,7 @@ impl<A: Adapter> Kit<A> {
         // under every profile, only the disk's rules differ.
         config.disk.fs = *fs;
         config.draw_clients(self.settings.clients.unwrap_or(1));
+        config.interleave = self.settings.interleave;
         config
     }
 
@@ -120,6 +126,16 @@ impl<A: Adapter> Kit<A> {
             });
         }
         self.settings.clients = (clients > 1).then_some(clients);
+        Ok(())
+    }
+
+    /// `--interleave`: readers step inside the writer's operations too;
+    /// only with readers (`--clients`).
+    pub fn set_interleave(&mut self, on: bool) -> Result<(), String> {
+        if on && self.settings.clients.is_none() {
+            return Err("--interleave steps readers inside the writer's operations: pass --clients N too".into());
+        }
+        self.settings.interleave = on;
         Ok(())
     }
 
@@ -205,6 +221,9 @@ impl<A: Adapter> Target for Kit<A> {
         if let Some(clients) = self.settings.clients {
             out.push(("clients", clients.to_string()));
         }
+        if self.settings.interleave {
+            out.push(("interleave", "on".to_string()));
+        }
         out
     }
 
@@ -223,6 +242,7 @@ impl<A: Adapter> Target for Kit<A> {
                 let clients = value.parse().map_err(|_| format!("bad --clients {value:?}: a number"))?;
                 self.set_clients(clients)?;
             }
+            "interleave" if value == "on" => self.settings.interleave = true,
             _ => return Err(format!("the {} target has no setting {key:?}", self.adapter.name())),
         }
         Ok(self)

@@ -128,6 +128,7 @@ impl Adapter for Buffered {
                 max: 1,
                 across_maintenance: true,
                 writer_waits: false,
+                refused_at: &[],
                 documented: "nowhere: the kit refuses the spec",
             }),
             ..Spec::new(vec![Level::new("sync", Promise::Durable), lazy])

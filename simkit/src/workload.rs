@@ -437,7 +437,13 @@ mod tests {
         let one_client = Spec::new(vec![Level::new("sync", Promise::Durable)]);
         let refused = Grammar::of(&one_client).parse("3 READER 1 BEGIN").unwrap_err();
         assert!(refused.contains("declares no readers"), "{refused}");
-        let readers = Some(Readers { max: 3, across_maintenance: true, writer_waits: false, documented: "here" });
+        let readers = Some(Readers {
+            max: 3,
+            across_maintenance: true,
+            writer_waits: false,
+            refused_at: &[],
+            documented: "here",
+        });
         let spec = Spec { readers, ..one_client };
         let grammar = Grammar::of(&spec);
         for line in ["3 READER 1 BEGIN", "4 READER 2 GET t0 k7", "5 READER 1 SCAN t0", "6 READER 3 END"] {

@@ -107,6 +107,12 @@ counters! {
     /// Readers' begins that engine refused as busy while its writer held
     /// its write lock (the reader stayed closed). Counted, never failed.
     readers_refused,
+    /// Readers' steps run while the writer's operation was suspended at
+    /// one of its I/Os (`--interleave`), each judged.
+    interleaved_steps,
+    /// Of them, a reader's attempt to write (granted with the writer idle,
+    /// or refused as busy).
+    write_attempts,
     /// Persistence hazards a kit target's engine left that it documents
     /// (`Spec::hazards`: reported, not failed; an undeclared one fails the
     /// run, as every one does for the segsim target, check `hazard`).

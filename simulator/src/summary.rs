@@ -281,6 +281,14 @@ impl Summary {
                 self.counters.busy_waits, self.counters.readers_refused
             );
         }
+        if self.counters.interleaved_steps > 0 {
+            let _ = writeln!(
+                out,
+                "{} reader steps ran inside a writer's operation, between two of its I/Os (--interleave), {} of \
+                 them attempts to write",
+                self.counters.interleaved_steps, self.counters.write_attempts
+            );
+        }
         if self.counters.inspections > 0 {
             let _ = writeln!(out, "{} crashed directories inspected read-only first", self.counters.inspections);
         }

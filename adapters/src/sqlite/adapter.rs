@@ -42,10 +42,12 @@
 
 use simkit::{
     Adapter, DocumentedHazard, Env, KitError, Level, Maintain, Maintenance, Plant, Previous, Promise, ReadTransactions,
-    RngCore, Rows, Spec, Tolerances,
+    ReadersBeside, RngCore, Rows, Spec, Tolerances,
 };
 
-use super::db::{open_db, SqliteDb, DB_NAME, OS_UNIX_SECTOR_BYTES};
+use std::sync::Arc;
+
+use super::db::{open_db, ReaderPool, SqliteDb, DB_NAME, OS_UNIX_SECTOR_BYTES};
 use super::readers::readers_of;
 use super::settings::{promise_of, JournalMode, SqliteConfig, Synchronous};
 use super::sql;
@@ -84,6 +86,9 @@ impl Plant for VfsPlant {
         VfsPlant::ShmExclusiveLies,
         VfsPlant::LocksPerProcess,
         VfsPlant::UnlockKeepsPending,
+        VfsPlant::ReservedOwnOnly,
+        VfsPlant::SharedOverPending,
+        VfsPlant::ShmUnlockReleasesAll,
     ];
 
     fn name(self) -> &'static str {
@@ -94,6 +99,9 @@ impl Plant for VfsPlant {
             VfsPlant::ShmExclusiveLies => "sqlite-shm-lock-lies",
             VfsPlant::LocksPerProcess => "sqlite-locks-per-process",
             VfsPlant::UnlockKeepsPending => "sqlite-unlock-keeps-pending",
+            VfsPlant::ReservedOwnOnly => "sqlite-reserved-own-only",
+            VfsPlant::SharedOverPending => "sqlite-shared-over-pending",
+            VfsPlant::ShmUnlockReleasesAll => "sqlite-shm-unlock-releases-all",
         }
     }
 
@@ -115,6 +123,18 @@ impl Plant for VfsPlant {
             VfsPlant::UnlockKeepsPending => {
                 "the VFS's xUnlock keeps the PENDING lock the writer took on the way to EXCLUSIVE (every reader's \
                  begin is refused as busy after the writer's first commit; run with --clients)"
+            }
+            VfsPlant::ReservedOwnOnly => {
+                "the VFS's xCheckReservedLock answers for the calling handle only (a reader takes the writer's live \
+                 journal for a hot one and is refused at RESERVED, where SQLite lets it begin; run with --clients)"
+            }
+            VfsPlant::SharedOverPending => {
+                "the VFS's xLock grants SHARED while another connection holds PENDING (a reader begins while the \
+                 writer waits for EXCLUSIVE; run with --clients and --interleave, whose busy handler waits)"
+            }
+            VfsPlant::ShmUnlockReleasesAll => {
+                "the VFS's xShmLock unlock releases every wal-index slot the connection holds (the writer loses \
+                 its write lock; run with --clients and --interleave, whose readers attempt writes)"
             }
         }
     }
@@ -265,7 +285,7 @@ impl Maintain<SqliteDb> for SqliteAdapter {
 
 impl ReadTransactions<SqliteDb> for SqliteAdapter {
     fn begin_read(&self, db: &mut SqliteDb, reader: usize) -> Result<(), KitError> {
-        db.begin_read(reader)
+        db.readers.begin_read(reader)
     }
 
     fn reader_get(
@@ -275,15 +295,65 @@ impl ReadTransactions<SqliteDb> for SqliteAdapter {
         table: usize,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>, KitError> {
-        db.call_reader(reader, |conn| sql::get(conn, table, key))
+        db.readers.reader_get(reader, table, key)
     }
 
     fn reader_scan(&self, db: &mut SqliteDb, reader: usize, table: usize) -> Result<Rows, KitError> {
-        db.call_reader(reader, |conn| sql::scan(conn, table))
+        db.readers.reader_scan(reader, table)
     }
 
     fn end_read(&self, db: &mut SqliteDb, reader: usize) -> Result<(), KitError> {
-        db.call_reader(reader, sql::rollback)
+        db.readers.end_read(reader)
+    }
+
+    /// The strongest `xLock` level on the database file, as the process's
+    /// lock table (`shared.rs`) holds it.
+    fn writer_lock(&self, db: &mut SqliteDb) -> Option<&'static str> {
+        Some(db.readers.writer_lock())
+    }
+
+    /// The readers' connections (`db::ReaderPool`): each is a connection
+    /// of its own, sharing with the writer's only the file locks and the
+    /// wal-index, which the VFS takes only inside each call.
+    /// The writer's connection then waits when refused as busy, with the
+    /// busy handler an application sets (`busy_timeout`): each of its
+    /// `xSleep`s is a point where the kit may step a reader (`db.rs`).
+    fn beside(&self, db: &mut SqliteDb) -> Option<Arc<dyn ReadersBeside>> {
+        db.wait_when_busy();
+        Some(db.readers.clone())
+    }
+}
+
+impl ReadersBeside for ReaderPool {
+    fn begin_read(&self, reader: usize) -> Result<(), KitError> {
+        ReaderPool::begin_read(self, reader)
+    }
+
+    fn reader_get(&self, reader: usize, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, KitError> {
+        self.call(reader, |conn| sql::get(conn, table, key))
+    }
+
+    fn reader_scan(&self, reader: usize, table: usize) -> Result<Rows, KitError> {
+        self.call(reader, |conn| sql::scan(conn, table))
+    }
+
+    fn end_read(&self, reader: usize) -> Result<(), KitError> {
+        self.call(reader, sql::rollback)
+    }
+
+    fn writer_lock(&self) -> Option<&'static str> {
+        Some(ReaderPool::writer_lock(self))
+    }
+
+    /// `BEGIN IMMEDIATE` on the reader's connection (its read transaction
+    /// ended first), rolled back at once if granted.
+    fn try_write(&self, reader: usize) -> Option<Result<bool, KitError>> {
+        Some(ReaderPool::try_write(self, reader))
+    }
+
+    /// `sqlite3_txn_state` of the writer's connection.
+    fn writer_writing(&self) -> Option<bool> {
+        Some(ReaderPool::writer_writing(self))
     }
 }
 

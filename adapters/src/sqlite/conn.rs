@@ -127,6 +127,36 @@ impl Conn {
     }
 }
 
+/// Whether a connection is in a write transaction, asked from inside
+/// another call on it (`TxnProbe::writing`): the writer's state as SQLite
+/// itself keeps it, for the kit's steps inside the writer's I/O.
+#[derive(Clone, Copy)]
+pub struct TxnProbe(*mut ffi::sqlite3);
+
+// SAFETY: the probe only reads a connection's transaction state, from the
+// thread that runs the connection (a step nested in its own call), and the
+// pool that holds it forgets it before the connection closes
+// (`SqliteDb`'s drop).
+unsafe impl Send for TxnProbe {}
+// SAFETY: as `Send`.
+unsafe impl Sync for TxnProbe {}
+
+impl TxnProbe {
+    /// `sqlite3_txn_state` of the main database is `SQLITE_TXN_WRITE`.
+    pub fn writing(self) -> bool {
+        // SAFETY: an open handle (see the `Send` argument); a null schema
+        // name asks for the most advanced state of any schema.
+        unsafe { ffi::sqlite3_txn_state(self.0, ptr::null()) == ffi::SQLITE_TXN_WRITE }
+    }
+}
+
+impl Conn {
+    /// A probe of this connection's transaction state (`TxnProbe`).
+    pub fn txn_probe(&self) -> TxnProbe {
+        TxnProbe(self.db)
+    }
+}
+
 impl Drop for Conn {
     fn drop(&mut self) {
         // SAFETY: every `Stmt` borrows the connection, so all are finalized

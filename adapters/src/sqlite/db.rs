@@ -13,16 +13,17 @@
 //! so what a connection draws never depends on other threads. The gate
 //! serialises SQLite across `--jobs`; the cost is small next to the disk.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use libsqlite3_sys as ffi;
 use simkit::{ErrorKind, KitError};
 use vfs::Vfs;
 
-use super::conn::{reseed_prng, Conn, SqlError};
+use super::conn::{reseed_prng, Conn, SqlError, TxnProbe};
 use super::readers::pin_snapshot;
 use super::settings::SqliteConfig;
 use super::shared::Shared;
@@ -33,11 +34,11 @@ use super::vfs::{RegisteredVfs, VfsContext, VfsOptions};
 /// writer's `SqliteDb` keeps it, so that readers open theirs on demand.
 pub(super) struct Connector {
     vfs: Arc<dyn Vfs>,
-    path: PathBuf,
+    pub(super) path: PathBuf,
     options: VfsOptions,
     pub(super) config: SqliteConfig,
     /// The process's file locks and wal-indexes.
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
 }
 
 impl Connector {
@@ -58,17 +59,34 @@ impl Connector {
 /// An open SQLite connection (the writer's), and its readers'.
 pub struct SqliteDb {
     conn: Option<Conn>,
-    /// Each reader's connection, opened at its first read transaction and
-    /// kept (a connection pool's), closed before the writer's.
-    readers: BTreeMap<usize, Conn>,
-    pub(super) connector: Connector,
+    /// The readers' connections, shared with the kit when it steps them
+    /// from inside the writer's I/O (`--interleave`, `ReadersBeside`).
+    pub(super) readers: Arc<ReaderPool>,
+    pub(super) connector: Arc<Connector>,
     /// Per key the open write transaction touched, its value before (as
     /// SQLite answered the first put or delete): the kit reads committed
     /// content between operations, and SQLite shows one connection only
     /// its own transaction's view. Only SQLite's answers go in here.
     pub(super) undo: BTreeMap<(usize, Vec<u8>), Option<Vec<u8>>>,
-    /// Bumped by every call: the PRNG's reseed.
-    calls: u64,
+    /// Bumped by every call, the readers' too: the PRNG's reseed.
+    calls: Arc<AtomicU64>,
+    prng_seed: u64,
+    /// The writer waits when busy (`wait_when_busy`).
+    waits_when_busy: bool,
+}
+
+/// How long the writer's busy handler waits, in simulated milliseconds,
+/// before its statement answers `SQLITE_BUSY` (`wait_when_busy`).
+const BUSY_TIMEOUT_MS: u32 = 100;
+
+/// Each reader's connection, opened at its first read transaction and
+/// kept (a connection pool's), closed before the writer's.
+pub(super) struct ReaderPool {
+    conns: Mutex<BTreeMap<usize, Conn>>,
+    /// The writer's transaction state, while its connection is open.
+    writer: Mutex<Option<TxnProbe>>,
+    connector: Arc<Connector>,
+    calls: Arc<AtomicU64>,
     prng_seed: u64,
 }
 
@@ -76,7 +94,8 @@ impl Drop for SqliteDb {
     /// Readers first: the last connection to close a WAL database
     /// checkpoints it and deletes the WAL, and that is the writer's job.
     fn drop(&mut self) {
-        let readers = std::mem::take(&mut self.readers).into_values();
+        *self.readers.writer.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        let readers = std::mem::take(&mut *self.readers.conns()).into_values();
         for conn in readers.chain(self.conn.take()) {
             // Closing writes (a WAL checkpoint): through the gate, like every call.
             let context = conn.vfs().context().clone();
@@ -90,11 +109,35 @@ impl Drop for SqliteDb {
 /// The process-wide gate every call into SQLite holds (see the module doc).
 static GATE: Mutex<()> = Mutex::new(());
 
-/// Take the gate and reseed SQLite's PRNG for call `call` of a connection.
-fn gate(prng_seed: u64, call: u64) -> std::sync::MutexGuard<'static, ()> {
-    let guard = GATE.lock().unwrap_or_else(PoisonError::into_inner);
+thread_local! {
+    /// Whether this thread holds [`GATE`]: a reader's call the kit makes
+    /// from inside the writer's I/O (`--interleave`) runs under the
+    /// writer's hold, on the same thread.
+    static GATE_HELD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A hold of the gate: the lock itself, or nothing for a call nested in
+/// one this thread already holds.
+struct Gate {
+    _guard: Option<MutexGuard<'static, ()>>,
+    nested: bool,
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        if !self.nested {
+            GATE_HELD.with(|held| held.set(false));
+        }
+    }
+}
+
+/// Take the gate (unless this thread holds it) and reseed SQLite's PRNG
+/// for call `call` of a connection.
+fn gate(prng_seed: u64, call: u64) -> Gate {
+    let nested = GATE_HELD.with(|held| held.replace(true));
+    let guard = (!nested).then(|| GATE.lock().unwrap_or_else(PoisonError::into_inner));
     reseed_prng(simulator::seeds::mix64(prng_seed ^ call.wrapping_mul(0x9E37_79B9_7F4A_7C15)) as u32);
-    guard
+    Gate { _guard: guard, nested }
 }
 
 /// A panic a VFS callback caught (and turned into an I/O error for
@@ -116,6 +159,85 @@ fn kit_error(error: SqlError) -> KitError {
     KitError::new(kind, error)
 }
 
+impl ReaderPool {
+    fn conns(&self) -> MutexGuard<'_, BTreeMap<usize, Conn>> {
+        self.conns.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Begin reader `reader`'s read transaction (`readers.rs`), its
+    /// connection opened first if it has none. Refused with `SQLITE_BUSY`
+    /// (the writer holds `PENDING` or `EXCLUSIVE`), nothing stays open.
+    pub(super) fn begin_read(&self, reader: usize) -> Result<(), KitError> {
+        self.ensure_conn(reader)?;
+        self.call(reader, pin_snapshot)
+    }
+
+    /// Reader `reader`'s connection, opened if it has none.
+    fn ensure_conn(&self, reader: usize) -> Result<(), KitError> {
+        if !self.conns().contains_key(&reader) {
+            let (conn, _) = self.connector.connect(false)?;
+            self.conns().insert(reader, conn);
+            let config = self.connector.config.clone();
+            self.call(reader, |conn| configure_connection(conn, &config))?;
+        }
+        Ok(())
+    }
+
+    /// Reader `reader` tries to write: `BEGIN IMMEDIATE` (its read
+    /// transaction ended first), rolled back at once when granted.
+    /// `Ok(false)`: refused as busy.
+    pub(super) fn try_write(&self, reader: usize) -> Result<bool, KitError> {
+        self.ensure_conn(reader)?;
+        self.call(reader, |conn| {
+            if !conn.autocommit() {
+                conn.exec("ROLLBACK")?;
+            }
+            match conn.exec("BEGIN IMMEDIATE") {
+                Ok(()) => conn.exec("ROLLBACK").map(|()| true),
+                Err(e) if e.primary() == ffi::SQLITE_BUSY => Ok(false),
+                Err(e) => Err(e),
+            }
+        })
+    }
+
+    /// Whether the writer's connection is in a write transaction, by
+    /// SQLite's own account (`TxnProbe`).
+    pub(super) fn writer_writing(&self) -> bool {
+        let probe = *self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        probe.is_some_and(TxnProbe::writing)
+    }
+
+    /// Run `body` on reader `reader`'s connection (open) through the gate.
+    pub(super) fn call<T>(
+        &self,
+        reader: usize,
+        body: impl FnOnce(&Conn) -> Result<T, SqlError>,
+    ) -> Result<T, KitError> {
+        let call = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let _gate = gate(self.prng_seed, call);
+        let conns = self.conns();
+        let conn = conns.get(&reader).expect("a reader's connection is opened before it is used");
+        let result = body(conn);
+        raise_panic(conn.vfs().context());
+        result.map_err(kit_error)
+    }
+
+    /// The strongest `xLock` level any connection holds on the database
+    /// file, by SQLite's name: the writer's, when asked as a reader's
+    /// begin was refused (the refused reader released its own, and the
+    /// others hold at most `SHARED`).
+    pub(super) fn writer_lock(&self) -> &'static str {
+        let level = self.connector.shared.strongest_lock(&self.connector.path);
+        match level {
+            ffi::SQLITE_LOCK_NONE => "NONE",
+            ffi::SQLITE_LOCK_SHARED => "SHARED",
+            ffi::SQLITE_LOCK_RESERVED => "RESERVED",
+            ffi::SQLITE_LOCK_PENDING => "PENDING",
+            _ => "EXCLUSIVE",
+        }
+    }
+}
+
 impl SqliteDb {
     fn conn(&self) -> &Conn {
         self.conn.as_ref().expect("open until dropped or closed")
@@ -123,39 +245,30 @@ impl SqliteDb {
 
     /// Run `body` on the writer's connection through the gate.
     pub(super) fn call<T>(&mut self, body: impl FnOnce(&Conn) -> Result<T, SqlError>) -> Result<T, KitError> {
-        self.calls += 1;
-        let _gate = gate(self.prng_seed, self.calls);
+        let call = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let _gate = gate(self.prng_seed, call);
         let conn = self.conn();
         let result = body(conn);
         raise_panic(conn.vfs().context());
         result.map_err(kit_error)
     }
 
-    /// Begin reader `reader`'s read transaction (`readers.rs`), its
-    /// connection opened first if it has none. Refused with `SQLITE_BUSY`
-    /// (the writer holds `PENDING` or `EXCLUSIVE`), nothing stays open.
-    pub(super) fn begin_read(&mut self, reader: usize) -> Result<(), KitError> {
-        if !self.readers.contains_key(&reader) {
-            let (conn, _) = self.connector.connect(false)?;
-            self.readers.insert(reader, conn);
-            let config = self.connector.config.clone();
-            self.call_reader(reader, |conn| configure_connection(conn, &config))?;
+    /// From now on the writer waits when refused as busy, as an
+    /// application's busy handler does (`PRAGMA busy_timeout`: SQLite's
+    /// default handler sleeps 1, 2, 5, ... ms through `xSleep` until
+    /// [`BUSY_TIMEOUT_MS`]), and each sleep is a point where the kit may
+    /// step a reader (`VfsContext::pause_on_sleep`). Only for a run whose
+    /// readers step inside the writer's calls (`--interleave`): with one
+    /// thread and no such steps nobody could clear meanwhile.
+    pub(super) fn wait_when_busy(&mut self) {
+        if self.waits_when_busy {
+            return;
         }
-        self.call_reader(reader, pin_snapshot)
-    }
-
-    /// Run `body` on reader `reader`'s connection (open) through the gate.
-    pub(super) fn call_reader<T>(
-        &mut self,
-        reader: usize,
-        body: impl FnOnce(&Conn) -> Result<T, SqlError>,
-    ) -> Result<T, KitError> {
-        self.calls += 1;
-        let _gate = gate(self.prng_seed, self.calls);
-        let conn = self.readers.get(&reader).expect("a reader's connection is opened before it is used");
-        let result = body(conn);
-        raise_panic(conn.vfs().context());
-        result.map_err(kit_error)
+        self.waits_when_busy = true;
+        self.conn().vfs().context().pause_on_sleep();
+        // A pragma that answers a row and touches no file.
+        let set = self.call(|conn| conn.exec(&format!("PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")));
+        debug_assert!(set.is_ok(), "busy_timeout is set without I/O: {set:?}");
     }
 
     /// A put (`value`) or a delete (`None`): the value it replaced, the
@@ -190,10 +303,21 @@ pub(super) fn open_db(
     config: &SqliteConfig,
     create: bool,
 ) -> Result<SqliteDb, KitError> {
-    let connector = Connector { vfs, path, options, config: config.clone(), shared: Arc::default() };
+    let connector = Arc::new(Connector { vfs, path, options, config: config.clone(), shared: Arc::default() });
     let (conn, prng_seed) = connector.connect(create)?;
-    let mut db =
-        SqliteDb { conn: Some(conn), readers: BTreeMap::new(), connector, undo: BTreeMap::new(), calls: 0, prng_seed };
+    let calls = Arc::new(AtomicU64::new(0));
+    let conns = Mutex::default();
+    let writer = Mutex::new(Some(conn.txn_probe()));
+    let readers = Arc::new(ReaderPool { conns, writer, connector: connector.clone(), calls: calls.clone(), prng_seed });
+    let mut db = SqliteDb {
+        conn: Some(conn),
+        readers,
+        connector,
+        undo: BTreeMap::new(),
+        calls,
+        prng_seed,
+        waits_when_busy: false,
+    };
     db.call(|conn| {
         if create {
             conn.exec(&format!("PRAGMA page_size={}", config.page_bytes))?;

@@ -31,13 +31,16 @@ const MAX_READERS: usize = 3;
 ///   "the transaction remains active and the COMMIT can be retried later
 ///   after the reader has had a chance to clear" (`lang_transaction.html`).
 ///   A writer that spilled its cache holds `EXCLUSIVE` until it commits,
-///   and a reader cannot begin meanwhile. `VACUUM` needs `EXCLUSIVE` too:
+///   and a reader cannot begin meanwhile; a reader is refused only while
+///   another connection holds `PENDING` or `EXCLUSIVE` ("no new SHARED
+///   locks will be granted"), never at `RESERVED` (`refused_at`). `VACUUM` needs `EXCLUSIVE` too:
 ///   readers end before it.
 pub fn readers_of(wal: bool) -> Readers {
     Readers {
         max: MAX_READERS,
         across_maintenance: wal,
         writer_waits: !wal,
+        refused_at: if wal { &[] } else { &["PENDING", "EXCLUSIVE"] },
         documented: if wal {
             "wal.html ('readers do not block writers and a writer does not block readers'; a reader sees the \
              database as of its end mark, which a checkpoint never passes)"

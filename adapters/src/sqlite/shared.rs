@@ -134,8 +134,17 @@ impl Shared {
     /// new `SHARED` is granted) and then needs every other handle at
     /// `NONE` — refused, the handle keeps `PENDING`. `others_ignored` is the
     /// planted bug: POSIX advisory locks taken as they are, which never
-    /// conflict within one process (what `unixInodeInfo` exists to fix).
-    pub fn lock(&self, path: &Path, handle: u64, level: c_int, others_ignored: bool) -> Grant {
+    /// conflict within one process (what `unixInodeInfo` exists to fix);
+    /// `shared_over_pending` another: `SHARED` refused only by another's
+    /// `EXCLUSIVE`, not by its `PENDING`.
+    pub fn lock(
+        &self,
+        path: &Path,
+        handle: u64,
+        level: c_int,
+        others_ignored: bool,
+        shared_over_pending: bool,
+    ) -> Grant {
         let mut inner = self.inner();
         let levels = inner.file_locks.entry(path.to_path_buf()).or_default();
         let own = levels.get(&handle).copied().unwrap_or(ffi::SQLITE_LOCK_NONE);
@@ -145,6 +154,7 @@ impl Shared {
         let others_max = levels.iter().filter(|(h, _)| **h != handle && !others_ignored).map(|(_, l)| *l).max();
         let others_max = others_max.unwrap_or(ffi::SQLITE_LOCK_NONE);
         let granted = match level {
+            ffi::SQLITE_LOCK_SHARED if shared_over_pending => others_max < ffi::SQLITE_LOCK_EXCLUSIVE,
             ffi::SQLITE_LOCK_SHARED => others_max < ffi::SQLITE_LOCK_PENDING,
             ffi::SQLITE_LOCK_RESERVED => {
                 debug_assert!(own >= ffi::SQLITE_LOCK_SHARED, "SQLite reserves only over its own SHARED lock");
@@ -200,6 +210,23 @@ impl Shared {
         inner.file_locks.get(path).is_some_and(|levels| levels.values().any(|l| *l >= ffi::SQLITE_LOCK_RESERVED))
     }
 
+    /// The strongest lock any handle of the process holds on `path`
+    /// (`SQLITE_LOCK_NONE` if none): what the adapter reports as the
+    /// writer's lock (`ReaderPool::writer_lock`).
+    pub fn strongest_lock(&self, path: &Path) -> c_int {
+        let inner = self.inner();
+        let levels = inner.file_locks.get(path);
+        levels.and_then(|levels| levels.values().copied().max()).unwrap_or(ffi::SQLITE_LOCK_NONE)
+    }
+
+    /// `handle`'s own lock on `path` (what the planted
+    /// `xCheckReservedLock` asks instead of every handle's).
+    pub fn own_lock(&self, path: &Path, handle: u64) -> c_int {
+        let inner = self.inner();
+        let level = inner.file_locks.get(path).and_then(|levels| levels.get(&handle).copied());
+        level.unwrap_or(ffi::SQLITE_LOCK_NONE)
+    }
+
     /// `handle` closed: whatever it still held is released (os_unix
     /// releases a closing file's locks).
     pub fn closed(&self, path: &Path, handle: u64) {
@@ -239,7 +266,10 @@ impl Shared {
     /// os_unix's `unixShmLock` does between connections: a shared lock
     /// waits for no other's exclusive, an exclusive one for no other's
     /// lock of either kind, all slots or none. `exclusive_lies` is the
-    /// planted bug: an exclusive lock ignores the others' shared locks.
+    /// planted bug: an exclusive lock ignores the others' shared locks;
+    /// `unlock_all` another: an unlock releases every slot the handle
+    /// holds, not only the ones named.
+    #[allow(clippy::too_many_arguments)]
     pub fn shm_lock(
         &self,
         path: &Path,
@@ -248,6 +278,7 @@ impl Shared {
         count: usize,
         op: ShmOp,
         exclusive_lies: bool,
+        unlock_all: bool,
     ) -> Grant {
         assert!(first + count <= SHM_LOCK_SLOTS && count >= 1, "slots {first}+{count} of {SHM_LOCK_SLOTS}");
         let mut inner = self.inner();
@@ -277,6 +308,7 @@ impl Shared {
             }
         };
         let locks = node.locks.get_mut(&handle).expect("a connection locks the wal-index it mapped");
+        let slots = if unlock_all && op == ShmOp::Unlock { 0..SHM_LOCK_SLOTS } else { slots };
         for slot in slots {
             locks[slot] = want;
         }
@@ -317,23 +349,23 @@ mod tests {
         let shared = Shared::default();
         let (writer, reader) = (shared.new_handle(), shared.new_handle());
         let path = Path::new(DB);
-        assert_eq!(shared.lock(path, reader, ffi::SQLITE_LOCK_SHARED, false), Grant::Ok);
-        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_SHARED, false), Grant::Ok);
-        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_RESERVED, false), Grant::Ok);
+        assert_eq!(shared.lock(path, reader, ffi::SQLITE_LOCK_SHARED, false, false), Grant::Ok);
+        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_SHARED, false, false), Grant::Ok);
+        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_RESERVED, false, false), Grant::Ok);
         assert!(shared.reserved(path));
         assert_eq!(
-            shared.lock(path, writer, ffi::SQLITE_LOCK_EXCLUSIVE, false),
+            shared.lock(path, writer, ffi::SQLITE_LOCK_EXCLUSIVE, false, false),
             Grant::Busy,
             "the reader holds SHARED"
         );
         // The writer now holds PENDING: no new SHARED is granted.
         let late = shared.new_handle();
-        assert_eq!(shared.lock(path, late, ffi::SQLITE_LOCK_SHARED, false), Grant::Busy);
+        assert_eq!(shared.lock(path, late, ffi::SQLITE_LOCK_SHARED, false, false), Grant::Busy);
         shared.unlock(path, reader, ffi::SQLITE_LOCK_NONE, false);
-        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_EXCLUSIVE, false), Grant::Ok);
+        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_EXCLUSIVE, false, false), Grant::Ok);
         shared.unlock(path, writer, ffi::SQLITE_LOCK_SHARED, false);
         assert!(!shared.reserved(path));
-        assert_eq!(shared.lock(path, late, ffi::SQLITE_LOCK_SHARED, false), Grant::Ok);
+        assert_eq!(shared.lock(path, late, ffi::SQLITE_LOCK_SHARED, false, false), Grant::Ok);
     }
 
     /// The planted `xUnlock` keeps the writer's `PENDING` lock: after a
@@ -344,15 +376,15 @@ mod tests {
         let shared = Shared::default();
         let (writer, reader) = (shared.new_handle(), shared.new_handle());
         let path = Path::new(DB);
-        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_SHARED, false), Grant::Ok);
-        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_RESERVED, false), Grant::Ok);
-        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_EXCLUSIVE, false), Grant::Ok);
+        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_SHARED, false, false), Grant::Ok);
+        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_RESERVED, false, false), Grant::Ok);
+        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_EXCLUSIVE, false, false), Grant::Ok);
         shared.unlock(path, writer, ffi::SQLITE_LOCK_SHARED, true);
         shared.unlock(path, writer, ffi::SQLITE_LOCK_NONE, true);
-        assert_eq!(shared.lock(path, reader, ffi::SQLITE_LOCK_SHARED, false), Grant::Busy, "PENDING was kept");
-        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_EXCLUSIVE, false), Grant::Ok);
+        assert_eq!(shared.lock(path, reader, ffi::SQLITE_LOCK_SHARED, false, false), Grant::Busy, "PENDING was kept");
+        assert_eq!(shared.lock(path, writer, ffi::SQLITE_LOCK_EXCLUSIVE, false, false), Grant::Ok);
         shared.unlock(path, writer, ffi::SQLITE_LOCK_NONE, false);
-        assert_eq!(shared.lock(path, reader, ffi::SQLITE_LOCK_SHARED, false), Grant::Ok, "the honest unlock");
+        assert_eq!(shared.lock(path, reader, ffi::SQLITE_LOCK_SHARED, false, false), Grant::Ok, "the honest unlock");
     }
 
     #[test]
@@ -361,12 +393,31 @@ mod tests {
         let (a, b) = (shared.new_handle(), shared.new_handle());
         let path = Path::new(DB);
         for h in [a, b] {
-            assert_eq!(shared.lock(path, h, ffi::SQLITE_LOCK_SHARED, false), Grant::Ok);
+            assert_eq!(shared.lock(path, h, ffi::SQLITE_LOCK_SHARED, false, false), Grant::Ok);
         }
-        assert_eq!(shared.lock(path, a, ffi::SQLITE_LOCK_RESERVED, false), Grant::Ok);
-        assert_eq!(shared.lock(path, b, ffi::SQLITE_LOCK_RESERVED, false), Grant::Busy);
+        assert_eq!(shared.lock(path, a, ffi::SQLITE_LOCK_RESERVED, false, false), Grant::Ok);
+        assert_eq!(shared.lock(path, b, ffi::SQLITE_LOCK_RESERVED, false, false), Grant::Busy);
         shared.closed(path, a);
-        assert_eq!(shared.lock(path, b, ffi::SQLITE_LOCK_RESERVED, false), Grant::Ok);
+        assert_eq!(shared.lock(path, b, ffi::SQLITE_LOCK_RESERVED, false, false), Grant::Ok);
+    }
+
+    /// The planted unlock releases every slot the handle holds: the
+    /// writer's write lock (slot 0) goes with the read marks it unlocks,
+    /// and another connection takes it; the honest unlock keeps it.
+    #[test]
+    fn the_planted_shm_unlock_releases_the_write_lock_too() {
+        for unlock_all in [false, true] {
+            let shared = Shared::default();
+            let (writer, other) = (shared.new_handle(), shared.new_handle());
+            let path = Path::new(DB);
+            shared.shm_map(path, writer, 0, 32768, true).expect("created");
+            shared.shm_map(path, other, 0, 32768, false).expect("mapped");
+            assert_eq!(shared.shm_lock(path, writer, 0, 1, ShmOp::Exclusive, false, unlock_all), Grant::Ok);
+            assert_eq!(shared.shm_lock(path, writer, 4, 4, ShmOp::Exclusive, false, unlock_all), Grant::Ok);
+            assert_eq!(shared.shm_lock(path, writer, 4, 4, ShmOp::Unlock, false, unlock_all), Grant::Ok);
+            let second = shared.shm_lock(path, other, 0, 1, ShmOp::Exclusive, false, false);
+            assert_eq!(second, if unlock_all { Grant::Ok } else { Grant::Busy }, "unlock_all {unlock_all}");
+        }
     }
 
     #[test]
@@ -377,15 +428,15 @@ mod tests {
         assert_eq!(shared.shm_map(path, reader, 0, 32768, false), None, "no region yet");
         let region = shared.shm_map(path, writer, 0, 32768, true).expect("created");
         assert_eq!(shared.shm_map(path, reader, 0, 32768, false), Some(region), "one region for both");
-        assert_eq!(shared.shm_lock(path, reader, 3, 1, ShmOp::Shared, false), Grant::Ok);
-        assert_eq!(shared.shm_lock(path, writer, 3, 1, ShmOp::Shared, false), Grant::Ok, "shared with shared");
-        assert_eq!(shared.shm_lock(path, writer, 2, 3, ShmOp::Exclusive, false), Grant::Busy);
-        assert_eq!(shared.shm_lock(path, writer, 2, 3, ShmOp::Exclusive, true), Grant::Ok, "the plant lies");
-        assert_eq!(shared.shm_lock(path, reader, 2, 1, ShmOp::Shared, false), Grant::Busy, "held exclusive");
-        assert_eq!(shared.shm_lock(path, writer, 2, 3, ShmOp::Unlock, false), Grant::Ok);
-        assert_eq!(shared.shm_lock(path, reader, 2, 1, ShmOp::Shared, false), Grant::Ok);
+        assert_eq!(shared.shm_lock(path, reader, 3, 1, ShmOp::Shared, false, false), Grant::Ok);
+        assert_eq!(shared.shm_lock(path, writer, 3, 1, ShmOp::Shared, false, false), Grant::Ok, "shared with shared");
+        assert_eq!(shared.shm_lock(path, writer, 2, 3, ShmOp::Exclusive, false, false), Grant::Busy);
+        assert_eq!(shared.shm_lock(path, writer, 2, 3, ShmOp::Exclusive, true, false), Grant::Ok, "the plant lies");
+        assert_eq!(shared.shm_lock(path, reader, 2, 1, ShmOp::Shared, false, false), Grant::Busy, "held exclusive");
+        assert_eq!(shared.shm_lock(path, writer, 2, 3, ShmOp::Unlock, false, false), Grant::Ok);
+        assert_eq!(shared.shm_lock(path, reader, 2, 1, ShmOp::Shared, false, false), Grant::Ok);
         shared.shm_unmap(path, reader);
-        assert_eq!(shared.shm_lock(path, writer, 2, 3, ShmOp::Exclusive, false), Grant::Ok, "the reader left");
+        assert_eq!(shared.shm_lock(path, writer, 2, 3, ShmOp::Exclusive, false, false), Grant::Ok, "the reader left");
         shared.shm_unmap(path, writer);
         assert_eq!(shared.shm_map(path, writer, 0, 32768, false), None, "freed with the last mapping");
     }

@@ -289,6 +289,110 @@ fn the_kept_pending_lock_is_caught() {
     assert_eq!(caught.map(|f| f.check), Some(simulator::failure::Check::Reply));
 }
 
+/// `sqlite-reserved-own-only` (issue 49): `xCheckReservedLock` answers
+/// for the caller alone, so a reader takes the writer's live journal for
+/// a hot one and is refused while the writer holds only `RESERVED`. The
+/// spec's refusal rule (`Readers::refused_at`: `PENDING` or `EXCLUSIVE`)
+/// catches it in DELETE mode within a short sweep, naming the lock; the
+/// honest VFS passes the same seeds. With the rule switched off
+/// (`refused_at: &[]`: any refused begin inside a write transaction
+/// accepted, as before) this test fails: SQLITE.md, *Clients that
+/// overlap*.
+#[test]
+fn the_reserved_lock_plant_is_caught_by_the_refusal_rule() {
+    let planted = |plant| {
+        let mut target = with_options(&["journal_mode=delete"], plant);
+        target.set_clients(3).unwrap();
+        target
+    };
+    let (bad, honest) = (planted(Some("sqlite-reserved-own-only")), planted(None));
+    let caught = (0..20).find_map(|seed| run_seed(&bad, seed, false).failure).expect("caught within 20 seeds");
+    assert_eq!(caught.check, simulator::failure::Check::Reply, "{caught:?}");
+    assert!(caught.detail.contains("while the writer holds RESERVED"), "{}", caught.detail);
+    assert!(run_seed(&honest, caught.seed, false).failure.is_none(), "seed {} passes honestly", caught.seed);
+}
+
+/// Readers stepping inside the writer's operations (`--interleave`), in
+/// WAL and in a rollback mode: seeds run clean and replay bit for bit,
+/// and steps did run between a writer's I/Os.
+#[test]
+fn interleaved_readers_run_clean_in_wal_and_rollback_modes() {
+    for mode in ["journal_mode=wal", "journal_mode=delete"] {
+        let mut target = with_options(&[mode, "synchronous=full"], None);
+        target.settings.ops = Some(80);
+        target.set_clients(3).unwrap();
+        target.set_interleave(true).unwrap();
+        assert_seeds_pass_and_replay(&target, 0..6);
+        let steps: u64 = (0..6).map(|seed| run_seed(&target, seed, false).counters.interleaved_steps).sum();
+        assert!(steps > 0, "{mode}: no reader stepped inside a writer's operation");
+    }
+}
+
+/// `sqlite-shared-over-pending` (issue 49): `xLock` grants `SHARED` while
+/// the writer holds `PENDING`. With `--interleave` the writer's busy
+/// handler sleeps while a reader's `SHARED` lock keeps it from
+/// `EXCLUSIVE`, a reader steps in that sleep, and its begin is granted
+/// where SQLite refuses it (check `isolation`, naming the lock); the
+/// honest VFS passes the same seed.
+#[test]
+fn the_shared_over_pending_plant_is_caught_inside_a_busy_wait() {
+    let planted = |plant| {
+        let mut target = with_options(&["journal_mode=delete"], plant);
+        target.set_clients(3).unwrap();
+        target.set_interleave(true).unwrap();
+        target
+    };
+    let (bad, honest) = (planted(Some("sqlite-shared-over-pending")), planted(None));
+    let caught = (0..10).find_map(|seed| run_seed(&bad, seed, false).failure).expect("caught within 10 seeds");
+    assert_eq!(caught.check, simulator::failure::Check::Isolation, "{caught:?}");
+    assert!(caught.detail.contains("began while the writer holds PENDING"), "{}", caught.detail);
+    assert!(run_seed(&honest, caught.seed, false).failure.is_none(), "seed {} passes honestly", caught.seed);
+}
+
+/// `sqlite-shm-unlock-releases-all` (issue 49's released-slots plant):
+/// an `xShmLock` unlock releases every wal-index slot the connection
+/// holds, so the WAL writer loses its write lock when it unlocks the read
+/// marks it took to restart the WAL. Harmless while only the writer
+/// writes; with `--interleave` a reader's write attempt inside the
+/// writer's transaction is granted (check `isolation`, "two writers"),
+/// and on the honest VFS the same seed passes.
+#[test]
+fn the_released_slots_plant_is_caught_by_a_second_writer() {
+    let planted = |plant| {
+        let mut target = with_options(&["journal_mode=wal"], plant);
+        target.set_clients(3).unwrap();
+        target.set_interleave(true).unwrap();
+        target
+    };
+    let (bad, honest) = (planted(Some("sqlite-shm-unlock-releases-all")), planted(None));
+    let caught = (0..10).find_map(|seed| run_seed(&bad, seed, false).failure).expect("caught within 10 seeds");
+    assert_eq!(caught.check, simulator::failure::Check::Isolation, "{caught:?}");
+    assert!(caught.detail.contains("two writers"), "{}", caught.detail);
+    assert!(run_seed(&honest, caught.seed, false).failure.is_none(), "seed {} passes honestly", caught.seed);
+}
+
+/// The shrunk history of `sqlite-shared-over-pending` (SQLITE.md,
+/// *Clients that overlap*): two operations, and the steps drawn inside
+/// them — reader 2 begins inside the `PUT`, so the `COMMIT` waits at
+/// `PENDING` in its busy handler, where reader 2 begins afresh. With the
+/// plant its begin is granted (check `isolation`); on the honest VFS it is
+/// refused, the writer's next try takes `EXCLUSIVE`, and the run passes.
+#[test]
+fn the_shared_over_pending_history_fails_only_with_its_plant() {
+    let ops = "187 PUT t0 17010490488034552 h4vowlbgm8zomh4c\n189 COMMIT commit\n";
+    for planted in [true, false] {
+        let plant = if planted { "plant sqlite-shared-over-pending\n" } else { "" };
+        let text = format!("target sqlite\nseed 0\n{plant}set journal_mode=delete\nclients 3\ninterleave on\n{ops}");
+        let (target, seed, ops) = parse_ops_file(sqlite(KitSettings::default()), &text).unwrap();
+        let outcome = target.run(seed, &ops, false);
+        match planted {
+            true => assert_eq!(outcome.failure.map(|f| f.check), Some(simulator::failure::Check::Isolation)),
+            false => assert!(outcome.failure.is_none(), "{:?}", outcome.failure),
+        }
+        assert!(outcome.counters.interleaved_steps >= 2, "planted {planted}: {:?}", outcome.counters);
+    }
+}
+
 /// A seed names what it drew (issue 52): the outcome, its failure, and
 /// the summary of one seed, in words and in JSON — the engine's settings
 /// as `--set` spells them, each level's promise, the disk and the clients.

@@ -74,7 +74,13 @@
 //! advisory locks as they are, which never conflict within one process (a
 //! rollback-journal writer then overwrites the pages readers read), and an
 //! `xUnlock` that keeps the writer's `PENDING` lock (readers then refused
-//! as busy after every commit: a lock kept too long).
+//! as busy after every commit: a lock kept too long), and an
+//! `xCheckReservedLock` that answers only for the calling handle (readers
+//! take the writer's live journal for a hot one, and are refused at
+//! `RESERVED`), an `xLock` that grants `SHARED` over another's `PENDING`,
+//! and an `xShmLock` unlock that releases every slot the connection holds
+//! (the WAL writer loses its write lock). The last two need readers that
+//! step inside the writer's operations (`--interleave`).
 //!
 //! # Where each part lives
 //! This file is the VFS itself: its registration, the connection's
@@ -93,7 +99,7 @@ use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::ptr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use libsqlite3_sys as ffi;
@@ -126,6 +132,21 @@ pub enum VfsPlant {
     /// byte explicitly): from the writer's first commit on, no other
     /// connection can take `SHARED`, so every reader's begin is refused.
     UnlockKeepsPending,
+    /// `xCheckReservedLock` answers for the calling handle alone, not for
+    /// every connection of the process (os_unix asks the inode): a reader
+    /// that finds the writer's journal takes it for a hot one while the
+    /// writer holds `RESERVED`, and is refused as busy where SQLite lets
+    /// it begin.
+    ReservedOwnOnly,
+    /// `xLock` grants `SHARED` while another connection holds `PENDING`
+    /// (only `EXCLUSIVE` refuses it): a writer waiting for its readers to
+    /// clear can wait forever, and a reader begins where SQLite refuses it.
+    SharedOverPending,
+    /// `xShmUnlock` of some wal-index slots releases every slot the
+    /// connection holds: the writer loses its `WAL_WRITE_LOCK` when it
+    /// releases the read marks it locked to restart the WAL, and a second
+    /// connection may then write.
+    ShmUnlockReleasesAll,
 }
 
 /// What the VFS of one connection claims and does.
@@ -158,6 +179,12 @@ pub struct VfsContext {
     slept_us: AtomicU64,
     /// The `xRandomness` stream's state (splitmix64).
     random: AtomicU64,
+    /// `xSleep` is a point where the kit may run a reader's step
+    /// (`--interleave`): set on the writer's connection, whose busy
+    /// handler then waits for readers the kit steps meanwhile. It tells
+    /// the disk through `Vfs::mark(BUSY_WAIT)`, which the kit's pausing
+    /// disk takes as a pause point and does not pass on.
+    pause_on_sleep: AtomicBool,
     /// The first panic a callback caught, to raise again on the Rust side.
     panic: Mutex<Option<String>>,
 }
@@ -173,8 +200,14 @@ impl VfsContext {
             shared,
             slept_us: AtomicU64::new(0),
             random: AtomicU64::new(seed),
+            pause_on_sleep: AtomicBool::new(false),
             panic: Mutex::new(None),
         }
+    }
+
+    /// From now on, each `xSleep` is a pause point (see `pause_on_sleep`).
+    pub fn pause_on_sleep(&self) {
+        self.pause_on_sleep.store(true, Ordering::Relaxed);
     }
 
     /// The message of a panic a callback caught since the last call, if any.
@@ -425,6 +458,9 @@ unsafe extern "C" fn x_sleep(vfs: *mut ffi::sqlite3_vfs, micros: c_int) -> c_int
         let context = vfs_context(vfs);
         guarded(Some(context), 0, || {
             context.slept_us.fetch_add(micros.max(0) as u64, Ordering::Relaxed);
+            if context.pause_on_sleep.load(Ordering::Relaxed) {
+                context.vfs.mark(simkit::BUSY_WAIT);
+            }
             micros
         })
     }

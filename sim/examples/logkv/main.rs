@@ -75,6 +75,7 @@ impl Adapter for LogKvAdapter {
                 max: 3,
                 across_maintenance: true,
                 writer_waits: false,
+                refused_at: &[],
                 documented: "store.rs's module doc",
             }),
             ..Spec::new(vec![Level::new("sync", Promise::Durable), Level::new("nosync", Promise::Eventual)])

@@ -277,6 +277,7 @@ fn run_target(cli: &Cli) -> ExitCode {
             ("--plant", kit.plant.is_some()),
             ("--set", !kit.options.is_empty()),
             ("--clients", kit.clients.is_some()),
+            ("--interleave", kit.interleave),
             ("--torn-garbage", kit.torn_garbage),
             ("--read-bitflips", cli.read_bitflips),
             ("--fsync", cli.fsync.is_some()),

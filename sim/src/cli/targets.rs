@@ -179,6 +179,14 @@ pub struct TargetArgs {
     /// SQLITE_BUSY), the readers end and the commit is retried. Default 1.
     #[arg(long, value_name = "N")]
     pub clients: Option<usize>,
+
+    /// With --clients on sqlite: readers also step inside the writer's
+    /// operations, between two of its I/Os (a commit's WAL frames and its
+    /// commit frame, a checkpoint's copy and its truncate), where the seed
+    /// draws; overlapping histories, each reader held to any state
+    /// committed while it began.
+    #[arg(long)]
+    pub interleave: bool,
 }
 
 /// Every flag some target takes, gathered from whichever command line
@@ -201,6 +209,8 @@ pub struct TargetFlags {
     pub options: Vec<String>,
     /// Kit: up to this many clients per seed.
     pub clients: Option<usize>,
+    /// Kit: readers step inside the writer's operations.
+    pub interleave: bool,
     /// Operations per seed.
     pub ops: Option<u64>,
     /// A forced crash mode.
@@ -217,6 +227,7 @@ impl TargetFlags {
             torn_garbage: args.torn_garbage,
             options: args.options.clone(),
             clients: args.clients,
+            interleave: args.interleave,
             ..self
         }
     }
@@ -292,6 +303,7 @@ fn kit<A: Adapter + 'static>(adapter: A, flags: &TargetFlags) -> Result<Box<dyn 
     settings.harsh = Harsh { torn_garbage: flags.torn_garbage, read_bitflips: flags.read_bitflips };
     let mut target: Kit<A> = built_in(adapter, settings);
     target.apply_args(flags.plant.as_deref(), &flags.options, flags.clients)?;
+    target.set_interleave(flags.interleave)?;
     Ok(Box::new(target))
 }
 

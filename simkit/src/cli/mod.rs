@@ -71,6 +71,12 @@ struct KitArgs {
     /// adapter declares readers (`Spec::readers`); default 1.
     #[arg(long, value_name = "N")]
     clients: Option<usize>,
+
+    /// With --clients: readers also step inside the writer's operations,
+    /// between two of its I/Os, where the seed draws (an adapter whose
+    /// readers step apart from its Db: ReadTransactions::beside).
+    #[arg(long)]
+    interleave: bool,
 }
 
 /// Parsed once per process: the size of its largest variant costs nothing.
@@ -142,6 +148,7 @@ fn target<A: Adapter>(
     settings.harsh.read_bitflips = args.read_bitflips;
     let mut kit = Kit::new(adapter, settings);
     kit.apply_args(args.plant.as_deref(), &args.options, args.clients)?;
+    kit.set_interleave(args.interleave)?;
     Ok(kit)
 }
 
@@ -175,6 +182,7 @@ pub fn main<A: Adapter + Clone>(adapter: A) -> ExitCode {
             ("--plant", args.plant.is_some()),
             ("--set", !args.options.is_empty()),
             ("--clients", args.clients.is_some()),
+            ("--interleave", args.interleave),
             ("--torn-garbage", args.torn_garbage),
             ("--read-bitflips", args.read_bitflips),
         ];

@@ -26,8 +26,10 @@ pub(super) unsafe extern "C" fn x_lock(file: *mut ffi::sqlite3_file, level: c_in
                 state.lock = state.lock.max(level);
                 return ffi::SQLITE_OK;
             }
-            let per_process = state.context().options.plant == Some(VfsPlant::LocksPerProcess);
-            state.context().shared.lock(&state.path, state.handle, level, per_process).code()
+            let plant = state.context().options.plant;
+            let per_process = plant == Some(VfsPlant::LocksPerProcess);
+            let over_pending = plant == Some(VfsPlant::SharedOverPending);
+            state.context().shared.lock(&state.path, state.handle, level, per_process, over_pending).code()
         })
     }
 }
@@ -52,7 +54,11 @@ pub(super) unsafe extern "C" fn x_check_reserved_lock(file: *mut ffi::sqlite3_fi
     unsafe {
         *out = 0;
         with_file(file, ffi::SQLITE_IOERR_CHECKRESERVEDLOCK, |state| {
+            let own_only = state.context().options.plant == Some(VfsPlant::ReservedOwnOnly);
             let reserved = match state.on_disk() {
+                true if own_only => {
+                    state.context().shared.own_lock(&state.path, state.handle) >= ffi::SQLITE_LOCK_RESERVED
+                }
                 true => state.context().shared.reserved(&state.path),
                 false => state.lock >= ffi::SQLITE_LOCK_RESERVED,
             };
@@ -104,8 +110,11 @@ pub(super) unsafe extern "C" fn x_shm_lock(
             let (Ok(first), Ok(count)) = (usize::try_from(first), usize::try_from(count)) else {
                 return ffi::SQLITE_IOERR_SHMLOCK;
             };
-            let lies = state.context().options.plant == Some(VfsPlant::ShmExclusiveLies);
-            state.context().shared.shm_lock(&state.path, state.handle, first, count, op, lies).code()
+            let plant = state.context().options.plant;
+            let lies = plant == Some(VfsPlant::ShmExclusiveLies);
+            let unlock_all = plant == Some(VfsPlant::ShmUnlockReleasesAll);
+            let shared = &state.context().shared;
+            shared.shm_lock(&state.path, state.handle, first, count, op, lies, unlock_all).code()
         })
     }
 }

@@ -1,0 +1,273 @@
+//! Where the writer's operation can be suspended (`--interleave`): a
+//! [`Vfs`] in front of the simulated disk that, before each I/O that
+//! changes the disk (a write, a truncate, an fsync, an unlink, a rename, a
+//! directory sync, a create), and where the engine says it waits for
+//! another connection ([`BUSY_WAIT`]), asks its [`PausePoint`] whether a
+//! reader's step is due there, and runs it before the I/O goes on.
+//!
+//! Why here and not in the disk: the engine calls back into the disk from
+//! inside its operation, so this is the one place every engine's
+//! operation can be cut between two of its I/Os — a commit between its
+//! WAL frames and its commit frame, a checkpoint between its copy and its
+//! truncate, a rollback journal's commit between the journal's write and
+//! its unlink — without threads (one seed runs on one thread, as ever) and
+//! without touching the disk, whose traces every target shares. With
+//! `--interleave` off the kit never puts it in front of the disk, and
+//! nothing of a run changes.
+//!
+//! The step runs on the writer's thread, inside the writer's call, with
+//! faults off (an injected fault would end the writer's operation too,
+//! and the reader's step is judged on what it read); its own I/Os never
+//! pause again. What it did is kept for the run loop to judge once the
+//! writer's call returns (`interleave.rs`).
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::io;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use vfs::{LockGuard, LockMode, Mapping, OpenMode, Vfs, VfsFile};
+
+use super::adapter::{KitError, ReadersBeside, Rows};
+use simulator::disk::SimVfs;
+
+/// The phase an engine marks (`Vfs::mark`) where it waits for another
+/// connection — SQLite's busy handler sleeping: with `--interleave` a
+/// pause point like an I/O that changes the disk (a reader's step may run
+/// there, and may be what the writer waits for), and never passed on to
+/// the disk, so a run's trace does not depend on it.
+pub const BUSY_WAIT: &str = "busy-wait";
+
+/// A reader's step armed for the writer's next operation: at its
+/// `at_pause`-th pause point (1-based), reader `reader` reads `table`
+/// whole, having begun afresh first if `fresh` or if it has no
+/// transaction open — or, with `try_write`, ends its transaction and tries
+/// to write (`ReadersBeside::try_write`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PausedStep {
+    pub at_pause: u32,
+    pub reader: usize,
+    pub table: usize,
+    pub fresh: bool,
+    pub try_write: bool,
+}
+
+/// What a paused step did, for the run loop to judge.
+#[derive(Debug)]
+pub(crate) struct StepDone {
+    pub step: PausedStep,
+    /// The disk's I/O index when the writer was suspended.
+    pub io_index: u64,
+    /// It ended the reader's open transaction first.
+    pub ended: bool,
+    /// It began one (`Ok`, or the refusal), with the writer's lock as the
+    /// adapter reported it right after.
+    pub begun: Option<(Result<(), KitError>, Option<&'static str>)>,
+    /// What the scan read, if the reader was open by then.
+    pub scanned: Option<Result<Rows, KitError>>,
+    /// A write attempt's answer (granted or not), with whether the writer
+    /// was in a write transaction then, by the engine's account.
+    pub tried: Option<(Result<bool, KitError>, Option<bool>)>,
+}
+
+/// The plan for the writer's current operation and what it did.
+#[derive(Default)]
+struct Plan {
+    beside: Option<Arc<dyn ReadersBeside>>,
+    armed: Option<PausedStep>,
+    /// The readers open, as the kit knows them, updated by the steps.
+    open: BTreeSet<usize>,
+    pauses_seen: u32,
+    running: bool,
+    done: Vec<StepDone>,
+}
+
+/// The pause points of one run (see the module doc).
+pub(crate) struct PausePoint {
+    disk: Arc<SimVfs>,
+    plan: Mutex<Plan>,
+}
+
+impl PausePoint {
+    pub(crate) fn new(disk: Arc<SimVfs>) -> Arc<PausePoint> {
+        Arc::new(PausePoint { disk, plan: Mutex::default() })
+    }
+
+    fn plan(&self) -> MutexGuard<'_, Plan> {
+        self.plan.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Arm `step` for the writer's next call, the readers `open` now.
+    pub(crate) fn arm(&self, beside: Arc<dyn ReadersBeside>, step: PausedStep, open: BTreeSet<usize>) {
+        let mut plan = self.plan();
+        debug_assert!(plan.armed.is_none() && plan.done.is_empty(), "one operation's plan at a time");
+        *plan = Plan { beside: Some(beside), armed: Some(step), open, ..Plan::default() };
+    }
+
+    /// The writer's call returned: what the paused steps did (none if the
+    /// call never reached the armed pause point).
+    pub(crate) fn disarm(&self) -> Vec<StepDone> {
+        let mut plan = self.plan();
+        debug_assert!(!plan.running, "a step runs only inside the writer's call");
+        std::mem::take(&mut *plan).done
+    }
+
+    /// An I/O that changes the disk is about to run: run the armed step
+    /// first if this is its pause point.
+    fn before_io(&self) {
+        let (beside, step, was_open) = {
+            let mut plan = self.plan();
+            if plan.running || plan.armed.is_none() {
+                return;
+            }
+            plan.pauses_seen += 1;
+            let Some(step) = plan.armed.filter(|step| step.at_pause == plan.pauses_seen) else { return };
+            plan.armed = None;
+            plan.running = true;
+            let beside = plan.beside.clone().expect("armed with its readers");
+            (beside, step, plan.open.contains(&step.reader))
+        };
+        let io_index = self.disk.io_count();
+        self.disk.set_faults_enabled(false);
+        let done = run_step(beside.as_ref(), step, was_open, io_index);
+        self.disk.set_faults_enabled(true);
+        let mut plan = self.plan();
+        plan.running = false;
+        match done.scanned.is_some() {
+            true => plan.open.insert(step.reader),
+            false => plan.open.remove(&step.reader),
+        };
+        plan.done.push(done);
+    }
+}
+
+/// Carry out `step` on the readers (`was_open`: the reader had a
+/// transaction open).
+fn run_step(beside: &dyn ReadersBeside, step: PausedStep, was_open: bool, io_index: u64) -> StepDone {
+    let mut done = StepDone { step, io_index, ended: false, begun: None, scanned: None, tried: None };
+    let mut open = was_open;
+    if step.try_write && beside.try_write(step.reader).is_some() {
+        return try_write(beside, done, open);
+    }
+    if open && step.fresh {
+        done.ended = true;
+        open = false;
+        if let Err(e) = beside.end_read(step.reader) {
+            done.begun = Some((Err(e), None));
+            return done;
+        }
+    }
+    if !open {
+        let begun = beside.begin_read(step.reader);
+        let refused = begun.is_err();
+        done.begun = Some((begun, beside.writer_lock()));
+        if refused {
+            return done;
+        }
+    }
+    done.scanned = Some(beside.reader_scan(step.reader, step.table));
+    done
+}
+
+/// A write attempt by `done`'s reader, its transaction ended first if
+/// `open`.
+fn try_write(beside: &dyn ReadersBeside, mut done: StepDone, open: bool) -> StepDone {
+    let reader = done.step.reader;
+    if open {
+        done.ended = true;
+        if let Err(e) = beside.end_read(reader) {
+            done.tried = Some((Err(e), None));
+            return done;
+        }
+    }
+    let writing = beside.writer_writing();
+    let granted = beside.try_write(reader).expect("asked only of readers that try");
+    done.tried = Some((granted, writing));
+    done
+}
+
+/// The simulated disk with the run's pause points in front of it.
+pub(crate) struct PausingVfs {
+    pub(crate) disk: Arc<SimVfs>,
+    pub(crate) pause: Arc<PausePoint>,
+}
+
+impl Vfs for PausingVfs {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn VfsFile>> {
+        if mode != OpenMode::Read && mode != OpenMode::Write {
+            self.pause.before_io();
+        }
+        let file = self.disk.open(path, mode)?;
+        Ok(Box::new(PausingFile { file, pause: self.pause.clone() }))
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.pause.before_io();
+        self.disk.rename(from, to)
+    }
+    fn unlink(&self, path: &Path) -> io::Result<()> {
+        self.pause.before_io();
+        self.disk.unlink(path)
+    }
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
+        self.disk.list_dir(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.disk.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.pause.before_io();
+        self.disk.sync_dir(dir)
+    }
+    fn map_readonly(&self, path: &Path) -> io::Result<Mapping> {
+        self.disk.map_readonly(path)
+    }
+    fn read_once(&self, path: &Path) -> io::Result<Mapping> {
+        self.disk.read_once(path)
+    }
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        self.disk.exists(path)
+    }
+    fn lock(&self, dir: &Path, mode: LockMode) -> io::Result<LockGuard> {
+        self.disk.lock(dir, mode)
+    }
+    /// [`BUSY_WAIT`] is a pause point (the engine sleeps, waiting for
+    /// another connection), not a phase: it stays here.
+    fn mark(&self, phase: &'static str) {
+        match phase {
+            BUSY_WAIT => self.pause.before_io(),
+            _ => self.disk.mark(phase),
+        }
+    }
+}
+
+/// A file of [`PausingVfs`].
+struct PausingFile {
+    file: Box<dyn VfsFile>,
+    pause: Arc<PausePoint>,
+}
+
+impl VfsFile for PausingFile {
+    fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.file.read_at(offset_bytes, buf)
+    }
+    fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
+        self.pause.before_io();
+        self.file.write_at(offset_bytes, data)
+    }
+    fn set_len(&mut self, len_bytes: u64) -> io::Result<()> {
+        self.pause.before_io();
+        self.file.set_len(len_bytes)
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.file.len()
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        self.pause.before_io();
+        self.file.sync()
+    }
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.pause.before_io();
+        self.file.sync_data()
+    }
+}

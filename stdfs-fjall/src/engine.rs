@@ -42,12 +42,15 @@ pub struct Settings {
 
 /// fjall's error as the kit takes it: an I/O error is `Io`; bytes fjall
 /// cannot read as its own (a checksum, a tag, a journal batch) are
-/// `Corrupt`; anything else (`Poisoned` among them) `Other`.
+/// `Corrupt`; `Poisoned` is `Poisoned` (an earlier failure, maybe a
+/// worker's, refuses writes: `src/error.rs` lines 34–41); anything else
+/// `Other`.
 pub fn kit_error(error: fjall::Error) -> KitError {
     use fjall::Error as E;
     use fjall::LsmError as L;
     let kind = match &error {
         E::Io(_) | E::Storage(L::Io(_)) => ErrorKind::Io,
+        E::Poisoned => ErrorKind::Poisoned,
         E::JournalRecovery(_)
         | E::InvalidTrailer
         | E::InvalidTag(_)

@@ -30,7 +30,8 @@ pub use engine::{Api, Settings};
 /// to the queue and takes the next message at once (`src/worker_pool.rs`
 /// lines 250–254), a loop on memory alone while the other workers sleep or
 /// work, which the scheduler cannot schedule (it ends the run as a
-/// spinning thread after 20 s): FJALL.md, finding 2.
+/// spinning thread; the adapter lowers the spin watch's budget to 2 s
+/// then): FJALL.md, finding 2.
 pub const WORKERS: &str = "workers";
 
 /// The database's directory, in the kit's directory.
@@ -113,6 +114,11 @@ impl Adapter for FjallAdapter {
 
     fn open(&self, env: &Env<'_, Self>) -> Result<FjallDb, KitError> {
         let (path, settings) = (path(env), env.config.settings);
+        if settings.worker_threads > 1 {
+            // Worker 0's busy loop (finding 2) ends as a spinning thread;
+            // the budget is a detector only, never an input to a pick.
+            stdfs_layer::set_spin_budget(std::time::Duration::from_secs(2));
+        }
         let worker = Worker::start(place(env), move || Engine::open(&path, settings)).unless_refused()?;
         Ok(FjallDb { worker })
     }

@@ -12,8 +12,8 @@
 //!     (`PersistMode::SyncData`, "Flushes data using `fdatasync`. Use if you
 //!     know that `fdatasync` is sufficient for your file system", line 43):
 //!     [`Promise::Durable`]. The journal is preallocated and synced when it
-//!     is made (`Writer::create_new`, lines 124–149) and its directory
-//!     synced at a rotation (line 117), so `fdatasync` is sufficient here.
+//!     is made (`Writer::create_new`, lines 124–150) and its directory
+//!     synced at a rotation (line 119), so `fdatasync` is sufficient here.
 //!   - `buffer` (`PersistMode::Buffer`, "Flushes data to OS buffers. This
 //!     allows the OS to write out data in case of an application crash.
 //!     When this function returns, data is **not** guaranteed to be
@@ -24,11 +24,11 @@
 //!     NOT consistency! Even without flushing data is crash-safe"
 //!     (`src/db.rs` line 328); a batch is framed by a start marker and an
 //!     end marker holding its checksum (`Writer::write_batch`, lines
-//!     308–359), and recovery cuts an unterminated tail
+//!     326–379), and recovery cuts an unterminated tail
 //!     (`src/journal/batch_reader.rs` lines 52–60).
 //!   - `none` (durability `None`: the batch stays in the journal's
 //!     8 KiB `BufWriter` until a later persist or a full buffer,
-//!     `Writer::persist` lines 199–208; `Builder::manual_journal_persist`:
+//!     `Writer::persist` lines 203–234; `Builder::manual_journal_persist`:
 //!     "If `false`, write batches or transactions automatically flush data
 //!     to the operating system", `src/builder.rs` line 60, so with `None`
 //!     they do not): [`Promise::Eventual`], *not* surviving a process kill
@@ -99,6 +99,7 @@ pub fn spec() -> Spec {
         tables: TABLES,
         tolerates: Tolerances { torn_garbage: true, read_bitflips: false },
         empty_commit_makes_durable: false,
+        poisoned_after_fault: Some(POISONED),
         ..Spec::new(levels)
     }
 }

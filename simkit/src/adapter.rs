@@ -37,6 +37,14 @@ pub enum ErrorKind {
     /// where the spec's readers say the writer waits for them
     /// ([`Readers::writer_waits`](super::Readers::writer_waits)).
     Busy,
+    /// The engine refuses because a failure it met earlier, where no
+    /// caller heard it (its own background work: a flush, a compaction),
+    /// poisoned it until it is reopened (fjall's `Error::Poisoned`).
+    /// Accepted only where the spec declares it
+    /// ([`Spec::poisoned_after_fault`](super::Spec::poisoned_after_fault))
+    /// and a fault was injected since the open in an operation that
+    /// returned `Ok`; the kit then reopens. Counted (`poisoned`).
+    Poisoned,
 }
 
 /// An engine error as the adapter classifies it.

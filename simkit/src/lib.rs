@@ -117,7 +117,7 @@ pub use simulator::failure::{carry_panic_place, EnvironmentRefused};
 /// What a test of a kit target calls: every seed of a range passes, and
 /// each runs again bit for bit; the trait a kit target implements, for
 /// calling its run, shrink and replay directly.
-pub use simulator::seam::{assert_seeds_pass_and_replay, Target};
+pub use simulator::seam::{assert_seeds_pass_and_replay, run_seed, Target};
 pub use spec::{
     DocumentedHazard, KeyKind, Level, Maintenance, NoPlant, Plant, Promise, Readers, Spec, TableSpec, Tolerances,
     ONE_TABLE,

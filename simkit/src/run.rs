@@ -123,6 +123,7 @@ pub(super) fn runner<'a, A: Adapter>(
         operations: Vec::new(),
         open_error: None,
         readers: OpenReaders::default(),
+        fault_unheard: false,
     };
     Loop::new(h, w)
 }
@@ -149,6 +150,10 @@ pub(super) struct KvRun<'a, A: Adapter> {
     /// With `--interleave` (and readers): where a reader's step can run
     /// inside the writer's operation (`pause_vfs.rs`, `interleave.rs`).
     pub(super) pause: Option<Arc<PausePoint>>,
+    /// Whether, since the database was opened, a fault was injected in an
+    /// operation that returned `Ok`: a failure no caller heard, which may
+    /// have poisoned the engine (`Spec::poisoned_after_fault`).
+    fault_unheard: bool,
 }
 
 impl<A: Adapter> KvRun<'_, A> {
@@ -194,7 +199,10 @@ impl<A: Adapter> KvRun<'_, A> {
         });
         debug_assert!(self.readers.is_empty(), "no reader outlives the database it read");
         match created {
-            Ok(db) => self.db = Some(db),
+            Ok(db) => {
+                self.db = Some(db);
+                self.fault_unheard = false;
+            }
             Err(e) => return Err(h.fail(Check::Open, format!("a fresh database could not be created: {e}"))),
         }
         Ok(())
@@ -273,14 +281,32 @@ impl<A: Adapter> KvRun<'_, A> {
         h.vfs.with_trace(|t| t.note_reply(|| super::reply_text::kit_reply(&result)));
         if result.is_ok() && h.vfs.faults_injected_this_op() {
             self.readers.writer_survived_fault();
+            self.fault_unheard = true;
         }
         if let KitOp::Commit { level, .. } = &planned.op {
             self.commit_concluded(h, *level, result.is_ok());
+        }
+        if self.poison_accepted(h, &result) {
+            h.outcome.counters.poisoned += 1;
+            return Ok(Ended::Failed);
         }
         match Self::conclude(h, planned, result)? {
             Ok(reply) => self.check_reply(h, &planned.op, planned, reply).map(|()| Ended::Done),
             Err(ended) => Ok(ended),
         }
+    }
+
+    /// Whether `result` is the engine's refusal, as its spec documents, for
+    /// a fault met since the open that no caller heard
+    /// ([`super::Spec::poisoned_after_fault`]): the end of this instance,
+    /// as a failure with its fault would be (the kit reopens).
+    fn poison_accepted<T>(&self, h: &Harness, result: &Result<T, KitError>) -> bool {
+        let poisoned = matches!(result, Err(e) if e.kind == super::ErrorKind::Poisoned);
+        poisoned
+            && self.fault_unheard
+            && self.config.spec.poisoned_after_fault.is_some()
+            && !h.vfs.crash_point_reached()
+            && !h.vfs.faults_injected_this_op()
     }
 
     /// The writer's operation on the engine, a reader's step inside it if
@@ -540,6 +566,7 @@ impl<A: Adapter> Workload for KvRun<'_, A> {
             Ok(db) => {
                 debug_assert!(self.readers.is_empty(), "no reader outlives the database it read");
                 self.db = Some(db);
+                self.fault_unheard = false;
                 Ok(true)
             }
             Err(e) => {

@@ -339,6 +339,14 @@ pub struct Spec {
     /// transactions into the workload ([`super::ReadTransactions::begin_read`],
     /// the adapter's [`super::Adapter::readers`]).
     pub readers: Option<Readers>,
+    /// Where the engine documents that an I/O error met by work no caller
+    /// waits on (a background flush or compaction) poisons it: later
+    /// operations fail with [`ErrorKind::Poisoned`](super::ErrorKind::Poisoned)
+    /// until it is reopened. The kit accepts such an error only after a
+    /// fault was injected, since the open, in an operation that returned
+    /// `Ok`. Default `None`: an error with no fault in its own operation
+    /// fails the run (check `reply`).
+    pub poisoned_after_fault: Option<&'static str>,
 }
 
 impl Spec {
@@ -357,6 +365,7 @@ impl Spec {
             empty_commit_makes_durable: true,
             default_ops: 200,
             readers: None,
+            poisoned_after_fault: None,
         }
     }
 

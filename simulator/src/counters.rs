@@ -117,6 +117,11 @@ counters! {
     /// (`Spec::hazards`: reported, not failed; an undeclared one fails the
     /// run, as every one does for the segsim target, check `hazard`).
     hazards,
+    /// Operations of a kit engine refused as poisoned by a fault injected
+    /// earlier, in an operation that returned `Ok` (work of its own no
+    /// caller heard): accepted where its spec documents it
+    /// (`Spec::poisoned_after_fault`), and the engine reopened.
+    poisoned,
     /// Read-only inspections of crashed directories (segsim's random
     /// mode: a quarter of its recoveries).
     inspections,

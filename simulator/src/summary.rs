@@ -289,6 +289,13 @@ impl Summary {
                 self.counters.interleaved_steps, self.counters.write_attempts
             );
         }
+        if self.counters.poisoned > 0 {
+            let _ = writeln!(
+                out,
+                "{} operations refused as poisoned by a fault no caller heard (accepted as the engine documents; reopened)",
+                self.counters.poisoned
+            );
+        }
         if self.counters.inspections > 0 {
             let _ = writeln!(out, "{} crashed directories inspected read-only first", self.counters.inspections);
         }

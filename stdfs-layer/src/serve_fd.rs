@@ -222,7 +222,14 @@ pub fn fdopendir(fd: i32) -> Result<(), Errno> {
             return Err(Errno::ENOTDIR);
         }
         let dir = d.disk_path.clone();
-        let stream = Stream::list(&dir, s.vfs.list_dir(&dir)?, &s.dirs);
+        let files = s.vfs.list_dir(&dir)?;
+        // Directories an earlier session made are learnt here, as where a
+        // call names them: `readdir` lists them (fjall finds its
+        // keyspaces by listing `keyspaces/`, FJALL.md finding 1).
+        for name in s.vfs.list_subdirs(&dir)? {
+            s.dirs.insert(dir.join(name));
+        }
+        let stream = Stream::list(&dir, files, &s.dirs);
         s.streams.insert(fd, stream);
         Ok(())
     })

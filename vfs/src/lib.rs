@@ -85,6 +85,20 @@ pub trait Vfs: Send + Sync {
     /// must act on exactly these bytes, never on a lossy rendering of them.
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>>;
 
+    /// The names of the directories directly in `dir`, sorted bytewise.
+    /// Asked beside [`Vfs::list_dir`] by a caller that lists a directory
+    /// the way `readdir` does (files and subdirectories: the stdfs layer),
+    /// so it is not an I/O of its own: no trace entry, no fault (the
+    /// listing's `list_dir` is both). Default: refused, `Unsupported`, so
+    /// a Vfs that does not say is never taken for one with no
+    /// subdirectories.
+    fn list_subdirs(&self, dir: &Path) -> io::Result<Vec<OsString>> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("{}: this Vfs does not list subdirectories", dir.display()),
+        ))
+    }
+
     /// Create `dir` and any missing parents. Durable after `sync_dir` of
     /// each parent; the engine calls this only for its own root.
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;

@@ -534,6 +534,14 @@ impl Vfs for SimVfs {
         Ok(names.into_iter().map(OsString::from).collect())
     }
 
+    /// The model's directories are durable when made and have no faults
+    /// of their own, and the listing beside which this is asked was
+    /// traced (and could fail) already: read without an I/O.
+    fn list_subdirs(&self, dir: &Path) -> io::Result<Vec<OsString>> {
+        let names = self.disk().fs.subdirs(dir)?;
+        Ok(names.into_iter().map(OsString::from).collect())
+    }
+
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         let mut disk = self.disk();
         let name = disk.name_of(dir);

@@ -277,6 +277,16 @@ impl FileSystem {
         Ok(self.dir(dir)?.volatile.keys().cloned().collect())
     }
 
+    /// The names of the directories directly in `dir`, in byte order.
+    pub fn subdirs(&self, dir: &Path) -> io::Result<Vec<String>> {
+        self.dir(dir)?;
+        let children = self.dirs.keys().filter(|path| path.parent() == Some(dir));
+        let mut names: Vec<String> =
+            children.filter_map(|path| path.file_name().and_then(|n| n.to_str()).map(str::to_string)).collect();
+        names.sort();
+        Ok(names)
+    }
+
     /// The names in `dir` as a read sees them, with their inodes, in name
     /// order: [`FileSystem::list_dir`] without a copy of every name.
     pub fn entries(&self, dir: &Path) -> io::Result<impl Iterator<Item = (&str, InodeId)>> {

@@ -136,6 +136,8 @@ pub(crate) fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path], entropy_seed: u64, plan
             livelock: None,
         })
     });
+    // System calls the engine makes without libc, from now on the run's.
+    crate::interpose::raw_trap::arm_thread();
     SessionGuard { slot }
 }
 
@@ -158,6 +160,7 @@ impl SessionGuard {
 
 impl Drop for SessionGuard {
     fn drop(&mut self) {
+        crate::interpose::raw_trap::disarm_thread();
         crate::interpose::maps::end_session(self.slot);
         let session = CURRENT.with(|c| c.borrow_mut().take());
         assert!(session.as_ref().is_none_or(|s| s.slot == self.slot));

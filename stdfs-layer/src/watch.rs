@@ -177,6 +177,10 @@ impl Vfs for Watched {
         self.inner.list_dir(dir)
     }
 
+    fn list_subdirs(&self, dir: &Path) -> io::Result<Vec<OsString>> {
+        self.inner.list_subdirs(dir)
+    }
+
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         self.inner.create_dir_all(dir)
     }

@@ -106,6 +106,21 @@ impl Vfs for MemVfs {
         self.state().files.remove(path).map(|_| ()).ok_or_else(|| not_found(path))
     }
 
+    fn list_subdirs(&self, dir: &Path) -> io::Result<Vec<OsString>> {
+        let state = self.state();
+        if !state.dirs.contains(dir) {
+            return Err(not_found(dir));
+        }
+        let mut names: Vec<OsString> = state
+            .dirs
+            .iter()
+            .filter(|p| p.parent() == Some(dir))
+            .filter_map(|p| p.file_name().map(|n| n.to_os_string()))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
         let state = self.state();
         if !state.dirs.contains(dir) {

@@ -90,6 +90,18 @@ impl Vfs for OsVfs {
         fs::remove_file(path)
     }
 
+    fn list_subdirs(&self, dir: &Path) -> io::Result<Vec<OsString>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                names.push(entry.file_name());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
         let mut names = Vec::new();
         for entry in fs::read_dir(dir)? {

@@ -527,6 +527,13 @@ impl Vfs for SimVfs {
         Ok(names.into_iter().map(OsString::from).collect())
     }
 
+    fn list_subdirs(&self, dir: &Path) -> io::Result<Vec<OsString>> {
+        // No I/O of its own: it rides with the `list_dir` its caller made
+        // (the seam's contract), so nothing is traced or faulted here.
+        let disk = self.disk();
+        disk.fs.list_subdirs(dir).map(|names| names.into_iter().map(OsString::from).collect())
+    }
+
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         let mut disk = self.disk();
         let name = disk.name_of(dir);

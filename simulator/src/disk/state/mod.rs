@@ -277,6 +277,14 @@ impl FileSystem {
         Ok(self.dir(dir)?.volatile.keys().cloned().collect())
     }
 
+    /// The names of the directories in `dir`, in name order (directories
+    /// exist durably from their creation: no volatile or durable side).
+    pub fn list_subdirs(&self, dir: &Path) -> io::Result<Vec<String>> {
+        self.dir(dir)?;
+        let children = self.dirs.keys().filter(|p| p.parent() == Some(dir));
+        Ok(children.filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).collect())
+    }
+
     /// The names in `dir` as a read sees them, with their inodes, in name
     /// order: [`FileSystem::list_dir`] without a copy of every name.
     pub fn entries(&self, dir: &Path) -> io::Result<impl Iterator<Item = (&str, InodeId)>> {

@@ -82,6 +82,12 @@ pub fn lseek(fd: i32, offset: i64, whence: i32) -> Result<u64, Errno> {
             }
         };
         let cursor = base.checked_add(offset).filter(|c| *c >= 0).ok_or(Errno::EINVAL)?;
+        if cursor != 0 && matches!(d.target, Target::Dir) {
+            // A listing's place is its entry count, not a byte offset; a
+            // seek into it (`seekdir` over raw `getdents64`) is not modelled.
+            let what = format!("lseek of directory fd {fd} to {cursor}: only a rewind to 0 is served");
+            return Err(refuse(Some(slot), Errno::ENOTSUP, what));
+        }
         d.cursor_bytes = cursor as u64;
         let rewound_dir = cursor == 0 && matches!(d.target, Target::Dir);
         if rewound_dir && s.streams.remove(&fd).is_some() {

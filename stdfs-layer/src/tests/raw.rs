@@ -180,3 +180,34 @@ fn a_raw_call_from_a_thread_the_engine_starts_is_served() {
     drop(worker);
     assert_eq!(names(&disk, "/db"), ["to"]);
 }
+
+/// A raw `getdents64` of `fd` into a fresh buffer: the bytes it filled.
+#[allow(unsafe_code)]
+fn getdents(fd: i32) -> Vec<u8> {
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: the buffer is valid for its length.
+    let n = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) };
+    assert!(n >= 0, "{}", std::io::Error::last_os_error());
+    buf.truncate(n as usize);
+    buf
+}
+
+#[allow(unsafe_code)]
+#[test]
+fn a_directory_listing_rewinds_and_a_seek_into_it_is_refused() {
+    let guard = session::install(strict_disk(), &[Path::new("/db")], 0, None);
+    fs::write("/sim-db/db/f", b"f").unwrap();
+    let dir = fs::File::open("/sim-db/db").unwrap();
+    let fd = dir.as_raw_fd();
+    let first = getdents(fd);
+    assert!(!first.is_empty());
+    assert!(getdents(fd).is_empty(), "the listing's end");
+    // SAFETY: plain calls on a descriptor this test owns.
+    assert_eq!(unsafe { libc::lseek(fd, 0, libc::SEEK_SET) }, 0);
+    assert_eq!(getdents(fd), first, "a rewind lists again");
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::lseek(fd, 24, libc::SEEK_SET) }, -1);
+    assert_eq!(std::io::Error::last_os_error().raw_os_error(), Some(libc::ENOTSUP));
+    let refusals = guard.refusals();
+    assert!(refusals.len() == 1 && refusals[0].contains("only a rewind"), "{refusals:?}");
+}

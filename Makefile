@@ -3,7 +3,7 @@
 CARGO ?= cargo
 SIM = $(CARGO) run --release -q -p sim --
 
-.PHONY: quickstart quickstart-stdfs open-findings help test lint fmt check sweep determinism soak soak-deep crash-os crash-os-kit canaries test-canaries explore redb sqlite kit-example stdfs trace live kernel-check bench ci kv fuzz corpus report-check readme-example
+.PHONY: quickstart quickstart-stdfs fjall-raw-probe open-findings help test lint fmt check sweep determinism soak soak-deep crash-os crash-os-kit canaries test-canaries explore redb sqlite kit-example stdfs trace live kernel-check bench ci kv fuzz corpus report-check readme-example
 
 help:
 	@echo "make test         - the whole test suite (unit, property, integration, replayed regressions)"
@@ -267,6 +267,12 @@ quickstart:
 # this repository on `stdfs-layer` alone, the same way.
 quickstart-stdfs:
 	scripts/quickstart-check.sh quickstart-stdfs
+
+# fjall 3 as shipped (rustix's own system calls, trapped) on the layer's
+# disk and scheduler (STDFS.md, "System calls made without libc"). Not in
+# `ci`: its build compiles fjall and lsm-tree.
+fjall-raw-probe:
+	cd stdfs-layer/fjall-probe && $(CARGO) run --release --offline -q --target-dir ../../target -- 0..5
 
 bench:
 	$(SIM) bench

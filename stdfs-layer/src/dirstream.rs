@@ -33,10 +33,17 @@ pub struct Stream {
 
 impl Stream {
     /// The listing of disk directory `dir`: `.`, `..`, then `files` (the
-    /// disk's names in it) and those of `dirs` (the session's directories)
-    /// that are its children, in byte order.
-    pub fn list(dir: &Path, files: Vec<OsString>, dirs: &std::collections::BTreeSet<PathBuf>) -> Stream {
+    /// disk's file names in it), `subdirs` (its directory names in it) and
+    /// those of `dirs` (the session's directories) that are its children,
+    /// in byte order.
+    pub fn list(
+        dir: &Path,
+        files: Vec<OsString>,
+        subdirs: Vec<OsString>,
+        dirs: &std::collections::BTreeSet<PathBuf>,
+    ) -> Stream {
         let mut names: BTreeMap<OsString, bool> = files.into_iter().map(|n| (n, false)).collect();
+        names.extend(subdirs.into_iter().map(|n| (n, true)));
         for sub in dirs.iter().filter(|p| p.parent() == Some(dir)) {
             names.insert(sub.file_name().expect("a child has a name").to_os_string(), true);
         }
@@ -49,6 +56,12 @@ impl Stream {
             Entry { name, is_dir, ino }
         }));
         Stream { entries, next: 0 }
+    }
+
+    /// The entry [`Stream::next_entry`] would return, and its position in
+    /// the listing (from 0).
+    pub fn peek(&self) -> Option<(&Entry, usize)> {
+        self.entries.get(self.next).map(|e| (e, self.next))
     }
 
     /// The next entry, `None` at the end.

@@ -80,7 +80,11 @@ pub struct Description {
 pub struct FdTable {
     first_fd: i32,
     fds_max: i32,
-    next_fd: i32,
+    /// Where this table's numbering starts, from `first_fd` (wrapping at
+    /// `fds_max`): where the slot's previous table stopped.
+    start: i32,
+    /// Descriptors named so far.
+    issued: i32,
     /// Descriptor to (description id, close-on-exec).
     fds: BTreeMap<i32, (u64, bool)>,
     descriptions: BTreeMap<u64, Description>,
@@ -88,14 +92,20 @@ pub struct FdTable {
 }
 
 impl FdTable {
-    /// A table numbering its descriptors from `first_fd`, at most `fds_max`
+    /// A table numbering its descriptors in `first_fd .. first_fd +
+    /// fds_max`, from `first_fd + start` on (wrapping), at most `fds_max`
     /// over its life (descriptors are not reused: a stale one stays bad).
-    pub fn new(first_fd: i32, fds_max: i32) -> FdTable {
-        assert!(first_fd > 0 && fds_max > 0);
+    /// A session starts where its slot's previous one stopped
+    /// ([`FdTable::next_start`]), so a stale descriptor of an ended run
+    /// names nothing of the next run in the slot until the slot has named
+    /// `fds_max` more.
+    pub fn new(first_fd: i32, fds_max: i32, start: i32) -> FdTable {
+        assert!(first_fd > 0 && fds_max > 0 && (0..fds_max).contains(&start));
         FdTable {
             first_fd,
             fds_max,
-            next_fd: first_fd,
+            start,
+            issued: 0,
             fds: BTreeMap::new(),
             descriptions: BTreeMap::new(),
             next_description: 0,
@@ -118,14 +128,20 @@ impl FdTable {
     }
 
     fn name(&mut self, id: u64, cloexec: bool) -> Result<i32, Errno> {
-        if self.next_fd - self.first_fd >= self.fds_max {
+        if self.issued >= self.fds_max {
             return Err(Errno(libc::EMFILE));
         }
-        let fd = self.next_fd;
-        self.next_fd += 1;
+        let fd = self.first_fd + (self.start + self.issued) % self.fds_max;
+        self.issued += 1;
+        debug_assert!(!self.fds.contains_key(&fd), "a descriptor is named once in a table's life");
         self.fds.insert(fd, (id, cloexec));
         self.descriptions.get_mut(&id).expect("named descriptions exist").refs += 1;
         Ok(fd)
+    }
+
+    /// Where the next table of this slot starts its numbering.
+    pub fn next_start(&self) -> i32 {
+        (self.start + self.issued) % self.fds_max
     }
 
     /// The description `fd` names.

@@ -31,11 +31,17 @@
 //!   layer rewrites at each write it serves (`interpose::maps`,
 //!   `watch.rs`); a store through a map faults, and a writable
 //!   shared map is refused;
-//! - a raw `syscall()` (or any function not defined here) on a simulated
-//!   descriptor reaches the kernel, which has no such descriptor (they are
-//!   numbered from 2^30): `EBADF`, never a real file; on a path under the
-//!   root it reaches the real `/sim-db`, which must not exist (checked by
-//!   [`main`] and the tests, [`real_root_is_absent`]);
+//! - a system call made without libc's function (rustix's `linux_raw`
+//!   backend, inline assembly) on a run's thread is trapped by syscall
+//!   user dispatch and served as its libc form, or refused loudly
+//!   (`interpose::raw_trap`, `interpose::raw_calls`); libc's generic
+//!   `syscall()` goes through the same table on any thread;
+//! - what still escapes (an inline system call on a thread serving no
+//!   run, a function not defined here) on a simulated descriptor reaches
+//!   the kernel, which has no such descriptor (they are numbered from
+//!   2^30): `EBADF`, never a real file; on a path under the root it
+//!   reaches the real `/sim-db`, which must not exist (checked by [`main`]
+//!   and the tests, [`real_root_is_absent`]);
 //! - I/O from another thread: a call on a simulated descriptor from a
 //!   thread other than its run's, or on a path under the root from a
 //!   thread serving no run, is refused. The threads an engine starts are
@@ -64,6 +70,7 @@ mod plant;
 mod route;
 mod sched;
 mod serve_copy;
+mod serve_dents;
 mod serve_fd;
 mod serve_map;
 mod serve_meta;
@@ -82,6 +89,7 @@ mod worker;
 /// (STDFS.md, "Bring your own std::fs engine").
 pub use simkit as kit;
 
+pub use interpose::raw_trap::trapped_calls as raw_calls_trapped;
 pub use interpose::{real_root_is_absent, start_engine_call, LIVELOCK_CALLS, LIVELOCK_FAILURES};
 pub use opt_in::install;
 pub use opt_in::{db_path, fail_sweep_on_orphans, main};

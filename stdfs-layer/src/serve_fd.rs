@@ -5,7 +5,7 @@
 //! `flock`. A call the layer cannot serve faithfully is refused
 //! ([`crate::session::refuse`]), never approximated.
 
-use crate::dirstream::{Entry, Stream};
+use crate::dirstream::Entry;
 use crate::errno::Errno;
 use crate::files::{Description, EachWrite, Flock, Target};
 use crate::meta::Meta;
@@ -82,7 +82,18 @@ pub fn lseek(fd: i32, offset: i64, whence: i32) -> Result<u64, Errno> {
             }
         };
         let cursor = base.checked_add(offset).filter(|c| *c >= 0).ok_or(Errno::EINVAL)?;
+        if cursor != 0 && matches!(d.target, Target::Dir) {
+            // A listing's place is its entry count, not a byte offset; a
+            // seek into it (`seekdir` over raw `getdents64`) is not modelled.
+            let what = format!("lseek of directory fd {fd} to {cursor}: only a rewind to 0 is served");
+            return Err(refuse(Some(slot), Errno::ENOTSUP, what));
+        }
         d.cursor_bytes = cursor as u64;
+        let rewound_dir = cursor == 0 && matches!(d.target, Target::Dir);
+        if rewound_dir && s.streams.remove(&fd).is_some() {
+            // A rewind lists the directory again (`rewinddir`'s meaning).
+            crate::serve_dents::stream_of(s, fd)?;
+        }
         Ok(cursor as u64)
     })
 }
@@ -143,7 +154,11 @@ pub fn fstat(fd: i32) -> Result<Meta, Errno> {
 
 /// `close`.
 pub fn close(fd: i32) -> Result<(), Errno> {
-    with_fd(fd, "close", |s| s.fds.close(fd))
+    with_fd(fd, "close", |s| {
+        // A listing taken by `getdents64` ends with its descriptor.
+        s.streams.remove(&fd);
+        s.fds.close(fd)
+    })
 }
 
 /// `dup` and `fcntl(F_DUPFD*)`: a new descriptor for the same description.
@@ -214,7 +229,7 @@ pub fn flock(fd: i32, operation: i32) -> Result<(), Errno> {
 }
 
 /// `fdopendir`: start a directory stream on descriptor `fd` (which it
-/// then owns), listed once ([`Stream::list`]).
+/// then owns), listed once (`serve_dents::listing`).
 pub fn fdopendir(fd: i32) -> Result<(), Errno> {
     with_fd(fd, "fdopendir", |s| {
         let d = s.fds.get(fd)?;
@@ -222,14 +237,7 @@ pub fn fdopendir(fd: i32) -> Result<(), Errno> {
             return Err(Errno::ENOTDIR);
         }
         let dir = d.disk_path.clone();
-        let files = s.vfs.list_dir(&dir)?;
-        // Directories an earlier session made are learnt here, as where a
-        // call names them: `readdir` lists them (fjall finds its
-        // keyspaces by listing `keyspaces/`, FJALL.md finding 1).
-        for name in s.vfs.list_subdirs(&dir)? {
-            s.dirs.insert(dir.join(name));
-        }
-        let stream = Stream::list(&dir, files, &s.dirs);
+        let stream = crate::serve_dents::listing(s, &dir)?;
         s.streams.insert(fd, stream);
         Ok(())
     })

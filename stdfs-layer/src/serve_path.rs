@@ -27,8 +27,15 @@ pub fn open(at: &At, flags: i32) -> Result<i32, Errno> {
         };
         let cloexec = flags & libc::O_CLOEXEC != 0;
         // O_TMPFILE carries O_DIRECTORY's bit: all of its bits, not any.
-        if flags & libc::O_PATH != 0 || flags & libc::O_TMPFILE == libc::O_TMPFILE {
-            let what = format!("open {} with O_PATH or O_TMPFILE is not served", path.display());
+        if flags & libc::O_TMPFILE == libc::O_TMPFILE {
+            // The simulated file system has no unnamed files: it answers
+            // as a kernel whose file system lacks O_TMPFILE does, which
+            // callers take for the cue to fall back to a named file
+            // (tempfile's `tempfile_in`); not a refusal.
+            return Err(Errno(libc::EOPNOTSUPP));
+        }
+        if flags & libc::O_PATH != 0 {
+            let what = format!("open {} with O_PATH is not served", path.display());
             return Err(refuse(Some(s.slot), Errno::ENOTSUP, what));
         }
         if s.dirs.contains(&path) {
@@ -150,10 +157,16 @@ fn rmdir(s: &mut Session, path: &Path) -> Result<(), Errno> {
 }
 
 /// `rename`, both paths the layer's (of this thread's session). A
-/// directory's rename is refused: the disk renames files only.
-pub fn rename(from: &At, to: &At) -> Result<(), Errno> {
+/// directory's rename is refused: the disk renames files only. With
+/// `noreplace` (`renameat2`'s `RENAME_NOREPLACE`) an existing target is
+/// `EEXIST`: the check and the rename are one step here, since a run's
+/// calls are served one at a time.
+pub fn rename(from: &At, to: &At, noreplace: bool) -> Result<(), Errno> {
     let to_path = with_at("rename", to, |_, path| Ok(path))?;
     with_at("rename", from, |s, from_path| {
+        if noreplace && (s.dirs.contains(&to_path) || s.vfs.exists(&to_path)?) {
+            return Err(Errno::EEXIST);
+        }
         if s.dirs.contains(&from_path) || s.dirs.contains(&to_path) {
             let what = format!(
                 "rename {} to {}: the simulated disk renames files only",

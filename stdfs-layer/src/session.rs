@@ -6,7 +6,9 @@
 //! so runs of different seeds on different threads (`--jobs 2`, cargo's
 //! parallel tests) each see their own disk; an engine that starts threads
 //! passes it between them with the scheduler's baton (`crate::sched`). Its fake
-//! file descriptors are numbered `FAKE_FD_BASE + slot * SLOT_FDS + n`:
+//! file descriptors are numbered `FAKE_FD_BASE + slot * SLOT_FDS + n`, `n`
+//! going on from where the slot's previous session stopped (so a stale
+//! descriptor of an ended run is bad in the next one, never its file):
 //! above any descriptor the kernel hands out here (checked when a session
 //! starts), and naming the session's slot, so a call on one from another
 //! thread is recognised and refused instead of reaching the kernel or a
@@ -95,6 +97,11 @@ static ON_HANG: Mutex<Vec<Option<HangHook>>> = Mutex::new(Vec::new());
 
 /// Which thread owns each slot.
 static OWNERS: Mutex<[Option<ThreadId>; SLOTS]> = Mutex::new([None; SLOTS]);
+/// Where each slot's next session starts numbering its descriptors:
+/// where the last one stopped, so a descriptor an ended run left behind
+/// (a file dropped after its session, a thread that outlived it) is
+/// `EBADF` in the next run of the slot, never one of its files.
+static NEXT_FD_IN_SLOT: Mutex<[i32; SLOTS]> = Mutex::new([0; SLOTS]);
 
 /// Everything refused, with the slot it concerned (`None`: the sweep's,
 /// an orphan no one run could be blamed for).
@@ -120,7 +127,8 @@ pub(crate) fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path], entropy_seed: u64, plan
     };
     let mut known: BTreeSet<PathBuf> = dirs.iter().map(|d| d.to_path_buf()).collect();
     known.insert(PathBuf::from("/"));
-    let fds = FdTable::new(FAKE_FD_BASE + slot as i32 * SLOT_FDS, SLOT_FDS);
+    let start = NEXT_FD_IN_SLOT.lock().unwrap_or_else(|p| p.into_inner())[slot];
+    let fds = FdTable::new(FAKE_FD_BASE + slot as i32 * SLOT_FDS, SLOT_FDS, start);
     MY_SLOT.set(Some(slot));
     CURRENT.with(|c| {
         *c.borrow_mut() = Some(Session {
@@ -136,6 +144,8 @@ pub(crate) fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path], entropy_seed: u64, plan
             livelock: None,
         })
     });
+    // System calls the engine makes without libc, from now on the run's.
+    crate::interpose::raw_trap::arm_thread();
     SessionGuard { slot }
 }
 
@@ -158,9 +168,13 @@ impl SessionGuard {
 
 impl Drop for SessionGuard {
     fn drop(&mut self) {
+        crate::interpose::raw_trap::disarm_thread();
         crate::interpose::maps::end_session(self.slot);
         let session = CURRENT.with(|c| c.borrow_mut().take());
         assert!(session.as_ref().is_none_or(|s| s.slot == self.slot));
+        if let Some(s) = &session {
+            NEXT_FD_IN_SLOT.lock().unwrap_or_else(|p| p.into_inner())[self.slot] = s.fds.next_start();
+        }
         drop(session);
         MY_SLOT.set(None);
         drop(take_hook(self.slot));

@@ -86,6 +86,9 @@ impl<T: Interpose> Vfs for T {
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
         self.inner().list_dir(dir)
     }
+    fn list_subdirs(&self, dir: &Path) -> io::Result<Vec<OsString>> {
+        self.inner().list_subdirs(dir)
+    }
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         self.inner().create_dir_all(dir)
     }

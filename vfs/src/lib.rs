@@ -85,18 +85,17 @@ pub trait Vfs: Send + Sync {
     /// must act on exactly these bytes, never on a lossy rendering of them.
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>>;
 
-    /// The names of the directories directly in `dir`, sorted bytewise.
-    /// Asked beside [`Vfs::list_dir`] by a caller that lists a directory
-    /// the way `readdir` does (files and subdirectories: the stdfs layer),
-    /// so it is not an I/O of its own: no trace entry, no fault (the
-    /// listing's `list_dir` is both). Default: refused, `Unsupported`, so
-    /// a Vfs that does not say is never taken for one with no
-    /// subdirectories.
+    /// The names of the directories in `dir`, sorted bytewise as
+    /// [`Vfs::list_dir`]'s: for a caller that serves a program's whole
+    /// listing of `dir` (the stdfs layer), which asks it right after
+    /// `list_dir`. On the simulated disk it is no I/O of its own (the
+    /// listing's one I/O is `list_dir`'s, which it rides with: traced and
+    /// faulted there), so a program's listing costs the trace what it did
+    /// when only files were listed. A file system that cannot say answers
+    /// `Unsupported`, and the caller must refuse rather than list files only.
     fn list_subdirs(&self, dir: &Path) -> io::Result<Vec<OsString>> {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            format!("{}: this Vfs does not list subdirectories", dir.display()),
-        ))
+        let _ = dir;
+        Err(io::ErrorKind::Unsupported.into())
     }
 
     /// Create `dir` and any missing parents. Durable after `sync_dir` of

@@ -269,6 +269,23 @@ mod tests {
     }
 
     #[test]
+    fn list_subdirs_names_the_directories_and_list_dir_the_files() {
+        let vfs = MemVfs::new();
+        vfs.create_dir_all(Path::new("/db/b/deeper")).unwrap();
+        vfs.create_dir_all(Path::new("/db/a")).unwrap();
+        vfs.open(Path::new("/db/file"), OpenMode::Create).unwrap();
+        assert_eq!(vfs.list_subdirs(Path::new("/db")).unwrap(), ["a", "b"]);
+        assert_eq!(vfs.list_dir(Path::new("/db")).unwrap(), ["file"]);
+        let os = crate::OsVfs;
+        let real = std::env::temp_dir().join(format!("vfs-subdirs-{}", std::process::id()));
+        os.create_dir_all(&real.join("sub")).unwrap();
+        os.open(&real.join("file"), OpenMode::Create).unwrap();
+        assert_eq!(os.list_subdirs(&real).unwrap(), ["sub"]);
+        assert_eq!(os.list_dir(&real).unwrap(), ["file"]);
+        std::fs::remove_dir_all(&real).unwrap();
+    }
+
+    #[test]
     fn create_needs_the_directory() {
         let vfs = MemVfs::new();
         assert!(vfs.open(Path::new("/nowhere/f"), OpenMode::Create).is_err());

@@ -534,12 +534,11 @@ impl Vfs for SimVfs {
         Ok(names.into_iter().map(OsString::from).collect())
     }
 
-    /// The model's directories are durable when made and have no faults
-    /// of their own, and the listing beside which this is asked was
-    /// traced (and could fail) already: read without an I/O.
     fn list_subdirs(&self, dir: &Path) -> io::Result<Vec<OsString>> {
-        let names = self.disk().fs.subdirs(dir)?;
-        Ok(names.into_iter().map(OsString::from).collect())
+        // No I/O of its own: it rides with the `list_dir` its caller made
+        // (the seam's contract), so nothing is traced or faulted here.
+        let disk = self.disk();
+        disk.fs.list_subdirs(dir).map(|names| names.into_iter().map(OsString::from).collect())
     }
 
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {

@@ -69,6 +69,10 @@ pub unsafe extern "C" fn syscall(
     a5: c_long,
     a6: c_long,
 ) -> c_long {
+    // SAFETY: the caller's arguments, of call `n`.
+    if let Some(answer) = unsafe { super::raw_calls::file_call(n, [a1, a2, a3, a4, a5, a6]) } {
+        return answer;
+    }
     if n == libc::SYS_futex && !super::caller_errno::inside() && crate::sched::in_engine() {
         // SAFETY: a futex call's arguments, as the caller gave them.
         return unsafe { super::thread_calls::futex(a1, a2, a3, a4, a5, a6) };

@@ -32,6 +32,8 @@ pub mod maps;
 mod meta_calls;
 mod name_calls;
 mod path_calls;
+mod raw_calls;
+pub mod raw_trap;
 mod real;
 mod thread_calls;
 

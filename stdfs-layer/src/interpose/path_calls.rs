@@ -193,7 +193,9 @@ pub unsafe extern "C" fn renameat2(
             // SAFETY: the caller's arguments, passed on.
             None => unsafe { real::renameat2(olddirfd, old, newdirfd, new, flags) },
         },
-        (Some(from), Some(to)) if flags == 0 => served(-1, || serve_path::rename(&from, &to).map(|()| 0)),
+        (Some(from), Some(to)) if flags & !libc::RENAME_NOREPLACE == 0 => {
+            served(-1, || serve_path::rename(&from, &to, flags != 0).map(|()| 0))
+        }
         (Some(_), Some(_)) => served(-1, || {
             Err(crate::session::refuse(
                 None,

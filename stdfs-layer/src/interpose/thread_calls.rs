@@ -150,6 +150,8 @@ extern "C" fn begin(start: *mut c_void) -> *mut c_void {
     // this thread alone.
     let start = unsafe { Box::from_raw(start.cast::<Start>()) };
     sched::adopt(Arc::clone(&start.sched), start.tid);
+    // The run's thread: its system calls made without libc are the run's.
+    super::raw_trap::arm_thread();
     start.sched.first_turn(start.tid);
     let out = sched::engine_code(|| (start.routine)(start.arg));
     sched::thread_ended();

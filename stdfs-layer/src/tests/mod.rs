@@ -6,7 +6,6 @@
 use std::fs::{self, File};
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::FileExt;
-use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
 mod copy;
@@ -14,6 +13,7 @@ mod errno;
 mod maps;
 mod meta;
 mod names;
+mod raw;
 mod threads;
 
 use crate::demo::{program, read_back, strict_disk, DB};
@@ -112,29 +112,6 @@ fn a_call_from_another_thread_fails_loudly() {
     );
     assert_eq!(disk.files(Path::new("/db"))["shared"], b"", "neither write landed");
     assert!(crate::interpose::real_root_is_absent(), "nor on the real disk");
-}
-
-/// `write` as a raw system call, which no interposition can see.
-#[allow(unsafe_code)]
-fn raw_syscall_write(fd: i32, data: &[u8]) -> std::io::Result<()> {
-    // SAFETY: `data` is valid for its length; the kernel only reads it.
-    let written = unsafe { libc::syscall(libc::SYS_write, fd, data.as_ptr(), data.len()) };
-    if written < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-#[test]
-fn a_raw_syscall_on_a_simulated_fd_reaches_no_real_file() {
-    let disk = strict_disk();
-    let guard = session::install(disk.clone(), &[Path::new("/db")], 0, None);
-    let file = File::create("/sim-db/db/raw").unwrap();
-    assert!(file.as_raw_fd() >= session::FAKE_FD_BASE, "a simulated fd is numbered above any real one");
-    let err = raw_syscall_write(file.as_raw_fd(), b"unseen").unwrap_err();
-    assert_eq!(err.raw_os_error(), Some(libc::EBADF), "the kernel has no such descriptor");
-    assert_eq!(disk.files(Path::new("/db"))["raw"], b"");
-    assert!(guard.refusals().is_empty());
 }
 
 /// What a fresh thread serving a session of `seed` draws: its `HashMap`

@@ -115,6 +115,11 @@ fn a_directory_an_earlier_run_made_is_learnt_where_a_call_names_it() {
     fs::write("/sim-db/db/sub/f", b"f").unwrap();
     drop(earlier);
     let guard = session::install(disk.clone(), &[Path::new("/db")], 0, None);
+    let parent: Vec<_> = fs::read_dir("/sim-db/db")
+        .unwrap()
+        .map(|e| e.map(|e| (e.file_name(), e.file_type().unwrap().is_dir())).unwrap())
+        .collect();
+    assert_eq!(parent, [("sub".into(), true)], "the earlier run's directory is in its parent's listing");
     assert!(fs::metadata("/sim-db/db/sub").unwrap().is_dir(), "stat, not EISDIR");
     let listed: Vec<_> = fs::read_dir("/sim-db/db/sub").unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(listed, ["f"], "opendir, not ENOTDIR");

@@ -277,14 +277,12 @@ impl FileSystem {
         Ok(self.dir(dir)?.volatile.keys().cloned().collect())
     }
 
-    /// The names of the directories directly in `dir`, in byte order.
-    pub fn subdirs(&self, dir: &Path) -> io::Result<Vec<String>> {
+    /// The names of the directories in `dir`, in name order (directories
+    /// exist durably from their creation: no volatile or durable side).
+    pub fn list_subdirs(&self, dir: &Path) -> io::Result<Vec<String>> {
         self.dir(dir)?;
-        let children = self.dirs.keys().filter(|path| path.parent() == Some(dir));
-        let mut names: Vec<String> =
-            children.filter_map(|path| path.file_name().and_then(|n| n.to_str()).map(str::to_string)).collect();
-        names.sort();
-        Ok(names)
+        let children = self.dirs.keys().filter(|p| p.parent() == Some(dir));
+        Ok(children.filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).collect())
     }
 
     /// The names in `dir` as a read sees them, with their inodes, in name

@@ -136,3 +136,17 @@ pub(super) fn resized(image: &[u8], len: usize) -> Vec<u8> {
     out.resize(len, 0);
     out
 }
+
+#[test]
+fn list_subdirs_names_the_directories_and_is_no_io_of_its_own() {
+    let vfs = disk(CrashMode::Strict, 512);
+    vfs.create_dir_all(&path("b/deeper")).unwrap();
+    vfs.create_dir_all(&path("a")).unwrap();
+    vfs.open(&path("file"), OpenMode::Create).unwrap();
+    let ios = vfs.io_count();
+    let subdirs: Vec<_> = vfs.list_subdirs(dir()).unwrap();
+    assert_eq!(subdirs, ["a", "b"], "children only, in name order, no file");
+    assert_eq!(vfs.io_count(), ios, "rides with list_dir's I/O: traces and faults nothing");
+    assert_eq!(listed(&vfs, dir()), ["file"], "list_dir still lists files only");
+    assert_eq!(vfs.list_subdirs(&path("missing")).unwrap_err().kind(), std::io::ErrorKind::NotFound);
+}

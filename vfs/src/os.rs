@@ -230,3 +230,26 @@ impl VfsFile for OsFile {
         self.file.sync_data()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::OsVfs;
+    use crate::{OpenMode, Vfs};
+
+    /// The real disk's listing splits as the simulated one's does: files
+    /// in `list_dir`, directories in `list_subdirs` (here, the one module
+    /// of `vfs` allowed to touch `std::fs`, for the cleanup).
+    #[test]
+    fn list_subdirs_names_the_directories_and_list_dir_the_files() {
+        let os = OsVfs;
+        let real = std::env::temp_dir().join(format!("vfs-subdirs-{}", std::process::id()));
+        os.create_dir_all(&real.join("sub")).unwrap();
+        os.open(&real.join("file"), OpenMode::Create).unwrap();
+        assert_eq!(os.list_subdirs(&real).unwrap(), ["sub"]);
+        assert_eq!(os.list_dir(&real).unwrap(), ["file"]);
+        assert!(os.list_subdirs(Path::new("/no/such/dir")).is_err());
+        std::fs::remove_dir_all(&real).unwrap();
+    }
+}

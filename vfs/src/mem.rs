@@ -63,6 +63,15 @@ impl MemVfs {
     }
 }
 
+/// The names of the `paths` directly in `dir`, sorted bytewise: a
+/// listing's files or its subdirectories.
+fn names_in<'a>(dir: &Path, paths: impl Iterator<Item = &'a PathBuf>) -> Vec<OsString> {
+    let mut names: Vec<OsString> =
+        paths.filter(|p| p.parent() == Some(dir)).filter_map(|p| p.file_name().map(|n| n.to_os_string())).collect();
+    names.sort();
+    names
+}
+
 fn not_found(path: &Path) -> io::Error {
     io::Error::new(io::ErrorKind::NotFound, format!("{}: no such file", path.display()))
 }
@@ -111,14 +120,7 @@ impl Vfs for MemVfs {
         if !state.dirs.contains(dir) {
             return Err(not_found(dir));
         }
-        let mut names: Vec<OsString> = state
-            .dirs
-            .iter()
-            .filter(|p| p.parent() == Some(dir))
-            .filter_map(|p| p.file_name().map(|n| n.to_os_string()))
-            .collect();
-        names.sort();
-        Ok(names)
+        Ok(names_in(dir, state.dirs.iter()))
     }
 
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
@@ -126,14 +128,7 @@ impl Vfs for MemVfs {
         if !state.dirs.contains(dir) {
             return Err(not_found(dir));
         }
-        let mut names: Vec<OsString> = state
-            .files
-            .keys()
-            .filter(|p| p.parent() == Some(dir))
-            .filter_map(|p| p.file_name().map(|n| n.to_os_string()))
-            .collect();
-        names.sort();
-        Ok(names)
+        Ok(names_in(dir, state.files.keys()))
     }
 
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {

@@ -122,7 +122,13 @@ impl Driver<'_> {
     /// honest-looking registry. A file an earlier, failed open attempt
     /// already rewrote (its cut at the damage, a mark after it) no longer
     /// holds what the damage left (`at_crash`, the directory before the
-    /// first attempt, differs): the offsets no longer apply to it.
+    /// first attempt, differs): the offsets no longer apply to it. Nor is
+    /// it a replay of damage when every replayed byte is what the page
+    /// cache held under the same name when power went, in the file a
+    /// rename the crash took back had put there: misdirected writes that
+    /// rebuilt that file's bytes at their own offsets in the file it
+    /// replaced left what no format can tell from the replacement (the
+    /// soak's seed 29129617).
     pub(super) fn check_replayed_before_damage(
         &self,
         h: &Harness,
@@ -142,6 +148,13 @@ impl Driver<'_> {
                 continue;
             };
             if at_crash.is_some_and(|at_crash| at_crash.get(*file) != before.get(*file)) {
+                continue;
+            }
+            // Every replayed byte is the replacement's own (see
+            // `Damage::matches_replacement_bytes`): what the engine wrote
+            // for this path, where it wrote it. A replay that reads one
+            // byte past that prefix is still held to the rule.
+            if *replayed_bytes <= changed.matches_replacement_bytes {
                 continue;
             }
             if *replayed_bytes > changed.offset_bytes {

@@ -220,6 +220,18 @@ pub struct Damage {
     /// any file format; below it, an engine has had the chance to record
     /// that the byte was durable, and must refuse the damage.
     pub vouched: bool,
+    /// How many of the file's first bytes, as the power loss left them,
+    /// are exactly what the page cache held under the same path when
+    /// power went, where the path had by then come to name another file
+    /// (a rename over this one that the crash took back); 0 where the
+    /// path still named this file, and for damage other than a silent
+    /// write fault's (`LostWrite`, `MisdirectedWrite`). Damage inside that prefix rebuilt the
+    /// replacement's own bytes at their own offsets (each of its writes
+    /// misdirected to the same offset of the file it was replacing): no
+    /// file format can tell the file from the replacement it would have
+    /// been, so a replay inside that prefix reads only bytes the engine
+    /// wrote for this path, at the offsets it wrote them.
+    pub matches_replacement_bytes: u64,
 }
 
 /// What one power loss did to the disk, for the checker and the report.

@@ -221,7 +221,8 @@ pub(super) fn announce(fs: &mut FileSystem, open: BTreeMap<InodeId, Vec<Scar>>) 
                 let Some(at) = scar.first_wrong_byte(&inode.durable, &inode.volatile) else { continue };
                 let path = Path::new(dir_path).join(name).to_string_lossy().into_owned();
                 let vouched = inode.vouched(scar.range());
-                damage.push(Damage { kind: scar.kind, path, offset_bytes: at, vouched });
+                let matches_replacement_bytes = matches_replacement(fs, dir.volatile.get(name), *id);
+                damage.push(Damage { kind: scar.kind, path, offset_bytes: at, vouched, matches_replacement_bytes });
             }
         }
     }
@@ -229,6 +230,17 @@ pub(super) fn announce(fs: &mut FileSystem, open: BTreeMap<InodeId, Vec<Scar>>) 
         inode.silent.forget();
     }
     damage
+}
+
+/// [`Damage::matches_replacement_bytes`] for inode `id`, durable under a
+/// path the page cache had come to name `replacement` by when power went
+/// (the volatile views are still the page cache's while a crash settles).
+fn matches_replacement(fs: &FileSystem, replacement: Option<&InodeId>, id: InodeId) -> u64 {
+    let Some(replacement) = replacement.filter(|replacement| **replacement != id) else { return 0 };
+    let (Some(file), Some(replacement)) = (fs.inodes.get(&id), fs.inodes.get(replacement)) else { return 0 };
+    let same = file.durable.iter().zip(&replacement.volatile).take_while(|(a, b)| a == b).count();
+    debug_assert!(same <= file.durable.len().min(replacement.volatile.len()));
+    same as u64
 }
 
 /// Every durable file: (directory, name, inode), in path order.
@@ -285,7 +297,8 @@ fn damage_environment(fs: &mut FileSystem, rng: &mut ChaCha8Rng) -> Option<Damag
             unreachable!("media corruption and silent write faults are drawn apart")
         }
     };
-    Some(Damage { kind, path: path.to_string_lossy().into_owned(), offset_bytes: 0, vouched: false })
+    let path = path.to_string_lossy().into_owned();
+    Some(Damage { kind, path, offset_bytes: 0, vouched: false, matches_replacement_bytes: 0 })
 }
 
 /// The position of the first of `pending` that is a `set_len` made after
@@ -611,13 +624,24 @@ fn corrupt_one_sector(fs: &mut FileSystem, sector_bytes: u64, rng: &mut ChaCha8R
         inode.durable[at] ^= 1 << (bit % 8);
         let vouched = inode.vouched(at as u64..at as u64 + 1);
         erase_vouchers_under(&mut inode.vouchers, at as u64..at as u64 + 1);
-        return Some(Damage { kind: DamageKind::Media, path, offset_bytes: at as u64, vouched });
+        return Some(Damage {
+            kind: DamageKind::Media,
+            path,
+            offset_bytes: at as u64,
+            vouched,
+            matches_replacement_bytes: 0,
+        });
     }
     let vouched = inode.vouched(start as u64..end as u64);
     erase_vouchers_under(&mut inode.vouchers, start as u64..end as u64);
     let image = &mut inode.durable;
-    let damaged_at =
-        |at: usize| Damage { kind: DamageKind::Media, path: path.clone(), offset_bytes: at as u64, vouched };
+    let damaged_at = |at: usize| Damage {
+        kind: DamageKind::Media,
+        path: path.clone(),
+        offset_bytes: at as u64,
+        vouched,
+        matches_replacement_bytes: 0,
+    };
     let before = image[start..end].to_vec();
     rng.fill_bytes(&mut image[start..end]);
     // The first byte that changed (random bytes may equal the old ones: a

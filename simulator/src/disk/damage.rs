@@ -68,7 +68,13 @@ impl DiskSnapshot {
         let range = first as u64..last as u64 + 1;
         let vouched = vouched(file.vouching.whole_bytes, &file.vouching.vouchers, range);
         let path = path.to_string_lossy().into_owned();
-        Some(Damage { kind: DamageKind::Media, path, offset_bytes: first as u64, vouched })
+        Some(Damage {
+            kind: DamageKind::Media,
+            path,
+            offset_bytes: first as u64,
+            vouched,
+            matches_replacement_bytes: 0,
+        })
     }
 }
 

@@ -116,3 +116,58 @@ fn a_lost_write_vouches_for_nothing() {
     fs.sync(id);
     assert!(!fs.inode(id).vouched(4..8));
 }
+
+/// A replacement written beside the log (`/db/f.new`), every write of it
+/// misdirected to the same offset of the log (`OtherFile`), and the
+/// replacement renamed over the log in the page cache only.
+fn replacement_landing_on_the_log(misdirected: &[bool]) -> Vec<Damage> {
+    let mut fs = FileSystem::default();
+    let log = file_with(&mut fs, b"old-header|old frames, more than the new file holds");
+    let new = fs.open(Path::new("/db/f.new"), OpenMode::Create).unwrap();
+    let writes: [(u64, &[u8]); 2] = [(0, b"NEW-HEADER"), (10, b"#new frames")];
+    for ((offset_bytes, bytes), misdirect) in writes.into_iter().zip(misdirected) {
+        fs.write(new, offset_bytes, bytes);
+        if *misdirect {
+            fs.set_fate(new, Fate::OtherFile { inode: log });
+        }
+        fs.sync(new);
+    }
+    fs.rename(Path::new("/db/f.new"), Path::new("/db/f"), false).unwrap();
+    announced(&mut fs).into_iter().filter(|d| d.path == "/db/f").collect()
+}
+
+/// The soak's seed 29129617: every write of a rewrite's log landed at its
+/// own offset of the log it was replacing, and the crash took the rename
+/// back. The log's first bytes are then the replacement's, byte for byte:
+/// the damage says how many, so a checker can tell that replaying them
+/// replays nothing the engine did not write for that name.
+#[test]
+fn a_replacement_rebuilt_over_the_file_it_replaced_says_how_far_it_matches() {
+    let damage = replacement_landing_on_the_log(&[true, true]);
+    assert_eq!(damage.len(), 2, "{damage:?}");
+    assert!(damage.iter().all(|d| d.kind == DamageKind::MisdirectedWrite));
+    assert!(damage.iter().all(|d| d.matches_replacement_bytes == 21), "the whole replacement: {damage:?}");
+}
+
+/// Only the header landed: past it the log holds its old frames, so the
+/// matching prefix ends at the header and a replay past it is a replay of
+/// damage (the first long soak's seed 1014887, in format 3).
+#[test]
+fn a_replacement_rebuilt_only_in_part_matches_only_that_part() {
+    let damage = replacement_landing_on_the_log(&[true, false]);
+    assert_eq!(damage.len(), 1, "{damage:?}");
+    assert_eq!((damage[0].offset_bytes, damage[0].matches_replacement_bytes), (0, 10), "{damage:?}");
+}
+
+/// With no rename over it, a file's damage matches no replacement.
+#[test]
+fn damage_to_a_file_nothing_replaced_matches_nothing() {
+    let mut fs = FileSystem::default();
+    let log = file_with(&mut fs, b"old-header");
+    let other = fs.open(Path::new("/db/g"), OpenMode::Create).unwrap();
+    fs.write(other, 0, b"NEW");
+    fs.set_fate(other, Fate::OtherFile { inode: log });
+    fs.sync(other);
+    let damage = announced(&mut fs);
+    assert!(damage.iter().any(|d| d.path == "/db/f" && d.matches_replacement_bytes == 0), "{damage:?}");
+}

@@ -265,7 +265,7 @@ stdfs:
 	out=$$($(JAMMDB) --seeds 0..60 --jobs $(JOBS) --isolate 2>&1); echo "$$out" | grep -q "^60 seeds," && ! echo "$$out" | grep -q "failed check" || { echo "stdfs: jammdb's 0..60 sweep did not finish clean: JAMMDB.md"; exit 1; }
 	$(JAMMDB) --seeds 0..40 --jobs $(JOBS) --check-determinism --isolate >/dev/null 2>&1 || { echo "stdfs: jammdb's seeds 0..40 are not deterministic in one process"; exit 1; }
 	for s in 0 1 2 3; do a=$$($(JAMMDB) --seed $$s 2>&1 | grep '^trace hash'); b=$$($(JAMMDB) --seed $$s 2>&1 | grep '^trace hash'); test -n "$$a" && test "$$a" = "$$b" || { echo "stdfs: jammdb seed $$s gave two trace hashes in two processes"; exit 1; }; done
-	$(JAMMDB) explore --seed 2 --ops 20 --depth 2 --faults --jobs $(JOBS) >/dev/null 2>&1; rc=$$?; test $$rc -le 1 || { echo "stdfs: explore --depth 2 --faults on jammdb ended with status $$rc"; exit 1; }
+	$(JAMMDB) explore --seed 1 --ops 20 --depth 2 --faults --jobs $(JOBS) >/dev/null 2>&1; rc=$$?; test $$rc -le 1 || { echo "stdfs: explore --depth 2 --faults on jammdb ended with status $$rc"; exit 1; }
 	for f in corpus/jammdb/*.ops; do $(JAMMDB) --replay $$f >/dev/null 2>&1; test $$? -eq 1 || { echo "stdfs: $$f no longer fails: update JAMMDB.md"; exit 1; }; done
 	for pin in "13:check 'durability'" "8:Did not find meta page"; do st=$${pin%%:*}; m=$${pin#*:}; out=$$($(JAMMDB) explore --seed 1 --ops 20 --only-io 37 --only-state $$st 2>&1); test $$? -eq 1 && echo "$$out" | grep -qF "$$m" || { echo "stdfs: jammdb's explored state $$st no longer fails with '$$m': update JAMMDB.md"; exit 1; }; done
 

@@ -21,7 +21,7 @@ help:
 	@echo "make redb         - the redb target (REDB.md): RSEEDS (default 0..2000) swept, determinism-checked, seeds 1..3 explored (40 ops, depth 2), seed 1 at 100 ops with --faults, finding 3's abort contained by --isolate; with readers (--clients 3): RCSEEDS (default 0..500) swept, the unpinned reader caught"
 	@echo "make sqlite       - the sqlite target (SQLITE.md): SQSEEDS (default 410..710) swept, 0..100 determinism-checked, seed 1 explored at depth 2, the six planted bugs caught (the three lock plants with readers, --clients 3, two of them by explore too), the pinned findings replayed, readers swept (WAL and DELETE on ext4)"
 	@echo "make kit-example - the target kit's example engine (logkv): KSEEDS (default 0..2000) clean, its planted bugs caught, explored; the same with readers (--clients 4), its live-reader caught"
-	@echo "make stdfs        - persy, unmodified, on the simulated disk through the stdfs layer (STDFS.md): a sweep contained by --isolate, determinism, an explore at depth 2 with faults, persy's findings still reproducing; the layer's planted mistakes caught under cowkv; tlog's thread bugs; fjall with its worker thread (FJALL.md)"
+	@echo "make stdfs        - persy, unmodified, on the simulated disk through the stdfs layer (STDFS.md): a sweep contained by --isolate, determinism, an explore at depth 2 with faults, persy's findings still reproducing; the layer's planted mistakes caught under cowkv; tlog's thread bugs; fjall with its worker thread (FJALL.md); jammdb through the layer's maps (JAMMDB.md)"
 	@echo "make live         - sim live (LIVE.md): the fsyncgate probe caught and its honest twin clean, sqlite3's ignored directory fsync (SQLITE.md finding 5), agreement with sim trace (seconds)"
 	@echo "make trace        - sim trace on real processes (PROGRAMS.md): programs/replace's planted missing fsync found under posix and the fixed program clean; sqlite3 and redis-server pairs (under a minute)"
 	@echo "make kernel-check - every file-system rule's probe (probes/) on a real ext4, XFS and btrfs from loop devices (root), crashed and remounted; every state the kernel left must be one the model allows (FILESYSTEMS.md); exit 77 when skipped, naming what is missing"
@@ -226,8 +226,12 @@ kit-example:
 # worker thread (FJALL.md): a short sweep clean, a few seeds giving the same
 # trace hash in two processes (in one process they cannot: FJALL.md
 # finding 5), a short explore at depth 2 with faults, each finding's .ops
-# still failing and each fixed one passing.
+# still failing and each fixed one passing. Then jammdb, unmodified, reading
+# its pages through the layer's maps (JAMMDB.md): a short sweep clean, seeds
+# run twice alike, an explore at depth 2 with faults that must end (exit 0
+# or 1, never an abort), each finding's .ops and explored state still failing.
 FJALL = $(CARGO) run --release -q -p stdfs-fjall --
+JAMMDB = $(CARGO) run --release -q -p stdfs-jammdb --
 STDFS = $(CARGO) run --release -q -p sim --example stdfs --
 COWKV = $(CARGO) run --release -q -p sim --example stdfs-cowkv --
 TLOG = $(CARGO) run --release -q -p sim --example stdfs-tlog --
@@ -258,6 +262,12 @@ stdfs:
 	for f in corpus/fjall/*.ops; do $(FJALL) --replay $$f >/dev/null 2>&1; test $$? -eq 1 || { echo "stdfs: $$f no longer fails: update FJALL.md"; exit 1; }; done
 	for s in 541 658 835; do $(FJALL) --seed $$s 2>&1 | grep -q "failed check 'hazard'" || { echo "stdfs: fjall seed $$s no longer fails 'hazard' (FJALL.md finding 4)"; exit 1; }; done
 	for f in corpus/fjall/fixed/*.ops; do $(FJALL) --replay $$f || { echo "stdfs: $$f fails again: FJALL.md"; exit 1; }; done
+	out=$$($(JAMMDB) --seeds 0..60 --jobs $(JOBS) --isolate 2>&1); echo "$$out" | grep -q "^60 seeds," && ! echo "$$out" | grep -q "failed check" || { echo "stdfs: jammdb's 0..60 sweep did not finish clean: JAMMDB.md"; exit 1; }
+	$(JAMMDB) --seeds 0..40 --jobs $(JOBS) --check-determinism --isolate >/dev/null 2>&1 || { echo "stdfs: jammdb's seeds 0..40 are not deterministic in one process"; exit 1; }
+	for s in 0 1 2 3; do a=$$($(JAMMDB) --seed $$s 2>&1 | grep '^trace hash'); b=$$($(JAMMDB) --seed $$s 2>&1 | grep '^trace hash'); test -n "$$a" && test "$$a" = "$$b" || { echo "stdfs: jammdb seed $$s gave two trace hashes in two processes"; exit 1; }; done
+	$(JAMMDB) explore --seed 1 --ops 20 --depth 2 --faults --jobs $(JOBS) >/dev/null 2>&1; rc=$$?; test $$rc -le 1 || { echo "stdfs: explore --depth 2 --faults on jammdb ended with status $$rc"; exit 1; }
+	for f in corpus/jammdb/*.ops; do $(JAMMDB) --replay $$f >/dev/null 2>&1; test $$? -eq 1 || { echo "stdfs: $$f no longer fails: update JAMMDB.md"; exit 1; }; done
+	for pin in "13:check 'durability'" "8:Did not find meta page"; do st=$${pin%%:*}; m=$${pin#*:}; out=$$($(JAMMDB) explore --seed 1 --ops 20 --only-io 37 --only-state $$st 2>&1); test $$? -eq 1 && echo "$$out" | grep -qF "$$m" || { echo "stdfs: jammdb's explored state $$st no longer fails with '$$m': update JAMMDB.md"; exit 1; }; done
 
 # The kit's quickstart (quickstart/, TESTING-YOUR-ENGINE.md section 0),
 # built as a user builds it: outside this repository, offline, without

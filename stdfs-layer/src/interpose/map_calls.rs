@@ -35,12 +35,13 @@ pub unsafe extern "C" fn mmap64(
     let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) || flags & libc::MAP_ANONYMOUS != 0 {
         // SAFETY: the caller's arguments, passed on.
-        let made = unsafe { real::mmap64(addr, len, prot, flags, fd, at) };
-        if made != libc::MAP_FAILED && flags & libc::MAP_FIXED != 0 && maps::may_concern() {
-            // Mapped over a served map: what was there is gone.
-            maps::forget(made as usize, len);
+        let map = || unsafe { real::mmap64(addr, len, prot, flags, fd, at) };
+        if flags & libc::MAP_FIXED != 0 && maps::may_concern() {
+            // Maybe over a served map: what was there is gone, forgotten
+            // in the same step (`maps::replace`).
+            return maps::replace(addr as usize, len, |made| *made != libc::MAP_FAILED, map);
         }
-        return made;
+        return map();
     }
     let request = Request { hint: addr as usize, len_bytes: len, prot, flags, offset_bytes: at };
     served(libc::MAP_FAILED, || serve_map::mmap(fd, &request).map(|at| at as *mut c_void))
@@ -64,11 +65,14 @@ pub unsafe extern "C" fn munmap(addr: *mut c_void, len: usize) -> c_int {
     let _caller_errno = CallerErrno::enter();
     // SAFETY: the caller's arguments, passed on: unmapping a served map
     // unmaps the layer's memory behind it, as the kernel would the file's.
-    let done = unsafe { real::munmap(addr, len) };
-    if done == 0 && maps::may_concern() {
-        maps::forget(addr as usize, len);
+    let unmap = || unsafe { real::munmap(addr, len) };
+    if maps::may_concern() {
+        // The pages freed and their record forgotten as one step: another
+        // thread the kernel gives them to meanwhile must not find them
+        // still taken for a simulated file's map (`maps::replace`).
+        return maps::replace(addr as usize, len, |done| *done == 0, unmap);
     }
-    done
+    unmap()
 }
 
 /// The served map `[addr, addr + len)` overlaps, if any: (coherent, its

@@ -187,10 +187,21 @@ pub fn overlap(at: usize, len_bytes: usize) -> Option<(bool, usize, PathBuf)> {
     })
 }
 
-/// The range `[at, at + len)` is no longer a served map (the caller
-/// unmapped it, or maps over it): records trimmed or split around it.
-pub fn forget(at: usize, len_bytes: usize) {
-    with_registry(|r| forget_locked(r, at, len_bytes));
+/// Run `change` (a `munmap`, or a `MAP_FIXED` map, of `[at, at + len)`)
+/// and, if `done` says it took effect, forget the served maps there, all
+/// while holding the registry: the kernel may hand the freed pages to
+/// another thread's `mmap` the moment `change` returns, and that thread's
+/// `mprotect` or `madvise` of them must not find them still recorded as
+/// a simulated file's map (it was refused: std's new thread then panics
+/// setting up its signal stack's guard page).
+pub fn replace<T>(at: usize, len_bytes: usize, done: impl FnOnce(&T) -> bool, change: impl FnOnce() -> T) -> T {
+    with_registry(|r| {
+        let out = change();
+        if done(&out) {
+            forget_locked(r, at, len_bytes);
+        }
+        out
+    })
 }
 
 fn forget_locked(r: &mut Registry, at: usize, len_bytes: usize) {

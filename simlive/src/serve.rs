@@ -49,6 +49,27 @@ pub struct RunState {
     pub processes: Vec<(u64, u32, String)>,
     /// Connections held open, unanswered, since the crash.
     parked: Vec<UnixStream>,
+    /// Each process's simulated pid, by its real one.
+    sim_pid_of: BTreeMap<u32, u32>,
+}
+
+/// The simulated pid of process number 0; process N's is this plus N.
+pub const FIRST_SIM_PID: u32 = 1_000;
+/// The simulated parent of a process whose parent is not the program's
+/// (the first one's: `sim live` itself).
+pub const OUTSIDE_SIM_PID: u32 = 1;
+
+impl RunState {
+    /// The pids process number `ordinal` (real pid `pid`, its parent's
+    /// `ppid`) is told, from the order the processes connect: a process
+    /// that `exec`s connects again and keeps its pid, as in the kernel.
+    fn sim_pids(&mut self, pid: u32, ppid: u32, ordinal: u64) -> (u32, u32) {
+        let fresh = FIRST_SIM_PID + u32::try_from(ordinal).expect("a run starts fewer than 2^32 processes");
+        let sim_pid = *self.sim_pid_of.entry(pid).or_insert(fresh);
+        let sim_ppid = self.sim_pid_of.get(&ppid).copied().unwrap_or(OUTSIDE_SIM_PID);
+        assert!(sim_pid >= FIRST_SIM_PID && sim_pid != sim_ppid);
+        (sim_pid, sim_ppid)
+    }
 }
 
 impl Shared {
@@ -193,10 +214,12 @@ fn answer(
     let vfs = &*shared.vfs;
     let unit = |r: std::io::Result<()>| r.map(|()| Value::Unit).map_err(errno_of);
     match request {
-        Request::Hello { pid, program } => {
+        Request::Hello { pid, ppid, program } => {
             let ordinal = shared.next_ordinal.fetch_add(1, Ordering::SeqCst);
-            shared.lock().processes.push((ordinal, pid, String::from_utf8_lossy(&program).into_owned()));
-            Ok(Value::Hello { ordinal, entropy_seed: entropy_seed(shared.seed, ordinal) })
+            let mut state = shared.lock();
+            state.processes.push((ordinal, pid, String::from_utf8_lossy(&program).into_owned()));
+            let (sim_pid, sim_ppid) = state.sim_pids(pid, ppid, ordinal);
+            Ok(Value::Hello { ordinal, entropy_seed: entropy_seed(shared.seed, ordinal), pid: sim_pid, ppid: sim_ppid })
         }
         Request::Open { path: p, mode } => {
             let mode = *MODES.get(usize::from(mode)).ok_or((libc::EINVAL, format!("open mode {mode}")))?;
@@ -210,6 +233,10 @@ fn answer(
         Request::Unlink { path: p } => unit(vfs.unlink(&path(&p))),
         Request::ListDir { dir } => vfs
             .list_dir(&path(&dir))
+            .map(|names| Value::Names(names.into_iter().map(|n| n.into_encoded_bytes()).collect()))
+            .map_err(errno_of),
+        Request::ListSubdirs { dir } => vfs
+            .list_subdirs(&path(&dir))
             .map(|names| Value::Names(names.into_iter().map(|n| n.into_encoded_bytes()).collect()))
             .map_err(errno_of),
         Request::CreateDirAll { dir } => unit(vfs.create_dir_all(&path(&dir))),

@@ -127,6 +127,21 @@ impl FdTable {
         self.name(id, cloexec)
     }
 
+    /// `dup2(fd, low)` in a preloaded program (`crate::live`): `low`, a
+    /// number below the table's range that the caller picked (a shell's
+    /// `> FILE` onto fd 1), names `fd`'s description too; a description
+    /// `low` named before is let go of first, as the kernel closes it.
+    pub fn place(&mut self, fd: i32, low: i32, cloexec: bool) -> Result<(), Errno> {
+        assert!((0..self.first_fd).contains(&low), "a placed descriptor lies below the table's own numbers");
+        let id = self.fds.get(&fd).ok_or(Errno::EBADF)?.0;
+        if self.fds.contains_key(&low) {
+            self.close(low)?;
+        }
+        self.fds.insert(low, (id, cloexec));
+        self.descriptions.get_mut(&id).expect("named descriptions exist").refs += 1;
+        Ok(())
+    }
+
     fn name(&mut self, id: u64, cloexec: bool) -> Result<i32, Errno> {
         if self.issued >= self.fds_max {
             return Err(Errno(libc::EMFILE));

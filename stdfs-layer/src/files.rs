@@ -202,3 +202,26 @@ impl FdTable {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_placed_low_descriptor_shares_the_description_until_its_last_close() {
+        let mut table = FdTable::new(1 << 30, 1 << 20, 0);
+        let fd = table.open(PathBuf::from("/out"), Target::Dir, Access::default(), false).unwrap();
+        table.get(fd).unwrap().cursor_bytes = 7;
+        table.place(fd, 1, false).unwrap();
+        assert_eq!(table.get(1).unwrap().cursor_bytes, 7, "the same description");
+        table.close(fd).unwrap();
+        assert_eq!(table.open_count(), 1);
+        assert_eq!(table.get(1).unwrap().disk_path, Path::new("/out"), "alive while fd 1 names it");
+        let other = table.open(PathBuf::from("/other"), Target::Dir, Access::default(), true).unwrap();
+        table.place(other, 1, true).unwrap();
+        assert_eq!(table.get(1).unwrap().disk_path, Path::new("/other"), "a second dup2 replaces the first");
+        assert!(table.cloexec(1, None).unwrap());
+        assert_eq!(table.descriptions.len(), 1, "the first description went with its last descriptor");
+        assert_eq!(table.place(12345, 2, false), Err(Errno::EBADF));
+    }
+}

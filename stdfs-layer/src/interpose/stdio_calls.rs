@@ -19,7 +19,7 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 
-use super::{path_calls, real, served};
+use super::{path_calls, real, served, CallerErrno};
 use crate::errno::Errno;
 use crate::session::{is_fake_fd, refuse};
 
@@ -61,6 +61,15 @@ fn open_flags(mode: &[u8]) -> Option<c_int> {
         }
     }
     Some(flags)
+}
+
+/// End a call of this module's that made served calls of the layer's own
+/// (each with its own `CallerErrno`): the caller's `errno` stays as it was
+/// on success, and is the failed inner call's on failure.
+pub(super) fn settle(failed: bool) {
+    // SAFETY: errno is this thread's.
+    let inner = unsafe { *libc::__errno_location() };
+    super::decide(failed.then_some(inner));
 }
 
 /// The descriptor a cookie stands for.
@@ -133,6 +142,7 @@ unsafe fn open_stream(path: *const c_char, mode: *const c_char) -> *mut libc::FI
     // SAFETY: the caller's C string; the layer's own `open`.
     let fd = unsafe { path_calls::openat64(libc::AT_FDCWD, path, flags, 0o666) };
     if fd < 0 {
+        settle(true);
         return std::ptr::null_mut();
     }
     // SAFETY: the caller's mode string.
@@ -142,11 +152,13 @@ unsafe fn open_stream(path: *const c_char, mode: *const c_char) -> *mut libc::FI
         unsafe { super::fd_calls::close(fd) };
         return served(std::ptr::null_mut(), || Err(Errno(libc::ENOMEM)));
     }
+    settle(false);
     stream
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn fopen64(path: *const c_char, mode: *const c_char) -> *mut libc::FILE {
+    let _caller_errno = CallerErrno::enter();
     // SAFETY: the caller's C string.
     if mode.is_null() || unsafe { path_calls::routed(libc::AT_FDCWD, path) }.is_none() {
         // SAFETY: the caller's arguments, passed on.
@@ -164,6 +176,7 @@ pub unsafe extern "C" fn fopen(path: *const c_char, mode: *const c_char) -> *mut
 
 #[no_mangle]
 pub unsafe extern "C" fn fdopen(fd: c_int, mode: *const c_char) -> *mut libc::FILE {
+    let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) || mode.is_null() {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::fdopen(fd, mode) };
@@ -173,6 +186,7 @@ pub unsafe extern "C" fn fdopen(fd: c_int, mode: *const c_char) -> *mut libc::FI
     if stream.is_null() {
         return served(std::ptr::null_mut(), || Err(Errno(libc::ENOMEM)));
     }
+    settle(false);
     stream
 }
 
@@ -185,6 +199,7 @@ pub unsafe extern "C" fn freopen64(
     mode: *const c_char,
     stream: *mut libc::FILE,
 ) -> *mut libc::FILE {
+    let _caller_errno = CallerErrno::enter();
     // SAFETY: a stream the caller holds (or null, checked).
     let on_ours = !stream.is_null() && is_fake_fd(unsafe { libc::fileno(stream) });
     // SAFETY: the caller's C string.

@@ -8,7 +8,8 @@
 
 use std::ffi::{c_char, c_int};
 
-use super::{path_calls, real, served};
+use super::stdio_calls::settle;
+use super::{path_calls, real, served, CallerErrno};
 use crate::errno::Errno;
 use crate::session;
 
@@ -47,6 +48,7 @@ unsafe fn make(template: *mut c_char, suffix_len: usize, flags: c_int) -> c_int 
         let fd = unsafe { path_calls::openat64(libc::AT_FDCWD, template, open_flags, 0o600) };
         // SAFETY: errno is this thread's.
         if fd >= 0 || unsafe { *libc::__errno_location() } != libc::EEXIST {
+            settle(fd < 0);
             return fd;
         }
     }
@@ -64,6 +66,7 @@ unsafe fn ours(template: *const c_char) -> bool {
 
 #[no_mangle]
 pub unsafe extern "C" fn mkstemp(template: *mut c_char) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     // SAFETY: the caller's C string.
     if unsafe { !ours(template) } {
         // SAFETY: the caller's argument, passed on.
@@ -81,6 +84,7 @@ pub unsafe extern "C" fn mkstemp64(template: *mut c_char) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn mkostemp(template: *mut c_char, flags: c_int) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     // SAFETY: the caller's C string.
     if unsafe { !ours(template) } {
         // SAFETY: the caller's arguments, passed on.
@@ -98,6 +102,7 @@ pub unsafe extern "C" fn mkstemps(template: *mut c_char, suffix_len: c_int) -> c
 
 #[no_mangle]
 pub unsafe extern "C" fn mkostemps(template: *mut c_char, suffix_len: c_int, flags: c_int) -> c_int {
+    let _caller_errno = CallerErrno::enter();
     // SAFETY: the caller's C string.
     if unsafe { !ours(template) } {
         // SAFETY: the caller's arguments, passed on.

@@ -163,7 +163,10 @@ fn serve_connection(shared: &Shared, mut stream: UnixStream) {
                 if shared.show_ios {
                     eprintln!("sim live: io {}: {}", shared.vfs.io_count(), request.summary());
                 }
-                answer(shared, request, &mut handles, &mut next_handle)
+                let summary = request.summary();
+                let answer = answer(shared, request, &mut handles, &mut next_handle);
+                refuse_unsupported(shared, &summary, &answer);
+                answer
             }
             Err(bad) => {
                 shared.lock().refusals.push(format!("sim live: {bad}"));
@@ -180,6 +183,17 @@ fn serve_connection(shared: &Shared, mut stream: UnixStream) {
         if protocol::write_frame(&mut stream, &protocol::encode_answer(&answer)).is_err() {
             return;
         }
+    }
+}
+
+/// A call the simulated disk cannot model (`Unsupported`: a rename
+/// across directories) is answered `ENOTSUP`, as before, and refused: the
+/// run fails naming it, instead of the program going on down a path a real
+/// file system would not have sent it (redis-server gives up at start when
+/// its base AOF cannot be renamed into `appendonlydir/`, LIVE.md).
+fn refuse_unsupported(shared: &Shared, summary: &str, answer: &Answer) {
+    if let Err((libc::ENOTSUP, message)) = answer {
+        shared.lock().refusals.push(format!("the simulated disk cannot serve {summary}: {message}"));
     }
 }
 

@@ -295,3 +295,21 @@ fn answer_file(request: Request, handles: &mut BTreeMap<u64, Box<dyn VfsFile>>) 
         _ => unreachable!("matched above"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn simulated_pids_follow_the_connection_order_and_survive_exec() {
+        let mut state = RunState::default();
+        assert_eq!(
+            state.sim_pids(500, 400, 0),
+            (FIRST_SIM_PID, OUTSIDE_SIM_PID),
+            "the first process's parent is outside"
+        );
+        assert_eq!(state.sim_pids(501, 500, 1), (FIRST_SIM_PID + 1, FIRST_SIM_PID), "a child of the first");
+        assert_eq!(state.sim_pids(501, 500, 2), (FIRST_SIM_PID + 1, FIRST_SIM_PID), "an exec keeps its pid");
+        assert_eq!(state.sim_pids(502, 501, 3), (FIRST_SIM_PID + 3, FIRST_SIM_PID + 1), "a grandchild");
+    }
+}

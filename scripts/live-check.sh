@@ -93,3 +93,38 @@ grep -q 'db is missing after ack' "$scratch/agree-gdbm-posix.txt" || { echo "liv
 expect 1 agree-gdbm-ext4 -- sweep --dir "$dir" --seeds 5..6 --fs ext4 --crash-mode reorder --every-index --check "$gdbm_check" -- programs/gdbm/run.sh "$dir" default
 grep -aq 'Bad magic number' "$scratch/agree-gdbm-ext4.txt" || { echo "live: gdbm's ext4 failure is not the zeroed header" >&2; exit 1; }
 echo "live: sqlite3 and gdbmtool agree with sim trace's verdicts (gdbm's ext4 class by reorder crashes at every index)"
+
+# 4. A shell script on the simulated disk (PROGRAMS.md's planted proof, run
+#    live): dash's `> FILE` (a simulated file placed at fd 1), coreutils'
+#    `sync` and `mv`. Agreement with sim trace: `buggy` (no fsync of the
+#    new file before the rename) loses the config under posix and is saved
+#    by auto_da_alloc under ext4; `fixed` is clean; and with the new file's
+#    fsync failed, `fixed` stops (`sync` reports it, `set -e`) and
+#    acknowledges nothing.
+replace_check="$PWD/programs/replace/check-live.sh \"\$1\" \"\$2\""
+expect 1 replace-buggy-posix -- sweep --dir "$dir" --seeds 0..2 --every-index --crash-mode strict --check "$replace_check" -- programs/replace/live.sh "$dir" buggy
+grep -q "\"replaced\" was printed, but config holds: ''" "$scratch/replace-buggy-posix.txt" || { echo "live: replace buggy's failure is not the empty config" >&2; exit 1; }
+expect 0 replace-buggy-ext4 -- sweep --dir "$dir" --seeds 0..2 --every-index --fs ext4 --crash-mode strict --check "$replace_check" -- programs/replace/live.sh "$dir" buggy
+expect 0 replace-fixed-posix -- sweep --dir "$dir" --seeds 0..2 --every-index --crash-mode strict --check "$replace_check" -- programs/replace/live.sh "$dir" fixed
+tmpsync=$($SIM live run --dir "$dir" --show-ios -- programs/replace/live.sh "$dir" fixed 2>&1 | grep ': fsync h' | sed -n 2p | sed 's/^sim live: io \([0-9]*\):.*/\1/')
+[ -n "$tmpsync" ] || { echo "live: no fsync of config.tmp in replace's fixed run" >&2; exit 1; }
+expect 0 replace-fixed-tmp-fsync-eio -- run --dir "$dir" --fs ext4 --fault-at "$tmpsync:eio" --check "$replace_check" -- programs/replace/live.sh "$dir" fixed
+grep -q 'printed before the crash: "ready\\n"' "$scratch/replace-fixed-tmp-fsync-eio.txt" || { cat "$scratch/replace-fixed-tmp-fsync-eio.txt"; echo "live: replace fixed went on after its failed fsync" >&2; exit 1; }
+echo "live: a shell script's redirect, sync and mv run live; buggy caught under posix, saved by auto_da_alloc under ext4; fixed clean, and stops at a failed fsync"
+
+# 5. Determinism of what the system hands a program fresh: sqlite3 stores
+#    datetime('now'), random() and randomblob() (seeded from /dev/urandom,
+#    its pid and the time), the shell prints its pid and `date`. Twice
+#    under one seed: the same output, trace hash and database bytes; under
+#    another seed the random row differs.
+stamp() { # SEED OUT
+    STAMP_OUT=$2 $SIM live run --dir "$dir" --seed "$1" --check 'cp "$1/db" "$STAMP_OUT"' -- programs/sqlite3/stamp.sh "$dir" > "$2.txt" 2>&1
+}
+stamp 3 "$scratch/stamp-a" && stamp 3 "$scratch/stamp-b" && stamp 4 "$scratch/stamp-c" || { cat "$scratch"/stamp-*.txt; echo "live: stamp.sh failed" >&2; exit 1; }
+cmp "$scratch/stamp-a.txt" "$scratch/stamp-b.txt" && cmp "$scratch/stamp-a" "$scratch/stamp-b" \
+    || { echo "live: one seed gave two different runs of stamp.sh" >&2; exit 1; }
+grep -q '^shell pid 1000$' "$scratch/stamp-a.txt" && grep -q '^row|2023-11-14 ' "$scratch/stamp-a.txt" \
+    || { cat "$scratch/stamp-a.txt"; echo "live: the pid or the time is not the seed's" >&2; exit 1; }
+[ "$(grep '^row' "$scratch/stamp-a.txt")" != "$(grep '^row' "$scratch/stamp-c.txt")" ] \
+    || { echo "live: seeds 3 and 4 drew the same random row" >&2; exit 1; }
+echo "live: stamp.sh under one seed twice: the same output, trace hash and database bytes (pid, time, /dev/urandom the seed's); another seed differs"

@@ -42,7 +42,7 @@ def sweep(command, check, fs, index):
     end = re.search(r"seed \d+ to the end: (?:ok \((\d+) I/Os, ([^,]+), .*printed (\".*\")\)|FAIL\n.*the program: ([^\n]+)\n(?:.*\n)*?  printed before the crash: (\".*\"))", text)
     ended = (end.group(2) or end.group(4)) if end else "?"
     printed = (end.group(3) or end.group(5)) if end else "?"
-    acks = len(re.findall(r"ack \d+", printed))
+    acks = len(re.findall(r"ack \d+|replaced", printed))
     summary = re.search(r"(\d+) runs, (\d+) failing", text)
     fails = re.findall(r"checker: FAIL: (.*)", text)
     first = re.sub(r"\d+", "N", fails[0])[:70] if fails else ""
@@ -53,6 +53,8 @@ ROWS = []
 
 
 def program(name, command, check, sites):
+    if ONLY and not name.startswith(ONLY):
+        return
     calls = ios(command)
     for label, pattern, nth in sites:
         index = site(calls, pattern, nth)
@@ -67,6 +69,7 @@ def program(name, command, check, sites):
 
 
 DIR = tempfile.mkdtemp(prefix="live-table-") + "/db"
+ONLY = os.environ.get("ONLY", "")
 probe = os.environ.get("PROBE", "/tmp/probe")
 here = os.getcwd()
 print("| program | fsync failed | fs | the program then | runs losing an ack | the checker says | flags |")
@@ -83,3 +86,8 @@ program("sqlite3 WAL+FULL", [f"{here}/programs/sqlite3/run.sh", DIR, "wal", "ful
          ("database (checkpoint)", r"^fdatasync h1$", 1)])
 program("gdbmtool", [f"{here}/programs/gdbm/run.sh", DIR, "default"], f'{here}/programs/gdbm/check.sh "$1" "$2"',
         [("data (store 2's close)", r"^fsync h1$", 2)])
+rp = f'{here}/programs/replace/check-live.sh "$1" "$2"'
+for mode, sites in [("fixed", [("data (config.tmp)", r"^fsync h", 1), ("directory (after the rename)", r"^fsync directory", 1)]),
+                    ("buggy", [("directory (after the rename)", r"^fsync directory", 1)]),
+                    ("fdatasync", [("data (config.tmp)", r"^fdatasync h", 0), ("data (config, after the rename)", r"^fdatasync h", 1)])]:
+    program(f"replace {mode} (sh, sync, mv)", [f"{here}/programs/replace/live.sh", DIR, mode], rp, sites)

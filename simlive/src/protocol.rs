@@ -18,10 +18,12 @@ pub const MAX_FRAME_BYTES: u32 = 256 << 20;
 /// One call of the disk, or the program's word about itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {
-    /// The first frame of a connection: the process's pid (for messages
-    /// only) and what it runs (`argv[0]`). Answered with `Value::Hello`.
+    /// The first frame of a connection: the process's real pid and its
+    /// parent's (to answer its simulated ones) and what it runs
+    /// (`argv[0]`). Answered with `Value::Hello`.
     Hello {
         pid: u32,
+        ppid: u32,
         program: Vec<u8>,
     },
     Open {
@@ -36,6 +38,11 @@ pub enum Request {
         path: Vec<u8>,
     },
     ListDir {
+        dir: Vec<u8>,
+    },
+    /// `Vfs::list_subdirs`: no I/O of the disk's own (it rides with the
+    /// `ListDir` before it).
+    ListSubdirs {
         dir: Vec<u8>,
     },
     CreateDirAll {
@@ -83,11 +90,14 @@ pub enum Request {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value {
     Unit,
-    /// The connection's process number (0 for the first process to connect)
-    /// and the seed its randomness and clock are drawn from.
+    /// The connection's process number (0 for the first process to connect),
+    /// the seed its randomness and clock are drawn from, and the pids
+    /// `getpid` and `getppid` answer.
     Hello {
         ordinal: u64,
         entropy_seed: u64,
+        pid: u32,
+        ppid: u32,
     },
     Handle(u64),
     Bool(bool),
@@ -173,7 +183,7 @@ impl Request {
     pub fn summary(&self) -> String {
         let p = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         match self {
-            Request::Hello { pid, program } => format!("(process {pid} {} connects)", p(program)),
+            Request::Hello { pid, ppid, program } => format!("(process {pid} of {ppid} {} connects)", p(program)),
             Request::Open { path, mode } => format!("open {} {:?}", p(path), MODES.get(usize::from(*mode))),
             Request::Rename { from, to } => format!("rename {} {}", p(from), p(to)),
             Request::Unlink { path } => format!("unlink {}", p(path)),
@@ -189,6 +199,7 @@ impl Request {
             Request::SyncData { handle } => format!("fdatasync h{handle}"),
             Request::Close { handle } => format!("(close h{handle})"),
             Request::Refused { what } => format!("(refused: {})", p(what)),
+            Request::ListSubdirs { dir } => format!("(list directories {})", p(dir)),
         }
     }
 
@@ -196,7 +207,7 @@ impl Request {
     pub fn encode(&self) -> Vec<u8> {
         let mut o = Out(Vec::new());
         match self {
-            Request::Hello { pid, program } => o.u8(0).u64(u64::from(*pid)).bytes(program),
+            Request::Hello { pid, ppid, program } => o.u8(0).u64(u64::from(*pid)).u64(u64::from(*ppid)).bytes(program),
             Request::Open { path, mode } => o.u8(1).bytes(path).u8(*mode),
             Request::Rename { from, to } => o.u8(2).bytes(from).bytes(to),
             Request::Unlink { path } => o.u8(3).bytes(path),
@@ -212,6 +223,7 @@ impl Request {
             Request::SyncData { handle } => o.u8(13).u64(*handle),
             Request::Close { handle } => o.u8(14).u64(*handle),
             Request::Refused { what } => o.u8(15).bytes(what),
+            Request::ListSubdirs { dir } => o.u8(16).bytes(dir),
         };
         o.0
     }
@@ -221,7 +233,9 @@ impl Request {
         let mut i = In { rest: body, what: "request" };
         let tag = i.u8("tag")?;
         let request = match tag {
-            0 => Request::Hello { pid: i.u64("pid")? as u32, program: i.bytes("program")? },
+            0 => {
+                Request::Hello { pid: i.u64("pid")? as u32, ppid: i.u64("ppid")? as u32, program: i.bytes("program")? }
+            }
             1 => Request::Open { path: i.bytes("path")?, mode: i.u8("mode")? },
             2 => Request::Rename { from: i.bytes("from")?, to: i.bytes("to")? },
             3 => Request::Unlink { path: i.bytes("path")? },
@@ -241,6 +255,7 @@ impl Request {
             13 => Request::SyncData { handle: i.u64("handle")? },
             14 => Request::Close { handle: i.u64("handle")? },
             15 => Request::Refused { what: i.bytes("what")? },
+            16 => Request::ListSubdirs { dir: i.bytes("dir")? },
             other => return Err(BadFrame(format!("request: unknown tag {other}"))),
         };
         i.end()?;
@@ -254,7 +269,9 @@ pub fn encode_answer(answer: &Answer) -> Vec<u8> {
     match answer {
         Err((errno, message)) => o.u8(0).u64(*errno as u32 as u64).bytes(message.as_bytes()),
         Ok(Value::Unit) => o.u8(1),
-        Ok(Value::Hello { ordinal, entropy_seed }) => o.u8(2).u64(*ordinal).u64(*entropy_seed),
+        Ok(Value::Hello { ordinal, entropy_seed, pid, ppid }) => {
+            o.u8(2).u64(*ordinal).u64(*entropy_seed).u64(u64::from(*pid)).u64(u64::from(*ppid))
+        }
         Ok(Value::Handle(h)) => o.u8(3).u64(*h),
         Ok(Value::Bool(b)) => o.u8(4).u8(u8::from(*b)),
         Ok(Value::U64(v)) => o.u8(5).u64(*v),
@@ -279,7 +296,12 @@ pub fn decode_answer(body: &[u8]) -> Result<Answer, BadFrame> {
             Err((errno, String::from_utf8_lossy(&i.bytes("message")?).into_owned()))
         }
         1 => Ok(Value::Unit),
-        2 => Ok(Value::Hello { ordinal: i.u64("ordinal")?, entropy_seed: i.u64("entropy seed")? }),
+        2 => Ok(Value::Hello {
+            ordinal: i.u64("ordinal")?,
+            entropy_seed: i.u64("entropy seed")?,
+            pid: i.u64("pid")? as u32,
+            ppid: i.u64("ppid")? as u32,
+        }),
         3 => Ok(Value::Handle(i.u64("handle")?)),
         4 => Ok(Value::Bool(i.u8("bool")? != 0)),
         5 => Ok(Value::U64(i.u64("value")?)),
@@ -332,19 +354,20 @@ mod tests {
     #[test]
     fn every_request_and_answer_decodes_to_itself() {
         let requests = [
-            Request::Hello { pid: 7, program: b"sqlite3".to_vec() },
+            Request::Hello { pid: 7, ppid: 6, program: b"sqlite3".to_vec() },
             Request::Open { path: b"/db".to_vec(), mode: 2 },
             Request::Rename { from: b"/a".to_vec(), to: b"/b".to_vec() },
             Request::ReadAt { handle: 3, offset: 4096, len: 512 },
             Request::WriteAt { handle: 3, offset: 9, data: vec![0, 1, 255] },
             Request::Refused { what: b"fork".to_vec() },
+            Request::ListSubdirs { dir: b"/.git".to_vec() },
         ];
         for r in requests {
             assert_eq!(Request::decode(&r.encode()).unwrap(), r);
         }
         let answers: [Answer; 4] = [
             Ok(Value::Names(vec![b"a".to_vec(), Vec::new()])),
-            Ok(Value::Hello { ordinal: 2, entropy_seed: u64::MAX }),
+            Ok(Value::Hello { ordinal: 2, entropy_seed: u64::MAX, pid: 10_002, ppid: 10_001 }),
             Err((libc::ENOSPC, "full".into())),
             Ok(Value::Bytes(b"xyz".to_vec())),
         ];

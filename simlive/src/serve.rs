@@ -49,6 +49,27 @@ pub struct RunState {
     pub processes: Vec<(u64, u32, String)>,
     /// Connections held open, unanswered, since the crash.
     parked: Vec<UnixStream>,
+    /// Each process's simulated pid, by its real one.
+    sim_pid_of: BTreeMap<u32, u32>,
+}
+
+/// The simulated pid of process number 0; process N's is this plus N.
+pub const FIRST_SIM_PID: u32 = 1_000;
+/// The simulated parent of a process whose parent is not the program's
+/// (the first one's: `sim live` itself).
+pub const OUTSIDE_SIM_PID: u32 = 1;
+
+impl RunState {
+    /// The pids process number `ordinal` (real pid `pid`, its parent's
+    /// `ppid`) is told, from the order the processes connect: a process
+    /// that `exec`s connects again and keeps its pid, as in the kernel.
+    fn sim_pids(&mut self, pid: u32, ppid: u32, ordinal: u64) -> (u32, u32) {
+        let fresh = FIRST_SIM_PID + u32::try_from(ordinal).expect("a run starts fewer than 2^32 processes");
+        let sim_pid = *self.sim_pid_of.entry(pid).or_insert(fresh);
+        let sim_ppid = self.sim_pid_of.get(&ppid).copied().unwrap_or(OUTSIDE_SIM_PID);
+        assert!(sim_pid >= FIRST_SIM_PID && sim_pid != sim_ppid);
+        (sim_pid, sim_ppid)
+    }
 }
 
 impl Shared {
@@ -142,7 +163,10 @@ fn serve_connection(shared: &Shared, mut stream: UnixStream) {
                 if shared.show_ios {
                     eprintln!("sim live: io {}: {}", shared.vfs.io_count(), request.summary());
                 }
-                answer(shared, request, &mut handles, &mut next_handle)
+                let summary = request.summary();
+                let answer = answer(shared, request, &mut handles, &mut next_handle);
+                refuse_unsupported(shared, &summary, &answer);
+                answer
             }
             Err(bad) => {
                 shared.lock().refusals.push(format!("sim live: {bad}"));
@@ -159,6 +183,17 @@ fn serve_connection(shared: &Shared, mut stream: UnixStream) {
         if protocol::write_frame(&mut stream, &protocol::encode_answer(&answer)).is_err() {
             return;
         }
+    }
+}
+
+/// A call the simulated disk cannot model (`Unsupported`: a rename
+/// across directories) is answered `ENOTSUP`, as before, and refused: the
+/// run fails naming it, instead of the program going on down a path a real
+/// file system would not have sent it (redis-server gives up at start when
+/// its base AOF cannot be renamed into `appendonlydir/`, LIVE.md).
+fn refuse_unsupported(shared: &Shared, summary: &str, answer: &Answer) {
+    if let Err((libc::ENOTSUP, message)) = answer {
+        shared.lock().refusals.push(format!("the simulated disk cannot serve {summary}: {message}"));
     }
 }
 
@@ -193,10 +228,12 @@ fn answer(
     let vfs = &*shared.vfs;
     let unit = |r: std::io::Result<()>| r.map(|()| Value::Unit).map_err(errno_of);
     match request {
-        Request::Hello { pid, program } => {
+        Request::Hello { pid, ppid, program } => {
             let ordinal = shared.next_ordinal.fetch_add(1, Ordering::SeqCst);
-            shared.lock().processes.push((ordinal, pid, String::from_utf8_lossy(&program).into_owned()));
-            Ok(Value::Hello { ordinal, entropy_seed: entropy_seed(shared.seed, ordinal) })
+            let mut state = shared.lock();
+            state.processes.push((ordinal, pid, String::from_utf8_lossy(&program).into_owned()));
+            let (sim_pid, sim_ppid) = state.sim_pids(pid, ppid, ordinal);
+            Ok(Value::Hello { ordinal, entropy_seed: entropy_seed(shared.seed, ordinal), pid: sim_pid, ppid: sim_ppid })
         }
         Request::Open { path: p, mode } => {
             let mode = *MODES.get(usize::from(mode)).ok_or((libc::EINVAL, format!("open mode {mode}")))?;
@@ -210,6 +247,10 @@ fn answer(
         Request::Unlink { path: p } => unit(vfs.unlink(&path(&p))),
         Request::ListDir { dir } => vfs
             .list_dir(&path(&dir))
+            .map(|names| Value::Names(names.into_iter().map(|n| n.into_encoded_bytes()).collect()))
+            .map_err(errno_of),
+        Request::ListSubdirs { dir } => vfs
+            .list_subdirs(&path(&dir))
             .map(|names| Value::Names(names.into_iter().map(|n| n.into_encoded_bytes()).collect()))
             .map_err(errno_of),
         Request::CreateDirAll { dir } => unit(vfs.create_dir_all(&path(&dir))),
@@ -252,5 +293,23 @@ fn answer_file(request: Request, handles: &mut BTreeMap<u64, Box<dyn VfsFile>>) 
         Request::Sync { .. } => unit(file.sync()),
         Request::SyncData { .. } => unit(file.sync_data()),
         _ => unreachable!("matched above"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn simulated_pids_follow_the_connection_order_and_survive_exec() {
+        let mut state = RunState::default();
+        assert_eq!(
+            state.sim_pids(500, 400, 0),
+            (FIRST_SIM_PID, OUTSIDE_SIM_PID),
+            "the first process's parent is outside"
+        );
+        assert_eq!(state.sim_pids(501, 500, 1), (FIRST_SIM_PID + 1, FIRST_SIM_PID), "a child of the first");
+        assert_eq!(state.sim_pids(501, 500, 2), (FIRST_SIM_PID + 1, FIRST_SIM_PID), "an exec keeps its pid");
+        assert_eq!(state.sim_pids(502, 501, 3), (FIRST_SIM_PID + 3, FIRST_SIM_PID + 1), "a grandchild");
     }
 }

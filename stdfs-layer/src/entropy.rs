@@ -14,10 +14,13 @@
 //! [`CLOCK_STEP_NS`] at every reading (monotonic, and the same in every
 //! run). A thread with no session gets the real ones (glibc's).
 //!
-//! Not seen: a `getrandom` system call made by inline assembly, the
-//! `rdrand` instruction, and glibc's internal callers (its `time()` and
-//! `gettimeofday()` read the vDSO themselves). None is used by persy or
-//! std on this target.
+//! `time()` and `gettimeofday()`, which glibc answers from the vDSO
+//! without calling `clock_gettime`'s symbol, and reads of a descriptor
+//! opened on `/dev/urandom` or `/dev/random`, are served from the same
+//! clock and stream (`interpose::entropy_calls`). Not seen: a `getrandom`
+//! system call made by inline assembly, the `rdrand` instruction, and
+//! glibc's internal callers (`mkstemp` outside the root). None is used by
+//! persy or std on this target.
 
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -127,6 +127,21 @@ impl FdTable {
         self.name(id, cloexec)
     }
 
+    /// `dup2(fd, low)` in a preloaded program (`crate::live`): `low`, a
+    /// number below the table's range that the caller picked (a shell's
+    /// `> FILE` onto fd 1), names `fd`'s description too; a description
+    /// `low` named before is let go of first, as the kernel closes it.
+    pub fn place(&mut self, fd: i32, low: i32, cloexec: bool) -> Result<(), Errno> {
+        assert!((0..self.first_fd).contains(&low), "a placed descriptor lies below the table's own numbers");
+        let id = self.fds.get(&fd).ok_or(Errno::EBADF)?.0;
+        if self.fds.contains_key(&low) {
+            self.close(low)?;
+        }
+        self.fds.insert(low, (id, cloexec));
+        self.descriptions.get_mut(&id).expect("named descriptions exist").refs += 1;
+        Ok(())
+    }
+
     fn name(&mut self, id: u64, cloexec: bool) -> Result<i32, Errno> {
         if self.issued >= self.fds_max {
             return Err(Errno(libc::EMFILE));
@@ -185,5 +200,28 @@ impl FdTable {
                 && d.disk_path == disk_path
                 && d.flock.is_some_and(|held| held == Flock::Exclusive || wanted == Flock::Exclusive)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_placed_low_descriptor_shares_the_description_until_its_last_close() {
+        let mut table = FdTable::new(1 << 30, 1 << 20, 0);
+        let fd = table.open(PathBuf::from("/out"), Target::Dir, Access::default(), false).unwrap();
+        table.get(fd).unwrap().cursor_bytes = 7;
+        table.place(fd, 1, false).unwrap();
+        assert_eq!(table.get(1).unwrap().cursor_bytes, 7, "the same description");
+        table.close(fd).unwrap();
+        assert_eq!(table.open_count(), 1);
+        assert_eq!(table.get(1).unwrap().disk_path, Path::new("/out"), "alive while fd 1 names it");
+        let other = table.open(PathBuf::from("/other"), Target::Dir, Access::default(), true).unwrap();
+        table.place(other, 1, true).unwrap();
+        assert_eq!(table.get(1).unwrap().disk_path, Path::new("/other"), "a second dup2 replaces the first");
+        assert!(table.cloexec(1, None).unwrap());
+        assert_eq!(table.descriptions.len(), 1, "the first description went with its last descriptor");
+        assert_eq!(table.place(12345, 2, false), Err(Errno::EBADF));
     }
 }

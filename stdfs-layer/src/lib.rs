@@ -64,6 +64,7 @@ mod files;
 #[allow(unsafe_code)]
 mod interpose;
 pub mod live;
+pub mod live_exec;
 mod meta;
 mod opt_in;
 mod plant;

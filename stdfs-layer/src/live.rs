@@ -71,3 +71,10 @@ pub fn take_refusals() -> Vec<String> {
 pub fn root_path() -> PathBuf {
     PathBuf::from(root())
 }
+
+/// The low descriptors a simulated file was placed at (`dup2(fd, 1)`)
+/// that an `exec` would hand the next program (no close-on-exec): the
+/// preloaded object refuses such an `exec`.
+pub fn low_descriptors_kept_on_exec() -> Vec<i32> {
+    crate::session::low_placed_kept_on_exec()
+}

@@ -186,6 +186,15 @@ pub fn fcntl(fd: i32, cmd: i32, arg: i64) -> Result<i32, Errno> {
             };
             Ok(mode | if a.append { libc::O_APPEND } else { 0 })
         }
+        // Of the flags `F_SETFL` changes, `O_APPEND` has a meaning here; a
+        // regular file ignores `O_NONBLOCK` and `O_NOATIME` (coreutils'
+        // `sync` clears the `O_NONBLOCK` it opened with), and the kernel
+        // ignores every other bit (the access mode `F_GETFL` answered).
+        // `O_ASYNC` and `O_DIRECT` are refused below.
+        libc::F_SETFL if arg & i64::from(libc::O_ASYNC | libc::O_DIRECT) == 0 => {
+            s.fds.get(fd)?.access.append = arg & i64::from(libc::O_APPEND) != 0;
+            Ok(0)
+        }
         // A preloaded program's record locks (`crate::live`): granted, as a
         // lone process's always are; its processes run one at a time, and
         // the caller reports no holder (`F_GETLK` is answered `F_UNLCK`).

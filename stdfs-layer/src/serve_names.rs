@@ -102,8 +102,15 @@ pub fn readlink(at: &At) -> Result<usize, Errno> {
 }
 
 /// `link`/`symlink` making `to` (a path the layer owns): refused, the
-/// disk holds one name per file and no symbolic links.
+/// disk holds one name per file and no symbolic links. In a preloaded
+/// program (`crate::live`) it fails with `EPERM` instead, unrefused, as on
+/// a file system that cannot make either (vfat): a program that probes for
+/// them (`git init`'s symlink test, git's `link` of a new object) falls
+/// back on its own, and one that does not stops at the error it was given.
 pub fn refuse_link(op: &str, to: &At, from: &[u8]) -> Errno {
+    if crate::live::is_live() {
+        return with_at(op, to, |_, _| Err::<(), Errno>(Errno(libc::EPERM))).expect_err("failed above");
+    }
     let shown = String::from_utf8_lossy(from).into_owned();
     match with_at(op, to, |s, path| {
         let what = format!("{op} {shown} to {}: the simulated disk has no {op}s", under_root(&path).display());

@@ -34,6 +34,16 @@ pub fn open(at: &At, flags: i32) -> Result<i32, Errno> {
             // (tempfile's `tempfile_in`); not a refusal.
             return Err(Errno(libc::EOPNOTSUPP));
         }
+        // `O_PATH | O_DIRECTORY` asks whether a directory is there (coreutils'
+        // `mv` of its last operand): answered as the directory's open is,
+        // `ENOTDIR` or `ENOENT` for anything else. A plain `O_PATH` handle
+        // of a file is not served.
+        if flags & (libc::O_PATH | libc::O_DIRECTORY) == libc::O_PATH | libc::O_DIRECTORY && !access.write {
+            if s.dirs.contains(&path) || s.is_dir(&path)? {
+                return open_dir(s, path, flags & !libc::O_PATH, access, cloexec);
+            }
+            return Err(if s.vfs.exists(&path)? { Errno::ENOTDIR } else { Errno::ENOENT });
+        }
         if flags & libc::O_PATH != 0 {
             let what = format!("open {} with O_PATH is not served", path.display());
             return Err(refuse(Some(s.slot), Errno::ENOTSUP, what));

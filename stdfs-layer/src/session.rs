@@ -25,7 +25,9 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
+use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, ThreadId};
 
@@ -77,7 +79,12 @@ pub struct Session {
 }
 
 thread_local! {
-    static CURRENT: RefCell<Option<Session>> = const { RefCell::new(None) };
+    /// Never dropped by the thread's end (`ManuallyDrop`: no destructor is
+    /// registered): a session is taken out by its guard ([`SessionGuard`]),
+    /// and a preloaded program's, which lives as long as the process, must
+    /// still serve the `atexit` handlers glibc's `exit` runs after the
+    /// thread-local destructors (git removing its lock files at exit).
+    static CURRENT: ManuallyDrop<RefCell<Option<Session>>> = const { ManuallyDrop::new(RefCell::new(None)) };
     /// This thread's slot while it holds a run's session: readable while
     /// the session is borrowed (a refusal made inside a served call); it
     /// travels with the session between a run's threads ([`take_current`],
@@ -389,16 +396,68 @@ pub fn take_all_refusals() -> Vec<String> {
     all.drain(..).map(|(_, what)| what).collect()
 }
 
-/// Whether `fd` is one of the layer's (any session's).
+/// Low descriptors a preloaded program placed a simulated file at
+/// (`dup2(fd, 1)`: [`place_low`]), one bit each; always 0 outside a live
+/// process.
+static LOW_PLACED: AtomicU64 = AtomicU64::new(0);
+/// The descriptors [`place_low`] can place a simulated file at: `0..64`.
+pub const LOW_FDS: i32 = 64;
+
+/// Whether `fd` is one of the layer's (any session's), or a low number a
+/// preloaded program placed one at.
 pub fn is_fake_fd(fd: i32) -> bool {
-    fd >= FAKE_FD_BASE
+    fd >= FAKE_FD_BASE || ((0..LOW_FDS).contains(&fd) && LOW_PLACED.load(Ordering::Acquire) & (1 << fd) != 0)
+}
+
+/// `dup2(fd, low)` in a preloaded program: `low` names `fd`'s description
+/// from now on, on this thread's session (the caller keeps the kernel's
+/// number `low` taken, so no real open lands there).
+pub fn place_low(fd: i32, low: i32, cloexec: bool) -> Result<(), Errno> {
+    assert!(crate::live::is_live(), "only a preloaded program places a simulated file at a low descriptor");
+    if !(0..LOW_FDS).contains(&low) {
+        return Err(refuse(
+            None,
+            Errno::EINVAL,
+            format!("dup2 of simulated fd {fd} onto fd {low}: at most fd {}", LOW_FDS - 1),
+        ));
+    }
+    with_fd(fd, "dup2", |s| s.fds.place(fd, low, cloexec))?;
+    LOW_PLACED.fetch_or(1 << low, Ordering::AcqRel);
+    Ok(())
+}
+
+/// `low` names no simulated file any more (closed, or a real file put
+/// there by `dup2`).
+pub fn forget_low(low: i32) {
+    assert!((0..LOW_FDS).contains(&low));
+    LOW_PLACED.fetch_and(!(1 << low), Ordering::AcqRel);
+}
+
+/// The simulated descriptors at low numbers without close-on-exec, which
+/// an `exec` would hand the next program (it cannot: their descriptions
+/// live in this process's memory).
+pub fn low_placed_kept_on_exec() -> Vec<i32> {
+    if !has_session() {
+        return Vec::new();
+    }
+    let placed = LOW_PLACED.load(Ordering::Acquire);
+    (0..LOW_FDS)
+        .filter(|fd| placed & (1 << fd) != 0)
+        .filter(|&fd| !with_session(|s| s.fds.cloexec(fd, None)).unwrap_or(true))
+        .collect()
 }
 
 /// Run `serve` on the session owning fake descriptor `fd`, which must be
 /// this thread's; a call from any other thread is refused.
 pub fn with_fd<T>(fd: i32, op: &str, serve: impl FnOnce(&mut Session) -> Result<T, Errno>) -> Result<T, Errno> {
     assert!(is_fake_fd(fd));
-    let slot = ((fd - FAKE_FD_BASE) / SLOT_FDS) as usize;
+    // A low number placed by `dup2` is the thread's own run's (a live
+    // process serves one run, on its main thread).
+    let slot = if fd < FAKE_FD_BASE {
+        current_slot().unwrap_or(usize::MAX)
+    } else {
+        ((fd - FAKE_FD_BASE) / SLOT_FDS) as usize
+    };
     // The thread holding the slot's session owns its descriptors: the
     // run's thread, or the thread of its run the scheduler's baton is on.
     if current_slot() != Some(slot) {
@@ -474,6 +533,16 @@ impl Session {
         attrs.modified(&fds.get(fd)?.disk_path, entropy.peek_ns());
         Ok(())
     }
+}
+
+/// Run `serve` on this thread's session, which must exist (the preloaded
+/// object's calls, made outside any served call).
+pub fn with_current<T>(serve: impl FnOnce(&mut Session) -> Result<T, String>) -> Result<T, String> {
+    CURRENT.with(|c| match c.try_borrow_mut().as_deref_mut() {
+        Ok(Some(session)) => serve(session),
+        Ok(None) => Err("no simulated run on this thread".to_string()),
+        Err(_) => Err("the layer is serving a call".to_string()),
+    })
 }
 
 fn with_session<T>(serve: impl FnOnce(&mut Session) -> Result<T, Errno>) -> Result<T, Errno> {

@@ -25,9 +25,12 @@ struct Conn {
     program: Vec<u8>,
     /// The connected socket, -1 while none (before `hello`, after a fork).
     fd: i32,
+    /// The pids `sim live` answered this process's hello with (its own,
+    /// its parent's); `None` until it has connected.
+    sim_pids: Option<(u32, u32)>,
 }
 
-static CONN: Mutex<Conn> = Mutex::new(Conn { socket: None, program: Vec::new(), fd: -1 });
+static CONN: Mutex<Conn> = Mutex::new(Conn { socket: None, program: Vec::new(), fd: -1, sim_pids: None });
 
 fn conn() -> std::sync::MutexGuard<'static, Conn> {
     CONN.lock().unwrap_or_else(|p| p.into_inner())
@@ -54,9 +57,33 @@ pub fn forget_connection_after_fork() {
         unsafe { libc::close(c.fd) };
         c.fd = -1;
     }
+    c.sim_pids = None;
 }
 
 /// glibc's `fork`.
+/// glibc's `getpid` or `getppid` (this object defines both), as a `u32`.
+pub fn real_pid(name: &std::ffi::CStr) -> u32 {
+    // SAFETY: a symbol glibc defines, of type `pid_t (void)`.
+    let pid = unsafe {
+        let at = libc::dlsym(libc::RTLD_NEXT, name.as_ptr());
+        assert!(!at.is_null(), "glibc has {name:?}");
+        let f: extern "C" fn() -> libc::pid_t = std::mem::transmute(at);
+        f()
+    };
+    u32::try_from(pid).expect("a process's pid is positive")
+}
+
+/// This process's simulated pid and its parent's, connecting first if
+/// it has not (a forked child before its first call); `None` if `sim
+/// live` cannot be reached.
+pub fn sim_pids() -> Option<(u32, u32)> {
+    let mut c = conn();
+    if c.fd < 0 {
+        connect(&mut c).ok()?;
+    }
+    c.sim_pids
+}
+
 pub fn real_fork() -> libc::pid_t {
     // SAFETY: RTLD_NEXT and a NUL-terminated name; the symbol is glibc's
     // `fork`, whose signature is the one transmuted to.
@@ -78,9 +105,12 @@ fn connect(c: &mut Conn) -> io::Result<u64> {
     let fd = unix_connect(&path)?;
     c.fd = fd;
     // SAFETY: no preconditions.
-    let pid = unsafe { libc::getpid() } as u32;
-    match exchange(fd, &Request::Hello { pid, program: c.program.clone() })? {
-        Ok(Value::Hello { entropy_seed, .. }) => Ok(entropy_seed),
+    let (pid, ppid) = (real_pid(c"getpid"), real_pid(c"getppid"));
+    match exchange(fd, &Request::Hello { pid, ppid, program: c.program.clone() })? {
+        Ok(Value::Hello { entropy_seed, pid, ppid, .. }) => {
+            c.sim_pids = Some((pid, ppid));
+            Ok(entropy_seed)
+        }
         other => Err(io::Error::other(format!("sim live answered hello with {other:?}"))),
     }
 }
@@ -201,6 +231,13 @@ impl Vfs for RemoteVfs {
 
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
         match call(Request::ListDir { dir: path_bytes(dir) })? {
+            Value::Names(names) => Ok(names.into_iter().map(OsString::from_vec).collect()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    fn list_subdirs(&self, dir: &Path) -> io::Result<Vec<OsString>> {
+        match call(Request::ListSubdirs { dir: path_bytes(dir) })? {
             Value::Names(names) => Ok(names.into_iter().map(OsString::from_vec).collect()),
             other => Err(unexpected(other)),
         }

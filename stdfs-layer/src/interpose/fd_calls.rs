@@ -9,7 +9,7 @@ use std::ffi::{c_int, c_long, c_void};
 use super::{real, served, CallerErrno};
 use crate::errno::Errno;
 use crate::serve_fd;
-use crate::session::{is_fake_fd, refuse};
+use crate::session::{forget_low, is_fake_fd, place_low, refuse, FAKE_FD_BASE};
 
 /// The `count` bytes at `buf`, or an empty slice when `count` is 0.
 ///
@@ -41,6 +41,9 @@ fn offset(at: i64) -> Result<Option<u64>, Errno> {
 pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, count: usize) -> isize {
     let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) {
+        if let Some(served_random) = super::entropy_calls::read_random(fd, buf, count) {
+            return served_random;
+        }
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::read(fd, buf, count) };
     }
@@ -244,10 +247,19 @@ pub unsafe extern "C" fn ftruncate(fd: c_int, len: i64) -> c_int {
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     let _caller_errno = CallerErrno::enter();
     if !is_fake_fd(fd) {
+        super::entropy_calls::forget_random_fd(fd);
         // SAFETY: the caller's argument, passed on.
         return unsafe { real::close(fd) };
     }
-    served(-1, || serve_fd::close(fd).map(|()| 0))
+    let closed = served(-1, || serve_fd::close(fd).map(|()| 0));
+    if fd < FAKE_FD_BASE && closed == 0 {
+        // A low number `dup2` placed a simulated file at: the kernel's
+        // placeholder there goes too, as the kernel would close the file.
+        forget_low(fd);
+        // SAFETY: the placeholder descriptor this layer put at `fd`.
+        unsafe { real::close(fd) };
+    }
+    closed
 }
 
 #[no_mangle]
@@ -260,14 +272,80 @@ pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
     served(-1, || serve_fd::dup(fd, false))
 }
 
-/// `dup2`/`dup3` naming a fake descriptor on either side: refused (the
-/// layer cannot place a descriptor at a number the caller picks).
+/// `dup2`/`dup3` naming a fake descriptor the layer cannot serve: onto a
+/// number in the layer's own range, or anywhere outside a preloaded
+/// program (an engine in the harness's process has no reason to).
 fn refuse_dup_onto(old: c_int, new: c_int) -> Errno {
     refuse(
         None,
         Errno::EINVAL,
         format!("dup2/dup3 from fd {old} onto fd {new}: a simulated fd on either side is not served"),
     )
+}
+
+/// A kernel descriptor that holds a low number while a simulated file is
+/// placed there, so no real `open` is handed that number: `/dev/null`
+/// opened `O_PATH`, which fails every read and write with `EBADF` — a
+/// call that bypasses the layer (an `exec`'d program's, a raw one) meets
+/// an error, never a real file.
+fn placeholder() -> Result<c_int, Errno> {
+    // SAFETY: a NUL-terminated path and plain flags.
+    let fd = unsafe { real::openat64(libc::AT_FDCWD, c"/dev/null".as_ptr(), libc::O_PATH | libc::O_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(Errno(libc::EMFILE));
+    }
+    Ok(fd)
+}
+
+/// Put a placeholder at low number `low` (the kernel closes what was
+/// there), for a simulated file about to be placed there.
+pub(crate) fn hold_low(low: c_int, cloexec: bool) -> Result<(), Errno> {
+    let hold = placeholder()?;
+    if hold == low {
+        // The number was free (a shell closes fd 1 before its `dup2`), so
+        // the kernel handed it to the placeholder itself.
+        let flags = if cloexec { libc::FD_CLOEXEC } else { 0 };
+        // SAFETY: the placeholder just opened, its descriptor flags.
+        unsafe { real::fcntl64(low, libc::F_SETFD, c_long::from(flags)) };
+        return Ok(());
+    }
+    // SAFETY: the placeholder onto the number the caller picked.
+    let held = unsafe { real::dup3(hold, low, if cloexec { libc::O_CLOEXEC } else { 0 }) };
+    // SAFETY: the placeholder's own number, now copied to `low`.
+    unsafe { real::close(hold) };
+    if held != low {
+        return Err(Errno::EBADF);
+    }
+    Ok(())
+}
+
+/// `dup2(old, new)`/`dup3` where either side is simulated, in a preloaded
+/// program (`crate::live`): a simulated `old` onto a low `new` places it
+/// there (`session::place_low`), the kernel's `new` replaced by a
+/// placeholder as the kernel would close it; a real `old` onto a placed
+/// `new` lets the simulated file go and puts the real one there.
+fn serve_dup_onto(old: c_int, new: c_int, cloexec: bool) -> Result<c_int, Errno> {
+    if old == new {
+        return serve_fd::fcntl(old, libc::F_GETFD, 0).map(|_| new);
+    }
+    if !crate::live::is_live() || !(0..FAKE_FD_BASE).contains(&new) {
+        return Err(refuse_dup_onto(old, new));
+    }
+    if !is_fake_fd(old) {
+        serve_fd::close(new)?;
+        forget_low(new);
+        // SAFETY: two real descriptors; the flags are the caller's.
+        let placed = unsafe { real::dup3(old, new, if cloexec { libc::O_CLOEXEC } else { 0 }) };
+        return if placed < 0 {
+            Err(Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EBADF)))
+        } else {
+            Ok(new)
+        };
+    }
+    // The kernel closes what was at `new`, as `dup2` would.
+    hold_low(new, cloexec)?;
+    place_low(old, new, cloexec)?;
+    Ok(new)
 }
 
 #[no_mangle]
@@ -277,7 +355,7 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::dup2(old, new) };
     }
-    served(-1, || Err(refuse_dup_onto(old, new)))
+    served(-1, || serve_dup_onto(old, new, false))
 }
 
 #[no_mangle]
@@ -287,7 +365,10 @@ pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { real::dup3(old, new, flags) };
     }
-    served(-1, || Err(refuse_dup_onto(old, new)))
+    if old == new {
+        return served(-1, || Err(Errno::EINVAL));
+    }
+    served(-1, || serve_dup_onto(old, new, flags & libc::O_CLOEXEC != 0))
 }
 
 /// `fcntl(fd, cmd, ...)`: the optional argument taken as a fixed `long`

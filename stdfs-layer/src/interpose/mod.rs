@@ -35,6 +35,8 @@ mod path_calls;
 mod raw_calls;
 pub mod raw_trap;
 mod real;
+mod stdio_calls;
+mod temp_calls;
 mod thread_calls;
 
 use std::cell::Cell;
@@ -46,6 +48,8 @@ use crate::session::{self, refuse, ROOT};
 #[cfg(test)]
 pub use caller_errno::clobber_for_test;
 use caller_errno::{decide, CallerErrno};
+pub(crate) use fd_calls::hold_low;
+pub(crate) use stdio_calls::adopt_standard_stream;
 
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu")))]
 compile_error!("the stdfs layer interposes x86-64 glibc's functions only");
@@ -190,6 +194,8 @@ pub fn link_all() {
         entropy_calls::getentropy as *const (),
         entropy_calls::syscall as *const (),
         entropy_calls::clock_gettime as *const (),
+        entropy_calls::gettimeofday as *const (),
+        entropy_calls::time as *const (),
         fd_calls::read as *const (),
         fd_calls::write as *const (),
         fd_calls::pread64 as *const (),
@@ -240,4 +246,6 @@ pub fn link_all() {
     std::hint::black_box((interposed, copy_calls::interposed(), meta_calls::interposed(), name_calls::interposed()));
     std::hint::black_box(thread_calls::link_all());
     std::hint::black_box(map_calls::interposed());
+    std::hint::black_box(stdio_calls::interposed());
+    std::hint::black_box(temp_calls::interposed());
 }

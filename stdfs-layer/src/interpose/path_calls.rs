@@ -51,8 +51,15 @@ pub unsafe extern "C" fn openat64(dirfd: c_int, path: *const c_char, flags: c_in
             // SAFETY: the caller's arguments, passed on.
             None => unsafe { real::openat64(dirfd, path, flags, mode) },
         },
-        // SAFETY: the caller's arguments, passed on.
-        None => unsafe { real::openat64(dirfd, path, flags, mode) },
+        None => {
+            // SAFETY: the caller's arguments, passed on.
+            let fd = unsafe { real::openat64(dirfd, path, flags, mode) };
+            // SAFETY: the caller's C string.
+            if fd >= 0 && super::entropy_calls::is_random_device(unsafe { super::c_bytes(path) }.unwrap_or_default()) {
+                super::entropy_calls::note_random_fd(fd);
+            }
+            fd
+        }
         Some(at) => served(-1, || serve_path::open(&at, flags)),
     }
 }

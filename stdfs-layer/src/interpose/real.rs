@@ -103,6 +103,12 @@ real! {
     fn getentropy(buf: *mut c_void, len: usize) -> c_int;
     fn syscall(n: c_long, a1: c_long, a2: c_long, a3: c_long, a4: c_long, a5: c_long, a6: c_long) -> c_long;
     fn clock_gettime(clock: libc::clockid_t, tp: *mut libc::timespec) -> c_int;
+    fn gettimeofday(tv: *mut libc::timeval, tz: *mut c_void) -> c_int;
+    fn time(t: *mut libc::time_t) -> libc::time_t;
+    fn fopen64(path: *const c_char, mode: *const c_char) -> *mut libc::FILE;
+    fn fdopen(fd: c_int, mode: *const c_char) -> *mut libc::FILE;
+    fn mkostemps(template: *mut c_char, suffix_len: c_int, flags: c_int) -> c_int;
+    fn freopen64(path: *const c_char, mode: *const c_char, stream: *mut libc::FILE) -> *mut libc::FILE;
 }
 
 // The scheduler's (`thread_calls`).

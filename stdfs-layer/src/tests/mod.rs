@@ -14,6 +14,7 @@ mod maps;
 mod meta;
 mod names;
 mod raw;
+mod stdio;
 mod threads;
 
 use crate::demo::{program, read_back, strict_disk, DB};

@@ -116,6 +116,11 @@ pub struct Model {
     /// A commit that promised nothing was acknowledged since everything
     /// was last durable: a power loss may leave any content.
     unpromised: bool,
+    /// A failed fsync dropped dirty pages while states newer than the
+    /// durable one were acknowledged ([`Model::page_cache_dropped`]): a
+    /// process kill's stricter rule does not hold until the next recovery
+    /// or durable commit.
+    page_cache_dropped: bool,
     /// The states of failed commits still in doubt (see the module doc),
     /// oldest first: each may yet appear, whole.
     doubts: Vec<Arc<State>>,
@@ -161,6 +166,7 @@ impl Model {
             working: None,
             pending: Vec::new(),
             unpromised: false,
+            page_cache_dropped: false,
             doubts: Vec::new(),
         }
     }
@@ -314,6 +320,7 @@ impl Model {
         let last = self.history.len() - 1;
         assert!(self.durable <= last, "the durable point only moves forward, inside the history");
         self.durable = last;
+        self.page_cache_dropped = false;
     }
 
     /// The write transaction was aborted (or lost).
@@ -354,6 +361,7 @@ impl Model {
                 }
             }
             let last = self.history.len() - 1;
+            self.page_cache_dropped = false;
             // What a recovery read is on the disk, or in its page cache.
             self.history[last].survives_alone = true;
             self.history[last].survives_kill = true;
@@ -429,7 +437,9 @@ impl Model {
     /// Whether `recovered` is allowed after a process kill with no power
     /// loss (the simulator's kills, `crash-os`'s on the real disk), by the
     /// stricter rule that holds there: the page cache kept every byte the
-    /// engine wrote, so the newest acknowledged state that survives a kill
+    /// engine wrote (unless a failed fsync dropped some since the last
+    /// durable state: [`Model::page_cache_dropped`], then nothing more is
+    /// required here), so the newest acknowledged state that survives a kill
     /// (a commit at a level whose commits reach the operating system
     /// before they return, or the last durable state) must be what comes
     /// back, or else what the operation in flight could have
@@ -438,7 +448,7 @@ impl Model {
     /// required when a commit promised nothing. Check this before
     /// [`Model::recovered`], which then moves the model on.
     pub fn allows_after_kill(&self, recovered: &State) -> Result<(), String> {
-        if self.unpromised {
+        if self.unpromised || self.page_cache_dropped {
             return Ok(());
         }
         let kept = self.kept_by_a_kill();
@@ -465,6 +475,19 @@ impl Model {
             self.durable,
             diff(&self.history[kept].state, recovered)
         ))
+    }
+
+    /// A failed fsync dropped dirty pages (the disk's fsyncgate rule): what
+    /// only the page cache held may be gone, and what was committed after
+    /// it may build on what is gone (a WAL frame's checksum chains to the
+    /// frame before), so until the next recovery or durable commit a kill
+    /// is held to the power loss's rule only ([`Model::recovered`]: any
+    /// state from the last durable one that may survive on its own). Soak seed
+    /// 37781515: SQLite's WAL recovery after a kill failed its fsync, and
+    /// the reopen found the last acknowledged (`synchronous=NORMAL`) frame
+    /// gone with the dropped pages.
+    pub fn page_cache_dropped(&mut self) {
+        self.page_cache_dropped |= self.durable < self.history.len() - 1;
     }
 
     /// The index of the newest committed state a process kill keeps: the
@@ -796,6 +819,38 @@ mod tests {
         assert!(m.allows_after_kill(&state(&[(b"z", b"9")])).unwrap_err().contains("no committed state"));
         m.unpromise();
         assert!(m.allows_after_kill(&state(&[(b"z", b"9")])).is_ok(), "nothing promised, nothing required");
+    }
+
+    /// A failed fsync dropped dirty pages (soak seed 37781515): an eventual
+    /// commit's bytes may be gone, so a kill is held to the power loss's
+    /// rule until the next recovery; then to the kill's again.
+    #[test]
+    fn dropped_pages_free_a_kill_from_its_rule_until_the_next_recovery() {
+        let mut m = Model::new(1);
+        m.put(0, b"a", b"1");
+        m.commit(Promise::Eventual);
+        m.page_cache_dropped();
+        assert!(m.allows_after_kill(&State::empty(1)).is_ok(), "the dropped pages held the commit");
+        assert!(m.allows_after_kill(&state(&[(b"z", b"9")])).is_ok(), "the kill's rule asks nothing now");
+        assert!(m.allows(&state(&[(b"z", b"9")]), false).is_err(), "the power loss's rule still holds");
+        assert_eq!(m.recovered(&State::empty(1), false, false), Ok(Accepted::Durable));
+        m.put(0, b"b", b"2");
+        m.commit(Promise::Eventual);
+        let lost = m.allows_after_kill(&State::empty(1)).unwrap_err();
+        assert!(lost.contains("OLDER committed state"), "after a recovery the kill's rule holds again: {lost}");
+    }
+
+    /// Dropped pages with nothing acknowledged past the durable state
+    /// change nothing: the durable state is on the disk.
+    #[test]
+    fn dropped_pages_with_everything_durable_keep_the_kills_rule() {
+        let mut m = Model::new(1);
+        m.put(0, b"a", b"1");
+        m.commit(Promise::Durable);
+        m.page_cache_dropped();
+        m.put(0, b"b", b"2");
+        m.commit(Promise::Eventual);
+        assert!(m.allows_after_kill(&state(&[(b"a", b"1")])).is_err(), "the commit after the drop is held");
     }
 
     #[test]

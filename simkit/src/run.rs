@@ -18,7 +18,8 @@
 //! - Dropping an engine's handles may write (redb's `Drop` commits): after
 //!   an error the model lets everything acknowledged come back.
 //! - A process kill's recovery is held to the kill's rule first
-//!   (`Model::allows_after_kill`): the page cache kept every byte.
+//!   (`Model::allows_after_kill`): the page cache kept every byte, but
+//!   for what a failed fsync dropped (`Model::page_cache_dropped`).
 //! - Every persistence hazard the disk flags at an operation's end fails
 //!   the run unless the adapter declares it (`Spec::hazards`).
 //! - The kit observes the engine's content (after a recovery, and every
@@ -124,6 +125,7 @@ pub(super) fn runner<'a, A: Adapter>(
         open_error: None,
         readers: OpenReaders::default(),
         fault_unheard: false,
+        dirty_drops_seen: 0,
     };
     Loop::new(h, w)
 }
@@ -154,9 +156,24 @@ pub(super) struct KvRun<'a, A: Adapter> {
     /// operation that returned `Ok`: a failure no caller heard, which may
     /// have poisoned the engine (`Spec::poisoned_after_fault`).
     fault_unheard: bool,
+    /// The disk's count of fsyncs that dropped dirty pages, when the model
+    /// last heard of them ([`KvRun::note_dropped_pages`]).
+    dirty_drops_seen: u64,
 }
 
 impl<A: Adapter> KvRun<'_, A> {
+    /// If a failed fsync dropped dirty pages since the model last heard,
+    /// tell it: what only the page cache held so far is no longer what a
+    /// process kill must keep (`Model::page_cache_dropped`).
+    fn note_dropped_pages(&mut self, h: &Harness) {
+        let drops = h.vfs.dirty_drops();
+        debug_assert!(drops >= self.dirty_drops_seen, "the disk's count only grows");
+        if drops != self.dirty_drops_seen {
+            self.dirty_drops_seen = drops;
+            self.model.page_cache_dropped();
+        }
+    }
+
     pub(super) fn db(&mut self) -> &mut A::Db {
         self.db.as_mut().expect("a database is open between operations")
     }
@@ -259,6 +276,7 @@ impl<A: Adapter> KvRun<'_, A> {
 
     /// One of the engine's own operations, its reply checked.
     fn engine_op(&mut self, h: &mut Harness, planned: &PlannedKitOp) -> Step<Ended> {
+        self.note_dropped_pages(h);
         if planned.op.may_write() && self.config.spec.promises_nothing() {
             // An engine that promises nothing at every level may write
             // unsynced before any commit returns (SQLite with
@@ -283,6 +301,9 @@ impl<A: Adapter> KvRun<'_, A> {
             self.readers.writer_survived_fault();
             self.fault_unheard = true;
         }
+        // Before the commit joins the history: a commit acknowledged after
+        // its own fsync dropped its pages is still held to the kill's rule.
+        self.note_dropped_pages(h);
         if let KitOp::Commit { level, .. } = &planned.op {
             self.commit_concluded(h, *level, result.is_ok());
         }
@@ -614,8 +635,12 @@ impl<A: Adapter> Workload for KvRun<'_, A> {
             Err(e) if self.refusal_allowed(damaged, &e) => return self.accept_refusal(h),
             Err(e) => return Err(h.fail(Check::Open, format!("the engine opened but reading its content failed: {e}"))),
         };
+        // An fsync that failed in a reader's step or in the recovery may
+        // have dropped what only the page cache held.
+        self.note_dropped_pages(h);
         if matches!(reopening, Reopening::Kill) {
-            // The page cache kept every byte the dead process wrote.
+            // The page cache kept every byte the dead process wrote, but
+            // for what a failed fsync dropped since.
             self.model.allows_after_kill(&state).map_err(|detail| h.fail(Check::Durability, detail))?;
         }
         let verdict = self.model.recovered(&state, damaged, reopening.power_lost());

@@ -246,6 +246,7 @@ impl SimFile {
             let retry = std::mem::take(&mut disk.fs.inode_mut(self.inode).fsync_failed);
             if !retry && (disk.faults.take_armed(index) || disk.faults.fsync(&disk.config)) {
                 disk.fs.drop_dirty(self.inode);
+                disk.dirty_drops += 1;
                 disk.fs.inode_mut(self.inode).fsync_failed = true;
                 disk.inject(index, FaultKind::FsyncEio);
                 return Err(eio("fsync failed (simulated EIO); the file's dirty data was dropped"));

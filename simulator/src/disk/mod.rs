@@ -437,6 +437,14 @@ impl SimVfs {
         self.disk().fault_counts.clone()
     }
 
+    /// How many failed fsyncs have dropped a file's dirty pages so far
+    /// (a shut-down file system's failures keep them): after one, the page
+    /// cache no longer holds every byte written, which a process kill's
+    /// rule assumes.
+    pub fn dirty_drops(&self) -> u64 {
+        self.disk().dirty_drops
+    }
+
     /// The next I/O operation's global index (= operations so far).
     pub fn io_count(&self) -> u64 {
         self.disk().io_index

@@ -51,6 +51,8 @@ pub(super) struct Disk {
     pub last_mark_name: Option<String>,
     pub hazards: HazardWatch,
     pub fault_counts: BTreeMap<FaultKind, u64>,
+    /// Failed fsyncs that dropped a file's dirty pages (fsyncgate), ever.
+    pub dirty_drops: u64,
     /// While recording, the disk as each I/O finds it (`snapshot.rs`).
     pub recorder: Option<Recorder>,
     /// Directory locks held in this epoch (`lock.rs`): not on the disk,
@@ -91,6 +93,7 @@ impl Disk {
             last_mark_name: None,
             hazards: HazardWatch::default(),
             fault_counts: BTreeMap::new(),
+            dirty_drops: 0,
             recorder: None,
             locks: LockTable::new(),
             next_detail: IoDetail::default(),

@@ -80,6 +80,7 @@ mod serve_space;
 mod session;
 #[cfg(test)]
 mod tests;
+mod thread_seed;
 mod watch;
 mod worker;
 

@@ -228,7 +228,7 @@ impl<C> KitConfig<C> {
     /// process kill keeps it: its level's, except for a commit of a
     /// transaction that changed nothing (`empty`: `Model::changes_nothing`)
     /// where the spec says such a commit touches nothing
-    /// (`!Spec::empty_commit_makes_durable`): see [`acknowledged_by`]. The
+    /// (`!Spec::empty_commit_makes_durable`): see `acknowledged_by`. The
     /// one rule of the run loop and `crash-os`.
     pub fn acknowledged(&self, level: usize, empty: bool) -> (Promise, bool) {
         acknowledged_by(self.spec.levels[level], empty && !self.spec.empty_commit_makes_durable)

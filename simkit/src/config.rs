@@ -12,7 +12,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{Adapter, Promise, Spec};
+use super::{Adapter, Level, Promise, Spec};
 use simulator::disk::{CrashMode, DiskConfig, FsProfile};
 use simulator::disk_swarm::DiskSwarm;
 use simulator::draw::swarm_weights;
@@ -225,18 +225,13 @@ impl<C> KitConfig<C> {
     }
 
     /// What a commit at `level` that returned `Ok` promises, and whether a
-    /// process kill keeps it: its level's, except that a `Durable` commit
-    /// of a transaction that changed nothing (`empty`: `Model::
-    /// changes_nothing`) makes the state before it durable only where the
-    /// spec says so (else it promises `Eventual`). The one rule of the run
-    /// loop and `crash-os`.
+    /// process kill keeps it: its level's, except for a commit of a
+    /// transaction that changed nothing (`empty`: `Model::changes_nothing`)
+    /// where the spec says such a commit touches nothing
+    /// (`!Spec::empty_commit_makes_durable`): see `acknowledged_by`. The
+    /// one rule of the run loop and `crash-os`.
     pub fn acknowledged(&self, level: usize, empty: bool) -> (Promise, bool) {
-        let declared = self.spec.levels[level];
-        let promise = match declared.promise {
-            Promise::Durable if empty && !self.spec.empty_commit_makes_durable => Promise::Eventual,
-            promise => promise,
-        };
-        (promise, declared.survives_process_kill)
+        acknowledged_by(self.spec.levels[level], empty && !self.spec.empty_commit_makes_durable)
     }
 
     /// The seed's draw in one line, for reports (`drew: ...`): `engine`
@@ -283,9 +278,40 @@ fn draw_level_weights(rng: &mut ChaCha8Rng, levels: usize) -> Vec<(usize, u32)> 
     weights
 }
 
+/// What a commit at `declared` that returned `Ok` promises, and whether a
+/// process kill keeps it. `touches_nothing`: an empty commit of an engine
+/// that returns before its log for one (fjall's empty batch, `src/batch/
+/// mod.rs` line 101): it makes nothing before it durable (a `Durable`
+/// level promises `Eventual`), and nothing before it reaches the
+/// operating system either, so a kill keeps only what earlier commits'
+/// own levels keep (FJALL.md, seed 1108: a `none` commit still in fjall's
+/// buffer, then an empty `sync-data` commit, then a kill).
+fn acknowledged_by(declared: Level, touches_nothing: bool) -> (Promise, bool) {
+    if !touches_nothing {
+        return (declared.promise, declared.survives_process_kill);
+    }
+    let promise = match declared.promise {
+        Promise::Durable => Promise::Eventual,
+        promise => promise,
+    };
+    (promise, false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Seed 1108 of fjall: the empty `sync-data` commit after a `none`
+    /// one was taken to survive a kill, so the kill's loss of the `none`
+    /// commit (still in fjall's buffer) failed `durability`.
+    #[test]
+    fn an_empty_commit_that_touches_nothing_keeps_nothing_through_a_kill() {
+        let sync_data = Level::new("sync-data", Promise::Durable);
+        assert_eq!(acknowledged_by(sync_data, false), (Promise::Durable, true));
+        assert_eq!(acknowledged_by(sync_data, true), (Promise::Eventual, false));
+        let buffer = Level::new("buffer", Promise::Eventual);
+        assert_eq!(acknowledged_by(buffer, true), (Promise::Eventual, false));
+    }
 
     #[test]
     fn names_salt_their_streams_apart() {

@@ -239,6 +239,10 @@ impl Vfs for PausingVfs {
             _ => self.disk.mark(phase),
         }
     }
+
+    fn act_as(&self, thread: u32) {
+        self.disk.act_as(thread);
+    }
 }
 
 /// A file of [`PausingVfs`].

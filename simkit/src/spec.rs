@@ -183,8 +183,9 @@ pub struct Tolerances {
 ///
 /// A declaration matches the file by identity: by any name the file bore
 /// from its unsafe fsync to the hazard ([`Hazard::names`]), so a journal
-/// renamed away, unlinked or replaced by a rename before the operation
-/// ended is still the journal.
+/// renamed away or replaced by a rename before the operation ended is
+/// still the journal (one created and unlinked, both pending, is no
+/// hazard at all).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DocumentedHazard {
     /// The files it concerns: names ending with this (`-journal`).
@@ -330,7 +331,9 @@ pub struct Spec {
     /// that a later `Durability::Immediate` commit persists the
     /// `Durability::None` ones before it). Declare `false` for an engine
     /// that syncs nothing for a transaction that changed nothing: the kit
-    /// then holds such a commit to `Eventual`.
+    /// then holds such a commit to `Eventual`, and takes it to keep nothing
+    /// through a process kill either (it wrote nothing: an earlier commit
+    /// still in the engine's buffer stays there).
     pub empty_commit_makes_durable: bool,
     /// Workload operations per seed by default (200).
     pub default_ops: u64,

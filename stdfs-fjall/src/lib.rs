@@ -19,8 +19,8 @@ mod tests;
 
 use std::path::PathBuf;
 
-use stdfs_layer::kit::{Adapter, Env, KitError, NoPlant, Previous, Rng, RngCore, Rows, Spec};
-use stdfs_layer::{db_path, Place, Worker};
+use stdfs_layer::kit::{Adapter, Env, KitError, Previous, Rng, RngCore, Rows, Spec};
+use stdfs_layer::{db_path, LayerPlant, Place, Worker};
 
 use engine::Engine;
 pub use engine::{Api, Settings};
@@ -65,14 +65,18 @@ fn path(env: &Env<'_, FjallAdapter>) -> PathBuf {
     db_path(env.dir).join(DIR)
 }
 
+/// The session: the seed's entropy, and the layer's planted mistake if
+/// the run asks for one (`--plant fastrand-unseeded` proves that
+/// `--check-determinism` catches temp names drawn from std's thread ids,
+/// FJALL.md finding 5).
 fn place(env: &Env<'_, FjallAdapter>) -> Place {
-    Place { entropy_seed: env.config.entropy_seed, ..Place::of(env) }
+    Place { entropy_seed: env.config.entropy_seed, plant: env.plant, ..Place::of(env) }
 }
 
 impl Adapter for FjallAdapter {
     type Db = FjallDb;
     type Config = FjallConfig;
-    type Plant = NoPlant;
+    type Plant = LayerPlant;
 
     fn name(&self) -> &'static str {
         "fjall"

@@ -81,6 +81,7 @@ mod serve_space;
 mod session;
 #[cfg(test)]
 mod tests;
+mod thread_seed;
 mod watch;
 mod worker;
 

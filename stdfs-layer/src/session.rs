@@ -137,6 +137,8 @@ pub(crate) fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path], entropy_seed: u64, plan
     let start = NEXT_FD_IN_SLOT.lock().unwrap_or_else(|p| p.into_inner())[slot];
     let fds = FdTable::new(FAKE_FD_BASE + slot as i32 * SLOT_FDS, SLOT_FDS, start);
     MY_SLOT.set(Some(slot));
+    // The installing thread is the run's thread 0 (`crate::sched`).
+    vfs.act_as(0);
     CURRENT.with(|c| {
         *c.borrow_mut() = Some(Session {
             vfs: crate::watch::watch(vfs),
@@ -341,6 +343,22 @@ pub fn end_run(slot: usize, message: String) -> bool {
     drop(all);
     hook(message);
     true
+}
+
+/// Tell the session's disk that thread `tid` of the run makes the calls
+/// from now on (`Vfs::act_as`: the hazard watch's reliance is per thread).
+pub fn act_as(tid: usize) {
+    CURRENT.with(|c| {
+        if let Some(session) = c.borrow().as_ref() {
+            session.vfs.act_as(u32::try_from(tid).expect("a run has fewer than 2^32 threads"));
+        }
+    });
+}
+
+/// The mistake planted in this thread's run, if it holds a session and
+/// the run plants one.
+pub fn plant() -> Option<LayerPlant> {
+    CURRENT.with(|c| c.try_borrow().ok().and_then(|current| current.as_ref().and_then(|s| s.plant)))
 }
 
 /// Take this thread's session away, to hand it to another thread of the

@@ -208,4 +208,8 @@ impl Vfs for Watched {
     fn mark(&self, phase: &'static str) {
         self.inner.mark(phase)
     }
+
+    fn act_as(&self, thread: u32) {
+        self.inner.act_as(thread)
+    }
 }

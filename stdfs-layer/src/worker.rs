@@ -131,6 +131,9 @@ impl<S: 'static> Worker<S> {
         let hung = Arc::new(AtomicBool::new(false));
         let on_hang = Arc::clone(&hung);
         let thread = thread::spawn(move || {
+            if place.plant != Some(LayerPlant::FastrandUnseeded) {
+                crate::thread_seed::seed_thread(place.entropy_seed, 0);
+            }
             let guard = crate::install(place.vfs, &[place.dir.as_path()], place.entropy_seed, place.plant);
             hang_hook(&on_hang, &ready);
             crate::interpose::start_engine_call();

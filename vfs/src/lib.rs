@@ -148,6 +148,13 @@ pub trait Vfs: Send + Sync {
     /// The simulator records it in the trace and can aim a crash at it; on
     /// a real disk it does nothing.
     fn mark(&self, _phase: &'static str) {}
+
+    /// Names the engine's thread of control the next calls come from (0
+    /// for the engine call's own; an interposition layer's scheduler says
+    /// which of an engine's threads runs). The simulator's hazard watch
+    /// takes an fsync as relying only on files its own thread synced; on a
+    /// real disk it does nothing.
+    fn act_as(&self, _thread: u32) {}
 }
 
 /// An open file. Reads and writes are positional: the engine tracks its

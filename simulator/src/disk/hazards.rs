@@ -6,8 +6,9 @@
 //! after a power loss. That is fine while nothing depends on it. It becomes
 //! a hazard when something does:
 //!
-//! - **relied on**: another file is fsynced while it is so (a log frame, a
-//!   manifest record naming it made durable before its name is);
+//! - **relied on**: another file is fsynced while it is so, by the thread
+//!   of control that synced it (a log frame, a manifest record naming it
+//!   made durable before its name is);
 //! - **acknowledged**: the workload operation ends with it still so (the
 //!   caller was told the operation is done).
 //!
@@ -21,12 +22,26 @@
 //! happens. (An unlink is not tracked: removing a file the code no longer
 //! needs is never relied on — segsim leaves an orphan segment's unlink
 //! pending by design, the next open sweeps it — and whether something
-//! relies on a file being gone is beyond what the disk can see.)
+//! relies on a file being gone is beyond what the disk can see. An unlink
+//! does take back a pending create or rename of the same file: a file the
+//! program made and threw away, both still pending, has no name anything
+//! waits for: `Dir::pending_names`.)
 //!
 //! The check follows the disk's file-system profile without knowing it: a
 //! name counts as pending only while the disk still holds it pending, and
 //! on a profile where a file's fsync makes its own name durable (ext4, XFS,
 //! btrfs: `profile.rs`) the fsync settles it before the check looks.
+//!
+//! Reliance is per thread of control (`Vfs::act_as`: an engine's threads
+//! under the stdfs layer's scheduler; 0 for every other engine). A thread
+//! that syncs a file of its own while another thread's new table waits
+//! for its directory fsync does not rely on that table: fjall's
+//! foreground syncs its journal while its worker installs a table
+//! (FJALL.md, finding 4). A thread that builds on another's file learns
+//! of it through memory the disk cannot see, so such a reliance is not
+//! flagged here; the operation's end still is (an acknowledgement does
+//! not care which thread synced), and a crash in the window is still
+//! explored.
 //!
 //! The watch starts afresh with every workload operation and every attempt
 //! at an open (`begin_op`): what an operation left was reported when it
@@ -50,8 +65,8 @@ use super::data::InodeId;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hazard {
     /// The file whose name was not durable, by its name when the hazard
-    /// was found, or `inode N` when nothing names it then (renamed over,
-    /// unlinked).
+    /// was found, or `inode N` when nothing names it then (renamed over;
+    /// unlinked after the hazard was found).
     pub file: String,
     /// Every path the file bore from its unsafe fsync to the hazard, as far
     /// as the disk knows (the names it had at that fsync; its names when
@@ -116,12 +131,22 @@ fn merge_names(names: &mut Vec<String>, more: Vec<String>) {
     }
 }
 
+/// A file fsynced while its name was not durable.
+#[derive(Debug, Default)]
+struct SyncedUnnamed {
+    /// The names it bore at those fsyncs.
+    names: Vec<String>,
+    /// The threads of control that synced it (`Vfs::act_as`).
+    by: BTreeSet<u32>,
+}
+
 /// What the disk tracks for hazards.
 #[derive(Debug, Default)]
 pub(super) struct HazardWatch {
     /// Inodes fsynced while a pending create or rename names them, with
-    /// the names they bore at those fsyncs (a later rename may take them).
-    synced_unnamed: BTreeMap<InodeId, Vec<String>>,
+    /// the names they bore at those fsyncs (a later rename may take them)
+    /// and the threads that synced them.
+    synced_unnamed: BTreeMap<InodeId, SyncedUnnamed>,
     /// Those already reported, so one mistake is one hazard.
     reported: BTreeSet<InodeId>,
     /// Found since the last take.
@@ -129,19 +154,23 @@ pub(super) struct HazardWatch {
 }
 
 impl HazardWatch {
-    /// A file fsync of `synced` succeeded at `io_index`; `unnamed` holds the
-    /// inodes a pending create or rename names now, `names_of` names one.
+    /// A file fsync of `synced` by thread `actor` succeeded at `io_index`;
+    /// `unnamed` holds the inodes a pending create or rename names now,
+    /// `names_of` names one.
     pub fn on_fsync(
         &mut self,
         synced: InodeId,
+        actor: u32,
         unnamed: &BTreeSet<InodeId>,
         io_index: u64,
         phase: Option<&str>,
         names_of: impl Fn(InodeId) -> FileNames,
     ) {
         self.forget_named(unnamed);
-        let relied: Vec<InodeId> =
-            self.synced_unnamed.keys().copied().filter(|f| *f != synced && !self.reported.contains(f)).collect();
+        let relied: Vec<InodeId> = (self.synced_unnamed.iter())
+            .filter(|(f, s)| **f != synced && s.by.contains(&actor) && !self.reported.contains(f))
+            .map(|(f, _)| *f)
+            .collect();
         for file in relied {
             self.reported.insert(file);
             let hazard = self.hazard(file, io_index, phase, HazardHow::ReliedOn, &names_of);
@@ -149,7 +178,9 @@ impl HazardWatch {
         }
         if unnamed.contains(&synced) {
             let borne = names_of(synced).borne;
-            merge_names(self.synced_unnamed.entry(synced).or_default(), borne);
+            let entry = self.synced_unnamed.entry(synced).or_default();
+            merge_names(&mut entry.names, borne);
+            entry.by.insert(actor);
         }
     }
 
@@ -164,7 +195,7 @@ impl HazardWatch {
         names_of: &impl Fn(InodeId) -> FileNames,
     ) -> Hazard {
         let FileNames { now, borne } = names_of(file);
-        let mut names = self.synced_unnamed.get(&file).cloned().unwrap_or_default();
+        let mut names = self.synced_unnamed.get(&file).map(|s| s.names.clone()).unwrap_or_default();
         merge_names(&mut names, borne);
         debug_assert!(names.contains(&now) || now.starts_with("inode "), "a file's name now is one it bore");
         Hazard { file: now, names, io_index, phase: phase.map(str::to_string), how }
@@ -227,18 +258,35 @@ mod tests {
     fn another_fsync_relies_once_and_a_durable_name_clears() {
         let mut watch = HazardWatch::default();
         let unnamed: BTreeSet<InodeId> = [1].into();
-        watch.on_fsync(1, &unnamed, 3, None, name);
+        watch.on_fsync(1, 0, &unnamed, 3, None, name);
         assert!(watch.take().is_empty(), "its own fsync relies on nothing");
-        watch.on_fsync(2, &unnamed, 5, Some("seal.built"), name);
+        watch.on_fsync(2, 0, &unnamed, 5, Some("seal.built"), name);
         let found = watch.take();
         assert_eq!(found.len(), 1);
         assert!(found[0].how == HazardHow::ReliedOn && found[0].io_index == 5 && found[0].file == "f1", "{found:?}");
         assert_eq!(found[0].names, ["f1"]);
         assert!(!found[0].describe().contains("earlier"), "one name, said once: {}", found[0].describe());
-        watch.on_fsync(2, &unnamed, 6, None, name);
+        watch.on_fsync(2, 0, &unnamed, 6, None, name);
         assert!(watch.take().is_empty(), "one mistake, one hazard");
         watch.on_op_end(&BTreeSet::new(), &BTreeSet::new(), 7, None, name);
         assert!(watch.take().is_empty(), "its name became durable");
+    }
+
+    /// FJALL.md, finding 4 (seed 658): the worker (thread 1) syncs its new
+    /// table before its directory; the foreground (thread 0) syncs the
+    /// journal meanwhile, which does not rely on the table. The worker's
+    /// own next fsync (a manifest naming the table) still does.
+    #[test]
+    fn only_the_thread_that_synced_an_unnamed_file_relies_on_it() {
+        let mut watch = HazardWatch::default();
+        let unnamed: BTreeSet<InodeId> = [1].into();
+        watch.on_fsync(1, 1, &unnamed, 3, None, name);
+        watch.on_fsync(2, 0, &unnamed, 4, None, name);
+        assert!(watch.take().is_empty(), "another thread's fsync relies on nothing of thread 1's");
+        watch.on_fsync(3, 1, &unnamed, 5, None, name);
+        let found = watch.take();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].how == HazardHow::ReliedOn && found[0].file == "f1" && found[0].io_index == 5);
     }
 
     #[test]
@@ -246,7 +294,7 @@ mod tests {
         let mut watch = HazardWatch::default();
         let unnamed: BTreeSet<InodeId> = [4].into();
         let log = |_| FileNames { now: "log".into(), borne: vec!["log".into()] };
-        watch.on_fsync(4, &unnamed, 1, None, log);
+        watch.on_fsync(4, 0, &unnamed, 1, None, log);
         watch.on_op_end(&unnamed, &BTreeSet::new(), 2, None, log);
         let found = watch.take();
         assert_eq!(found.len(), 1);
@@ -261,7 +309,7 @@ mod tests {
         let mut watch = HazardWatch::default();
         let unnamed: BTreeSet<InodeId> = [3].into();
         let journal = |_| FileNames { now: "/db/x-journal".into(), borne: vec!["/db/x-journal".into()] };
-        watch.on_fsync(3, &unnamed, 1, None, journal);
+        watch.on_fsync(3, 0, &unnamed, 1, None, journal);
         // Renamed over since: the disk knows it by number alone.
         let gone = |_| FileNames { now: "inode 3".into(), borne: Vec::new() };
         watch.on_op_end(&unnamed, &BTreeSet::new(), 4, None, gone);
@@ -279,7 +327,7 @@ mod tests {
     fn an_operation_that_ends_with_a_rename_pending_is_a_hazard_once() {
         let mut watch = HazardWatch::default();
         let (unnamed, renamed): (BTreeSet<InodeId>, BTreeSet<InodeId>) = ([5, 6].into(), [6].into());
-        watch.on_fsync(5, &unnamed, 1, None, name);
+        watch.on_fsync(5, 0, &unnamed, 1, None, name);
         watch.take();
         watch.on_op_end(&unnamed, &renamed, 2, Some("rewrite.renamed"), name);
         let found = watch.take();

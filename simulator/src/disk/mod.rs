@@ -593,4 +593,8 @@ impl Vfs for SimVfs {
     fn mark(&self, phase: &'static str) {
         self.disk().mark(phase);
     }
+
+    fn act_as(&self, thread: u32) {
+        self.disk().actor = thread;
+    }
 }

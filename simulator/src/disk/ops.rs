@@ -50,6 +50,9 @@ pub(super) struct Disk {
     /// kit target's), for hazard reports.
     pub last_mark_name: Option<String>,
     pub hazards: HazardWatch,
+    /// The engine's thread the calls come from (`Vfs::act_as`), for the
+    /// hazard watch: 0 unless a scheduler says otherwise.
+    pub actor: u32,
     pub fault_counts: BTreeMap<FaultKind, u64>,
     /// Failed fsyncs that dropped a file's dirty pages (fsyncgate), ever.
     pub dirty_drops: u64,
@@ -92,6 +95,7 @@ impl Disk {
             marks: Vec::new(),
             last_mark_name: None,
             hazards: HazardWatch::default(),
+            actor: 0,
             fault_counts: BTreeMap::new(),
             dirty_drops: 0,
             recorder: None,
@@ -216,7 +220,8 @@ impl Disk {
         let unnamed = self.fs.unnamed_inodes();
         let fs = &self.fs;
         let names_of = |id| FileNames { now: fs.path_of_inode(id), borne: fs.names_borne(id) };
-        self.hazards.on_fsync(inode, &unnamed, index, self.last_mark_name.as_deref(), names_of);
+        let (actor, phase) = (self.actor, self.last_mark_name.as_deref());
+        self.hazards.on_fsync(inode, actor, &unnamed, index, phase, names_of);
     }
 
     /// See [`super::SimVfs::end_op_hazards`].

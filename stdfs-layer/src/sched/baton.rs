@@ -67,11 +67,14 @@ pub struct Sched {
     /// Thread 0 is inside an engine call: the run is going, not paused
     /// between the kit's calls.
     pub engine_running: AtomicBool,
+    /// The session's entropy seed, which seeds each thread's generators
+    /// (`crate::thread_seed`); `None` when the run plants their absence.
+    pub thread_seed: Option<u64>,
 }
 
 impl Sched {
     /// A run whose only thread is the caller, thread 0.
-    pub fn new(seed: u64, slot: usize, root_handle: u64, hooks: Hooks) -> Sched {
+    pub fn new(seed: u64, slot: usize, root_handle: u64, hooks: Hooks, thread_seed: Option<u64>) -> Sched {
         let inner = Inner { state: State::new(seed, root_handle), transit: None, failed: None };
         Sched {
             inner: Mutex::new(inner),
@@ -80,6 +83,7 @@ impl Sched {
             hooks,
             progress: AtomicU64::new(0),
             engine_running: AtomicBool::new(true),
+            thread_seed,
         }
     }
 
@@ -113,6 +117,7 @@ impl Sched {
     /// A scheduling point of `me`, the holder: the seed picks who runs on.
     /// `yielded`: `me` asked another thread to go first.
     pub fn point(&self, me: Tid, yielded: bool) {
+        super::seed_started_thread(self, me);
         let mut inner = self.lock();
         inner.state.threads[me].yielded = yielded;
         drop(self.pick_and_wait(inner, me));
@@ -120,6 +125,7 @@ impl Sched {
 
     /// `me` blocks on `what` until woken: how its wait ended.
     pub fn block(&self, me: Tid, what: Blocked) -> Wake {
+        super::seed_started_thread(self, me);
         let mut inner = self.lock();
         inner.state.block(me, what);
         let inner = self.pick_and_wait(inner, me);
@@ -150,8 +156,8 @@ impl Sched {
     fn pick<'a>(&'a self, mut inner: MutexGuard<'a, Inner>, me: Tid) -> MutexGuard<'a, Inner> {
         debug_assert_eq!(inner.state.current, me, "only the baton's holder picks");
         let now_ns = session::with_entropy(|e| e.peek_ns()).expect("the baton's holder holds the session");
-        let word = self.hooks.word;
-        let picked = match inner.state.pick(now_ns, &word) {
+        let (word, shared) = (self.hooks.word, self.hooks.is_static);
+        let picked = match inner.state.pick(now_ns, &word, &shared) {
             Pick::Deadlock => (self.outside_grace(&mut inner), None),
             Pick::Run(next, clock_to) => (Some(next), clock_to),
         };
@@ -208,6 +214,8 @@ impl Sched {
         }
         if let Some(session) = inner.transit.take() {
             session::put_current(session);
+            // The disk's hazard watch asks which thread an fsync is of.
+            session::act_as(me);
         }
         inner
     }

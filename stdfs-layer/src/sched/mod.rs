@@ -33,6 +33,7 @@ pub use baton::{Hooks, Sched};
 pub use state::{Blocked, Tid, Wake};
 pub use watchdog::set_spin_budget;
 
+use crate::plant::LayerPlant;
 use crate::session;
 
 /// Mixed into the session's entropy seed for the scheduler's own stream,
@@ -44,6 +45,8 @@ thread_local! {
     static ME: RefCell<Option<(Arc<Sched>, Tid)>> = const { RefCell::new(None) };
     /// This thread is running the engine's code.
     static ENGINE: Cell<bool> = const { Cell::new(false) };
+    /// This thread's generators are seeded from its run (`crate::thread_seed`).
+    static SEEDED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Whether this thread is running the engine's code (not the layer's,
@@ -68,8 +71,9 @@ pub fn me_or_start(hooks: Hooks, handle: u64) -> Option<(Arc<Sched>, Tid)> {
         return None;
     }
     let slot = session::current_slot()?;
-    let seed = session::with_entropy(|e| e.seed).ok()? ^ SCHED_SALT;
-    let sched = Arc::new(Sched::new(seed, slot, handle, hooks));
+    let entropy_seed = session::with_entropy(|e| e.seed).ok()?;
+    let thread_seed = (session::plant() != Some(LayerPlant::FastrandUnseeded)).then_some(entropy_seed);
+    let sched = Arc::new(Sched::new(entropy_seed ^ SCHED_SALT, slot, handle, hooks, thread_seed));
     watchdog::watch(&sched);
     ME.with(|m| *m.borrow_mut() = Some((Arc::clone(&sched), 0)));
     Some((sched, 0))
@@ -77,7 +81,23 @@ pub fn me_or_start(hooks: Hooks, handle: u64) -> Option<(Arc<Sched>, Tid)> {
 
 /// A thread the engine started: its run and id, before its first turn.
 pub fn adopt(sched: Arc<Sched>, tid: Tid) {
+    SEEDED.set(false);
     ME.with(|m| *m.borrow_mut() = Some((sched, tid)));
+}
+
+/// At a scheduling point of thread `me` (the baton's holder): a thread
+/// the engine started has its generators seeded from the run at its
+/// first (`crate::thread_seed` says why not sooner), with the session put
+/// aside meanwhile so that the run's clock does not move.
+fn seed_started_thread(sched: &Sched, me: Tid) {
+    if me == 0 || SEEDED.replace(true) || !in_engine() || !session::has_session() {
+        return;
+    }
+    if let Some(entropy_seed) = sched.thread_seed {
+        let session = session::take_current();
+        crate::thread_seed::seed_thread(entropy_seed, me);
+        session::put_current(session);
+    }
 }
 
 /// Run `f` as the engine's code, on thread 0 of a run (the `Worker`'s

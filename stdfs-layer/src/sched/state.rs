@@ -183,9 +183,14 @@ impl State {
     /// the run (a lock shared with another run, as stderr's) is not taken
     /// for a deadlock. `word` reads a futex word.
     fn wake_changed(&mut self, word: &dyn Fn(usize) -> u32) {
+        self.wake_changed_where(word, &|_| true);
+    }
+
+    /// [`State::wake_changed`] for the waiters on words `which` accepts.
+    fn wake_changed_where(&mut self, word: &dyn Fn(usize) -> u32, which: &dyn Fn(usize) -> bool) {
         for thread in &mut self.threads {
             if let Status::Blocked(Blocked::Futex { addr, expected, .. }) = thread.status {
-                if word(addr) != expected {
+                if which(addr) && word(addr) != expected {
                     thread.status = Status::Runnable;
                     thread.wake = Wake::Woken;
                 }
@@ -215,11 +220,26 @@ impl State {
     }
 
     /// The scheduling point of the current thread: who runs next.
-    pub fn pick(&mut self, now_ns: u64, word: &dyn Fn(usize) -> u32) -> Pick {
+    /// `word` reads a futex word; `shared` says whether one is a static of
+    /// the process, which threads outside the run take too.
+    pub fn pick(&mut self, now_ns: u64, word: &dyn Fn(usize) -> u32, shared: &dyn Fn(usize) -> bool) -> Pick {
         self.points += 1;
         self.expire(now_ns);
         let mut clock_to = None;
         let mut runnable = self.runnable();
+        if runnable.is_empty()
+            && self.threads.iter().any(|t| matches!(t.status, Status::Blocked(Blocked::Futex { .. })))
+        {
+            // A thread outside the run that let go of a lock the whole
+            // process shares (std's `thread_info::LOCK`, taken at every
+            // thread's start and end) woke no one here: its wake went to
+            // the kernel. Before the clock moves, such a waiter whose word
+            // moved wakes (spuriously, as futex allows), or a sleeper's
+            // polling loop (fjall's drop, waiting for its worker) moves
+            // the clock for ever while the waiter never runs (FJALL.md).
+            self.wake_changed_where(word, shared);
+            runnable = self.runnable();
+        }
         if runnable.is_empty() {
             let earliest = self.threads.iter().filter_map(|t| match &t.status {
                 Status::Blocked(what) => what.deadline_ns(),
@@ -306,6 +326,11 @@ mod tests {
         0
     }
 
+    /// No futex word is shared with threads outside the run.
+    fn unshared(_addr: usize) -> bool {
+        false
+    }
+
     fn futex(addr: usize, deadline_ns: Option<u64>) -> Blocked {
         Blocked::Futex { addr, expected: 0, bitset: u32::MAX, deadline_ns, order: 0 }
     }
@@ -316,11 +341,35 @@ mod tests {
         let sleeper = state.spawn();
         state.block(sleeper, Blocked::Sleep { deadline_ns: 5_000 });
         state.block(0, futex(64, Some(9_000)));
-        assert_eq!(state.pick(100, &still), Pick::Run(sleeper, Some(5_000)));
+        assert_eq!(state.pick(100, &still, &unshared), Pick::Run(sleeper, Some(5_000)));
         assert_eq!(state.threads[sleeper].wake, Wake::Woken);
         state.block(sleeper, Blocked::Join { target: 0 });
-        assert_eq!(state.pick(5_001, &still), Pick::Run(0, Some(9_000)));
+        assert_eq!(state.pick(5_001, &still, &unshared), Pick::Run(0, Some(9_000)));
         assert_eq!(state.threads[0].wake, Wake::TimedOut, "the futex wait's deadline passed first");
+    }
+
+    /// FJALL.md, "the explore stall": t0 polls with sleeps (fjall's drop,
+    /// waiting for its worker) while t1 waits on std's process-wide
+    /// `thread_info::LOCK`, which a thread outside the run held and let
+    /// go (its wake reached the kernel, not this run). Without the wake
+    /// before the clock moves, t0 ran at every pick for ever.
+    #[test]
+    fn a_waiter_on_a_shared_word_that_moved_wakes_before_the_clock_moves() {
+        let mut state = State::new(4, 0);
+        let worker = state.spawn();
+        let lock = Blocked::Futex { addr: 64, expected: 2, bitset: u32::MAX, deadline_ns: None, order: 0 };
+        state.block(worker, lock.clone());
+        state.block(0, Blocked::Sleep { deadline_ns: 10_000 });
+        let let_go = |_addr: usize| 0;
+        assert_eq!(state.pick(100, &let_go, &|addr| addr == 64), Pick::Run(worker, None), "no clock move");
+        assert_eq!(state.threads[worker].wake, Wake::Woken);
+        // A word of the run's own (heap) that moved waits for its wake:
+        // the sleeper runs first, as before.
+        let mut state = State::new(4, 0);
+        let worker = state.spawn();
+        state.block(worker, lock);
+        state.block(0, Blocked::Sleep { deadline_ns: 10_000 });
+        assert_eq!(state.pick(100, &let_go, &unshared), Pick::Run(0, Some(10_000)));
     }
 
     #[test]
@@ -329,7 +378,7 @@ mod tests {
         let other = state.spawn();
         state.block(other, futex(8, None));
         state.block(0, Blocked::Join { target: other });
-        assert_eq!(state.pick(0, &still), Pick::Deadlock);
+        assert_eq!(state.pick(0, &still, &unshared), Pick::Deadlock);
         let described = state.describe(&|_| String::new());
         assert!(
             described.contains("t0 (the engine call's): joining t1") && described.contains("t1: futex wait on 0x8")
@@ -360,7 +409,7 @@ mod tests {
             let mut state = State::new(seed, 0);
             let other = state.spawn();
             state.threads[0].yielded = true;
-            assert_eq!(state.pick(0, &still), Pick::Run(other, None), "seed {seed}: {:?}", state.policy);
+            assert_eq!(state.pick(0, &still, &unshared), Pick::Run(other, None), "seed {seed}: {:?}", state.policy);
             state.block(other, Blocked::Join { target: 0 });
             state.exit(0);
             assert_eq!(state.threads[other].status, Status::Runnable);
@@ -380,7 +429,7 @@ mod tests {
                 if blocked != state.current && state.threads[blocked].status == Status::Runnable && point % 7 == 0 {
                     state.block(blocked, Blocked::Sleep { deadline_ns: point + 3 });
                 }
-                let Pick::Run(next, _) = state.pick(point, &still) else { panic!("sleepers wake") };
+                let Pick::Run(next, _) = state.pick(point, &still, &unshared) else { panic!("sleepers wake") };
                 assert_eq!(state.threads[next].status, Status::Runnable);
                 picked.push(next);
             }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use simulator::disk::SimVfs;
 
 use crate::demo::strict_disk;
-use crate::{Place, Worker};
+use crate::{LayerPlant, Place, Worker};
 
 /// A worker with no state of its own serving a fresh disk, and the disk.
 fn worker(seed: u64) -> (Worker<()>, Arc<SimVfs>) {
@@ -64,6 +64,51 @@ fn interleaving(seed: u64) -> Vec<u8> {
         .unless_refused();
     drop(worker);
     vfs.files(Path::new("/db")).remove("order").expect("the threads' file is on the simulated disk")
+}
+
+/// The names `tempfile` draws in a run of `seed` (thread 0's, then a
+/// started thread's after a served call of its own), the layer planting
+/// `plant`.
+fn temp_names(seed: u64, plant: Option<LayerPlant>) -> Vec<String> {
+    let place = Place { vfs: strict_disk(), dir: PathBuf::from("/db"), entropy_seed: seed, plant };
+    let worker = Worker::start(place, || Ok::<(), ()>(())).unless_refused().expect("set up");
+    let names = worker
+        .call(|_| {
+            let dir = Path::new("/sim-db/db");
+            let name = |f: &tempfile::NamedTempFile| f.path().file_name().unwrap().to_string_lossy().into_owned();
+            let mine = tempfile::NamedTempFile::new_in(dir).unwrap();
+            let started = thread::spawn(move || {
+                fs::write(dir.join("first"), b"a served call").unwrap();
+                name(&tempfile::NamedTempFile::new_in(dir).unwrap())
+            });
+            vec![name(&mine), started.join().unwrap()]
+        })
+        .unless_refused();
+    drop(worker);
+    names
+}
+
+/// Move std's process-wide thread id counter on, as the runs before a
+/// seed's in a sweep do.
+fn make_threads() {
+    (0..3).for_each(|_| thread::spawn(|| ()).join().unwrap());
+}
+
+/// FJALL.md, finding 5: `fastrand` seeds each thread's generator from
+/// std's thread id, a process-wide counter; the layer seeds it from the
+/// run (`crate::thread_seed`), so a seed's temp names are its own
+/// whatever the process ran before. Planted away, they are not.
+#[test]
+fn temp_names_are_the_seeds_whatever_threads_the_process_made_before() {
+    let first = temp_names(5, None);
+    make_threads();
+    assert_eq!(temp_names(5, None), first, "seed 5 again, after other threads");
+    assert_ne!(temp_names(6, None), first, "seed 6 names its files as seed 5 did");
+    assert_ne!(first[0], first[1], "thread 0 and thread 1 draw alike");
+    let unseeded = temp_names(5, Some(LayerPlant::FastrandUnseeded));
+    make_threads();
+    let again = temp_names(5, Some(LayerPlant::FastrandUnseeded));
+    assert!(unseeded[0] != again[0] && unseeded[1] != again[1], "{unseeded:?} then {again:?}: the plant is idle");
 }
 
 #[test]

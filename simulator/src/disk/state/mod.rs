@@ -377,25 +377,22 @@ impl FileSystem {
     }
 
     /// The inodes a pending create or rename names: their names are not
-    /// durable yet.
+    /// durable yet. Not one the program unlinked since, both still
+    /// pending (`Dir::pending_names`).
     pub fn unnamed_inodes(&self) -> std::collections::BTreeSet<InodeId> {
-        self.dirs.values().flat_map(|dir| dir.pending.iter().filter_map(DirOp::names_inode)).collect()
+        self.dirs.values().flat_map(|dir| dir.pending_names(false).filter_map(DirOp::names_inode)).collect()
     }
 
     /// The inodes a pending rename names (a subset of
     /// [`FileSystem::unnamed_inodes`]).
     pub fn renamed_inodes(&self) -> std::collections::BTreeSet<InodeId> {
-        let renamed = |op: &DirOp| match op {
-            DirOp::Rename { inode, .. } => Some(*inode),
-            DirOp::Link { .. } | DirOp::Unlink { .. } => None,
-        };
-        self.dirs.values().flat_map(|dir| dir.pending.iter().filter_map(renamed)).collect()
+        self.dirs.values().flat_map(|dir| dir.pending_names(true).filter_map(DirOp::names_inode)).collect()
     }
 
     /// Whether any pending create or rename names an inode (what
     /// [`FileSystem::unnamed_inodes`] would hold, without building it).
     pub fn has_unnamed(&self) -> bool {
-        self.dirs.values().any(|dir| dir.pending.iter().any(|op| op.names_inode().is_some()))
+        self.dirs.values().any(|dir| dir.pending_names(false).next().is_some())
     }
 
     /// A name of inode `id` for reports: its path now, else its number.

@@ -209,6 +209,10 @@ impl Vfs for PausingVfs {
         self.pause.before_io();
         self.disk.unlink(path)
     }
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        self.pause.before_io();
+        self.disk.remove_dir(dir)
+    }
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
         self.disk.list_dir(dir)
     }

@@ -20,8 +20,8 @@
 //! handle (what `open(2)` says it is); with `O_SYNC` (which includes
 //! `O_DSYNC`'s bit) by an `fsync`. `fsync` and `fdatasync` are recorded
 //! each as itself: a file system may persist less after the second
-//! (FILESYSTEMS.md). `rmdir` of a directory is kept (`replay.rs` checks it
-//! is empty then). A thread (`CLONE_THREAD`) or a child cloned with
+//! (FILESYSTEMS.md). `rmdir` of a directory and a directory's rename are
+//! kept (the disk removes and renames directories, `replay.rs`). A thread (`CLONE_THREAD`) or a child cloned with
 //! `CLONE_FILES` shares its parent's descriptor table; any other child
 //! gets a copy.
 
@@ -460,10 +460,13 @@ impl Recorder {
         }
         match (under(&self.root, &from), under(&self.root, &to)) {
             (None, None) => Ok(()),
-            (Some(from), Some(to)) if self.dirs.contains(&from) => {
-                self.refuse(call, format!("renaming the directory {} to {} is not supported", from.show(), to.show()))
-            }
             (Some(from), Some(to)) => {
+                // A directory's rename carries the directories under it.
+                let moved: Vec<RelPath> = self.dirs.iter().filter(|d| d.is_under(&from)).cloned().collect();
+                for dir in moved {
+                    self.dirs.remove(&dir);
+                    self.dirs.insert(dir.moved(&from, &to));
+                }
                 self.ops.push(Op::Rename { from, to });
                 Ok(())
             }

@@ -69,6 +69,19 @@ impl RelPath {
     pub fn show(&self) -> String {
         String::from_utf8_lossy(&self.0).into_owned()
     }
+
+    /// Whether it is `dir` or a path under it.
+    pub fn is_under(&self, dir: &RelPath) -> bool {
+        self.0 == dir.0 || (self.0.starts_with(&dir.0) && self.0.get(dir.0.len()) == Some(&b'/'))
+    }
+
+    /// This path (`is_under(from)`) after `from` was renamed `to`.
+    pub fn moved(&self, from: &RelPath, to: &RelPath) -> RelPath {
+        debug_assert!(self.is_under(from));
+        let mut moved = to.0.clone();
+        moved.extend_from_slice(&self.0[from.0.len()..]);
+        RelPath(moved)
+    }
 }
 
 /// How a handle was opened: the flags replay needs.

@@ -69,11 +69,15 @@ impl AttrTable {
         attrs.ctime_ns = Some(now_ns);
     }
 
-    /// A rename: `from`'s metadata is now `to`'s (what `to` had is gone).
+    /// A rename: `from`'s metadata is now `to`'s (what `to` had is gone),
+    /// and for a directory, that of every name under it too.
     pub fn renamed(&mut self, from: &Path, to: &Path) {
-        self.by_path.remove(to);
-        if let Some(attrs) = self.by_path.remove(from) {
-            self.by_path.insert(to.to_path_buf(), attrs);
+        self.by_path.retain(|path, _| !path.starts_with(to));
+        let moved: Vec<PathBuf> = self.by_path.keys().filter(|path| path.starts_with(from)).cloned().collect();
+        for old in moved {
+            let attrs = self.by_path.remove(&old).expect("listed just now");
+            let rest = old.strip_prefix(from).expect("listed by this prefix");
+            self.by_path.insert(if rest.as_os_str().is_empty() { to.to_path_buf() } else { to.join(rest) }, attrs);
         }
     }
 

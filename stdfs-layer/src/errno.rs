@@ -44,6 +44,8 @@ impl From<io::Error> for Errno {
             io::ErrorKind::InvalidInput => libc::EINVAL,
             io::ErrorKind::WouldBlock => libc::EWOULDBLOCK,
             io::ErrorKind::Unsupported => libc::ENOTSUP,
+            io::ErrorKind::DirectoryNotEmpty => libc::ENOTEMPTY,
+            io::ErrorKind::ResourceBusy => libc::EBUSY,
             _ => libc::EIO,
         })
     }

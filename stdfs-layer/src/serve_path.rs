@@ -132,7 +132,7 @@ pub fn mkdir(at: &At) -> Result<(), Errno> {
     })
 }
 
-/// `unlink`, and `rmdir` (`dir`), which is refused.
+/// `unlink`, and `rmdir` (`dir`).
 pub fn unlink(at: &At, dir: bool) -> Result<(), Errno> {
     with_at(if dir { "rmdir" } else { "unlink" }, at, |s, path| {
         if dir {
@@ -147,10 +147,11 @@ pub fn unlink(at: &At, dir: bool) -> Result<(), Errno> {
     })
 }
 
-/// `rmdir`: the kernel's answer where it is an error (no such name, not
-/// a directory, not empty, the root), else refused: the disk model
-/// removes files only, so an empty directory's removal, with its
-/// durability at the parent's fsync, cannot be served faithfully.
+/// `rmdir`: the empty directory removed on the disk, a change of its
+/// parent (durable at the parent's fsync, or as the profile says); the
+/// kernel's errors where it is one (no such name, not a directory, not
+/// empty, the root). A disk that cannot remove a directory is refused
+/// loudly.
 fn rmdir(s: &mut Session, path: &Path) -> Result<(), Errno> {
     if !s.is_dir(path)? {
         return Err(if s.vfs.exists(path)? { Errno::ENOTDIR } else { Errno::ENOENT });
@@ -158,42 +159,41 @@ fn rmdir(s: &mut Session, path: &Path) -> Result<(), Errno> {
     if path.parent().is_none() {
         return Err(Errno(libc::EBUSY));
     }
-    let has_subdir = s.dirs.iter().any(|d| d.parent() == Some(path));
-    if has_subdir || !s.vfs.list_dir(path)?.is_empty() {
-        return Err(Errno(libc::ENOTEMPTY));
+    match s.vfs.remove_dir(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {
+            let what = format!("rmdir {}: this disk cannot remove a directory ({e})", path.display());
+            return Err(refuse(Some(s.slot), Errno::ENOTSUP, what));
+        }
+        removed => removed?,
     }
-    let what = format!("rmdir {}: the simulated disk cannot remove a directory", path.display());
-    Err(refuse(Some(s.slot), Errno::ENOTSUP, what))
+    s.dirs.retain(|known| !known.starts_with(path));
+    s.attrs.removed(path);
+    Ok(())
 }
 
-/// `rename`, both paths the layer's (of this thread's session). A
-/// directory's rename is refused: the disk renames files only. With
-/// `noreplace` (`renameat2`'s `RENAME_NOREPLACE`) an existing target is
-/// `EEXIST`: the check and the rename are one step here, since a run's
-/// calls are served one at a time.
+/// `rename`, both paths the layer's (of this thread's session), of a file
+/// or a directory (everything under it moves in one step, on the disk as
+/// in the session's names). With `noreplace` (`renameat2`'s
+/// `RENAME_NOREPLACE`) an existing target is `EEXIST`: the check and the
+/// rename are one step here, since a run's calls are served one at a
+/// time. What the disk cannot rename (a directory into another
+/// directory) is refused loudly; the kernel's errors are answered.
 pub fn rename(from: &At, to: &At, noreplace: bool) -> Result<(), Errno> {
     let to_path = with_at("rename", to, |_, path| Ok(path))?;
     with_at("rename", from, |s, from_path| {
         if noreplace && (s.dirs.contains(&to_path) || s.vfs.exists(&to_path)?) {
             return Err(Errno::EEXIST);
         }
-        if s.dirs.contains(&from_path) || s.dirs.contains(&to_path) {
-            let what = format!(
-                "rename {} to {}: the simulated disk renames files only",
-                from_path.display(),
-                to_path.display()
-            );
-            return Err(refuse(Some(s.slot), Errno::ENOTSUP, what));
-        }
         match s.vfs.rename(&from_path, &to_path) {
-            // A directory an earlier session made: refused as above.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && s.is_dir(&from_path)? => {
-                let what = format!("rename {}: the simulated disk renames files only", from_path.display());
+            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {
+                let what = format!("rename {} to {}: {e}", from_path.display(), to_path.display());
                 return Err(refuse(Some(s.slot), Errno::ENOTSUP, what));
             }
             renamed => renamed?,
         }
-        s.attrs.renamed(&from_path, &to_path);
+        if from_path != to_path {
+            s.renamed(&from_path, &to_path);
+        }
         Ok(())
     })
 }

@@ -529,6 +529,19 @@ impl Session {
     /// it learns here. The disk is asked (one open, traced like any other)
     /// only for a name the session does not know as a directory, which the
     /// callers ask about only where the call would otherwise fail.
+    /// `from` was renamed `to` on the disk: the directories the session
+    /// knows under `from` (a directory's rename) are under `to` now, each
+    /// name's metadata with them, and what `to` held is gone.
+    pub fn renamed(&mut self, from: &Path, to: &Path) {
+        let moved: Vec<PathBuf> = self.dirs.iter().filter(|d| d.starts_with(from)).cloned().collect();
+        self.dirs.retain(|d| !d.starts_with(to) && !d.starts_with(from));
+        for old in moved {
+            let rest = old.strip_prefix(from).expect("listed by this prefix");
+            self.dirs.insert(if rest.as_os_str().is_empty() { to.to_path_buf() } else { to.join(rest) });
+        }
+        self.attrs.renamed(from, to);
+    }
+
     pub fn is_dir(&mut self, path: &Path) -> Result<bool, Errno> {
         if self.dirs.contains(path) {
             return Ok(true);

@@ -173,6 +173,10 @@ impl Vfs for Watched {
         Ok(())
     }
 
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        self.inner.remove_dir(dir)
+    }
+
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
         self.inner.list_dir(dir)
     }

@@ -83,6 +83,9 @@ impl<T: Interpose> Vfs for T {
     fn unlink(&self, path: &Path) -> io::Result<()> {
         self.inner().unlink(path)
     }
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        self.inner().remove_dir(dir)
+    }
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
         self.inner().list_dir(dir)
     }

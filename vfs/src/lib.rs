@@ -72,7 +72,10 @@ pub trait Vfs: Send + Sync {
     /// Open (or create, per `mode`) the file at `path`.
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn VfsFile>>;
 
-    /// Atomically replace `to` with `from`. Durable after `sync_dir`.
+    /// Atomically replace `to` with `from`. Durable after `sync_dir`. A
+    /// directory renames with everything under it, replacing only an
+    /// empty directory, as `rename(2)` does (the simulated disk renames a
+    /// directory within its parent only).
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
 
     /// Remove the name `path`. Durable after `sync_dir`.
@@ -102,7 +105,16 @@ pub trait Vfs: Send + Sync {
     /// each parent; the engine calls this only for its own root.
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
 
-    /// Make the entry changes (create, rename, unlink) in `dir` durable.
+    /// Remove the empty directory `dir`, as `rmdir(2)`: durable after
+    /// `sync_dir` of its parent. A file system that cannot answers
+    /// `Unsupported`, and a caller serving a program must refuse loudly.
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        let _ = dir;
+        Err(io::ErrorKind::Unsupported.into())
+    }
+
+    /// Make the entry changes (create, rename, unlink; a subdirectory's
+    /// removal or rename) in `dir` durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
 
     /// A read-only view of the whole file at `path`, for immutable files

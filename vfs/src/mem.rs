@@ -45,6 +45,43 @@ struct MemState {
     dirs: BTreeSet<PathBuf>,
 }
 
+impl MemState {
+    /// Whether any file or directory is under `dir`.
+    fn holds_anything(&self, dir: &Path) -> bool {
+        let under = |p: &&PathBuf| p.starts_with(dir) && p.as_path() != dir;
+        self.files.keys().any(|p| under(&p)) || self.dirs.iter().any(|p| under(&p))
+    }
+
+    /// `rename(2)` of the directory `from`: everything under it moves to
+    /// `to`, which may be only an empty directory or nothing.
+    fn rename_dir(&mut self, from: &Path, to: &Path) -> io::Result<()> {
+        if from == to {
+            return Ok(());
+        }
+        if to.starts_with(from) {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{}: into itself", to.display())));
+        }
+        if self.files.contains_key(to) {
+            return Err(io::Error::new(io::ErrorKind::NotADirectory, format!("{}: a file", to.display())));
+        }
+        if self.dirs.contains(to) && self.holds_anything(to) {
+            return Err(io::Error::new(io::ErrorKind::DirectoryNotEmpty, format!("{}: not empty", to.display())));
+        }
+        let moved = |p: &PathBuf| to.join(p.strip_prefix(from).expect("under from"));
+        let dirs: Vec<PathBuf> = self.dirs.iter().filter(|p| p.starts_with(from)).cloned().collect();
+        for dir in dirs {
+            self.dirs.remove(&dir);
+            self.dirs.insert(moved(&dir));
+        }
+        let files: Vec<PathBuf> = self.files.keys().filter(|p| p.starts_with(from)).cloned().collect();
+        for file in files {
+            let bytes = self.files.remove(&file).expect("listed above");
+            self.files.insert(moved(&file), bytes);
+        }
+        Ok(())
+    }
+}
+
 struct MemFile {
     bytes: Bytes,
     writable: bool,
@@ -106,8 +143,23 @@ impl Vfs for MemVfs {
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut state = self.state();
+        if state.dirs.contains(from) {
+            return state.rename_dir(from, to);
+        }
         let bytes = state.files.remove(from).ok_or_else(|| not_found(from))?;
         state.files.insert(to.to_path_buf(), bytes);
+        Ok(())
+    }
+
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut state = self.state();
+        if !state.dirs.contains(dir) {
+            return Err(not_found(dir));
+        }
+        if state.holds_anything(dir) {
+            return Err(io::Error::new(io::ErrorKind::DirectoryNotEmpty, format!("{}: not empty", dir.display())));
+        }
+        state.dirs.remove(dir);
         Ok(())
     }
 
@@ -217,6 +269,25 @@ impl VfsFile for MemFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn directories_are_removed_empty_and_renamed_whole() {
+        let vfs = MemVfs::new();
+        vfs.create_dir_all(Path::new("/db/tmp/sub")).unwrap();
+        vfs.open(Path::new("/db/tmp/sub/f"), OpenMode::Create).unwrap();
+        vfs.create_dir_all(Path::new("/db/snap")).unwrap();
+        let kind = |r: io::Result<()>| r.unwrap_err().kind();
+        assert_eq!(kind(vfs.remove_dir(Path::new("/db/tmp"))), io::ErrorKind::DirectoryNotEmpty);
+        assert_eq!(kind(vfs.rename(Path::new("/db/snap"), Path::new("/db/tmp"))), io::ErrorKind::DirectoryNotEmpty);
+        assert_eq!(kind(vfs.rename(Path::new("/db/tmp"), Path::new("/db/tmp/x"))), io::ErrorKind::InvalidInput);
+        vfs.rename(Path::new("/db/tmp"), Path::new("/db/snap")).unwrap();
+        assert_eq!(vfs.list_subdirs(Path::new("/db")).unwrap(), ["snap"]);
+        assert_eq!(vfs.list_dir(Path::new("/db/snap/sub")).unwrap(), ["f"]);
+        vfs.unlink(Path::new("/db/snap/sub/f")).unwrap();
+        vfs.remove_dir(Path::new("/db/snap/sub")).unwrap();
+        assert!(vfs.list_subdirs(Path::new("/db/snap")).unwrap().is_empty());
+        assert_eq!(kind(vfs.remove_dir(Path::new("/db/snap/sub"))), io::ErrorKind::NotFound);
+    }
 
     #[test]
     fn files_behave_like_files() {

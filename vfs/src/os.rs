@@ -90,6 +90,10 @@ impl Vfs for OsVfs {
         fs::remove_file(path)
     }
 
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        fs::remove_dir(dir)
+    }
+
     fn list_subdirs(&self, dir: &Path) -> io::Result<Vec<OsString>> {
         let mut names = Vec::new();
         for entry in fs::read_dir(dir)? {

@@ -172,3 +172,16 @@ fn rmdir_and_unlinkat_removedir_are_kept() {
     let lines: Vec<String> = ops.iter().map(Op::to_line).collect();
     assert_eq!(lines, ["mkdir a", "mkdir b", "rmdir a", "rmdir b"]);
 }
+
+#[test]
+fn a_directorys_rename_is_kept_and_carries_the_directories_under_it() {
+    let lines = vec![
+        format!(r#"1 mkdir("{}", 0755) = 0"#, x("/t/db/tmp")),
+        format!(r#"1 mkdir("{}", 0755) = 0"#, x("/t/db/tmp/sub")),
+        format!(r#"1 rename("{}", "{}") = 0"#, x("/t/db/tmp"), x("/t/db/snap")),
+        format!(r#"1 rmdir("{}") = 0"#, x("/t/db/snap/sub")),
+    ];
+    let ops = record(&lines).expect("recorded");
+    let lines: Vec<String> = ops.iter().map(Op::to_line).collect();
+    assert_eq!(lines, ["mkdir tmp", "mkdir tmp/sub", "rename tmp snap", "rmdir snap/sub"]);
+}

@@ -116,6 +116,10 @@ fn settle_dirs(
             (a, b) => a.or(b),
         };
     }
+    // Then each directory goes where its parent's settled entries put it
+    // (a removal or rename kept or lost, `state/tree.rs`): after every
+    // draw, so the draws are those of a disk with no such change.
+    fs.place_after_crash();
     SettledDirs { barrier_seq: first_lost_seq.filter(|_| config.fs.set_len_journaled), carried }
 }
 
@@ -335,7 +339,7 @@ fn settle_dir(
         CrashMode::Prefix | CrashMode::Reorder if as_prefix => {
             let keep = rng.gen_range(0..=pending.len());
             for op in &pending[..keep] {
-                let ok = op.apply(&mut dir.durable);
+                let ok = op.apply(&mut dir.durable, &mut dir.subdirs_durable);
                 assert!(ok, "a prefix of pending ops applies in order");
                 survived(op, carried);
             }
@@ -347,7 +351,7 @@ fn settle_dir(
             // order, and one whose precondition no longer holds (a rename
             // whose source never got created) is skipped.
             for op in &pending {
-                if rng.gen_bool(0.5) && op.apply(&mut dir.durable) {
+                if rng.gen_bool(0.5) && op.apply(&mut dir.durable, &mut dir.subdirs_durable) {
                     survived(op, carried);
                 } else {
                     lost_seqs.push(op.seq());

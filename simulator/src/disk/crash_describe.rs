@@ -136,5 +136,7 @@ fn describe_dir_op(op: &DirOp) -> String {
         DirOp::Link { name, .. } => format!("create {name}"),
         DirOp::Unlink { name, .. } => format!("unlink {name}"),
         DirOp::Rename { from, to, .. } => format!("rename {from} -> {to}"),
+        DirOp::RemoveDir { name, .. } => format!("rmdir {name}"),
+        DirOp::RenameDir { from, to, .. } => format!("rename directory {from} -> {to}"),
     }
 }

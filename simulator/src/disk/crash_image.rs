@@ -12,10 +12,11 @@ use std::path::PathBuf;
 
 use super::crash_states::{CrashState, DataFate, Entries, Torn};
 use super::data::{to_usize, write_into, DataOp, InodeId};
-use super::dir::DirOp;
+use super::dir::{DirOp, SubdirEntries};
 use super::image::{DiskImage, ImageFile};
 use super::sectors::sector_end;
 use super::snapshot::{DiskSnapshot, FileSnapshot};
+use super::state::place;
 
 /// The fixed garbage a torn sector holds, by position in the file: not
 /// random, so the same state always gives the same bytes; not constant,
@@ -56,11 +57,13 @@ impl DiskSnapshot {
         assert_eq!(kept.len(), self.pending_dir_changes(), "a state of this snapshot");
         let mut kept = kept.iter();
         let mut dirs = BTreeMap::new();
+        let mut subdirs = BTreeMap::new();
         let mut flushed = Vec::new();
         for (path, dir) in &self.dirs {
             let mut entries = dir.durable.clone();
+            let mut children = dir.subdirs_durable.clone();
             for op in &dir.pending {
-                if *kept.next().expect("one flag per pending change") && op.apply(&mut entries) {
+                if *kept.next().expect("one flag per pending change") && op.apply(&mut entries, &mut children) {
                     if let DirOp::Rename { inode, flushes, .. } = op {
                         if *flushes > 0 {
                             flushed.push((*inode, *flushes));
@@ -69,8 +72,33 @@ impl DiskSnapshot {
                 }
             }
             dirs.insert(path.clone(), entries);
+            subdirs.insert(path.clone(), children);
+        }
+        if self.dirs.values().any(|dir| dir.pending.iter().any(|op| op.moves_dirs())) {
+            dirs = self.placed(dirs, &subdirs);
         }
         (dirs, flushed)
+    }
+}
+
+impl DiskSnapshot {
+    /// `dirs` (settled entries by the path each directory had) keyed by
+    /// where the settled `subdirs` put each directory (`state::place`); a
+    /// directory no entry reaches is gone.
+    fn placed(
+        &self,
+        mut dirs: BTreeMap<PathBuf, Entries>,
+        subdirs: &BTreeMap<PathBuf, SubdirEntries>,
+    ) -> BTreeMap<PathBuf, Entries> {
+        let keyed = self.dirs.iter().map(|(path, dir)| (path.as_path(), dir.id, dir.parent, &subdirs[path]));
+        let places = place(keyed);
+        let mut placed = BTreeMap::new();
+        for (path, dir) in &self.dirs {
+            if let Some(at) = places.get(&dir.id) {
+                placed.insert(at.clone(), dirs.remove(path).expect("settled above"));
+            }
+        }
+        placed
     }
 }
 

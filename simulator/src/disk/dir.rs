@@ -1,13 +1,26 @@
 //! A directory as the simulated disk keeps it: volatile and durable
-//! entries (name to inode), and the entry changes between them.
+//! entries (file name to inode, subdirectory name to directory), and the
+//! entry changes between them.
 //!
-//! Each change names the inode it expects, so that the `reorder` crash
-//! mode, which replays a subset of them, can tell when one no longer
-//! applies (a rename whose source was never created) and skip it.
+//! Each change names the inode (or directory) it expects, so that the
+//! `reorder` crash mode, which replays a subset of them, can tell when one
+//! no longer applies (a rename whose source was never created) and skip
+//! it. A change that would give a name to a file and a directory at once
+//! (a crash keeping a directory's rename onto a name whose file's unlink
+//! it lost) does not apply either: no file system holds both.
 
 use std::collections::BTreeMap;
 
 use super::data::InodeId;
+
+/// A directory's identity: it stays when a rename moves the directory, so
+/// a crash can tell where each directory ended up (`state/tree.rs`).
+pub(super) type DirId = u64;
+
+/// A directory's file entries: name to inode.
+pub(super) type FileEntries = BTreeMap<String, InodeId>;
+/// A directory's subdirectory entries: name to directory.
+pub(super) type SubdirEntries = BTreeMap<String, DirId>;
 
 /// One unsynced change to a directory (see the module doc).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,30 +35,49 @@ pub(super) enum DirOp {
     /// does, so a crash that keeps the rename keeps them (ext4's
     /// `auto_da_alloc`, `FileSystem::rename`); 0 on every other profile.
     Rename { from: String, to: String, inode: InodeId, seq: u64, flushes: usize },
+    /// The empty directory `name` (`dir`) is removed.
+    RemoveDir { name: String, dir: DirId, seq: u64 },
+    /// Directory `from` (`dir`), with everything under it, is now called
+    /// `to`, replacing the empty directory `replaced` if there was one:
+    /// one atomic step.
+    RenameDir { from: String, to: String, dir: DirId, replaced: Option<DirId>, seq: u64 },
 }
 
 impl DirOp {
-    /// Apply to `entries` if the op's precondition holds there; `false`
-    /// (and no change) if not.
-    pub fn apply(&self, entries: &mut BTreeMap<String, InodeId>) -> bool {
+    /// Apply to a directory's `files` and `subdirs` if the op's
+    /// precondition holds there; `false` (and no change) if not.
+    pub fn apply(&self, files: &mut FileEntries, subdirs: &mut SubdirEntries) -> bool {
         match self {
             DirOp::Link { name, inode, .. } => {
-                entries.insert(name.clone(), *inode);
+                if subdirs.contains_key(name) {
+                    return false;
+                }
+                files.insert(name.clone(), *inode);
                 true
             }
             DirOp::Unlink { name, inode, .. } => {
-                if entries.get(name) != Some(inode) {
+                if files.get(name) != Some(inode) {
                     return false;
                 }
-                entries.remove(name);
+                files.remove(name);
                 true
             }
             DirOp::Rename { from, to, inode, .. } => {
-                if entries.get(from) != Some(inode) {
+                if files.get(from) != Some(inode) || subdirs.contains_key(to) {
                     return false;
                 }
-                entries.remove(from);
-                entries.insert(to.clone(), *inode);
+                files.remove(from);
+                files.insert(to.clone(), *inode);
+                true
+            }
+            DirOp::RemoveDir { name, dir, .. } => subdirs.get(name) == Some(dir) && subdirs.remove(name).is_some(),
+            DirOp::RenameDir { from, to, dir, replaced, .. } => {
+                let target_free = subdirs.get(to).is_none_or(|there| Some(*there) == *replaced);
+                if subdirs.get(from) != Some(dir) || !target_free || files.contains_key(to) {
+                    return false;
+                }
+                subdirs.remove(from);
+                subdirs.insert(to.clone(), *dir);
                 true
             }
         }
@@ -56,30 +88,55 @@ impl DirOp {
     pub fn names_inode(&self) -> Option<InodeId> {
         match self {
             DirOp::Link { inode, .. } | DirOp::Rename { inode, .. } => Some(*inode),
-            DirOp::Unlink { .. } => None,
+            DirOp::Unlink { .. } | DirOp::RemoveDir { .. } | DirOp::RenameDir { .. } => None,
         }
     }
 
     /// The names the change touches.
     pub fn names(&self) -> Vec<&str> {
         match self {
-            DirOp::Link { name, .. } | DirOp::Unlink { name, .. } => vec![name.as_str()],
-            DirOp::Rename { from, to, .. } => vec![from.as_str(), to.as_str()],
+            DirOp::Link { name, .. } | DirOp::Unlink { name, .. } | DirOp::RemoveDir { name, .. } => {
+                vec![name.as_str()]
+            }
+            DirOp::Rename { from, to, .. } | DirOp::RenameDir { from, to, .. } => vec![from.as_str(), to.as_str()],
         }
     }
 
     /// Its place among the disk's metadata changes (`FileSystem::meta_seq`).
     pub fn seq(&self) -> u64 {
         match self {
-            DirOp::Link { seq, .. } | DirOp::Unlink { seq, .. } | DirOp::Rename { seq, .. } => *seq,
+            DirOp::Link { seq, .. }
+            | DirOp::Unlink { seq, .. }
+            | DirOp::Rename { seq, .. }
+            | DirOp::RemoveDir { seq, .. }
+            | DirOp::RenameDir { seq, .. } => *seq,
         }
     }
 
-    /// The inode the change is about: it stays reachable while the change
-    /// is pending, since a crash may yet apply it.
-    pub fn inode(&self) -> InodeId {
+    /// The file the change is about: it stays reachable while the change
+    /// is pending, since a crash may yet apply it. `None` for a change of
+    /// a subdirectory.
+    pub fn inode(&self) -> Option<InodeId> {
         match self {
-            DirOp::Link { inode, .. } | DirOp::Unlink { inode, .. } | DirOp::Rename { inode, .. } => *inode,
+            DirOp::Link { inode, .. } | DirOp::Unlink { inode, .. } | DirOp::Rename { inode, .. } => Some(*inode),
+            DirOp::RemoveDir { .. } | DirOp::RenameDir { .. } => None,
+        }
+    }
+
+    /// Whether the change removes or moves a directory (a crash may then
+    /// leave directories elsewhere than they are now).
+    pub fn moves_dirs(&self) -> bool {
+        matches!(self, DirOp::RemoveDir { .. } | DirOp::RenameDir { .. })
+    }
+
+    /// The directory a pending change took off the tree (a removal, or an
+    /// empty directory a rename replaced): kept aside while the change is
+    /// pending, since a crash that loses it brings the directory back.
+    pub fn detached_dir(&self) -> Option<DirId> {
+        match self {
+            DirOp::RemoveDir { dir, .. } => Some(*dir),
+            DirOp::RenameDir { replaced, .. } => *replaced,
+            DirOp::Link { .. } | DirOp::Unlink { .. } | DirOp::Rename { .. } => None,
         }
     }
 }
@@ -87,9 +144,22 @@ impl DirOp {
 /// A directory's entries and its unsynced history.
 #[derive(Debug, Default)]
 pub(super) struct Dir {
-    pub volatile: BTreeMap<String, InodeId>,
-    pub durable: BTreeMap<String, InodeId>,
+    pub volatile: FileEntries,
+    pub durable: FileEntries,
+    /// Its subdirectories now, and as a crash with nothing pending would
+    /// leave them. A new directory is in both at once (durable from its
+    /// creation, see `FileSystem::create_dir_all`).
+    pub subdirs_volatile: SubdirEntries,
+    pub subdirs_durable: SubdirEntries,
     pub pending: Vec<DirOp>,
+    pub id: DirId,
+    /// The directory holding it, `None` for a root (a directory whose
+    /// parent the disk does not hold). Never changes: a directory is
+    /// renamed only within its parent.
+    pub parent: Option<DirId>,
+    /// Taken off the tree by a pending removal or replacing rename
+    /// (`state/tree.rs`): no path reaches it until a crash brings it back.
+    pub detached: bool,
 }
 
 impl Dir {
@@ -118,7 +188,22 @@ impl Dir {
             return false;
         };
         for op in self.pending.drain(..=last) {
-            let applied = op.apply(&mut self.durable);
+            let applied = op.apply(&mut self.durable, &mut self.subdirs_durable);
+            assert!(applied, "a prefix of pending ops applies in order");
+        }
+        true
+    }
+
+    /// A directory is created as `name`, durable at once: the pending
+    /// changes up to and including the last that touches `name` become
+    /// durable first, in order (a journal commits them before the
+    /// creation). Whether anything changed.
+    pub fn persist_prefix_through_name(&mut self, name: &str) -> bool {
+        let Some(last) = self.pending.iter().rposition(|op| op.names().contains(&name)) else {
+            return false;
+        };
+        for op in self.pending.drain(..=last) {
+            let applied = op.apply(&mut self.durable, &mut self.subdirs_durable);
             assert!(applied, "a prefix of pending ops applies in order");
         }
         true
@@ -135,7 +220,7 @@ impl Dir {
         let before = self.pending.iter().take_while(|op| op.seq() < seq).count();
         debug_assert!(self.pending[before..].iter().all(|op| op.seq() > seq), "pending changes in the order made");
         for op in self.pending.drain(..before) {
-            let applied = op.apply(&mut self.durable);
+            let applied = op.apply(&mut self.durable, &mut self.subdirs_durable);
             assert!(applied, "a prefix of pending ops applies in order");
         }
         before > 0
@@ -151,7 +236,7 @@ impl Dir {
             return false;
         };
         for op in self.pending.drain(..=last) {
-            let applied = op.apply(&mut self.durable);
+            let applied = op.apply(&mut self.durable, &mut self.subdirs_durable);
             assert!(applied, "a prefix of pending ops applies in order");
         }
         true
@@ -163,21 +248,22 @@ impl Dir {
     /// touches a name they touch (then their order matters and nothing is
     /// made durable). Whether anything changed.
     pub fn persist_own_changes(&mut self, id: InodeId) -> bool {
-        let Some(last) = self.pending.iter().rposition(|op| op.inode() == id) else {
+        let Some(last) = self.pending.iter().rposition(|op| op.inode() == Some(id)) else {
             return false;
         };
-        let own_names: Vec<&str> = self.pending.iter().filter(|op| op.inode() == id).flat_map(DirOp::names).collect();
+        let own_names: Vec<&str> =
+            self.pending.iter().filter(|op| op.inode() == Some(id)).flat_map(DirOp::names).collect();
         let conflict = self.pending[..last]
             .iter()
-            .filter(|op| op.inode() != id)
+            .filter(|op| op.inode() != Some(id))
             .any(|op| op.names().iter().any(|name| own_names.contains(name)));
         if conflict {
             return false;
         }
         let (own, others): (Vec<DirOp>, Vec<DirOp>) =
-            std::mem::take(&mut self.pending).into_iter().partition(|op| op.inode() == id);
+            std::mem::take(&mut self.pending).into_iter().partition(|op| op.inode() == Some(id));
         for op in &own {
-            let applied = op.apply(&mut self.durable);
+            let applied = op.apply(&mut self.durable, &mut self.subdirs_durable);
             assert!(applied, "a file's own changes apply in order");
         }
         self.pending = others;
@@ -188,8 +274,10 @@ impl Dir {
     /// Whether the pending changes, applied in order to the durable
     /// entries, give the volatile ones (the invariant of `state/mod.rs`).
     fn pending_apply_to_volatile(&self) -> bool {
-        let mut entries = self.durable.clone();
-        self.pending.iter().all(|op| op.apply(&mut entries)) && entries == self.volatile
+        let (mut files, mut subdirs) = (self.durable.clone(), self.subdirs_durable.clone());
+        self.pending.iter().all(|op| op.apply(&mut files, &mut subdirs))
+            && files == self.volatile
+            && subdirs == self.subdirs_volatile
     }
 }
 
@@ -204,15 +292,41 @@ mod tests {
     #[test]
     fn dir_ops_check_their_preconditions() {
         let mut map = entries(&[("a", 1)]);
-        assert!(!DirOp::Unlink { name: "a".into(), inode: 2, seq: 0 }.apply(&mut map), "a names another inode");
+        let mut subdirs = SubdirEntries::new();
+        let unlink = DirOp::Unlink { name: "a".into(), inode: 2, seq: 0 };
+        assert!(!unlink.apply(&mut map, &mut subdirs), "a names another inode");
         let rename =
             |from: &str, to: &str| DirOp::Rename { from: from.into(), to: to.into(), inode: 1, seq: 0, flushes: 0 };
-        assert!(!rename("b", "c").apply(&mut map));
+        assert!(!rename("b", "c").apply(&mut map, &mut subdirs));
         assert_eq!(map, entries(&[("a", 1)]));
-        assert!(rename("a", "b").apply(&mut map));
+        assert!(rename("a", "b").apply(&mut map, &mut subdirs));
         assert_eq!(map, entries(&[("b", 1)]));
-        assert!(DirOp::Link { name: "b".into(), inode: 7, seq: 0 }.apply(&mut map), "a link replaces");
-        assert!(DirOp::Unlink { name: "b".into(), inode: 7, seq: 0 }.apply(&mut map));
+        let link = DirOp::Link { name: "b".into(), inode: 7, seq: 0 };
+        assert!(link.apply(&mut map, &mut subdirs), "a link replaces");
+        assert!(DirOp::Unlink { name: "b".into(), inode: 7, seq: 0 }.apply(&mut map, &mut subdirs));
         assert!(map.is_empty());
+    }
+
+    #[test]
+    fn directory_changes_check_their_preconditions() {
+        let mut files = entries(&[("f", 1)]);
+        let mut subdirs: SubdirEntries = [("d".to_string(), 10), ("e".to_string(), 11)].into();
+        let rename_dir = |from: &str, to: &str, replaced| DirOp::RenameDir {
+            from: from.into(),
+            to: to.into(),
+            dir: 10,
+            replaced,
+            seq: 0,
+        };
+        assert!(!rename_dir("d", "e", None).apply(&mut files, &mut subdirs), "e is another directory");
+        assert!(!rename_dir("d", "f", None).apply(&mut files, &mut subdirs), "f is a file");
+        assert!(!rename_dir("x", "y", None).apply(&mut files, &mut subdirs), "no d called x");
+        assert!(rename_dir("d", "e", Some(11)).apply(&mut files, &mut subdirs), "replaces the empty e");
+        assert_eq!(subdirs, [("e".to_string(), 10)].into());
+        let link = DirOp::Link { name: "e".into(), inode: 2, seq: 0 };
+        assert!(!link.apply(&mut files, &mut subdirs), "no file takes a directory's name");
+        assert!(!DirOp::RemoveDir { name: "e".into(), dir: 11, seq: 0 }.apply(&mut files, &mut subdirs));
+        assert!(DirOp::RemoveDir { name: "e".into(), dir: 10, seq: 0 }.apply(&mut files, &mut subdirs));
+        assert!(subdirs.is_empty() && files == entries(&[("f", 1)]));
     }
 }

@@ -16,16 +16,22 @@
 //! last sync — under `fsync always` the simulator syncs after every write.
 //!
 //! # Directories
-//! A directory maps names to inodes, again volatile and durable, with the
-//! list of entry changes since its last [`Vfs::sync_dir`]: create, unlink
-//! and rename (one atomic change, even though it touches two names).
-//! Renames across directories are refused (`Unsupported`); the engine
-//! never makes one. A file whose *durable* entry does not exist is gone
-//! after power loss, even if its data was fsynced. Directories themselves
-//! are durable as soon as [`Vfs::create_dir_all`] returns: the engine
-//! creates only its root, once. The directory of a path is its
-//! `parent()`; an operation on a missing file or directory fails with
-//! `NotFound`.
+//! A directory maps names to inodes and to subdirectories, again volatile
+//! and durable, with the list of entry changes since its last
+//! [`Vfs::sync_dir`]: create, unlink and rename (one atomic change, even
+//! though it touches two names), and a subdirectory's removal
+//! ([`Vfs::remove_dir`], empty only) or rename (with everything under it,
+//! replacing only an empty directory: one change of the parent, so a
+//! crash shows the whole tree at one name, `state/tree.rs`). Renames
+//! across directories are refused (`Unsupported`); the engine never makes
+//! one. A file whose *durable* entry does not exist is gone after power
+//! loss, even if its data was fsynced. A directory's creation is durable
+//! as soon as [`Vfs::create_dir_all`] returns: the engine creates only its
+//! root, once. The directory of a path is its `parent()`; an operation on
+//! a missing file or directory fails with `NotFound`, and the others with
+//! the kernel's kinds (`DirectoryNotEmpty`, `NotADirectory`,
+//! `IsADirectory`, `InvalidInput` for a move into itself, `ResourceBusy`
+//! for the root).
 //!
 //! # Power loss
 //! [`SimVfs::power_loss`] builds the next disk from the durable images and
@@ -531,6 +537,12 @@ impl Vfs for SimVfs {
         let mut disk = self.disk();
         let name = disk.name_of(path);
         disk.run(IoKind::Unlink, name, 0, 0, |disk, _| disk.fs.unlink(path))
+    }
+
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut disk = self.disk();
+        let name = disk.name_of(dir);
+        disk.run(IoKind::RemoveDir, name, 0, 0, |disk, _| disk.fs.remove_dir(dir))
     }
 
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {

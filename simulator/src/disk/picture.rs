@@ -12,7 +12,7 @@
 //! same way (`DiskSnapshot::picture`).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::data::{DataOp, InodeId};
 use super::dir::DirOp;
@@ -65,7 +65,7 @@ fn compare<'a>(
             dirs.push(DirFate {
                 dir: path.display().to_string(),
                 what: describe_dir_op(op),
-                survived: survived(op, &now),
+                survived: survived(op, &now, path, after_dirs),
             });
         }
     }
@@ -74,9 +74,11 @@ fn compare<'a>(
 
 /// A directory's entries with its pending changes applied: what reads saw.
 fn volatile_entries(durable: &BTreeMap<String, InodeId>, pending: &[DirOp]) -> BTreeMap<String, InodeId> {
-    let mut entries = durable.clone();
+    let (mut entries, mut subdirs) = (durable.clone(), BTreeMap::new());
     for op in pending {
-        op.apply(&mut entries);
+        // Subdirectories are not pictured: only files' names matter here.
+        op.apply(&mut entries, &mut subdirs);
+        subdirs.clear();
     }
     entries
 }
@@ -97,12 +99,25 @@ fn describe_dir_op(op: &DirOp) -> String {
         DirOp::Link { name, .. } => format!("create {name}"),
         DirOp::Unlink { name, .. } => format!("unlink {name}"),
         DirOp::Rename { from, to, .. } => format!("rename {from} -> {to}"),
+        DirOp::RemoveDir { name, .. } => format!("rmdir {name}"),
+        DirOp::RenameDir { from, to, .. } => format!("rename directory {from} -> {to}"),
     }
 }
 
-/// Whether the change's effect is in the durable entries after the crash.
-fn survived(op: &DirOp, after: &BTreeMap<String, InodeId>) -> bool {
+/// Whether the change's effect is in the durable entries of `dir` after
+/// the crash (of the directories after it, `after_dirs`, for a change of
+/// a subdirectory: a removed one gone, a renamed one at its new name).
+fn survived(
+    op: &DirOp,
+    after: &BTreeMap<String, InodeId>,
+    dir: &Path,
+    after_dirs: &BTreeMap<PathBuf, BTreeMap<String, InodeId>>,
+) -> bool {
     match op {
+        DirOp::RemoveDir { name, .. } => !after_dirs.contains_key(&dir.join(name)),
+        DirOp::RenameDir { from, to, .. } => {
+            after_dirs.contains_key(&dir.join(to)) && !after_dirs.contains_key(&dir.join(from))
+        }
         DirOp::Link { name, inode, .. } => after.get(name) == Some(inode),
         DirOp::Unlink { name, inode, .. } => after.get(name) != Some(inode),
         DirOp::Rename { from, to, inode, .. } => after.get(to) == Some(inode) && after.get(from) != Some(inode),

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::data::{DataOp, InodeId, Voucher};
-use super::dir::DirOp;
+use super::dir::{DirId, DirOp, SubdirEntries};
 use super::history::History;
 use super::image::content_hash;
 use super::profile::FsProfile;
@@ -49,8 +49,13 @@ pub struct DiskSnapshot {
 #[derive(Debug)]
 pub(super) struct DirSnapshot {
     pub durable: BTreeMap<String, InodeId>,
+    pub subdirs_durable: SubdirEntries,
     /// Entry changes since the last directory fsync, oldest first.
     pub pending: Vec<DirOp>,
+    /// Its identity and its parent's (`Dir::id`, `Dir::parent`): where a
+    /// crash puts it (`state::place`).
+    pub id: DirId,
+    pub parent: Option<DirId>,
 }
 
 /// One file as power loss sees it.
@@ -85,8 +90,15 @@ impl DiskSnapshot {
         let mut named = BTreeSet::new();
         for (path, dir) in &fs.dirs {
             named.extend(dir.durable.values().copied());
-            named.extend(dir.pending.iter().map(DirOp::inode));
-            dirs.insert(path.clone(), DirSnapshot { durable: dir.durable.clone(), pending: dir.pending.clone() });
+            named.extend(dir.pending.iter().filter_map(DirOp::inode));
+            let snapshot = DirSnapshot {
+                durable: dir.durable.clone(),
+                subdirs_durable: dir.subdirs_durable.clone(),
+                pending: dir.pending.clone(),
+                id: dir.id,
+                parent: dir.parent,
+            };
+            dirs.insert(path.clone(), snapshot);
         }
         let mut files = BTreeMap::new();
         for id in named {

@@ -60,6 +60,9 @@ pub enum IoKind {
     /// durable, and of its names what the profile says (last, so every
     /// earlier kind keeps the code the trace hash folds).
     SyncData,
+    /// An empty directory removed: `Vfs::remove_dir` (after every earlier
+    /// kind, for the same reason).
+    RemoveDir,
 }
 
 impl IoKind {

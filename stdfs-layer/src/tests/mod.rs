@@ -9,6 +9,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 mod copy;
+mod dirs;
 mod errno;
 mod maps;
 mod meta;

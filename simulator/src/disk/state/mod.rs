@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use vfs::OpenMode;
 
 use super::data::{DataOp, InodeId, Voucher, MAX_FILE_BYTES};
-use super::dir::{Dir, DirOp};
+use super::dir::{Dir, DirId, DirOp};
 use super::history::History;
 use super::inode::Inode;
 use super::profile::FsyncNames;
@@ -34,6 +34,9 @@ use super::profile::FsyncNames;
 mod carried;
 mod fsync;
 mod paths;
+mod tree;
+
+pub(super) use tree::place;
 
 use paths::{not_found, split};
 
@@ -41,11 +44,15 @@ use paths::{not_found, split};
 #[derive(Debug, Default)]
 pub(super) struct FileSystem {
     pub inodes: BTreeMap<InodeId, Inode>,
-    /// Directories exist durably from their creation: they are the
-    /// engine's root, made once, so modelling their own entries' loss
-    /// would test nothing the engine does.
+    /// Every directory by its path now (a detached one under a key no
+    /// caller spells, `tree.rs`). A directory is durable from its creation;
+    /// its removal and rename are pending changes of its parent.
     pub dirs: BTreeMap<PathBuf, Dir>,
     next_inode: InodeId,
+    next_dir: DirId,
+    /// A directory was ever removed or renamed: only then may a crash
+    /// move or drop one (`FileSystem::place_after_crash`).
+    tree_changed: bool,
     /// The sum of every inode's volatile length, kept as it changes.
     volatile_bytes: u64,
     /// Bumped by every change a power loss could see (data, entries, what
@@ -86,11 +93,15 @@ impl FileSystem {
     /// a crash state describes, ready for the engine to open.
     pub fn restored(dirs: BTreeMap<PathBuf, BTreeMap<String, InodeId>>, files: BTreeMap<InodeId, Vec<u8>>) -> Self {
         let mut fs = FileSystem::default();
+        // In path order, a parent comes before its children.
         for (path, entries) in dirs {
             for id in entries.values() {
                 assert!(files.contains_key(id), "every named inode has bytes");
             }
-            fs.dirs.insert(path, Dir { volatile: entries.clone(), durable: entries, pending: Vec::new() });
+            fs.create_dir(&path);
+            let dir = fs.dirs.get_mut(&path).expect("just created");
+            dir.volatile.clone_from(&entries);
+            dir.durable = entries;
         }
         for (id, bytes) in files {
             fs.next_inode = fs.next_inode.max(id + 1);
@@ -222,11 +233,19 @@ impl FileSystem {
     /// renames, and the simulator refuses rather than model it loosely.
     /// With `auto_da_alloc` (ext4's), a rename that replaces a file carries
     /// the renamed file's delayed data with it ([`FileSystem::delayed_ops`]).
+    /// A directory's rename is [`FileSystem::rename_dir`]'s; a file's onto
+    /// a directory is `IsADirectory`, as the kernel's.
     pub fn rename(&mut self, from: &Path, to: &Path, auto_da_alloc: bool) -> io::Result<()> {
+        if self.is_dir(from) {
+            return self.rename_dir(from, to);
+        }
         let (from_dir, from_name) = split(from)?;
         let (to_dir, to_name) = split(to)?;
         let id = self.lookup(from)?;
         self.dir(to_dir)?;
+        if self.is_dir(to) {
+            return Err(io::Error::new(io::ErrorKind::IsADirectory, format!("{}: is a directory", to.display())));
+        }
         if from_dir != to_dir {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -277,12 +296,9 @@ impl FileSystem {
         Ok(self.dir(dir)?.volatile.keys().cloned().collect())
     }
 
-    /// The names of the directories in `dir`, in name order (directories
-    /// exist durably from their creation: no volatile or durable side).
+    /// The names of the directories in `dir` now, in name order.
     pub fn list_subdirs(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.dir(dir)?;
-        let children = self.dirs.keys().filter(|p| p.parent() == Some(dir));
-        Ok(children.filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).collect())
+        Ok(self.dir(dir)?.subdirs_volatile.keys().cloned().collect())
     }
 
     /// The names in `dir` as a read sees them, with their inodes, in name
@@ -299,31 +315,23 @@ impl FileSystem {
         Ok(dir.volatile.iter().map(|(name, id)| (name.as_str(), *id, dir.durable.get(name) == Some(id))))
     }
 
-    /// Create `dir` and its missing ancestors, durably at once.
-    pub fn create_dir_all(&mut self, dir: &Path) {
-        for ancestor in dir.ancestors() {
-            if !ancestor.as_os_str().is_empty() && !self.dirs.contains_key(ancestor) {
-                self.dirs.insert(ancestor.to_path_buf(), Dir::default());
-                self.version += 1;
-            }
-        }
-    }
-
     /// Make `dir`'s pending entry changes durable, in order.
     pub fn sync_dir(&mut self, dir: &Path) -> io::Result<()> {
         let carried = self.carried_data();
         let dir = self.dir_mut(dir)?;
         let changed = !dir.pending.is_empty();
         for op in &dir.pending {
-            let applied = op.apply(&mut dir.durable);
+            let applied = op.apply(&mut dir.durable, &mut dir.subdirs_durable);
             assert!(applied, "a pending op applies in order to the durable entries");
         }
         dir.pending.clear();
         assert_eq!(dir.durable, dir.volatile);
+        assert_eq!(dir.subdirs_durable, dir.subdirs_volatile);
         if changed {
             self.version += 1;
         }
         self.flush_carried(carried);
+        self.after_persisting();
         self.collect_garbage();
         Ok(())
     }
@@ -349,6 +357,7 @@ impl FileSystem {
         }
         if changed {
             self.version += 1;
+            self.after_persisting();
         }
         self.flush_carried(carried);
     }
@@ -373,6 +382,7 @@ impl FileSystem {
         }
         if changed {
             self.version += 1;
+            self.after_persisting();
         }
     }
 
@@ -415,7 +425,7 @@ impl FileSystem {
         let mut names: Vec<String> = Vec::new();
         for (path, dir) in &self.dirs {
             let entries = dir.volatile.iter().chain(&dir.durable).filter(|(_, inode)| **inode == id);
-            let changed = dir.pending.iter().filter(|op| op.inode() == id).flat_map(DirOp::names);
+            let changed = dir.pending.iter().filter(|op| op.inode() == Some(id)).flat_map(DirOp::names);
             for name in entries.map(|(name, _)| name.as_str()).chain(changed) {
                 let full = path.join(name).display().to_string();
                 if !names.contains(&full) {
@@ -436,7 +446,7 @@ impl FileSystem {
         for dir in self.dirs.values() {
             reachable.extend(dir.volatile.values().copied());
             reachable.extend(dir.durable.values().copied());
-            reachable.extend(dir.pending.iter().map(DirOp::inode));
+            reachable.extend(dir.pending.iter().filter_map(DirOp::inode));
         }
         reachable.sort_unstable();
         let mut freed_bytes = 0u64;
@@ -463,7 +473,9 @@ impl FileSystem {
     /// volatile view becomes its durable one and nothing is pending.
     pub fn reset_to_durable(&mut self) {
         for dir in self.dirs.values_mut() {
+            debug_assert!(!dir.detached, "a crash placed every directory it kept");
             dir.volatile.clone_from(&dir.durable);
+            dir.subdirs_volatile.clone_from(&dir.subdirs_durable);
             dir.pending.clear();
         }
         for inode in self.inodes.values_mut() {

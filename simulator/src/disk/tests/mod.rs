@@ -8,10 +8,13 @@
 //! the crash states the modes allow (`crash_states.rs`), and a lost or
 //! misdirected write does what the disk's `silent.rs` says (`silent.rs`),
 //! and a persistence hazard names its file by every name it bore
-//! (`hazard_names.rs`).
+//! (`hazard_names.rs`); directories removed and renamed (`dirs.rs`), and
+//! a store that publishes snapshots by renaming a directory into place,
+//! swept with a planted bug (`snapshot_store.rs`).
 
 mod crash_states;
 mod datasync;
+mod dirs;
 mod faults;
 mod hazard_names;
 mod model;
@@ -20,6 +23,7 @@ mod prefix;
 mod profiles;
 mod reorder;
 mod silent;
+mod snapshot_store;
 mod strict;
 
 use std::path::{Path, PathBuf};

@@ -62,6 +62,7 @@ impl<A: Adapter> KvRun<'_, A> {
             fresh: rng.gen_bool(0.5),
             try_write: false,
             action: None,
+            other: self.config.clients,
         };
         // Drawn last, so the draws above keep what they drew before it.
         step.try_write = rng.gen_bool(0.25);

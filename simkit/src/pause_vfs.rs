@@ -55,6 +55,9 @@ pub(crate) struct PausedStep {
     pub fresh: bool,
     pub try_write: bool,
     pub action: Option<ClientAction>,
+    /// The second writer's own client (its write and its checkpoint run
+    /// there; a close closes `reader`'s connection).
+    pub other: usize,
 }
 
 /// A second writer's transaction inside the writer's operation: what it
@@ -168,7 +171,7 @@ fn run_step(beside: &dyn ReadersBeside, step: PausedStep, was_open: bool, io_ind
         StepDone { step, io_index, ended: false, begun: None, scanned: None, tried: None, wrote: None, acted: None };
     let mut open = was_open;
     match action {
-        Some(ClientAction::Write(write)) => return write_commit(beside, done, open, &write),
+        Some(ClientAction::Write(write)) => return write_commit(beside, done, &write),
         Some(action) => return act(beside, done, open, &action),
         None => {}
     }
@@ -212,19 +215,11 @@ fn try_write(beside: &dyn ReadersBeside, mut done: StepDone, open: bool) -> Step
     done
 }
 
-/// A second writer's transaction by `done`'s reader, its read transaction
-/// ended first if `open`.
-fn write_commit(beside: &dyn ReadersBeside, mut done: StepDone, open: bool, write: &OtherWrite) -> StepDone {
-    let reader = done.step.reader;
-    if open {
-        done.ended = true;
-        if let Err(e) = beside.end_read(reader) {
-            done.wrote = Some((Err(e), None, None));
-            return done;
-        }
-    }
+/// A second writer's transaction, on its own connection.
+fn write_commit(beside: &dyn ReadersBeside, mut done: StepDone, write: &OtherWrite) -> StepDone {
     let writing = beside.writer_writing();
-    let outcome = beside.write_commit(reader, write).expect("a seed draws a second writer only where one runs");
+    let outcome =
+        beside.write_commit(done.step.other, write).expect("a seed draws a second writer only where one runs");
     let lock = match outcome {
         Ok(WriteOutcome::Committed) => None,
         _ => beside.writer_lock(),
@@ -233,22 +228,17 @@ fn write_commit(beside: &dyn ReadersBeside, mut done: StepDone, open: bool, writ
     done
 }
 
-/// A checkpoint or a close by `done`'s reader, its read transaction ended
-/// first if `open` (a close ends it too).
+/// A checkpoint on the second writer's connection, or `done`'s reader's
+/// connection closed (ending its transaction, if `open`).
 fn act(beside: &dyn ReadersBeside, mut done: StepDone, open: bool, action: &ClientAction) -> StepDone {
-    let reader = done.step.reader;
-    done.ended = open;
-    let ended = match (open, action) {
-        (true, ClientAction::Checkpoint(_)) => beside.end_read(reader),
-        _ => Ok(()),
+    let answer = match action {
+        ClientAction::Checkpoint(mode) => beside.checkpoint(done.step.other, *mode),
+        _ => {
+            done.ended = open;
+            beside.close_client(done.step.reader)
+        }
     };
-    let result = ended.and_then(|()| {
-        let answer = match action {
-            ClientAction::Checkpoint(mode) => beside.checkpoint(reader, *mode),
-            _ => beside.close_client(reader),
-        };
-        answer.expect("a seed draws a client's action only where the engine runs it")
-    });
+    let result = answer.expect("a seed draws a client's action only where the engine runs it");
     done.acted = Some(result);
     done
 }

@@ -104,6 +104,12 @@ impl<A: Adapter> KvRun<'_, A> {
         OtherWrite { table, key, value }
     }
 
+    /// The second writer's own connection: the client after the readers
+    /// (so that its transactions leave every reader's snapshot open).
+    pub(super) fn other_client(&self) -> usize {
+        self.config.clients
+    }
+
     /// What the other client does (see [`ClientAction`]).
     fn draw_action(&self, rng: &mut ChaCha8Rng) -> ClientAction {
         match rng.gen_range(0..10) {
@@ -130,14 +136,21 @@ impl<A: Adapter> KvRun<'_, A> {
         if !rng.gen_bool(P_BETWEEN) {
             return Ok(None);
         }
-        let client = rng.gen_range(1..self.config.clients);
+        let reader = rng.gen_range(1..self.config.clients);
         let action = self.draw_action(&mut rng);
-        if self.readers.is_open(client) {
-            self.readers.ended(client);
-        }
+        let other = self.other_client();
         match action {
-            ClientAction::Write(write) => self.write_between(h, planned, client, &write),
+            ClientAction::Write(write) => self.write_between(h, planned, other, &write),
             action => {
+                // A close ends a reader's connection; a checkpoint runs on
+                // the second writer's own.
+                let client = match action {
+                    ClientAction::Close => reader,
+                    _ => other,
+                };
+                if self.readers.is_open(client) {
+                    self.readers.ended(client);
+                }
                 let at = format!("{planned}, client {client} before it");
                 let reading = readers_of(self.adapter);
                 h.vfs.set_faults_enabled(false);

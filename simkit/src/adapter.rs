@@ -314,8 +314,9 @@ pub trait ReadTransactions<Db>: Send + Sync {
         None
     }
 
-    /// Client `writer` (a reader's connection, its read transaction
-    /// ended first) runs a write transaction of its own, in turn with the
+    /// Client `writer` (a connection of its own, numbered after the
+    /// readers; a reader's, its read transaction ended first, works the
+    /// same) runs a write transaction of its own, in turn with the
     /// kit's writer: begin it as the engine's writers do when they mean to
     /// write (SQLite's `BEGIN IMMEDIATE`), put `value` at `key` of
     /// `table`, and commit at the spec's first level; refused as busy at
@@ -332,8 +333,8 @@ pub trait ReadTransactions<Db>: Send + Sync {
         None
     }
 
-    /// Client `client` (a reader's connection, its read transaction ended
-    /// first) runs the engine's checkpoint in mode `mode` (an index into
+    /// Client `client` (as for [`ReadTransactions::write_commit`]) runs
+    /// the engine's checkpoint in mode `mode` (an index into
     /// the engine's modes: SQLite's `PASSIVE`, `FULL`, `RESTART`,
     /// `TRUNCATE`), which changes no content; a checkpoint the engine
     /// reports blocked is `Ok`. `None` (the default): only the writer

@@ -1,7 +1,7 @@
 //! A second writer (`--clients N`, a seed that draws one:
 //! [`KitConfig::draw_second_writer`](super::KitConfig::draw_second_writer)):
-//! a reader's connection that runs write transactions of its own, in turn
-//! with the writer — before a writer's operation, where the seed draws,
+//! another client, on a connection of its own (client `N` after the
+//! readers `1..N-1`), that runs write transactions in turn with the writer — before a writer's operation, where the seed draws,
 //! and, with `--interleave`, as the step inside the writer's operation
 //! that tries to write (`pause_vfs.rs`). Each transaction writes one key
 //! and commits at the spec's first level, or is refused as busy and gives
@@ -34,7 +34,8 @@
 //! operation): an injected fault would leave a second recovery to model.
 //! Its draws come from a stream of their own (salt "2NDWRTR", per
 //! operation), so a seed that does not draw a second writer keeps its
-//! trace bit for bit.
+//! trace bit for bit. Besides writes it checkpoints (on its connection)
+//! and closes a reader's connection while the others stay open.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -418,8 +418,8 @@ fn a_seed_names_its_draw_in_its_summary_and_its_failure() {
     assert_eq!((back.drew.as_deref(), back.failures[0].drew.as_deref()), (Some(&*drew), Some(&*drew)));
 }
 
-/// A second writer (issue 49): in the seeds that draw one, a reader's
-/// connection runs write transactions (`BEGIN IMMEDIATE`, a put,
+/// A second writer (issue 49): in the seeds that draw one, a connection
+/// of its own runs write transactions (`BEGIN IMMEDIATE`, a put,
 /// `COMMIT`), checkpoints and closes, in turn with the writer and, with
 /// `--interleave`, inside its operations. In WAL and in a rollback mode
 /// the seeds run clean and replay bit for bit; commits of the second

@@ -314,6 +314,43 @@ pub trait ReadTransactions<Db>: Send + Sync {
         None
     }
 
+    /// Client `writer` (a connection of its own, numbered after the
+    /// readers; a reader's, its read transaction ended first, works the
+    /// same) runs a write transaction of its own, in turn with the
+    /// kit's writer: begin it as the engine's writers do when they mean to
+    /// write (SQLite's `BEGIN IMMEDIATE`), put `value` at `key` of
+    /// `table`, and commit at the spec's first level; refused as busy at
+    /// the begin or the commit, it rolls back and gives up (see
+    /// [`WriteOutcome`]). `None` (the default): the engine has one writer.
+    /// The kit holds a refusal to [`super::Readers::second_writer_refused_at`]
+    /// and a commit to its model, as the writer's own.
+    fn write_commit(
+        &self,
+        _db: &mut Db,
+        _writer: usize,
+        _write: &OtherWrite,
+    ) -> Option<Result<WriteOutcome, KitError>> {
+        None
+    }
+
+    /// Client `client` (as for [`ReadTransactions::write_commit`]) runs
+    /// the engine's checkpoint in mode `mode` (an index into
+    /// the engine's modes: SQLite's `PASSIVE`, `FULL`, `RESTART`,
+    /// `TRUNCATE`), which changes no content; a checkpoint the engine
+    /// reports blocked is `Ok`. `None` (the default): only the writer
+    /// checkpoints.
+    fn checkpoint(&self, _db: &mut Db, _client: usize, _mode: usize) -> Option<Result<(), KitError>> {
+        None
+    }
+
+    /// Close client `client`'s connection (its read transaction, if open,
+    /// ended with it) while the others stay open, as a pool does; its next
+    /// begin opens one afresh. `None` (the default): connections close
+    /// only with the database.
+    fn close_client(&self, _db: &mut Db, _client: usize) -> Option<Result<(), KitError>> {
+        None
+    }
+
     /// The readers as a handle of their own, that the kit can step while
     /// the writer's operation is suspended at one of its I/Os
     /// (`--interleave`: the engine calls back into the disk, and the kit
@@ -323,6 +360,30 @@ pub trait ReadTransactions<Db>: Send + Sync {
     fn beside(&self, _db: &mut Db) -> Option<Arc<dyn ReadersBeside>> {
         None
     }
+}
+
+/// A second writer's one write ([`ReadTransactions::write_commit`]):
+/// `value` put at `key` of `table`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OtherWrite {
+    /// The table written.
+    pub table: usize,
+    /// The key (a `u64` table's: 8 big-endian bytes).
+    pub key: Vec<u8>,
+    /// The value it now holds.
+    pub value: Vec<u8>,
+}
+
+/// What a second writer's transaction came to
+/// ([`ReadTransactions::write_commit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// It committed (acknowledged).
+    Committed,
+    /// Its begin was refused as busy; nothing changed.
+    RefusedAtBegin,
+    /// Its commit was refused as busy and it rolled back; nothing changed.
+    RefusedAtCommit,
 }
 
 /// Readers the kit steps from inside the writer's operation
@@ -351,6 +412,25 @@ pub trait ReadersBeside: Send + Sync {
     /// is in a write transaction ([`ReadersBeside::writer_writing`]) fails
     /// the run: one writer at a time is every engine's promise here.
     fn try_write(&self, _reader: usize) -> Option<Result<bool, KitError>> {
+        None
+    }
+
+    /// As [`ReadTransactions::write_commit`], from inside the writer's
+    /// operation (`--interleave`): granted only where the writer is not in
+    /// a write transaction.
+    fn write_commit(&self, _writer: usize, _write: &OtherWrite) -> Option<Result<WriteOutcome, KitError>> {
+        None
+    }
+
+    /// As [`ReadTransactions::checkpoint`], from inside the writer's
+    /// operation.
+    fn checkpoint(&self, _client: usize, _mode: usize) -> Option<Result<(), KitError>> {
+        None
+    }
+
+    /// As [`ReadTransactions::close_client`], from inside the writer's
+    /// operation.
+    fn close_client(&self, _client: usize) -> Option<Result<(), KitError>> {
         None
     }
 

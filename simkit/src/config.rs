@@ -97,6 +97,11 @@ pub struct KitConfig<C> {
     /// its I/Os (`--interleave`; `interleave.rs`). Drawn nothing from the
     /// seed's streams: off, a run is what it was.
     pub interleave: bool,
+    /// A second writer runs transactions in turn with the writer, on a
+    /// reader's connection (`second_writer.rs`): drawn per seed from a
+    /// stream of its own ([`KitConfig::draw_second_writer`]), so a seed
+    /// that does not draw it is what it was.
+    pub second_writer: bool,
 }
 
 /// The disk faults a run asks for beyond what the adapter tolerates.
@@ -191,6 +196,7 @@ impl<C> KitConfig<C> {
             p_crash_in_recovery: one_of(&mut rng, &[0.0, 0.0, 0.2]),
             clients: 1,
             interleave: false,
+            second_writer: false,
         };
         // Drawn last, so the draws above mean what they meant before it:
         // opens, renames, unlinks, directory fsyncs, set_len and locks fail.
@@ -215,6 +221,20 @@ impl<C> KitConfig<C> {
         if self.clients > 1 {
             self.weights.extend(OpKind::READER_WEIGHTS);
         }
+    }
+
+    /// Draw whether a second writer runs beside the writer: half the
+    /// seeds with readers, on an engine that allows one
+    /// ([`super::Readers::second_writer_refused_at`] names its refusals),
+    /// from a stream of its own (salt "WRITER2").
+    pub fn draw_second_writer(&mut self) {
+        let allowed = self.spec.readers.is_some_and(|readers| !readers.second_writer_refused_at.is_empty());
+        if self.clients < 2 || !allowed {
+            return;
+        }
+        let salt = 0x5752_4954_4552_3200;
+        let mut rng = ChaCha8Rng::seed_from_u64(simulator::seeds::mix64(self.seed ^ salt));
+        self.second_writer = rng.gen_bool(0.5);
     }
 }
 
@@ -256,6 +276,9 @@ impl<C> KitConfig<C> {
         parts.push(format!("clients {}", self.clients));
         if self.interleave {
             parts.push("interleaved".to_string());
+        }
+        if self.second_writer {
+            parts.push("a second writer".to_string());
         }
         parts.join("; ")
     }

@@ -31,6 +31,7 @@ use super::adapter::{readers_of, Adapter, ErrorKind};
 use super::model::State;
 use super::pause_vfs::{PausedStep, StepDone};
 use super::run::KvRun;
+use super::second_writer::{ClientAction, WriteContext};
 use super::workload::{KitOp, PlannedKitOp};
 use simulator::failure::Check;
 use simulator::harness::{Harness, Step};
@@ -60,9 +61,14 @@ impl<A: Adapter> KvRun<'_, A> {
             table: rng.gen_range(0..self.config.spec.tables.len()),
             fresh: rng.gen_bool(0.5),
             try_write: false,
+            action: None,
+            other: self.config.clients,
         };
         // Drawn last, so the draws above keep what they drew before it.
         step.try_write = rng.gen_bool(0.25);
+        // From the second writer's own stream: a seed without one draws
+        // nothing more here.
+        step.action = step.try_write.then(|| self.mid_op_action(planned)).flatten();
         let Some(beside) = readers_of(self.adapter).beside(self.db()) else { return };
         let open: BTreeSet<usize> = self.readers.all().into_iter().collect();
         pause.arm(beside, step, open);
@@ -75,7 +81,10 @@ impl<A: Adapter> KvRun<'_, A> {
         let Some(pause) = self.pause.clone() else { return Ok(()) };
         for done in pause.disarm() {
             if h.vfs.crash_point_reached() {
-                return Ok(());
+                if let (Some(ClientAction::Write(write)), Some(_)) = (&done.step.action, &done.wrote) {
+                    self.other_write_in_doubt(planned, write);
+                }
+                continue;
             }
             h.outcome.counters.interleaved_steps += 1;
             self.absorb_step(h, planned, done)?;
@@ -85,10 +94,21 @@ impl<A: Adapter> KvRun<'_, A> {
 
     /// One step's ending, beginning and scan, in that order.
     fn absorb_step(&mut self, h: &mut Harness, planned: &PlannedKitOp, done: StepDone) -> Step {
-        let StepDone { step, io_index, ended, begun, scanned, tried } = done;
+        let StepDone { step, io_index, ended, begun, scanned, tried, wrote, acted } = done;
         let at = format!("{planned}, reader {} stepping at I/O #{io_index}", step.reader);
         if ended {
             self.readers.ended(step.reader);
+        }
+        if let (Some((result, writing, lock)), Some(ClientAction::Write(write))) = (wrote, &step.action) {
+            h.outcome.counters.write_attempts += 1;
+            let context = WriteContext { mid_op: true, writing, lock };
+            if self.judge_other_write(h, &at, result, context)? {
+                self.other_committed_inside(h, planned, write.clone())?;
+            }
+            return Ok(());
+        }
+        if let (Some(result), Some(action)) = (acted, &step.action) {
+            return self.judge_action(h, &at, action, result);
         }
         match tried {
             None => {}

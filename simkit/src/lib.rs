@@ -84,6 +84,7 @@ mod reader_ops;
 mod readers;
 mod reply_text;
 mod run;
+mod second_writer;
 pub(crate) mod spec;
 mod target;
 #[cfg(test)]
@@ -106,7 +107,8 @@ pub mod cli;
 
 pub use crate::cli::main;
 pub use adapter::{
-    Adapter, Env, ErrorKind, KitError, Maintain, Previous, ReadTransactions, ReadersBeside, RecordSpan, Rows,
+    Adapter, Env, ErrorKind, KitError, Maintain, OtherWrite, Previous, ReadTransactions, ReadersBeside, RecordSpan,
+    Rows, WriteOutcome,
 };
 pub use config::{Harsh, KitConfig};
 pub use pause_vfs::BUSY_WAIT;

@@ -313,6 +313,42 @@ impl Model {
         self.check_invariants();
     }
 
+    /// The state another writer's commit of `value` at `key` of `table`
+    /// makes on top of `base` (`second_writer.rs`).
+    pub(super) fn with_write(base: &State, table: usize, key: &[u8], value: &[u8]) -> Arc<State> {
+        let mut state = base.clone();
+        state.tables[table].insert(key.to_vec(), value.to_vec());
+        Arc::new(state)
+    }
+
+    /// Another writer's commit of `target` may land while the operation in
+    /// flight runs (its outcome unknown until it returns): a recovery may
+    /// show it. Unlike [`Model::set_pending`], `target` need not be what
+    /// this writer's reads see.
+    pub(super) fn set_pending_other(&mut self, target: Arc<State>) {
+        self.pending.push(Pending::Commit(target));
+    }
+
+    /// Another writer committed `value` at `key` of `table`, promising
+    /// `promise` (`survives_kill` as in [`Model::commit_with`]), on the
+    /// state committed now: the engine grants a second writer only while
+    /// this one has no write transaction open. What the operation in
+    /// flight may publish stays pending.
+    pub(super) fn other_committed(
+        &mut self,
+        table: usize,
+        key: &[u8],
+        value: &[u8],
+        promise: Promise,
+        survives_kill: bool,
+    ) {
+        assert!(self.working.is_none(), "another writer commits only while this one has no transaction open");
+        self.working = Some((*Model::with_write(self.committed(), table, key, value)).clone());
+        let pending = std::mem::take(&mut self.pending);
+        self.commit_with(promise, survives_kill);
+        self.pending = pending;
+    }
+
     /// The newest committed state is durable: the durable point moves to
     /// it, forward (it never passes the history, which only a recovery
     /// cuts back, and then below the point's new place).

@@ -29,7 +29,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use vfs::{LockGuard, LockMode, Mapping, OpenMode, Vfs, VfsFile};
 
-use super::adapter::{KitError, ReadersBeside, Rows};
+use super::adapter::{KitError, OtherWrite, ReadersBeside, Rows, WriteOutcome};
+use super::second_writer::ClientAction;
 use simulator::disk::SimVfs;
 
 /// The phase an engine marks (`Vfs::mark`) where it waits for another
@@ -43,15 +44,26 @@ pub const BUSY_WAIT: &str = "busy-wait";
 /// `at_pause`-th pause point (1-based), reader `reader` reads `table`
 /// whole, having begun afresh first if `fresh` or if it has no
 /// transaction open — or, with `try_write`, ends its transaction and tries
-/// to write (`ReadersBeside::try_write`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// to write (`ReadersBeside::try_write`), or, with `action` (a seed with
+/// a second writer, `second_writer.rs`), to run a write transaction
+/// (`ReadersBeside::write_commit`), a checkpoint or close its connection.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct PausedStep {
     pub at_pause: u32,
     pub reader: usize,
     pub table: usize,
     pub fresh: bool,
     pub try_write: bool,
+    pub action: Option<ClientAction>,
+    /// The second writer's own client (its write and its checkpoint run
+    /// there; a close closes `reader`'s connection).
+    pub other: usize,
 }
+
+/// A second writer's transaction inside the writer's operation: what it
+/// came to, whether the writer was in a write transaction then (by the
+/// engine's account), and the strongest lock held right after a refusal.
+pub(crate) type Wrote = (Result<WriteOutcome, KitError>, Option<bool>, Option<&'static str>);
 
 /// What a paused step did, for the run loop to judge.
 #[derive(Debug)]
@@ -69,6 +81,10 @@ pub(crate) struct StepDone {
     /// A write attempt's answer (granted or not), with whether the writer
     /// was in a write transaction then, by the engine's account.
     pub tried: Option<(Result<bool, KitError>, Option<bool>)>,
+    /// A second writer's transaction ([`Wrote`]).
+    pub wrote: Option<Wrote>,
+    /// A checkpoint's or a close's answer.
+    pub acted: Option<Result<(), KitError>>,
 }
 
 /// The plan for the writer's current operation and what it did.
@@ -122,12 +138,16 @@ impl PausePoint {
                 return;
             }
             plan.pauses_seen += 1;
-            let Some(step) = plan.armed.filter(|step| step.at_pause == plan.pauses_seen) else { return };
-            plan.armed = None;
+            if plan.armed.as_ref().map(|step| step.at_pause) != Some(plan.pauses_seen) {
+                return;
+            }
+            let step = plan.armed.take().expect("armed, checked above");
             plan.running = true;
             let beside = plan.beside.clone().expect("armed with its readers");
-            (beside, step, plan.open.contains(&step.reader))
+            let was_open = plan.open.contains(&step.reader);
+            (beside, step, was_open)
         };
+        let reader = step.reader;
         let io_index = self.disk.io_count();
         self.disk.set_faults_enabled(false);
         let done = run_step(beside.as_ref(), step, was_open, io_index);
@@ -135,8 +155,8 @@ impl PausePoint {
         let mut plan = self.plan();
         plan.running = false;
         match done.scanned.is_some() {
-            true => plan.open.insert(step.reader),
-            false => plan.open.remove(&step.reader),
+            true => plan.open.insert(reader),
+            false => plan.open.remove(&reader),
         };
         plan.done.push(done);
     }
@@ -145,28 +165,36 @@ impl PausePoint {
 /// Carry out `step` on the readers (`was_open`: the reader had a
 /// transaction open).
 fn run_step(beside: &dyn ReadersBeside, step: PausedStep, was_open: bool, io_index: u64) -> StepDone {
-    let mut done = StepDone { step, io_index, ended: false, begun: None, scanned: None, tried: None };
+    let (reader, table, fresh, tries) = (step.reader, step.table, step.fresh, step.try_write);
+    let action = step.action.clone().filter(|_| tries);
+    let mut done =
+        StepDone { step, io_index, ended: false, begun: None, scanned: None, tried: None, wrote: None, acted: None };
     let mut open = was_open;
-    if step.try_write && beside.try_write(step.reader).is_some() {
+    match action {
+        Some(ClientAction::Write(write)) => return write_commit(beside, done, &write),
+        Some(action) => return act(beside, done, open, &action),
+        None => {}
+    }
+    if tries && beside.try_write(reader).is_some() {
         return try_write(beside, done, open);
     }
-    if open && step.fresh {
+    if open && fresh {
         done.ended = true;
         open = false;
-        if let Err(e) = beside.end_read(step.reader) {
+        if let Err(e) = beside.end_read(reader) {
             done.begun = Some((Err(e), None));
             return done;
         }
     }
     if !open {
-        let begun = beside.begin_read(step.reader);
+        let begun = beside.begin_read(reader);
         let refused = begun.is_err();
         done.begun = Some((begun, beside.writer_lock()));
         if refused {
             return done;
         }
     }
-    done.scanned = Some(beside.reader_scan(step.reader, step.table));
+    done.scanned = Some(beside.reader_scan(reader, table));
     done
 }
 
@@ -184,6 +212,34 @@ fn try_write(beside: &dyn ReadersBeside, mut done: StepDone, open: bool) -> Step
     let writing = beside.writer_writing();
     let granted = beside.try_write(reader).expect("asked only of readers that try");
     done.tried = Some((granted, writing));
+    done
+}
+
+/// A second writer's transaction, on its own connection.
+fn write_commit(beside: &dyn ReadersBeside, mut done: StepDone, write: &OtherWrite) -> StepDone {
+    let writing = beside.writer_writing();
+    let outcome =
+        beside.write_commit(done.step.other, write).expect("a seed draws a second writer only where one runs");
+    let lock = match outcome {
+        Ok(WriteOutcome::Committed) => None,
+        _ => beside.writer_lock(),
+    };
+    done.wrote = Some((outcome, writing, lock));
+    done
+}
+
+/// A checkpoint on the second writer's connection, or `done`'s reader's
+/// connection closed (ending its transaction, if `open`).
+fn act(beside: &dyn ReadersBeside, mut done: StepDone, open: bool, action: &ClientAction) -> StepDone {
+    let answer = match action {
+        ClientAction::Checkpoint(mode) => beside.checkpoint(done.step.other, *mode),
+        _ => {
+            done.ended = open;
+            beside.close_client(done.step.reader)
+        }
+    };
+    let result = answer.expect("a seed draws a client's action only where the engine runs it");
+    done.acted = Some(result);
     done
 }
 

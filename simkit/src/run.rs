@@ -36,7 +36,7 @@ use std::sync::Arc;
 
 use vfs::Vfs;
 
-use super::adapter::maintenance_of;
+use super::adapter::{maintenance_of, OtherWrite};
 use super::client::{call, Reply};
 use super::config::KitConfig;
 use super::model::{diff, show_value, Accepted, Model, Pending, State};
@@ -126,6 +126,7 @@ pub(super) fn runner<'a, A: Adapter>(
         readers: OpenReaders::default(),
         fault_unheard: false,
         dirty_drops_seen: 0,
+        deferred_writes: Vec::new(),
     };
     Loop::new(h, w)
 }
@@ -159,6 +160,9 @@ pub(super) struct KvRun<'a, A: Adapter> {
     /// The disk's count of fsyncs that dropped dirty pages, when the model
     /// last heard of them ([`KvRun::note_dropped_pages`]).
     dirty_drops_seen: u64,
+    /// A second writer's commits inside the writer's commit, waiting for
+    /// it to be concluded (`second_writer.rs`).
+    pub(super) deferred_writes: Vec<OtherWrite>,
 }
 
 impl<A: Adapter> KvRun<'_, A> {
@@ -307,6 +311,7 @@ impl<A: Adapter> KvRun<'_, A> {
         if let KitOp::Commit { level, .. } = &planned.op {
             self.commit_concluded(h, *level, result.is_ok());
         }
+        self.settle_deferred_writes(h, result.is_ok());
         if self.poison_accepted(h, &result) {
             h.outcome.counters.poisoned += 1;
             return Ok(Ended::Failed);
@@ -544,7 +549,10 @@ impl<A: Adapter> Workload for KvRun<'_, A> {
             }
             KitOp::Maintain(m) if m.makes_durable => self.maintain(h, planned),
             KitOp::Reader { reader, step } => self.reader_op(h, planned, *reader, step),
-            _ => self.engine_op(h, planned),
+            _ => match self.second_writer_between(h, planned)? {
+                Some(ended) => Ok(ended),
+                None => self.engine_op(h, planned),
+            },
         }
     }
 

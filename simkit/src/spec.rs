@@ -157,6 +157,17 @@ pub struct Readers {
     /// an adapter that reports no lock: any refusal inside a write
     /// transaction is accepted.
     pub refused_at: &'static [&'static str],
+    /// The locks, by the engine's own names as the adapter reports them
+    /// ([`super::ReadTransactions::writer_lock`]), at which a second
+    /// writer's begin may be refused as busy
+    /// ([`super::ReadTransactions::write_commit`]), besides a writer in
+    /// a write transaction by the engine's own account: SQLite refuses
+    /// `BEGIN IMMEDIATE` while another connection holds `RESERVED` or
+    /// above (`lockingv3.html`: "only a single RESERVED lock may be active
+    /// at one time"), or, in WAL mode, the WAL's write lock (`wal.html`:
+    /// "there can only be one writer at a time"). Empty for an engine with
+    /// one writer.
+    pub second_writer_refused_at: &'static [&'static str],
     /// Where the engine documents its readers' isolation, for reports.
     pub documented: &'static str,
 }
@@ -512,6 +523,7 @@ mod tests {
                 across_maintenance: true,
                 writer_waits: false,
                 refused_at: &[],
+                second_writer_refused_at: &[],
                 documented: "here",
             }),
             ..spec()

@@ -111,6 +111,7 @@ impl<A: Adapter> Kit<A> {
         config.disk.fs = *fs;
         config.draw_clients(self.settings.clients.unwrap_or(1));
         config.interleave = self.settings.interleave;
+        config.draw_second_writer();
         config
     }
 

@@ -129,6 +129,7 @@ impl Adapter for Buffered {
                 across_maintenance: true,
                 writer_waits: false,
                 refused_at: &[],
+                second_writer_refused_at: &[],
                 documented: "nowhere: the kit refuses the spec",
             }),
             ..Spec::new(vec![Level::new("sync", Promise::Durable), lazy])

@@ -442,6 +442,7 @@ mod tests {
             across_maintenance: true,
             writer_waits: false,
             refused_at: &[],
+            second_writer_refused_at: &[],
             documented: "here",
         });
         let spec = Spec { readers, ..one_client };

@@ -113,6 +113,19 @@ counters! {
     /// Of them, a reader's attempt to write (granted with the writer idle,
     /// or refused as busy).
     write_attempts,
+    /// Transactions of a second writer (`--clients N`, a seed that draws
+    /// one: `second_writer.rs`) that committed, between the writer's
+    /// operations or inside one.
+    second_writer_commits,
+    /// Of its transactions, the ones the engine refused as busy (at their
+    /// begin or their commit), where its spec says it may.
+    second_writer_refused,
+    /// WAL checkpoints (`PRAGMA wal_checkpoint`) run by a client other
+    /// than the writer, between the writer's operations or inside one.
+    client_checkpoints,
+    /// Connections of readers closed while others stay open (the pool
+    /// closing one), between the writer's operations or inside one.
+    client_closes,
     /// Persistence hazards a kit target's engine left that it documents
     /// (`Spec::hazards`: reported, not failed; an undeclared one fails the
     /// run, as every one does for the segsim target, check `hazard`).

@@ -289,6 +289,20 @@ impl Summary {
                 self.counters.interleaved_steps, self.counters.write_attempts
             );
         }
+        if self.counters.second_writer_commits + self.counters.second_writer_refused > 0 {
+            let _ = writeln!(
+                out,
+                "{} transactions of a second writer committed, {} refused as busy where the engine documents it",
+                self.counters.second_writer_commits, self.counters.second_writer_refused
+            );
+        }
+        if self.counters.client_checkpoints + self.counters.client_closes > 0 {
+            let _ = writeln!(
+                out,
+                "{} checkpoints by a client other than the writer, {} readers' connections closed beside others",
+                self.counters.client_checkpoints, self.counters.client_closes
+            );
+        }
         if self.counters.poisoned > 0 {
             let _ = writeln!(
                 out,

@@ -297,6 +297,7 @@ impl Adapter for RedbAdapter {
                 across_maintenance: false,
                 writer_waits: false,
                 refused_at: &[],
+                second_writer_refused_at: &[],
                 documented: "redb docs/design.md ('a single writer and multiple concurrent readers ... MVCC'); \
                     ReadableDatabase::begin_read ('Captures a snapshot of the database, so that only data committed \
                     before calling this method is visible'); Database::compact returns TransactionInProgress while \

@@ -41,8 +41,8 @@
 //! `db.rs`'s, and the SQL each operation runs `sql.rs`'s.
 
 use simkit::{
-    Adapter, DocumentedHazard, Env, KitError, Level, Maintain, Maintenance, Plant, Previous, Promise, ReadTransactions,
-    ReadersBeside, RngCore, Rows, Spec, Tolerances,
+    Adapter, DocumentedHazard, Env, KitError, Level, Maintain, Maintenance, OtherWrite, Plant, Previous, Promise,
+    ReadTransactions, ReadersBeside, RngCore, Rows, Spec, Tolerances, WriteOutcome,
 };
 
 use std::sync::Arc;
@@ -89,6 +89,7 @@ impl Plant for VfsPlant {
         VfsPlant::ReservedOwnOnly,
         VfsPlant::SharedOverPending,
         VfsPlant::ShmUnlockReleasesAll,
+        VfsPlant::ShmUnmapDiscardsShared,
     ];
 
     fn name(self) -> &'static str {
@@ -102,6 +103,7 @@ impl Plant for VfsPlant {
             VfsPlant::ReservedOwnOnly => "sqlite-reserved-own-only",
             VfsPlant::SharedOverPending => "sqlite-shared-over-pending",
             VfsPlant::ShmUnlockReleasesAll => "sqlite-shm-unlock-releases-all",
+            VfsPlant::ShmUnmapDiscardsShared => "sqlite-shm-unmap-discards-shared",
         }
     }
 
@@ -135,6 +137,10 @@ impl Plant for VfsPlant {
             VfsPlant::ShmUnlockReleasesAll => {
                 "the VFS's xShmLock unlock releases every wal-index slot the connection holds (the writer loses \
                  its write lock; run with --clients and --interleave, whose readers attempt writes)"
+            }
+            VfsPlant::ShmUnmapDiscardsShared => {
+                "the VFS's xShmUnmap with its delete flag discards the wal-index regions other connections still \
+                 map (unreachable: SQLite raises the flag only in the last connection, SQLITE.md)"
             }
         }
     }
@@ -322,6 +328,26 @@ impl ReadTransactions<SqliteDb> for SqliteAdapter {
         db.wait_when_busy();
         Some(db.readers.clone())
     }
+
+    /// A reader's connection as a second writer (`db::ReaderPool::write_commit`).
+    fn write_commit(
+        &self,
+        db: &mut SqliteDb,
+        writer: usize,
+        write: &OtherWrite,
+    ) -> Option<Result<WriteOutcome, KitError>> {
+        Some(db.readers.write_commit(writer, write))
+    }
+
+    /// `PRAGMA wal_checkpoint` on a reader's connection (`db::ReaderPool::checkpoint`).
+    fn checkpoint(&self, db: &mut SqliteDb, client: usize, mode: usize) -> Option<Result<(), KitError>> {
+        Some(db.readers.checkpoint(client, mode))
+    }
+
+    /// A reader's connection closed, the others open (`db::ReaderPool::close`).
+    fn close_client(&self, db: &mut SqliteDb, client: usize) -> Option<Result<(), KitError>> {
+        Some(db.readers.close(client))
+    }
 }
 
 impl ReadersBeside for ReaderPool {
@@ -349,6 +375,19 @@ impl ReadersBeside for ReaderPool {
     /// ended first), rolled back at once if granted.
     fn try_write(&self, reader: usize) -> Option<Result<bool, KitError>> {
         Some(ReaderPool::try_write(self, reader))
+    }
+
+    /// As between the writer's operations, inside one.
+    fn write_commit(&self, writer: usize, write: &OtherWrite) -> Option<Result<WriteOutcome, KitError>> {
+        Some(ReaderPool::write_commit(self, writer, write))
+    }
+
+    fn checkpoint(&self, client: usize, mode: usize) -> Option<Result<(), KitError>> {
+        Some(ReaderPool::checkpoint(self, client, mode))
+    }
+
+    fn close_client(&self, client: usize) -> Option<Result<(), KitError>> {
+        Some(ReaderPool::close(self, client))
     }
 
     /// `sqlite3_txn_state` of the writer's connection.

@@ -14,18 +14,18 @@
 //! serialises SQLite across `--jobs`; the cost is small next to the disk.
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use libsqlite3_sys as ffi;
-use simkit::{ErrorKind, KitError};
+use simkit::{ErrorKind, KitError, OtherWrite, WriteOutcome};
 use vfs::Vfs;
 
 use super::conn::{reseed_prng, Conn, SqlError, TxnProbe};
 use super::readers::pin_snapshot;
-use super::settings::SqliteConfig;
+use super::settings::{JournalMode, SqliteConfig};
 use super::shared::Shared;
 use super::sql::{self, configure_connection, create_tables, integrity_check};
 use super::vfs::{RegisteredVfs, VfsContext, VfsOptions};
@@ -75,6 +75,10 @@ pub struct SqliteDb {
     waits_when_busy: bool,
 }
 
+/// `PRAGMA wal_checkpoint`'s modes, by the kit's index
+/// (`ReadTransactions::checkpoint`).
+pub(super) const CHECKPOINT_MODES: [&str; 4] = ["PASSIVE", "FULL", "RESTART", "TRUNCATE"];
+
 /// How long the writer's busy handler waits, in simulated milliseconds,
 /// before its statement answers `SQLITE_BUSY` (`wait_when_busy`).
 const BUSY_TIMEOUT_MS: u32 = 100;
@@ -83,6 +87,8 @@ const BUSY_TIMEOUT_MS: u32 = 100;
 /// kept (a connection pool's), closed before the writer's.
 pub(super) struct ReaderPool {
     conns: Mutex<BTreeMap<usize, Conn>>,
+    /// The connections the seed's settings ran on (`configure`).
+    configured: Mutex<BTreeSet<usize>>,
     /// The writer's transaction state, while its connection is open.
     writer: Mutex<Option<TxnProbe>>,
     connector: Arc<Connector>,
@@ -177,10 +183,38 @@ impl ReaderPool {
         if !self.conns().contains_key(&reader) {
             let (conn, _) = self.connector.connect(false)?;
             self.conns().insert(reader, conn);
-            let config = self.connector.config.clone();
-            self.call(reader, |conn| configure_connection(conn, &config))?;
+            self.configure(reader)?;
         }
         Ok(())
+    }
+
+    /// Run the seed's settings on reader `reader`'s connection (open).
+    /// Refused as busy, the connection stays open unconfigured: a reader
+    /// reads the same either way, and a connection that writes or
+    /// checkpoints is configured first (`ensure_configured`).
+    fn configure(&self, reader: usize) -> Result<(), KitError> {
+        let config = self.connector.config.clone();
+        self.call(reader, |conn| configure_connection(conn, &config))?;
+        self.configured().insert(reader);
+        Ok(())
+    }
+
+    fn configured(&self) -> MutexGuard<'_, BTreeSet<usize>> {
+        self.configured.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Reader `reader`'s connection, open and with the seed's settings
+    /// (its journal mode and `synchronous` decide what its commits and
+    /// checkpoints write and sync).
+    fn ensure_configured(&self, reader: usize) -> Result<(), KitError> {
+        self.ensure_conn(reader)?;
+        let configured = self.configured().contains(&reader);
+        if configured {
+            return Ok(());
+        }
+        // Settings are refused inside a transaction: a reader's ends first.
+        self.call(reader, sql::rollback)?;
+        self.configure(reader)
     }
 
     /// Reader `reader` tries to write: `BEGIN IMMEDIATE` (its read
@@ -198,6 +232,72 @@ impl ReaderPool {
                 Err(e) => Err(e),
             }
         })
+    }
+
+    /// Reader `reader` writes as a second writer: `BEGIN IMMEDIATE` (its
+    /// read transaction ended first), `write`, `COMMIT`. Refused as busy
+    /// at the begin, or later (a commit waiting for a reader's `SHARED`
+    /// lock), it rolls back and gives up.
+    /// A connection opened afresh whose settings are refused as busy
+    /// (`PRAGMA journal_mode` reads the database, which a writer's
+    /// `PENDING` or `EXCLUSIVE` lock refuses) is refused at its begin too.
+    pub(super) fn write_commit(&self, reader: usize, write: &OtherWrite) -> Result<WriteOutcome, KitError> {
+        match self.ensure_configured(reader) {
+            Err(e) if e.kind == ErrorKind::Busy => return Ok(WriteOutcome::RefusedAtBegin),
+            other => other?,
+        }
+        self.call(reader, |conn| {
+            sql::rollback(conn)?;
+            match conn.exec("BEGIN IMMEDIATE") {
+                Err(e) if e.primary() == ffi::SQLITE_BUSY => return Ok(WriteOutcome::RefusedAtBegin),
+                other => other?,
+            }
+            let written = sql::write(conn, write.table, &write.key, Some(&write.value)).map(drop);
+            match written.and_then(|()| conn.exec("COMMIT")) {
+                Ok(()) => Ok(WriteOutcome::Committed),
+                Err(e) => {
+                    sql::rollback(conn)?;
+                    match e.primary() {
+                        ffi::SQLITE_BUSY => Ok(WriteOutcome::RefusedAtCommit),
+                        _ => Err(e),
+                    }
+                }
+            }
+        })
+    }
+
+    /// Reader `reader` checkpoints the WAL (its read transaction ended
+    /// first): `PRAGMA wal_checkpoint(MODE)`, `mode` indexing
+    /// [`CHECKPOINT_MODES`]. A checkpoint another connection blocks
+    /// answers a row saying so (`busy` 1), not an error; in a rollback
+    /// mode it does nothing.
+    pub(super) fn checkpoint(&self, reader: usize, mode: usize) -> Result<(), KitError> {
+        if self.connector.config.journal_mode != JournalMode::Wal {
+            // Nothing to checkpoint; the read transaction ends all the same.
+            let open = self.conns().contains_key(&reader);
+            return if open { self.call(reader, sql::rollback) } else { Ok(()) };
+        }
+        self.ensure_configured(reader)?;
+        self.call(reader, |conn| {
+            sql::rollback(conn)?;
+            conn.exec(&format!("PRAGMA wal_checkpoint({})", CHECKPOINT_MODES[mode]))
+        })
+    }
+
+    /// Close reader `reader`'s connection, if it has one, as a pool does
+    /// while the others stay open: its read transaction ends with it. In
+    /// WAL mode a connection that then gets `EXCLUSIVE` (no other holds a
+    /// lock) checkpoints, deletes the WAL and unmaps the wal-index with
+    /// its delete flag (`sqlite3WalClose`), the others still mapping it.
+    pub(super) fn close(&self, reader: usize) -> Result<(), KitError> {
+        let Some(conn) = self.conns().remove(&reader) else { return Ok(()) };
+        self.configured().remove(&reader);
+        let call = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let context = conn.vfs().context().clone();
+        let _gate = gate(self.prng_seed, call);
+        drop(conn);
+        raise_panic(&context);
+        Ok(())
     }
 
     /// Whether the writer's connection is in a write transaction, by
@@ -226,8 +326,15 @@ impl ReaderPool {
     /// file, by SQLite's name: the writer's, when asked as a reader's
     /// begin was refused (the refused reader released its own, and the
     /// others hold at most `SHARED`).
+    /// In WAL mode the WAL's write lock (wal-index slot 0), held by any
+    /// connection, is reported first, as `WAL_WRITE`.
     pub(super) fn writer_lock(&self) -> &'static str {
-        let level = self.connector.shared.strongest_lock(&self.connector.path);
+        let shared = &self.connector.shared;
+        if self.connector.config.journal_mode == JournalMode::Wal && shared.shm_slot_exclusive(&self.connector.path, 0)
+        {
+            return "WAL_WRITE";
+        }
+        let level = shared.strongest_lock(&self.connector.path);
         match level {
             ffi::SQLITE_LOCK_NONE => "NONE",
             ffi::SQLITE_LOCK_SHARED => "SHARED",
@@ -308,7 +415,14 @@ pub(super) fn open_db(
     let calls = Arc::new(AtomicU64::new(0));
     let conns = Mutex::default();
     let writer = Mutex::new(Some(conn.txn_probe()));
-    let readers = Arc::new(ReaderPool { conns, writer, connector: connector.clone(), calls: calls.clone(), prng_seed });
+    let readers = Arc::new(ReaderPool {
+        conns,
+        configured: Mutex::default(),
+        writer,
+        connector: connector.clone(),
+        calls: calls.clone(),
+        prng_seed,
+    });
     let mut db = SqliteDb {
         conn: Some(conn),
         readers,

@@ -35,12 +35,24 @@ const MAX_READERS: usize = 3;
 ///   another connection holds `PENDING` or `EXCLUSIVE` ("no new SHARED
 ///   locks will be granted"), never at `RESERVED` (`refused_at`). `VACUUM` needs `EXCLUSIVE` too:
 ///   readers end before it.
+/// - A second writer (`BEGIN IMMEDIATE`, `lang_transaction.html`): refused
+///   (`SQLITE_BUSY`) while another connection holds `RESERVED` or above
+///   (`lockingv3.html`: "only a single RESERVED lock may be active at one
+///   time"), or in WAL mode the WAL's write lock (wal-index slot 0, which
+///   the adapter reports as `WAL_WRITE`: `wal.html`, "there can only be
+///   one writer at a time"); its `COMMIT` in a rollback mode waits for
+///   every `SHARED` lock as the writer's does.
 pub fn readers_of(wal: bool) -> Readers {
     Readers {
         max: MAX_READERS,
         across_maintenance: wal,
         writer_waits: !wal,
         refused_at: if wal { &[] } else { &["PENDING", "EXCLUSIVE"] },
+        second_writer_refused_at: if wal {
+            &["WAL_WRITE", "PENDING", "EXCLUSIVE"]
+        } else {
+            &["RESERVED", "PENDING", "EXCLUSIVE"]
+        },
         documented: if wal {
             "wal.html ('readers do not block writers and a writer does not block readers'; a reader sees the \
              database as of its end mark, which a checkpoint never passes)"

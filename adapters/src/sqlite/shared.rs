@@ -100,6 +100,24 @@ struct Inner {
     file_locks: BTreeMap<PathBuf, BTreeMap<u64, c_int>>,
     /// Per database file, its wal-index.
     shm: BTreeMap<PathBuf, ShmNode>,
+    /// Regions the planted `xShmUnmap` discarded while connections still
+    /// map them: kept alive (their addresses stay valid) until the process
+    /// ends, never handed out again.
+    discarded: Vec<Region>,
+}
+
+/// `xShmUnmap` calls with the delete flag while another connection of the
+/// process still mapped the wal-index, over the whole test binary: what
+/// the planted `sqlite-shm-unmap-discards-shared` needs, and SQLite never
+/// does (SQLITE.md, *Clients that overlap*). A diagnostic, never part of
+/// a run's outcome.
+static DELETES_BESIDE_OTHERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many `xShmUnmap(delete)` calls found other connections mapping
+/// (see [`DELETES_BESIDE_OTHERS`]).
+#[cfg(test)]
+pub fn deletes_beside_others() -> u64 {
+    DELETES_BESIDE_OTHERS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// The locks and wal-indexes of one simulated process (see the module doc).
@@ -219,6 +237,14 @@ impl Shared {
         levels.and_then(|levels| levels.values().copied().max()).unwrap_or(ffi::SQLITE_LOCK_NONE)
     }
 
+    /// Whether any connection holds wal-index slot `slot` of `path`'s
+    /// wal-index exclusively (slot 0: the WAL's write lock).
+    pub fn shm_slot_exclusive(&self, path: &Path, slot: usize) -> bool {
+        let inner = self.inner();
+        let node = inner.shm.get(path);
+        node.is_some_and(|node| node.locks.values().any(|locks| locks[slot] == SlotLock::Exclusive))
+    }
+
     /// `handle`'s own lock on `path` (what the planted
     /// `xCheckReservedLock` asks instead of every handle's).
     pub fn own_lock(&self, path: &Path, handle: u64) -> c_int {
@@ -231,7 +257,7 @@ impl Shared {
     /// releases a closing file's locks).
     pub fn closed(&self, path: &Path, handle: u64) {
         self.unlock(path, handle, ffi::SQLITE_LOCK_NONE, false);
-        self.shm_unmap(path, handle);
+        self.shm_unmap(path, handle, false, false);
     }
 
     /// `xShmMap`: region `index` of `path`'s wal-index, `region_bytes`
@@ -316,14 +342,28 @@ impl Shared {
     }
 
     /// `xShmUnmap`: `handle` no longer maps `path`'s wal-index (its slot
-    /// locks released); the last connection to unmap frees it.
-    pub fn shm_unmap(&self, path: &Path, handle: u64) {
+    /// locks released); the last connection to unmap frees it. `delete`
+    /// is SQLite's flag (the closing connection got `EXCLUSIVE` and
+    /// deleted the WAL); one raised while others still map is counted
+    /// ([`deletes_beside_others`]).
+    /// `discard_shared` is the planted bug: the regions go now, whoever
+    /// still maps them (kept alive in `discarded`, so their addresses stay
+    /// valid for the connections that hold them).
+    pub fn shm_unmap(&self, path: &Path, handle: u64, delete: bool, discard_shared: bool) {
         let mut inner = self.inner();
         let Some(node) = inner.shm.get_mut(path) else { return };
         node.locks.remove(&handle);
+        if delete && !node.locks.is_empty() {
+            DELETES_BESIDE_OTHERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        let regions = match discard_shared && !node.locks.is_empty() {
+            true => std::mem::take(&mut node.regions),
+            false => Vec::new(),
+        };
         if node.locks.is_empty() {
             inner.shm.remove(path);
         }
+        inner.discarded.extend(regions);
     }
 }
 
@@ -435,9 +475,9 @@ mod tests {
         assert_eq!(shared.shm_lock(path, reader, 2, 1, ShmOp::Shared, false, false), Grant::Busy, "held exclusive");
         assert_eq!(shared.shm_lock(path, writer, 2, 3, ShmOp::Unlock, false, false), Grant::Ok);
         assert_eq!(shared.shm_lock(path, reader, 2, 1, ShmOp::Shared, false, false), Grant::Ok);
-        shared.shm_unmap(path, reader);
+        shared.shm_unmap(path, reader, false, false);
         assert_eq!(shared.shm_lock(path, writer, 2, 3, ShmOp::Exclusive, false, false), Grant::Ok, "the reader left");
-        shared.shm_unmap(path, writer);
+        shared.shm_unmap(path, writer, false, false);
         assert_eq!(shared.shm_map(path, writer, 0, 32768, false), None, "freed with the last mapping");
     }
 }

@@ -147,6 +147,13 @@ pub enum VfsPlant {
     /// releases the read marks it locked to restart the WAL, and a second
     /// connection may then write.
     ShmUnlockReleasesAll,
+    /// `xShmUnmap` with its delete flag discards the wal-index's regions
+    /// although other connections still map them (os_unix unlinks the
+    /// `-shm` file only when the process's last reference goes): the
+    /// connections open keep their old regions, a connection that maps
+    /// afresh gets new zeroed ones, and the two no longer see each other's
+    /// commits.
+    ShmUnmapDiscardsShared,
 }
 
 /// What the VFS of one connection claims and does.

@@ -76,6 +76,7 @@ impl Adapter for LogKvAdapter {
                 across_maintenance: true,
                 writer_waits: false,
                 refused_at: &[],
+                second_writer_refused_at: &[],
                 documented: "store.rs's module doc",
             }),
             ..Spec::new(vec![Level::new("sync", Promise::Durable), Level::new("nosync", Promise::Eventual)])

@@ -125,11 +125,13 @@ pub(super) unsafe extern "C" fn x_shm_barrier(_file: *mut ffi::sqlite3_file) {
     std::sync::atomic::fence(Ordering::SeqCst);
 }
 
-pub(super) unsafe extern "C" fn x_shm_unmap(file: *mut ffi::sqlite3_file, _delete: c_int) -> c_int {
+pub(super) unsafe extern "C" fn x_shm_unmap(file: *mut ffi::sqlite3_file, delete: c_int) -> c_int {
     // SAFETY: as `file_state`.
     unsafe {
         with_file(file, ffi::SQLITE_IOERR, |state| {
-            state.context().shared.shm_unmap(&state.path, state.handle);
+            let plant = state.context().options.plant;
+            let discard = delete != 0 && plant == Some(VfsPlant::ShmUnmapDiscardsShared);
+            state.context().shared.shm_unmap(&state.path, state.handle, delete != 0, discard);
             ffi::SQLITE_OK
         })
     }

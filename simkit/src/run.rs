@@ -39,7 +39,7 @@ use vfs::Vfs;
 use super::adapter::{maintenance_of, OtherWrite};
 use super::client::{call, Reply};
 use super::config::KitConfig;
-use super::model::{diff, show_value, Accepted, Model, Pending, State};
+use super::model::{diff, Accepted, Model, Pending, State};
 use super::pause_vfs::{PausePoint, PausingVfs};
 use super::readers::OpenReaders;
 use super::workload::{KitOp, PlannedKitOp};
@@ -50,6 +50,8 @@ use simulator::harness::{Ended, Harness, Loop, OpenFailed, Reopening, Settings, 
 use simulator::outcome::SeedOutcome;
 use simulator::seam::{RecordedContext, RecordedOperation};
 use simulator::trace::{hash_debug, Event, Trace};
+
+mod reply_check;
 
 /// The engine's directory on the simulated disk.
 pub const DB_DIR: &str = "/db";
@@ -407,54 +409,6 @@ impl<A: Adapter> KvRun<'_, A> {
         }
     }
 
-    /// Hold `reply` to the model, and apply the operation to it. `line`
-    /// (the operation's line) is formatted only into a failure.
-    fn check_reply(&mut self, h: &Harness, op: &KitOp, line: &dyn fmt::Display, reply: Reply) -> Step {
-        let (what, want) = match op {
-            KitOp::Put { table, key, value } => ("the value it replaced", self.model.put(table.index, key, value)),
-            KitOp::Delete { table, key } => ("the value it removed", self.model.remove(table.index, key)),
-            KitOp::Get { table, key } => ("the value read", self.model.get(table.index, key).cloned()),
-            KitOp::Scan { table } => return self.check_scan(h, table.index, line, reply),
-            KitOp::Abort => {
-                self.model.abort();
-                return expect_done(h, line, reply);
-            }
-            _ => return expect_done(h, line, reply),
-        };
-        match reply {
-            Reply::Done if !matches!(op, KitOp::Get { .. }) => Ok(()),
-            Reply::Value(got) if got == want => Ok(()),
-            Reply::Value(got) => Err(h.fail(
-                Check::Reply,
-                format!(
-                    "{line}: {what}\n    expected {}\n    got      {}",
-                    show_value(want.as_ref()),
-                    show_value(got.as_ref())
-                ),
-            )),
-            other => Err(h.fail(Check::Reply, format!("{line}: the adapter answered {other:?}, not a value"))),
-        }
-    }
-
-    fn check_scan(&mut self, h: &Harness, table: usize, line: &dyn fmt::Display, reply: Reply) -> Step {
-        let Reply::Rows(got) = reply else {
-            return Err(h.fail(Check::Reply, format!("{line}: the adapter answered {reply:?}, not rows")));
-        };
-        let want = &self.model.visible().tables[table];
-        if got == *want {
-            return Ok(());
-        }
-        let where_ = if self.model.in_transaction() { "in the write transaction" } else { "committed" };
-        let mut expected = State::empty(self.config.spec.tables.len());
-        expected.tables[table] = want.clone();
-        let mut seen = State::empty(self.config.spec.tables.len());
-        seen.tables[table] = got;
-        Err(h.fail(
-            Check::Reply,
-            format!("{line}: the table read differs from the model ({where_}):\n{}", diff(&expected, &seen)),
-        ))
-    }
-
     /// A maintenance operation that aborts the write transaction and, if
     /// it returns `Ok`, has made everything committed durable.
     fn maintain(&mut self, h: &mut Harness, planned: &PlannedKitOp) -> Step<Ended> {
@@ -497,13 +451,6 @@ impl<A: Adapter> KvRun<'_, A> {
         }
         self.note_context(h, &format_args!("{planned} (reopening)"));
         Ok(Ended::Closed)
-    }
-}
-
-fn expect_done(h: &Harness, line: &dyn fmt::Display, reply: Reply) -> Step {
-    match reply {
-        Reply::Done => Ok(()),
-        other => Err(h.fail(Check::Reply, format!("{line}: the adapter answered {other:?}, expected nothing"))),
     }
 }
 

@@ -273,6 +273,37 @@ impl Summary {
                 self.counters.in_doubt, self.counters.came_back
             );
         }
+        self.write_client_outcomes(out);
+        if self.counters.poisoned > 0 {
+            let _ = writeln!(
+                out,
+                "{} operations refused as poisoned by a fault no caller heard (accepted as the engine documents; reopened)",
+                self.counters.poisoned
+            );
+        }
+        if self.counters.inspections > 0 {
+            let _ = writeln!(out, "{} crashed directories inspected read-only first", self.counters.inspections);
+        }
+        if self.counters.hazards > 0 {
+            let _ = writeln!(
+                out,
+                "{} persistence hazards the engine documents (data fsynced under a name not yet durable, then relied \
+                 on or acknowledged; declared in Spec::hazards: reported, not failed)",
+                self.counters.hazards
+            );
+        }
+        if !self.counters.after_damage.is_empty() {
+            let parts: Vec<String> = self.counters.after_damage.iter().map(|(k, n)| format!("{k}={n}")).collect();
+            let total: u64 = self.counters.after_damage.values().sum();
+            let _ = writeln!(out, "{total} recoveries after announced damage: {}", parts.join(" "));
+        }
+    }
+
+    /// What the clients beside the writer did (`--clients`): waits and
+    /// refusals, steps inside the writer's operations, a second writer's
+    /// commits, other clients' checkpoints and closes; each line only
+    /// when it happened.
+    fn write_client_outcomes(&self, out: &mut String) {
         if self.counters.busy_waits + self.counters.readers_refused > 0 {
             let _ = writeln!(
                 out,
@@ -302,29 +333,6 @@ impl Summary {
                 "{} checkpoints by a client other than the writer, {} readers' connections closed beside others",
                 self.counters.client_checkpoints, self.counters.client_closes
             );
-        }
-        if self.counters.poisoned > 0 {
-            let _ = writeln!(
-                out,
-                "{} operations refused as poisoned by a fault no caller heard (accepted as the engine documents; reopened)",
-                self.counters.poisoned
-            );
-        }
-        if self.counters.inspections > 0 {
-            let _ = writeln!(out, "{} crashed directories inspected read-only first", self.counters.inspections);
-        }
-        if self.counters.hazards > 0 {
-            let _ = writeln!(
-                out,
-                "{} persistence hazards the engine documents (data fsynced under a name not yet durable, then relied \
-                 on or acknowledged; declared in Spec::hazards: reported, not failed)",
-                self.counters.hazards
-            );
-        }
-        if !self.counters.after_damage.is_empty() {
-            let parts: Vec<String> = self.counters.after_damage.iter().map(|(k, n)| format!("{k}={n}")).collect();
-            let total: u64 = self.counters.after_damage.values().sum();
-            let _ = writeln!(out, "{total} recoveries after announced damage: {}", parts.join(" "));
         }
     }
 

@@ -390,6 +390,15 @@ impl Model {
         if let Ok((accepted, index)) = &verdict {
             self.settle_doubts(recovered, *accepted, power_lost);
             match index {
+                // With the power kept, the content came from the page
+                // cache: it is the newest state that holds it, and every
+                // state between the durable one and that one is still what
+                // the disk may roll back to (soak seed 37792602: SQLite's
+                // DELETE commit of k9's removal equalled the durable empty
+                // state; matched to that, the commit that put k9 there was
+                // forgotten, and the hot journal a later power loss brought
+                // back was judged a state no commit made).
+                Some(index) if !power_lost => self.history.truncate(self.newest_holding(recovered, *index) + 1),
                 Some(index) => self.history.truncate(index + 1),
                 None => {
                     let state = Arc::new(recovered.clone());
@@ -468,6 +477,13 @@ impl Model {
             _ if self.unpromised => Ok((Accepted::Unpromised, found)),
             _ => Err(self.explain(recovered, found, damaged)),
         }
+    }
+
+    /// The newest committed state from `index` on whose content is
+    /// `recovered` (`index`'s own is).
+    fn newest_holding(&self, recovered: &State, index: usize) -> usize {
+        debug_assert!(*self.history[index].state == *recovered, "the verdict's index holds the content");
+        (index..self.history.len()).rev().find(|&at| *self.history[at].state == *recovered).unwrap_or(index)
     }
 
     /// Whether `recovered` is allowed after a process kill with no power
@@ -874,6 +890,25 @@ mod tests {
         m.commit(Promise::Eventual);
         let lost = m.allows_after_kill(&State::empty(1)).unwrap_err();
         assert!(lost.contains("OLDER committed state"), "after a recovery the kill's rule holds again: {lost}");
+    }
+
+    /// Soak seed 37792602: a put and its delete, each committed with an
+    /// eventual promise, leave the content the durable state holds. A
+    /// restart (no power loss) shows it from the page cache: that is the
+    /// newest state, and the put's state is still one a power loss may
+    /// roll back to (SQLite's hot journal of the delete).
+    #[test]
+    fn a_restart_showing_the_durable_content_keeps_the_states_since() {
+        let mut m = Model::new(1);
+        m.put(0, b"k", b"1");
+        m.commit(Promise::Eventual);
+        m.remove(0, b"k");
+        m.commit(Promise::Eventual);
+        assert_eq!(m.recovered(&State::empty(1), false, false), Ok(Accepted::Durable));
+        let put = state(&[(b"k", b"1")]);
+        assert_eq!(m.allows(&put, false).map(|(accepted, _)| accepted), Ok(Accepted::Rollback));
+        assert_eq!(m.recovered(&put, false, true), Ok(Accepted::Rollback));
+        assert!(m.allows(&state(&[(b"k", b"2")]), false).is_err(), "still no content no commit made");
     }
 
     /// Dropped pages with nothing acknowledged past the durable state

@@ -307,8 +307,9 @@ impl<A: Adapter> KvRun<'_, A> {
             self.readers.writer_survived_fault();
             self.fault_unheard = true;
         }
-        // Before the commit joins the history: a commit acknowledged after
-        // its own fsync dropped its pages is still held to the kill's rule.
+        // Before the commit joins the history: a durable commit acknowledged
+        // after its own fsync dropped pages then ends the drop's excuse (the
+        // durable point moves past it) instead of being excused by it.
         self.note_dropped_pages(h);
         if let KitOp::Commit { level, .. } = &planned.op {
             self.commit_concluded(h, *level, result.is_ok());

@@ -157,7 +157,7 @@ fn finding_one_is_a_failed_commit_that_came_back_in_doubt() {
 }
 
 /// SQLITE.md's finding 6 (the deep soak's seeds 365941041416 and
-/// 365941034008): a WAL commit torn by one power loss, rolled back by its
+/// 365941034008, and the far soak's 14333533): a WAL commit torn by one power loss, rolled back by its
 /// recovery, is whole again after the next commit's overwrite of its frame
 /// is torn by a second power loss, and recovery replays it over the
 /// acknowledged commit. Each repro fails at its last power loss with the
@@ -167,6 +167,7 @@ fn finding_six_is_a_rolled_back_wal_commit_revived_by_a_torn_overwrite() {
     for (name, revived) in [
         ("wal-rolled-back-commit-revived", "key \"k8\": expected absent, got \"3hbvj3mz9qbggmm\""),
         ("wal-rolled-back-commit-revived-4k", "key \"k43\": expected absent, got \"femctdk\""),
+        ("wal-rolled-back-commit-revived-page512", "key \"k43\": expected absent, got \"gpkjm0i\""),
     ] {
         let path = format!("{}/../corpus/sqlite/findings/{name}.ops", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(path).unwrap();

@@ -2,8 +2,10 @@
 //! each seed in a child process totals exactly what the same sweep in
 //! process does (segsim, and redb as a kit target); a seed that aborts its
 //! process (redb's finding 3, REDB.md) is one failed seed, named with its
-//! signal and its stderr, and the seeds after it still run; `--shrink`
-//! says it cannot shrink it; flags that need this process are refused.
+//! signal and its stderr, and the seeds after it still run; children that
+//! serve seed after seed (`--reuse-children`) give the same verdicts;
+//! `--shrink` says it cannot shrink it; flags that need this process are
+//! refused.
 
 use std::process::{Command, Output};
 
@@ -92,6 +94,57 @@ fn a_seed_that_aborts_its_process_is_one_failed_seed_and_the_sweep_goes_on() {
     assert!(text.contains("a shell shows exit status 134"), "{text}");
 }
 
+/// `--reuse-children`: one child serves seeds 110..114 and dies on 114,
+/// a fresh one serves 115: the summary per-seed children give, and the
+/// died seed's report holds its own stderr (the abort), not the seeds'
+/// before it.
+#[cfg(all(feature = "redb", unix))]
+#[test]
+fn reused_children_give_the_verdicts_per_seed_children_give_and_a_death_is_one_seed() {
+    let sweep = ["--target", "redb", "--seeds", "110..116", "--plant", "redb-late-write", "--jobs", "1", "--json"];
+    let (per_seed, status) = summary(&[&sweep[..], &["--isolate"]].concat());
+    let (reused, reused_status) = summary(&[&sweep[..], &["--isolate", "--reuse-children"]].concat());
+    // A panic message names the OS's thread id, which no two processes share.
+    assert_eq!(without_thread_ids(&reused), without_thread_ids(&per_seed), "reused and per-seed children differ");
+    assert_eq!((reused_status, status), (Some(1), Some(1)));
+    let failures = reused["failures"].as_array().unwrap();
+    let died: Vec<&Value> = failures.iter().filter(|f| f["check"] == "died").collect();
+    assert_eq!((died.len(), &died[0]["seed"]), (1, &Value::from(114)), "{failures:?}");
+    let detail = died[0]["detail"].as_str().unwrap();
+    assert!(detail.contains("killed by signal 6 (SIGABRT"), "{detail}");
+    assert!(detail.contains("thread caused non-unwinding panic. aborting."), "{detail}");
+    assert!(!detail.contains("sim-isolated-seed-start"), "only seed 114's own stderr: {detail}");
+    // A segsim sweep over two jobs, and determinism checked in the children.
+    let segsim = ["--seeds", "0..16", "--jobs", "2", "--check-determinism", "--json"];
+    let (per_seed, _) = summary(&[&segsim[..], &["--isolate"]].concat());
+    let (reused, _) = summary(&[&segsim[..], &["--isolate", "--reuse-children"]].concat());
+    assert_eq!(reused, per_seed);
+}
+
+/// `value` as text, the number in each panic message's `thread 'NAME'
+/// (12345)` replaced by `ID`.
+#[cfg(all(feature = "redb", unix))]
+fn without_thread_ids(value: &Value) -> String {
+    let text = value.to_string();
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("thread '") {
+        let name_end = rest[at + 8..].find('\'').map(|n| at + 8 + n + 1);
+        let Some(name_end) = name_end else { break };
+        out.push_str(&rest[..name_end]);
+        rest = &rest[name_end..];
+        let digits = rest.strip_prefix(" (").map(|r| r.bytes().take_while(u8::is_ascii_digit).count());
+        if let Some(n @ 1..) = digits {
+            if rest[2 + n..].starts_with(')') {
+                out.push_str(" (ID)");
+                rest = &rest[3 + n..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(all(feature = "redb", unix))]
 #[test]
 fn shrink_says_it_cannot_shrink_a_seed_that_died() {
@@ -114,4 +167,44 @@ fn flags_that_need_one_process_are_refused_with_isolate() {
     // The child's own flag runs one seed and nothing else.
     let output = sim(&["--seeds", "0..2", "--isolated-child"]);
     assert_eq!(output.status.code(), Some(2));
+    // A serving child takes its seeds on stdin, and reuse needs --isolate.
+    assert_eq!(sim(&["--seeds", "0..2", "--isolated-server"]).status.code(), Some(2));
+    let output = sim(&["--seeds", "0..2", "--reuse-children"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--isolate"), "names what it needs");
+}
+
+/// A serving child reads seeds from stdin and refuses a line that names none.
+#[test]
+fn a_serving_child_runs_the_seeds_on_its_stdin() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let run = |input: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sim"))
+            .arg("--isolated-server")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let output = run("3\n4\n");
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let verdicts: Vec<&str> = stdout.lines().filter(|l| l.starts_with("sim-isolated-seed-summary ")).collect();
+    assert_eq!(verdicts.len(), 2, "{stdout}");
+    assert!(
+        verdicts[0].starts_with("sim-isolated-seed-summary 3 {")
+            && verdicts[1].starts_with("sim-isolated-seed-summary 4 {")
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("sim-isolated-seed-start 3\n") && stderr.contains("sim-isolated-seed-start 4\n"),
+        "{stderr}"
+    );
+    let bad = run("3x\n");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("names no seed"));
 }

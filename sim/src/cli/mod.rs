@@ -204,6 +204,7 @@ const EXAMPLES: &str = "Examples:
   sim --time 600 --jobs 2                    a ten-minute soak from a random base
   sim --seeds 0..400 --shard 1/4             this machine's quarter of a sweep
   sim --seeds 0..2000 --jobs 2 --isolate     each seed in a child process: an abort is one failed seed
+  sim --seeds 0..2000 --jobs 2 --isolate --reuse-children   children serve seed after seed until one dies
   sim --seed 17 --shrink --save              minimize a failure, keep it as a regression
   sim --target redb --seeds 0..2000 --jobs 2 test redb through the same simulated disk (REDB.md)
   sim --target sqlite --seeds 0..2000 --jobs 2 test SQLite through its own VFS on that disk (SQLITE.md)

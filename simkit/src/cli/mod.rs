@@ -114,6 +114,7 @@ const EXAMPLES: &str = "Examples:
   --seeds 0..2000 --fs ext4              the same sweep on a disk that keeps what ext4 keeps
   --time 600 --jobs 2                    a ten-minute soak from a random base
   --seeds 0..2000 --jobs 2 --isolate     each seed in a child process: an abort is one failed seed
+  --seeds 0..2000 --jobs 2 --isolate --reuse-children   children serve seed after seed until one dies
   --seed 17 --shrink --save              minimize a failure, keep it as an .ops file
   --replay corpus/NAME/seed-17-durability.ops   re-run a saved operation list
   explore --seed 1 --ops 40 --depth 2 --faults   every crash state, crashed again, each I/O failed

@@ -104,6 +104,21 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECS", requires = "isolate")]
     pub seed_timeout: Option<u64>,
 
+    /// With --isolate: a child process runs seed after seed (the parent
+    /// hands them over one at a time) until one takes it down; a fresh
+    /// child then goes on with the next. A process start per death instead
+    /// of per seed, with the same verdicts, each seed run as an in-process
+    /// sweep runs it (a seed leaves nothing behind in its process, which
+    /// --check-determinism checks). For engines that abort often and run
+    /// fast: persy's sweeps, soaks.
+    #[arg(long, requires = "isolate")]
+    pub reuse_children: bool,
+
+    /// --isolate --reuse-children's own: run each seed named on a line of
+    /// standard input and print its summary for the parent process.
+    #[arg(long, hide = true, conflicts_with_all = ["seed", "seeds", "time", "shard", "isolate", "trace", "report", "replay", "isolated_child"])]
+    pub isolated_server: bool,
+
     /// --isolate's own: run the one seed --seed names and print its
     /// summary for the parent process.
     #[arg(long, hide = true, conflicts_with_all = ["seeds", "time", "shard", "isolate", "trace", "report", "replay"])]

@@ -52,7 +52,7 @@ const CHILD_FLAG: &str = "--isolated-child";
 /// picks each child's seed, spreads them over its jobs, reports, shrinks.
 /// Every other flag (the target's, `--ops`, `--fs`, `--crash-mode`,
 /// `--check-determinism`) goes through unchanged.
-const PARENT_ONLY: [&str; 14] = [
+const PARENT_ONLY: [&str; 16] = [
     "seed",
     "seeds",
     "time",
@@ -67,6 +67,8 @@ const PARENT_ONLY: [&str; 14] = [
     "isolate",
     "seed_timeout",
     "isolated_child",
+    "reuse_children",
+    "isolated_server",
 ];
 
 /// Lines of a died child's stderr its report keeps.
@@ -75,11 +77,11 @@ const STDERR_TAIL_LINES: usize = 10;
 /// How to start one seed's child: this binary, under the name it was
 /// started by, with the arguments every child shares.
 pub struct Children {
-    program: PathBuf,
-    argv0: OsString,
-    shared_args: Vec<OsString>,
+    pub(super) program: PathBuf,
+    pub(super) argv0: OsString,
+    pub(super) shared_args: Vec<OsString>,
     /// `--seed-timeout`: a child running longer is killed.
-    timeout: Option<Duration>,
+    pub(super) timeout: Option<Duration>,
 }
 
 impl Children {
@@ -222,6 +224,17 @@ fn verdict_of(output: &Output, seed: u64, fs: &str) -> Result<Summary, String> {
         return Err("but printed no verdict".to_string());
     };
     let line = stdout[at + VERDICT_PREFIX.len()..].lines().next().unwrap_or_default();
+    let one = verdict_line(line, seed, fs)?;
+    if failed == one.failures.is_empty() {
+        return Err(format!("but its verdict ({} failures) disagrees with its status", one.failures.len()));
+    }
+    Ok(one)
+}
+
+/// The summary a verdict `line` (what follows [`VERDICT_PREFIX`]) gives
+/// for `seed` under the profile named `fs`, or why it gives none: it does
+/// not read back, or is not of that one seed under that profile.
+pub(super) fn verdict_line(line: &str, seed: u64, fs: &str) -> Result<Summary, String> {
     let (seed_run, json) = line.split_once(' ').unwrap_or_default();
     let one = serde_json::from_str::<Value>(json)
         .map_err(|e| e.to_string())
@@ -231,10 +244,9 @@ fn verdict_of(output: &Output, seed: u64, fs: &str) -> Result<Summary, String> {
         && one.seeds == 1
         && one.failures.iter().all(|f| f.seed == seed)
         && one.fs.as_deref() == Some(fs);
-    if !of_seed || failed == one.failures.is_empty() {
+    if !of_seed {
         return Err(format!(
-            "but its verdict ({} seeds, {} failures, profile {:?}) is not seed {seed}'s under {fs:?} or disagrees \
-             with its status",
+            "but its verdict ({} seeds, {} failures, profile {:?}) is not seed {seed}'s under {fs:?}",
             one.seeds,
             one.failures.len(),
             one.fs.as_deref().unwrap_or_default()
@@ -245,7 +257,7 @@ fn verdict_of(output: &Output, seed: u64, fs: &str) -> Result<Summary, String> {
 
 /// The failure of a child that ended with `status` and no verdict (`why`:
 /// before giving one, or what was wrong with the one it gave).
-fn died<T: Target>(target: &T, seed: u64, status: &ExitStatus, why: &str, output: &Output) -> Failure {
+pub(super) fn died<T: Target>(target: &T, seed: u64, status: &ExitStatus, why: &str, output: &Output) -> Failure {
     let ended = how_it_ended(status);
     let tail = stderr_tail(&output.stderr);
     // A shell reports death by signal N as exit status 128 + N.
@@ -262,7 +274,7 @@ fn died<T: Target>(target: &T, seed: u64, status: &ExitStatus, why: &str, output
 }
 
 /// The failure of a child still running after `timeout`, killed.
-fn ran_past<T: Target>(target: &T, seed: u64, timeout: Duration, output: &Output) -> Failure {
+pub(super) fn ran_past<T: Target>(target: &T, seed: u64, timeout: Duration, output: &Output) -> Failure {
     let secs = timeout.as_secs();
     let mut detail = format!(
         "its child process ran past --seed-timeout {secs} s and was killed\nthe repro line runs the seed in one \
@@ -293,7 +305,7 @@ fn push_stderr_tail(detail: &mut String, tail: &[String]) {
 }
 
 /// The failure of a seed whose child could not even start.
-fn not_started<T: Target>(target: &T, seed: u64, error: &std::io::Error) -> Failure {
+pub(super) fn not_started<T: Target>(target: &T, seed: u64, error: &std::io::Error) -> Failure {
     let detail = format!("its child process could not be started: {error}");
     died_failure(target, seed, detail)
 }
@@ -320,12 +332,12 @@ fn signal_of(_status: &ExitStatus) -> Option<i32> {
 /// The child runs under the parent's `argv[0]`: its repro lines name the
 /// program as the parent's do.
 #[cfg(unix)]
-fn with_argv0(command: &mut Command, argv0: &OsString) {
+pub(super) fn with_argv0(command: &mut Command, argv0: &OsString) {
     std::os::unix::process::CommandExt::arg0(command, argv0);
 }
 
 #[cfg(not(unix))]
-fn with_argv0(_command: &mut Command, _argv0: &OsString) {}
+pub(super) fn with_argv0(_command: &mut Command, _argv0: &OsString) {}
 
 /// ` (SIGABRT)` for the signals a dying test run meets, else nothing.
 fn signal_name(signal: i32) -> String {

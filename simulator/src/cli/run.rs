@@ -3,7 +3,8 @@
 //! engine through the kit (`crate::kit::main`): which seeds to run (one, a
 //! range, a soak, a shard), `--jobs`, `--json`, `--trace`,
 //! `--check-determinism`, `--shrink` (and `--save`), `--replay`,
-//! `--isolate` (each seed in a child process: `isolate.rs`), and `merge`.
+//! `--isolate` (each seed in a child process: `isolate.rs`; children that
+//! serve seed after seed: `isolate_reuse.rs`), and `merge`.
 //! Exit status: 0 no failure, 1 a failure found, 2 bad usage.
 
 use std::path::{Path, PathBuf};
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::args::{usage_error, RunArgs};
 use super::isolate;
+use super::isolate_reuse;
 use crate::explore::{is_explore_report, ExploreTotals};
 use crate::failure::Check;
 use crate::output::{emit, verdict};
@@ -61,6 +63,9 @@ pub fn run_target<T: Target>(cli: &RunArgs, target: T, hooks: &Hooks<'_>) -> Exi
     if cli.isolated_child {
         return isolate::run_as_child(cli, &target, hooks.program);
     }
+    if cli.isolated_server {
+        return isolate_reuse::serve_seeds(cli, &target, hooks.program);
+    }
     let seeds = match seeds_to_run(cli, hooks.program) {
         Ok(seeds) => seeds,
         Err(exit) => return exit,
@@ -82,11 +87,15 @@ pub fn run_target<T: Target>(cli: &RunArgs, target: T, hooks: &Hooks<'_>) -> Exi
         (false, None, _) => {}
     }
     let children = match cli.isolate.then(|| isolate::Children::of_this_process(cli.seed_timeout)).transpose() {
-        Ok(children) => children,
+        Ok(children) => children.map(|children| match cli.reuse_children {
+            true => Isolation::Reused(isolate_reuse::Servers::new(children)),
+            false => Isolation::PerSeed(children),
+        }),
         Err(message) => return usage_error(hooks.program, &message),
     };
     let run_one = |seed: u64| match &children {
-        Some(children) => children.run(&target, seed),
+        Some(Isolation::PerSeed(children)) => children.run(&target, seed),
+        Some(Isolation::Reused(servers)) => servers.run(&target, seed),
         None => Summary::of(&run_checked(seed, &target, cli.check_determinism)),
     };
     let started = Instant::now();
@@ -98,6 +107,13 @@ pub fn run_target<T: Target>(cli: &RunArgs, target: T, hooks: &Hooks<'_>) -> Exi
         shrink_first(&summary, &target, hooks, cli.save);
     }
     verdict(!summary.failures.is_empty())
+}
+
+/// Where `--isolate` runs each seed: a child of its own, or a child that
+/// serves seed after seed until one takes it down (`--reuse-children`).
+enum Isolation {
+    PerSeed(isolate::Children),
+    Reused(isolate_reuse::Servers),
 }
 
 /// The seeds the flags name: one, a range, or a soak (its base printed),

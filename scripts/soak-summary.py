@@ -126,10 +126,16 @@ def main(argv):
     if len(argv) == 4 and argv[1] == "--failing-seeds":
         failing_seeds(argv[2], int(argv[3]))
         return 0
+    if len(argv) == 2 and argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0
     if len(argv) not in (2, 4) or (len(argv) == 4 and argv[2] != "--compare"):
         print(__doc__, file=sys.stderr)
         return 2
     out = Path(argv[1])
+    if not out.is_dir():
+        print(f"soak-summary: {out} is not a soak-deep output directory (it holds plan.txt and a directory per section)", file=sys.stderr)
+        return 2
     sections = {d.name: section_summary(d) for d in sorted(out.iterdir()) if d.is_dir()}
     summary = {"plan": plan_of(out), "sections": sections}
     comparison = compare(summary, argv[3]) if len(argv) == 4 else []

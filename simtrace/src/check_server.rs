@@ -15,11 +15,15 @@
 //! - the server answers one line on its standard output: `pass`, or
 //!   `fail WHY` (WHY is the verdict's explanation in the report).
 //!
-//! Anything else fails the state, as does no answer within `--timeout`
-//! or the server's exit; a server that failed so is killed and a fresh
-//! one started for the next state, so one bad state cannot poison the
-//! verdicts after it. The server's standard error goes to a file beside
-//! the states, and its end is the failing verdict's output. A server must
+//! Anything else is a [`ServerFault`], as is no answer within `--timeout`
+//! or the server's exit: the state gets no verdict from the checker, so it
+//! counts as failing, and the fault is said loudly, typed and naming the
+//! state (on standard error as it happens, and in the report as a
+//! `CHECKER SERVER FAULT`, apart from the checker's `fail` verdicts). A
+//! server that faulted so is killed and a fresh one started for the next
+//! state, so one bad state cannot poison the verdicts after it. The
+//! server's standard error goes to a file beside the states, and its end
+//! is the faulting state's output. A server must
 //! judge each state on its own (nothing carried from one state to the
 //! next): the verdicts are then the per-state checker's, which the tests
 //! here and the programs' checkers (`programs/*/check-server.*`,
@@ -35,6 +39,41 @@ use std::time::{Duration, Instant};
 
 use super::explore::{write_state, Verdict};
 use simulator::disk::DiskImage;
+
+/// How a checker server broke the protocol on one state: not a verdict on
+/// the state, a fault of the checker (the report keeps the two apart).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ServerFault {
+    /// It could not be started, or its log could not be made.
+    NotStarted(String),
+    /// It took no request: its standard input was closed or broken.
+    Refused(String),
+    /// It ended before answering (`exited with N`, `killed by a signal`).
+    Died(String),
+    /// It answered a line that is neither `pass` nor `fail WHY`.
+    Garbage(String),
+    /// It gave no answer within the timeout.
+    Silent {
+        /// The timeout it ran past.
+        timeout_seconds: f64,
+    },
+}
+
+impl std::fmt::Display for ServerFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerFault::NotStarted(why) => write!(f, "the checker server could not be started: {why}"),
+            ServerFault::Refused(why) => write!(f, "the checker server took no request: {why}"),
+            ServerFault::Died(how) => write!(f, "the checker server {how} before answering"),
+            ServerFault::Garbage(line) => {
+                write!(f, "the checker server answered {line:?}: not `pass` nor `fail WHY` (the protocol)")
+            }
+            ServerFault::Silent { timeout_seconds } => {
+                write!(f, "the checker server gave no answer within {timeout_seconds} s")
+            }
+        }
+    }
+}
 
 /// Servers not now judging a state, started on demand (at most one per
 /// job, as the explorer's workers take them), ended when the pool drops.
@@ -74,22 +113,31 @@ impl ServerPool {
         let started = Instant::now();
         let written = match write_state(image, printed, &self.scratch) {
             Ok(written) => written,
-            Err(why) => return failed(started, why, String::new()),
+            Err(why) => {
+                let seconds = started.elapsed().as_secs_f64();
+                return Verdict { passed: false, ended: why, output_tail: String::new(), seconds, fault: None };
+            }
         };
         let taken = self.idle.lock().expect("no server thread panics holding the pool").pop();
         let mut server = match taken.map_or_else(|| self.start(), Ok) {
             Ok(server) => server,
-            Err(why) => return failed(started, why, String::new()),
+            Err(why) => return faulted(started, at, ServerFault::NotStarted(why), String::new()),
         };
         let request = format!("{}\t{}\t{}\t{}\n", written.dir.display(), written.printed.display(), at.0, at.1);
         match server.ask(&request, self.timeout) {
-            Ok(answer) => {
-                self.idle.lock().expect("no server thread panics holding the pool").push(server);
-                answered(started, &answer)
-            }
-            Err(why) => {
+            Ok(answer) => match answered(started, &answer) {
+                Ok(verdict) => {
+                    self.idle.lock().expect("no server thread panics holding the pool").push(server);
+                    verdict
+                }
+                Err(fault) => {
+                    let tail = server.end();
+                    faulted(started, at, fault, tail)
+                }
+            },
+            Err(fault) => {
                 let tail = server.end();
-                failed(started, why, tail)
+                faulted(started, at, fault, tail)
             }
         }
     }
@@ -140,16 +188,16 @@ impl Drop for ServerPool {
 
 impl Server {
     /// Write `request` and wait up to `timeout` for the answer line.
-    fn ask(&mut self, request: &str, timeout: Duration) -> Result<String, String> {
+    fn ask(&mut self, request: &str, timeout: Duration) -> Result<String, ServerFault> {
         self.stdin
             .write_all(request.as_bytes())
             .and_then(|()| self.stdin.flush())
-            .map_err(|e| format!("the checker server took no request: {e}"))?;
+            .map_err(|e| ServerFault::Refused(e.to_string()))?;
         match self.answers.recv_timeout(timeout) {
             Ok(Ok(line)) => Ok(line),
-            Ok(Err(e)) => Err(format!("reading the checker server's answer: {e}")),
-            Err(RecvTimeoutError::Timeout) => Err(format!("timed out after {} s", timeout.as_secs_f64())),
-            Err(RecvTimeoutError::Disconnected) => Err(format!("the checker server {}", self.exited())),
+            Ok(Err(e)) => Err(ServerFault::Garbage(format!("(unreadable: {e})"))),
+            Err(RecvTimeoutError::Timeout) => Err(ServerFault::Silent { timeout_seconds: timeout.as_secs_f64() }),
+            Err(RecvTimeoutError::Disconnected) => Err(ServerFault::Died(self.exited())),
         }
     }
 
@@ -157,8 +205,8 @@ impl Server {
     fn exited(&mut self) -> String {
         match self.child.wait() {
             Ok(status) => match status.code() {
-                Some(code) => format!("exited with {code} before answering"),
-                None => "was killed by a signal before answering".to_string(),
+                Some(code) => format!("exited with {code}"),
+                None => "was killed by a signal".to_string(),
             },
             Err(e) => format!("closed its output ({e})"),
         }
@@ -189,22 +237,35 @@ impl Server {
     }
 }
 
-/// The verdict an answer line gives.
-fn answered(started: Instant, answer: &str) -> Verdict {
+/// The verdict an answer line gives, or the fault if it is outside the
+/// protocol.
+fn answered(started: Instant, answer: &str) -> Result<Verdict, ServerFault> {
     let seconds = started.elapsed().as_secs_f64();
     let answer = answer.trim_end_matches('\r');
     if answer == "pass" {
-        return Verdict { passed: true, ended: "pass".to_string(), output_tail: String::new(), seconds };
+        return Ok(Verdict {
+            passed: true,
+            ended: "pass".to_string(),
+            output_tail: String::new(),
+            seconds,
+            fault: None,
+        });
     }
-    let (ended, why) = match answer.strip_prefix("fail") {
-        Some(why) if why.is_empty() || why.starts_with(' ') => ("fail".to_string(), why.trim().to_string()),
-        _ => (format!("answered {answer:?}: not `pass` nor `fail WHY` (the protocol)"), String::new()),
-    };
-    Verdict { passed: false, ended, output_tail: why, seconds }
+    match answer.strip_prefix("fail") {
+        Some(why) if why.is_empty() || why.starts_with(' ') => {
+            let why = why.trim().to_string();
+            Ok(Verdict { passed: false, ended: "fail".to_string(), output_tail: why, seconds, fault: None })
+        }
+        _ => Err(ServerFault::Garbage(answer.to_string())),
+    }
 }
 
-fn failed(started: Instant, ended: String, output_tail: String) -> Verdict {
-    Verdict { passed: false, ended, output_tail, seconds: started.elapsed().as_secs_f64() }
+/// The verdict of a state the server faulted on (`at`: crash index and
+/// state): failing, typed, said on standard error at once.
+fn faulted(started: Instant, at: (u64, usize), fault: ServerFault, output_tail: String) -> Verdict {
+    let ended = format!("CHECKER SERVER FAULT at crash index {}, state {}: {fault}", at.0, at.1);
+    eprintln!("sim trace explore: {ended}");
+    Verdict { passed: false, ended, output_tail, seconds: started.elapsed().as_secs_f64(), fault: Some(fault) }
 }
 
 #[cfg(test)]
@@ -255,22 +316,27 @@ mod tests {
     }
 
     #[test]
-    fn an_answer_outside_the_protocol_fails_and_the_server_is_kept() {
+    fn an_answer_outside_the_protocol_is_a_fault_naming_the_state() {
         let (pool, _scratch) = started("while read -r line; do echo ok; done", 10_000);
-        let verdict = pool.check(&image(true), b"", (0, 0));
-        assert!(!verdict.passed && verdict.ended.contains("the protocol"), "{verdict:?}");
+        let verdict = pool.check(&image(true), b"", (3, 5));
+        assert_eq!(verdict.fault, Some(ServerFault::Garbage("ok".to_string())), "{verdict:?}");
+        assert!(!verdict.passed && verdict.ended.contains("at crash index 3, state 5"), "{verdict:?}");
+        assert!(pool.idle.lock().unwrap().is_empty(), "a server that broke the protocol is not kept");
+        assert!(pool.check(&image(true), b"", (3, 6)).fault.is_some(), "a fresh server, as wrong");
     }
 
     #[test]
     fn a_server_that_exits_or_hangs_fails_that_state_and_is_replaced() {
         let (pool, _scratch) = started("read -r line; echo dying >&2; exit 3", 10_000);
-        let verdict = pool.check(&image(true), b"", (0, 0));
-        assert!(!verdict.passed && verdict.ended.contains("exited with 3"), "{verdict:?}");
+        let verdict = pool.check(&image(true), b"", (7, 1));
+        assert_eq!(verdict.fault, Some(ServerFault::Died("exited with 3".to_string())), "{verdict:?}");
+        assert!(!verdict.passed && verdict.ended.contains("at crash index 7, state 1"), "{verdict:?}");
         assert!(verdict.output_tail.contains("dying"), "its standard error is the output: {verdict:?}");
         assert!(pool.idle.lock().unwrap().is_empty(), "an ended server is not kept");
         let (hanging, _scratch) = started("read -r line; sleep 30", 200);
         let verdict = hanging.check(&image(true), b"", (0, 0));
-        assert!(!verdict.passed && verdict.ended.starts_with("timed out"), "{verdict:?}");
+        assert_eq!(verdict.fault, Some(ServerFault::Silent { timeout_seconds: 0.2 }), "{verdict:?}");
+        assert!(!verdict.passed && verdict.ended.contains("gave no answer within 0.2 s"), "{verdict:?}");
     }
 
     #[test]

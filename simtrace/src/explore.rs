@@ -130,6 +130,9 @@ pub struct Verdict {
     pub output_tail: String,
     /// Its wall time.
     pub seconds: f64,
+    /// With `--check-server`: the server broke the protocol on this state
+    /// (it gave no verdict; `passed` is false).
+    pub fault: Option<super::check_server::ServerFault>,
 }
 
 /// Everything explored.
@@ -249,7 +252,13 @@ fn contexts(replayed: &Replayed) -> Vec<RecordedContext<usize>> {
 }
 
 fn could_not(started: Instant, why: String) -> Verdict {
-    Verdict { passed: false, ended: why, output_tail: String::new(), seconds: started.elapsed().as_secs_f64() }
+    Verdict {
+        passed: false,
+        ended: why,
+        output_tail: String::new(),
+        seconds: started.elapsed().as_secs_f64(),
+        fault: None,
+    }
 }
 
 /// A crash state written out for a checker: a fresh directory under the
@@ -313,7 +322,7 @@ pub fn check_one(image: &DiskImage, printed: &[u8], at: (u64, usize), options: &
     let seconds = started.elapsed().as_secs_f64();
     let text = std::fs::read(&output).unwrap_or_default();
     let tail = String::from_utf8_lossy(&text[text.len().saturating_sub(400)..]).into_owned();
-    Verdict { passed: ended == "exit 0", ended, output_tail: tail, seconds }
+    Verdict { passed: ended == "exit 0", ended, output_tail: tail, seconds, fault: None }
 }
 
 /// Wait for the checker, polling with a growing sleep (short first: most

@@ -44,6 +44,11 @@ fn failing(explored: &Explored) -> impl Iterator<Item = (&Distinct, &Verdict)> {
     explored.distinct.iter().zip(&explored.verdicts).filter(|(_, verdict)| !verdict.passed)
 }
 
+/// States a checker server faulted on (`check_server.rs`).
+fn faults(explored: &Explored) -> usize {
+    explored.verdicts.iter().filter(|verdict| verdict.fault.is_some()).count()
+}
+
 fn rate(explored: &Explored) -> f64 {
     explored.distinct.len() as f64 / explored.check_seconds.max(1e-9)
 }
@@ -150,6 +155,15 @@ pub fn text(context: &Context<'_>, explored: &Explored) -> String {
         context.scratch,
     );
     out.push_str(&explored.coverage.sampled_text());
+    let faults = faults(explored);
+    if faults > 0 {
+        // A state the server faulted on has no verdict: it fails, but it
+        // says nothing about the program.
+        out.push_str(&format!(
+            "  CHECKER SERVER FAULTS: {faults} of the failing states got no verdict (the server died, answered \
+             outside the protocol or never answered: `CHECKER SERVER FAULT` below); fix the checker and rerun\n"
+        ));
+    }
     if failures > 1 && failures == explored.distinct.len() {
         // Every state failing usually means the checker itself is broken
         // (a wrong path, a missing tool): say so before the list.
@@ -192,6 +206,7 @@ pub fn json(context: &Context<'_>, explored: &Explored) -> Value {
                 "files": files(state).into_iter().map(|(path, len)| json!({"path": path, "bytes": len})).collect::<Vec<_>>(),
                 "checker": verdict.ended,
                 "checker_output": verdict.output_tail,
+                "checker_server_fault": verdict.fault.as_ref().map(|fault| fault.to_string()),
                 "repro": repro(context, state),
             })
         })
@@ -204,6 +219,7 @@ pub fn json(context: &Context<'_>, explored: &Explored) -> Value {
         "crash_states": explored.states,
         "distinct_states": explored.distinct.len(),
         "failing_states": failures.len(),
+        "checker_server_faults": faults(explored),
         "plan_seconds": explored.plan_seconds,
         "check_seconds": explored.check_seconds,
         "jobs": context.jobs,

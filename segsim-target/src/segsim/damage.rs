@@ -157,12 +157,17 @@ const MISDIRECTED_PER_FRAME: usize = 4;
 
 /// The fourth way: for each frame after the first (a header is written
 /// before any other frame, so none is ever misdirected onto it within its
-/// own file), each of the next few later frames
-/// of the same size, as a drive that put that frame's write at this one's
-/// place leaves the file: the later frame's bytes here — whole, once
-/// valid, bound to the other place — the frames between unchanged, and
-/// zeros where the later frame belonged (what an append's place held
-/// before it). One contiguous site, from this frame to the later one's end.
+/// own file), each of the next few later frames of the same size, as a
+/// drive that put that frame's write at this one's place leaves the file:
+/// the later frame's bytes here — whole, once valid, bound to the other
+/// place — the frames between unchanged, and where the later frame
+/// belonged what its place held before (zeros for an append). A frame with
+/// no later frame of its size gets the nearest later frame of any size
+/// instead (issue 51): a log whose records all differ in size (a
+/// manifest's, at many seeds) would else never test that a checksum
+/// covers the place. A shorter frame leaves the end of this one behind it,
+/// a longer one runs over the next; the landed frame is whole either way.
+/// One contiguous site, from this frame to the later one's end.
 fn misdirected_sites(
     sites: &mut Vec<DamageSite>,
     image: &DiskImage,
@@ -171,15 +176,22 @@ fn misdirected_sites(
     frames: &[(usize, usize)],
 ) {
     for (number, &(at, end)) in frames.iter().enumerate().skip(1) {
-        let same_size = frames[number + 1..].iter().filter(|(a, e)| e - a == end - at);
-        for (later, &(later_at, later_end)) in same_size.take(MISDIRECTED_PER_FRAME).enumerate() {
+        let later_frames = &frames[number + 1..];
+        let same_size: Vec<&(usize, usize)> =
+            later_frames.iter().filter(|(a, e)| e - a == end - at).take(MISDIRECTED_PER_FRAME).collect();
+        let chosen = if same_size.is_empty() { later_frames.iter().take(1).collect() } else { same_size };
+        for (later, &&(later_at, later_end)) in chosen.iter().enumerate() {
+            debug_assert!(later_at >= end, "a later frame starts at or after this one's end");
             let mut moved = bytes[at..later_end].to_vec();
-            moved[..end - at].copy_from_slice(&bytes[later_at..later_end]);
+            // Its own place as before the write, then the write where it
+            // landed (a longer frame lands over part of the next ones).
             let own_place = image.before_newest_write(path, later_at as u64..later_end as u64);
             moved[later_at - at..].copy_from_slice(&own_place);
+            moved[..later_end - later_at].copy_from_slice(&bytes[later_at..later_end]);
+            let size = if later_end - later_at == end - at { "of its size" } else { "of another size" };
             let what = format!(
                 "{} frame {number} (bytes {at}..{end}): the write of the frame at bytes {later_at}..{later_end} \
-                 (later frame #{} of its size) misdirected onto it, its own place left as before it",
+                 (later frame #{} {size}) misdirected onto it, its own place left as before it",
                 path.display(),
                 later + 1
             );
@@ -395,6 +407,35 @@ mod tests {
         assert_eq!(own_place, &old[..frames[2].len()], "its own place holds what it held before the write");
         assert!(decode_frame(&site.bytes, Place::aof(1, first_at as u64)).is_err(), "invalid where it landed");
         assert_eq!(image.before_newest_write(&path, second_at as u64..second_at as u64 + 4), old[..4]);
+    }
+
+    /// A frame with no later frame of its size: the nearest later frame
+    /// (shorter here) lands on it whole, the rest of its own bytes behind.
+    #[test]
+    fn a_frame_of_no_repeated_size_is_misdirected_onto_by_the_next_of_another_size() {
+        let old = vec![b'o'; 20];
+        let (image, path, frames) = log_image(&old);
+        let files = image.files();
+        let (_, bytes) = files.iter().find(|(p, _)| *p == path).expect("the log");
+        // The same log with the second frame's payload one byte longer:
+        // built by hand from the first image's frames.
+        let first_at = frames[0].len();
+        let mut longer = Vec::new();
+        encode_frame(&mut longer, Place::aof(1, first_at as u64), 1, b"first!");
+        assert_ne!(longer.len(), frames[2].len());
+        let mut sites = Vec::new();
+        let second_at = first_at + longer.len();
+        let mut log = bytes[..first_at].to_vec();
+        log.extend_from_slice(&longer);
+        log.extend_from_slice(&frames[2]);
+        let spans = [(0, first_at), (first_at, second_at), (second_at, second_at + frames[2].len())];
+        misdirected_sites(&mut sites, &image, (&path, LOG_FRAME), &log, &spans);
+        assert_eq!(sites.len(), 1, "{sites:?}");
+        let site = &sites[0];
+        assert_eq!(site.offset_bytes, first_at as u64);
+        assert_eq!(&site.bytes[..frames[2].len()], &frames[2][..], "the later frame, whole, where it landed");
+        assert_eq!(&site.bytes[frames[2].len()..longer.len()], &longer[frames[2].len()..], "the rest left");
+        assert!(site.what.contains("of another size"), "{}", site.what);
     }
 
     #[test]

@@ -327,7 +327,7 @@ pub fn explore_workload<T: Target>(
 
     if options.damage {
         let (damage, failures) = damage::explore(target, seed, ops, &recording, options)?;
-        report.warnings.extend(damage.reach.iter().filter_map(|reach| reach.warning(ops)));
+        report.warnings.extend(damage_reach::warnings(&damage.reach, ops));
         report.damage = Some(damage);
         report.add_failures(failures);
     }

@@ -228,6 +228,7 @@ impl DamageReport {
         for reach in &self.reach {
             out.push_str(&reach.text());
         }
+        out.push_str(&super::damage_reach::kinds_text(&self.reach));
     }
 }
 

@@ -21,6 +21,10 @@
 //!   [`Place::of`] for the kit's `Env`): what a process draws fresh from
 //!   the operating system (std's `HashMap` keys, `rand`'s thread RNG) is
 //!   then the seed's;
+//! - the heap the seed's: once the layer is in use every allocation comes
+//!   back zeroed ([`ZeroedHeap`], the process's allocator under the
+//!   default feature `zeroed-heap`), so bytes an engine writes without
+//!   initialising them do not carry what earlier runs left;
 //! - a refusal fails the run: every answer of the worker is a
 //!   [`Served`], which [`Served::unless_refused`] turns into the value or
 //!   the kit's `refused` failure.
@@ -30,7 +34,9 @@
 //!   the layer's own read-only memory holding the file's bytes, which the
 //!   layer rewrites at each write it serves (`interpose::maps`,
 //!   `watch.rs`); a store through a map faults, and a writable
-//!   shared map is refused;
+//!   shared map is refused unless the file is declared volatile
+//!   ([`declare_volatile`]: a lock file, served as memory no crash
+//!   keeps);
 //! - a system call made without libc's function (rustix's `linux_raw`
 //!   backend, inline assembly) on a run's thread is trapped by syscall
 //!   user dispatch and served as its libc form, or refused loudly
@@ -61,6 +67,7 @@ mod dirstream;
 mod entropy;
 mod errno;
 mod files;
+mod heap;
 #[allow(unsafe_code)]
 mod interpose;
 pub mod live;
@@ -82,6 +89,7 @@ mod session;
 #[cfg(test)]
 mod tests;
 mod thread_seed;
+mod volatile;
 mod watch;
 mod worker;
 
@@ -99,3 +107,14 @@ pub use plant::{LayerPlant, SCRATCH_SUFFIX};
 pub use sched::{figures as scheduler_figures, set_spin_budget};
 pub use session::{orphan_refusals, SessionGuard, ROOT};
 pub use worker::{raise_refusals, Place, Served, Worker};
+
+pub use heap::ZeroedHeap;
+pub use volatile::declare_volatile;
+
+/// The process's allocator: every allocation filled with zeros once the
+/// layer is in use, so that bytes an engine never initialised read the
+/// same in every run (`heap`, JAMMDB.md finding 4). Off with the default
+/// feature `zeroed-heap` (a binary with an allocator of its own).
+#[cfg(feature = "zeroed-heap")]
+#[global_allocator]
+static HEAP: ZeroedHeap = ZeroedHeap(std::alloc::System);

@@ -25,6 +25,7 @@ use crate::session::{SessionGuard, ROOT};
 /// whatever the runs' verdicts.
 pub fn main<A: Adapter + Clone>(adapter: A) -> ExitCode {
     crate::interpose::link_all();
+    crate::heap::start_filling();
     if !crate::interpose::real_root_is_absent() {
         eprintln!("stdfs-layer: {ROOT} exists on the real disk; remove it first (the layer's root must not be real)");
         return ExitCode::from(2);
@@ -63,6 +64,7 @@ pub fn db_path(disk_dir: &Path) -> PathBuf {
 /// layer for this session, if any ([`LayerPlant`]).
 pub fn install(vfs: Arc<dyn Vfs>, dirs: &[&Path], entropy_seed: u64, plant: Option<LayerPlant>) -> SessionGuard {
     crate::interpose::link_all();
+    crate::heap::start_filling();
     assert!(
         crate::interpose::fd_limit::real_fds_stay_below(crate::session::FAKE_FD_BASE),
         "the hard RLIMIT_NOFILE reaches FAKE_FD_BASE"

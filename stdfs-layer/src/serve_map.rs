@@ -4,7 +4,10 @@
 //! the layer (`interpose::maps`, `crate::watch`). A private writable map
 //! is served as a private copy (never written back, not updated). A
 //! writable shared map is refused: the layer cannot see a store to
-//! memory, so it would never reach the simulated disk. So is what no
+//! memory, so it would never reach the simulated disk; unless the file
+//! is declared volatile (`crate::volatile`: a lock file), when it is
+//! served as memory every map of the file shares and no crash keeps
+//! (`interpose::maps::create_shared`). So is what no
 //! engine needs and the layer could not serve faithfully (`PROT_EXEC`,
 //! huge pages, locked or stack maps).
 //!
@@ -52,7 +55,9 @@ pub fn mmap(fd: i32, request: &Request) -> Result<usize, Errno> {
         if request.len_bytes == 0 || offset_bytes % PAGE_BYTES as u64 != 0 {
             return Err(Errno::EINVAL);
         }
-        if let Some(why) = unserved(request, shared) {
+        let writes = request.prot & libc::PROT_WRITE != 0;
+        let volatile = shared && writes && crate::volatile::is_volatile(&path);
+        if let Some(why) = unserved(request, shared, volatile) {
             let what = format!("mmap of {} (simulated fd {fd}): {why}", path.display());
             return Err(refuse(Some(slot), Errno::ENODEV, what));
         }
@@ -66,10 +71,16 @@ pub fn mmap(fd: i32, request: &Request) -> Result<usize, Errno> {
         };
         let file_len_bytes = file.len()?;
         let len_bytes = usize::try_from(page_up(request.len_bytes as u64)).map_err(|_| Errno(libc::ENOMEM))?;
-        let coherent = request.prot & libc::PROT_WRITE == 0;
-        let record = MapRecord { len_bytes, file: file_id, offset_bytes, coherent, poisoned: false, slot, path };
+        let coherent = !writes;
+        let record =
+            MapRecord { len_bytes, file: file_id, offset_bytes, coherent, poisoned: false, volatile, slot, path };
         let fixed = request.flags & (libc::MAP_FIXED | libc::MAP_FIXED_NOREPLACE);
         let file: &dyn VfsFile = file.as_ref();
+        if volatile {
+            return maps::create_shared(request.hint, fixed, record, file_len_bytes, |from, memory| {
+                fill(file, from, file_len_bytes, memory)
+            });
+        }
         maps::create(request.hint, fixed, record, file_len_bytes, |memory| {
             fill(file, offset_bytes, file_len_bytes, memory)
         })
@@ -77,7 +88,7 @@ pub fn mmap(fd: i32, request: &Request) -> Result<usize, Errno> {
 }
 
 /// Why the layer does not serve `request`, if it does not.
-fn unserved(request: &Request, shared: bool) -> Option<String> {
+fn unserved(request: &Request, shared: bool, volatile: bool) -> Option<String> {
     let other_flags = request.flags & !(MAP_TYPE | SERVED_FLAGS);
     if other_flags != 0 {
         return Some(format!("flags {other_flags:#x} (huge pages, locked, stack or sync maps) are not served"));
@@ -88,9 +99,10 @@ fn unserved(request: &Request, shared: bool) -> Option<String> {
             "protection {prot:#x}: only PROT_READ, and PROT_READ|PROT_WRITE on a private map, are served"
         ));
     }
-    if shared && prot & libc::PROT_WRITE != 0 {
+    if shared && prot & libc::PROT_WRITE != 0 && !volatile {
         return Some(
-            "a writable shared map: the layer sees no store to memory, so none would reach the simulated disk"
+            "a writable shared map: the layer sees no store to memory, so none would reach the simulated disk \
+             (a lock file whose stores no crash need keep can be declared volatile: stdfs_layer::declare_volatile)"
                 .to_string(),
         );
     }

@@ -28,6 +28,13 @@
 //! a private copy taken at `mmap`: never written back, and not updated by
 //! later writes of the file (POSIX leaves that unspecified; Linux would
 //! show them on pages the process has not written yet).
+//!
+//! A writable shared map of a file declared volatile (`crate::volatile`)
+//! is served from a `memfd` of the layer's, one per file and session, so
+//! that every map of the file in the run shares its stores, as a kernel's
+//! shared pages would. The `memfd` starts as the file's bytes and follows
+//! the process's writes through the layer; its stores never reach the
+//! simulated disk, and the session's end closes it (no crash keeps it).
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -58,6 +65,9 @@ pub struct MapRecord {
     pub coherent: bool,
     /// Inaccessible for good: bytes the layer could not know.
     pub poisoned: bool,
+    /// A writable shared map of a volatile file: the session's `memfd`
+    /// for the file, never written back (never `coherent` either).
+    pub volatile: bool,
     /// The session (slot) that made it: its end ends the map.
     pub slot: usize,
     /// The disk path it was made from, for refusals.
@@ -69,11 +79,22 @@ struct Registry {
     /// The file's length as the layer last saw it, for each file with a
     /// coherent map: which pages are past its end.
     file_len_bytes: BTreeMap<FileId, u64>,
+    /// The memory behind a volatile file's writable shared maps, per
+    /// (session slot, file): a `memfd` and how far it reaches (bytes, in
+    /// the file's offsets).
+    shared: BTreeMap<(usize, FileId), Shared>,
 }
 
-static REGISTRY: Mutex<Registry> = Mutex::new(Registry { maps: BTreeMap::new(), file_len_bytes: BTreeMap::new() });
-/// How many maps are live: 0 lets every memory call of the allocator pass
-/// without the lock.
+struct Shared {
+    memfd: i32,
+    len_bytes: u64,
+}
+
+static REGISTRY: Mutex<Registry> =
+    Mutex::new(Registry { maps: BTreeMap::new(), file_len_bytes: BTreeMap::new(), shared: BTreeMap::new() });
+/// How many maps (and volatile memfds, which follow their file's writes
+/// until their session ends) are live: 0 lets every memory call of the
+/// allocator pass without the lock.
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
@@ -103,7 +124,7 @@ fn with_registry<T>(f: impl FnOnce(&mut Registry) -> T) -> T {
     let _inside = Inside;
     let mut registry = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
     let out = f(&mut registry);
-    LIVE.store(registry.maps.len(), Ordering::Release);
+    LIVE.store(registry.maps.len() + registry.shared.len(), Ordering::Release);
     out
 }
 
@@ -127,6 +148,7 @@ fn protect(at: usize, len_bytes: usize, prot: i32) {
 fn settle(at: usize, record: &MapRecord, file_len_bytes: u64) {
     let reach = file_len_bytes.saturating_sub(record.offset_bytes);
     let readable = if record.poisoned { 0 } else { page_up(reach).min(record.len_bytes as u64) as usize };
+    debug_assert!(!(record.coherent && record.volatile), "a volatile map is writable");
     let prot = if record.coherent { libc::PROT_READ } else { libc::PROT_READ | libc::PROT_WRITE };
     protect(at, readable, prot);
     protect(at + readable, record.len_bytes - readable, libc::PROT_NONE);
@@ -222,7 +244,14 @@ fn forget_locked(r: &mut Registry, at: usize, len_bytes: usize) {
             r.maps.insert(end, right);
         }
     }
-    let files: std::collections::BTreeSet<FileId> = r.maps.values().map(|m| m.file).collect();
+    retain_mapped(r);
+}
+
+/// Forget the length of every file with no map left, and no volatile
+/// memfd (which follows the file's writes until its session ends).
+fn retain_mapped(r: &mut Registry) {
+    let mut files: std::collections::BTreeSet<FileId> = r.maps.values().map(|m| m.file).collect();
+    files.extend(r.shared.keys().map(|(_, file)| *file));
     r.file_len_bytes.retain(|file, _| files.contains(file));
 }
 
@@ -261,6 +290,12 @@ pub fn after_change(file: FileId, change: Change<'_>) {
             m.poisoned = matches!(change, Change::Unknown);
             update(start, m, &change, len_before, len_after);
         }
+        for (_, shared) in r.shared.iter().filter(|((_, f), _)| *f == file) {
+            update_shared(shared, &change, len_before, len_after);
+        }
+        for (&start, m) in r.maps.iter().filter(|(_, m)| m.file == file && m.volatile) {
+            settle(start, m, len_after);
+        }
     });
 }
 
@@ -293,7 +328,7 @@ fn update(start: usize, m: &MapRecord, change: &Change<'_>, len_before: u64, len
 
 /// A session ends (its engine crashed, restarted or closed): each of its
 /// maps becomes an inaccessible reservation (a stale pointer faults) and
-/// leaves the registry.
+/// leaves the registry, and its volatile files' memfds are closed.
 pub fn end_session(slot: usize) {
     if LIVE.load(Ordering::Acquire) == 0 {
         return;
@@ -308,7 +343,111 @@ pub fn end_session(slot: usize) {
             let at = unsafe { real::mmap64(start as *mut c_void, m.len_bytes, libc::PROT_NONE, flags, -1, 0) };
             assert_eq!(at as usize, start, "a map's reservation replaces it in place");
         }
-        let files: std::collections::BTreeSet<FileId> = r.maps.values().map(|m| m.file).collect();
-        r.file_len_bytes.retain(|file, _| files.contains(file));
+        let ended: Vec<(usize, FileId)> = r.shared.keys().filter(|(s, _)| *s == slot).copied().collect();
+        for key in ended {
+            let shared = r.shared.remove(&key).expect("listed just now");
+            // SAFETY: the layer's own memfd; its maps were replaced above.
+            unsafe { real::close(shared.memfd) };
+        }
+        retain_mapped(r);
     });
+}
+
+/// A writable shared map of a volatile file (`record.volatile`): the
+/// session's `memfd` for the file (made at its first map, grown and
+/// filled by `fill(from, bytes)` with the file's bytes as far as a map
+/// reaches), mapped shared at `hint` with `fixed_flags`.
+pub fn create_shared(
+    hint: usize,
+    fixed_flags: i32,
+    record: MapRecord,
+    file_len_bytes: u64,
+    fill: impl FnOnce(u64, &mut [u8]) -> Result<(), Errno>,
+) -> Result<usize, Errno> {
+    debug_assert!(record.volatile && !record.coherent && record.len_bytes.is_multiple_of(PAGE_BYTES));
+    with_registry(|r| {
+        let key = (record.slot, record.file);
+        let end_bytes = record.offset_bytes + record.len_bytes as u64;
+        let shared = match r.shared.entry(key) {
+            std::collections::btree_map::Entry::Occupied(made) => made.into_mut(),
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                // SAFETY: a NUL-terminated name; the flag is valid.
+                let memfd = unsafe { libc::memfd_create(c"stdfs-volatile".as_ptr(), libc::MFD_CLOEXEC) };
+                if memfd < 0 {
+                    return Err(last_errno());
+                }
+                slot.insert(Shared { memfd, len_bytes: 0 })
+            }
+        };
+        if end_bytes > shared.len_bytes {
+            grow_shared(shared, end_bytes, fill)?;
+        }
+        let flags = libc::MAP_SHARED | fixed_flags;
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
+        let offset = i64::try_from(record.offset_bytes).map_err(|_| Errno::EINVAL)?;
+        // SAFETY: the layer's own memfd, as long as the map reaches.
+        let at = unsafe { real::mmap64(hint as *mut c_void, record.len_bytes, rw, flags, shared.memfd, offset) };
+        if at == libc::MAP_FAILED {
+            return Err(last_errno());
+        }
+        let at = at as usize;
+        settle(at, &record, file_len_bytes);
+        forget_locked(r, at, record.len_bytes);
+        r.file_len_bytes.insert(record.file, file_len_bytes);
+        r.maps.insert(at, record);
+        Ok(at)
+    })
+}
+
+fn last_errno() -> Errno {
+    Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
+}
+
+/// Grow a volatile file's memfd to `end_bytes`, its new part the file's
+/// bytes (`fill(from, bytes)`; zeros past the file's end).
+fn grow_shared(
+    shared: &mut Shared,
+    end_bytes: u64,
+    fill: impl FnOnce(u64, &mut [u8]) -> Result<(), Errno>,
+) -> Result<(), Errno> {
+    let from = shared.len_bytes;
+    let mut bytes = vec![0u8; usize::try_from(end_bytes - from).map_err(|_| Errno(libc::ENOMEM))?];
+    fill(from, &mut bytes)?;
+    let end = i64::try_from(end_bytes).map_err(|_| Errno::EINVAL)?;
+    // SAFETY: the layer's own memfd.
+    if unsafe { real::ftruncate64(shared.memfd, end) } != 0 {
+        return Err(last_errno());
+    }
+    write_shared(shared.memfd, from, &bytes);
+    shared.len_bytes = end_bytes;
+    Ok(())
+}
+
+/// `bytes` at `at` of a memfd (which holds them: a memfd write fails only
+/// for want of memory, which ends the run loudly).
+fn write_shared(memfd: i32, at: u64, bytes: &[u8]) {
+    let mut done = 0;
+    while done < bytes.len() {
+        let rest = &bytes[done..];
+        // SAFETY: the layer's own memfd; `rest` is readable.
+        let n = unsafe { real::pwrite64(memfd, rest.as_ptr().cast(), rest.len(), (at + done as u64) as i64) };
+        assert!(n > 0, "writing the layer's memfd failed: {}", std::io::Error::last_os_error());
+        done += n as usize;
+    }
+}
+
+/// A volatile file's memfd after `change`, as [`update`] does a map's.
+fn update_shared(shared: &Shared, change: &Change<'_>, len_before: u64, len_after: u64) {
+    if let Change::Bytes { at, bytes, .. } = change {
+        let to = (*at + bytes.len() as u64).min(shared.len_bytes).min(len_after);
+        if *at < to {
+            write_shared(shared.memfd, *at, &bytes[..(to - at) as usize]);
+        }
+    }
+    if len_after < len_before {
+        let to = len_before.min(shared.len_bytes);
+        if len_after < to {
+            write_shared(shared.memfd, len_after, &vec![0u8; (to - len_after) as usize]);
+        }
+    }
 }

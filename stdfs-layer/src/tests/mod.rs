@@ -17,6 +17,7 @@ mod names;
 mod raw;
 mod stdio;
 mod threads;
+mod volatile;
 
 use crate::demo::{program, read_back, strict_disk, DB};
 use crate::session;

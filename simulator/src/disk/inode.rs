@@ -62,9 +62,16 @@ impl Inode {
         self.whole_bytes = self.durable.len() as u64;
     }
 
-    /// Forget vouchers for bytes the durable image no longer has.
+    /// Forget vouchers for bytes the durable image no longer has: a write
+    /// vouches only while all of it is there. One cut away, or cut short
+    /// (a short write the engine truncated back before its fsync, a torn
+    /// tail it cut), is no record a format can read, as a write whose
+    /// bytes damage changed is not (`erase_vouchers_under`). Keeping one
+    /// that starts at the new end (no byte of it left) made a log's last
+    /// frame look vouched, so a cut at damage in it was held to be a loss
+    /// (soak seed 41533467, `corpus/regressions/seed-41533467-durability.ops`).
     pub fn forget_vouchers_past(&mut self, len_bytes: u64) {
-        self.vouchers.retain(|v| v.start_bytes <= len_bytes && v.durable_at_bytes <= len_bytes);
+        self.vouchers.retain(|v| v.end_bytes <= len_bytes && v.durable_at_bytes <= len_bytes);
         self.whole_bytes = self.whole_bytes.min(len_bytes);
     }
 }

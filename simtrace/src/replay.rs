@@ -472,10 +472,11 @@ mod tests {
         let last = replayed.disk.snapshots.last().expect("the final snapshot");
         let mut places = BTreeSet::new();
         for state in last.crash_states(64) {
-            let files = last.image(&state).files();
-            let named: Vec<&PathBuf> = files.iter().map(|(path, _)| path).filter(|p| p.ends_with("f")).collect();
+            let image = last.image(&state);
+            let files = image.files();
+            let named: Vec<PathBuf> = files.iter().map(|(path, _)| path.clone()).filter(|p| p.ends_with("f")).collect();
             assert!(named.len() <= 1, "never in both directories: {named:?}");
-            places.insert(named.first().map(|path| path.to_path_buf()));
+            places.insert(named.first().cloned());
         }
         let expected = [None, Some(PathBuf::from("/db/in/f")), Some(PathBuf::from("/db/out/f"))];
         assert_eq!(places, expected.into_iter().collect(), "the create lost, the move lost, the move kept");

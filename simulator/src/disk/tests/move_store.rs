@@ -61,13 +61,12 @@ fn check(vfs: &SimVfs, acknowledged: u64) -> Result<(), String> {
             return Err(format!("record {n} not whole in done"));
         }
     }
-    for name in done.iter().filter(|name| incoming.contains(name)) {
-        return Err(format!("{name} in both directories"));
+    let in_both = done.iter().find(|name| incoming.contains(name));
+    let batch_in_both = done_batches.iter().find(|name| incoming_batches.contains(name));
+    match in_both.or(batch_in_both) {
+        Some(name) => Err(format!("{name} in both directories")),
+        None => Ok(()),
     }
-    for name in done_batches.iter().filter(|name| incoming_batches.contains(name)) {
-        return Err(format!("{name} in both directories"));
-    }
-    Ok(())
 }
 
 /// Sweep crash seeds: each takes 1 to 4 records, loses power, checks.

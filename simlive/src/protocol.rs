@@ -84,6 +84,10 @@ pub enum Request {
     Refused {
         what: Vec<u8>,
     },
+    /// `Vfs::remove_dir`: `rmdir` of an empty directory.
+    RemoveDir {
+        dir: Vec<u8>,
+    },
 }
 
 /// A successful answer.
@@ -200,6 +204,7 @@ impl Request {
             Request::Close { handle } => format!("(close h{handle})"),
             Request::Refused { what } => format!("(refused: {})", p(what)),
             Request::ListSubdirs { dir } => format!("(list directories {})", p(dir)),
+            Request::RemoveDir { dir } => format!("rmdir {}", p(dir)),
         }
     }
 
@@ -224,6 +229,7 @@ impl Request {
             Request::Close { handle } => o.u8(14).u64(*handle),
             Request::Refused { what } => o.u8(15).bytes(what),
             Request::ListSubdirs { dir } => o.u8(16).bytes(dir),
+            Request::RemoveDir { dir } => o.u8(17).bytes(dir),
         };
         o.0
     }
@@ -256,6 +262,7 @@ impl Request {
             14 => Request::Close { handle: i.u64("handle")? },
             15 => Request::Refused { what: i.bytes("what")? },
             16 => Request::ListSubdirs { dir: i.bytes("dir")? },
+            17 => Request::RemoveDir { dir: i.bytes("dir")? },
             other => return Err(BadFrame(format!("request: unknown tag {other}"))),
         };
         i.end()?;
@@ -361,6 +368,7 @@ mod tests {
             Request::WriteAt { handle: 3, offset: 9, data: vec![0, 1, 255] },
             Request::Refused { what: b"fork".to_vec() },
             Request::ListSubdirs { dir: b"/.git".to_vec() },
+            Request::RemoveDir { dir: b"/.git/refs/tmp".to_vec() },
         ];
         for r in requests {
             assert_eq!(Request::decode(&r.encode()).unwrap(), r);

@@ -186,11 +186,12 @@ fn serve_connection(shared: &Shared, mut stream: UnixStream) {
     }
 }
 
-/// A call the simulated disk cannot model (`Unsupported`: a rename
-/// across directories) is answered `ENOTSUP`, as before, and refused: the
-/// run fails naming it, instead of the program going on down a path a real
-/// file system would not have sent it (redis-server gives up at start when
-/// its base AOF cannot be renamed into `appendonlydir/`, LIVE.md).
+/// A call the simulated disk cannot model (`Unsupported`) is answered
+/// `ENOTSUP`, as before, and refused: the run fails naming it, instead of
+/// the program going on down a path a real file system would not have
+/// sent it (redis-server gave up at start when its base AOF could not be
+/// renamed into `appendonlydir/`, before the disk modelled renames across
+/// directories, LIVE.md).
 fn refuse_unsupported(shared: &Shared, summary: &str, answer: &Answer) {
     if let Err((libc::ENOTSUP, message)) = answer {
         shared.lock().refusals.push(format!("the simulated disk cannot serve {summary}: {message}"));
@@ -209,6 +210,7 @@ fn errno_of(error: std::io::Error) -> (i32, String) {
         std::io::ErrorKind::WouldBlock => libc::EWOULDBLOCK,
         std::io::ErrorKind::Unsupported => libc::ENOTSUP,
         std::io::ErrorKind::DirectoryNotEmpty => libc::ENOTEMPTY,
+        std::io::ErrorKind::ResourceBusy => libc::EBUSY,
         _ => libc::EIO,
     });
     (code, error.to_string())
@@ -255,6 +257,7 @@ fn answer(
             .map_err(errno_of),
         Request::CreateDirAll { dir } => unit(vfs.create_dir_all(&path(&dir))),
         Request::SyncDir { dir } => unit(vfs.sync_dir(&path(&dir))),
+        Request::RemoveDir { dir } => unit(vfs.remove_dir(&path(&dir))),
         Request::Exists { path: p } => vfs.exists(&path(&p)).map(Value::Bool).map_err(errno_of),
         Request::Refused { what } => {
             shared.lock().refusals.push(String::from_utf8_lossy(&what).into_owned());

@@ -176,8 +176,9 @@ fn rmdir(s: &mut Session, path: &Path) -> Result<(), Errno> {
 /// in the session's names). With `noreplace` (`renameat2`'s
 /// `RENAME_NOREPLACE`) an existing target is `EEXIST`: the check and the
 /// rename are one step here, since a run's calls are served one at a
-/// time. What the disk cannot rename (a directory into another
-/// directory) is refused loudly; the kernel's errors are answered.
+/// time. A move into another directory is the disk's too (one change of
+/// both parents); what a disk cannot rename (`Unsupported`) is refused
+/// loudly; the kernel's errors are answered.
 pub fn rename(from: &At, to: &At, noreplace: bool) -> Result<(), Errno> {
     let to_path = with_at("rename", to, |_, path| Ok(path))?;
     with_at("rename", from, |s, from_path| {

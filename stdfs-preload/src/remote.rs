@@ -251,6 +251,10 @@ impl Vfs for RemoteVfs {
         call(Request::SyncDir { dir: path_bytes(dir) }).map(drop)
     }
 
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        call(Request::RemoveDir { dir: path_bytes(dir) }).map(drop)
+    }
+
     fn map_readonly(&self, path: &Path) -> io::Result<Mapping> {
         let file = self.open(path, OpenMode::Read)?;
         let len = file.len()?;

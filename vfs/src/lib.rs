@@ -74,8 +74,8 @@ pub trait Vfs: Send + Sync {
 
     /// Atomically replace `to` with `from`. Durable after `sync_dir`. A
     /// directory renames with everything under it, replacing only an
-    /// empty directory, as `rename(2)` does (the simulated disk renames a
-    /// directory within its parent only).
+    /// empty directory, as `rename(2)` does; into another directory too
+    /// (durable after `sync_dir` of either parent on the simulated disk).
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
 
     /// Remove the name `path`. Durable after `sync_dir`.

@@ -26,6 +26,7 @@ use super::config::{CrashMode, CrashOutcome, Damage, DamageKind, DiskConfig};
 use super::data::{erase_vouchers_under, to_usize, write_into, DataOp, InodeId};
 use super::dir::{Dir, DirOp};
 use super::inode::Inode;
+use super::moves;
 use super::sectors::{inner_cuts, sector_end, sectors_spanned};
 use super::silent::{self, Landing, Scar};
 use super::state::FileSystem;
@@ -98,23 +99,40 @@ struct SettledDirs {
 }
 
 /// Settle every directory's pending changes, by path, counting the lost
-/// ones into `outcome`.
+/// ones into `outcome`: each directory's survivors drawn (`draw_kept`),
+/// a move across directories kept whole or lost whole (`moves.rs`), the
+/// survivors applied in the order they were made.
 fn settle_dirs(
     fs: &mut FileSystem,
     config: &DiskConfig,
     rng: &mut ChaCha8Rng,
     outcome: &mut CrashOutcome,
 ) -> SettledDirs {
+    let in_order = config.fs.dir_changes_in_order;
+    let as_prefix = config.crash_mode == CrashMode::Prefix || (config.crash_mode == CrashMode::Reorder && in_order);
+    let dirs: Vec<&mut Dir> = fs.dirs.values_mut().collect();
+    let pending: Vec<Vec<DirOp>> = dirs.iter().map(|dir| dir.pending.clone()).collect();
+    let pending: Vec<&[DirOp]> = pending.iter().map(Vec::as_slice).collect();
+    let mut kept: Vec<Vec<bool>> =
+        pending.iter().map(|ops| draw_kept(ops.len(), config.crash_mode, as_prefix, rng)).collect();
+    moves::couple(&pending, &mut kept, as_prefix);
+    let mut entries: Vec<_> = dirs.iter().map(|dir| (dir.durable.clone(), dir.subdirs_durable.clone())).collect();
+    let applied = moves::apply_kept(&mut entries, &pending, &kept);
+    debug_assert!(!as_prefix || applied == kept, "a prefix of each directory's changes applies in order");
     let mut first_lost_seq: Option<u64> = None;
     let mut carried: BTreeMap<InodeId, usize> = BTreeMap::new();
-    for dir in fs.dirs.values_mut() {
-        let in_order = config.fs.dir_changes_in_order;
-        let (lost, first_lost) = settle_dir(dir, config.crash_mode, in_order, rng, &mut carried);
-        outcome.lost_dir_changes += lost;
-        first_lost_seq = match (first_lost_seq, first_lost) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+    for ((dir, (files, subdirs)), (ops, applied)) in dirs.into_iter().zip(entries).zip(pending.iter().zip(&applied)) {
+        (dir.durable, dir.subdirs_durable) = (files, subdirs);
+        dir.pending.clear();
+        for (op, applied) in ops.iter().zip(applied) {
+            if !applied {
+                outcome.lost_dir_changes += 1;
+                first_lost_seq = Some(first_lost_seq.map_or(op.seq(), |seq| seq.min(op.seq())));
+            } else if let Some((inode, flushes)) = op.carried_flushes() {
+                let at_least = carried.entry(inode).or_insert(0);
+                *at_least = (*at_least).max(flushes);
+            }
+        }
     }
     // Then each directory goes where its parent's settled entries put it
     // (a removal or rename kept or lost, `state/tree.rs`): after every
@@ -310,55 +328,20 @@ fn first_set_len_after(pending: &[DataOp], barrier_seq: u64) -> Option<usize> {
     pending.iter().position(|op| matches!(op, DataOp::SetLen { seq, .. } if *seq > barrier_seq))
 }
 
-/// Apply the surviving pending ops of `dir` to its durable entries; the
-/// number lost, and the smallest number (`DirOp::seq`) of a lost one.
-/// `in_order` (the profile's `dir_changes_in_order`): a `reorder` crash
-/// keeps a prefix too, as a journal replays in order. A surviving rename
-/// that carries its file's data notes it in `carried`.
-fn settle_dir(
-    dir: &mut Dir,
-    mode: CrashMode,
-    in_order: bool,
-    rng: &mut ChaCha8Rng,
-    carried: &mut BTreeMap<InodeId, usize>,
-) -> (u64, Option<u64>) {
-    let pending = std::mem::take(&mut dir.pending);
-    let survived = |op: &DirOp, carried: &mut BTreeMap<InodeId, usize>| {
-        if let DirOp::Rename { inode, flushes, .. } = op {
-            if *flushes > 0 {
-                let at_least = carried.entry(*inode).or_insert(0);
-                *at_least = (*at_least).max(*flushes);
-            }
-        }
-    };
-    let as_prefix = mode == CrashMode::Prefix || (mode == CrashMode::Reorder && in_order);
-    let mut lost_seqs = Vec::new();
+/// Which of a directory's `len` pending changes a crash keeps, per the
+/// crash mode: none (`strict`), a prefix (`prefix`, and `reorder` where
+/// the profile keeps directory changes in order, `as_prefix`: a journal
+/// replays in order), or each by a coin (`reorder`).
+fn draw_kept(len: usize, mode: CrashMode, as_prefix: bool, rng: &mut ChaCha8Rng) -> Vec<bool> {
     match mode {
-        CrashMode::Strict => lost_seqs.extend(pending.iter().map(DirOp::seq)),
+        CrashMode::Strict => vec![false; len],
         CrashMode::Prefix | CrashMode::Reorder if as_prefix => {
-            let keep = rng.gen_range(0..=pending.len());
-            for op in &pending[..keep] {
-                let ok = op.apply(&mut dir.durable, &mut dir.subdirs_durable);
-                assert!(ok, "a prefix of pending ops applies in order");
-                survived(op, carried);
-            }
-            lost_seqs.extend(pending[keep..].iter().map(DirOp::seq));
+            let keep = rng.gen_range(0..=len);
+            (0..len).map(|at| at < keep).collect()
         }
         CrashMode::Prefix => unreachable!("a prefix crash keeps a prefix"),
-        CrashMode::Reorder => {
-            // Each op survives or not; survivors apply in their original
-            // order, and one whose precondition no longer holds (a rename
-            // whose source never got created) is skipped.
-            for op in &pending {
-                if rng.gen_bool(0.5) && op.apply(&mut dir.durable, &mut dir.subdirs_durable) {
-                    survived(op, carried);
-                } else {
-                    lost_seqs.push(op.seq());
-                }
-            }
-        }
+        CrashMode::Reorder => (0..len).map(|_| rng.gen_bool(0.5)).collect(),
     }
-    (lost_seqs.len() as u64, lost_seqs.into_iter().min())
 }
 
 struct Settled {

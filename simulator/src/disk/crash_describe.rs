@@ -8,7 +8,7 @@
 use super::crash_image::garbage_range;
 use super::crash_states::{CrashState, DataFate, Torn};
 use super::data::{DataOp, InodeId};
-use super::dir::DirOp;
+use super::dir::{DirOp, Moved};
 use super::snapshot::DiskSnapshot;
 
 impl DiskSnapshot {
@@ -22,9 +22,9 @@ impl DiskSnapshot {
             let mut lost = Vec::new();
             for (op, kept) in changes.iter().zip(&state.dir_changes_kept) {
                 if *kept {
-                    applied.push(describe_dir_op(op));
+                    applied.push(DirOp::describe(op));
                 } else {
-                    lost.push(describe_dir_op(op));
+                    lost.push(DirOp::describe(op));
                 }
             }
             let mut text = format!("{} of {} unsynced directory changes applied", applied.len(), changes.len());
@@ -115,7 +115,9 @@ impl DiskSnapshot {
             let mut name = dir.durable.iter().find(|(_, id)| **id == inode).map(|(name, _)| name.clone());
             for op in &dir.pending {
                 match op {
-                    DirOp::Link { name: new, inode: id, .. } | DirOp::Rename { to: new, inode: id, .. }
+                    DirOp::Link { name: new, inode: id, .. }
+                    | DirOp::Rename { to: new, inode: id, .. }
+                    | DirOp::MoveIn { name: new, moved: Moved::File(id), .. }
                         if *id == inode =>
                     {
                         name = Some(new.clone());
@@ -128,15 +130,5 @@ impl DiskSnapshot {
             }
         }
         format!("inode {inode}")
-    }
-}
-
-fn describe_dir_op(op: &DirOp) -> String {
-    match op {
-        DirOp::Link { name, .. } => format!("create {name}"),
-        DirOp::Unlink { name, .. } => format!("unlink {name}"),
-        DirOp::Rename { from, to, .. } => format!("rename {from} -> {to}"),
-        DirOp::RemoveDir { name, .. } => format!("rmdir {name}"),
-        DirOp::RenameDir { from, to, .. } => format!("rename directory {from} -> {to}"),
     }
 }

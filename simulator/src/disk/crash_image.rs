@@ -14,6 +14,7 @@ use super::crash_states::{CrashState, DataFate, Entries, Torn};
 use super::data::{to_usize, write_into, DataOp, InodeId};
 use super::dir::{DirOp, SubdirEntries};
 use super::image::{DiskImage, ImageFile};
+use super::moves;
 use super::sectors::sector_end;
 use super::snapshot::{DiskSnapshot, FileSnapshot};
 use super::state::place;
@@ -55,22 +56,23 @@ impl DiskSnapshot {
     /// file's data with it (`DirOp::Rename::flushes`): (inode, operations).
     pub(super) fn settled_dirs(&self, kept: &[bool]) -> (BTreeMap<PathBuf, Entries>, Vec<(InodeId, usize)>) {
         assert_eq!(kept.len(), self.pending_dir_changes(), "a state of this snapshot");
-        let mut kept = kept.iter();
+        let pending: Vec<&[DirOp]> = self.dirs.values().map(|dir| dir.pending.as_slice()).collect();
+        let mut flags = kept.iter().copied();
+        let mut kept: Vec<Vec<bool>> = pending.iter().map(|ops| flags.by_ref().take(ops.len()).collect()).collect();
+        // A move across directories survives whole or not at all (`moves.rs`).
+        moves::couple(&pending, &mut kept, self.profile.dir_changes_in_order);
+        let mut settled: Vec<_> =
+            self.dirs.values().map(|dir| (dir.durable.clone(), dir.subdirs_durable.clone())).collect();
+        let applied = moves::apply_kept(&mut settled, &pending, &kept);
+        let flushed = pending
+            .iter()
+            .zip(&applied)
+            .flat_map(|(ops, applied)| ops.iter().zip(applied).filter(|(_, applied)| **applied))
+            .filter_map(|(op, _)| op.carried_flushes())
+            .collect();
         let mut dirs = BTreeMap::new();
         let mut subdirs = BTreeMap::new();
-        let mut flushed = Vec::new();
-        for (path, dir) in &self.dirs {
-            let mut entries = dir.durable.clone();
-            let mut children = dir.subdirs_durable.clone();
-            for op in &dir.pending {
-                if *kept.next().expect("one flag per pending change") && op.apply(&mut entries, &mut children) {
-                    if let DirOp::Rename { inode, flushes, .. } = op {
-                        if *flushes > 0 {
-                            flushed.push((*inode, *flushes));
-                        }
-                    }
-                }
-            }
+        for (path, (entries, children)) in self.dirs.keys().zip(settled) {
             dirs.insert(path.clone(), entries);
             subdirs.insert(path.clone(), children);
         }

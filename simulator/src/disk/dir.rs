@@ -41,6 +41,23 @@ pub(super) enum DirOp {
     /// `to`, replacing the empty directory `replaced` if there was one:
     /// one atomic step.
     RenameDir { from: String, to: String, dir: DirId, replaced: Option<DirId>, seq: u64 },
+    /// A move across directories, the source's half: `name` (`moved`)
+    /// leaves this directory. Its other half is the destination's
+    /// `MoveIn` with the same `seq`: a crash keeps both or neither, and
+    /// whatever makes one durable makes the other durable (`moves.rs`).
+    MoveOut { name: String, moved: Moved, seq: u64 },
+    /// A move across directories, the destination's half: `moved` is now
+    /// called `name` here, replacing the file there (a file moved) or the
+    /// empty directory `replaced` (a directory moved). `flushes` as for
+    /// `Rename` (ext4's `auto_da_alloc` on a file replacing a file).
+    MoveIn { name: String, moved: Moved, replaced: Option<DirId>, seq: u64, flushes: usize },
+}
+
+/// What a move across directories carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Moved {
+    File(InodeId),
+    Dir(DirId),
 }
 
 impl DirOp {
@@ -80,6 +97,67 @@ impl DirOp {
                 subdirs.insert(to.clone(), *dir);
                 true
             }
+            DirOp::MoveOut { name, moved: Moved::File(inode), .. } => {
+                files.get(name) == Some(inode) && files.remove(name).is_some()
+            }
+            DirOp::MoveOut { name, moved: Moved::Dir(dir), .. } => {
+                subdirs.get(name) == Some(dir) && subdirs.remove(name).is_some()
+            }
+            DirOp::MoveIn { name, moved: Moved::File(inode), .. } => {
+                if subdirs.contains_key(name) {
+                    return false;
+                }
+                files.insert(name.clone(), *inode);
+                true
+            }
+            DirOp::MoveIn { name, moved: Moved::Dir(dir), replaced, .. } => {
+                let target_free = subdirs.get(name).is_none_or(|there| Some(*there) == *replaced);
+                if !target_free || files.contains_key(name) {
+                    return false;
+                }
+                subdirs.insert(name.clone(), *dir);
+                true
+            }
+        }
+    }
+
+    /// Whether [`DirOp::apply`] would apply (a move's halves apply only
+    /// together, `moves.rs`).
+    pub fn applies(&self, files: &FileEntries, subdirs: &SubdirEntries) -> bool {
+        self.apply(&mut files.clone(), &mut subdirs.clone())
+    }
+
+    /// The file data a surviving rename carries (`Rename::flushes`,
+    /// `MoveIn::flushes`): (inode, operations), where it carries any.
+    pub fn carried_flushes(&self) -> Option<(InodeId, usize)> {
+        match self {
+            DirOp::Rename { inode, flushes, .. } | DirOp::MoveIn { moved: Moved::File(inode), flushes, .. }
+                if *flushes > 0 =>
+            {
+                Some((*inode, *flushes))
+            }
+            _ => None,
+        }
+    }
+
+    /// The change as a report names it.
+    pub fn describe(&self) -> String {
+        match self {
+            DirOp::Link { name, .. } => format!("create {name}"),
+            DirOp::Unlink { name, .. } => format!("unlink {name}"),
+            DirOp::Rename { from, to, .. } => format!("rename {from} -> {to}"),
+            DirOp::RemoveDir { name, .. } => format!("rmdir {name}"),
+            DirOp::RenameDir { from, to, .. } => format!("rename directory {from} -> {to}"),
+            DirOp::MoveOut { name, .. } => format!("move {name} out (to another directory)"),
+            DirOp::MoveIn { name, .. } => format!("move {name} in (from another directory)"),
+        }
+    }
+
+    /// The number a move's two halves share; `None` for any other change.
+    pub fn move_seq(&self) -> Option<u64> {
+        match self {
+            DirOp::MoveOut { seq, .. } | DirOp::MoveIn { seq, .. } => Some(*seq),
+            _ => None,
         }
     }
 
@@ -87,17 +165,25 @@ impl DirOp {
     /// `None` for an unlink.
     pub fn names_inode(&self) -> Option<InodeId> {
         match self {
-            DirOp::Link { inode, .. } | DirOp::Rename { inode, .. } => Some(*inode),
-            DirOp::Unlink { .. } | DirOp::RemoveDir { .. } | DirOp::RenameDir { .. } => None,
+            DirOp::Link { inode, .. }
+            | DirOp::Rename { inode, .. }
+            | DirOp::MoveIn { moved: Moved::File(inode), .. } => Some(*inode),
+            DirOp::Unlink { .. }
+            | DirOp::RemoveDir { .. }
+            | DirOp::RenameDir { .. }
+            | DirOp::MoveOut { .. }
+            | DirOp::MoveIn { moved: Moved::Dir(_), .. } => None,
         }
     }
 
     /// The names the change touches.
     pub fn names(&self) -> Vec<&str> {
         match self {
-            DirOp::Link { name, .. } | DirOp::Unlink { name, .. } | DirOp::RemoveDir { name, .. } => {
-                vec![name.as_str()]
-            }
+            DirOp::Link { name, .. }
+            | DirOp::Unlink { name, .. }
+            | DirOp::RemoveDir { name, .. }
+            | DirOp::MoveOut { name, .. }
+            | DirOp::MoveIn { name, .. } => vec![name.as_str()],
             DirOp::Rename { from, to, .. } | DirOp::RenameDir { from, to, .. } => vec![from.as_str(), to.as_str()],
         }
     }
@@ -109,7 +195,9 @@ impl DirOp {
             | DirOp::Unlink { seq, .. }
             | DirOp::Rename { seq, .. }
             | DirOp::RemoveDir { seq, .. }
-            | DirOp::RenameDir { seq, .. } => *seq,
+            | DirOp::RenameDir { seq, .. }
+            | DirOp::MoveOut { seq, .. }
+            | DirOp::MoveIn { seq, .. } => *seq,
         }
     }
 
@@ -119,14 +207,23 @@ impl DirOp {
     pub fn inode(&self) -> Option<InodeId> {
         match self {
             DirOp::Link { inode, .. } | DirOp::Unlink { inode, .. } | DirOp::Rename { inode, .. } => Some(*inode),
-            DirOp::RemoveDir { .. } | DirOp::RenameDir { .. } => None,
+            DirOp::MoveOut { moved: Moved::File(inode), .. } | DirOp::MoveIn { moved: Moved::File(inode), .. } => {
+                Some(*inode)
+            }
+            DirOp::RemoveDir { .. } | DirOp::RenameDir { .. } | DirOp::MoveOut { .. } | DirOp::MoveIn { .. } => None,
         }
     }
 
     /// Whether the change removes or moves a directory (a crash may then
     /// leave directories elsewhere than they are now).
     pub fn moves_dirs(&self) -> bool {
-        matches!(self, DirOp::RemoveDir { .. } | DirOp::RenameDir { .. })
+        matches!(
+            self,
+            DirOp::RemoveDir { .. }
+                | DirOp::RenameDir { .. }
+                | DirOp::MoveOut { moved: Moved::Dir(_), .. }
+                | DirOp::MoveIn { moved: Moved::Dir(_), .. }
+        )
     }
 
     /// The directory a pending change took off the tree (a removal, or an
@@ -135,8 +232,8 @@ impl DirOp {
     pub fn detached_dir(&self) -> Option<DirId> {
         match self {
             DirOp::RemoveDir { dir, .. } => Some(*dir),
-            DirOp::RenameDir { replaced, .. } => *replaced,
-            DirOp::Link { .. } | DirOp::Unlink { .. } | DirOp::Rename { .. } => None,
+            DirOp::RenameDir { replaced, .. } | DirOp::MoveIn { replaced, .. } => *replaced,
+            DirOp::Link { .. } | DirOp::Unlink { .. } | DirOp::Rename { .. } | DirOp::MoveOut { .. } => None,
         }
     }
 }
@@ -153,9 +250,9 @@ pub(super) struct Dir {
     pub subdirs_durable: SubdirEntries,
     pub pending: Vec<DirOp>,
     pub id: DirId,
-    /// The directory holding it, `None` for a root (a directory whose
-    /// parent the disk does not hold). Never changes: a directory is
-    /// renamed only within its parent.
+    /// The directory holding it now, `None` for a root (a directory whose
+    /// parent the disk does not hold). A move across directories changes
+    /// it, and a crash sets it again from where the directory landed.
     pub parent: Option<DirId>,
     /// Taken off the tree by a pending removal or replacing rename
     /// (`state/tree.rs`): no path reaches it until a crash brings it back.
@@ -175,7 +272,8 @@ impl Dir {
             let inode = op.names_inode()?;
             let unlinked_later =
                 pending[at + 1..].iter().any(|later| matches!(later, DirOp::Unlink { inode: i, .. } if *i == inode));
-            let kept = !unlinked_later && (!renames_only || matches!(op, DirOp::Rename { .. }));
+            let renamed = matches!(op, DirOp::Rename { .. } | DirOp::MoveIn { .. });
+            let kept = !unlinked_later && (!renames_only || renamed);
             kept.then_some(op)
         })
     }
@@ -191,6 +289,32 @@ impl Dir {
             let applied = op.apply(&mut self.durable, &mut self.subdirs_durable);
             assert!(applied, "a prefix of pending ops applies in order");
         }
+        true
+    }
+
+    /// The other half of move `seq` became durable: this directory's
+    /// half becomes durable too — alone, where no earlier pending change
+    /// touches its name and it applies to the durable entries (the least
+    /// a file system that commits the move as one step must keep);
+    /// otherwise with every pending change before it, in order. Whether
+    /// anything changed.
+    pub fn persist_move_half(&mut self, seq: u64) -> bool {
+        let Some(at) = self.pending.iter().position(|op| op.move_seq() == Some(seq)) else {
+            return false;
+        };
+        let names = self.pending[at].names();
+        let touched = self.pending[..at].iter().any(|op| op.names().iter().any(|name| names.contains(name)));
+        if touched || !self.pending[at].applies(&self.durable, &self.subdirs_durable) {
+            for op in self.pending.drain(..=at) {
+                let applied = op.apply(&mut self.durable, &mut self.subdirs_durable);
+                assert!(applied, "a prefix of pending ops applies in order");
+            }
+            return true;
+        }
+        let half = self.pending.remove(at);
+        let applied = half.apply(&mut self.durable, &mut self.subdirs_durable);
+        debug_assert!(applied, "checked above");
+        debug_assert!(self.pending_apply_to_volatile(), "what stays pending still leads to the volatile entries");
         true
     }
 

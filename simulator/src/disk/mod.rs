@@ -22,9 +22,11 @@
 //! though it touches two names), and a subdirectory's removal
 //! ([`Vfs::remove_dir`], empty only) or rename (with everything under it,
 //! replacing only an empty directory: one change of the parent, so a
-//! crash shows the whole tree at one name, `state/tree.rs`). Renames
-//! across directories are refused (`Unsupported`); the engine never makes
-//! one. A file whose *durable* entry does not exist is gone after power
+//! crash shows the whole tree at one name, `state/tree.rs`). A rename
+//! across directories (a file's or a directory's) is one change of both
+//! parents, durable at either's sync and kept whole or lost whole by a
+//! crash (`state/moves.rs`, `moves.rs`); the engine never makes one. A
+//! file whose *durable* entry does not exist is gone after power
 //! loss, even if its data was fsynced. A directory's creation is durable
 //! as soon as [`Vfs::create_dir_all`] returns: the engine creates only its
 //! root, once. The directory of a path is its `parent()`; an operation on
@@ -179,6 +181,7 @@ mod history;
 mod image;
 mod inode;
 mod lock;
+mod moves;
 mod ops;
 mod picture;
 mod profile;

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::data::{DataOp, InodeId};
-use super::dir::DirOp;
+use super::dir::{DirOp, Moved};
 use super::image::DiskImage;
 use super::snapshot::DiskSnapshot;
 use super::state::FileSystem;
@@ -64,7 +64,7 @@ fn compare<'a>(
         for op in &dir.pending {
             dirs.push(DirFate {
                 dir: path.display().to_string(),
-                what: describe_dir_op(op),
+                what: DirOp::describe(op),
                 survived: survived(op, &now, path, after_dirs),
             });
         }
@@ -94,16 +94,6 @@ fn names<'a>(dirs: impl Iterator<Item = (&'a PathBuf, BTreeMap<String, InodeId>)
     out
 }
 
-fn describe_dir_op(op: &DirOp) -> String {
-    match op {
-        DirOp::Link { name, .. } => format!("create {name}"),
-        DirOp::Unlink { name, .. } => format!("unlink {name}"),
-        DirOp::Rename { from, to, .. } => format!("rename {from} -> {to}"),
-        DirOp::RemoveDir { name, .. } => format!("rmdir {name}"),
-        DirOp::RenameDir { from, to, .. } => format!("rename directory {from} -> {to}"),
-    }
-}
-
 /// Whether the change's effect is in the durable entries of `dir` after
 /// the crash (of the directories after it, `after_dirs`, for a change of
 /// a subdirectory: a removed one gone, a renamed one at its new name).
@@ -121,6 +111,10 @@ fn survived(
         DirOp::Link { name, inode, .. } => after.get(name) == Some(inode),
         DirOp::Unlink { name, inode, .. } => after.get(name) != Some(inode),
         DirOp::Rename { from, to, inode, .. } => after.get(to) == Some(inode) && after.get(from) != Some(inode),
+        DirOp::MoveOut { name, moved: Moved::File(inode), .. } => after.get(name) != Some(inode),
+        DirOp::MoveIn { name, moved: Moved::File(inode), .. } => after.get(name) == Some(inode),
+        DirOp::MoveOut { name, moved: Moved::Dir(_), .. } => !after_dirs.contains_key(&dir.join(name)),
+        DirOp::MoveIn { name, moved: Moved::Dir(_), .. } => after_dirs.contains_key(&dir.join(name)),
     }
 }
 

@@ -52,8 +52,8 @@ pub(super) struct DirSnapshot {
     pub subdirs_durable: SubdirEntries,
     /// Entry changes since the last directory fsync, oldest first.
     pub pending: Vec<DirOp>,
-    /// Its identity and its parent's (`Dir::id`, `Dir::parent`): where a
-    /// crash puts it (`state::place`).
+    /// Its identity and its parent's (`Dir::id`, `Dir::parent`): a crash
+    /// places it from the roots (no parent) down (`state::place`).
     pub id: DirId,
     pub parent: Option<DirId>,
 }

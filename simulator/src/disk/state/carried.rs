@@ -8,7 +8,7 @@
 //! needs it: a disk that never made such a rename pays nothing here.
 
 use super::super::data::{DataOp, InodeId};
-use super::super::dir::DirOp;
+use super::super::dir::{DirOp, Moved};
 use super::FileSystem;
 
 impl FileSystem {
@@ -50,7 +50,9 @@ impl FileSystem {
         }
         for dir in self.dirs.values_mut() {
             for op in &mut dir.pending {
-                if let DirOp::Rename { inode, flushes, .. } = op {
+                if let DirOp::Rename { inode, flushes, .. } | DirOp::MoveIn { moved: Moved::File(inode), flushes, .. } =
+                    op
+                {
                     if *inode == id {
                         *flushes = 0;
                     }
@@ -66,7 +68,7 @@ impl FileSystem {
         if !self.flush_marks {
             return Vec::new();
         }
-        let carrying = |op: &&DirOp| matches!(op, DirOp::Rename { flushes, .. } if *flushes > 0);
+        let carrying = |op: &&DirOp| op.carried_flushes().is_some();
         self.dirs.values().flat_map(|dir| dir.pending.iter().filter(carrying).cloned()).collect()
     }
 
@@ -76,9 +78,9 @@ impl FileSystem {
     /// durable too.
     pub(super) fn flush_carried(&mut self, carried: Vec<DirOp>) {
         for op in carried {
-            let DirOp::Rename { inode, flushes, .. } = &op else { continue };
+            let Some((inode, flushes)) = op.carried_flushes() else { continue };
             if !self.dirs.values().any(|dir| dir.pending.contains(&op)) {
-                self.flush_first(*inode, *flushes);
+                self.flush_first(inode, flushes);
             }
         }
     }

@@ -33,6 +33,7 @@ use super::profile::FsyncNames;
 
 mod carried;
 mod fsync;
+mod moves;
 mod paths;
 mod tree;
 
@@ -75,6 +76,9 @@ pub(super) struct FileSystem {
     /// A rename carrying data (`DirOp::Rename::flushes`) was ever made:
     /// only then do syncs look for one to forget.
     flush_marks: bool,
+    /// A rename across directories was ever made: only then do syncs look
+    /// for a move durable in one parent alone (`moves.rs`).
+    moves_made: bool,
 }
 
 impl FileSystem {
@@ -229,8 +233,7 @@ impl FileSystem {
         self.version += 1;
     }
 
-    /// Rename within one directory. Across directories the engine never
-    /// renames, and the simulator refuses rather than model it loosely.
+    /// Rename a file, within its directory or into another (`moves.rs`).
     /// With `auto_da_alloc` (ext4's), a rename that replaces a file carries
     /// the renamed file's delayed data with it ([`FileSystem::delayed_ops`]).
     /// A directory's rename is [`FileSystem::rename_dir`]'s; a file's onto
@@ -242,30 +245,17 @@ impl FileSystem {
         let (from_dir, from_name) = split(from)?;
         let (to_dir, to_name) = split(to)?;
         let id = self.lookup(from)?;
-        self.dir(to_dir)?;
+        let to_dir_id = self.dir(to_dir)?.id;
         if self.is_dir(to) {
             return Err(io::Error::new(io::ErrorKind::IsADirectory, format!("{}: is a directory", to.display())));
         }
-        if from_dir != to_dir {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                format!("{} -> {}: rename across directories is not simulated", from.display(), to.display()),
-            ));
+        if to_dir_id != self.dir(from_dir)?.id {
+            return self.move_file(from, to, id, auto_da_alloc);
         }
         if from_name == to_name {
             return Ok(());
         }
-        // A file renamed into place whole and durable (a rewrite's new
-        // log) is vouched in full: nothing in it was ever a torn write.
-        let inode = self.inode_mut(id);
-        if inode.pending.is_empty() {
-            inode.vouch_all();
-            // Unless a silent fault left its start other than written:
-            // whatever the file said about itself there is not there.
-            if inode.silent.start_scarred(&inode.durable) {
-                inode.whole_bytes = 0;
-            }
-        }
+        self.vouch_renamed(id);
         let replaces = self.dir(from_dir)?.volatile.contains_key(to_name);
         let flushes = if auto_da_alloc && replaces { self.delayed_ops(id) } else { 0 };
         self.flush_marks |= flushes > 0;
@@ -277,6 +267,20 @@ impl FileSystem {
         dir.pending.push(DirOp::Rename { from, to, inode: id, seq, flushes });
         self.version += 1;
         Ok(())
+    }
+
+    /// A file renamed into place whole and durable (a rewrite's new log)
+    /// is vouched in full: nothing in it was ever a torn write.
+    fn vouch_renamed(&mut self, id: InodeId) {
+        let inode = self.inode_mut(id);
+        if inode.pending.is_empty() {
+            inode.vouch_all();
+            // Unless a silent fault left its start other than written:
+            // whatever the file said about itself there is not there.
+            if inode.silent.start_scarred(&inode.durable) {
+                inode.whole_bytes = 0;
+            }
+        }
     }
 
     pub fn unlink(&mut self, path: &Path) -> io::Result<()> {
@@ -330,6 +334,7 @@ impl FileSystem {
         if changed {
             self.version += 1;
         }
+        self.persist_split_moves();
         self.flush_carried(carried);
         self.after_persisting();
         self.collect_garbage();
@@ -355,6 +360,7 @@ impl FileSystem {
                 FsyncNames::OwnChanges => dir.persist_own_changes(id),
             };
         }
+        changed |= self.persist_split_moves();
         if changed {
             self.version += 1;
             self.after_persisting();
@@ -380,6 +386,7 @@ impl FileSystem {
         for dir in self.dirs.values_mut() {
             changed |= dir.persist_before(seq);
         }
+        changed |= self.persist_split_moves();
         if changed {
             self.version += 1;
             self.after_persisting();

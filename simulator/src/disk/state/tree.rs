@@ -16,9 +16,12 @@
 //! entry of its parent, and everything under it goes where it goes
 //! ([`place`]).
 //!
-//! Renames across directories are refused (`Unsupported`) for directories
-//! as for files: a directory's parent never changes, which is what lets
-//! [`place`] find every directory from its parent alone.
+//! A rename across directories (a file's or a directory's) is two
+//! changes, the source's `DirOp::MoveOut` and the destination's
+//! `DirOp::MoveIn`, made durable together (`state/moves.rs`) and kept or
+//! lost together by a crash (`disk/moves.rs`): a directory's parent
+//! changes with it, so [`place`] finds every directory from the roots
+//! down through the settled entries.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -63,6 +66,7 @@ impl FileSystem {
             let carried = self.carried_data();
             if let Some(parent_dir) = self.dirs.get_mut(parent_path) {
                 if parent_dir.persist_prefix_through_name(name) {
+                    self.persist_split_moves();
                     self.flush_carried(carried);
                     self.after_persisting();
                 }
@@ -106,7 +110,7 @@ impl FileSystem {
 
     /// Move the directory at `path` (`id`) off the tree, under its
     /// [`detached_key`].
-    fn detach(&mut self, path: &Path, id: DirId) {
+    pub(super) fn detach(&mut self, path: &Path, id: DirId) {
         let mut dir = self.dirs.remove(path).expect("a directory to detach");
         dir.detached = true;
         self.dirs.insert(detached_key(id), dir);
@@ -116,7 +120,7 @@ impl FileSystem {
     /// `to` in the same parent: one pending change of the parent. An empty
     /// directory at `to` is replaced; errors as the kernel's: `to` a file
     /// (not a directory), a directory not empty, inside `from` (invalid),
-    /// `from` the root (busy). Across directories: `Unsupported`.
+    /// `from` the root (busy). Into another directory: `moves.rs`.
     pub fn rename_dir(&mut self, from: &Path, to: &Path) -> io::Result<()> {
         let dir = self.dir_at(from).ok_or_else(|| not_found(from))?;
         let (id, parent) = (dir.id, dir.parent);
@@ -139,8 +143,7 @@ impl FileSystem {
             None => None,
         };
         if to_parent_id != self.dir(from_parent)?.id {
-            let what = format!("rename to {}: across directories is not simulated", to.display());
-            return Err(error(io::ErrorKind::Unsupported, from, &what));
+            return self.move_dir(from, to, id, replaced);
         }
         if from_name == to_name {
             return Ok(());
@@ -149,7 +152,8 @@ impl FileSystem {
         if let Some(replaced) = replaced {
             self.detach(to, replaced);
         }
-        self.move_subtree(from, to_name);
+        let to_key = self.dirs.get_key_value(from).expect("the directory to move").0.with_file_name(to_name);
+        self.move_subtree(from, to_key);
         let parent = self.dir_mut(from_parent)?;
         parent.subdirs_volatile.remove(from_name);
         parent.subdirs_volatile.insert(to_name.to_string(), id);
@@ -161,11 +165,10 @@ impl FileSystem {
     }
 
     /// Re-key the directory at `from` and every directory under it to
-    /// `to_name` in the same parent.
-    fn move_subtree(&mut self, from: &Path, to_name: &str) {
+    /// `to_key`.
+    pub(super) fn move_subtree(&mut self, from: &Path, to_key: PathBuf) {
         let (from_key, _) = self.dirs.get_key_value(from).expect("the directory to move");
         let from_key = from_key.clone();
-        let to_key = from_key.parent().expect("not a root").join(to_name);
         let moving: Vec<PathBuf> = self.dirs.keys().filter(|key| key.starts_with(&from_key)).cloned().collect();
         for key in moving {
             let dir = self.dirs.remove(&key).expect("listed above");
@@ -204,33 +207,49 @@ impl FileSystem {
                 self.dirs.insert(path.clone(), dir);
             }
         }
+        // A move across directories the crash lost puts a directory back
+        // under its old parent: each placed directory's parent is the one
+        // whose entry placed it.
+        let ids: BTreeMap<PathBuf, DirId> = self.dirs.iter().map(|(path, dir)| (path.clone(), dir.id)).collect();
+        for (path, dir) in &mut self.dirs {
+            if dir.parent.is_some() {
+                dir.parent = path.parent().and_then(|parent| ids.get(parent)).copied();
+                debug_assert!(dir.parent.is_some(), "a placed directory other than a root has a placed parent");
+            }
+        }
         self.version += 1;
     }
 }
 
 /// Where each directory is when every directory's subdirectories are as
 /// given: `(key, id, parent, subdirectories)` per directory, keyed by its
-/// path before (a root keeps it). A directory its parent's entries do not
-/// name, or whose parent is not placed, is not in the result. Parents are
-/// made before their children, so in order of id each parent is placed
-/// before its children.
+/// path before (a root, `parent` `None`, keeps it). Every other directory
+/// is where a placed directory's entries name it, found from the roots
+/// down: a move across directories changes a directory's parent, so a
+/// crash that keeps or loses it decides where it is. A directory no
+/// placed directory names (removed, under a removed one, or moved into a
+/// directory a `reorder` crash lost a move of) is not in the result.
 pub(in super::super) fn place<'a>(
     dirs: impl Iterator<Item = (&'a Path, DirId, Option<DirId>, &'a SubdirEntries)>,
 ) -> BTreeMap<DirId, PathBuf> {
-    let mut by_id: Vec<_> = dirs.collect();
-    by_id.sort_by_key(|(_, id, _, _)| *id);
-    let subdirs: BTreeMap<DirId, &SubdirEntries> = by_id.iter().map(|(_, id, _, subdirs)| (*id, *subdirs)).collect();
+    let dirs: Vec<_> = dirs.collect();
+    let subdirs: BTreeMap<DirId, &SubdirEntries> = dirs.iter().map(|(_, id, _, subdirs)| (*id, *subdirs)).collect();
     let mut placed: BTreeMap<DirId, PathBuf> = BTreeMap::new();
-    for (key, id, parent, _) in &by_id {
-        let Some(parent) = parent else {
+    let mut todo: Vec<DirId> = Vec::new();
+    for (key, id, parent, _) in &dirs {
+        if parent.is_none() {
             placed.insert(*id, key.to_path_buf());
-            continue;
-        };
-        debug_assert!(parent < id, "a parent is made before its children");
-        let Some(parent_path) = placed.get(parent) else { continue };
-        let named = subdirs[parent].iter().find(|(_, child)| **child == *id);
-        if let Some((name, _)) = named {
-            placed.insert(*id, parent_path.join(name));
+            todo.push(*id);
+        }
+    }
+    while let Some(id) = todo.pop() {
+        let Some(children) = subdirs.get(&id) else { continue };
+        let here = placed[&id].clone();
+        for (name, child) in children.iter() {
+            // A directory named twice is a tree split in two: never left.
+            let fresh = placed.insert(*child, here.join(name)).is_none();
+            assert!(fresh, "directory {child} named twice after a crash");
+            todo.push(*child);
         }
     }
     placed

@@ -69,7 +69,11 @@ fn removal_and_rename_answer_the_kernels_errors() {
     assert_eq!(kind(vfs.remove_dir(&path("missing"))), ErrorKind::NotFound);
     assert_eq!(kind(vfs.remove_dir(Path::new("/"))), ErrorKind::ResourceBusy, "the root");
     assert_eq!(kind(vfs.rename(&path("tmp"), &path("tmp/sub/x"))), ErrorKind::InvalidInput, "into itself");
-    assert_eq!(kind(vfs.rename(&path("empty"), &path("tmp/new"))), ErrorKind::Unsupported, "across directories");
+    assert_eq!(
+        kind(vfs.rename(&path("empty"), &path("tmp/sub"))),
+        ErrorKind::DirectoryNotEmpty,
+        "across, onto a full one"
+    );
     assert_eq!(kind(vfs.rename(&path("empty"), &path("tmp/a"))), ErrorKind::NotADirectory, "a file, anywhere");
     durable_file(&vfs, &path("file"), b"f");
     assert_eq!(kind(vfs.rename(&path("empty"), &path("file"))), ErrorKind::NotADirectory);

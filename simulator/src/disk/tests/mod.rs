@@ -10,7 +10,9 @@
 //! and a persistence hazard names its file by every name it bore
 //! (`hazard_names.rs`); directories removed and renamed (`dirs.rs`), and
 //! a store that publishes snapshots by renaming a directory into place,
-//! swept with a planted bug (`snapshot_store.rs`).
+//! swept with a planted bug (`snapshot_store.rs`); renames across
+//! directories (`moves.rs`), and a store that moves its records between
+//! directories, swept with a planted bug (`move_store.rs`).
 
 mod crash_states;
 mod datasync;
@@ -18,6 +20,8 @@ mod dirs;
 mod faults;
 mod hazard_names;
 mod model;
+mod move_store;
+mod moves;
 mod points;
 mod prefix;
 mod profiles;

@@ -308,8 +308,9 @@ fn the_saved_redb_regressions_pass() {
 fn interleaved_readers_run_clean_and_catch_the_unpinned_plant_inside_a_commit() {
     let interleaved = |mut target: Kit<RedbAdapter>| {
         target.settings.ops = Some(80);
-        target.set_interleave(true).expect("redb declares readers");
-        with_clients(target, 3)
+        let mut target = with_clients(target, 3);
+        target.set_interleave(true).expect("with clients");
+        target
     };
     let honest = interleaved(redb(KitSettings::default()));
     assert_seeds_pass_and_replay(&honest, 0..6);

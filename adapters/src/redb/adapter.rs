@@ -11,7 +11,7 @@
 //!   which redb documents as a snapshot of what was committed before it
 //!   began; every reader ends before `compact()`, which refuses to run
 //!   while one is live; with `--interleave` a reader also steps inside the
-//!   writer's operations, at their fsyncs only ([`RedbBeside`]);
+//!   writer's operations, at their fsyncs only (`RedbBeside`);
 //! - per seed, the page cache size and whether every open checks
 //!   integrity: only then does redb promise to report altered bytes, so
 //!   only then does the disk damage durable ones;
@@ -107,10 +107,10 @@ pub struct RedbAdapter;
 /// transactions.
 pub struct RedbDb {
     txn: Option<WriteTransaction>,
-    /// The readers, shared with [`RedbBeside`] while the writer's
+    /// The readers, shared with `RedbBeside` while the writer's
     /// operation runs.
     readers: Arc<ReaderTxns>,
-    /// `Some` until dropped or closed; shared with [`RedbBeside`] only
+    /// `Some` until dropped or closed; shared with `RedbBeside` only
     /// inside the writer's operation (so `compact` and `close` find it
     /// alone).
     db: Option<Arc<Database>>,
@@ -335,7 +335,7 @@ impl ReadersBeside for RedbBeside {
         None
     }
 
-    /// See [`RedbBeside`].
+    /// See `RedbBeside`.
     fn pauses_where_announced(&self) -> bool {
         true
     }
@@ -485,7 +485,7 @@ impl ReadTransactions<RedbDb> for RedbAdapter {
         db.readers.end(reader)
     }
 
-    /// [`RedbBeside`]: the same readers, with the database shared for the
+    /// `RedbBeside`: the same readers, with the database shared for the
     /// writer's operation.
     fn beside(&self, db: &mut RedbDb) -> Option<Arc<dyn ReadersBeside>> {
         let shared = db.db.clone().expect("open between operations");

@@ -193,7 +193,9 @@ sqlite:
 # --faults, and with --damage: clean, and its planted no-checksum caught
 # at a damaged durable image; with readers beside the writer (--clients 4)
 # clean, and its planted live-reader caught by the random mode and by
-# explore (in its recording: a reader's isolation is not a crash state's).
+# explore (in its recording: a reader's isolation is not a crash state's);
+# with readers stepping inside the writer's commits (--interleave) 0..500
+# clean, and its planted past-commit caught there and only there.
 KSEEDS ?= 0..2000
 # Built as a kit user builds it: without the redb and sqlite features.
 LOGKV = $(CARGO) run --release -q -p sim --no-default-features --example logkv --
@@ -207,6 +209,9 @@ kit-example:
 	$(LOGKV) --seeds $(KSEEDS) --clients 4 --jobs $(JOBS)
 	$(LOGKV) --seeds 0..20 --clients 4 --plant live-reader --jobs $(JOBS) >/dev/null 2>&1; test $$? -eq 1 || { echo "kit-example: the random mode missed live-reader"; exit 1; }
 	$(LOGKV) explore --seed 0 --clients 4 --plant live-reader 2>/dev/null | grep -q "check 'isolation'" || { echo "kit-example: explore missed live-reader"; exit 1; }
+	$(LOGKV) --seeds 0..500 --clients 4 --interleave --jobs $(JOBS)
+	$(LOGKV) --seeds 0..300 --clients 4 --interleave --plant past-commit --jobs $(JOBS) >/dev/null 2>&1; test $$? -eq 1 || { echo "kit-example: --interleave missed past-commit"; exit 1; }
+	$(LOGKV) --seeds 0..300 --clients 4 --plant past-commit --jobs $(JOBS) >/dev/null 2>&1 || { echo "kit-example: past-commit was caught without --interleave (only a step inside a commit can see it)"; exit 1; }
 
 # persy through the stdfs layer (STDFS.md): persy fails most seeds (its
 # findings), so the sweep must finish all its seeds under --isolate (a

@@ -440,6 +440,16 @@ pub trait ReadersBeside: Send + Sync {
     fn writer_writing(&self) -> Option<bool> {
         None
     }
+
+    /// Whether a step may run only where the engine announces it
+    /// (`Vfs::pause_point`: `true`), not at each of its I/Os that change
+    /// the disk (`false`, the default): for an engine that holds, across
+    /// its I/Os, a lock that a reader takes (redb's header lock across its
+    /// header writes; the redb adapter's backend lock across its fsyncs),
+    /// where a step on the writer's thread would wait on itself.
+    fn pauses_where_announced(&self) -> bool {
+        false
+    }
 }
 
 /// Assert that `adapter`'s capabilities and its reference `spec` agree: a

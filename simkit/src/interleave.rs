@@ -44,6 +44,11 @@ const INTERLEAVE_SALT: u64 = 0x494e_5445_524c_5600;
 /// rollback-journal commit writes, syncs and deletes its journal.
 const MAX_PAUSE: u32 = 12;
 
+/// The same for an engine that announces its pause points
+/// (`ReadersBeside::pauses_where_announced`): redb's, before each fsync,
+/// of which its commit makes one, or two in its 2-phase commit.
+const MAX_SYNC_PAUSE: u32 = 2;
+
 impl<A: Adapter> KvRun<'_, A> {
     /// Arm a reader's step inside `planned` (a writer's operation), if
     /// the run interleaves and the seed draws one.
@@ -70,6 +75,10 @@ impl<A: Adapter> KvRun<'_, A> {
         // nothing more here.
         step.action = step.try_write.then(|| self.mid_op_action(planned)).flatten();
         let Some(beside) = readers_of(self.adapter).beside(self.db()) else { return };
+        if beside.pauses_where_announced() {
+            // Folded, not redrawn: every draw above stays what it was.
+            step.at_pause = (step.at_pause - 1) % MAX_SYNC_PAUSE + 1;
+        }
         let open: BTreeSet<usize> = self.readers.all().into_iter().collect();
         pause.arm(beside, step, open);
     }

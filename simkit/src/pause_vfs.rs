@@ -3,7 +3,11 @@
 //! changes the disk (a write, a truncate, an fsync, an unlink, a rename, a
 //! directory sync, a create), and where the engine says it waits for
 //! another connection ([`BUSY_WAIT`]), asks its [`PausePoint`] whether a
-//! reader's step is due there, and runs it before the I/O goes on.
+//! reader's step is due there, and runs it before the I/O goes on. An
+//! engine whose I/Os run under a lock its readers take announces its pause
+//! points instead (`Vfs::pause_point`, where it holds none;
+//! `ReadersBeside::pauses_where_announced`: redb, before each fsync), and
+//! its I/Os then are not pause points.
 //!
 //! Why here and not in the disk: the engine calls back into the disk from
 //! inside its operation, so this is the one place every engine's
@@ -129,12 +133,16 @@ impl PausePoint {
         std::mem::take(&mut *plan).done
     }
 
-    /// An I/O that changes the disk is about to run: run the armed step
-    /// first if this is its pause point.
-    fn before_io(&self) {
+    /// An I/O that changes the disk is about to run (or, `announced`, the
+    /// engine announced a pause point): run the armed step first if this
+    /// is its pause point.
+    fn before_io(&self, announced: bool) {
         let (beside, step, was_open) = {
             let mut plan = self.plan();
             if plan.running || plan.armed.is_none() {
+                return;
+            }
+            if plan.beside.as_ref().is_some_and(|beside| beside.pauses_where_announced()) != announced {
                 return;
             }
             plan.pauses_seen += 1;
@@ -252,21 +260,21 @@ pub(crate) struct PausingVfs {
 impl Vfs for PausingVfs {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn VfsFile>> {
         if mode != OpenMode::Read && mode != OpenMode::Write {
-            self.pause.before_io();
+            self.pause.before_io(false);
         }
         let file = self.disk.open(path, mode)?;
         Ok(Box::new(PausingFile { file, pause: self.pause.clone() }))
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.pause.before_io();
+        self.pause.before_io(false);
         self.disk.rename(from, to)
     }
     fn unlink(&self, path: &Path) -> io::Result<()> {
-        self.pause.before_io();
+        self.pause.before_io(false);
         self.disk.unlink(path)
     }
     fn remove_dir(&self, dir: &Path) -> io::Result<()> {
-        self.pause.before_io();
+        self.pause.before_io(false);
         self.disk.remove_dir(dir)
     }
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
@@ -276,7 +284,7 @@ impl Vfs for PausingVfs {
         self.disk.create_dir_all(dir)
     }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.pause.before_io();
+        self.pause.before_io(false);
         self.disk.sync_dir(dir)
     }
     fn map_readonly(&self, path: &Path) -> io::Result<Mapping> {
@@ -295,13 +303,17 @@ impl Vfs for PausingVfs {
     /// another connection), not a phase: it stays here.
     fn mark(&self, phase: &'static str) {
         match phase {
-            BUSY_WAIT => self.pause.before_io(),
+            BUSY_WAIT => self.pause.before_io(false),
             _ => self.disk.mark(phase),
         }
     }
 
     fn act_as(&self, thread: u32) {
         self.disk.act_as(thread);
+    }
+
+    fn pause_point(&self) {
+        self.pause.before_io(true);
     }
 }
 
@@ -316,22 +328,22 @@ impl VfsFile for PausingFile {
         self.file.read_at(offset_bytes, buf)
     }
     fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
-        self.pause.before_io();
+        self.pause.before_io(false);
         self.file.write_at(offset_bytes, data)
     }
     fn set_len(&mut self, len_bytes: u64) -> io::Result<()> {
-        self.pause.before_io();
+        self.pause.before_io(false);
         self.file.set_len(len_bytes)
     }
     fn len(&self) -> io::Result<u64> {
         self.file.len()
     }
     fn sync(&mut self) -> io::Result<()> {
-        self.pause.before_io();
+        self.pause.before_io(false);
         self.file.sync()
     }
     fn sync_data(&mut self) -> io::Result<()> {
-        self.pause.before_io();
+        self.pause.before_io(false);
         self.file.sync_data()
     }
 }

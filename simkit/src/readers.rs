@@ -201,6 +201,27 @@ impl OpenReaders {
         ))
     }
 
+    /// Hold a reader's scan of `table`, known only by `agrees` (which rows
+    /// it could have been: `crash-os` hears a count and a hash) and `got`
+    /// (how to name it), to its snapshot.
+    pub fn check_scan_answer(
+        &mut self,
+        reader: usize,
+        table: usize,
+        agrees: impl Fn(&Rows) -> bool,
+        got: &str,
+    ) -> Result<(), String> {
+        let snapshot = self.snapshot(reader);
+        if snapshot.narrow(|state| agrees(&state.tables[table])) {
+            return Ok(());
+        }
+        let want = snapshot.states[0].tables[table].len();
+        Err(format!(
+            "{}: its scan ({got}) is not the table committed when it began ({want} rows)",
+            snapshot.history(reader)
+        ))
+    }
+
     /// Hold a reader's scan of `table` to its snapshot.
     pub fn check_scan(&mut self, reader: usize, table: usize, got: &Rows) -> Result<(), String> {
         let snapshot = self.snapshot(reader);

@@ -167,6 +167,13 @@ pub trait Vfs: Send + Sync {
     /// takes an fsync as relying only on files its own thread synced; on a
     /// real disk it does nothing.
     fn act_as(&self, _thread: u32) {}
+
+    /// The engine says another client's step may run here: it is about to
+    /// make an I/O and holds none of its own locks (the kit's
+    /// `--interleave` for an engine that holds a lock across its I/Os:
+    /// `simkit`'s `pause_vfs.rs`). The disk and a real file system do
+    /// nothing.
+    fn pause_point(&self) {}
 }
 
 /// An open file. Reads and writes are positional: the engine tracks its

@@ -10,7 +10,8 @@
 //! - readers beside the writer (`--clients N`): each a `ReadTransaction`,
 //!   which redb documents as a snapshot of what was committed before it
 //!   began; every reader ends before `compact()`, which refuses to run
-//!   while one is live;
+//!   while one is live; with `--interleave` a reader also steps inside the
+//!   writer's operations, at their fsyncs only (`RedbBeside`);
 //! - per seed, the page cache size and whether every open checks
 //!   integrity: only then does redb promise to report altered bytes, so
 //!   only then does the disk damage durable ones;
@@ -23,6 +24,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use redb::{
     Builder, Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
@@ -33,7 +35,7 @@ use vfs::OpenMode;
 use super::backend::{Plant as Planted, VfsBackend};
 use simkit::{
     Adapter, Env, ErrorKind, KeyKind, KitError, Level, Maintain, Maintenance, Plant, Previous, Promise,
-    ReadTransactions, Readers, Rows, Spec, TableSpec, Tolerances,
+    ReadTransactions, Readers, ReadersBeside, Rows, Spec, TableSpec, Tolerances,
 };
 
 const T0: TableDefinition<u64, &[u8]> = TableDefinition::new("t0");
@@ -105,12 +107,35 @@ pub struct RedbAdapter;
 /// transactions.
 pub struct RedbDb {
     txn: Option<WriteTransaction>,
-    /// Each open reader's transaction, by client number.
-    readers: BTreeMap<usize, ReadTransaction>,
-    /// `Some` until dropped or closed.
-    db: Option<Database>,
+    /// The readers, shared with `RedbBeside` while the writer's
+    /// operation runs.
+    readers: Arc<ReaderTxns>,
+    /// `Some` until dropped or closed; shared with `RedbBeside` only
+    /// inside the writer's operation (so `compact` and `close` find it
+    /// alone).
+    db: Option<Arc<Database>>,
+}
+
+/// The readers' read transactions, by client number.
+pub struct ReaderTxns {
+    open: Mutex<BTreeMap<usize, ReadTransaction>>,
     /// `--plant redb-reader-unpinned`.
     unpinned: bool,
+}
+
+/// The readers as the kit steps them inside the writer's operation
+/// (`--interleave`), only where the backend announces a pause point:
+/// before each `sync_data` takes the backend's lock. redb 4.6's
+/// `TransactionalMemory::commit` holds the header lock across each header
+/// write, which a reader's `begin_read` takes shared
+/// (`register_read_transaction`), so a step at a write would wait on its
+/// own thread; across the flushes (`PagedCachedFile::flush`:
+/// `flush_write_buffer` returns its locks before `sync_data`) redb holds
+/// none that `begin_read` or a read takes — the writer's system-table lock
+/// is the write transaction's own (REDB.md).
+pub struct RedbBeside {
+    db: Arc<Database>,
+    readers: Arc<ReaderTxns>,
 }
 
 /// redb's `WriteTransaction` and `Database` may each panic in `Drop` when
@@ -120,7 +145,8 @@ pub struct RedbDb {
 impl Drop for RedbDb {
     fn drop(&mut self) {
         use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-        let (txn, readers, db) = (self.txn.take(), std::mem::take(&mut self.readers), self.db.take());
+        let readers = std::mem::take(&mut *self.readers.open());
+        let (txn, db) = (self.txn.take(), self.db.take());
         let first = catch_unwind(AssertUnwindSafe(|| drop(txn)));
         let readers = catch_unwind(AssertUnwindSafe(|| drop(readers)));
         let second = catch_unwind(AssertUnwindSafe(|| drop(db)));
@@ -181,7 +207,7 @@ fn db_file(env: &Env<'_, RedbAdapter>) -> PathBuf {
 fn open_db(env: &Env<'_, RedbAdapter>) -> Result<Database, KitError> {
     let path = db_file(env);
     let file = env.vfs.open(&path, OpenMode::Write)?;
-    let backend = VfsBackend::new(file, &path.to_string_lossy(), env.plant);
+    let backend = VfsBackend::new(file, &path.to_string_lossy(), env.plant).announcing_to(env.vfs.clone());
     let mut builder = Builder::new();
     builder.set_cache_size(env.config.cache_bytes).set_check_integrity_on_open(env.config.check_integrity_on_open);
     builder.create_with_backend(backend).map_err(kit_error)
@@ -189,7 +215,7 @@ fn open_db(env: &Env<'_, RedbAdapter>) -> Result<Database, KitError> {
 
 impl RedbDb {
     fn db(&self) -> &Database {
-        self.db.as_ref().expect("open until dropped or closed")
+        self.db.as_deref().expect("open until dropped or closed")
     }
 
     fn txn(&mut self) -> Result<&WriteTransaction, redb::Error> {
@@ -230,29 +256,6 @@ impl RedbDb {
         }
     }
 
-    /// `read` through reader `reader`'s transaction (under
-    /// `redb-reader-unpinned`, through a fresh one).
-    fn read_as<R>(
-        &self,
-        reader: usize,
-        read: impl FnOnce(&ReadTransaction) -> Result<R, redb::Error>,
-    ) -> Result<R, redb::Error> {
-        if self.unpinned {
-            return read(&self.db().begin_read()?);
-        }
-        read(self.readers.get(&reader).expect("the kit reads only through an open reader"))
-    }
-
-    /// Read one key in reader `reader`'s transaction.
-    fn reader_get(&self, reader: usize, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, redb::Error> {
-        self.read_as(reader, |t| Ok(on_table!(table, key, |def, k| value(t.open_table(def)?.get(k)?))))
-    }
-
-    /// A whole table, read in reader `reader`'s transaction.
-    fn reader_scan(&self, reader: usize, table: usize) -> Result<Rows, redb::Error> {
-        self.read_as(reader, |t| table_rows!(t, table))
-    }
-
     fn commit(&mut self, level: usize) -> Result<(), redb::Error> {
         self.txn()?;
         let mut txn = self.txn.take().expect("begun above");
@@ -262,6 +265,79 @@ impl RedbDb {
         txn.set_quick_repair(level == 2);
         txn.commit()?;
         Ok(())
+    }
+}
+
+impl ReaderTxns {
+    fn open(&self) -> MutexGuard<'_, BTreeMap<usize, ReadTransaction>> {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Begin reader `reader`'s read transaction on `db`.
+    fn begin(&self, db: &Database, reader: usize) -> Result<(), KitError> {
+        let txn = db.begin_read().map_err(kit_error)?;
+        let before = self.open().insert(reader, txn);
+        debug_assert!(before.is_none(), "the kit begins a reader only when it has none open");
+        Ok(())
+    }
+
+    /// `read` through reader `reader`'s transaction (under
+    /// `redb-reader-unpinned`, through a fresh one on `db`).
+    fn read_as<R>(
+        &self,
+        db: &Database,
+        reader: usize,
+        read: impl FnOnce(&ReadTransaction) -> Result<R, redb::Error>,
+    ) -> Result<R, KitError> {
+        if self.unpinned {
+            return db.begin_read().map_err(redb::Error::from).and_then(|t| read(&t)).map_err(kit_error);
+        }
+        let open = self.open();
+        read(open.get(&reader).expect("the kit reads only through an open reader")).map_err(kit_error)
+    }
+
+    /// Read one key in reader `reader`'s transaction.
+    fn get(&self, db: &Database, reader: usize, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, KitError> {
+        self.read_as(db, reader, |t| Ok(on_table!(table, key, |def, k| value(t.open_table(def)?.get(k)?))))
+    }
+
+    /// A whole table, read in reader `reader`'s transaction.
+    fn scan(&self, db: &Database, reader: usize, table: usize) -> Result<Rows, KitError> {
+        self.read_as(db, reader, |t| table_rows!(t, table))
+    }
+
+    /// End reader `reader`'s read transaction.
+    fn end(&self, reader: usize) -> Result<(), KitError> {
+        let txn = self.open().remove(&reader).expect("the kit ends only an open reader");
+        txn.close().map_err(kit_error)
+    }
+}
+
+impl ReadersBeside for RedbBeside {
+    fn begin_read(&self, reader: usize) -> Result<(), KitError> {
+        self.readers.begin(&self.db, reader)
+    }
+
+    fn reader_get(&self, reader: usize, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, KitError> {
+        self.readers.get(&self.db, reader, table, key)
+    }
+
+    fn reader_scan(&self, reader: usize, table: usize) -> Result<Rows, KitError> {
+        self.readers.scan(&self.db, reader, table)
+    }
+
+    fn end_read(&self, reader: usize) -> Result<(), KitError> {
+        self.readers.end(reader)
+    }
+
+    /// redb has no lock a reader could be refused at.
+    fn writer_lock(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// See `RedbBeside`.
+    fn pauses_where_announced(&self) -> bool {
+        true
     }
 }
 
@@ -320,7 +396,8 @@ impl Adapter for RedbAdapter {
 
     fn open(&self, env: &Env<'_, Self>) -> Result<RedbDb, KitError> {
         let unpinned = env.plant == Some(Planted::ReaderUnpinned);
-        Ok(RedbDb { txn: None, readers: BTreeMap::new(), db: Some(open_db(env)?), unpinned })
+        let readers = Arc::new(ReaderTxns { open: Mutex::new(BTreeMap::new()), unpinned });
+        Ok(RedbDb { txn: None, readers, db: Some(Arc::new(open_db(env)?)) })
     }
 
     fn put(&self, db: &mut RedbDb, table: usize, key: &[u8], value: &[u8]) -> Result<Previous, KitError> {
@@ -358,11 +435,14 @@ impl Adapter for RedbAdapter {
     }
 
     fn close(&self, mut db: RedbDb) -> Result<(), KitError> {
-        debug_assert!(db.readers.is_empty(), "the kit ends every reader before a clean close");
+        debug_assert!(db.readers.open().is_empty(), "the kit ends every reader before a clean close");
         if let Some(txn) = db.txn.take() {
             txn.abort().map_err(kit_error)?;
         }
-        db.db.take().expect("open until closed").close().map_err(kit_error)
+        let shared = db.db.take().expect("open until closed");
+        let alone =
+            Arc::try_unwrap(shared).unwrap_or_else(|_| panic!("the readers' handle lives only inside an operation"));
+        alone.close().map_err(kit_error)
     }
 
     fn maintenance(&self) -> Option<&dyn Maintain<RedbDb>> {
@@ -376,16 +456,15 @@ impl Adapter for RedbAdapter {
 
 impl Maintain<RedbDb> for RedbAdapter {
     fn maintain(&self, db: &mut RedbDb) -> Result<(), KitError> {
-        db.db.as_mut().expect("open").compact().map(drop).map_err(kit_error)
+        let shared = db.db.as_mut().expect("open");
+        let alone = Arc::get_mut(shared).expect("the readers' handle lives only inside an operation");
+        alone.compact().map(drop).map_err(kit_error)
     }
 }
 
 impl ReadTransactions<RedbDb> for RedbAdapter {
     fn begin_read(&self, db: &mut RedbDb, reader: usize) -> Result<(), KitError> {
-        let txn = db.db().begin_read().map_err(kit_error)?;
-        let before = db.readers.insert(reader, txn);
-        debug_assert!(before.is_none(), "the kit begins a reader only when it has none open");
-        Ok(())
+        db.readers.begin(db.db(), reader)
     }
 
     fn reader_get(
@@ -395,15 +474,21 @@ impl ReadTransactions<RedbDb> for RedbAdapter {
         table: usize,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>, KitError> {
-        db.reader_get(reader, table, key).map_err(kit_error)
+        db.readers.get(db.db(), reader, table, key)
     }
 
     fn reader_scan(&self, db: &mut RedbDb, reader: usize, table: usize) -> Result<Rows, KitError> {
-        db.reader_scan(reader, table).map_err(kit_error)
+        db.readers.scan(db.db(), reader, table)
     }
 
     fn end_read(&self, db: &mut RedbDb, reader: usize) -> Result<(), KitError> {
-        let txn = db.readers.remove(&reader).expect("the kit ends only an open reader");
-        txn.close().map_err(kit_error)
+        db.readers.end(reader)
+    }
+
+    /// `RedbBeside`: the same readers, with the database shared for the
+    /// writer's operation.
+    fn beside(&self, db: &mut RedbDb) -> Option<Arc<dyn ReadersBeside>> {
+        let shared = db.db.clone().expect("open between operations");
+        Some(Arc::new(RedbBeside { db: shared, readers: db.readers.clone() }))
     }
 }

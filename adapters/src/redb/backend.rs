@@ -13,7 +13,14 @@
 //! [`VfsFile`] is `Send` and writes through `&mut self`. A `Mutex` bridges
 //! the two. The simulator runs one seed on one thread, so the lock is never
 //! contended and imposes no order of its own: the order of I/O is the order
-//! redb issues it in.
+//! redb issues it in. With `--interleave` a reader's step runs on that same
+//! thread inside redb's commit, so it may run only where no lock is held:
+//! before the `sync_data` of a commit's flush, which follows a write of the
+//! header (offset 0), takes this one (`Vfs::pause_point`, announced to the
+//! disk the file came from, [`VfsBackend::announcing_to`]). Not before
+//! every `sync_data`: redb 4.6 also syncs when it grows the file
+//! (`TransactionalMemory::grow`), under its `state` lock, which a reader's
+//! `begin_read` takes (`latest_committed_snapshot`).
 //!
 //! The planted bugs of the redb target ([`Plant`]; the adapter names them)
 //! live here too, as switches on the one backend type: redb takes the
@@ -21,10 +28,10 @@
 
 use std::fmt;
 use std::io;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use redb::StorageBackend;
-use vfs::{read_exact_at, VfsFile};
+use vfs::{read_exact_at, Vfs, VfsFile};
 
 /// A bug planted under redb (`--plant redb-no-sync`, `redb-late-write`),
 /// or in the application's use of it (`redb-reader-unpinned`).
@@ -60,6 +67,9 @@ struct HeldWrite {
 struct Inner {
     file: Option<Box<dyn VfsFile>>,
     held: Option<HeldWrite>,
+    /// The header was written since the last `sync_data`: the next one is
+    /// a commit's flush (see the module doc).
+    header_written: bool,
 }
 
 /// redb's storage: one file of the simulated disk (see the module doc).
@@ -68,6 +78,8 @@ pub struct VfsBackend {
     plant: Option<Plant>,
     /// For `Debug` (redb formats its backend into log lines).
     path: String,
+    /// Where each `sync_data` announces a pause point before it locks.
+    announce: Option<Arc<dyn Vfs>>,
 }
 
 impl fmt::Debug for VfsBackend {
@@ -84,7 +96,16 @@ impl VfsBackend {
     /// A backend over `file` (opened for writing), named `path` in debug
     /// output, with `plant` switched on if given.
     pub fn new(file: Box<dyn VfsFile>, path: &str, plant: Option<Plant>) -> Self {
-        VfsBackend { inner: Mutex::new(Inner { file: Some(file), held: None }), plant, path: path.to_string() }
+        let inner = Mutex::new(Inner { file: Some(file), held: None, header_written: false });
+        VfsBackend { inner, plant, path: path.to_string(), announce: None }
+    }
+
+    /// Announce a pause point to `vfs` (the disk the file came from)
+    /// before each `sync_data` of a commit's flush, where redb and this
+    /// backend hold no lock a reader takes (see the module doc).
+    pub fn announcing_to(mut self, vfs: Arc<dyn Vfs>) -> Self {
+        self.announce = Some(vfs);
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -118,7 +139,7 @@ impl StorageBackend for VfsBackend {
 
     fn read(&self, offset_bytes: u64, out: &mut [u8]) -> io::Result<()> {
         let mut inner = self.lock();
-        let Inner { file, held } = &mut *inner;
+        let Inner { file, held, .. } = &mut *inner;
         let file = file.as_ref().ok_or_else(closed)?;
         let Some(held) = held else {
             // The trait asks for an error when the range runs past the
@@ -147,6 +168,10 @@ impl StorageBackend for VfsBackend {
     }
 
     fn sync_data(&self) -> io::Result<()> {
+        let header_written = std::mem::take(&mut self.lock().header_written);
+        if let (Some(vfs), true) = (&self.announce, header_written) {
+            vfs.pause_point();
+        }
         let mut inner = self.lock();
         match self.plant {
             Some(Plant::NoSync) => Ok(()),
@@ -161,6 +186,7 @@ impl StorageBackend for VfsBackend {
 
     fn write(&self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
         let mut inner = self.lock();
+        inner.header_written |= offset_bytes == 0;
         if self.plant == Some(Plant::LateWrite) {
             inner.release_held()?;
             inner.file()?;

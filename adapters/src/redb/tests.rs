@@ -299,3 +299,29 @@ fn the_saved_redb_regressions_pass() {
     let held = simulator::cli::replay::assert_saved_ops_hold(|| redb(KitSettings::default()), &dir);
     assert!(held.passed >= 1 && held.failed_as_expected == 0, "{held:?}");
 }
+
+/// Readers stepping inside the writer's operations (`--interleave`), at
+/// the pause points the backend announces (before a commit's flush):
+/// seeds run clean and replay bit for bit, steps did run, and the unpinned
+/// plant is caught by a step inside a commit, whose seed passes honestly.
+#[test]
+fn interleaved_readers_run_clean_and_catch_the_unpinned_plant_inside_a_commit() {
+    let interleaved = |mut target: Kit<RedbAdapter>| {
+        target.settings.ops = Some(80);
+        let mut target = with_clients(target, 3);
+        target.set_interleave(true).expect("with clients");
+        target
+    };
+    let honest = interleaved(redb(KitSettings::default()));
+    assert_seeds_pass_and_replay(&honest, 0..6);
+    let steps: u64 =
+        (0..6).map(|seed| honest.run(seed, &honest.generate(seed), false).counters.interleaved_steps).sum();
+    assert!(steps > 0, "no reader stepped inside a writer's operation");
+    let bad = interleaved(planted("redb-reader-unpinned"));
+    let caught = (0..60)
+        .filter_map(|seed| bad.run(seed, &bad.generate(seed), false).failure)
+        .find(|failure| failure.detail.contains("stepping at I/O"))
+        .expect("a step inside a commit catches it within 60 seeds");
+    assert_eq!(caught.check, simulator::failure::Check::Isolation, "{}", caught.detail);
+    assert!(honest.run(caught.seed, &honest.generate(caught.seed), false).failure.is_none(), "seed {}", caught.seed);
+}

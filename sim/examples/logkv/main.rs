@@ -7,18 +7,21 @@
 //! cargo run --release -p sim --example logkv -- --seeds 0..200 --plant lazy-fsync
 //! cargo run --release -p sim --example logkv -- explore --seed 1 --depth 2 --faults
 //! cargo run --release -p sim --example logkv -- explore --seed 1 --damage
+//! cargo run --release -p sim --example logkv -- --seeds 0..500 --clients 4 --interleave
 //! ```
 
 mod store;
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use simkit::vfs::OpenMode;
 use simkit::{
-    Adapter, Env, KitError, Level, Plant, Previous, Promise, ReadTransactions, Readers, RecordSpan, RngCore, Rows, Spec,
+    Adapter, Env, KitError, Level, Plant, Previous, Promise, ReadTransactions, Readers, ReadersBeside, RecordSpan,
+    RngCore, Rows, Spec,
 };
 
-use crate::store::{Bug, LogKv};
+use crate::store::{Bug, LogKv, Readers as LogReaders};
 
 /// `LogKv` as the kit sees it.
 #[derive(Clone, Copy, Debug)]
@@ -27,13 +30,14 @@ struct LogKvAdapter;
 const LOG: &str = "log";
 
 impl Plant for Bug {
-    const ALL: &'static [Bug] = &[Bug::LazyFsync, Bug::NoChecksum, Bug::LiveReader];
+    const ALL: &'static [Bug] = &[Bug::LazyFsync, Bug::NoChecksum, Bug::LiveReader, Bug::PastCommit];
 
     fn name(self) -> &'static str {
         match self {
             Bug::LazyFsync => "lazy-fsync",
             Bug::NoChecksum => "no-checksum",
             Bug::LiveReader => "live-reader",
+            Bug::PastCommit => "past-commit",
         }
     }
 
@@ -42,6 +46,9 @@ impl Plant for Bug {
             Bug::LazyFsync => "a sync commit fsyncs only when the log crossed a 4 KiB boundary",
             Bug::NoChecksum => "open replays a record without checking its checksum",
             Bug::LiveReader => "a reader reads the committed state as it is now, not its copy (needs --clients)",
+            Bug::PastCommit => {
+                "a reader begins on every record written, past the last commit record (needs --clients and --interleave)"
+            }
         }
     }
 }
@@ -64,8 +71,9 @@ impl Adapter for LogKvAdapter {
     /// carries a checksum, so a damaged one is cut at, as a torn tail is
     /// (an older committed state, never another one), and the adapter
     /// describes the records for `sim explore --damage`. Up to 3 readers
-    /// read beside the writer, each its own copy of what was committed
-    /// when it began (`--clients 4`).
+    /// read beside the writer, each the state committed when it began
+    /// (`--clients 4`), also from inside the writer's commit
+    /// (`--interleave`: `ReadTransactions::beside`).
     fn spec(&self, _config: &()) -> Spec {
         Spec {
             phases: &["appended", "synced"],
@@ -89,7 +97,10 @@ impl Adapter for LogKvAdapter {
         let span = |(number, (at, payload)): (usize, (usize, &[u8]))| RecordSpan {
             offset_bytes: at as u64,
             len_bytes: (store::HEADER_BYTES + payload.len()) as u64,
-            what: format!("commit record {number}"),
+            what: match store::continued(payload) {
+                true => format!("record {number} (continued)"),
+                false => format!("commit record {number}"),
+            },
         };
         (name == LOG).then(|| records.map(span).collect())
     }
@@ -146,21 +157,50 @@ impl Adapter for LogKvAdapter {
 
 impl ReadTransactions<LogKv> for LogKvAdapter {
     fn begin_read(&self, db: &mut LogKv, reader: usize) -> Result<(), KitError> {
-        db.begin_read(reader);
-        Ok(())
+        ReadersBeside::begin_read(db.readers(), reader)
     }
 
     fn reader_get(&self, db: &mut LogKv, reader: usize, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, KitError> {
-        Ok(db.reader_view(reader)[table].get(key).cloned())
+        ReadersBeside::reader_get(db.readers(), reader, table, key)
     }
 
     fn reader_scan(&self, db: &mut LogKv, reader: usize, table: usize) -> Result<Rows, KitError> {
-        Ok(db.reader_view(reader)[table].clone())
+        ReadersBeside::reader_scan(db.readers(), reader, table)
     }
 
     fn end_read(&self, db: &mut LogKv, reader: usize) -> Result<(), KitError> {
-        db.end_read(reader);
+        ReadersBeside::end_read(db.readers(), reader)
+    }
+
+    /// The readers share their states with the writer behind a lock it
+    /// never holds across an I/O, so a reader may step inside its commit.
+    fn beside(&self, db: &mut LogKv) -> Option<Arc<dyn ReadersBeside>> {
+        Some(Arc::new(db.readers().clone()))
+    }
+}
+
+impl ReadersBeside for LogReaders {
+    fn begin_read(&self, reader: usize) -> Result<(), KitError> {
+        LogReaders::begin_read(self, reader);
         Ok(())
+    }
+
+    fn reader_get(&self, reader: usize, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>, KitError> {
+        Ok(self.reader_view(reader)[table].get(key).cloned())
+    }
+
+    fn reader_scan(&self, reader: usize, table: usize) -> Result<Rows, KitError> {
+        Ok(self.reader_view(reader)[table].clone())
+    }
+
+    fn end_read(&self, reader: usize) -> Result<(), KitError> {
+        LogReaders::end_read(self, reader);
+        Ok(())
+    }
+
+    /// logkv has no locks: a reader is never refused.
+    fn writer_lock(&self) -> Option<&'static str> {
+        None
     }
 }
 

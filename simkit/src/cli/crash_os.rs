@@ -48,6 +48,13 @@ pub struct CrashOsArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub options: Vec<String>,
 
+    /// Each seed draws 1 to N clients: the writer and readers beside it,
+    /// whose steps the child runs and the parent holds to the snapshot
+    /// each began on (an engine whose writer waits for its readers is
+    /// refused).
+    #[arg(long, value_name = "N")]
+    pub clients: Option<usize>,
+
     /// Plant a harness mistake to prove the check can fail: the child
     /// acknowledges each commit before running it.
     #[arg(long)]
@@ -73,7 +80,7 @@ pub fn run<A: Adapter>(mut kit: Kit<A>, args: &CrashOsArgs) -> ExitCode {
         return usage_error(name, &message);
     }
     kit.settings.ops = args.ops;
-    if let Err(message) = kit.apply_args(args.plant.as_deref(), &args.options, None) {
+    if let Err(message) = kit.apply_args(args.plant.as_deref(), &args.options, args.clients) {
         return usage_error(name, &message);
     }
     if let Some(from) = args.child_from {

@@ -29,7 +29,7 @@ pub(super) fn rerun<A: Adapter>(kit: &Kit<A>, request: &CrashOsRequest) -> Strin
 }
 
 /// The flags that pin `kit`'s settings for a child: operations per chunk,
-/// the adapter's plant, the engine's options.
+/// the adapter's plant, the engine's options, the clients.
 fn settings_args<A: Adapter>(kit: &Kit<A>) -> Vec<OsString> {
     let mut args: Vec<OsString> = Vec::new();
     if let Some(ops) = kit.settings.ops {
@@ -40,6 +40,9 @@ fn settings_args<A: Adapter>(kit: &Kit<A>) -> Vec<OsString> {
     }
     for (key, value) in &kit.settings.options {
         args.extend(["--set".into(), format!("{key}={value}").into()]);
+    }
+    if let Some(clients) = kit.settings.clients {
+        args.extend(["--clients".into(), clients.to_string().into()]);
     }
     args
 }

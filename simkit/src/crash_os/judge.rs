@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use super::super::config::KitConfig;
 use super::super::model::{diff, show_value, Accepted, Model, Pending, State};
-use super::super::workload::{KitOp, PlannedKitOp};
+use super::super::readers::OpenReaders;
+use super::super::workload::{KitOp, PlannedKitOp, ReaderStep};
 use super::super::{Adapter, Promise};
 use super::line::Answer;
 use super::report::Counts;
@@ -29,6 +30,9 @@ pub(super) struct Judge<'a, A: Adapter> {
     /// The commit in flight at the kill, if one was: the state it would
     /// publish and whether that changes the content.
     in_flight_commit: Option<(Arc<State>, bool)>,
+    /// The child's readers with a transaction open (`--clients`), each
+    /// with the state it must see; a kill ends them all.
+    readers: OpenReaders,
     /// What was counted.
     pub counts: Counts,
 }
@@ -41,6 +45,7 @@ impl<'a, A: Adapter> Judge<'a, A> {
             config,
             model: Model::new(config.spec.tables.len()),
             in_flight_commit: None,
+            readers: OpenReaders::default(),
             counts: Counts { commits, ..Counts::default() },
         }
     }
@@ -73,6 +78,9 @@ impl<'a, A: Adapter> Judge<'a, A> {
             }
             KitOp::Scan { table } => self.expect_rows(planned, table.index, answer),
             KitOp::Commit { level, .. } => {
+                if !self.model.changes_nothing() {
+                    self.readers.writer_committed(planned.index);
+                }
                 self.commit_acknowledged(*level);
                 expect_done(planned, answer)
             }
@@ -81,6 +89,9 @@ impl<'a, A: Adapter> Judge<'a, A> {
                 expect_done(planned, answer)
             }
             KitOp::Maintain(maintenance) => {
+                if !self.config.spec.readers.is_some_and(|readers| readers.across_maintenance) {
+                    self.readers.clear();
+                }
                 if maintenance.makes_durable {
                     self.model.abort();
                     self.model.all_durable();
@@ -88,8 +99,41 @@ impl<'a, A: Adapter> Judge<'a, A> {
                 expect_done(planned, answer)
             }
             KitOp::Restart => self.restart_acknowledged(planned, answer),
-            KitOp::Crash | KitOp::Reader { .. } => unreachable!("crash-os skips {} (workload.rs)", planned.op.tag()),
+            KitOp::Reader { reader, step } => self.reader_acknowledged(planned, *reader, step, answer),
+            KitOp::Crash => unreachable!("crash-os skips {} (workload.rs)", planned.op.tag()),
         }
+    }
+
+    /// A reader's step completed (the child carries it out as the kit's
+    /// loop does, `on_disk.rs`): a read is held to the state committed
+    /// when the reader began (check `isolation`), as on the simulated disk.
+    fn reader_acknowledged(
+        &mut self,
+        planned: &PlannedKitOp,
+        reader: usize,
+        step: &ReaderStep,
+        answer: &Answer,
+    ) -> Verdict {
+        let open = self.readers.is_open(reader);
+        if open && matches!(step, ReaderStep::Begin | ReaderStep::End) {
+            self.readers.ended(reader);
+        }
+        if !matches!(step, ReaderStep::End) && !self.readers.is_open(reader) {
+            self.readers.begun(reader, &self.model, planned.index);
+        }
+        let checked = match (step, answer) {
+            (ReaderStep::Begin | ReaderStep::End, Answer::Done) => return Ok(()),
+            (ReaderStep::Get { table, key }, Answer::Value(got)) => {
+                self.readers.check_get(reader, table.index, key, got.as_ref(), &self.model)
+            }
+            (ReaderStep::Scan { table }, Answer::Rows { .. }) => {
+                let agrees = |rows: &super::super::Rows| Answer::of_rows(rows) == *answer;
+                self.readers.check_scan_answer(reader, table.index, agrees, &answer.to_string())
+            }
+            (_, other) => return Err((Check::Reply, format!("{planned}: the adapter answered {other}"))),
+        };
+        self.counts.replies_checked += 1;
+        checked.map_err(|why| (Check::Isolation, format!("{planned}: {why}")))
     }
 
     /// A commit at `level` returned `Ok`: the same rule as the kit's loop
@@ -104,6 +148,7 @@ impl<'a, A: Adapter> Judge<'a, A> {
     /// A clean close and reopen completed: the reopened content must be
     /// everything committed, exactly (the kit's audit after a restart).
     fn restart_acknowledged(&mut self, planned: &PlannedKitOp, answer: &Answer) -> Verdict {
+        self.readers.clear();
         self.model.abort();
         if self.config.spec.close_makes_durable {
             self.model.all_durable();
@@ -165,6 +210,7 @@ impl<'a, A: Adapter> Judge<'a, A> {
     /// The kill came while `planned` ran (it had begun, or was about to):
     /// mark what it may have published, as the kit's loop does.
     pub fn in_flight(&mut self, planned: &PlannedKitOp) {
+        self.readers.clear();
         self.note_writes(&planned.op);
         self.in_flight_commit = None;
         match &planned.op {
@@ -277,6 +323,34 @@ mod tests {
         assert_eq!(judge.acknowledged(&restart, &committed), Ok(()));
         assert_eq!(judge.counts.commits[0], ("sync", 1));
         assert_eq!(judge.counts.restarts, 2);
+    }
+
+    /// A reader's read is held to the state committed when it began: a
+    /// commit after it is refused (check `isolation`), the same read after
+    /// a fresh `BEGIN` is fine, and a kill ends every reader.
+    #[test]
+    fn a_readers_answers_are_held_to_its_snapshot() {
+        let kit = Kit::new(Buffered::HONEST, KitSettings::default());
+        let config = kit.config(5, None);
+        let mut judge = Judge::<Buffered>::new(&config);
+        let table = TableRef { index: 0, spec: config.spec.tables[0] };
+        let reader = |index, step| at(index, KitOp::Reader { reader: 1, step });
+        let get = || ReaderStep::Get { table, key: b"k".to_vec() };
+        assert_eq!(judge.acknowledged(&reader(0, get()), &Answer::Value(None)), Ok(()));
+        let put = at(1, KitOp::Put { table, key: b"k".to_vec(), value: b"v".to_vec() });
+        judge.acknowledged(&put, &Answer::Value(None)).unwrap();
+        judge.acknowledged(&commit(2, config.spec.levels[0]), &Answer::Done).unwrap();
+        let stale = judge.acknowledged(&reader(3, get()), &Answer::Value(Some(b"v".to_vec()))).unwrap_err();
+        assert_eq!(stale.0, Check::Isolation, "{}", stale.1);
+        assert!(stale.1.contains("began at op #0"), "{}", stale.1);
+        assert_eq!(judge.acknowledged(&reader(4, ReaderStep::Begin), &Answer::Done), Ok(()));
+        assert_eq!(judge.acknowledged(&reader(5, get()), &Answer::Value(Some(b"v".to_vec()))), Ok(()));
+        let rows: Rows = [(b"k".to_vec(), b"v".to_vec())].into_iter().collect();
+        let scan = reader(6, ReaderStep::Scan { table });
+        assert_eq!(judge.acknowledged(&scan, &Answer::of_rows(&rows)), Ok(()));
+        assert_eq!(judge.acknowledged(&scan, &Answer::of_rows(&Rows::new())).unwrap_err().0, Check::Isolation);
+        judge.in_flight(&reader(7, get()));
+        assert!(!judge.readers.is_open(1), "a kill ends every reader");
     }
 
     /// A commit in flight at the kill may land or not, and is counted

@@ -73,7 +73,7 @@ impl Answer {
             Reply::Done => Answer::Done,
             Reply::Value(value) => Answer::Value(value.clone()),
             Reply::Rows(rows) => Answer::of_rows(rows),
-            Reply::Busy => unreachable!("only a reader's step answers Busy, and crash-os runs no reader steps"),
+            Reply::Busy => unreachable!("only a reader's step answers Busy, and crash-os carries those out itself"),
         }
     }
 

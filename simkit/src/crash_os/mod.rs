@@ -4,7 +4,8 @@
 //! the same engine, through the same [`Adapter`], keeping its promises on
 //! a real kernel and file system ([`OsVfs`], a real directory). The parent draws the kit's workload for the seed
 //! (`workload.rs`: endless, `CRASH` skipped, `RESTART` a clean close and
-//! reopen), starts a child — this same binary with `--child-from INDEX`
+//! reopen; with `--clients`, readers' steps too, each read held to the
+//! state its reader began on, as on the simulated disk: `judge.rs`), starts a child — this same binary with `--child-from INDEX`
 //! and the kit's settings as flags (`command.rs`) — which opens the engine
 //! and runs the workload from `INDEX`, printing a line per completed
 //! operation with its answer (`child.rs`, `line.rs`). At a moment drawn

@@ -37,6 +37,14 @@ impl<'a, A: Adapter> Cycles<'a, A> {
 
     /// Create the database, then kill and check `cycles` children.
     pub fn run(&self, report: &mut CrashOsReport, progress: &dyn Fn(u64, &Counts)) {
+        let waits = self.config.spec.readers.is_some_and(|readers| readers.writer_waits);
+        if self.config.clients > 1 && waits {
+            let why = "this seed's configuration has a writer that waits for its readers (Spec::readers: \
+                       writer_waits), and crash-os runs readers only beside a writer that does not: drop --clients \
+                       or pick another configuration";
+            report.failure = Some(failure(None, None, why));
+            return;
+        }
         let mut judge = Judge::<A>::new(&self.config);
         if let Err(e) = catch_panic(|| self.disk().create(false)).unwrap_or_else(|panic| Err(panicked(panic))) {
             report.failure = Some(failure(None, Some(Check::Open), format!("creating the database failed: {e}")));

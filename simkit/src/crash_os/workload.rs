@@ -15,8 +15,7 @@
 //! crash here, and no process can cut a real machine's power; a `RESTART`
 //! is what it says, a clean close and reopen in the child; the crash
 //! points the simulator aims inside operations are dropped. A reader's
-//! step is skipped too: crash-os runs the writer alone (its command line
-//! has no `--clients`).
+//! step (`--clients`) runs as on the simulated disk.
 
 use super::super::config::KitConfig;
 use super::super::workload::{generate, KitOp, PlannedKitOp};
@@ -37,14 +36,14 @@ impl<'a, C: Clone> Endless<'a, C> {
     }
 
     /// The first operation at or after `index` that runs on the real disk
-    /// (a `CRASH` or a reader's step is skipped; see the module doc).
+    /// (a `CRASH` is skipped; see the module doc).
     pub fn next_at(&mut self, index: u64) -> PlannedKitOp {
         // Every swarm keeps puts and commits on, so a chunk is never all
         // crashes and this ends within one chunk.
         let mut at = index;
         loop {
             let planned = self.at(at);
-            if !matches!(planned.op, KitOp::Crash | KitOp::Reader { .. }) {
+            if planned.op != KitOp::Crash {
                 return planned.clone();
             }
             at += 1;

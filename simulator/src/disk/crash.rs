@@ -434,7 +434,8 @@ enum Fate {
 /// `reorder`: the length is the durable or the volatile one (the durable
 /// one if a pending `set_len` was not committed by the journal,
 /// `length_blocked`); each sector a pending op dirtied is independently
-/// old, new or garbage.
+/// old, new or garbage, but for a block a kept cut freed on a profile
+/// that never shows it stale ([`freed_from`]): new.
 fn settle_reorder(inode: &mut Inode, config: &DiskConfig, length_blocked: bool, rng: &mut ChaCha8Rng) -> Settled {
     if inode.pending.is_empty() {
         return Settled::new(0, 0);
@@ -446,6 +447,7 @@ fn settle_reorder(inode: &mut Inode, config: &DiskConfig, length_blocked: bool, 
     let new_len = if length_blocked { durable_len } else { drawn_len };
     let (op_ranges, dirty) = dirty_sectors(&inode.pending, durable_len, volatile_len, sector_bytes);
 
+    let freed_from_bytes = freed_from(inode, config, new_len);
     // Decide each dirty sector inside the new length, then build the image
     // from the durable one: old bytes are already there.
     let mut image = std::mem::take(&mut inode.durable);
@@ -459,6 +461,10 @@ fn settle_reorder(inode: &mut Inode, config: &DiskConfig, length_blocked: bool, 
         }
         let end_bytes = (start_bytes + sector_bytes).min(new_len);
         *fate = draw_sector_fate(config, rng);
+        // Drawn first either way, so the draws after it are the same.
+        if start_bytes >= freed_from_bytes {
+            *fate = Fate::New;
+        }
         match *fate {
             Fate::Old => {}
             Fate::New => copy_new_bytes(&mut image, &inode.volatile, start_bytes..end_bytes),
@@ -483,6 +489,36 @@ fn settle_reorder(inode: &mut Inode, config: &DiskConfig, length_blocked: bool, 
     inode.durable = image;
     let lost_writes = ops_not_whole(&op_ranges, &fates, new_len, volatile_len, sector_bytes);
     Settled::new(lost_writes, torn_sectors)
+}
+
+/// A file system's block: what a cut frees, and a write allocates again.
+const FS_BLOCK_BYTES: u64 = 4096;
+
+/// Where the blocks a kept cut freed start, on a profile where such a
+/// block, grown back, holds only what the page cache held (not
+/// `freed_blocks_stale`): the first block wholly past the shortest length
+/// the pending ops cut the file to, when the power loss keeps the
+/// volatile length and it is not the durable one (every pending length
+/// change was kept, that cut among them: the journal keeps them in order).
+/// `u64::MAX` when there is none. The block the cut ends in keeps its
+/// place, and the bytes past the cut in it may be old on the disk.
+fn freed_from(inode: &Inode, config: &DiskConfig, new_len: u64) -> u64 {
+    let (durable_len, volatile_len) = (inode.durable.len() as u64, inode.volatile.len() as u64);
+    // A length equal to the durable one does not say the cut was kept.
+    if config.fs.freed_blocks_stale || new_len != volatile_len || new_len == durable_len {
+        return u64::MAX;
+    }
+    let mut len_bytes = durable_len;
+    let mut shortest_bytes = durable_len;
+    for op in &inode.pending {
+        len_bytes = op.len_after(len_bytes);
+        shortest_bytes = shortest_bytes.min(len_bytes);
+    }
+    debug_assert_eq!(len_bytes, volatile_len, "the pending ops lead from the durable length to the volatile one");
+    if shortest_bytes >= durable_len {
+        return u64::MAX;
+    }
+    shortest_bytes.div_ceil(FS_BLOCK_BYTES) * FS_BLOCK_BYTES
 }
 
 /// Whether `new_len` grows the file past `durable_len` over a dirty

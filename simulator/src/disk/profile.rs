@@ -105,6 +105,16 @@ pub struct FsProfile {
     /// power loss keeps). Only a drawn failure does: exploration's armed
     /// one shuts nothing down.
     pub failed_sync_dir_shuts_down: bool,
+    /// A block a kept cut freed (a pending `set_len` below it that the
+    /// power loss kept) and a later write grew the file back over can show
+    /// its bytes from before the cut. Off, such a block holds what the page
+    /// cache held (the write's bytes, zeros where none) once the length
+    /// that covers it survives: ext4's `data=ordered` writes a newly
+    /// allocated block before the size that exposes it commits, XFS
+    /// updates the size at I/O completion, btrfs writes it copy-on-write
+    /// (FILESYSTEMS.md, Known discrepancies 11). The random mode's
+    /// `reorder` only.
+    pub freed_blocks_stale: bool,
 }
 
 impl FsProfile {
@@ -119,6 +129,7 @@ impl FsProfile {
         dir_changes_in_order: false,
         set_len_journaled: false,
         failed_sync_dir_shuts_down: false,
+        freed_blocks_stale: true,
     };
 
     /// ext4 mounted as `mount` mounts it: `data=ordered`, `auto_da_alloc`.
@@ -132,6 +143,7 @@ impl FsProfile {
         dir_changes_in_order: true,
         set_len_journaled: true,
         failed_sync_dir_shuts_down: true,
+        freed_blocks_stale: false,
     };
 
     /// ext4 mounted `data=ordered,noauto_da_alloc`.
@@ -154,6 +166,7 @@ impl FsProfile {
         dir_changes_in_order: true,
         set_len_journaled: true,
         failed_sync_dir_shuts_down: true,
+        freed_blocks_stale: false,
     };
 
     /// btrfs with its log tree (fsync without a full transaction commit).
@@ -168,6 +181,7 @@ impl FsProfile {
         dir_changes_in_order: false,
         set_len_journaled: false,
         failed_sync_dir_shuts_down: true,
+        freed_blocks_stale: false,
     };
 
     /// Every profile, the default first.

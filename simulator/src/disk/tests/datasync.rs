@@ -9,12 +9,8 @@ use std::collections::BTreeSet;
 
 use vfs::{OpenMode, Vfs};
 
-use super::{contents, create_durable, dir, disk_with, listed, path};
-use crate::disk::{CrashMode, DiskConfig, DiskSnapshot, FsProfile, SimVfs, StateOptions};
-
-fn disk_on(fs: FsProfile, mode: CrashMode) -> SimVfs {
-    disk_with(DiskConfig { fs, ..DiskConfig::fault_free(mode, 512) })
-}
+use super::{contents, create_durable, dir, disk_on, listed, path};
+use crate::disk::{CrashMode, DiskSnapshot, FsProfile, SimVfs, StateOptions};
 
 /// The program: cfg.tmp written and fdatasynced, renamed over
 /// cfg, fdatasynced again; then the power goes, keeping nothing else.

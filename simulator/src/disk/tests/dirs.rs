@@ -11,21 +11,9 @@ use std::path::{Path, PathBuf};
 
 use vfs::{read_whole, OpenMode, Vfs};
 
-use super::{dir, disk_with, listed, path};
+use super::{dir, disk_on, durable_file, listed, path};
 use crate::disk::{CrashMode, DiskConfig, FsProfile, SimVfs};
 use crate::trace::Trace;
-
-fn disk_on(fs: FsProfile, mode: CrashMode) -> SimVfs {
-    disk_with(DiskConfig { fs, ..DiskConfig::fault_free(mode, 512) })
-}
-
-/// Create `at` holding `bytes`, its data and its entry durable.
-fn durable_file(vfs: &SimVfs, at: &Path, bytes: &[u8]) {
-    let mut file = vfs.open(at, OpenMode::Truncate).unwrap();
-    file.write_at(0, bytes).unwrap();
-    file.sync().unwrap();
-    vfs.sync_dir(at.parent().unwrap()).unwrap();
-}
 
 /// `/db/tmp` holding `a`, `b` and `sub/c`, all durable.
 fn durable_tree(vfs: &SimVfs) {

@@ -36,7 +36,7 @@ use proptest::prelude::*;
 use vfs::{read_whole, OpenMode, Vfs, VfsFile};
 
 use super::data::DataOp;
-use super::{CrashMode, DiskConfig, SimVfs};
+use super::{CrashMode, DiskConfig, FsProfile, SimVfs};
 use crate::trace::Trace;
 
 pub(super) fn dir() -> &'static Path {
@@ -52,6 +52,12 @@ pub(super) fn disk_with(config: DiskConfig) -> SimVfs {
     let vfs = SimVfs::new(config, Trace::new(false));
     vfs.create_dir_all(dir()).unwrap();
     vfs
+}
+
+/// A fault-free disk of 512-byte sectors under profile `fs`, with the
+/// directory `/db`.
+pub(super) fn disk_on(fs: FsProfile, mode: CrashMode) -> SimVfs {
+    disk_with(DiskConfig { fs, ..DiskConfig::fault_free(mode, 512) })
 }
 
 /// A fault-free disk with the directory `/db`.
@@ -75,10 +81,16 @@ pub(super) fn contents(vfs: &SimVfs, name: &str) -> Option<Vec<u8>> {
 
 /// Create `name` holding `bytes`, with its data and its entry durable.
 pub(super) fn create_durable(vfs: &SimVfs, name: &str, bytes: &[u8]) {
-    let mut file = vfs.open(&path(name), OpenMode::Truncate).unwrap();
+    durable_file(vfs, &path(name), bytes);
+}
+
+/// Create `at` (in any directory) holding `bytes`, its data and its entry
+/// durable.
+pub(super) fn durable_file(vfs: &SimVfs, at: &Path, bytes: &[u8]) {
+    let mut file = vfs.open(at, OpenMode::Truncate).unwrap();
     file.write_at(0, bytes).unwrap();
     file.sync().unwrap();
-    vfs.sync_dir(dir()).unwrap();
+    vfs.sync_dir(at.parent().expect("a file in a directory")).unwrap();
 }
 
 /// A fault-free disk whose `/db/<name>` durably holds `bytes`: where most

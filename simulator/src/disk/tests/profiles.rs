@@ -5,13 +5,9 @@ use std::collections::BTreeSet;
 
 use vfs::{OpenMode, Vfs, VfsFile};
 
-use super::{contents, create_durable, dir, disk_with, listed, path};
+use super::{contents, create_durable, dir, disk_on, listed, path};
 use crate::disk::{ArmedFault, CrashMode, DiskConfig, FsProfile, HazardHow, SimVfs};
 use crate::trace::Trace;
-
-fn disk_on(fs: FsProfile, mode: CrashMode) -> SimVfs {
-    disk_with(DiskConfig { fs, ..DiskConfig::fault_free(mode, 512) })
-}
 
 /// Create `name` holding `bytes` and fsync it; no directory fsync.
 fn create_and_fsync(vfs: &SimVfs, name: &str, bytes: &[u8]) -> Box<dyn VfsFile> {

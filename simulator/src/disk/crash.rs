@@ -445,9 +445,10 @@ fn settle_reorder(inode: &mut Inode, config: &DiskConfig, length_blocked: bool, 
     let volatile_len = inode.volatile.len() as u64;
     let drawn_len = if durable_len != volatile_len && rng.gen_bool(0.5) { volatile_len } else { durable_len };
     let new_len = if length_blocked { durable_len } else { drawn_len };
-    let (op_ranges, dirty) = dirty_sectors(&inode.pending, durable_len, volatile_len, sector_bytes);
-
-    let freed_from_bytes = freed_from(inode, config, new_len);
+    let Dirtied { op_ranges, dirty, shortest_len_bytes } =
+        dirty_sectors(&inode.pending, durable_len, volatile_len, sector_bytes);
+    let lengths = Lengths { durable_bytes: durable_len, volatile_bytes: volatile_len, kept_bytes: new_len };
+    let freed_from_bytes = freed_from(lengths, shortest_len_bytes, config);
     // Decide each dirty sector inside the new length, then build the image
     // from the durable one: old bytes are already there.
     let mut image = std::mem::take(&mut inode.durable);
@@ -494,31 +495,33 @@ fn settle_reorder(inode: &mut Inode, config: &DiskConfig, length_blocked: bool, 
 /// A file system's block: what a cut frees, and a write allocates again.
 const FS_BLOCK_BYTES: u64 = 4096;
 
+/// A file's lengths at a power loss: durable before it, in the page cache,
+/// and the one the crash keeps.
+#[derive(Clone, Copy)]
+struct Lengths {
+    durable_bytes: u64,
+    volatile_bytes: u64,
+    kept_bytes: u64,
+}
+
 /// Where the blocks a kept cut freed start, on a profile where such a
 /// block, grown back, holds only what the page cache held (not
 /// `freed_blocks_stale`): the first block wholly past the shortest length
-/// the pending ops cut the file to, when the power loss keeps the
-/// volatile length and it is not the durable one (every pending length
-/// change was kept, that cut among them: the journal keeps them in order).
-/// `u64::MAX` when there is none. The block the cut ends in keeps its
-/// place, and the bytes past the cut in it may be old on the disk.
-fn freed_from(inode: &Inode, config: &DiskConfig, new_len: u64) -> u64 {
-    let (durable_len, volatile_len) = (inode.durable.len() as u64, inode.volatile.len() as u64);
+/// the pending ops cut the file to (`shortest_len_bytes`), when the power
+/// loss keeps the volatile length and it is not the durable one (every
+/// pending length change was kept, that cut among them: the journal keeps
+/// them in order). `u64::MAX` when there is none. The block the cut ends
+/// in keeps its place, and the bytes past the cut in it may be old on the
+/// disk.
+fn freed_from(lengths: Lengths, shortest_len_bytes: u64, config: &DiskConfig) -> u64 {
+    let Lengths { durable_bytes, volatile_bytes, kept_bytes } = lengths;
+    debug_assert!(shortest_len_bytes <= durable_bytes.min(volatile_bytes));
     // A length equal to the durable one does not say the cut was kept.
-    if config.fs.freed_blocks_stale || new_len != volatile_len || new_len == durable_len {
+    let cut_kept = kept_bytes == volatile_bytes && kept_bytes != durable_bytes;
+    if config.fs.freed_blocks_stale || !cut_kept || shortest_len_bytes >= durable_bytes {
         return u64::MAX;
     }
-    let mut len_bytes = durable_len;
-    let mut shortest_bytes = durable_len;
-    for op in &inode.pending {
-        len_bytes = op.len_after(len_bytes);
-        shortest_bytes = shortest_bytes.min(len_bytes);
-    }
-    debug_assert_eq!(len_bytes, volatile_len, "the pending ops lead from the durable length to the volatile one");
-    if shortest_bytes >= durable_len {
-        return u64::MAX;
-    }
-    shortest_bytes.div_ceil(FS_BLOCK_BYTES) * FS_BLOCK_BYTES
+    shortest_len_bytes.div_ceil(FS_BLOCK_BYTES) * FS_BLOCK_BYTES
 }
 
 /// Whether `new_len` grows the file past `durable_len` over a dirty
@@ -531,22 +534,26 @@ fn grown_past_data(dirty: &[bool], fates: &[Fate], durable_len: u64, new_len: u6
             .any(|sector| dirty[sector] && fates[sector] != Fate::New)
 }
 
-/// Each pending op's dirty bytes, replaying the lengths the ops saw from
-/// `durable_len` (they end at `volatile_len`), and which sectors any of
-/// them dirtied (as far as the longest length the file reached).
-fn dirty_sectors(
-    pending: &[DataOp],
-    durable_len: u64,
-    volatile_len: u64,
-    sector_bytes: u64,
-) -> (Vec<Range<u64>>, Vec<bool>) {
+/// What the pending ops dirtied: each op's dirty bytes, which sectors any
+/// of them dirtied (as far as the longest length the file reached), and
+/// the shortest length they cut the file to (the durable one if none).
+struct Dirtied {
+    op_ranges: Vec<Range<u64>>,
+    dirty: Vec<bool>,
+    shortest_len_bytes: u64,
+}
+
+/// [`Dirtied`], replaying the lengths the ops saw from `durable_len` (they
+/// end at `volatile_len`).
+fn dirty_sectors(pending: &[DataOp], durable_len: u64, volatile_len: u64, sector_bytes: u64) -> Dirtied {
     let mut op_ranges = Vec::with_capacity(pending.len());
     let mut len_bytes = durable_len;
-    let mut max_len_bytes = len_bytes;
+    let (mut max_len_bytes, mut shortest_len_bytes) = (len_bytes, len_bytes);
     for op in pending {
         op_ranges.push(op.dirty_range(len_bytes));
         len_bytes = op.len_after(len_bytes);
         max_len_bytes = max_len_bytes.max(len_bytes);
+        shortest_len_bytes = shortest_len_bytes.min(len_bytes);
     }
     assert_eq!(len_bytes, volatile_len, "the pending ops lead from the durable length to the volatile one");
     let mut dirty = vec![false; to_usize(sectors_spanned(max_len_bytes, sector_bytes))];
@@ -557,7 +564,7 @@ fn dirty_sectors(
             }
         }
     }
-    (op_ranges, dirty)
+    Dirtied { op_ranges, dirty, shortest_len_bytes }
 }
 
 /// One dirty sector's fate: garbage at `p_torn_garbage`, else old or new

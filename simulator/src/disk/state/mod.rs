@@ -255,10 +255,7 @@ impl FileSystem {
         if from_name == to_name {
             return Ok(());
         }
-        self.vouch_renamed(id);
-        let replaces = self.dir(from_dir)?.volatile.contains_key(to_name);
-        let flushes = if auto_da_alloc && replaces { self.delayed_ops(id) } else { 0 };
-        self.flush_marks |= flushes > 0;
+        let flushes = self.renaming_file(id, from_dir, to_name, auto_da_alloc)?;
         let seq = self.next_meta_seq();
         let dir = self.dir_mut(from_dir)?;
         dir.volatile.remove(from_name);
@@ -267,6 +264,19 @@ impl FileSystem {
         dir.pending.push(DirOp::Rename { from, to, inode: id, seq, flushes });
         self.version += 1;
         Ok(())
+    }
+
+    /// The file `id` about to be renamed to `to_name` in `to_dir` (its
+    /// own directory or another): vouched for whole if nothing of it is
+    /// pending, and under `auto_da_alloc` the delayed ops a rename that
+    /// replaces a file carries (ext4's `ext4_rename`, which does not ask
+    /// whether the parents differ), marked: their count.
+    fn renaming_file(&mut self, id: InodeId, to_dir: &Path, to_name: &str, auto_da_alloc: bool) -> io::Result<usize> {
+        self.vouch_renamed(id);
+        let replaces = self.dir(to_dir)?.volatile.contains_key(to_name);
+        let flushes = if auto_da_alloc && replaces { self.delayed_ops(id) } else { 0 };
+        self.flush_marks |= flushes > 0;
+        Ok(flushes)
     }
 
     /// A file renamed into place whole and durable (a rewrite's new log)

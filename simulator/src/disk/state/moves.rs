@@ -29,14 +29,11 @@ impl FileSystem {
     /// (the caller checked both and that `to` is not a directory):
     /// replaces the file at `to`. Under `auto_da_alloc` a replacing move
     /// carries the file's delayed data as a rename within a directory does
-    /// (ext4's `ext4_rename` does not ask whether the parents differ).
+    /// (`FileSystem::renaming_file`).
     pub(super) fn move_file(&mut self, from: &Path, to: &Path, id: InodeId, auto_da_alloc: bool) -> io::Result<()> {
         let (from_dir, from_name) = split(from)?;
         let (to_dir, to_name) = split(to)?;
-        self.vouch_renamed(id);
-        let replaces = self.dir(to_dir)?.volatile.contains_key(to_name);
-        let flushes = if auto_da_alloc && replaces { self.delayed_ops(id) } else { 0 };
-        self.flush_marks |= flushes > 0;
+        let flushes = self.renaming_file(id, to_dir, to_name, auto_da_alloc)?;
         let seq = self.next_meta_seq();
         let source = self.dir_mut(from_dir)?;
         source.volatile.remove(from_name);

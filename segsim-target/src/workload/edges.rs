@@ -19,11 +19,11 @@ const MISSPELLED_INTEGER_RATE: f64 = 0.08;
 
 /// `SET key <value>` whose log record is one byte over the frame limit
 /// the engine declares (`engine::frame::MAX_FRAME_PAYLOAD_BYTES`): the
-/// store must refuse it and change nothing. Its value, `x` repeated, is
-/// made only when it runs (`oversized.rs`).
+/// store must refuse it and change nothing. Its value, zeros, is made only
+/// when it runs, and never touched (`oversized.rs`).
 fn oversized_set(key: Vec<u8>) -> Op {
     let value_bytes = super::oversized::one_over_value_bytes(key.len());
-    Op::OversizedSet { key, value_bytes, byte: b'x' }
+    Op::OversizedSet { key, value_bytes, byte: super::oversized::DRAWN_BYTE }
 }
 
 impl Generator<'_> {
@@ -254,7 +254,7 @@ mod tests {
             let config = Config::from_seed(seed, Overrides::default());
             for planned in generate(&config) {
                 if let Op::OversizedSet { key, value_bytes, byte } = &planned.op {
-                    assert_eq!((key.as_slice(), *byte), (&b"k0"[..], b'x'));
+                    assert_eq!((key.as_slice(), *byte), (&b"k0"[..], super::super::oversized::DRAWN_BYTE));
                     assert!(super::super::oversized::is_oversized(key.len(), *value_bytes));
                     assert_eq!(PlannedOp::parse(&planned.to_string()).as_ref(), Ok(&planned));
                     seeds.push(seed);

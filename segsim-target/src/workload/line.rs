@@ -41,7 +41,7 @@ impl fmt::Display for PlannedOp {
             Op::Kill => write!(f, " KILL"),
             // As the command it stands for prints, without making it.
             Op::OversizedSet { key, value_bytes, byte } => {
-                write!(f, " SET {} @repeat:{value_bytes}:{}", Shown(key), char::from(*byte))
+                write!(f, " SET {} {}", Shown(key), Repeat(*value_bytes, *byte))
             }
         }
     }
@@ -49,9 +49,23 @@ impl fmt::Display for PlannedOp {
 
 /// An argument as an operation line prints it: as it is, but for the two
 /// the line could not hold — an empty one (`@empty`) and a long run of one
-/// byte (`@repeat:<count>:<byte>`, an oversized value: 64 MiB do not make
-/// a line). Drawn tokens never start with `@`.
+/// byte (an oversized value: 64 MiB do not make a line; see [`Repeat`]).
+/// Drawn tokens never start with `@`.
 struct Shown<'a>(&'a [u8]);
+
+/// A run of `count` bytes `byte` as a line prints it: `@zeros:<count>` for
+/// zeros (a NUL would not print), else `@repeat:<count>:<byte>` (drawn
+/// bytes are letters and digits).
+struct Repeat(usize, u8);
+
+impl fmt::Display for Repeat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Repeat(count, 0) => write!(f, "@zeros:{count}"),
+            Repeat(count, byte) => write!(f, "@repeat:{count}:{}", char::from(*byte)),
+        }
+    }
+}
 
 /// Runs at least this long print as `@repeat:...`.
 const REPEAT_MIN_BYTES: usize = 64;
@@ -60,8 +74,10 @@ impl fmt::Display for Shown<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
             [] => write!(f, "@empty"),
-            [first, rest @ ..] if rest.len() + 1 >= REPEAT_MIN_BYTES && rest.iter().all(|b| b == first) => {
-                write!(f, "@repeat:{}:{}", self.0.len(), char::from(*first))
+            [first @ (0 | 0x21..=0x7e), rest @ ..]
+                if rest.len() + 1 >= REPEAT_MIN_BYTES && rest.iter().all(|b| b == first) =>
+            {
+                write!(f, "{}", Repeat(self.0.len(), *first))
             }
             bytes => write!(f, "{}", String::from_utf8_lossy(bytes)),
         }
@@ -79,13 +95,20 @@ fn read_arg(word: &str) -> Result<Vec<u8>, String> {
     }
 }
 
-/// The count and byte of a `@repeat:<count>:<byte>` word, or `None` for
-/// any other word.
+/// The count and byte of a `@repeat:<count>:<byte>` or `@zeros:<count>`
+/// word ([`Repeat`]), or `None` for any other word.
 fn read_repeat(word: &str) -> Result<Option<(usize, u8)>, String> {
-    let Some(run) = word.strip_prefix("@repeat:") else { return Ok(None) };
-    let (count, byte) = run.split_once(':').ok_or(format!("bad repeat {word:?}"))?;
+    let (count, byte) = if let Some(count) = word.strip_prefix("@zeros:") {
+        (count, 0)
+    } else if let Some(run) = word.strip_prefix("@repeat:") {
+        let (count, byte) = run.split_once(':').ok_or(format!("bad repeat {word:?}"))?;
+        // One printable byte: a zero run is spelled `@zeros:`.
+        let &[byte @ 0x21..=0x7e] = byte.as_bytes() else { return Err(format!("bad repeat byte {word:?}")) };
+        (count, byte)
+    } else {
+        return Ok(None);
+    };
     let count: usize = count.parse().map_err(|_| format!("bad repeat count {word:?}"))?;
-    let &[byte] = byte.as_bytes() else { return Err(format!("bad repeat byte {word:?}")) };
     // An oversized write is a little over the frame limit: never more.
     if count > 2 * engine::frame::MAX_FRAME_PAYLOAD_BYTES {
         return Err(format!("repeat too long {word:?}"));
@@ -93,8 +116,8 @@ fn read_repeat(word: &str) -> Result<Option<(usize, u8)>, String> {
     Ok(Some((count, byte)))
 }
 
-/// `SET key @repeat:<count>:<byte>` over the frame limit, read as the
-/// recipe [`Op::OversizedSet`] (what the generator draws), not made.
+/// `SET key @repeat:<count>:<byte>` (or `@zeros:<count>`) over the frame
+/// limit, read as the recipe [`Op::OversizedSet`] (what the generator draws), not made.
 fn read_oversized_set(key: &str, value: &str) -> Result<Option<Op>, String> {
     let Some((value_bytes, byte)) = read_repeat(value)? else { return Ok(None) };
     let key = read_arg(key)?;
@@ -146,6 +169,25 @@ mod tests {
                 assert_eq!(PlannedOp::parse(&line).unwrap(), planned, "{line}");
             }
         }
+    }
+
+    /// An oversized value prints as its run, zeros (what the generator
+    /// draws) as `@zeros:` and another byte (lines saved before) as
+    /// `@repeat:`, and both read back as the recipe; a run of a byte a
+    /// line cannot hold is refused.
+    #[test]
+    fn oversized_values_print_as_their_run_and_read_back() {
+        let value_bytes = crate::workload::oversized::one_over_value_bytes(2);
+        for (byte, word) in [(0, format!("@zeros:{value_bytes}")), (b'x', format!("@repeat:{value_bytes}:x"))] {
+            let planned =
+                PlannedOp { index: 3, op: Op::OversizedSet { key: b"k0".to_vec(), value_bytes, byte }, crash: None };
+            assert_eq!(planned.to_string(), format!("3 SET k0 {word}"));
+            assert_eq!(PlannedOp::parse(&planned.to_string()), Ok(planned));
+        }
+        for word in ["@repeat:70:", "@repeat:70:xy", "@repeat:70:\u{7f}", "@zeros:", "@zeros:x"] {
+            assert!(read_repeat(word).is_err(), "{word}");
+        }
+        assert_eq!(read_arg("@zeros:64"), Ok(vec![0u8; 64]));
     }
 
     #[test]

@@ -449,3 +449,26 @@ fn wrong_type_changes_nothing() {
     assert!(m.execute(&cmd(&["HSET", "s", "f", "v"]), 0).is_err());
     assert_eq!(m, before);
 }
+
+/// The model's oversized bound is the log record's size (the argument
+/// count, then each argument's length and bytes) of the command's own
+/// argument list, at the limit and one byte either side of it.
+#[test]
+fn a_write_is_oversized_exactly_when_its_record_is_over_the_frame_limit() {
+    let limit = engine::frame::MAX_FRAME_PAYLOAD_BYTES as u64;
+    let record_bytes = |command: &Command| 4 + command.to_args().iter().map(|arg| 4 + arg.len() as u64).sum::<u64>();
+    let set = |value_bytes: usize| Command::Set { key: b"k0".to_vec(), value: vec![0; value_bytes] };
+    let hset = |value_bytes: usize| Command::HSet {
+        key: b"h".to_vec(),
+        pairs: vec![(b"f1".to_vec(), b"v".to_vec()), (b"f2".to_vec(), vec![0; value_bytes])],
+    };
+    let at_limit = [set(0), hset(0)].map(|command| (limit - record_bytes(&command)) as usize);
+    for (index, make) in [&set as &dyn Fn(usize) -> Command, &hset].into_iter().enumerate() {
+        for value_bytes in [at_limit[index] - 1, at_limit[index], at_limit[index] + 1] {
+            let command = make(value_bytes);
+            let expected = (record_bytes(&command) > limit).then(|| record_bytes(&command));
+            assert_eq!(super::oversized_write(&command), expected, "{index} {value_bytes}");
+        }
+    }
+    assert_eq!(super::oversized_write(&Command::Del { keys: vec![b"k".to_vec()] }), None);
+}

@@ -3,7 +3,7 @@
 CARGO ?= cargo
 SIM = $(CARGO) run --release -q -p sim --
 
-.PHONY: quickstart quickstart-stdfs fjall-raw-probe open-findings help test lint fmt check sweep determinism soak soak-deep crash-os crash-os-kit canaries test-canaries explore redb sqlite kit-example stdfs trace live kernel-check bench ci kv fuzz corpus report-check readme-example
+.PHONY: quickstart quickstart-stdfs fjall-raw-probe open-findings bench-compare bench-compare-smoke help test lint fmt check sweep determinism soak soak-deep crash-os crash-os-kit canaries test-canaries explore redb sqlite kit-example stdfs trace live kernel-check bench ci kv fuzz corpus report-check readme-example
 
 help:
 	@echo "make test         - the whole test suite (unit, property, integration, replayed regressions)"
@@ -31,6 +31,7 @@ help:
 	@echo "make quickstart   - the kit's quickstart template built outside the repository as a user would, tested, swept and explored"
 	@echo "make quickstart-stdfs - the std::fs quickstart (quickstart-stdfs/, STDFS.md) built outside the repository on stdfs-layer alone: tested, swept, explored, a planted bug found, saved and failing cargo test until fixed"
 	@echo "make bench        - the harness and the engine measured side by side (BENCHMARKS.md)"
+	@echo "make bench-compare OLD=path - two sim builds alternated in one run: a sweep's wall/user/sys time, page faults, peak RSS and sim bench's figures, NEW/OLD (scripts/bench-compare.py)"
 	@echo "make ci           - what .ci/run runs: lint, test, sweep, determinism, explore, redb, sqlite, trace, live, kernel-check, crash-os, crash-os-kit, canaries, test-canaries, report-check"
 	@echo "make kv DIR=/tmp/kvdemo - the engine's interactive shell on a real directory"
 	@echo "make fuzz TARGET=name TIME=secs - one cargo-fuzz target (aof_recover seg_read manifest_open store_ops), seeded from corpus/TARGET"
@@ -293,6 +294,24 @@ fjall-raw-probe:
 
 bench:
 	$(SIM) bench
+
+# Two builds side by side, alternated in one run (scripts/bench-compare.py):
+# a sweep's wall, user and system time, page faults and peak RSS, and `sim
+# bench`'s figures, medians and NEW/OLD. OLD is the build before the change
+# (copy its target/release/sim out first). `make bench-compare-smoke` runs it
+# on the one build at a small size, so the script cannot rot unseen (CI).
+OLD ?=
+NEW ?= target/release/sim
+ROUNDS ?= 3
+bench-compare:
+	@test -n "$(OLD)" || { echo "make bench-compare OLD=/path/to/old/sim [NEW=target/release/sim] [ROUNDS=3]"; exit 2; }
+	$(CARGO) build --release -q -p sim
+	python3 scripts/bench-compare.py $(OLD) $(NEW) --rounds $(ROUNDS)
+
+bench-compare-smoke:
+	$(CARGO) build --release -q -p sim
+	python3 scripts/bench-compare.py target/release/sim target/release/sim --rounds 1 --sweep-seeds 20 \
+		--bench-args '--seeds 5 --os-seeds 1 --rows 1000 --explore-ops 10'
 
 # Segsim findings not fixed yet (corpus/open-findings/*.ops, each with its
 # analysis): each must still fail; once one passes, move it to

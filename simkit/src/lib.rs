@@ -74,6 +74,8 @@ pub(crate) mod client;
 mod config;
 pub mod crash_os;
 mod damage;
+#[cfg(test)]
+mod determinism_tests;
 mod explore;
 mod interleave;
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! persistence hazards it documents.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use vfs::{read_whole, OpenMode, Vfs};
@@ -33,6 +34,10 @@ pub(crate) struct Buffered {
     pub flushes: bool,
     /// Its spec declares readers (which the adapter never has).
     pub declares_readers: bool,
+    /// Its file starts with a byte left from whatever ran before (a
+    /// process-wide counter): the same lengths at the same places, other
+    /// bytes each run, as an engine that writes uninitialised padding.
+    pub pads_from_memory: bool,
 }
 
 impl Buffered {
@@ -43,12 +48,18 @@ impl Buffered {
         declares_flush: false,
         flushes: false,
         declares_readers: false,
+        pads_from_memory: false,
     };
 }
+
+/// The byte a padding engine's next file starts with: never reset, so a
+/// second run of a seed in the same process writes other bytes.
+static LEFT_IN_MEMORY: AtomicU8 = AtomicU8::new(0);
 
 pub(crate) struct Db {
     vfs: Arc<dyn Vfs>,
     dir: PathBuf,
+    pads: bool,
     committed: Rows,
     working: Option<Rows>,
 }
@@ -87,7 +98,12 @@ impl Db {
     fn persist(&self) -> Result<(), KitError> {
         let tmp = self.dir.join(TMP);
         let mut file = self.vfs.open(&tmp, OpenMode::Truncate)?;
-        file.write_at(0, &encode(&self.committed))?;
+        let mut bytes = Vec::new();
+        if self.pads {
+            bytes.push(LEFT_IN_MEMORY.fetch_add(1, Ordering::Relaxed));
+        }
+        bytes.extend_from_slice(&encode(&self.committed));
+        file.write_at(0, &bytes)?;
         file.sync()?;
         self.vfs.rename(&tmp, &self.dir.join(FILE))?;
         Ok(self.vfs.sync_dir(&self.dir)?)
@@ -98,11 +114,14 @@ impl Db {
     }
 }
 
-fn open_db(env: &Env<'_, Buffered>) -> Result<Db, KitError> {
+fn open_db(env: &Env<'_, Buffered>, pads: bool) -> Result<Db, KitError> {
     // A rename whose directory fsync failed may still be pending.
     env.vfs.sync_dir(env.dir)?;
-    let committed = decode(&read_whole(env.vfs.as_ref(), &env.dir.join(FILE))?)?;
-    Ok(Db { vfs: env.vfs.clone(), dir: env.dir.to_path_buf(), committed, working: None })
+    let bytes = read_whole(env.vfs.as_ref(), &env.dir.join(FILE))?;
+    let records =
+        if pads { bytes.get(1..).ok_or_else(|| KitError::new(ErrorKind::Corrupt, "no pad byte"))? } else { &bytes };
+    let committed = decode(records)?;
+    Ok(Db { vfs: env.vfs.clone(), dir: env.dir.to_path_buf(), pads, committed, working: None })
 }
 
 impl Adapter for Buffered {
@@ -137,12 +156,18 @@ impl Adapter for Buffered {
     }
 
     fn create(&self, env: &Env<'_, Self>) -> Result<(), KitError> {
-        let db = Db { vfs: env.vfs.clone(), dir: env.dir.to_path_buf(), committed: Rows::new(), working: None };
+        let db = Db {
+            vfs: env.vfs.clone(),
+            dir: env.dir.to_path_buf(),
+            pads: self.pads_from_memory,
+            committed: Rows::new(),
+            working: None,
+        };
         db.persist()
     }
 
     fn open(&self, env: &Env<'_, Self>) -> Result<Db, KitError> {
-        open_db(env)
+        open_db(env, self.pads_from_memory)
     }
 
     fn put(&self, db: &mut Db, _table: usize, key: &[u8], value: &[u8]) -> Result<Previous, KitError> {

@@ -20,6 +20,10 @@ pub struct SeedOutcome {
     pub drew: Option<String>,
     /// The rolling hash of every trace event.
     pub trace_hash: u64,
+    /// The hash of every byte written, with its offset, in order
+    /// ([`Trace::written_hash`]): not in `trace_hash`, compared by
+    /// `--check-determinism` beside it.
+    pub written_hash: u64,
     /// The first failed check, if any.
     pub failure: Option<Failure>,
     /// The whole trace, when asked for.
@@ -67,6 +71,7 @@ impl SeedOutcome {
         self.counters.faults = vfs.fault_counts();
         let trace = vfs.take_trace();
         self.trace_hash = trace.hash();
+        self.written_hash = trace.written_hash();
         if keep_trace {
             self.trace = Some(trace);
         }

@@ -479,21 +479,23 @@ pub fn run_seed<T: Target>(target: &T, seed: u64, keep_trace: bool) -> SeedOutco
 }
 
 /// Run one seed, or twice with `check_determinism`: a second run whose
-/// trace or failure differs fails the seed with check `determinism`.
+/// trace, written bytes or failure differs fails the seed with check
+/// `determinism`.
 pub fn run_checked<T: Target>(seed: u64, target: &T, check_determinism: bool) -> SeedOutcome {
     let mut outcome = run_seed(target, seed, false);
     if check_determinism {
         let again = run_seed(target, seed, false);
         let same_failure = outcome.failure.as_ref().map(|f| (f.check, f.op_index))
             == again.failure.as_ref().map(|f| (f.check, f.op_index));
-        if (again.trace_hash != outcome.trace_hash || !same_failure) && outcome.failure.is_none() {
+        let same_trace = (again.trace_hash, again.written_hash) == (outcome.trace_hash, outcome.written_hash);
+        if (!same_trace || !same_failure) && outcome.failure.is_none() {
             outcome.failure = Some(Failure {
                 seed,
                 op_index: 0,
                 check: Check::Determinism,
                 detail: format!(
-                    "two runs of the seed differ: trace hash {:016x} vs {:016x}",
-                    outcome.trace_hash, again.trace_hash
+                    "two runs of the seed differ: trace hash {:016x} vs {:016x}, written bytes' hash {:016x} vs {:016x}",
+                    outcome.trace_hash, again.trace_hash, outcome.written_hash, again.written_hash
                 ),
                 recent: Vec::new(),
                 repro: target.repro(seed, " --check-determinism"),
@@ -513,7 +515,12 @@ pub fn assert_seeds_pass_and_replay<T: Target>(target: &T, seeds: std::ops::Rang
         assert!(first.failure.is_none(), "{} seed {seed}: {:?}", target.name(), first.failure);
         assert!(first.counters.ops > 0, "{} seed {seed} ran no operation", target.name());
         let again = run_seed(target, seed, false);
-        assert_eq!(first.trace_hash, again.trace_hash, "{} seed {seed} does not replay bit for bit", target.name());
+        assert_eq!(
+            (first.trace_hash, first.written_hash),
+            (again.trace_hash, again.written_hash),
+            "{} seed {seed} does not replay bit for bit (trace hash, written bytes' hash)",
+            target.name()
+        );
     }
 }
 

@@ -45,7 +45,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub trace: bool,
 
-    /// Run every seed twice and fail if the two traces differ.
+    /// Run every seed twice and fail if the two traces differ: the trace
+    /// hash (every event, each I/O's place and length) or the hash of
+    /// every byte written, with its offset.
     #[arg(long)]
     pub check_determinism: bool,
 

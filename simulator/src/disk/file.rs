@@ -153,6 +153,7 @@ impl VfsFile for SimFile {
     fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> io::Result<()> {
         let mut disk = lock(&self.disk);
         disk.next_detail.inode = Some(self.inode);
+        disk.trace.note_written(offset_bytes, data);
         disk.run(IoKind::Write, self.name, offset_bytes, data.len() as u64, |disk, index| {
             self.check_writable(disk)?;
             let end_bytes = extent_end(offset_bytes, data.len() as u64)?;

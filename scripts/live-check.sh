@@ -152,4 +152,18 @@ cmp <(verdicts agree-sqlite-delete-full-held-durable | sed 4d) <(verdicts server
 expect 1 server-garbage -- sweep --dir "$dir" --seeds 0..1 --timeout 20 --check 'while read -r line; do echo maybe; done' --check-server -- "$scratch/probe" "$dir" honest
 [ "$(grep -c 'the checker server answered "maybe": not `pass` nor `fail WHY`' "$scratch/server-garbage.txt")" = 4 ] \
     || { cat "$scratch/server-garbage.txt"; echo "live: a server's garbage is not a typed fault on each state" >&2; exit 1; }
-echo "live: sqlite3's checker server gives check.sh's verdicts state for state; a dead server fails one state and is replaced; garbage is a fault"
+# git's rule read by Python (programs/git/check.py --server) against
+# check.sh (git's own rev-parse, merge-base and fsck) per state, on live
+# runs whose `git init` is inside the run (ext4): seed 4's cut leaves gc's
+# repack as a `.tmp-*-pack-*.idx` that git reads, seed 9's cut a `.git`
+# without HEAD that git does not take for a repository.
+git_run=(sh -c "programs/git/init-live.sh $dir && programs/git/run.sh $dir committed")
+for seeds in 4..5 9..10; do
+    expect 1 "git-server-$seeds" -- sweep --dir "$dir" --seeds "$seeds" --fs ext4 --timeout 20 --check "$PWD/programs/git/check.py --server" --check-server -- "${git_run[@]}"
+    expect 1 "git-check-sh-$seeds" -- sweep --dir "$dir" --seeds "$seeds" --fs ext4 --timeout 20 --check "$PWD/programs/git/check.sh \"\$1\" \"\$2\"" -- "${git_run[@]}"
+    cmp <(verdicts "git-server-$seeds") <(verdicts "git-check-sh-$seeds") \
+        || { echo "live: git's check.py server and check.sh judge some state of seeds $seeds differently" >&2; exit 1; }
+done
+grep -q '^seed 4 cut at I/O [0-9]*: ok' "$scratch/git-server-4..5.txt" && grep -q '^seed 9 cut at I/O [0-9]*: FAIL' "$scratch/git-server-9..10.txt" \
+    || { echo "live: git's two disputed states are not judged as git judges them" >&2; exit 1; }
+echo "live: sqlite3's and git's checker servers give check.sh's verdicts state for state; a dead server fails one state and is replaced; garbage is a fault"

@@ -40,7 +40,7 @@ expect() {
     $SIM live "$@" > "$scratch/$name.txt" 2>&1
     local status=$?
     set -e
-    echo "live: $name: exit $status in $((SECONDS - started)) s; $(grep -E '^sim live sweep:' "$scratch/$name.txt" || true)"
+    echo "live: $name: exit $status in $((SECONDS - started)) s; $(grep -E '^sim live sweep: seeds' "$scratch/$name.txt" || true)"
     if [ "$status" -ne "$want" ]; then
         cat "$scratch/$name.txt"
         echo "live: $name exited $status, expected $want" >&2
@@ -128,3 +128,42 @@ grep -q '^shell pid 1000$' "$scratch/stamp-a.txt" && grep -q '^row|2023-11-14 ' 
 [ "$(grep '^row' "$scratch/stamp-a.txt")" != "$(grep '^row' "$scratch/stamp-c.txt")" ] \
     || { echo "live: seeds 3 and 4 drew the same random row" >&2; exit 1; }
 echo "live: stamp.sh under one seed twice: the same output, trace hash and database bytes (pid, time, /dev/urandom the seed's); another seed differs"
+
+# 6. Checkers that stay up (`--check-server`, LIVE.md): sqlite3's rule as
+#    one Python server for the whole sweep (programs/sqlite3/check-server.py)
+#    judges every state as check.sh does per state (section 3's sweep held
+#    to the durable rule): the same verdict, state for state. A server
+#    that dies at its fourth state (a shell server running check.sh per
+#    line, `exit 3` on the fourth) fails that state with a typed fault and
+#    a fresh server judges the rest as check.sh does; one that answers
+#    outside the protocol fails its states, said so.
+verdicts() { grep -E '^seed [0-9]+ (to the end|cut at I/O [0-9]+): (ok|FAIL)' "$scratch/$1.txt"; }
+sqlite_server() { echo "$PWD/programs/sqlite3/check-server.py $1 $2"; }
+expect 1 server-sqlite-delete-full-held-durable -- sweep --dir "$dir" --seeds 0..3 --timeout 20 --check "$(sqlite_server delete extra)" --check-server -- programs/sqlite3/run.sh "$dir" delete full
+cmp <(verdicts agree-sqlite-delete-full-held-durable) <(verdicts server-sqlite-delete-full-held-durable) \
+    || { echo "live: sqlite3's checker server and check.sh judge some state differently" >&2; exit 1; }
+dies_after_3="n=0; while IFS=\"\$(printf '\\t')\" read -r dir printed at seed; do n=\$((n + 1)); [ \$n -le 3 ] || exit 3;
+    if why=\$($PWD/programs/sqlite3/check.sh \"\$dir\" \"\$printed\" delete extra); then echo pass; else echo \"fail \$why\"; fi; done"
+expect 1 server-dies -- sweep --dir "$dir" --seeds 0..3 --timeout 20 --check "$dies_after_3" --check-server -- programs/sqlite3/run.sh "$dir" delete full
+[ "$(grep -c 'CHECKER SERVER FAULT at seed 1, the cut at I/O [0-9]*: the checker server exited with 3 before answering' "$scratch/server-dies.txt")" = 2 ] \
+    || { cat "$scratch/server-dies.txt"; echo "live: the dead server's state is not failed once, typed and named" >&2; exit 1; }
+cmp <(verdicts agree-sqlite-delete-full-held-durable | sed 4d) <(verdicts server-dies | sed 4d) \
+    || { echo "live: after a dead server, the fresh one judges differently" >&2; exit 1; }
+expect 1 server-garbage -- sweep --dir "$dir" --seeds 0..1 --timeout 20 --check 'while read -r line; do echo maybe; done' --check-server -- "$scratch/probe" "$dir" honest
+[ "$(grep -c 'the checker server answered "maybe": not `pass` nor `fail WHY`' "$scratch/server-garbage.txt")" = 4 ] \
+    || { cat "$scratch/server-garbage.txt"; echo "live: a server's garbage is not a typed fault on each state" >&2; exit 1; }
+# git's rule read by Python (programs/git/check.py --server) against
+# check.sh (git's own rev-parse, merge-base and fsck) per state, on live
+# runs whose `git init` is inside the run (ext4): seed 4's cut leaves gc's
+# repack as a `.tmp-*-pack-*.idx` that git reads, seed 9's cut a `.git`
+# without HEAD that git does not take for a repository.
+git_run=(sh -c "programs/git/init-live.sh $dir && programs/git/run.sh $dir committed")
+for seeds in 4..5 9..10; do
+    expect 1 "git-server-$seeds" -- sweep --dir "$dir" --seeds "$seeds" --fs ext4 --timeout 20 --check "$PWD/programs/git/check.py --server" --check-server -- "${git_run[@]}"
+    expect 1 "git-check-sh-$seeds" -- sweep --dir "$dir" --seeds "$seeds" --fs ext4 --timeout 20 --check "$PWD/programs/git/check.sh \"\$1\" \"\$2\"" -- "${git_run[@]}"
+    cmp <(verdicts "git-server-$seeds") <(verdicts "git-check-sh-$seeds") \
+        || { echo "live: git's check.py server and check.sh judge some state of seeds $seeds differently" >&2; exit 1; }
+done
+grep -q '^seed 4 cut at I/O [0-9]*: ok' "$scratch/git-server-4..5.txt" && grep -q '^seed 9 cut at I/O [0-9]*: FAIL' "$scratch/git-server-9..10.txt" \
+    || { echo "live: git's two disputed states are not judged as git judges them" >&2; exit 1; }
+echo "live: sqlite3's and git's checker servers give check.sh's verdicts state for state; a dead server fails one state and is replaced; garbage is a fault"

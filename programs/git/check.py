@@ -77,15 +77,21 @@ class Repo:
         return kind, body
 
     def load_packs(self):
-        """Every pack with an index: (offsets by oid, pack bytes, name)."""
+        """Every pack with an index: (offsets by oid, pack bytes, name).
+
+        A pack is what git's packfile.c takes for one: any `*.idx` in the
+        pack directory (prepare_pack: no `pack-` prefix asked, so a
+        repack's `.tmp-*-pack-*.idx` a crash left is read too) whose
+        `.pack` is there (add_packed_git: an index without it is no pack)."""
         if self.packs is not None:
             return self.packs
         self.packs = []
         folder = os.path.join(self.objects, "pack")
         names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
         for name in names:
-            if name.startswith("pack-") and name.endswith(".idx"):
-                self.packs.append(read_pack(folder, name[: -len(".idx")], names))
+            stem = name[: -len(".idx")]
+            if name.endswith(".idx") and stem + ".pack" in names:
+                self.packs.append(read_pack(folder, stem, names))
         return self.packs
 
     def read(self, oid):
@@ -470,6 +476,24 @@ def fsck(repo, packed):
         roots += links(kind, body)
 
 
+def git_directory(repo):
+    """Bad unless git takes `.git` for a repository, which check.sh's
+    `git fsck` asks before anything (setup.c's is_git_directory: HEAD a
+    symbolic ref into `refs/` or an object name, `objects/` and `refs/`
+    there); a crash inside `git init` (sim live runs it) can leave less."""
+    try:
+        with open(repo.path("HEAD"), "rb") as f:
+            head = f.read()
+    except OSError:
+        head = b""
+    symbolic = re.match(rb"ref:\s*refs/", head)
+    if not (symbolic or re.match(rb"[0-9a-fA-F]{40}", head)):
+        raise Bad(f"fsck: fatal: not a git repository (HEAD: {head[:60]!r})")
+    for folder in ("objects", "refs"):
+        if not os.access(repo.path(folder), os.X_OK):
+            raise Bad(f"fsck: fatal: not a git repository (no .git/{folder})")
+
+
 def judge(top, printed_file):
     """None if the state passes, else why not."""
     with open(printed_file, "rb") as f:
@@ -486,6 +510,7 @@ def judge(top, printed_file):
             acknowledged(repo, printed, packed)
         elif re.search(rb"^commit ", printed, re.M):
             raise Bad("HEAD does not resolve: packed-refs is unreadable")
+        git_directory(repo)
         fsck(repo, packed or packed_refs(repo))
     except Bad as e:
         return str(e)

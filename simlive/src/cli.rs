@@ -5,12 +5,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use simulator::check_server::ServerPool;
 use simulator::cli::args::parse_fs;
 use simulator::disk::{ArmedFault, CrashMode, FsProfile};
 
+use crate::check::{Checked, SERVER_NAME};
 use crate::faults::FaultSpec;
 use crate::run::{parse_armed, run, RunOptions, RunOutcome};
 use crate::sweep::{row_failed, sweep, SweepRow};
@@ -74,6 +77,17 @@ struct Common {
     /// before the crash. Exit 0: the state is acceptable.
     #[arg(long, value_name = "CHECK")]
     check: Option<String>,
+    /// CHECK is a server that judges many states, started once (and again
+    /// after a fault) as `sh -c CHECK sim-live-check-server`: for each
+    /// state it reads a line `STATE<TAB>PRINTED<TAB>CRASH_AT<TAB>SEED`
+    /// (CRASH_AT the cut's I/O index, `end` after the exit) on its standard
+    /// input and answers one line, `pass` or `fail WHY` (`sim trace
+    /// explore --check-server`'s protocol). It saves a process start per
+    /// state; it must judge each state on its own. No answer within
+    /// --timeout, an exit, or any other line fails the state, and a fresh
+    /// server takes the next one.
+    #[arg(long, requires = "check")]
+    check_server: bool,
     /// The file-system profile: posix, ext4, ext4-noauto, xfs, btrfs.
     #[arg(long, value_name = "PROFILE", value_parser = parse_fs, default_value = "posix")]
     fs: FsProfile,
@@ -105,7 +119,8 @@ struct Common {
     /// Where each crash state is written out for its checker.
     #[arg(long, value_name = "DIR")]
     scratch: Option<PathBuf>,
-    /// Seconds a run may take before it is killed and fails.
+    /// Seconds a run may take before it is killed and fails (and, with
+    /// --check-server, the server's answer on a state).
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     timeout: f64,
     /// The disk's sector size (where a torn write may be cut).
@@ -123,7 +138,9 @@ struct Common {
 const EXAMPLES: &str = "Examples:
   sim live run --dir /tmp/live --seed 3 --faults fsync -- ./probe /tmp/live
   sim live run --dir /tmp/live --seed 3 --crash-at 40 --check './check.sh \"$1\" \"$2\"' -- ./probe /tmp/live
-  sim live sweep --dir /tmp/live --seeds 0..20 --fs ext4 --faults fsync --check ./check.sh -- ./probe /tmp/live";
+  sim live sweep --dir /tmp/live --seeds 0..20 --fs ext4 --faults fsync --check ./check.sh -- ./probe /tmp/live
+  sim live sweep --dir /tmp/lsq --seeds 0..4 --every-index --check 'programs/sqlite3/check-server.py wal full' \\
+      --check-server -- programs/sqlite3/run.sh /tmp/lsq wal full";
 
 fn parse_seeds(s: &str) -> Result<std::ops::Range<u64>, String> {
     let (a, b) = s.split_once("..").ok_or_else(|| format!("{s:?}: expected A..B"))?;
@@ -172,6 +189,15 @@ fn options(common: &Common, seed: u64, crash_at: Option<u64>) -> Result<RunOptio
     if common.fault_at.len() > 1 {
         return Err("--fault-at: one armed fault per run (the disk holds one)".to_string());
     }
+    if !(common.timeout.is_finite() && common.timeout > 0.0) {
+        return Err("--timeout must be a positive number of seconds".to_string());
+    }
+    let scratch = common.scratch.clone().unwrap_or_else(default_scratch);
+    let timeout = Duration::from_secs_f64(common.timeout);
+    let servers = match (&common.check, common.check_server) {
+        (Some(check), true) => Some(Arc::new(ServerPool::new(check, SERVER_NAME, timeout, &scratch))),
+        _ => None,
+    };
     let mut faults = FaultSpec::parse(&common.faults, common.fault_rate)?;
     faults.armed = common.fault_at.clone();
     faults.capacity_bytes = common.capacity;
@@ -184,10 +210,11 @@ fn options(common: &Common, seed: u64, crash_at: Option<u64>) -> Result<RunOptio
         crash_at,
         command: common.command.clone(),
         check: common.check.clone(),
+        servers,
         preload: preload(common.preload.as_deref())?,
         echo: true,
-        scratch: common.scratch.clone().unwrap_or_else(default_scratch),
-        timeout: Duration::from_secs_f64(common.timeout),
+        scratch,
+        timeout,
         sector_bytes: common.sector_bytes,
         show_ios: common.show_ios,
     })
@@ -251,6 +278,7 @@ fn run_once(options: &RunOptions) -> ExitCode {
 }
 
 fn sweep_seeds(base: &RunOptions, seeds: std::ops::Range<u64>, every_index: bool, shrink: bool) -> ExitCode {
+    let started = std::time::Instant::now();
     let quiet = RunOptions { echo: false, ..base.clone() };
     let rows = sweep(&quiet, seeds.clone(), every_index, |row| eprint!("{}", sweep_line(row)));
     let failed: Vec<&SweepRow> = rows.iter().filter(|r| row_failed(r)).collect();
@@ -262,10 +290,29 @@ fn sweep_seeds(base: &RunOptions, seeds: std::ops::Range<u64>, every_index: bool
         rows.len(),
         failed.len()
     );
+    eprintln!("{}", checker_line(&rows, base.servers.is_some(), started.elapsed().as_secs_f64()));
     if let (true, Some(row)) = (shrink, failed.first()) {
         report_shrunk(row);
     }
     ExitCode::from(u8::from(!failed.is_empty()))
+}
+
+/// The sweep's pace and its checker's share, in wall time (a figure for
+/// the reader, never part of a verdict).
+fn checker_line(rows: &[SweepRow], server: bool, seconds: f64) -> String {
+    let checked: Vec<f64> =
+        rows.iter().filter_map(|r| r.outcome.as_ref().ok()?.check.as_ref().map(|c| c.seconds)).collect();
+    let pace = format!(
+        "sim live sweep: {:.1} runs/s ({} runs in {seconds:.2} s)",
+        rows.len() as f64 / seconds.max(1e-9),
+        rows.len()
+    );
+    if checked.is_empty() {
+        return format!("{pace}; no state checked");
+    }
+    let how = if server { "by a checker server" } else { "a checker process per state" };
+    let mean_ms = 1000.0 * checked.iter().sum::<f64>() / checked.len() as f64;
+    format!("{pace}; checker mean {mean_ms:.2} ms a state, {how}")
 }
 
 fn report_shrunk(row: &SweepRow) {
@@ -330,8 +377,9 @@ pub fn describe(options: &RunOptions, outcome: &RunOutcome) -> String {
         text += &format!("  REFUSED: {what}\n");
     }
     match &outcome.check {
-        Some((true, _)) => text += "  checker: pass\n",
-        Some((false, tail)) => text += &format!("  checker: FAIL: {tail}\n"),
+        Some(Checked { passed: true, .. }) => text += "  checker: pass\n",
+        Some(Checked { fault: Some(_), said, .. }) => text += &format!("  checker: {said}\n"),
+        Some(Checked { said, .. }) => text += &format!("  checker: FAIL: {said}\n"),
         None => text += "  checker: none given\n",
     }
     text += &format!("  repro: {}\n", repro(options));
@@ -350,6 +398,9 @@ pub fn repro(options: &RunOptions) -> String {
     words.extend(options.faults.flags());
     if let Some(check) = &options.check {
         words.extend(["--check".to_string(), check.clone()]);
+    }
+    if options.servers.is_some() {
+        words.push("--check-server".to_string());
     }
     words.push("--".to_string());
     words.extend(options.command.iter().cloned());

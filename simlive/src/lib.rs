@@ -17,12 +17,15 @@
 //!   configuration;
 //! - `run.rs`: one run (start, crash or exit, kill, power loss, the state
 //!   written out, the checker);
+//! - `check.rs`: the checker of a run's crash state, a process per state
+//!   or a server kept up across a sweep (`--check-server`);
 //! - `sweep.rs`: seeds, two runs each (to the end; cut at a drawn index);
 //! - `shrink.rs`: a failure to the fewest faults and the earliest crash;
 //! - `cli.rs`: `sim live run` and `sim live sweep`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod check;
 pub mod cli;
 pub mod faults;
 pub mod protocol;

@@ -18,10 +18,12 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use simulator::check_server::ServerPool;
 use simulator::disk::{ArmedFault, CrashMode, CrashPoint, DiskConfig, FsProfile, SimVfs};
 use simulator::trace::{Event, FaultKind, Trace};
 use vfs::Vfs;
 
+use crate::check::{check_state, Checked};
 use crate::faults::FaultSpec;
 use crate::serve::{entropy_seed, Server};
 
@@ -40,6 +42,9 @@ pub struct RunOptions {
     pub crash_at: Option<u64>,
     pub command: Vec<String>,
     pub check: Option<String>,
+    /// `--check-server`: `check` is a server that judges many states, kept
+    /// up across the runs of a sweep (`crate::check`).
+    pub servers: Option<Arc<ServerPool>>,
     /// `libstdfs_preload.so`.
     pub preload: PathBuf,
     /// Pass the program's stdout through to ours as it prints.
@@ -72,15 +77,15 @@ pub struct RunOutcome {
     pub injected: Vec<(u64, ArmedFault)>,
     /// Files the crash left (path, bytes).
     pub files: Vec<(String, usize)>,
-    /// The checker's verdict: passed, and its last output.
-    pub check: Option<(bool, String)>,
+    /// The checker's verdict.
+    pub check: Option<Checked>,
     pub seconds: f64,
 }
 
 impl RunOutcome {
     /// Whether the run fails: a refusal, or the checker said no.
     pub fn failed(&self) -> bool {
-        !self.refusals.is_empty() || self.check.as_ref().is_some_and(|(passed, _)| !passed)
+        !self.refusals.is_empty() || self.check.as_ref().is_some_and(|checked| !checked.passed)
     }
 }
 
@@ -237,56 +242,6 @@ fn wait_or_time_out(server: &Server, deadline: Instant) -> Option<bool> {
         }
         server.shared.wait_for(Duration::from_millis(50));
     }
-}
-
-/// Write the crash's disk under a fresh scratch directory and run `check`
-/// there: `sh -c CHECK sim-live-check DIR PRINTED`.
-fn check_state(
-    options: &RunOptions,
-    image: &simulator::disk::DiskImage,
-    printed: &[u8],
-    check: &str,
-) -> Result<(bool, String), String> {
-    let scratch = tempfile::Builder::new().prefix("sim-live-state-").tempdir_in(&options.scratch);
-    let scratch = scratch.map_err(|e| format!("a scratch dir under {}: {e}", options.scratch.display()))?;
-    let dir = scratch.path().join("state");
-    materialise(image, &dir).map_err(|e| format!("writing the crash state out: {e}"))?;
-    let printed_file = scratch.path().join("printed");
-    std::fs::write(&printed_file, printed).map_err(|e| format!("writing what was printed: {e}"))?;
-    let output = scratch.path().join("check.out");
-    let out = std::fs::File::create(&output).map_err(|e| e.to_string())?;
-    let err = out.try_clone().map_err(|e| e.to_string())?;
-    let status = Command::new("sh")
-        .args(["-c", check, "sim-live-check"])
-        .arg(&dir)
-        .arg(&printed_file)
-        .env("LIVE_DIR", &dir)
-        .env("LIVE_PRINTED", &printed_file)
-        .env("LIVE_SEED", options.seed.to_string())
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .status()
-        .map_err(|e| format!("running the checker: {e}"))?;
-    let text = std::fs::read(&output).unwrap_or_default();
-    let tail = String::from_utf8_lossy(&text[text.len().saturating_sub(400)..]).trim_end().to_string();
-    Ok((status.success(), tail))
-}
-
-/// Write `image` under `dir` as real directories and files.
-pub fn materialise(image: &simulator::disk::DiskImage, dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    for path in image.dir_paths() {
-        if let Ok(rel) = path.strip_prefix("/") {
-            std::fs::create_dir_all(dir.join(rel))?;
-        }
-    }
-    for (path, bytes) in image.files() {
-        if let Ok(rel) = path.strip_prefix("/") {
-            std::fs::write(dir.join(rel), bytes)?;
-        }
-    }
-    Ok(())
 }
 
 /// The armed faults' kinds, by name (`--fault-at IO:KIND`).

@@ -39,13 +39,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::check_server::ServerPool;
+use super::check_server::{self, ServerPool, SERVER_NAME};
 use super::replay::{Replayed, ROOT};
 use simulator::disk::DiskImage;
 use simulator::explore::coverage::CoverageTotals;
 use simulator::explore::{CheckAt, CrashCheck, ExploreOptions};
 use simulator::failure::Check;
 use simulator::seam::RecordedContext;
+use simulator::written_state::write_state;
 
 /// How to explore (the command line's flags).
 #[derive(Clone, Debug)]
@@ -160,7 +161,7 @@ pub struct Explored {
 /// index does not have.
 pub fn explore(replayed: &Replayed, options: &TraceExploreOptions) -> Result<Explored, String> {
     let started = Instant::now();
-    let pool = options.server.then(|| ServerPool::new(&options.check, options.timeout, &options.scratch));
+    let pool = options.server.then(|| ServerPool::new(&options.check, SERVER_NAME, options.timeout, &options.scratch));
     let check = TraceCheck { replayed, options, pool };
     let contexts = contexts(replayed);
     let explore_options = options.explore_options();
@@ -225,7 +226,7 @@ impl CrashCheck for TraceCheck<'_> {
         let printed = self.replayed.printed_before(first.io_index);
         let at = (first.io_index, first.state);
         match &self.pool {
-            Some(pool) => pool.check(image, &printed, at),
+            Some(pool) => check_server::check(pool, image, &printed, at),
             None => check_one(image, &printed, at, self.options),
         }
     }
@@ -261,42 +262,16 @@ fn could_not(started: Instant, why: String) -> Verdict {
     }
 }
 
-/// A crash state written out for a checker: a fresh directory under the
-/// scratch directory (removed when this drops) holding the state as
-/// `dir` and what the program had printed as the file `printed`.
-pub struct WrittenState {
-    scratch: tempfile::TempDir,
-    /// The crash state as a directory.
-    pub dir: PathBuf,
-    /// What the program printed before the crash.
-    pub printed: PathBuf,
-}
-
-/// Write `image` and `printed` out under `scratch` (see [`WrittenState`]);
-/// `Err` says what could not be written.
-pub fn write_state(image: &DiskImage, printed: &[u8], scratch: &Path) -> Result<WrittenState, String> {
-    let scratch = tempfile::Builder::new()
-        .prefix("sim-trace-")
-        .tempdir_in(scratch)
-        .map_err(|e| format!("no directory in {}: {e}", scratch.display()))?;
-    let dir = scratch.path().join("state");
-    let printed_file = scratch.path().join("printed");
-    materialise(image, &dir)
-        .and_then(|()| std::fs::write(&printed_file, printed))
-        .map_err(|e| format!("writing the state out: {e}"))?;
-    Ok(WrittenState { scratch, dir, printed: printed_file })
-}
-
 /// Write `image` (crash index and state number `at`) out with what the
 /// program had `printed`, and run the checker on it.
 pub fn check_one(image: &DiskImage, printed: &[u8], at: (u64, usize), options: &TraceExploreOptions) -> Verdict {
     let started = Instant::now();
-    let written = match write_state(image, printed, &options.scratch) {
+    let written = match write_state(image, ROOT.as_ref(), printed, &options.scratch, "sim-trace-") {
         Ok(written) => written,
         Err(why) => return could_not(started, why),
     };
     let (dir, printed_file) = (&written.dir, &written.printed);
-    let output = written.scratch.path().join("output");
+    let output = written.path().join("output");
     let log = match std::fs::File::create(&output).and_then(|f| Ok((f.try_clone()?, f))) {
         Ok(pair) => pair,
         Err(e) => return could_not(started, format!("the checker's output file: {e}")),
@@ -350,22 +325,6 @@ fn wait(child: &mut std::process::Child, timeout: Duration) -> String {
             Err(e) => return format!("waiting failed: {e}"),
         }
     }
-}
-
-/// Write `image` under `dir` as real directories and files.
-pub fn materialise(image: &DiskImage, dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    for path in image.dir_paths() {
-        if let Ok(rel) = path.strip_prefix(ROOT) {
-            std::fs::create_dir_all(dir.join(rel))?;
-        }
-    }
-    for (path, bytes) in image.files() {
-        if let Ok(rel) = path.strip_prefix(ROOT) {
-            std::fs::write(dir.join(rel), bytes)?;
-        }
-    }
-    Ok(())
 }
 
 /// The process-start floor: the mean wall time of `sh -c :` over `runs`

@@ -15,7 +15,9 @@
 //! `draw` the draws every target's configuration makes the same way,
 //! `disk_swarm` the one table a seed's simulated disk is drawn from,
 //! `op_line` the head every saved operation line starts with, `output`
-//! how a command ends.
+//! how a command ends; [`written_state`] a crash state written out as a
+//! real directory for a checker outside the process, and [`check_server`]
+//! the checker that stays up to judge many of them (`sim trace`, `sim live`).
 //!
 //! The systems under test live elsewhere: the segsim engine's target, the
 //! kit (`simkit`) a stranger's engine is tested with, and the adapters for
@@ -25,6 +27,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(unsafe_code)]
 
+pub mod check_server;
 pub mod cli;
 pub mod counters;
 pub mod disk;
@@ -42,5 +45,6 @@ pub mod seeds;
 pub mod shrink;
 pub mod summary;
 pub mod trace;
+pub mod written_state;
 
 pub use vfs;

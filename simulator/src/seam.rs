@@ -202,7 +202,9 @@ pub struct DamageSite {
     pub path: std::path::PathBuf,
     /// Where the bad bytes start.
     pub offset_bytes: u64,
-    /// The bad bytes (clipped at the file's end).
+    /// The bad bytes: what the file holds from `offset_bytes` on (any
+    /// past its end grow it, as a write that grew the file and landed
+    /// elsewhere leaves it).
     pub bytes: Vec<u8>,
     /// What the disk announces the damage as (media corruption, a lost
     /// write, a misdirected one; the floor after each is the same).
@@ -445,6 +447,22 @@ pub trait ExploreDamage<C>: Sync {
     /// recording) lie, each with a way to damage it, in a fixed order
     /// (none where `seed`'s configuration promises nothing about damage).
     fn damage_sites(&self, seed: u64, image: &DiskImage) -> Vec<DamageSite>;
+
+    /// Where the writes in flight at one crash index of `seed`'s recording
+    /// (`in_flight`: issued to files `image` names, not yet fsynced; `image`
+    /// its durable image) damage `image` when the drive writes one back at
+    /// another record's place (the fault model's misdirected write), in a
+    /// fixed order. Asked at every crash index with writes in flight, also
+    /// where `image` was first seen earlier: the sites new at an index are
+    /// recovered in that index's context. None by default.
+    fn in_flight_damage_sites(
+        &self,
+        _seed: u64,
+        _image: &DiskImage,
+        _in_flight: &[crate::disk::InFlightWrite<'_>],
+    ) -> Vec<DamageSite> {
+        Vec::new()
+    }
 
     /// Every kind of record [`ExploreDamage::damage_sites`] names, with
     /// the ways it damages one: what the reach report holds each

@@ -16,7 +16,11 @@
 //! of every file a fifth way (issue 32): the write that put it in place
 //! lost, alone and with the rest of its fsync, its place back to the
 //! bytes it held before — for a rewrite's log's last batch, a snapshot
-//! with no `SNAPSHOT_END`. The
+//! with no `SNAPSHOT_END`. And the write in flight at a crash index (issue
+//! 51), the next frame of either log, issued and not yet fsynced, is
+//! misdirected onto the file's last durable frame: the landed frame whole
+//! there, the file grown to the write's end, its own place as before it
+//! (`in_flight_sites`). The
 //! records are found by walking the formats as the engine documents them
 //! (`engine::frame` for both logs, the layout in `engine::seg`'s module
 //! doc for segments) over the undamaged image; the judgement is none of
@@ -41,7 +45,7 @@ use super::record::RecoveryContext;
 use super::SegsimTarget;
 use crate::canary::CanarySwitch;
 use crate::drive::Driver;
-use simulator::disk::{CrashOutcome, Damage, DamageKind, DiskImage, LostWrites, SimVfs};
+use simulator::disk::{CrashOutcome, Damage, DamageKind, DiskImage, InFlightWrite, LostWrites, SimVfs};
 use simulator::failure::{catch_panic, Check};
 use simulator::harness::Reopening;
 use simulator::seam::{DamageSite, DamageVerdict, DamageWays};
@@ -140,6 +144,8 @@ fn frame_sites(
         sites.push(length);
         if let Some(foreign) = foreign {
             let what = what(&format!("{foreign_what} written in its place"));
+            // Clipped at the file's end: media damage never grows a file.
+            let foreign = &foreign[..foreign.len().min(bytes.len() - at)];
             let (offset_bytes, bytes, kind) = (at as u64, foreign.to_vec(), DamageKind::Media);
             sites.push(DamageSite { path: path.to_path_buf(), offset_bytes, bytes, kind, what, record_kind });
         }
@@ -202,6 +208,74 @@ fn misdirected_sites(
     }
 }
 
+/// Where each valid frame of a log lies, from the start on (`place_at` the
+/// place a frame at an offset is bound to), as byte ranges.
+fn frame_spans(bytes: &[u8], place_at: impl Fn(usize) -> Place) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut at = 0usize;
+    while let Ok(frame) = decode_frame(&bytes[at..], place_at(at)) {
+        spans.push((at, at + frame.total_bytes));
+        at += frame.total_bytes;
+    }
+    spans
+}
+
+/// The misdirected frame of the write in flight (issue 51): for each log,
+/// its first write in flight at the crash index — the next frame, issued
+/// and not yet fsynced (a manifest has one at most: every append is
+/// fsynced before the next) — written back by the drive at the place of
+/// the last durable frame instead of its own. The site holds the landed
+/// frame whole, the rest of the old frame behind a shorter one, and the
+/// file to the write's end as before the write (zeros for an append): the
+/// file system saw the write, so the file keeps the length it gave it.
+/// This is the one misdirected record nothing valid follows when it is the
+/// newest durable one that the write replaced (the durable misdirected
+/// frames of `misdirected_sites` always leave a whole later frame's
+/// replacement behind them, and their later frame is durable: its log
+/// record, for the manifest, may already name the segment the replaced
+/// ADD registered, which the store's cross-check then refuses anyway).
+pub(super) fn in_flight_sites(image: &DiskImage, in_flight: &[InFlightWrite<'_>]) -> Vec<DamageSite> {
+    let mut sites = Vec::new();
+    for (path, bytes) in image.files() {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let Some(write) = in_flight.iter().find(|write| write.path == path) else { continue };
+        if name == AOF_FILE {
+            sites.extend(in_flight_site((&path, LOG_FRAME), bytes, write, |at| frame_place(bytes, at)));
+        } else if name == MANIFEST_FILE {
+            sites.extend(in_flight_site((&path, MANIFEST_RECORD), bytes, write, |at| Place::manifest(at as u64)));
+        }
+    }
+    sites
+}
+
+/// `write` (in flight to the log at `path`, whose durable bytes these
+/// are) landed on the log's last durable frame, if that is not its header
+/// and the write is a whole frame at its own place after it.
+fn in_flight_site(
+    (path, record_kind): (&Path, &'static str),
+    bytes: &[u8],
+    write: &InFlightWrite<'_>,
+    place_at: impl Fn(usize) -> Place,
+) -> Option<DamageSite> {
+    let frames = frame_spans(bytes, &place_at);
+    let number = frames.len().checked_sub(1).filter(|&number| number > 0)?;
+    let (at, end) = frames[number];
+    let write_at = usize::try_from(write.offset_bytes).ok().filter(|&write_at| write_at >= end)?;
+    decode_frame(write.bytes, place_at(write_at)).ok()?;
+    let write_end = write_at + write.bytes.len();
+    let mut landed = bytes[at..].to_vec();
+    landed.resize(bytes.len().max(write_end) - at, 0);
+    debug_assert!(landed.len() >= write.bytes.len(), "the write ends at or past its landing's end");
+    landed[..write.bytes.len()].copy_from_slice(write.bytes);
+    let what = format!(
+        "{} frame {number} (bytes {at}..{end}): the write in flight at the crash (bytes {write_at}..{write_end}, the \
+         next frame) misdirected onto it, the file grown to that write's end, its own place left as before it",
+        path.display()
+    );
+    let (path, offset_bytes, kind) = (path.to_path_buf(), at as u64, DamageKind::MisdirectedWrite);
+    Some(DamageSite { path, offset_bytes, bytes: landed, kind, what, record_kind })
+}
+
 /// The fifth way, for every kind of file: the write that put each record
 /// (`records`, byte ranges) in place lost, as if it never reached the
 /// media — its place holding what it held before that write (the disk's
@@ -261,6 +335,8 @@ fn segment_sites(sites: &mut Vec<DamageSite>, image: &DiskImage, path: &Path, by
         });
         if let Some(foreign) = foreign {
             let what = what("the log's header frame written in its place");
+            // Clipped at the file's end: media damage never grows a file.
+            let foreign = &foreign[..foreign.len().min(bytes.len() - start)];
             sites.push(DamageSite {
                 path: path.to_path_buf(),
                 offset_bytes: start as u64,
@@ -436,6 +512,57 @@ mod tests {
         assert_eq!(&site.bytes[..frames[2].len()], &frames[2][..], "the later frame, whole, where it landed");
         assert_eq!(&site.bytes[frames[2].len()..longer.len()], &longer[frames[2].len()..], "the rest left");
         assert!(site.what.contains("of another size"), "{}", site.what);
+    }
+
+    /// The log of `log_image` with a fourth frame written and not yet
+    /// fsynced: the write in flight lands on the last durable frame whole,
+    /// the file grown to its end with its own place as before (zeros).
+    #[test]
+    fn the_write_in_flight_is_misdirected_onto_the_last_durable_frame() {
+        let disk = SimVfs::new(DiskConfig::fault_free(CrashMode::Strict, 512), Trace::new(false));
+        let dir = PathBuf::from("/db");
+        disk.create_dir_all(&dir).unwrap();
+        let path = dir.join(AOF_FILE);
+        let mut file = disk.open(&path, OpenMode::Create).unwrap();
+        disk.sync_dir(&dir).unwrap();
+        let header = [&b"SEGS-AOF"[..], &4u32.to_le_bytes(), &1u64.to_le_bytes(), &[0]].concat();
+        let mut at = 0u64;
+        let mut frames = Vec::new();
+        for (number, payload) in [&header[..], b"first", b"a longer next"].into_iter().enumerate() {
+            let mut frame = Vec::new();
+            encode_frame(&mut frame, if number == 0 { Place::aof(0, 0) } else { Place::aof(1, at) }, 1, payload);
+            file.write_at(at, &frame).unwrap();
+            if number < 2 {
+                file.sync().unwrap();
+            }
+            at += frame.len() as u64;
+            frames.push(frame);
+        }
+        disk.start_recording();
+        let _ = file.len();
+        let recording = disk.take_recording();
+        let snapshot = recording.snapshots.last().unwrap();
+        let image = snapshot.durable_image();
+        let in_flight = snapshot.in_flight_writes(&image);
+        assert_eq!(in_flight.len(), 1, "the third frame, unsynced");
+        let sites = in_flight_sites(&image, &in_flight);
+        assert_eq!(sites.len(), 1, "{sites:?}");
+        let site = &sites[0];
+        let (last_at, write_at) = (frames[0].len(), frames[0].len() + frames[1].len());
+        assert_eq!(
+            (site.offset_bytes, site.kind, site.record_kind),
+            (last_at as u64, DamageKind::MisdirectedWrite, LOG_FRAME)
+        );
+        assert!(frames[2].len() > frames[1].len(), "a longer frame: it runs past the durable end");
+        assert_eq!(&site.bytes[..frames[2].len()], &frames[2][..], "the write in flight, whole, where it landed");
+        assert_eq!(last_at + site.bytes.len(), write_at + frames[2].len(), "the file grown to the write's end");
+        assert!(site.bytes[frames[2].len()..].iter().all(|&b| b == 0), "its own place as before: nothing");
+        assert!(decode_frame(&site.bytes, Place::aof(1, last_at as u64)).is_err(), "invalid where it landed");
+        let (damaged, damage) =
+            snapshot.damaged(&image, &path, site.offset_bytes, &site.bytes, site.kind).expect("a change");
+        assert_eq!(damaged.files()[0].1.len(), write_at + frames[2].len());
+        assert!(damage.offset_bytes >= last_at as u64 && !damage.vouched, "{damage:?}");
+        assert!(in_flight_sites(&image, &[]).is_empty(), "nothing in flight, no site");
     }
 
     #[test]

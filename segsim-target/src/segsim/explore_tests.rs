@@ -517,5 +517,34 @@ fn every_damage_rule_canary_is_caught_by_damage_exploration_only() {
             "{name}: {}",
             repro.to_text()
         );
+        if name == "manifest-place-ignored" {
+            the_writes_in_flight_catch_it_too_and_their_repros_name_the_same_site(&planted, &caught);
+        }
+    }
+}
+
+/// The manifest's next record, in flight at the crash, misdirected onto
+/// the last durable one (issue 51) catches the place-free manifest too;
+/// each such failure's repro — a site numbered after the image's own
+/// sites, where the image was first seen at an earlier crash index —
+/// damages that same site again.
+#[cfg(feature = "canaries")]
+fn the_writes_in_flight_catch_it_too_and_their_repros_name_the_same_site(
+    planted: &SegsimTarget,
+    caught: &ExploreReport,
+) {
+    let in_flight: Vec<&ExploreFailure> =
+        caught.failures.iter().filter(|f| f.description.contains("the write in flight at the crash")).collect();
+    assert!(!in_flight.is_empty(), "{}", caught.to_text());
+    for failure in in_flight {
+        let damage =
+            ExploreOptions { damage: true, only_io: failure.io_index, damage_site: failure.damage_site, ..options() };
+        let repro = explore(planted, 10, 100, &damage).unwrap();
+        assert!(
+            repro.failures.iter().any(|f| f.description == failure.description && f.check == failure.check),
+            "{}: {}",
+            failure.description,
+            repro.to_text()
+        );
     }
 }

@@ -40,7 +40,7 @@ use crate::config::{Config, Overrides};
 use crate::run::run_ops_with;
 use crate::workload::{generate, generate_for_explore, PlannedOp};
 use crate::SEGSIM;
-use simulator::disk::{ArmedFault, CrashMode, Damage, DiskConfig, DiskImage, FsProfile};
+use simulator::disk::{ArmedFault, CrashMode, Damage, DiskConfig, DiskImage, FsProfile, InFlightWrite};
 use simulator::failure::Check;
 use simulator::outcome::SeedOutcome;
 use simulator::seam::{
@@ -287,6 +287,17 @@ impl ExploreDamage<RecoveryContext> for SegsimTarget {
         // are found and damaged like any others.
         let _canary = crate::canary::CanarySwitch::on(self.overrides.canary);
         damage::sites(image)
+    }
+
+    fn in_flight_damage_sites(
+        &self,
+        _seed: u64,
+        image: &DiskImage,
+        in_flight: &[InFlightWrite<'_>],
+    ) -> Vec<DamageSite> {
+        // In the planted engine's format, as for `damage_sites`.
+        let _canary = crate::canary::CanarySwitch::on(self.overrides.canary);
+        damage::in_flight_sites(image, in_flight)
     }
 
     fn damage_ways(&self) -> &'static [DamageWays] {

@@ -8,14 +8,22 @@
 //! from which byte, and whether a later durable write could have vouched
 //! for those bytes (`Inode::vouched`), since that decides whether an
 //! engine can tell the damage from a torn write at all.
+//!
+//! A damage site may also run past a file's end: the file grows to hold
+//! it, as a write that grew the file leaves it when the drive put its
+//! bytes elsewhere (the file system saw the write: the length is kept,
+//! the place holds what it held before). And a snapshot names the writes
+//! in flight at its crash index ([`InFlightWrite`]: issued, not yet
+//! fsynced), which a drive may yet write back at another record's place:
+//! the fault model's misdirected write, for the write the crash caught.
 
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::config::{Damage, DamageKind};
 use super::crash_states::CrashState;
-use super::data::{vouched, InodeId};
+use super::data::{vouched, DataOp, InodeId};
 use super::history::{self, LostWrites};
 use super::image::{DiskImage, ImageFile};
 use super::snapshot::DiskSnapshot;
@@ -34,10 +42,11 @@ impl DiskSnapshot {
     }
 
     /// `image` (this snapshot's [`DiskSnapshot::durable_image`]) with
-    /// `bytes` written over the file at `path` from `offset_bytes` on
-    /// (clipped at the file's end), and the damage as the disk announces
-    /// media corruption: from the first byte that changed. `None` if no
-    /// file is at `path` or no byte changed.
+    /// `bytes` written over the file at `path` from `offset_bytes` on (the
+    /// file grown to hold any that run past its end: see the module doc),
+    /// and the damage as the disk announces media corruption: from the
+    /// first byte that changed. `None` if no file is at `path`, the offset
+    /// lies past its end, or no byte changed.
     pub fn damaged(
         &self,
         image: &DiskImage,
@@ -47,9 +56,13 @@ impl DiskSnapshot {
         kind: DamageKind,
     ) -> Option<(DiskImage, Damage)> {
         let damage = Damage { kind, ..self.damage(image, path, offset_bytes, bytes)? };
-        let (id, at) = locate(image, path, offset_bytes, bytes.len())?;
+        let (id, start) = locate(image, path, offset_bytes)?;
         let mut new = image.files[&id].bytes.to_vec();
-        new[at.clone()].copy_from_slice(&bytes[..at.len()]);
+        let end = start + bytes.len();
+        if new.len() < end {
+            new.resize(end, 0);
+        }
+        new[start..end].copy_from_slice(bytes);
         let mut damaged = image.clone();
         damaged.files.insert(id, ImageFile { bytes: Arc::from(new), hash: None });
         Some((damaged, damage))
@@ -58,10 +71,11 @@ impl DiskSnapshot {
     /// The damage [`DiskSnapshot::damaged`] would announce, without
     /// building the damaged image: `None` if it would change no byte.
     pub fn damage(&self, image: &DiskImage, path: &Path, offset_bytes: u64, bytes: &[u8]) -> Option<Damage> {
-        let (id, at) = locate(image, path, offset_bytes, bytes.len())?;
+        let (id, start) = locate(image, path, offset_bytes)?;
         let old = &image.files[&id].bytes;
-        let start = at.start;
-        let differs = |i: usize| bytes[i - start] != old[i];
+        let at = start..start + bytes.len();
+        // A byte past the old end is new whatever it holds: the file grows.
+        let differs = |i: usize| old.get(i) != Some(&bytes[i - start]);
         let first = at.clone().find(|&i| differs(i))?;
         let last = at.rev().find(|&i| differs(i)).expect("first changed");
         let file = self.files.get(&id).expect("a snapshot holds every inode its image names");
@@ -78,6 +92,41 @@ impl DiskSnapshot {
     }
 }
 
+/// A write in flight at a crash index: made to a file the durable image
+/// names, not yet made durable by an fsync (one of the snapshot's pending
+/// data operations). A power loss may still keep it — whole, torn, or, as
+/// the fault model's misdirected write, at another place of the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InFlightWrite<'a> {
+    /// The file's full path, as the durable image names it.
+    pub path: PathBuf,
+    /// Where the write was meant to go.
+    pub offset_bytes: u64,
+    /// What it writes.
+    pub bytes: &'a [u8],
+}
+
+impl DiskSnapshot {
+    /// The writes in flight at this snapshot to the files `image` (its
+    /// [`DiskSnapshot::durable_image`]) names, by directory and name, each
+    /// file's oldest first.
+    pub fn in_flight_writes(&self, image: &DiskImage) -> Vec<InFlightWrite<'_>> {
+        let mut writes = Vec::new();
+        for (dir, entries) in &image.dirs {
+            for (name, id) in entries {
+                let file = self.files.get(id).expect("a snapshot holds every inode its image names");
+                for op in &file.pending {
+                    if let DataOp::Write { offset_bytes, data } = op {
+                        let (path, offset_bytes) = (dir.join(name), *offset_bytes);
+                        writes.push(InFlightWrite { path, offset_bytes, bytes: data });
+                    }
+                }
+            }
+        }
+        writes
+    }
+}
+
 impl DiskImage {
     /// For a durable image: the file at `path` as it would be had the
     /// drive lost the newest write that touched `range` (with `how`, the
@@ -87,7 +136,7 @@ impl DiskImage {
     /// if the file has no history, no write touched the range, or nothing
     /// would change.
     pub fn lost_write(&self, path: &Path, range: Range<u64>, how: LostWrites) -> Option<(u64, Vec<u8>)> {
-        let (id, _) = locate(self, path, range.start, 0)?;
+        let (id, _) = locate(self, path, range.start)?;
         history::undo(&self.files[&id].bytes, self.histories.get(&id)?, range, how)
     }
 
@@ -96,7 +145,7 @@ impl DiskImage {
     /// own place after the drive put it elsewhere. Zeros where the
     /// history does not say (no history, or no write there).
     pub fn before_newest_write(&self, path: &Path, range: Range<u64>) -> Vec<u8> {
-        let history = locate(self, path, range.start, 0).and_then(|(id, _)| self.histories.get(&id));
+        let history = locate(self, path, range.start).and_then(|(id, _)| self.histories.get(&id));
         match history {
             Some(history) => history::before_newest(history, range),
             None => vec![0; usize::try_from(range.end - range.start).expect("a range of a file in memory")],
@@ -104,15 +153,14 @@ impl DiskImage {
     }
 }
 
-/// The file at `path` in `image` and the bytes of it that `len_bytes`
-/// written from `offset_bytes` cover (clipped at its end); `None` if there
-/// is no such file or the offset lies past its end.
-fn locate(image: &DiskImage, path: &Path, offset_bytes: u64, len_bytes: usize) -> Option<(InodeId, Range<usize>)> {
+/// The file at `path` in `image` and `offset_bytes` as an index into
+/// it; `None` if there is no such file or the offset lies past its end.
+fn locate(image: &DiskImage, path: &Path, offset_bytes: u64) -> Option<(InodeId, usize)> {
     let (dir, name) = (path.parent()?, path.file_name()?.to_str()?);
     let id = *image.dirs.get(dir)?.get(name)?;
     let old_len = image.files.get(&id)?.bytes.len();
     let start = usize::try_from(offset_bytes).ok().filter(|&start| start < old_len)?;
-    Some((id, start..start + len_bytes.min(old_len - start)))
+    Some((id, start))
 }
 
 #[cfg(test)]
@@ -153,5 +201,35 @@ mod tests {
         assert_eq!((damage.offset_bytes, damage.vouched), (6, false));
         assert!(snapshot.damaged(&image, &path, 0, b"f", DamageKind::Media).is_none(), "no byte changed");
         assert!(snapshot.damaged(&image, &dir.join("other"), 0, b"X", DamageKind::Media).is_none());
+        assert!(snapshot.damaged(&image, &path, 11, b"X", DamageKind::Media).is_none(), "an offset past the end");
+    }
+
+    /// The unsynced write is in flight, not durable; a site that runs past
+    /// the end grows the file, and growth alone is a change.
+    #[test]
+    fn a_snapshot_names_its_writes_in_flight_and_a_site_past_the_end_grows_the_file() {
+        let disk = SimVfs::new(DiskConfig::fault_free(CrashMode::Strict, 512), Trace::new(false));
+        let dir = PathBuf::from("/db");
+        disk.create_dir_all(&dir).unwrap();
+        let path = dir.join("log");
+        let mut file = disk.open(&path, OpenMode::Create).unwrap();
+        file.write_at(0, b"first").unwrap();
+        file.sync().unwrap();
+        disk.sync_dir(&dir).unwrap();
+        file.write_at(5, b"next").unwrap();
+        disk.start_recording();
+        let _ = file.len();
+        let recording = disk.take_recording();
+        let snapshot = recording.snapshots.last().unwrap();
+        let image = snapshot.durable_image();
+        assert_eq!(image.files(), vec![(path.clone(), &b"first"[..])]);
+        let in_flight = snapshot.in_flight_writes(&image);
+        assert_eq!(in_flight, vec![super::InFlightWrite { path: path.clone(), offset_bytes: 5, bytes: b"next" }]);
+        let (damaged, damage) =
+            snapshot.damaged(&image, &path, 1, b"next\0\0\0\0", DamageKind::MisdirectedWrite).unwrap();
+        assert_eq!(damaged.files()[0].1, b"fnext\0\0\0\0", "landed at byte 1, the file grown to the write's end");
+        assert_eq!((damage.offset_bytes, damage.kind, damage.vouched), (1, DamageKind::MisdirectedWrite, false));
+        let (_, damage) = snapshot.damaged(&image, &path, 4, b"t\0", DamageKind::Media).unwrap();
+        assert_eq!(damage.offset_bytes, 5, "the same bytes, then one past the end: a change");
     }
 }

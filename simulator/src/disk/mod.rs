@@ -203,6 +203,7 @@ use vfs::{Holders, LockGuard, LockMode, Mapping, OpenMode, Vfs, VfsFile};
 pub use config::{CrashMode, CrashOutcome, CrashPoint, Damage, DamageKind, DiskConfig, MAX_SECTOR_BYTES};
 pub use crash_product::{Coverage, COUNT_SUBSETS_UP_TO};
 pub use crash_states::{CrashState, StateOptions, ALL_DIR_SUBSETS_UP_TO, MAX_TWO_FILE_STATES, WHOLE_OP_CUTS};
+pub use damage::InFlightWrite;
 pub use faults::ArmedFault;
 pub use hazards::{Hazard, HazardHow};
 pub use history::LostWrites;

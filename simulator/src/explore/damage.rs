@@ -23,6 +23,16 @@
 //! the image was first seen at. The damage is the only thing that differs
 //! from a state depth 1 already passed, so a failure here is the damage's.
 //!
+//! A durable image holds nothing of the writes in flight at its crash
+//! index, yet a drive may still write one back after the crash caught it,
+//! and put it elsewhere: the fault model's misdirected write. So at every
+//! crash index with writes in flight the target names where those would
+//! land ([`ExploreDamage::in_flight_damage_sites`]: for segsim, the next
+//! frame of either log onto its last durable frame), and each site not
+//! already planned on the same durable image is recovered in that index's
+//! context — which is why one durable image may be damaged at several
+//! crash indices. The report counts it once.
+//!
 //! What each declared way of each record kind reached, and the ways that
 //! never applied, go in the report (`damage_reach.rs`).
 //!
@@ -30,7 +40,7 @@
 //! order (the report is the same for every `--jobs`), and
 //! `--max-damage-states` cuts that order at a fixed point.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -41,14 +51,27 @@ use super::ExploreOptions;
 use crate::disk::{DiskImage, DiskSnapshot};
 use crate::seam::{DamageSite, DamageVerdict, ExploreDamage, Recording, Target};
 
-/// One durable image and where to damage it.
+/// One durable image and where to damage it, at one crash index.
 struct Image {
     io_index: u64,
     context: usize,
     snapshot: Arc<DiskSnapshot>,
     image: DiskImage,
     sites: Vec<DamageSite>,
+    /// Which distinct durable image this is (the reach report counts
+    /// those), numbered in order of first appearance.
+    durable: usize,
+    /// `None` where the image is first seen: `sites` are its own, then
+    /// those of the writes in flight here. For an image seen at an earlier
+    /// index, here again for new writes in flight only: each site's number
+    /// among this index's in-flight sites (`--damage-site` numbers it
+    /// after the image's own sites, counted again for a repro).
+    in_flight_numbers: Option<Vec<usize>>,
 }
+
+/// What makes an in-flight site the same as one already planned on the
+/// same durable image: the same bytes at the same place.
+type SiteKey = (std::path::PathBuf, u64, Vec<u8>);
 
 /// One damaged recovery: an image's site, opened one way.
 #[derive(Clone, Copy)]
@@ -84,10 +107,16 @@ pub(super) fn explore<T: Target>(
         let context = &recording.contexts[image.context].context;
         damaging.recover_damaged(seed, &damaged, &damage, run.point_in_time, context)
     });
-    let reach = damage_reach::reach(damaging.damage_ways(), images.iter().map(|image| image.sites.as_slice()));
+    let distinct = images.iter().map(|image| image.durable + 1).max().unwrap_or(0);
+    let mut members = vec![Vec::new(); distinct];
+    for image in &images {
+        members[image.durable].push(image);
+    }
+    let per_durable = members.iter().map(|of| of.iter().flat_map(|image| image.sites.iter()));
+    let reach = damage_reach::reach(damaging.damage_ways(), per_durable);
     let mut report = DamageReport {
         reach,
-        images: images.len() as u64,
+        images: distinct as u64,
         sites: images.iter().map(|image| image.sites.len() as u64).sum(),
         recoveries: runs.len() as u64,
         capped,
@@ -106,14 +135,18 @@ pub(super) fn explore<T: Target>(
 }
 
 /// The recording's distinct durable images, each at the first crash index
-/// it appears (with `--only-io`, that index's alone), with their sites.
+/// it appears (with `--only-io`, that index's alone), with their sites and
+/// those of the writes in flight there; and again at each later index
+/// where writes in flight damage one in a way not yet planned.
 fn durable_images<C>(
     damaging: &dyn ExploreDamage<C>,
     seed: u64,
     recording: &Recording<C>,
     options: &ExploreOptions,
 ) -> Vec<Image> {
-    let mut seen = BTreeSet::new();
+    // Each distinct image's hash: its number, and the in-flight sites
+    // planned on it so far.
+    let mut seen: BTreeMap<u64, (usize, BTreeSet<SiteKey>)> = BTreeMap::new();
     let mut images = Vec::new();
     let mut previous: Option<&Arc<DiskSnapshot>> = None;
     for io_index in recording.disk.io_indices() {
@@ -125,12 +158,30 @@ fn durable_images<C>(
             continue;
         }
         let image = snapshot.durable_image();
-        if !seen.insert(image.hash()) && options.only_io.is_none() {
-            continue;
+        let in_flight = snapshot.in_flight_writes(&image);
+        let in_flight_sites =
+            if in_flight.is_empty() { Vec::new() } else { damaging.in_flight_damage_sites(seed, &image, &in_flight) };
+        let next_number = seen.len();
+        let (durable, planned) = seen.entry(image.hash()).or_insert_with(|| (next_number, BTreeSet::new()));
+        let first_seen = *durable == next_number || options.only_io.is_some();
+        let mut new_sites = Vec::new();
+        let mut in_flight_numbers = Vec::new();
+        for (number, site) in in_flight_sites.into_iter().enumerate() {
+            if planned.insert((site.path.clone(), site.offset_bytes, site.bytes.clone())) || first_seen {
+                in_flight_numbers.push(number);
+                new_sites.push(site);
+            }
         }
-        let sites = damaging.damage_sites(seed, &image);
-        let context = recording.context_at(io_index);
-        images.push(Image { io_index, context, snapshot: snapshot.clone(), image, sites });
+        let (context, durable) = (recording.context_at(io_index), *durable);
+        let snapshot = snapshot.clone();
+        if first_seen {
+            let mut sites = damaging.damage_sites(seed, &image);
+            sites.extend(new_sites);
+            images.push(Image { io_index, context, snapshot, image, sites, durable, in_flight_numbers: None });
+        } else if !new_sites.is_empty() {
+            let in_flight_numbers = Some(in_flight_numbers);
+            images.push(Image { io_index, context, snapshot, image, sites: new_sites, durable, in_flight_numbers });
+        }
     }
     images
 }
@@ -183,14 +234,23 @@ fn failure<T: Target>(
     let image = &images[run.image];
     let site = &image.sites[run.site];
     let how = if run.point_in_time { "opened at a point in time" } else { "opened the default way" };
-    let extra = format!(" --damage --only-io {} --damage-site {}", image.io_index, run.site);
+    // The site's number as `--only-io` numbers that image's sites: its own
+    // first, then those of the writes in flight there.
+    let number = match &image.in_flight_numbers {
+        None => run.site,
+        Some(numbers) => {
+            let damaging = target.damage().expect("exploring damage");
+            damaging.damage_sites(seed, &image.image).len() + numbers[run.site]
+        }
+    };
+    let extra = format!(" --damage --only-io {} --damage-site {number}", image.io_index);
     ExploreFailure {
         io_index: Some(image.io_index),
         state: None,
         then: None,
         fault_io: None,
         fault_kind: None,
-        damage_site: Some(run.site),
+        damage_site: Some(number),
         op: recording.contexts[image.context].what.clone(),
         description: format!("the durable image, damaged: {}; {how}", site.what),
         check,

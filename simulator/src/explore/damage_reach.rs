@@ -39,9 +39,13 @@ pub struct DamageReach {
     pub present: u64,
 }
 
-/// The reach of `declared` over the sites of each durable image, in the
+/// The reach of `declared` over the sites of each durable image (those of
+/// the writes in flight at any of its crash indices among them), in the
 /// declared order.
-pub(super) fn reach<'a>(declared: &[DamageWays], images: impl Iterator<Item = &'a [DamageSite]>) -> Vec<DamageReach> {
+pub(super) fn reach<'a, S>(declared: &[DamageWays], images: impl Iterator<Item = S>) -> Vec<DamageReach>
+where
+    S: IntoIterator<Item = &'a DamageSite> + Clone,
+{
     let mut reached: Vec<DamageReach> = declared
         .iter()
         .flat_map(|kind| {
@@ -56,7 +60,7 @@ pub(super) fn reach<'a>(declared: &[DamageWays], images: impl Iterator<Item = &'
         .collect();
     for sites in images {
         let mut seen_in_image = vec![false; reached.len()];
-        for site in sites {
+        for site in sites.clone() {
             let at = reached.iter().position(|r| r.record_kind == site.record_kind && r.way == site.kind);
             let at = at.unwrap_or_else(|| {
                 panic!(
@@ -68,10 +72,12 @@ pub(super) fn reach<'a>(declared: &[DamageWays], images: impl Iterator<Item = &'
             seen_in_image[at] = true;
         }
         for (reach, &seen) in reached.iter().zip(&seen_in_image) {
-            debug_assert!(!seen || sites.iter().any(|site| site.record_kind == reach.record_kind));
+            debug_assert!(!seen || sites.clone().into_iter().any(|site| site.record_kind == reach.record_kind));
         }
-        let held: Vec<bool> =
-            reached.iter().map(|reach| sites.iter().any(|site| site.record_kind == reach.record_kind)).collect();
+        let held: Vec<bool> = reached
+            .iter()
+            .map(|reach| sites.clone().into_iter().any(|site| site.record_kind == reach.record_kind))
+            .collect();
         for ((reach, seen), held) in reached.iter_mut().zip(seen_in_image).zip(held) {
             reach.images += u64::from(seen);
             reach.present += u64::from(held);

@@ -64,7 +64,9 @@
 //!    names ([`ExploreDamage::damage_sites`]; segsim: each frame of the log and
 //!    the manifest, each segment record — a bit flipped, a length past
 //!    the end, the other log's record in its place), one at a time, and
-//!    opened the default way and at a point in time
+//!    where writes are in flight at a crash index, damaged as they would
+//!    leave it landed elsewhere ([`ExploreDamage::in_flight_damage_sites`]),
+//!    each then opened the default way and at a point in time
 //!    ([`ExploreDamage::recover_damaged`]): by the random mode's rule after
 //!    announced damage, a refusal changes nothing, a cut is allowed only
 //!    where no later durable write could have vouched for the bytes (or
@@ -121,6 +123,7 @@
 //! [`ExploreFaults::recover_with_fault`]: crate::seam::ExploreFaults::recover_with_fault
 //! [`ExploreFaults::run_with_fault`]: crate::seam::ExploreFaults::run_with_fault
 //! [`ExploreDamage::damage_sites`]: crate::seam::ExploreDamage::damage_sites
+//! [`ExploreDamage::in_flight_damage_sites`]: crate::seam::ExploreDamage::in_flight_damage_sites
 //! [`ExploreDamage::recover_damaged`]: crate::seam::ExploreDamage::recover_damaged
 
 pub mod check;

@@ -40,10 +40,13 @@ use simulator::trace::Trace;
 /// checker could look (`open`, `dump`, `panic`) and why.
 pub type Outcome = Result<Recovered, (Check, String)>;
 
+/// A store's logical content, key by key (`Store::logical_dump`).
+type Dump = BTreeMap<Vec<u8>, LogicalEntry>;
+
 /// A recovered store's logical content, its audit, and how the probe went.
 #[derive(Debug)]
 pub struct Recovered {
-    dump: BTreeMap<Vec<u8>, LogicalEntry>,
+    dump: Dump,
     violations: Vec<String>,
     /// `Err` says what went wrong after the recovery (see the module doc).
     probe: Result<(), String>,
@@ -140,13 +143,16 @@ impl Recovery {
             // an armed fault changed what the recovery found).
             let seen = run.w.inspect_now(&mut run.h).map_err(|f| (f.check, f.detail))?;
             open(&mut run.w)?;
-            if let (Some(seen), false) = (&seen, run.w.vfs().armed_fault() == Some(true)) {
-                run.w.compare_inspection(&run.h, seen, false).map_err(|f| (f.check, f.detail))?;
-            }
+            let compared = self.compared(&run, seen)?;
             let opened_at_io = run.w.vfs().io_count();
-            let store = run.w.store();
-            let dump =
-                store.logical_dump().map_err(|e| (Check::Dump, format!("logical_dump failed after recovery: {e}")))?;
+            let dump = match compared {
+                Some(seen) => seen,
+                None => run
+                    .w
+                    .store()
+                    .logical_dump()
+                    .map_err(|e| (Check::Dump, format!("logical_dump failed after recovery: {e}")))?,
+            };
             let violations = run.w.audit_fault_free().into_iter().map(|v| v.0).collect();
             run.w.checker_mut().rebase(dump.clone());
             if let Some(at) = recovered_at_io {
@@ -159,6 +165,27 @@ impl Recovery {
             Ok(Recovered { dump, violations, probe })
         });
         recovered.unwrap_or_else(|message| Err((Check::Panic, message)))
+    }
+}
+
+impl Recovery {
+    /// What the read-only inspection `seen` found, held to what the
+    /// opened store holds (unless an armed fault changed what the open
+    /// found). Returned when that comparison ran and passed: it walked the
+    /// store entry by entry at the same clock the dump would, and found
+    /// every entry equal, so `seen` is the recovered dump, and building it
+    /// again (a map of every key, and its drop) would add nothing. `None`:
+    /// nothing compared, and the caller dumps the store itself.
+    fn compared(&self, run: &SegsimLoop<'_>, seen: Option<Dump>) -> Result<Option<Dump>, (Check, String)> {
+        let Some(seen) = seen.filter(|_| run.w.vfs().armed_fault() != Some(true)) else { return Ok(None) };
+        run.w.compare_inspection(&run.h, &seen, false).map_err(|f| (f.check, f.detail))?;
+        // Point-in-time recovery may cut what the inspection saw: there
+        // the comparison vouches for nothing.
+        if self.config.point_in_time {
+            return Ok(None);
+        }
+        debug_assert_eq!(run.w.store().logical_dump().ok().as_ref(), Some(&seen), "compared entry by entry");
+        Ok(Some(seen))
     }
 }
 

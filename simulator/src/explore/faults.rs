@@ -96,12 +96,22 @@ pub(super) fn explore<T: Target>(
             first.faultable_ios
         ));
     }
-    let progress = options.progress.then_some("faults: recovering with one I/O failing");
-    let verdicts = map_in_order(&runs, options.jobs, progress, |&(pos, io_index, kind)| {
-        let recovery = &plan.recoveries[passed[pos]];
-        let faulted = faulting.recover_with_fault(seed, &image(passed[pos]), recovery.key, Some((io_index, kind)));
-        faulted.fired.then(|| failed_checks(target, recording, recovery, &faulted.recovered, &plain[pos].recovered))
+    // A recovery's runs are consecutive: each worker takes all of one
+    // recovery's, building its image once for all of them (a recovery
+    // fails one I/O of ~100 in turn), and the merge keeps run order.
+    let progress = options.progress.then_some("faults: recoveries, each with one I/O failing in turn");
+    let per_recovery: Vec<&[(usize, u64, ArmedFault)]> = runs.chunk_by(|a, b| a.0 == b.0).collect();
+    let verdicts = map_in_order(&per_recovery, options.jobs, progress, |runs_of_one| {
+        let pos = runs_of_one[0].0;
+        let (recovery, image) = (&plan.recoveries[passed[pos]], image(passed[pos]));
+        let verdict = |&(_, io_index, kind): &(usize, u64, ArmedFault)| {
+            let faulted = faulting.recover_with_fault(seed, &image, recovery.key, Some((io_index, kind)));
+            faulted.fired.then(|| failed_checks(target, recording, recovery, &faulted.recovered, &plain[pos].recovered))
+        };
+        runs_of_one.iter().map(verdict).collect::<Vec<_>>()
     });
+    let verdicts: Vec<_> = verdicts.into_iter().flatten().collect();
+    debug_assert_eq!(verdicts.len(), runs.len(), "one verdict per run, in run order");
 
     let mut failures = Vec::new();
     for (&(_, fault_io, kind), verdict) in runs.iter().zip(&verdicts) {

@@ -172,6 +172,13 @@ mod tests {
     use super::super::{CrashMode, DamageKind, DiskConfig, SimVfs};
     use crate::trace::Trace;
 
+    /// The disk as a recording finds it at `file`'s next I/O (a `len`).
+    fn snapshot_at_next_io(disk: &SimVfs, file: &dyn vfs::VfsFile) -> std::sync::Arc<super::super::DiskSnapshot> {
+        disk.start_recording();
+        let _ = file.len();
+        disk.take_recording().snapshots.pop().expect("the len passed the recorder")
+    }
+
     /// A file of two synced writes: damage to the first is vouched (the
     /// second write was made when the first was durable), damage to the
     /// second is not; and nothing unsynced reaches the durable image.
@@ -188,10 +195,7 @@ mod tests {
         file.sync().unwrap();
         disk.sync_dir(&dir).unwrap();
         file.write_at(11, b"unsynced").unwrap();
-        disk.start_recording();
-        let _ = file.len();
-        let recording = disk.take_recording();
-        let snapshot = recording.snapshots.last().unwrap();
+        let snapshot = snapshot_at_next_io(&disk, file.as_ref());
         let image = snapshot.durable_image();
         assert_eq!(image.files(), vec![(path.clone(), &b"firstsecond"[..])]);
         let (damaged, damage) = snapshot.damaged(&image, &path, 1, b"X", DamageKind::Media).unwrap();
@@ -217,10 +221,7 @@ mod tests {
         file.sync().unwrap();
         disk.sync_dir(&dir).unwrap();
         file.write_at(5, b"next").unwrap();
-        disk.start_recording();
-        let _ = file.len();
-        let recording = disk.take_recording();
-        let snapshot = recording.snapshots.last().unwrap();
+        let snapshot = snapshot_at_next_io(&disk, file.as_ref());
         let image = snapshot.durable_image();
         assert_eq!(image.files(), vec![(path.clone(), &b"first"[..])]);
         let in_flight = snapshot.in_flight_writes(&image);

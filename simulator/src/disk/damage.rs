@@ -172,6 +172,19 @@ mod tests {
     use super::super::{CrashMode, DamageKind, DiskConfig, SimVfs};
     use crate::trace::Trace;
 
+    /// A strict disk holding `/db/log`, its first write (`first`) synced;
+    /// the directory, the log's path, and the log open.
+    fn log_with_first_synced() -> (SimVfs, PathBuf, PathBuf, Box<dyn vfs::VfsFile>) {
+        let disk = SimVfs::new(DiskConfig::fault_free(CrashMode::Strict, 512), Trace::new(false));
+        let dir = PathBuf::from("/db");
+        disk.create_dir_all(&dir).unwrap();
+        let path = dir.join("log");
+        let mut file = disk.open(&path, OpenMode::Create).unwrap();
+        file.write_at(0, b"first").unwrap();
+        file.sync().unwrap();
+        (disk, dir, path, file)
+    }
+
     /// The disk as a recording finds it at `file`'s next I/O (a `len`).
     fn snapshot_at_next_io(disk: &SimVfs, file: &dyn vfs::VfsFile) -> std::sync::Arc<super::super::DiskSnapshot> {
         disk.start_recording();
@@ -184,13 +197,7 @@ mod tests {
     /// second is not; and nothing unsynced reaches the durable image.
     #[test]
     fn damage_is_vouched_where_a_later_durable_write_could_say_so() {
-        let disk = SimVfs::new(DiskConfig::fault_free(CrashMode::Strict, 512), Trace::new(false));
-        let dir = PathBuf::from("/db");
-        disk.create_dir_all(&dir).unwrap();
-        let path = dir.join("log");
-        let mut file = disk.open(&path, OpenMode::Create).unwrap();
-        file.write_at(0, b"first").unwrap();
-        file.sync().unwrap();
+        let (disk, dir, path, mut file) = log_with_first_synced();
         file.write_at(5, b"second").unwrap();
         file.sync().unwrap();
         disk.sync_dir(&dir).unwrap();
@@ -212,13 +219,7 @@ mod tests {
     /// the end grows the file, and growth alone is a change.
     #[test]
     fn a_snapshot_names_its_writes_in_flight_and_a_site_past_the_end_grows_the_file() {
-        let disk = SimVfs::new(DiskConfig::fault_free(CrashMode::Strict, 512), Trace::new(false));
-        let dir = PathBuf::from("/db");
-        disk.create_dir_all(&dir).unwrap();
-        let path = dir.join("log");
-        let mut file = disk.open(&path, OpenMode::Create).unwrap();
-        file.write_at(0, b"first").unwrap();
-        file.sync().unwrap();
+        let (disk, dir, path, mut file) = log_with_first_synced();
         disk.sync_dir(&dir).unwrap();
         file.write_at(5, b"next").unwrap();
         let snapshot = snapshot_at_next_io(&disk, file.as_ref());

@@ -175,7 +175,7 @@ sqlite:
 	$(SIM) --target sqlite --seeds 0..20 --plant sqlite-delete-no-dirsync --set journal_mode=delete --set synchronous=extra >/dev/null 2>&1; test $$? -eq 1 || { echo "sqlite: sqlite-delete-no-dirsync not caught"; exit 1; }
 	$(SIM) --target sqlite --seeds 0..20 --plant sqlite-late-truncate --set journal_mode=truncate --set synchronous=full >/dev/null 2>&1; test $$? -eq 1 || { echo "sqlite: sqlite-late-truncate not caught"; exit 1; }
 	for f in delete-extra-keeps-it delete-extra-empty-commit-after-failed-commit disk-model-torn-shrink-wal disk-model-torn-shrink-vacuum wal-failed-commit-comes-back wal-kill-then-fsync-drops-pages restart-shows-durable-content-keeps-later-states; do $(SIM) --replay $(SQFIND)/$$f.ops || exit 1; done
-	for f in delete-full-loses-a-commit delete-full-vacuum-unordered-metadata delete-full-vacuum-unordered-metadata-prefix truncate-normal-corrupts delete-full-ignored-dirsync-hole wal-rolled-back-commit-revived wal-rolled-back-commit-revived-4k wal-rolled-back-commit-revived-page512; do \
+	for f in delete-full-loses-a-commit delete-full-vacuum-unordered-metadata delete-full-vacuum-unordered-metadata-prefix truncate-normal-corrupts delete-full-ignored-dirsync-hole wal-rolled-back-commit-revived wal-rolled-back-commit-revived-4k wal-rolled-back-commit-revived-page512 wal-rolled-back-commit-revived-sector512 wal-rolled-back-commit-revived-frame1; do \
 		$(SIM) --replay $(SQFIND)/$$f.ops >/dev/null 2>&1; test $$? -eq 1 || { echo "sqlite: finding $$f no longer reproduces: update SQLITE.md"; exit 1; }; done
 	$(SIM) --target sqlite --clients 3 --seeds $(SQSEEDS) --jobs $(JOBS)
 	$(SIM) --target sqlite --clients 3 --seeds 0..100 --jobs $(JOBS) --check-determinism

@@ -157,17 +157,35 @@ fn finding_one_is_a_failed_commit_that_came_back_in_doubt() {
 }
 
 /// SQLITE.md's finding 6 (the deep soak's seeds 365941041416 and
-/// 365941034008, and the far soak's 14333533): a WAL commit torn by one power loss, rolled back by its
-/// recovery, is whole again after the next commit's overwrite of its frame
-/// is torn by a second power loss, and recovery replays it over the
-/// acknowledged commit. Each repro fails at its last power loss with the
-/// revived key, and runs clean without that power loss.
+/// 365941034008, the far soaks' 14333533, 52743175 and 73700908): a WAL
+/// commit torn by one power loss, rolled back by its recovery, is whole
+/// again after the next commit's overwrite of its frame is torn by a second
+/// power loss, and recovery replays it over the acknowledged commit. Each
+/// repro fails at its last power loss with the revived key, and runs clean
+/// without the step that revives it: the last power loss where the run's
+/// own final power loss does not tear the same way, else the commit whose
+/// frame overwrites the torn one (the last `COMMIT`).
 #[test]
 fn finding_six_is_a_rolled_back_wal_commit_revived_by_a_torn_overwrite() {
-    for (name, revived) in [
-        ("wal-rolled-back-commit-revived", "key \"k8\": expected absent, got \"3hbvj3mz9qbggmm\""),
-        ("wal-rolled-back-commit-revived-4k", "key \"k43\": expected absent, got \"femctdk\""),
-        ("wal-rolled-back-commit-revived-page512", "key \"k43\": expected absent, got \"gpkjm0i\""),
+    /// Which step the repro runs clean without.
+    enum Without {
+        LastCrash,
+        OverwritingCommit,
+    }
+    for (name, revived, without) in [
+        ("wal-rolled-back-commit-revived", "key \"k8\": expected absent, got \"3hbvj3mz9qbggmm\"", Without::LastCrash),
+        ("wal-rolled-back-commit-revived-4k", "key \"k43\": expected absent, got \"femctdk\"", Without::LastCrash),
+        ("wal-rolled-back-commit-revived-page512", "key \"k43\": expected absent, got \"gpkjm0i\"", Without::LastCrash),
+        (
+            "wal-rolled-back-commit-revived-sector512",
+            "key 00afd9d6906cdb16: expected absent, got \"n23\"",
+            Without::OverwritingCommit,
+        ),
+        (
+            "wal-rolled-back-commit-revived-frame1",
+            "key 0098c475f0f066a9: expected absent, got \"mi47p6rbpg4gwx7w0a\"",
+            Without::OverwritingCommit,
+        ),
     ] {
         let path = format!("{}/../corpus/sqlite/findings/{name}.ops", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(path).unwrap();
@@ -176,10 +194,21 @@ fn finding_six_is_a_rolled_back_wal_commit_revived_by_a_torn_overwrite() {
         assert_eq!(failure.check, simulator::failure::Check::Durability, "{name}: {failure:?}");
         assert!(failure.detail.contains("it equals no committed state at all"), "{name}: {}", failure.detail);
         assert!(failure.detail.contains(revived), "{name}: {}", failure.detail);
-        let (last, before) = ops.split_last().unwrap();
-        assert_eq!(last.op, simkit::KitOp::Crash, "{name}: the repro ends with the power loss that revives");
-        let without_it = target.run(seed, before, false);
-        assert!(without_it.failure.is_none(), "{name}: {:?}", without_it.failure);
+        assert_eq!(
+            ops.last().unwrap().op,
+            simkit::KitOp::Crash,
+            "{name}: the repro ends with the power loss that revives"
+        );
+        let dropped = match without {
+            Without::LastCrash => ops.len() - 1,
+            Without::OverwritingCommit => {
+                ops.iter().rposition(|step| matches!(step.op, simkit::KitOp::Commit { .. })).unwrap()
+            }
+        };
+        let mut clean = ops.clone();
+        clean.remove(dropped);
+        let outcome = target.run(seed, &clean, false);
+        assert!(outcome.failure.is_none(), "{name}: {:?}", outcome.failure);
     }
 }
 
@@ -237,14 +266,14 @@ fn the_lock_plants_break_a_readers_snapshot() {
 
 /// Every shrunk repro under `corpus/sqlite/` (`--shrink --save`; the
 /// soak of issue 52) passes, and every finding under `findings/` holds:
-/// the eight that say `# expect: fail` still fail (SQLite's own, under the
+/// the ten that say `# expect: fail` still fail (SQLite's own, under the
 /// configurations SQLITE.md names), the rest pass (twins, and the disk
 /// model's old mistakes). `cargo test` replays them all.
 #[test]
 fn the_saved_sqlite_regressions_and_findings_hold() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/sqlite");
     let held = simulator::cli::replay::assert_saved_ops_hold(|| sqlite(KitSettings::default()), &dir);
-    assert_eq!(held.failed_as_expected, 8, "the eight findings that must fail: {held:?}");
+    assert_eq!(held.failed_as_expected, 10, "the ten findings that must fail: {held:?}");
     assert!(held.passed >= 16, "the eleven repros of issue 52's soak and five passing findings: {held:?}");
 }
 

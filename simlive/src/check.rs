@@ -6,15 +6,19 @@
 //! whole sweep (`--check-server`, `simulator::check_server`'s protocol, as
 //! `sim trace explore`'s: `STATE<TAB>PRINTED<TAB>CRASH_AT<TAB>SEED` in,
 //! `pass` or `fail WHY` out; CRASH_AT is the cut's I/O index, `end` for
-//! the cut after the exit). A server that dies, hangs past `--timeout` or
+//! the cut after the exit). A per-state checker still running at
+//! `--timeout` is killed with what it started and fails its state, saying
+//! so (`simulator::check_process`). A server that dies, hangs past `--timeout` or
 //! answers outside the protocol fails the state with a typed
 //! [`ServerFault`], said apart from the checker's own `fail`, and the pool
 //! starts a fresh server for the next state.
 
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+use simulator::check_process::{wait_within, Ended};
 use simulator::check_server::{Answer, Faulted, ServerFault, ServerPool};
 use simulator::disk::DiskImage;
 use simulator::written_state::{write_state, WrittenState};
@@ -51,12 +55,14 @@ pub fn check_state(options: &RunOptions, image: &DiskImage, printed: &[u8], chec
     Ok(Checked { seconds: started.elapsed().as_secs_f64(), ..checked })
 }
 
-/// `sh -c CHECK sim-live-check STATE PRINTED`: exit 0 passes.
+/// `sh -c CHECK sim-live-check STATE PRINTED`: exit 0 passes; past
+/// `options.timeout` it is killed with what it started, and the state
+/// fails saying so.
 fn by_process(options: &RunOptions, written: &WrittenState, check: &str) -> Result<Checked, String> {
     let output = written.path().join("check.out");
     let out = std::fs::File::create(&output).map_err(|e| e.to_string())?;
     let err = out.try_clone().map_err(|e| e.to_string())?;
-    let status = Command::new("sh")
+    let mut child = Command::new("sh")
         .args(["-c", check, "sim-live-check"])
         .arg(&written.dir)
         .arg(&written.printed)
@@ -66,11 +72,17 @@ fn by_process(options: &RunOptions, written: &WrittenState, check: &str) -> Resu
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
-        .status()
+        .process_group(0)
+        .spawn()
         .map_err(|e| format!("running the checker: {e}"))?;
+    let ended = wait_within(&mut child, options.timeout);
     let text = std::fs::read(&output).unwrap_or_default();
-    let said = String::from_utf8_lossy(&text[text.len().saturating_sub(400)..]).trim_end().to_string();
-    Ok(Checked { passed: status.success(), said, fault: None, seconds: 0.0 })
+    let tail = String::from_utf8_lossy(&text[text.len().saturating_sub(400)..]).trim_end().to_string();
+    let said = match ended {
+        Ended::TimedOut(_) | Ended::WaitFailed(_) => format!("the checker {ended}; its output ends: {tail}"),
+        Ended::Exit(_) | Ended::Signal => tail,
+    };
+    Ok(Checked { passed: ended.passed(), said, fault: None, seconds: 0.0 })
 }
 
 /// One line to a server of `pool`, one line back.
@@ -203,6 +215,22 @@ mod tests {
             assert_eq!(*passed, seed % 2 == 0, "seed {seed}: {said}");
         }
         assert_eq!(by_server[2].3, "odd seed 1");
+    }
+
+    /// A per-state checker that hangs fails its state at `--timeout`,
+    /// saying so (and what it printed), killed with the `sleep` it started;
+    /// the next state is judged as usual.
+    #[test]
+    fn a_per_state_checker_that_hangs_fails_its_state_at_the_timeout() {
+        let scratch = tempfile::tempdir().unwrap();
+        let hangs = r#"[ -f "$1/a" ] || { echo "no a, waiting"; sleep 30; }"#;
+        let mut options = options(hangs, false, scratch.path(), "");
+        options.timeout = Duration::from_millis(300);
+        let hung = check_state(&options, &image(&["b"]), b"", hangs).unwrap();
+        assert!(!hung.passed, "{hung:?}");
+        assert_eq!(hung.said, "the checker timed out after 0.3 s (killed); its output ends: no a, waiting");
+        let quick = check_state(&options, &image(&["a"]), b"", hangs).unwrap();
+        assert!(quick.passed, "{quick:?}");
     }
 
     /// A server that exits after two states, and one that answers

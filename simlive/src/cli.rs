@@ -119,8 +119,10 @@ struct Common {
     /// Where each crash state is written out for its checker.
     #[arg(long, value_name = "DIR")]
     scratch: Option<PathBuf>,
-    /// Seconds a run may take before it is killed and fails (and, with
-    /// --check-server, the server's answer on a state).
+    /// Seconds a run may take before it is killed and fails, and a
+    /// checker's time on a state: a per-state --check still running is
+    /// killed (with what it started) and the state fails, saying so; with
+    /// --check-server, the server's answer.
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     timeout: f64,
     /// The disk's sector size (where a torn write may be cut).

@@ -35,12 +35,14 @@
 //! removed after its check: writing a state to a disk-backed directory
 //! costs more than the harness's own work.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::check_server::{self, ServerPool, SERVER_NAME};
 use super::replay::{Replayed, ROOT};
+use simulator::check_process::wait_within;
 use simulator::disk::DiskImage;
 use simulator::explore::coverage::CoverageTotals;
 use simulator::explore::{CheckAt, CrashCheck, ExploreOptions};
@@ -289,42 +291,18 @@ pub fn check_one(image: &DiskImage, printed: &[u8], at: (u64, usize), options: &
         .stdin(Stdio::null())
         .stdout(log.0)
         .stderr(log.1)
+        // Its own process group: a checker past the timeout is killed with
+        // what it started (`check_process`).
+        .process_group(0)
         .spawn();
     let ended = match child {
-        Ok(mut child) => wait(&mut child, options.timeout),
+        Ok(mut child) => wait_within(&mut child, options.timeout),
         Err(e) => return could_not(started, format!("cannot run sh: {e}")),
     };
     let seconds = started.elapsed().as_secs_f64();
     let text = std::fs::read(&output).unwrap_or_default();
     let tail = String::from_utf8_lossy(&text[text.len().saturating_sub(400)..]).into_owned();
-    Verdict { passed: ended == "exit 0", ended, output_tail: tail, seconds, fault: None }
-}
-
-/// Wait for the checker, polling with a growing sleep (short first: most
-/// checkers are quick, and the wait is part of the process-start floor).
-fn wait(child: &mut std::process::Child, timeout: Duration) -> String {
-    let started = Instant::now();
-    let mut pause = Duration::from_micros(100);
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                return match status.code() {
-                    Some(code) => format!("exit {code}"),
-                    None => "killed by a signal".to_string(),
-                }
-            }
-            Ok(None) if started.elapsed() > timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return format!("timed out after {} s", timeout.as_secs_f64());
-            }
-            Ok(None) => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(5));
-            }
-            Err(e) => return format!("waiting failed: {e}"),
-        }
-    }
+    Verdict { passed: ended.passed(), ended: ended.to_string(), output_tail: tail, seconds, fault: None }
 }
 
 /// The process-start floor: the mean wall time of `sh -c :` over `runs`
@@ -332,9 +310,10 @@ fn wait(child: &mut std::process::Child, timeout: Duration) -> String {
 pub fn shell_floor_seconds(runs: u32) -> f64 {
     let started = Instant::now();
     for _ in 0..runs {
-        let child = Command::new("sh").args(["-c", ":"]).stdin(Stdio::null()).stdout(Stdio::null()).spawn();
+        let child =
+            Command::new("sh").args(["-c", ":"]).stdin(Stdio::null()).stdout(Stdio::null()).process_group(0).spawn();
         if let Ok(mut child) = child {
-            wait(&mut child, Duration::from_secs(10));
+            wait_within(&mut child, Duration::from_secs(10));
         }
     }
     started.elapsed().as_secs_f64() / f64::from(runs.max(1))

@@ -264,10 +264,7 @@ impl Server {
 
     /// Kill it and its process group; the end of its standard error.
     fn end(mut self) -> String {
-        let group = format!("-{}", self.child.id());
-        let _ = Command::new("kill").args(["-KILL", "--", &group]).stderr(Stdio::null()).status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::check_process::kill_group(&mut self.child);
         let text = std::fs::read(self.log.path()).unwrap_or_default();
         String::from_utf8_lossy(&text[text.len().saturating_sub(400)..]).into_owned()
     }

@@ -27,6 +27,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(unsafe_code)]
 
+pub mod check_process;
 pub mod check_server;
 pub mod cli;
 pub mod counters;

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use simulator::check_process::{wait_within, Ended};
+use simulator::check_process::{output_tail, wait_within, Ended};
 use simulator::check_server::{Answer, Faulted, ServerFault, ServerPool};
 use simulator::disk::DiskImage;
 use simulator::written_state::{write_state, WrittenState};
@@ -76,8 +76,7 @@ fn by_process(options: &RunOptions, written: &WrittenState, check: &str) -> Resu
         .spawn()
         .map_err(|e| format!("running the checker: {e}"))?;
     let ended = wait_within(&mut child, options.timeout);
-    let text = std::fs::read(&output).unwrap_or_default();
-    let tail = String::from_utf8_lossy(&text[text.len().saturating_sub(400)..]).trim_end().to_string();
+    let tail = output_tail(&output).trim_end().to_string();
     let said = match ended {
         Ended::TimedOut(_) | Ended::WaitFailed(_) => format!("the checker {ended}; its output ends: {tail}"),
         Ended::Exit(_) | Ended::Signal => tail,

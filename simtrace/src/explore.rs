@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 
 use super::check_server::{self, ServerPool, SERVER_NAME};
 use super::replay::{Replayed, ROOT};
-use simulator::check_process::wait_within;
+use simulator::check_process::{output_tail, wait_within};
 use simulator::disk::DiskImage;
 use simulator::explore::coverage::CoverageTotals;
 use simulator::explore::{CheckAt, CrashCheck, ExploreOptions};
@@ -300,8 +300,7 @@ pub fn check_one(image: &DiskImage, printed: &[u8], at: (u64, usize), options: &
         Err(e) => return could_not(started, format!("cannot run sh: {e}")),
     };
     let seconds = started.elapsed().as_secs_f64();
-    let text = std::fs::read(&output).unwrap_or_default();
-    let tail = String::from_utf8_lossy(&text[text.len().saturating_sub(400)..]).into_owned();
+    let tail = output_tail(&output);
     Verdict { passed: ended.passed(), ended: ended.to_string(), output_tail: tail, seconds, fault: None }
 }
 

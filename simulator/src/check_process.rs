@@ -7,12 +7,14 @@
 //! (`CommandExt::process_group(0)`); [`wait_within`] then kills that group
 //! at the deadline, which reaches what `sh -c CHECK` started too (an
 //! interpreter, a pipeline), not only the shell. [`kill_group`] is the same
-//! kill for a checker server (`crate::check_server`).
+//! kill for a checker server (`crate::check_server`), and [`output_tail`]
+//! what a verdict quotes of either's output.
 //!
 //! This crate owns it for the reason it owns the server protocol: `simtrace`
 //! and `simlive` both wait for checkers, and the code is written once.
 
 use std::fmt;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -72,6 +74,16 @@ pub fn wait_within(child: &mut Child, timeout: Duration) -> Ended {
             Err(e) => return Ended::WaitFailed(e.to_string()),
         }
     }
+}
+
+/// How much of a checker's output a verdict quotes: its last bytes.
+pub const OUTPUT_TAIL_BYTES: usize = 400;
+
+/// The last [`OUTPUT_TAIL_BYTES`] of the file a checker wrote its output
+/// (or a server its standard error) to; empty if it cannot be read.
+pub fn output_tail(path: &Path) -> String {
+    let text = std::fs::read(path).unwrap_or_default();
+    String::from_utf8_lossy(&text[text.len().saturating_sub(OUTPUT_TAIL_BYTES)..]).into_owned()
 }
 
 /// Kill `child`'s process group (the group it leads: it was started with

@@ -37,7 +37,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::check_process;
 
 /// How a checker server broke the protocol on one state: not a verdict on
 /// the state, a fault of the checker (reports keep the two apart).
@@ -89,7 +91,8 @@ pub enum Answer {
 pub struct Faulted {
     /// What broke.
     pub fault: ServerFault,
-    /// The last 400 bytes of the server's standard error.
+    /// The end of the server's standard error
+    /// ([`check_process::OUTPUT_TAIL_BYTES`]).
     pub stderr_tail: String,
 }
 
@@ -264,23 +267,15 @@ impl Server {
 
     /// Kill it and its process group; the end of its standard error.
     fn end(mut self) -> String {
-        crate::check_process::kill_group(&mut self.child);
-        let text = std::fs::read(self.log.path()).unwrap_or_default();
-        String::from_utf8_lossy(&text[text.len().saturating_sub(400)..]).into_owned()
+        check_process::kill_group(&mut self.child);
+        check_process::output_tail(self.log.path())
     }
 
-    /// Close its input and wait a moment for it to go.
+    /// Close its input and wait a moment for it to go; past that, kill it
+    /// with its process group, as [`Server::end`] does.
     fn close(mut self) {
         drop(self.stdin);
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        check_process::wait_within(&mut self.child, Duration::from_secs(2));
     }
 }
 

@@ -52,6 +52,8 @@ pub fn check_state(options: &RunOptions, image: &DiskImage, printed: &[u8], chec
         Some(pool) => by_server(options, pool, &written),
         None => by_process(options, &written, check)?,
     };
+    // A server's fault gives the state no verdict: it never passes.
+    debug_assert!(!(checked.passed && checked.fault.is_some()), "{checked:?}");
     Ok(Checked { seconds: started.elapsed().as_secs_f64(), ..checked })
 }
 

@@ -231,9 +231,10 @@ impl ManifestRead {
 
     /// Open the file as a manifest to append to, its opening writes pending
     /// until [`Manifest::finish_recovery`] — which also creates the file if
-    /// it is missing: nothing is created before then.
-    pub fn open(&self, vfs: Arc<dyn Vfs>) -> Result<Manifest> {
-        let path = self.path.clone();
+    /// it is missing: nothing is created before then. Takes the read: its
+    /// ledger becomes the manifest's, moved, not copied.
+    pub fn open(self, vfs: Arc<dyn Vfs>) -> Result<Manifest> {
+        let path = self.path;
         let file = match self.exists {
             true => Some(vfs.open(&path, OpenMode::Write).map_err(|e| Error::io(IoOp::Open, &path, e))?),
             false => None,
@@ -245,13 +246,13 @@ impl ManifestRead {
         let write_header = valid_len_bytes == 0;
         let cut = !write_header && torn_tail_bytes > 0 && !keep_torn_tail;
         let pending = PendingOpen {
-            dir: self.dir.clone(),
+            dir: self.dir,
             len_bytes: self.len_bytes,
             write_header,
             cut_to_bytes: cut.then_some(valid_len_bytes),
         };
         let append_offset_bytes = if keep_torn_tail && !write_header { self.len_bytes } else { valid_len_bytes };
-        let ledger = self.replayed.ledger.clone();
+        let ledger = self.replayed.ledger;
         let next_free_seq = ledger.next_seq();
         let file_records = self.replayed.records;
         Ok(Manifest {
@@ -268,12 +269,13 @@ impl ManifestRead {
 
     /// The manifest as read, to look at only (a store opened read-only):
     /// [`Manifest::add`] and [`Manifest::drop_seg`] are refused with
-    /// [`Error::ReadOnly`], and a torn tail stays where it is.
-    pub fn read_only(&self) -> Manifest {
-        let ledger = self.replayed.ledger.clone();
+    /// [`Error::ReadOnly`], and a torn tail stays where it is. Takes the
+    /// read, as [`ManifestRead::open`] does.
+    pub fn read_only(self) -> Manifest {
+        let ledger = self.replayed.ledger;
         let next_free_seq = ledger.next_seq();
         Manifest {
-            path: self.path.clone(),
+            path: self.path,
             file: None,
             append_offset_bytes: self.replayed.valid_len_bytes,
             file_records: self.replayed.records,
@@ -309,9 +311,10 @@ impl Manifest {
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub fn open(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<(Manifest, ManifestReport)> {
         let read = Manifest::read(vfs.as_ref(), dir)?;
+        let report = read.report();
         let mut manifest = read.open(vfs.clone())?;
         manifest.finish_recovery(vfs.as_ref())?;
-        Ok((manifest, read.report()))
+        Ok((manifest, report))
     }
 
     /// Open `dir/MANIFEST` to read it only (see [`ManifestRead::read_only`]):
@@ -320,7 +323,8 @@ impl Manifest {
     #[cfg(test)]
     pub fn open_read_only(vfs: &dyn Vfs, dir: &Path) -> Result<(Manifest, ManifestReport)> {
         let read = Manifest::read(vfs, dir)?;
-        Ok((read.read_only(), read.report()))
+        let report = read.report();
+        Ok((read.read_only(), report))
     }
 
     /// Read and check `dir/MANIFEST`, changing nothing: its registry, or

@@ -125,16 +125,23 @@ impl Slot {
     }
 }
 
-/// Write one packed field into `out`, which is exactly its size.
-fn pack_into(out: &mut [u8], name: &[u8], value: &[u8], expire_at_ms: Option<u64>) {
-    assert_eq!(out.len(), packed_bytes(name, value));
+/// The header of one packed field.
+fn header(name: &[u8], value: &[u8], expire_at_ms: Option<u64>) -> [u8; HEADER_BYTES] {
     let name_len = u32::try_from(name.len()).expect("a field name under 4 GiB");
     let value_len = u32::try_from(value.len()).expect("a field value under 4 GiB");
-    let (header, rest) = out.split_at_mut(HEADER_BYTES);
+    let mut header = [0u8; HEADER_BYTES];
     header[0..4].copy_from_slice(&name_len.to_le_bytes());
     header[4..8].copy_from_slice(&value_len.to_le_bytes());
     header[8] = u8::from(expire_at_ms.is_some());
     header[9..17].copy_from_slice(&expire_at_ms.unwrap_or(0).to_le_bytes());
+    header
+}
+
+/// Write one packed field into `out`, which is exactly its size.
+fn pack_into(out: &mut [u8], name: &[u8], value: &[u8], expire_at_ms: Option<u64>) {
+    assert_eq!(out.len(), packed_bytes(name, value));
+    let (header_bytes, rest) = out.split_at_mut(HEADER_BYTES);
+    header_bytes.copy_from_slice(&header(name, value, expire_at_ms));
     let (name_bytes, value_bytes) = rest.split_at_mut(name.len());
     name_bytes.copy_from_slice(name);
     value_bytes.copy_from_slice(value);
@@ -144,6 +151,16 @@ fn pack_into(out: &mut [u8], name: &[u8], value: &[u8], expire_at_ms: Option<u64
 /// shifting the bytes after it once, without a temporary buffer.
 fn pack_over(bytes: &mut Vec<u8>, range: std::ops::Range<usize>, name: &[u8], value: &[u8], expire_at_ms: Option<u64>) {
     let new_len = packed_bytes(name, value);
+    if range.start == bytes.len() {
+        // An append (a field after every other in name order, as each of a
+        // row decoded in order is): nothing to shift, nothing to zero first.
+        debug_assert!(range.is_empty(), "an append replaces nothing");
+        bytes.reserve(new_len);
+        bytes.extend_from_slice(&header(name, value, expire_at_ms));
+        bytes.extend_from_slice(name);
+        bytes.extend_from_slice(value);
+        return;
+    }
     let old_len = range.end - range.start;
     let tail_len = bytes.len() - range.end;
     if new_len > old_len {

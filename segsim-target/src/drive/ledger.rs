@@ -33,14 +33,17 @@ impl Driver<'_> {
     pub(super) fn check_seqs(&mut self, h: &Harness, registered: bool) -> Step {
         let mut reused = None;
         let record = registered && !self.sweep_skipped;
-        self.vfs.visit_entries(Path::new(DB_DIR), |name, inode, durable| {
-            let Some(seq) = segment_seq(name) else { return };
+        self.vfs.visit_entries(Path::new(DB_DIR), |entry| {
+            let Some(seq) = segment_seq(entry.name) else { return };
+            let (name, inode) = (entry.name, entry.inode);
             match self.segment_seqs.get(&seq) {
-                None if record && durable => {
+                // Durability is a lookup of its own: asked last, and only
+                // of a name the ledger does not hold yet.
+                None if record && entry.durable() => {
                     self.segment_seqs.insert(seq, (name.to_string(), inode));
                 }
                 Some((first_name, first_inode))
-                    if reused.is_none() && (first_name.as_str(), *first_inode) != (name, inode) =>
+                    if reused.is_none() && (*first_inode, first_name.as_str()) != (inode, name) =>
                 {
                     reused = Some(format!(
                         "segment seq {seq} was {first_name} (inode {first_inode}); now it is {name} (inode {inode})"
@@ -100,12 +103,10 @@ impl Driver<'_> {
         check: Check,
         who: &str,
     ) -> Step {
-        let after = self.vfs.files(Path::new(DB_DIR));
-        if after == *before {
+        let changed = self.vfs.files_changed(Path::new(DB_DIR), before);
+        if changed.is_empty() {
             return Ok(());
         }
-        let changed: std::collections::BTreeSet<&String> =
-            before.keys().chain(after.keys()).filter(|name| before.get(*name) != after.get(*name)).collect();
         Err(h.fail(check, format!("{who} changed the directory: {changed:?}")))
     }
 

@@ -43,10 +43,15 @@ impl Driver<'_> {
         let dir = Path::new(DB_DIR);
         self.vfs.set_observing(true);
         let before = self.vfs.files(dir);
+        let changes_before = self.vfs.changes();
         let opened = engine::store::Store::open_read_only(self.engine_vfs.clone(), self.clock.clone(), dir);
         let seen = opened.ok().and_then(|(store, _)| store.logical_dump().ok());
         self.vfs.set_observing(false);
-        self.directory_unchanged(h, &before, Check::Inspect, "a read-only open")?;
+        // The disk counts every change to a file's bytes or a directory's
+        // entries: where it counted none, there is no byte to compare.
+        if self.vfs.changes() != changes_before {
+            self.directory_unchanged(h, &before, Check::Inspect, "a read-only open")?;
+        }
         h.outcome.counters.inspections += 1;
         Ok(seen)
     }

@@ -238,6 +238,26 @@ impl DirOp {
     }
 }
 
+/// One name in a directory as a read sees it now, borrowed from the
+/// disk's state ([`super::SimVfs::visit_entries`]).
+#[derive(Clone, Copy, Debug)]
+pub struct EntryNow<'a> {
+    /// The entry's name.
+    pub name: &'a str,
+    /// The inode the name binds now.
+    pub inode: u64,
+    pub(super) durable_entries: &'a FileEntries,
+}
+
+impl EntryNow<'_> {
+    /// Whether the same name binds the same inode in the durable
+    /// directory too: whether a power loss now would keep this entry in
+    /// every crash mode. A lookup, so asked only where it is needed.
+    pub fn durable(&self) -> bool {
+        self.durable_entries.get(self.name) == Some(&self.inode)
+    }
+}
+
 /// A directory's entries and its unsynced history.
 #[derive(Debug, Default)]
 pub(super) struct Dir {

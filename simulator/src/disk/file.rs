@@ -112,6 +112,70 @@ impl SimFile {
         }
     }
 
+    /// What fails a read before it reads: a stale handle, an EIO.
+    fn read_may_start(&self, disk: &mut Disk, index: u64) -> io::Result<()> {
+        self.check_epoch(disk)?;
+        if disk.faults.take_armed(index) || disk.faults.read(&disk.config) {
+            disk.inject(index, FaultKind::ReadEio);
+            return Err(eio("read failed (simulated EIO)"));
+        }
+        Ok(())
+    }
+
+    /// What changes the bytes a read at `offset_bytes` returned (`read`,
+    /// all of them) on their way: a flipped bit, a misdirected sector.
+    fn read_faults(&self, disk: &mut Disk, index: u64, offset_bytes: u64, read: &mut [u8]) {
+        if let Some(bit) = disk.faults.bitflip(&disk.config, self.inode, offset_bytes, read.len()) {
+            read[bit / 8] ^= 1 << (bit % 8);
+            disk.inject(index, FaultKind::BitFlip);
+        }
+        let file_len_bytes = disk.fs.inode(self.inode).volatile.len() as u64;
+        if let Some((sector_at, other_at)) =
+            disk.faults.misread(&disk.config, self.inode, offset_bytes, read.len(), file_len_bytes)
+        {
+            let sector_bytes = disk.config.sector_bytes;
+            let image = &disk.fs.inode(self.inode).volatile;
+            misread_into(read, offset_bytes, sector_at..sector_at + sector_bytes, other_at, image);
+            disk.inject(index, FaultKind::MisdirectedRead);
+        }
+    }
+
+    /// The file's first `len_bytes`, read as [`vfs::read_exact_at`] reads
+    /// them from offset 0 into a zeroed buffer — I/O for I/O, fault for
+    /// fault, so the trace is the same — but built from the file's bytes
+    /// with no zero-fill first: the log, read whole at every open.
+    pub(super) fn read_whole(&self, len_bytes: u64) -> io::Result<Vec<u8>> {
+        let len = usize::try_from(len_bytes).map_err(|_| io::Error::other("file too large"))?;
+        let mut bytes = Vec::new();
+        if len == 0 {
+            // `read_exact_at` reads nothing into an empty buffer.
+            return Ok(bytes);
+        }
+        let mut disk = lock(&self.disk);
+        disk.next_detail.inode = Some(self.inode);
+        let n = disk.run(IoKind::Read, self.name, 0, len_bytes, |disk, index| {
+            self.read_may_start(disk, index)?;
+            let image = &disk.fs.inode(self.inode).volatile;
+            bytes.reserve_exact(len);
+            bytes.extend_from_slice(&image[..len.min(image.len())]);
+            self.read_faults(disk, index, 0, &mut bytes);
+            Ok(bytes.len())
+        })?;
+        drop(disk);
+        assert!(n <= len, "a read returns at most the bytes asked for");
+        if n == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "short read"));
+        }
+        if n < len {
+            // The file shrank since its length was taken: read on, as
+            // `read_exact_at` would, until it says where the bytes ran out.
+            bytes.resize(len, 0);
+            vfs::read_exact_at(self, n as u64, &mut bytes[n..])?;
+        }
+        debug_assert_eq!(bytes.len(), len);
+        Ok(bytes)
+    }
+
     fn check_writable(&self, disk: &Disk) -> io::Result<()> {
         self.check_epoch(disk)?;
         if self.writable {
@@ -127,25 +191,9 @@ impl VfsFile for SimFile {
         let mut disk = lock(&self.disk);
         disk.next_detail.inode = Some(self.inode);
         disk.run(IoKind::Read, self.name, offset_bytes, buf.len() as u64, |disk, index| {
-            self.check_epoch(disk)?;
-            if disk.faults.take_armed(index) || disk.faults.read(&disk.config) {
-                disk.inject(index, FaultKind::ReadEio);
-                return Err(eio("read failed (simulated EIO)"));
-            }
+            self.read_may_start(disk, index)?;
             let n = disk.fs.read(self.inode, offset_bytes, buf);
-            if let Some(bit) = disk.faults.bitflip(&disk.config, self.inode, offset_bytes, n) {
-                buf[bit / 8] ^= 1 << (bit % 8);
-                disk.inject(index, FaultKind::BitFlip);
-            }
-            let file_len_bytes = disk.fs.inode(self.inode).volatile.len() as u64;
-            if let Some((sector_at, other_at)) =
-                disk.faults.misread(&disk.config, self.inode, offset_bytes, n, file_len_bytes)
-            {
-                let sector_bytes = disk.config.sector_bytes;
-                let image = &disk.fs.inode(self.inode).volatile;
-                misread_into(&mut buf[..n], offset_bytes, sector_at..sector_at + sector_bytes, other_at, image);
-                disk.inject(index, FaultKind::MisdirectedRead);
-            }
+            self.read_faults(disk, index, offset_bytes, &mut buf[..n]);
             Ok(n)
         })
     }

@@ -122,6 +122,27 @@ pub(super) struct FileNames {
     pub borne: Vec<String>,
 }
 
+/// What the watch asks the disk about a file, each part only where it is
+/// needed: the names it bears or bore at every fsync of a file whose name
+/// is pending (most of a store's fsyncs), its path now only for a report.
+pub(super) trait Names {
+    /// Its path now, or `inode N`.
+    fn now(&self, id: InodeId) -> String;
+    /// Every path the disk knows it by (`FileSystem::names_borne`).
+    fn borne(&self, id: InodeId) -> Vec<String>;
+}
+
+/// A function that names a file whole, as the tests do.
+impl<F: Fn(InodeId) -> FileNames> Names for F {
+    fn now(&self, id: InodeId) -> String {
+        self(id).now
+    }
+
+    fn borne(&self, id: InodeId) -> Vec<String> {
+        self(id).borne
+    }
+}
+
 /// `names` with each of `more` not in it yet appended.
 fn merge_names(names: &mut Vec<String>, more: Vec<String>) {
     for name in more {
@@ -156,7 +177,7 @@ pub(super) struct HazardWatch {
 impl HazardWatch {
     /// A file fsync of `synced` by thread `actor` succeeded at `io_index`;
     /// `unnamed` holds the inodes a pending create or rename names now,
-    /// `names_of` names one.
+    /// `names` names one.
     pub fn on_fsync(
         &mut self,
         synced: InodeId,
@@ -164,7 +185,7 @@ impl HazardWatch {
         unnamed: &BTreeSet<InodeId>,
         io_index: u64,
         phase: Option<&str>,
-        names_of: impl Fn(InodeId) -> FileNames,
+        names: impl Names,
     ) {
         self.forget_named(unnamed);
         let relied: Vec<InodeId> = (self.synced_unnamed.iter())
@@ -173,11 +194,11 @@ impl HazardWatch {
             .collect();
         for file in relied {
             self.reported.insert(file);
-            let hazard = self.hazard(file, io_index, phase, HazardHow::ReliedOn, &names_of);
+            let hazard = self.hazard(file, io_index, phase, HazardHow::ReliedOn, &names);
             self.found.push(hazard);
         }
         if unnamed.contains(&synced) {
-            let borne = names_of(synced).borne;
+            let borne = names.borne(synced);
             let entry = self.synced_unnamed.entry(synced).or_default();
             merge_names(&mut entry.names, borne);
             entry.by.insert(actor);
@@ -192,11 +213,11 @@ impl HazardWatch {
         io_index: u64,
         phase: Option<&str>,
         how: HazardHow,
-        names_of: &impl Fn(InodeId) -> FileNames,
+        names_of: &impl Names,
     ) -> Hazard {
-        let FileNames { now, borne } = names_of(file);
+        let now = names_of.now(file);
         let mut names = self.synced_unnamed.get(&file).map(|s| s.names.clone()).unwrap_or_default();
-        merge_names(&mut names, borne);
+        merge_names(&mut names, names_of.borne(file));
         debug_assert!(names.contains(&now) || now.starts_with("inode "), "a file's name now is one it bore");
         Hazard { file: now, names, io_index, phase: phase.map(str::to_string), how }
     }
@@ -210,7 +231,7 @@ impl HazardWatch {
         renamed: &BTreeSet<InodeId>,
         io_index: u64,
         phase: Option<&str>,
-        names_of: impl Fn(InodeId) -> FileNames,
+        names: impl Names,
     ) {
         debug_assert!(renamed.is_subset(unnamed), "a pending rename names its inode");
         self.forget_named(unnamed);
@@ -221,7 +242,7 @@ impl HazardWatch {
             if !self.reported.insert(file) {
                 continue;
             }
-            let hazard = self.hazard(file, io_index, phase, how, &names_of);
+            let hazard = self.hazard(file, io_index, phase, how, &names);
             self.found.push(hazard);
         }
     }

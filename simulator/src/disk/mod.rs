@@ -192,7 +192,7 @@ mod state;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::io;
 use std::path::Path;
@@ -204,6 +204,7 @@ pub use config::{CrashMode, CrashOutcome, CrashPoint, Damage, DamageKind, DiskCo
 pub use crash_product::{Coverage, COUNT_SUBSETS_UP_TO};
 pub use crash_states::{CrashState, StateOptions, ALL_DIR_SUBSETS_UP_TO, MAX_TWO_FILE_STATES, WHOLE_OP_CUTS};
 pub use damage::InFlightWrite;
+pub use dir::EntryNow;
 pub use faults::ArmedFault;
 pub use hazards::{Hazard, HazardHow};
 pub use history::LostWrites;
@@ -242,6 +243,14 @@ impl SimVfs {
 
     fn disk(&self) -> MutexGuard<'_, Disk> {
         lock(&self.disk)
+    }
+
+    /// [`Vfs::open`], the handle as what it is.
+    fn open_sim_file(&self, path: &Path, mode: OpenMode) -> io::Result<SimFile> {
+        let mut disk = self.disk();
+        let name = disk.name_of(path);
+        let inode = disk.run(IoKind::Open, name, 0, 0, |disk, _| disk.fs.open(path, mode))?;
+        Ok(SimFile { disk: self.disk.clone(), epoch: disk.epoch, inode, name, writable: mode != OpenMode::Read })
     }
 
     /// The disk as it is now, as a power loss now would find it.
@@ -476,16 +485,31 @@ impl SimVfs {
         entries.map(|(name, id)| (name.to_string(), disk.fs.inode(id).volatile.clone())).collect()
     }
 
-    /// Every name in `dir` with its inode number, as a read sees them now,
-    /// and whether the entry is durable (a power loss now would keep it):
-    /// the harness's own look, not an I/O.
-    /// Called after every step, so it copies nothing: `visit` sees each
-    /// name borrowed, in name order (none if `dir` is missing).
-    pub fn visit_entries(&self, dir: &Path, mut visit: impl FnMut(&str, u64, bool)) {
+    /// The names whose bytes differ between `before` (a [`SimVfs::files`]
+    /// of `dir`) and what a read sees in `dir` now, a name in only one of
+    /// them included: `files` again and compared, without the copy.
+    pub fn files_changed(&self, dir: &Path, before: &BTreeMap<String, Vec<u8>>) -> BTreeSet<String> {
         let disk = self.disk();
-        let Ok(entries) = disk.fs.entries_with_durability(dir) else { return };
-        for (name, id, durable) in entries {
-            visit(name, id, durable);
+        let now: BTreeMap<&str, &[u8]> = match disk.fs.entries(dir) {
+            Ok(entries) => entries.map(|(name, id)| (name, disk.fs.inode(id).volatile.as_slice())).collect(),
+            Err(_) => BTreeMap::new(),
+        };
+        let gone_or_changed = before.iter().filter(|(name, bytes)| now.get(name.as_str()) != Some(&bytes.as_slice()));
+        let added = now.keys().filter(|name| !before.contains_key(**name));
+        gone_or_changed.map(|(name, _)| name.clone()).chain(added.map(|name| name.to_string())).collect()
+    }
+
+    /// Every name in `dir` with its inode number, as a read sees them now,
+    /// each able to say whether it is durable (a power loss now would keep
+    /// it): the harness's own look, not an I/O.
+    /// Called after every step, so it copies nothing and looks up
+    /// durability only when asked: `visit` sees each entry borrowed, in
+    /// name order (none if `dir` is missing).
+    pub fn visit_entries(&self, dir: &Path, mut visit: impl FnMut(EntryNow<'_>)) {
+        let disk = self.disk();
+        let Ok(entries) = disk.fs.entries_now(dir) else { return };
+        for entry in entries {
+            visit(entry);
         }
     }
 
@@ -513,16 +537,13 @@ impl SimVfs {
 
 impl Vfs for SimVfs {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn VfsFile>> {
-        let mut disk = self.disk();
-        let name = disk.name_of(path);
-        let inode = disk.run(IoKind::Open, name, 0, 0, |disk, _| disk.fs.open(path, mode))?;
-        Ok(Box::new(SimFile {
-            disk: self.disk.clone(),
-            epoch: disk.epoch,
-            inode,
-            name,
-            writable: mode != OpenMode::Read,
-        }))
+        Ok(Box::new(self.open_sim_file(path, mode)?))
+    }
+
+    fn read_once(&self, path: &Path) -> io::Result<Mapping> {
+        let file = self.open_sim_file(path, OpenMode::Read)?;
+        let len_bytes = file.len()?;
+        file.read_whole(len_bytes).map(Mapping::from_vec)
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

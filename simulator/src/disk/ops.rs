@@ -20,7 +20,7 @@ use super::config::{CrashOutcome, CrashPoint, DamageKind, DiskConfig};
 use super::crash::build_next_disk;
 use super::data::InodeId;
 use super::faults::Faults;
-use super::hazards::{FileNames, Hazard, HazardWatch};
+use super::hazards::{Hazard, HazardWatch, Names};
 use super::picture::picture;
 use super::snapshot::DiskSnapshot;
 use super::snapshot::Recorder;
@@ -218,10 +218,8 @@ impl Disk {
             return;
         }
         let unnamed = self.fs.unnamed_inodes();
-        let fs = &self.fs;
-        let names_of = |id| FileNames { now: fs.path_of_inode(id), borne: fs.names_borne(id) };
         let (actor, phase) = (self.actor, self.last_mark_name.as_deref());
-        self.hazards.on_fsync(inode, actor, &unnamed, index, phase, names_of);
+        self.hazards.on_fsync(inode, actor, &unnamed, index, phase, DiskNames(&self.fs));
     }
 
     /// See [`super::SimVfs::end_op_hazards`].
@@ -232,10 +230,8 @@ impl Disk {
         }
         let unnamed = self.fs.unnamed_inodes();
         let renamed = self.fs.renamed_inodes();
-        let fs = &self.fs;
         let phase = self.last_mark_name.as_deref();
-        let names_of = |id| FileNames { now: fs.path_of_inode(id), borne: fs.names_borne(id) };
-        self.hazards.on_op_end(&unnamed, &renamed, self.io_index, phase, names_of);
+        self.hazards.on_op_end(&unnamed, &renamed, self.io_index, phase, DiskNames(&self.fs));
         self.hazards.take()
     }
 
@@ -314,5 +310,18 @@ impl Disk {
         self.crash_point = None;
         self.crash_reached = false;
         None
+    }
+}
+
+/// The hazard watch's look at the file system's names (`hazards::Names`).
+struct DiskNames<'a>(&'a FileSystem);
+
+impl Names for DiskNames<'_> {
+    fn now(&self, id: InodeId) -> String {
+        self.0.path_of_inode(id)
+    }
+
+    fn borne(&self, id: InodeId) -> Vec<String> {
+        self.0.names_borne(id)
     }
 }

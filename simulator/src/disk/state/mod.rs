@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use vfs::OpenMode;
 
 use super::data::{DataOp, InodeId, Voucher, MAX_FILE_BYTES};
-use super::dir::{Dir, DirId, DirOp};
+use super::dir::{Dir, DirId, DirOp, EntryNow};
 use super::history::History;
 use super::inode::Inode;
 use super::profile::FsyncNames;
@@ -321,12 +321,15 @@ impl FileSystem {
         Ok(self.dir(dir)?.volatile.iter().map(|(name, id)| (name.as_str(), *id)))
     }
 
-    /// [`FileSystem::entries`], each with whether the same name binds the
-    /// same inode in the durable directory too: whether a power loss now
-    /// would keep that entry in every crash mode.
-    pub fn entries_with_durability(&self, dir: &Path) -> io::Result<impl Iterator<Item = (&str, InodeId, bool)>> {
+    /// [`FileSystem::entries`], each able to say whether the same name
+    /// binds the same inode in the durable directory too ([`EntryNow`]).
+    pub fn entries_now(&self, dir: &Path) -> io::Result<impl Iterator<Item = EntryNow<'_>>> {
         let dir = self.dir(dir)?;
-        Ok(dir.volatile.iter().map(|(name, id)| (name.as_str(), *id, dir.durable.get(name) == Some(id))))
+        Ok(dir.volatile.iter().map(|(name, id)| EntryNow {
+            name: name.as_str(),
+            inode: *id,
+            durable_entries: &dir.durable,
+        }))
     }
 
     /// Make `dir`'s pending entry changes durable, in order.
@@ -436,15 +439,15 @@ impl FileSystem {
     /// last synced, for hazard reports and declarations: its names now,
     /// its durable names, then each name a pending change gave it or took
     /// from it, in the order they were made, each once. Empty for a file
-    /// no directory ever named. Only a hazard report asks (rarely): it
-    /// walks every entry.
+    /// no directory ever named. It walks every entry: the hazard watch
+    /// asks at each fsync of a file whose name is pending, and a report.
     pub fn names_borne(&self, id: InodeId) -> Vec<String> {
         let mut names: Vec<String> = Vec::new();
         for (path, dir) in &self.dirs {
             let entries = dir.volatile.iter().chain(&dir.durable).filter(|(_, inode)| **inode == id);
             let changed = dir.pending.iter().filter(|op| op.inode() == Some(id)).flat_map(DirOp::names);
             for name in entries.map(|(name, _)| name.as_str()).chain(changed) {
-                let full = path.join(name).display().to_string();
+                let full = path.join(name).to_string_lossy().into_owned();
                 if !names.contains(&full) {
                     names.push(full);
                 }

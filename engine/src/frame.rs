@@ -23,6 +23,8 @@
 //! recognise such a file's header and refuse it by its version
 //! ([`crate::Error::OldFormat`]) instead of calling it damage.
 
+use std::sync::LazyLock;
+
 /// Bytes before the payload: len, crc, kind.
 pub const FRAME_HEADER_BYTES: usize = 9;
 
@@ -175,6 +177,11 @@ pub fn encode_frame_with(
 /// kind are hashed as one prefix of at most 22 bytes: the same checksum as
 /// hashing each in turn, in one call instead of several (small updates
 /// dominate the cost of a small frame's checksum).
+/// A hasher with nothing hashed yet, cloned for each frame: making one
+/// (`Hasher::new`) asks which instructions the CPU has every time, a cost
+/// as large as hashing a small frame's prefix.
+static FRESH_HASHER: LazyLock<crc32fast::Hasher> = LazyLock::new(crc32fast::Hasher::new);
+
 fn frame_crc(place: Option<Place>, len: [u8; 4], kind: u8, payload: &[u8]) -> u32 {
     let mut prefix = [0u8; 22];
     let mut prefix_len_bytes = 0;
@@ -191,7 +198,7 @@ fn frame_crc(place: Option<Place>, len: [u8; 4], kind: u8, payload: &[u8]) -> u3
     prefix[prefix_len_bytes..prefix_len_bytes + 4].copy_from_slice(&len);
     prefix[prefix_len_bytes + 4] = kind;
     prefix_len_bytes += 5;
-    let mut hasher = crc32fast::Hasher::new();
+    let mut hasher = FRESH_HASHER.clone();
     hasher.update(&prefix[..prefix_len_bytes]);
     hasher.update(payload);
     hasher.finalize()

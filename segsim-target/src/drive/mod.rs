@@ -169,6 +169,10 @@ pub struct Driver<'a> {
     /// an unlinked file brings back the same inode). A file a crash left
     /// before its registration was durable is no use of its seq.
     segment_seqs: BTreeMap<u64, (String, u64)>,
+    /// The disk's names counter ([`SimVfs::names_changes`]) and the
+    /// `record` of the last walk of the seq ledger that passed: with no
+    /// name changed since, a walk that records no more finds the same.
+    seqs_checked: Option<(u64, bool)>,
     /// The last open skipped its sweep (point-in-time): unregistered
     /// segment files may stay, and the audit does not hold the directory
     /// to the manifest, so it vouches for no file's registration.
@@ -205,6 +209,7 @@ impl<'a> Driver<'a> {
             planned_crash: None,
             call_failed_since_open: false,
             segment_seqs: BTreeMap::new(),
+            seqs_checked: None,
             sweep_skipped: false,
             layout_before_close: None,
             reopen: Reopen::default(),

@@ -159,6 +159,7 @@ impl Driver<'_> {
         let manifest = Path::new(DB_DIR).join(MANIFEST_FILE);
         if damage.iter().any(|d| Path::new(&d.path) == manifest && !d.vouched) {
             self.segment_seqs.clear();
+            self.seqs_checked = None;
         }
         self.call_failed_since_open = false;
         if let Some(before) = &before {
@@ -228,6 +229,7 @@ impl Driver<'_> {
         self.checker.reset_empty();
         // A new store: its seqs start afresh.
         self.segment_seqs.clear();
+        self.seqs_checked = None;
         self.declare_windows(h)
     }
 }

@@ -476,6 +476,13 @@ impl SimVfs {
         self.disk().fs.version()
     }
 
+    /// The part of [`SimVfs::changes`] that is not files' bytes: equal
+    /// before and after a call means no directory entry, and no entry's
+    /// durability, changed (a check of names may skip a second look).
+    pub fn names_changes(&self) -> u64 {
+        self.disk().fs.names_version()
+    }
+
     /// Every file in `dir` by name with the bytes a read sees now: the
     /// harness's own look, not an I/O (nothing is traced or faulted). For
     /// a driver that checks what a recovery changed.

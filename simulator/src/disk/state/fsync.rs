@@ -25,6 +25,7 @@ impl FileSystem {
     pub fn sync(&mut self, id: InodeId) {
         if !self.inode(id).pending.is_empty() {
             self.version += 1;
+            self.data_changes += 1;
         }
         if !self.inode(id).silent.is_idle() {
             self.sync_silent(id);
@@ -124,6 +125,7 @@ impl FileSystem {
         let len_after = inode.volatile.len() as u64;
         self.volatile_bytes = self.volatile_bytes - len_before + len_after;
         self.version += 1;
+        self.data_changes += 1;
     }
 }
 

@@ -61,6 +61,10 @@ pub(super) struct FileSystem {
     /// last snapshot without comparing (`snapshot.rs`). Forgetting an
     /// unreachable inode is no such change: no crash could have kept it.
     version: u64,
+    /// The bumps of `version` that changed a file's bytes or made them
+    /// durable, and nothing else: `version` less these counts every other
+    /// change (names, their durability; [`FileSystem::names_version`]).
+    data_changes: u64,
     /// [`FileSystem::collect_garbage`]'s list of reachable inodes, kept
     /// between calls so that a collection (at every last close) allocates
     /// nothing: a set built per call cost more than the collection itself.
@@ -90,6 +94,14 @@ impl FileSystem {
     /// The change counter (see the field).
     pub fn version(&self) -> u64 {
         self.version
+    }
+
+    /// A counter of every change [`FileSystem::version`] counts except
+    /// those to files' bytes alone (writes, cuts, their fsync, a failed
+    /// fsync's dropped pages): equal before and after, no directory's
+    /// entries and no entry's durability changed.
+    pub fn names_version(&self) -> u64 {
+        self.version - self.data_changes
     }
 
     /// A disk holding exactly `dirs` (each a map of names to inodes) and
@@ -231,6 +243,7 @@ impl FileSystem {
         inode.pending.push(op);
         self.volatile_bytes = self.volatile_bytes - len_before + len_after;
         self.version += 1;
+        self.data_changes += 1;
     }
 
     /// Rename a file, within its directory or into another (`moves.rs`).

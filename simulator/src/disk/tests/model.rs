@@ -208,3 +208,30 @@ fn read_once_is_the_generic_whole_file_read_io_for_io() {
         assert_eq!(own_ios, if bytes.is_empty() { 2 } else { 3 }, "{name}");
     }
 }
+
+/// The names counter moves with every change to entries or to their
+/// durability, and with nothing that touches only files' bytes (a check
+/// of names skips its walk on it).
+#[test]
+fn names_changes_counts_names_and_never_bytes_alone() {
+    let sim = SimVfs::new(DiskConfig::fault_free(CrashMode::Reorder, 512), Trace::new(false));
+    sim.create_dir_all(dir()).unwrap();
+    let moved = |sim: &SimVfs, change: &dyn Fn(&SimVfs)| {
+        let before = sim.names_changes();
+        change(sim);
+        sim.names_changes() != before
+    };
+    let path = dir().join("a");
+    assert!(moved(&sim, &|sim| drop(sim.open(&path, OpenMode::Create).unwrap())), "a create");
+    assert!(moved(&sim, &|sim| sim.sync_dir(dir()).unwrap()), "a create made durable");
+    let write = |sim: &SimVfs| {
+        let mut file = sim.open(&path, OpenMode::Write).unwrap();
+        file.write_at(0, &pattern(1, 600)).unwrap();
+        file.set_len(300).unwrap();
+        file.sync().unwrap();
+    };
+    assert!(!moved(&sim, &write), "bytes written, cut and made durable");
+    assert!(moved(&sim, &|sim| sim.rename(&path, &dir().join("b")).unwrap()), "a rename");
+    assert!(moved(&sim, &|sim| sim.sync_dir(dir()).unwrap()), "a rename made durable");
+    assert!(moved(&sim, &|sim| sim.unlink(&dir().join("b")).unwrap()), "an unlink");
+}

@@ -170,6 +170,11 @@ pub fn encode_frame_with(
     out[start + 8] = kind;
 }
 
+/// A hasher with nothing hashed yet, cloned for each frame: making one
+/// (`Hasher::new`) asks which instructions the CPU has every time, a cost
+/// as large as hashing a small frame's prefix.
+static FRESH_HASHER: LazyLock<crc32fast::Hasher> = LazyLock::new(crc32fast::Hasher::new);
+
 /// The checksum of a frame at `place` (`None`: the previous format's,
 /// which covered no place).
 ///
@@ -177,11 +182,6 @@ pub fn encode_frame_with(
 /// kind are hashed as one prefix of at most 22 bytes: the same checksum as
 /// hashing each in turn, in one call instead of several (small updates
 /// dominate the cost of a small frame's checksum).
-/// A hasher with nothing hashed yet, cloned for each frame: making one
-/// (`Hasher::new`) asks which instructions the CPU has every time, a cost
-/// as large as hashing a small frame's prefix.
-static FRESH_HASHER: LazyLock<crc32fast::Hasher> = LazyLock::new(crc32fast::Hasher::new);
-
 fn frame_crc(place: Option<Place>, len: [u8; 4], kind: u8, payload: &[u8]) -> u32 {
     let mut prefix = [0u8; 22];
     let mut prefix_len_bytes = 0;

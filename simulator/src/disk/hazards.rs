@@ -113,15 +113,6 @@ impl Hazard {
     }
 }
 
-/// How the disk names a file for a hazard (see [`Hazard`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct FileNames {
-    /// Its path now, or `inode N`.
-    pub now: String,
-    /// Every path the disk knows it by (`FileSystem::names_borne`).
-    pub borne: Vec<String>,
-}
-
 /// What the watch asks the disk about a file, each part only where it is
 /// needed: the names it bears or bore at every fsync of a file whose name
 /// is pending (most of a store's fsyncs), its path now only for a report.
@@ -130,17 +121,6 @@ pub(super) trait Names {
     fn now(&self, id: InodeId) -> String;
     /// Every path the disk knows it by (`FileSystem::names_borne`).
     fn borne(&self, id: InodeId) -> Vec<String>;
-}
-
-/// A function that names a file whole, as the tests do.
-impl<F: Fn(InodeId) -> FileNames> Names for F {
-    fn now(&self, id: InodeId) -> String {
-        self(id).now
-    }
-
-    fn borne(&self, id: InodeId) -> Vec<String> {
-        self(id).borne
-    }
 }
 
 /// `names` with each of `more` not in it yet appended.
@@ -269,6 +249,27 @@ impl HazardWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// How a test names a file for a hazard, whole (the disk's own
+    /// [`Names`] is `ops.rs`'s, asked part by part).
+    #[derive(Clone, Debug, Default, PartialEq, Eq)]
+    struct FileNames {
+        /// Its path now, or `inode N`.
+        now: String,
+        /// Every path it bore.
+        borne: Vec<String>,
+    }
+
+    /// A function that names a file whole.
+    impl<F: Fn(InodeId) -> FileNames> Names for F {
+        fn now(&self, id: InodeId) -> String {
+            self(id).now
+        }
+
+        fn borne(&self, id: InodeId) -> Vec<String> {
+            self(id).borne
+        }
+    }
 
     /// A file called `f<id>` that has borne that name alone.
     fn name(id: InodeId) -> FileNames {

@@ -157,8 +157,8 @@ fn finding_one_is_a_failed_commit_that_came_back_in_doubt() {
 }
 
 /// SQLITE.md's finding 6 (the deep soak's seeds 365941041416 and
-/// 365941034008, the far soaks' 14333533, 52743175, 73700908 and
-/// 75190179): a WAL commit torn by one power loss, rolled back by its
+/// 365941034008, the far soaks' 14333533, 52743175, 73700908, 75190179
+/// and 78472342): a WAL commit torn by one power loss, rolled back by its
 /// recovery, is whole again after the next commit's overwrite of its frame
 /// is torn by a second power loss, and recovery replays it over the
 /// history that went on without it (in all but `-page8k`, over an
@@ -194,6 +194,11 @@ fn finding_six_is_a_rolled_back_wal_commit_revived_by_a_torn_overwrite() {
             "key \"k1\": expected absent, got \"gw3sdn1m2b2ms\"",
             Without::OverwritingCommit,
         ),
+        (
+            "wal-rolled-back-commit-revived-page4k",
+            "key 0008d12e6b76c84d: expected absent, got \"badfx7tlgu5i6ad039o04\"",
+            Without::OverwritingCommit,
+        ),
     ] {
         let path = format!("{}/../corpus/sqlite/findings/{name}.ops", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(path).unwrap();
@@ -214,6 +219,32 @@ fn finding_six_is_a_rolled_back_wal_commit_revived_by_a_torn_overwrite() {
         };
         let mut clean = ops.clone();
         clean.remove(dropped);
+        let outcome = target.run(seed, &clean, false);
+        assert!(outcome.failure.is_none(), "{name}: {:?}", outcome.failure);
+    }
+}
+
+/// SQLITE.md's finding 7 (the far soaks' seeds 78424026 and 52763975): a
+/// `PRAGMA wal_checkpoint(TRUNCATE)` whose WAL fsync fails, then the
+/// close's checkpoint, which syncs again (nothing is dirty after the
+/// failed writeback) and copies a frame the disk never took over page 1:
+/// every later open answers "file is not a database". Each runs clean
+/// without its `VACUUM` (the maintenance whose checkpoint fails).
+#[test]
+fn finding_seven_is_a_close_checkpoint_copying_a_frame_whose_writeback_failed() {
+    for name in [
+        "wal-close-checkpoint-after-failed-fsync-copies-unwritten-frame",
+        "wal-close-checkpoint-after-failed-fsync-copies-torn-frame",
+    ] {
+        let path = format!("{}/../corpus/sqlite/findings/{name}.ops", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(path).unwrap();
+        let (target, seed, ops) = parse_ops_file(sqlite(KitSettings::default()), &text).unwrap();
+        let failure = target.run(seed, &ops, false).failure.expect("page 1 overwritten");
+        assert_eq!(failure.check, simulator::failure::Check::Open, "{name}: {failure:?}");
+        assert!(failure.detail.contains("file is not a database"), "{name}: {}", failure.detail);
+        let mut clean = ops.clone();
+        clean.retain(|step| !matches!(step.op, simkit::KitOp::Maintain(_)));
+        assert_eq!(clean.len() + 1, ops.len(), "{name}: one VACUUM");
         let outcome = target.run(seed, &clean, false);
         assert!(outcome.failure.is_none(), "{name}: {:?}", outcome.failure);
     }
@@ -273,14 +304,14 @@ fn the_lock_plants_break_a_readers_snapshot() {
 
 /// Every shrunk repro under `corpus/sqlite/` (`--shrink --save`; the
 /// soak of issue 52) passes, and every finding under `findings/` holds:
-/// the eleven that say `# expect: fail` still fail (SQLite's own, under the
+/// the fourteen that say `# expect: fail` still fail (SQLite's own, under the
 /// configurations SQLITE.md names), the rest pass (twins, and the disk
 /// model's old mistakes). `cargo test` replays them all.
 #[test]
 fn the_saved_sqlite_regressions_and_findings_hold() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/sqlite");
     let held = simulator::cli::replay::assert_saved_ops_hold(|| sqlite(KitSettings::default()), &dir);
-    assert_eq!(held.failed_as_expected, 11, "the eleven findings that must fail: {held:?}");
+    assert_eq!(held.failed_as_expected, 14, "the fourteen findings that must fail: {held:?}");
     assert!(held.passed >= 16, "the eleven repros of issue 52's soak and five passing findings: {held:?}");
 }
 

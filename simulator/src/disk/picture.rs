@@ -125,6 +125,9 @@ enum Byte {
     New,
     /// As before the unsynced changes (durable, or zero past its end).
     Old,
+    /// As both: the unsynced changes left this byte as it was, so whether
+    /// a write of it reached the disk cannot be told from the bytes.
+    Same,
     /// Neither.
     Garbage,
     /// Past the file's end after the crash.
@@ -168,9 +171,14 @@ fn classify(durable: &[u8], volatile: &[u8], after: &[u8]) -> Vec<Byte> {
     (0..len)
         .map(|i| {
             let Some(&now) = after.get(i) else { return Byte::Gone };
+            let old = durable.get(i).copied().unwrap_or(0) == now;
             if volatile.get(i) == Some(&now) {
-                Byte::New
-            } else if durable.get(i).copied().unwrap_or(0) == now {
+                if old {
+                    Byte::Same
+                } else {
+                    Byte::New
+                }
+            } else if old {
                 Byte::Old
             } else {
                 Byte::Garbage
@@ -216,7 +224,10 @@ fn op_fate(op: &DataOp, len_before: u64, classes: &[Byte], len_after: u64, secto
 }
 
 /// A write's bytes after the crash, in words: whole, lost, cut at a byte
-/// (what follows old or gone), with garbage, or sectors reordered.
+/// (what follows old or gone), with garbage, or its sectors reordered
+/// (each named: which survived is what a reader of a finding needs).
+/// Bytes the write left as they were ([`Byte::Same`]) fit either way;
+/// how many there are is said, since they make a lost write look kept.
 fn write_fate(bytes: &[Byte], start: u64, sector_bytes: u64) -> String {
     if bytes.is_empty() {
         return "survived (empty)".to_string();
@@ -225,34 +236,121 @@ fn write_fate(bytes: &[Byte], start: u64, sector_bytes: u64) -> String {
         let (a, b) = (start + a, start + b);
         return format!("torn: garbage in bytes {a}..{b} (sector {})", a / sector_bytes.max(1));
     }
-    let new = bytes.iter().take_while(|b| **b == Byte::New).count();
-    if new == bytes.len() {
-        return "survived".to_string();
+    let sectors = sectors_of(bytes, start, sector_bytes);
+    let has = |kind: Sector| sectors.iter().any(|(_, k)| *k == kind);
+    let fate = if !has(Sector::Old) && !has(Sector::Mixed) {
+        "survived".to_string()
+    } else if !has(Sector::New) && !has(Sector::Mixed) {
+        let gone = bytes.iter().all(|b| matches!(b, Byte::Gone | Byte::Same));
+        if gone { "lost (past the end after the crash)" } else { "lost" }.to_string()
+    } else if let Some(cut) = prefix_cut(bytes, start, &sectors, sector_bytes) {
+        format!("cut at byte {cut} (sector {}): the rest lost", cut / sector_bytes.max(1))
+    } else {
+        reordered(&sectors)
+    };
+    let same = bytes.iter().filter(|b| **b == Byte::Same).count();
+    match same {
+        0 => fate,
+        _ if same == bytes.len() => format!("{fate} (all {same} of its bytes equal the old ones)"),
+        _ => format!("{fate} ({same} of its {} bytes equal the old ones)", bytes.len()),
     }
-    let rest_new = bytes[new..].contains(&Byte::New);
-    if !rest_new {
-        let gone = bytes[new..].iter().all(|b| *b == Byte::Gone);
-        let cut = start + new as u64;
-        return match (new, gone) {
-            (0, true) => "lost (past the end after the crash)".to_string(),
-            (0, false) => "lost".to_string(),
-            _ => format!("cut at byte {cut} (sector {}): the rest lost", cut / sector_bytes.max(1)),
-        };
-    }
-    let sector = sector_bytes.max(1) as usize;
-    let first_pad = (start as usize) % sector;
-    let (mut kept, mut lost) = (0, 0);
-    let mut at = 0;
+}
+
+/// What one sector's share of a write held after the crash.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Sector {
+    /// Its new bytes (some differing from the old ones), and no old.
+    New,
+    /// Old bytes, or past the end, and none of its new ones.
+    Old,
+    /// Every byte equal before and after: kept or lost reads the same.
+    Same,
+    /// Some new bytes and some old: a tear inside the sector.
+    Mixed,
+}
+
+/// Each sector a write's `bytes` (from `start`) touch, by index on the
+/// disk, with what it held (garbage already ruled out).
+fn sectors_of(bytes: &[Byte], start: u64, sector_bytes: u64) -> Vec<(u64, Sector)> {
+    let sector = sector_bytes.max(1);
+    let mut out = Vec::with_capacity(bytes.len() / sector as usize + 2);
+    let mut at = 0usize;
     while at < bytes.len() {
-        let len = (sector - (at + first_pad) % sector).min(bytes.len() - at);
-        if bytes[at..at + len].iter().all(|b| *b == Byte::New) {
-            kept += 1;
-        } else {
-            lost += 1;
-        }
+        let offset = start + at as u64;
+        let len = ((sector - offset % sector) as usize).min(bytes.len() - at);
+        let part = &bytes[at..at + len];
+        debug_assert!(!part.contains(&Byte::Garbage), "garbage is pictured before sectors");
+        let new = part.contains(&Byte::New);
+        let old = part.iter().any(|b| matches!(b, Byte::Old | Byte::Gone));
+        let kind = match (new, old) {
+            (true, true) => Sector::Mixed,
+            (true, false) => Sector::New,
+            (false, true) => Sector::Old,
+            (false, false) => Sector::Same,
+        };
+        out.push((offset / sector, kind));
         at += len;
     }
-    format!("reordered: {kept} of its sectors survived, {lost} did not")
+    out
+}
+
+/// Where the write was cut, if what survived is a prefix: its new sectors
+/// (or bytes, in a sector torn inside) all come before its first old one.
+/// A cut falls at that old sector's start, or at its first old byte if it
+/// is torn inside.
+fn prefix_cut(bytes: &[Byte], start: u64, sectors: &[(u64, Sector)], sector_bytes: u64) -> Option<u64> {
+    let first_old = sectors.iter().position(|(_, k)| matches!(k, Sector::Old | Sector::Mixed))?;
+    let later_new = sectors[first_old + 1..].iter().any(|(_, k)| matches!(k, Sector::New | Sector::Mixed));
+    let (index, kind) = sectors[first_old];
+    if later_new {
+        return None;
+    }
+    if kind == Sector::Old {
+        return Some((index * sector_bytes.max(1)).max(start));
+    }
+    // Torn inside: new bytes, then old ones, and nothing new after them.
+    let sector_start = (index * sector_bytes.max(1)).max(start) - start;
+    let part = &bytes[sector_start as usize..];
+    let old_at = part.iter().position(|b| matches!(b, Byte::Old | Byte::Gone))?;
+    let new_after = part[old_at..].contains(&Byte::New);
+    (!new_after).then_some(start + sector_start + old_at as u64)
+}
+
+/// A write whose surviving sectors are not a prefix, each named.
+fn reordered(sectors: &[(u64, Sector)]) -> String {
+    let named =
+        |kind: Sector| -> Vec<u64> { sectors.iter().filter(|(_, k)| *k == kind).map(|(index, _)| *index).collect() };
+    let mut parts = Vec::with_capacity(4);
+    for (kind, word) in
+        [(Sector::New, "survived"), (Sector::Old, "lost"), (Sector::Mixed, "torn inside"), (Sector::Same, "unchanged")]
+    {
+        let indices = named(kind);
+        if !indices.is_empty() {
+            let noun = if indices.len() == 1 { "sector" } else { "sectors" };
+            parts.push(format!("{noun} {} {word}", index_list(&indices)));
+        }
+    }
+    format!("reordered, partly kept: {}", parts.join("; "))
+}
+
+/// Ascending indices as runs, `3, 5-7`; past eight runs, how many more.
+fn index_list(indices: &[u64]) -> String {
+    debug_assert!(indices.windows(2).all(|w| w[0] < w[1]), "sector indices ascend");
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for &index in indices {
+        match runs.last_mut() {
+            Some((_, last)) if *last + 1 == index => *last = index,
+            _ => runs.push((index, index)),
+        }
+    }
+    const SHOWN_RUNS: usize = 8;
+    let mut text: Vec<String> =
+        runs.iter().take(SHOWN_RUNS).map(|(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") }).collect();
+    if runs.len() > SHOWN_RUNS {
+        let more: u64 = runs[SHOWN_RUNS..].iter().map(|(a, b)| b - a + 1).sum();
+        text.push(format!("and {more} more"));
+    }
+    text.join(", ")
 }
 
 #[cfg(test)]
@@ -289,6 +387,101 @@ mod tests {
         });
         assert_eq!(fate.ops.len(), 2);
         assert!(fate.ops[0].fate.starts_with("lost"), "{:?}", fate.ops[0]);
+    }
+
+    use super::{index_list, write_fate, Byte};
+
+    /// `n` bytes of one class.
+    fn of(class: Byte, n: usize) -> Vec<Byte> {
+        vec![class; n]
+    }
+
+    #[test]
+    fn a_reordered_write_names_the_sectors_that_survived_and_the_ones_lost() {
+        let bytes = [of(Byte::Old, 4), of(Byte::New, 4), of(Byte::Old, 4)].concat();
+        let fate = write_fate(&bytes, 0, 4);
+        assert_eq!(fate, "reordered, partly kept: sector 1 survived; sectors 0, 2 lost");
+        // The report colours a file by words in its fates: partly kept is `cut`.
+        assert!(fate.contains("partly"));
+        let bytes = [of(Byte::New, 2), of(Byte::Old, 4), of(Byte::New, 4)].concat();
+        assert_eq!(write_fate(&bytes, 6, 4), "reordered, partly kept: sectors 1, 3 survived; sector 2 lost");
+    }
+
+    #[test]
+    fn bytes_a_write_left_as_they_were_make_no_cut_inside_a_sector() {
+        // A frame header rewritten with its first bytes unchanged, the
+        // sector lost: not "cut at byte 12", which no sector-atomic disk does.
+        let bytes = [of(Byte::Same, 4), of(Byte::Old, 4)].concat();
+        assert_eq!(write_fate(&bytes, 8, 16), "lost (4 of its 8 bytes equal the old ones)");
+        let bytes = [of(Byte::New, 4), of(Byte::Same, 2), of(Byte::Old, 2)].concat();
+        assert_eq!(
+            write_fate(&bytes, 0, 4),
+            "cut at byte 4 (sector 1): the rest lost (2 of its 8 bytes equal the old ones)"
+        );
+        assert_eq!(write_fate(&of(Byte::Same, 8), 0, 4), "survived (all 8 of its bytes equal the old ones)");
+    }
+
+    #[test]
+    fn a_cut_is_at_the_first_lost_sector_or_inside_a_torn_one() {
+        let bytes = [of(Byte::New, 2), of(Byte::New, 4), of(Byte::Old, 4)].concat();
+        assert_eq!(write_fate(&bytes, 2, 4), "cut at byte 8 (sector 2): the rest lost");
+        let bytes = [of(Byte::New, 2), of(Byte::Old, 2), of(Byte::Gone, 4)].concat();
+        assert_eq!(write_fate(&bytes, 0, 4), "cut at byte 2 (sector 0): the rest lost");
+        assert_eq!(write_fate(&of(Byte::New, 9), 3, 4), "survived");
+        assert_eq!(write_fate(&of(Byte::Gone, 9), 3, 4), "lost (past the end after the crash)");
+        assert_eq!(write_fate(&[], 3, 4), "survived (empty)");
+    }
+
+    #[test]
+    fn sector_lists_are_runs_and_stop_after_eight() {
+        assert_eq!(index_list(&[1, 2, 3, 5, 7, 8]), "1-3, 5, 7-8");
+        let every_other: Vec<u64> = (0..20).map(|i| i * 2).collect();
+        assert_eq!(index_list(&every_other), "0, 2, 4, 6, 8, 10, 12, 14, and 12 more");
+    }
+
+    #[test]
+    fn a_reorder_crash_names_the_sectors_the_disk_kept() {
+        // Three 512-byte sectors of 1s overwritten with 2s, unsynced; each
+        // crash keeps any subset (or garbage). The fate must name exactly
+        // the sectors that read 2 after it.
+        let mut reordered = 0;
+        for crash_seed in 0..64 {
+            let vfs = SimVfs::new(DiskConfig::fault_free(CrashMode::Reorder, 512), Trace::new(true));
+            vfs.create_dir_all(Path::new("/d")).unwrap();
+            let mut file = vfs.open(Path::new("/d/f"), OpenMode::Create).unwrap();
+            file.write_at(0, &[1; 1536]).unwrap();
+            file.sync().unwrap();
+            vfs.sync_dir(Path::new("/d")).unwrap();
+            file.write_at(0, &[2; 1536]).unwrap();
+            drop(file);
+            vfs.power_loss(crash_seed);
+            let bytes = vfs.read_once(Path::new("/d/f")).unwrap();
+            let trace = vfs.take_trace();
+            let fate = &trace.detail().crashes[0].files[0].ops[0].fate;
+            let kept: Vec<bool> = bytes.chunks(512).map(|sector| sector.iter().all(|b| *b == 2)).collect();
+            let garbage = bytes.chunks(512).any(|sector| sector.iter().any(|b| *b != 1 && *b != 2));
+            let expected = match (kept.iter().filter(|k| **k).count(), garbage) {
+                (_, true) => None,
+                (3, false) => Some("survived".to_string()),
+                (0, false) => Some("lost".to_string()),
+                (_, false) if kept == [true, false, false] => Some("cut at byte 512 (sector 1): the rest lost".into()),
+                (_, false) if kept == [true, true, false] => Some("cut at byte 1024 (sector 2): the rest lost".into()),
+                (_, false) => {
+                    reordered += 1;
+                    let list = |want: bool| {
+                        let at: Vec<u64> = (0..3u64).filter(|i| kept[*i as usize] == want).collect();
+                        let noun = if at.len() == 1 { "sector" } else { "sectors" };
+                        format!("{noun} {}", index_list(&at))
+                    };
+                    Some(format!("reordered, partly kept: {} survived; {} lost", list(true), list(false)))
+                }
+            };
+            match expected {
+                Some(expected) => assert_eq!(fate, &expected, "crash seed {crash_seed}"),
+                None => assert!(fate.starts_with("torn: garbage"), "crash seed {crash_seed}: {fate}"),
+            }
+        }
+        assert!(reordered > 0, "no crash seed of 64 kept a non-prefix subset");
     }
 
     #[test]

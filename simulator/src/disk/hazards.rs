@@ -121,6 +121,10 @@ pub(super) trait Names {
     fn now(&self, id: InodeId) -> String;
     /// Every path the disk knows it by (`FileSystem::names_borne`).
     fn borne(&self, id: InodeId) -> Vec<String>;
+    /// A count that moves at every change of any name or of a name's
+    /// durability (`FileSystem::names_version`): where it has not moved,
+    /// `borne` would answer as before. `None`: no such count, always ask.
+    fn version(&self) -> Option<u64>;
 }
 
 /// `names` with each of `more` not in it yet appended.
@@ -139,6 +143,9 @@ struct SyncedUnnamed {
     names: Vec<String>,
     /// The threads of control that synced it (`Vfs::act_as`).
     by: BTreeSet<u32>,
+    /// [`Names::version`] when `names` last took in what it bore: an
+    /// fsync at the same version adds no name, so it does not ask again.
+    names_at: Option<u64>,
 }
 
 /// What the disk tracks for hazards.
@@ -178,9 +185,13 @@ impl HazardWatch {
             self.found.push(hazard);
         }
         if unnamed.contains(&synced) {
-            let borne = names.borne(synced);
+            let version = names.version();
             let entry = self.synced_unnamed.entry(synced).or_default();
-            merge_names(&mut entry.names, borne);
+            debug_assert!(version.is_none() || version >= entry.names_at, "the names' version never goes back");
+            if version.is_none() || entry.names_at != version {
+                merge_names(&mut entry.names, names.borne(synced));
+                entry.names_at = version;
+            }
             entry.by.insert(actor);
         }
     }
@@ -269,6 +280,48 @@ mod tests {
         fn borne(&self, id: InodeId) -> Vec<String> {
             self(id).borne
         }
+
+        fn version(&self) -> Option<u64> {
+            None
+        }
+    }
+
+    /// Names that never change under one version, counting what is asked.
+    struct Counted {
+        version: u64,
+        asked: std::cell::Cell<u32>,
+    }
+
+    impl Names for &Counted {
+        fn now(&self, id: InodeId) -> String {
+            format!("f{id}")
+        }
+
+        fn borne(&self, id: InodeId) -> Vec<String> {
+            self.asked.set(self.asked.get() + 1);
+            vec![format!("f{id}"), format!("f{id}.v{}", self.version)]
+        }
+
+        fn version(&self) -> Option<u64> {
+            Some(self.version)
+        }
+    }
+
+    #[test]
+    fn an_unnamed_file_synced_again_with_no_name_changed_is_not_asked_again() {
+        let mut watch = HazardWatch::default();
+        let unnamed: BTreeSet<InodeId> = [7].into();
+        let names = Counted { version: 3, asked: std::cell::Cell::new(0) };
+        watch.on_fsync(7, 0, &unnamed, 10, None, &names);
+        watch.on_fsync(7, 0, &unnamed, 11, None, &names);
+        assert_eq!(names.asked.get(), 1, "the same version: nothing new to take in");
+        let renamed = Counted { version: 4, asked: std::cell::Cell::new(0) };
+        watch.on_fsync(7, 0, &unnamed, 12, None, &renamed);
+        assert_eq!(renamed.asked.get(), 1, "a name changed: asked again");
+        watch.on_op_end(&unnamed, &BTreeSet::new(), 13, None, &renamed);
+        let hazards = watch.take();
+        assert_eq!(hazards.len(), 1);
+        assert_eq!(hazards[0].names, ["f7", "f7.v3", "f7.v4"], "both versions' names kept");
     }
 
     /// A file called `f<id>` that has borne that name alone.

@@ -324,4 +324,8 @@ impl Names for DiskNames<'_> {
     fn borne(&self, id: InodeId) -> Vec<String> {
         self.0.names_borne(id)
     }
+
+    fn version(&self) -> Option<u64> {
+        Some(self.0.names_version())
+    }
 }

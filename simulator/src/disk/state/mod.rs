@@ -456,10 +456,18 @@ impl FileSystem {
     /// asks at each fsync of a file whose name is pending, and a report.
     pub fn names_borne(&self, id: InodeId) -> Vec<String> {
         let mut names: Vec<String> = Vec::new();
+        // A name is mostly in both the volatile and the durable entries:
+        // seen once per directory, its path is built once.
+        let mut seen: Vec<&str> = Vec::new();
         for (path, dir) in &self.dirs {
+            seen.clear();
             let entries = dir.volatile.iter().chain(&dir.durable).filter(|(_, inode)| **inode == id);
             let changed = dir.pending.iter().filter(|op| op.inode() == Some(id)).flat_map(DirOp::names);
             for name in entries.map(|(name, _)| name.as_str()).chain(changed) {
+                if seen.contains(&name) {
+                    continue;
+                }
+                seen.push(name);
                 let full = path.join(name).to_string_lossy().into_owned();
                 if !names.contains(&full) {
                     names.push(full);

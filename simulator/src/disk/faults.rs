@@ -401,8 +401,19 @@ impl Faults {
         self.misread.insert((file, sector)).then_some((sector * sector_bytes, other * sector_bytes))
     }
 
+    /// Media corruption changed byte `offset_bytes` of `file`: no read
+    /// flips a bit of it from now on. A transient flip there could undo
+    /// the damage for one read, and a reader shown the sound bytes would
+    /// replay what the checker knows the disk no longer holds (seed
+    /// 79190727: a rotten bit and a read's flip of that very bit).
+    pub fn never_flip_byte(&mut self, file: u64, offset_bytes: u64) {
+        let first_bit = offset_bytes.saturating_mul(8);
+        self.flipped.extend((first_bit..first_bit + 8).map(|bit| (file, bit)));
+    }
+
     /// Which bit of a `len_bytes` read of `file` at `offset_bytes` to
-    /// flip, if any: never one flipped before (see `flipped`).
+    /// flip, if any: never one flipped before (see `flipped`), nor one of
+    /// a byte media corruption changed (`never_flip_byte`).
     pub fn bitflip(&mut self, config: &DiskConfig, file: u64, offset_bytes: u64, len_bytes: usize) -> Option<usize> {
         if len_bytes == 0 || !self.chance(config.p_bitflip) {
             return None;
@@ -444,6 +455,19 @@ mod tests {
         assert_eq!(faults.silent_write(&config, 100), None);
         assert_eq!(faults.misread(&config, 1, 0, 100, 4096), None);
         assert_eq!(faults.rng().get_word_pos(), before);
+    }
+
+    #[test]
+    fn a_read_never_flips_a_bit_of_a_byte_damage_changed() {
+        let config = always(512);
+        let mut faults = Faults::new();
+        faults.reseed(3);
+        let bit = faults.bitflip(&config, 1, 0, 1).expect("p_bitflip is 1");
+        let mut rotten = Faults::new();
+        rotten.never_flip_byte(1, 0);
+        rotten.reseed(3);
+        assert_eq!(rotten.bitflip(&config, 1, 0, 1), None, "bit {bit} of the rotten byte: the same draw, no flip");
+        assert_eq!(rotten.bitflip(&config, 2, 0, 1).map(|_| ()), Some(()), "another file's byte flips");
     }
 
     #[test]

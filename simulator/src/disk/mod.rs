@@ -63,7 +63,8 @@
 //! dirty data (fsyncgate: the next fsync succeeds), reads and maps with
 //! EIO, growth with `StorageFull` past the capacity; reads can return one
 //! flipped bit (transient: never a bit of the file flipped before, so two
-//! reads that agree hold the disk's bytes). Every other operation — an open or create, a
+//! reads that agree hold the disk's bytes, and never a byte media
+//! corruption changed, which a flip could show sound). Every other operation — an open or create, a
 //! rename, an unlink, a `set_len`, a length, a listing, an `exists`, a
 //! `create_dir_all`, a `sync_dir`, taking a lock — fails with EIO and
 //! changes nothing (`p_meta_eio`): a failed `sync_dir` leaves every

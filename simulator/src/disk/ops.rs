@@ -286,6 +286,13 @@ impl Disk {
             self.note_fault(self.io_index, kind);
         }
         self.fs.reset_to_durable();
+        for damage in outcome.damage.iter().filter(|damage| damage.kind == DamageKind::Media) {
+            // Named by its durable path (the volatile view is the durable
+            // one again), unless the environment's damage took it after.
+            if let Ok(inode) = self.fs.lookup(Path::new(&damage.path)) {
+                self.faults.never_flip_byte(inode, damage.offset_bytes);
+            }
+        }
         self.shut_down = false;
         self.hazards.reset();
         self.locks.clear();

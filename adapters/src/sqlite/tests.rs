@@ -157,8 +157,8 @@ fn finding_one_is_a_failed_commit_that_came_back_in_doubt() {
 }
 
 /// SQLITE.md's finding 6 (the deep soak's seeds 365941041416 and
-/// 365941034008, the far soaks' 14333533, 52743175, 73700908, 75190179
-/// and 78472342): a WAL commit torn by one power loss, rolled back by its
+/// 365941034008, the far soaks' 14333533, 52743175, 73700908, 75190179,
+/// 78472342 and 79432069): a WAL commit torn by one power loss, rolled back by its
 /// recovery, is whole again after the next commit's overwrite of its frame
 /// is torn by a second power loss, and recovery replays it over the
 /// history that went on without it (in all but `-page8k`, over an
@@ -192,6 +192,11 @@ fn finding_six_is_a_rolled_back_wal_commit_revived_by_a_torn_overwrite() {
         (
             "wal-rolled-back-commit-revived-page8k",
             "key \"k1\": expected absent, got \"gw3sdn1m2b2ms\"",
+            Without::OverwritingCommit,
+        ),
+        (
+            "wal-rolled-back-commit-revived-page512-sector512",
+            "key 00afd9d6906cdb16: expected absent, got \"lllxu658iwc52rkfcl1oe5e0\"",
             Without::OverwritingCommit,
         ),
         (
@@ -304,14 +309,14 @@ fn the_lock_plants_break_a_readers_snapshot() {
 
 /// Every shrunk repro under `corpus/sqlite/` (`--shrink --save`; the
 /// soak of issue 52) passes, and every finding under `findings/` holds:
-/// the fourteen that say `# expect: fail` still fail (SQLite's own, under the
+/// the fifteen that say `# expect: fail` still fail (SQLite's own, under the
 /// configurations SQLITE.md names), the rest pass (twins, and the disk
 /// model's old mistakes). `cargo test` replays them all.
 #[test]
 fn the_saved_sqlite_regressions_and_findings_hold() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/sqlite");
     let held = simulator::cli::replay::assert_saved_ops_hold(|| sqlite(KitSettings::default()), &dir);
-    assert_eq!(held.failed_as_expected, 14, "the fourteen findings that must fail: {held:?}");
+    assert_eq!(held.failed_as_expected, 15, "the fifteen findings that must fail: {held:?}");
     assert!(held.passed >= 16, "the eleven repros of issue 52's soak and five passing findings: {held:?}");
 }
 

@@ -359,6 +359,7 @@ mod tests {
 
     use vfs::{OpenMode, Vfs};
 
+    use super::{index_list, write_fate, Byte};
     use crate::disk::{CrashMode, DiskConfig, SimVfs};
     use crate::trace::Trace;
 
@@ -388,8 +389,6 @@ mod tests {
         assert_eq!(fate.ops.len(), 2);
         assert!(fate.ops[0].fate.starts_with("lost"), "{:?}", fate.ops[0]);
     }
-
-    use super::{index_list, write_fate, Byte};
 
     /// `n` bytes of one class.
     fn of(class: Byte, n: usize) -> Vec<Byte> {

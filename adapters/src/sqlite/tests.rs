@@ -13,6 +13,14 @@ fn sqlite(settings: KitSettings) -> Kit<SqliteAdapter> {
     sqlite_target(settings)
 }
 
+/// The pinned finding `corpus/sqlite/findings/{name}.ops`, parsed: its
+/// target, seed and operations.
+fn finding(name: &str) -> (Kit<SqliteAdapter>, u64, Vec<<Kit<SqliteAdapter> as Target>::Op>) {
+    let path = format!("{}/../corpus/sqlite/findings/{name}.ops", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    parse_ops_file(sqlite(KitSettings::default()), &text).unwrap()
+}
+
 fn with_options(options: &[&str], plant: Option<&'static str>) -> Kit<SqliteAdapter> {
     let mut target = sqlite(KitSettings { plant, ..KitSettings::default() });
     for option in options {
@@ -148,9 +156,7 @@ fn seeds_on_two_threads_trace_as_they_do_alone() {
 /// and counted, not because the repro stopped reaching it.
 #[test]
 fn finding_one_is_a_failed_commit_that_came_back_in_doubt() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../corpus/sqlite/findings/wal-failed-commit-comes-back.ops");
-    let text = std::fs::read_to_string(path).unwrap();
-    let (target, seed, ops) = parse_ops_file(sqlite(KitSettings::default()), &text).unwrap();
+    let (target, seed, ops) = finding("wal-failed-commit-comes-back");
     let outcome = target.run(seed, &ops, false);
     assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
     assert_eq!((outcome.counters.in_doubt, outcome.counters.came_back), (1, 1), "the failed commit, and its comeback");
@@ -205,9 +211,7 @@ fn finding_six_is_a_rolled_back_wal_commit_revived_by_a_torn_overwrite() {
             Without::OverwritingCommit,
         ),
     ] {
-        let path = format!("{}/../corpus/sqlite/findings/{name}.ops", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(path).unwrap();
-        let (target, seed, ops) = parse_ops_file(sqlite(KitSettings::default()), &text).unwrap();
+        let (target, seed, ops) = finding(name);
         let failure = target.run(seed, &ops, false).failure.expect("the rolled-back commit comes back");
         assert_eq!(failure.check, simulator::failure::Check::Durability, "{name}: {failure:?}");
         assert!(failure.detail.contains("it equals no committed state at all"), "{name}: {}", failure.detail);
@@ -241,9 +245,7 @@ fn finding_seven_is_a_close_checkpoint_copying_a_frame_whose_writeback_failed() 
         "wal-close-checkpoint-after-failed-fsync-copies-unwritten-frame",
         "wal-close-checkpoint-after-failed-fsync-copies-torn-frame",
     ] {
-        let path = format!("{}/../corpus/sqlite/findings/{name}.ops", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(path).unwrap();
-        let (target, seed, ops) = parse_ops_file(sqlite(KitSettings::default()), &text).unwrap();
+        let (target, seed, ops) = finding(name);
         let failure = target.run(seed, &ops, false).failure.expect("page 1 overwritten");
         assert_eq!(failure.check, simulator::failure::Check::Open, "{name}: {failure:?}");
         assert!(failure.detail.contains("file is not a database"), "{name}: {}", failure.detail);

@@ -5,15 +5,22 @@
 //! fixed garbage pattern, or the file grown with none of it), or one
 //! operation reordered. Apart from the enumeration because a state is
 //! listed and counted many times for each one that is built into a disk.
+//!
+//! Exploration hashes every state it enumerates and recovers only the
+//! distinct ones: [`DiskSnapshot::image_hash`] gives a state's hash
+//! without building its image, each changed file's hash derived from its
+//! durable bytes' over the ranges its surviving operations dirtied
+//! (`image.rs`).
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::crash_states::{CrashState, DataFate, Entries, Torn};
 use super::data::{to_usize, write_into, DataOp, InodeId};
 use super::dir::{DirOp, SubdirEntries};
-use super::image::{DiskImage, ImageFile};
+use super::image::{disk_hash, DiskImage, ImageFile};
 use super::moves;
 use super::sectors::sector_end;
 use super::snapshot::{DiskSnapshot, FileSnapshot};
@@ -36,17 +43,45 @@ impl DiskSnapshot {
             if files.contains_key(id) {
                 continue;
             }
-            let file = self.files.get(id).expect("a snapshot holds every inode an entry may name");
-            let image_file = match &state.data {
-                DataFate::Reordered { inode, op, alone } if inode == id => reordered(file, *op, *alone),
-                data => {
-                    let cut = data.cut_of(*id, file.pending.len());
-                    file_after(file, cut.whole_ops, cut.torn, self.sector_bytes)
-                }
+            let (file, after) = self.file_in(state, *id);
+            let image_file = match after.bytes {
+                None => ImageFile { bytes: file.durable.clone(), hash: Some(file.durable_hash.finish()) },
+                // Hashed on demand: an image built to be recovered never is.
+                Some(bytes) => ImageFile { bytes: Arc::from(bytes), hash: None },
             };
             files.insert(*id, image_file);
         }
         DiskImage { dirs, files, histories: BTreeMap::new() }
+    }
+
+    /// `self.image(state).hash()`, without building the image: each file's
+    /// new bytes are made only to be hashed, and dropped.
+    pub fn image_hash(&self, state: &CrashState) -> u64 {
+        let (dirs, _) = self.settled_dirs(&state.dir_changes_kept);
+        let mut files = BTreeMap::new();
+        for id in dirs.values().flat_map(|entries| entries.values()) {
+            files.entry(*id).or_insert_with(|| {
+                let (file, after) = self.file_in(state, *id);
+                match &after.bytes {
+                    None => (file.durable.len(), file.durable_hash.finish()),
+                    Some(bytes) => (bytes.len(), file.durable_hash.after(&file.durable, bytes, &after.dirty)),
+                }
+            });
+        }
+        disk_hash(&dirs, |id| files[&id])
+    }
+
+    /// The file `id` names, and what `state` leaves of it.
+    fn file_in(&self, state: &CrashState, id: InodeId) -> (&FileSnapshot, FileAfter) {
+        let file = self.files.get(&id).expect("a snapshot holds every inode an entry may name");
+        let after = match &state.data {
+            DataFate::Reordered { inode, op, alone } if *inode == id => reordered(file, *op, *alone),
+            data => {
+                let cut = data.cut_of(id, file.pending.len());
+                file_after(file, cut.whole_ops, cut.torn, self.sector_bytes)
+            }
+        };
+        (file, after)
     }
 
     /// Each directory's entries when the pending changes `kept` flags (one
@@ -113,38 +148,83 @@ pub(super) fn garbage_range(cut_bytes: u64, end_bytes: u64, sector_bytes: u64) -
 
 /// `file` with only its pending operation `op` applied (`alone`), or
 /// every one but `op`, in their order.
-fn reordered(file: &FileSnapshot, op: usize, alone: bool) -> ImageFile {
+fn reordered(file: &FileSnapshot, op: usize, alone: bool) -> FileAfter {
     assert!(op < file.pending.len(), "an operation of this file");
     let mut bytes = file.durable.to_vec();
+    let mut dirty = Dirty::new(file.durable.len());
     for (index, pending) in file.pending.iter().enumerate() {
         if (index == op) == alone {
             pending.apply(&mut bytes);
+            dirty.note(pending);
         }
     }
-    ImageFile::new(bytes)
+    dirty.file_after(bytes)
+}
+
+/// The bytes a run of a file's pending operations may have changed, noted
+/// operation by operation (`DataOp::dirty_range`, at the length each
+/// found), for the image's hash ([`ContentHash::after`]).
+///
+/// [`ContentHash::after`]: super::image::ContentHash::after
+struct Dirty {
+    len_bytes: u64,
+    ranges: Vec<Range<usize>>,
+}
+
+impl Dirty {
+    /// Nothing changed yet in a file `len_bytes` long.
+    fn new(len_bytes: usize) -> Dirty {
+        Dirty { len_bytes: len_bytes as u64, ranges: Vec::new() }
+    }
+
+    /// `op` was applied (or, torn, a part of it: its whole range still
+    /// holds every byte it changed).
+    fn note(&mut self, op: &DataOp) {
+        let range = op.dirty_range(self.len_bytes);
+        self.ranges.push(to_usize(range.start)..to_usize(range.end));
+        self.len_bytes = op.len_after(self.len_bytes);
+    }
+
+    /// `bytes`, the durable bytes changed only where noted.
+    fn file_after(self, bytes: Vec<u8>) -> FileAfter {
+        FileAfter { bytes: Some(bytes), dirty: self.ranges }
+    }
+}
+
+/// One file's bytes in a crash state, and where they may differ from its
+/// durable bytes (for [`ContentHash::after`]).
+///
+/// [`ContentHash::after`]: super::image::ContentHash::after
+struct FileAfter {
+    /// `None`: the durable bytes, as they were (shared, not copied).
+    bytes: Option<Vec<u8>>,
+    dirty: Vec<Range<usize>>,
 }
 
 /// `file`'s bytes when its first `whole_ops` pending ops survive and the
 /// next is `torn`, if it is. With nothing surviving, the snapshot's bytes
 /// are shared, not copied.
-fn file_after(file: &FileSnapshot, whole_ops: usize, torn: Option<Torn>, sector_bytes: u64) -> ImageFile {
+fn file_after(file: &FileSnapshot, whole_ops: usize, torn: Option<Torn>, sector_bytes: u64) -> FileAfter {
     if whole_ops == 0 && torn.is_none() {
-        return ImageFile { bytes: file.durable.clone(), hash: Some(file.durable_hash) };
+        return FileAfter { bytes: None, dirty: Vec::new() };
     }
     let mut bytes = file.durable.to_vec();
+    let mut dirty = Dirty::new(file.durable.len());
     for op in &file.pending[..whole_ops] {
         op.apply(&mut bytes);
+        dirty.note(op);
     }
     if let Some(torn) = torn {
         let DataOp::Write { offset_bytes, data } = &file.pending[whole_ops] else {
             unreachable!("only a write is torn")
         };
+        dirty.note(&file.pending[whole_ops]);
         let end_bytes = offset_bytes + data.len() as u64;
         if torn.unwritten {
             assert!(*offset_bytes < torn.cut_bytes && torn.cut_bytes <= end_bytes, "a length the write reached");
             assert!(bytes.len() < to_usize(torn.cut_bytes), "a length past the old end");
             bytes.resize(to_usize(torn.cut_bytes), 0);
-            return ImageFile::new(bytes);
+            return dirty.file_after(bytes);
         }
         assert!(*offset_bytes <= torn.cut_bytes && torn.cut_bytes < end_bytes, "a cut inside the write");
         let kept = to_usize(torn.cut_bytes - offset_bytes);
@@ -161,5 +241,5 @@ fn file_after(file: &FileSnapshot, whole_ops: usize, torn: Option<Torn>, sector_
             }
         }
     }
-    ImageFile::new(bytes)
+    dirty.file_after(bytes)
 }

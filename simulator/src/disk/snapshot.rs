@@ -21,7 +21,7 @@ use std::sync::Arc;
 use super::data::{DataOp, InodeId, Voucher};
 use super::dir::{DirId, DirOp, SubdirEntries};
 use super::history::History;
-use super::image::content_hash;
+use super::image::ContentHash;
 use super::profile::FsProfile;
 use super::state::FileSystem;
 
@@ -62,8 +62,8 @@ pub(super) struct DirSnapshot {
 #[derive(Debug)]
 pub(super) struct FileSnapshot {
     pub durable: Arc<[u8]>,
-    /// `content_hash(&durable)`, computed once per distinct content.
-    pub durable_hash: u64,
+    /// `ContentHash::of(&durable)`, computed once per distinct content.
+    pub durable_hash: ContentHash,
     /// Data operations since the last fsync, oldest first.
     pub pending: Vec<DataOp>,
     /// What vouches for the durable bytes (see `Inode::vouched`), for
@@ -105,8 +105,8 @@ impl DiskSnapshot {
             let inode = fs.inodes.get(&id).expect("an inode a directory names is alive");
             let unchanged = previous.and_then(|p| p.files.get(&id)).filter(|f| *f.durable == inode.durable[..]);
             let (durable, durable_hash) = match unchanged {
-                Some(file) => (file.durable.clone(), file.durable_hash),
-                None => (Arc::from(&inode.durable[..]), content_hash(&inode.durable)),
+                Some(file) => (file.durable.clone(), file.durable_hash.clone()),
+                None => (Arc::from(&inode.durable[..]), ContentHash::of(&inode.durable)),
             };
             let vouching = Vouching { whole_bytes: inode.whole_bytes, vouchers: inode.vouchers.clone() };
             let vouching = match previous.and_then(|p| p.files.get(&id)).filter(|f| *f.vouching == vouching) {

@@ -16,7 +16,12 @@ use crate::disk::{CrashMode, DiskConfig, DiskImage, DiskSnapshot, SimVfs};
 use crate::trace::Trace;
 
 fn images(snapshot: &DiskSnapshot) -> Vec<DiskImage> {
-    snapshot.crash_states(16).iter().map(|state| snapshot.image(state)).collect()
+    let states = snapshot.crash_states(16);
+    let images: Vec<DiskImage> = states.iter().map(|state| snapshot.image(state)).collect();
+    for (state, image) in states.iter().zip(&images) {
+        assert_eq!(snapshot.image_hash(state), image.hash(), "a state's hash is its image's");
+    }
+    images
 }
 
 /// Every file of `vfs` (which must have nothing pending) as an image hash.

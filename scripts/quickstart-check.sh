@@ -57,6 +57,19 @@ for crate in $required; do
     echo "$tree" | grep -q "^$crate " || { echo "$name: $crate is not in its tree" >&2; exit 1; }
 done
 echo "$name: its tree holds $required of this repository, and no engine, testkit, redb, SQLite or persy"
+# The guide quotes how many crates a kit user's first build compiles
+# (TESTING-YOUR-ENGINE.md): the packages of the template's normal and
+# build tree, itself included. A dependency added or dropped must show
+# there too, so the quote cannot drift from the build.
+if [ "$name" = quickstart ]; then
+    quoted=$(sed -n 's/.*compiled \*\*\([0-9]*\) crates\*\*.*/\1/p' "$repo/TESTING-YOUR-ENGINE.md")
+    packages=$(cargo tree --offline --prefix none -e normal,build | sed 's/ (\*)$//' | sort -u | wc -l)
+    if [ "$quoted" != "$packages" ]; then
+        echo "$name: its build compiles $packages crates, TESTING-YOUR-ENGINE.md says ${quoted:-nothing}: update the guide" >&2
+        exit 1
+    fi
+    echo "$name: its build compiles $packages crates, as TESTING-YOUR-ENGINE.md says"
+fi
 # The first build, measured as the guide quotes it (TESTING-YOUR-ENGINE.md):
 # crates compiled, seconds, the binary's size. Into a fresh target
 # directory it is a user's cold build.

@@ -16,7 +16,10 @@
 #       std::fs engine"), on stdfs-layer
 #
 # QUICKSTART_TARGET_DIR (default: this checkout's target/<template>) is
-# where it builds; a fresh directory measures a user's first build.
+# where it builds; a fresh directory measures a user's first build. CI
+# builds the std::fs template into the kit template's directory, which
+# already holds the kit, the simulator and what they use: its build is
+# then two crates, not forty-four.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 name=${1:-quickstart}
@@ -73,11 +76,15 @@ fi
 # The first build, measured as the guide quotes it (TESTING-YOUR-ENGINE.md):
 # crates compiled, seconds, the binary's size. Into a fresh target
 # directory it is a user's cold build.
+# A target directory that already holds a release build (CI builds the
+# std::fs template into the kit template's) makes a warm build: said so.
+build="first release build"
+[ -d "$CARGO_TARGET_DIR/release" ] && build="release build into a target directory that held one (not a user's first)"
 started=$(date +%s)
 crates=$(cargo build --offline --release 2>&1 | grep -c '^ *Compiling ' || true)
 seconds=$(( $(date +%s) - started ))
 bytes=$(stat -c %s "$CARGO_TARGET_DIR/release/$name")
-echo "$name: first release build compiled $crates crates in ${seconds} s; the binary is $(( bytes / 1024 )) KiB"
+echo "$name: $build compiled $crates crates in ${seconds} s; the binary is $(( bytes / 1024 )) KiB"
 cargo clippy --offline --release --all-targets -q -- -D warnings
 cargo test --offline --release -q
 cargo run --offline --release -q -- --seeds 0..200 --jobs 2

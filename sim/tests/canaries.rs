@@ -1,10 +1,11 @@
 //! The harness must stay able to fail. With the `canaries` feature, each
 //! planted engine bug is hunted from seed 0 exactly as `sim canaries`
-//! hunts it, and must be caught within a few times the seeds it took when
-//! the table in CANARIES.md was made; the catching seed must pass with no
-//! canary, so the catch is the bug's and not the harness's. A change to
-//! the workload, the fault model or the checker that weakens them shows up
-//! here as a canary that survives its cap.
+//! hunts it, and must be caught at exactly the seed the table in
+//! CANARIES.md gives (a hunt is deterministic); the catching seed must
+//! pass with no canary, so the catch is the bug's and not the harness's.
+//! A change to the workload, the fault model or the checker that weakens
+//! them shows up here as a canary that survives its cap (about four times
+//! its seeds); one that moves them, as a table to write down again.
 //!
 //! Without the feature, the command line must refuse canaries with a hint
 //! on how to build them.
@@ -82,6 +83,20 @@ mod planted {
         ("manifest-place-ignored", 62780),
     ];
 
+    /// The seeds CANARIES.md's table says the hunt for `name` ran, the
+    /// catching one included (its third column).
+    fn table_seeds(name: &str) -> u64 {
+        let row = format!("| `{name}` | yes | ");
+        let table = include_str!("../../CANARIES.md");
+        let line = table.lines().find(|line| line.starts_with(&row));
+        let seeds = line.and_then(|line| line[row.len()..].split(' ').next()).and_then(|seeds| seeds.parse().ok());
+        seeds.unwrap_or_else(|| panic!("CANARIES.md's table has no row `{row}<seeds> |`"))
+    }
+
+    /// A hunt is deterministic, so it must catch `name` at exactly the
+    /// seed of CANARIES.md's table: a change that moves the seeds fails
+    /// here until the table is run again and written down (`make
+    /// canaries`), and the table cannot drift from what the harness does.
     fn caught_within_its_cap(name: &str) {
         let canary = Canary::parse(name).unwrap_or_else(|| panic!("no canary {name}"));
         let cap = CAPS.iter().find(|(n, _)| *n == name).map(|(_, cap)| *cap).expect("every canary has a cap");
@@ -93,6 +108,14 @@ mod planted {
             assert!(failure.repro.contains(&format!("--canary {name}")), "{}", failure.repro);
             assert!(failure.repro.contains("--features canaries"), "{}", failure.repro);
             eprintln!("{name}: caught by seed {seed} (check '{}')", failure.check);
+            let seeds = table_seeds(name);
+            assert_eq!(
+                seed + 1,
+                seeds,
+                "{name}: caught after {} seeds, CANARIES.md's table says {seeds}: the seeds moved; run `make \
+                 canaries`, write the table down again and say why they moved",
+                seed + 1
+            );
             return;
         }
         panic!("canary {name} survived {cap} seeds: the harness has lost the power to catch it");
@@ -108,6 +131,13 @@ mod planted {
             let test = format!("fn {}()", name.replace('-', "_"));
             assert!(source.contains(&test), "no test `{test}` for canary {name}");
         }
+    }
+
+    /// README.md counts the canaries; the count must be this build's.
+    #[test]
+    fn the_readme_counts_every_canary() {
+        let claim = format!("The engine carries {} planted bugs", Canary::ALL.len());
+        assert!(include_str!("../../README.md").contains(&claim), "README.md must say `{claim}`");
     }
 
     #[test]

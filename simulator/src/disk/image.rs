@@ -15,10 +15,11 @@
 //! changes a file only where its surviving writes reached, so its hash is
 //! the durable file's sum with the terms of the chunks those writes
 //! touched taken out and put back as they now read
-//! ([`ContentHash::after`]): the cost of a state is the bytes it changed,
-//! not the file's length. Exploring an
-//! engine with a large file (redb's, a few hundred KiB) spent two thirds
-//! of its time hashing whole files, state after state.
+//! ([`ContentHash::after`]): the cost of a state is the chunks it changed,
+//! not the file's length. Exploring redb, whose one file takes a page
+//! write here and a header write there, spent two thirds of its time
+//! hashing whole files, state after state (BENCHMARKS.md, issue 51's
+//! sixth pass).
 
 use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};

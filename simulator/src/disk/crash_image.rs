@@ -158,7 +158,7 @@ fn reordered(file: &FileSnapshot, op: usize, alone: bool) -> FileAfter {
             dirty.note(pending);
         }
     }
-    dirty.file_after(bytes)
+    dirty.with_bytes(bytes)
 }
 
 /// The bytes a run of a file's pending operations may have changed, noted
@@ -186,7 +186,7 @@ impl Dirty {
     }
 
     /// `bytes`, the durable bytes changed only where noted.
-    fn file_after(self, bytes: Vec<u8>) -> FileAfter {
+    fn with_bytes(self, bytes: Vec<u8>) -> FileAfter {
         FileAfter { bytes: Some(bytes), dirty: self.ranges }
     }
 }
@@ -224,7 +224,7 @@ fn file_after(file: &FileSnapshot, whole_ops: usize, torn: Option<Torn>, sector_
             assert!(*offset_bytes < torn.cut_bytes && torn.cut_bytes <= end_bytes, "a length the write reached");
             assert!(bytes.len() < to_usize(torn.cut_bytes), "a length past the old end");
             bytes.resize(to_usize(torn.cut_bytes), 0);
-            return dirty.file_after(bytes);
+            return dirty.with_bytes(bytes);
         }
         assert!(*offset_bytes <= torn.cut_bytes && torn.cut_bytes < end_bytes, "a cut inside the write");
         let kept = to_usize(torn.cut_bytes - offset_bytes);
@@ -241,5 +241,5 @@ fn file_after(file: &FileSnapshot, whole_ops: usize, torn: Option<Torn>, sector_
             }
         }
     }
-    dirty.file_after(bytes)
+    dirty.with_bytes(bytes)
 }

@@ -63,8 +63,7 @@ const HASH_CHUNK_BYTES: usize = 4096;
 /// among the few thousand images of one exploration are vanishingly
 /// unlikely (about n²/2⁶⁵).
 pub(super) fn content_hash(bytes: &[u8]) -> u64 {
-    let chunk_sum = (0..chunk_count(bytes.len())).map(|index| chunk_term(bytes, index)).fold(0, u64::wrapping_add);
-    finish(bytes.len(), chunk_sum)
+    finish(bytes.len(), chunk_terms(bytes).fold(0, u64::wrapping_add))
 }
 
 /// A file's content hash kept open: each chunk's term (its bytes hashed
@@ -81,7 +80,7 @@ pub(super) struct ContentHash {
 impl ContentHash {
     /// The hash of `bytes`, every chunk read.
     pub fn of(bytes: &[u8]) -> ContentHash {
-        let terms: Arc<[u64]> = (0..chunk_count(bytes.len())).map(|index| chunk_term(bytes, index)).collect();
+        let terms: Arc<[u64]> = chunk_terms(bytes).collect();
         let chunk_sum = terms.iter().copied().fold(0, u64::wrapping_add);
         ContentHash { len_bytes: bytes.len(), chunk_sum, terms }
     }
@@ -167,6 +166,11 @@ fn chunk_count(len_bytes: usize) -> usize {
 fn chunk(bytes: &[u8], index: usize) -> &[u8] {
     let start = index * HASH_CHUNK_BYTES;
     &bytes[start..(start + HASH_CHUNK_BYTES).min(bytes.len())]
+}
+
+/// The terms of all of `bytes`' chunks, in order.
+fn chunk_terms(bytes: &[u8]) -> impl Iterator<Item = u64> + '_ {
+    (0..chunk_count(bytes.len())).map(|index| chunk_term(bytes, index))
 }
 
 /// The term of `bytes`' chunk at `index`: its bytes hashed with its

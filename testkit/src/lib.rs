@@ -9,7 +9,9 @@
 //!   comparison machinery the simulator's checker runs on;
 //! - [`fuzzing`]: the bodies of the cargo-fuzz targets over the log, the
 //!   segment and the manifest parsers, as plain functions that stable
-//!   `cargo test` replays over the committed corpus.
+//!   `cargo test` replays over the committed corpus;
+//! - [`transcript`]: a logical content written down flat, for comparing
+//!   two walks of a store without a map of every key.
 //!
 //! `sim`, `fuzz` and the engine's own integration tests depend on it; the
 //! engine never does (only as a dev-dependency, for `engine/tests/`).
@@ -19,3 +21,4 @@
 
 pub mod fuzzing;
 pub mod model;
+pub mod transcript;

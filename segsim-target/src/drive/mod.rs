@@ -61,6 +61,7 @@ use crate::workload::{Op, PlannedOp};
 use simulator::disk::{CrashPoint, SimVfs};
 use simulator::failure::Check;
 use simulator::harness::{Ended, Harness, Loop, OpenFailed, Reopening, Settings, Step, Workload};
+use testkit::transcript::Transcript;
 
 /// Where the store lives on the simulated disk.
 pub const DB_DIR: &str = "/db";
@@ -129,7 +130,7 @@ impl Layout {
 struct Reopen {
     /// What the read-only inspection before the recovery saw, if it ran
     /// and opened.
-    inspected: Option<BTreeMap<Vec<u8>, engine::store::LogicalEntry>>,
+    inspected: Option<Transcript>,
     /// Open attempts made so far.
     attempts: u64,
     /// Any attempt met an injected fault.

@@ -5,11 +5,9 @@
 //! of damage accepted, the recovered content judged with the damage's
 //! floor, then the audit and the seq ledger.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use engine::manifest::MANIFEST_FILE;
-use engine::store::LogicalEntry;
 use engine::vfs::Vfs;
 use engine::Error;
 
@@ -18,6 +16,7 @@ use simulator::disk::{CrashOutcome, Damage};
 use simulator::failure::Check;
 use simulator::harness::{Harness, OpenFailed, Reopening, Step};
 use simulator::seeds;
+use testkit::transcript::Transcript;
 
 /// The damage a reopening follows (none after a kill or a restart).
 fn damage_of(reopening: &Reopening) -> &[Damage] {
@@ -30,7 +29,7 @@ impl Driver<'_> {
     /// no byte. What it read is returned for [`Driver::compare_inspection`];
     /// `None` if it refused (it may: a directory the crash left without a
     /// store is nothing to inspect, and damage may refuse it).
-    pub(super) fn inspect_read_only(&mut self, h: &mut Harness) -> Step<Option<BTreeMap<Vec<u8>, LogicalEntry>>> {
+    pub(super) fn inspect_read_only(&mut self, h: &mut Harness) -> Step<Option<Transcript>> {
         if !seeds::inspect_read_only(h.seed(), h.op_index) {
             return Ok(None);
         }
@@ -39,13 +38,15 @@ impl Driver<'_> {
 
     /// The read-only inspection of [`Driver::inspect_read_only`], whatever
     /// the seed's coin says (exploration inspects every crash image).
-    pub fn inspect_now(&mut self, h: &mut Harness) -> Step<Option<BTreeMap<Vec<u8>, LogicalEntry>>> {
+    /// What it saw is written down flat (a [`Transcript`]), not dumped
+    /// into a map: the recovery is held to it byte for byte.
+    pub fn inspect_now(&mut self, h: &mut Harness) -> Step<Option<Transcript>> {
         let dir = Path::new(DB_DIR);
         self.vfs.set_observing(true);
         let before = self.vfs.files(dir);
         let changes_before = self.vfs.changes();
         let opened = engine::store::Store::open_read_only(self.engine_vfs.clone(), self.clock.clone(), dir);
-        let seen = opened.ok().and_then(|(store, _)| store.logical_dump().ok());
+        let seen = opened.ok().and_then(|(store, _)| Transcript::of_store(&store).ok());
         self.vfs.set_observing(false);
         // The disk counts every change to a file's bytes or a directory's
         // entries: where it counted none, there is no byte to compare.
@@ -59,19 +60,14 @@ impl Driver<'_> {
     /// The inspection saw what the recovery then opened, where both opened
     /// on an undamaged directory outside point-in-time mode (a torn tail
     /// the recovery cuts is one the inspection stopped at too).
-    pub fn compare_inspection(&self, h: &Harness, seen: &BTreeMap<Vec<u8>, LogicalEntry>, damaged: bool) -> Step {
+    pub fn compare_inspection(&self, h: &Harness, seen: &Transcript, damaged: bool) -> Step {
         if damaged || self.config.point_in_time {
             return Ok(());
         }
         // Compared as the store walks its content; the recovered dump is
         // built only for a report.
-        let mut seen_entries = seen.iter();
-        let mut same = true;
-        let visited = self.store().logical_visit(|key, entry| {
-            same = same && seen_entries.next().is_some_and(|(k, e)| k.as_slice() == key && e.view() == entry);
-        });
-        visited.map_err(|e| h.fail(Check::Dump, e.to_string()))?;
-        if same && seen_entries.next().is_none() {
+        let same = seen.same_as_store(self.store()).map_err(|e| h.fail(Check::Dump, e.to_string()))?;
+        if same {
             return Ok(());
         }
         let recovered = self.store().logical_dump().map_err(|e| h.fail(Check::Dump, e.to_string()))?;
@@ -79,7 +75,7 @@ impl Driver<'_> {
             Check::Inspect,
             format!(
                 "the read-only inspection saw other content than the recovery:\n{}",
-                crate::checker::diff(&recovered, seen)
+                crate::checker::diff(&recovered, &seen.to_dump())
             ),
         ))
     }
@@ -231,5 +227,51 @@ impl Driver<'_> {
         self.segment_seqs.clear();
         self.seqs_checked = None;
         self.declare_windows(h)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use engine::clock::ManualClock;
+    use engine::store::Command;
+    use simulator::disk::{CrashMode, DiskConfig, SimVfs};
+    use simulator::trace::Trace;
+
+    use crate::config::{Config, Overrides};
+
+    use super::*;
+
+    fn set(driver: &mut Driver<'_>, key: &str) {
+        let command = Command::Set { key: key.as_bytes().to_vec(), value: b"v".to_vec() };
+        driver.store_mut().execute(&command).expect("a plain SET on a fault-free disk");
+    }
+
+    /// The inspection's transcript is held to what the recovery opened:
+    /// the same content passes; a key the inspection did not see fails
+    /// the `inspect` check, and the report names it.
+    #[test]
+    fn a_recovery_that_opened_other_content_than_the_inspection_saw_fails() {
+        let mut config = Config::from_seed(1, Overrides::default());
+        config.point_in_time = false;
+        let vfs = Arc::new(SimVfs::new(DiskConfig::fault_free(CrashMode::Strict, 512), Trace::new(false)));
+        let clock = Arc::new(ManualClock::new(0));
+        let mut run = Driver::new(&config, vfs.clone(), vfs, clock).into_loop(&Overrides::default());
+        run.w.open().expect("a fresh store opens");
+        set(&mut run.w, "seen-by-both");
+        run.w.store = None;
+
+        let seen = run.w.inspect_now(&mut run.h).expect("a read-only open changes nothing");
+        let seen = seen.expect("a closed store's directory opens read-only");
+        assert_eq!(seen.len(), 1);
+        run.w.open().expect("the store reopens");
+        assert!(run.w.compare_inspection(&run.h, &seen, false).is_ok(), "the same content");
+
+        set(&mut run.w, "opened-only");
+        let failure = run.w.compare_inspection(&run.h, &seen, false).expect_err("a key the inspection did not see");
+        assert_eq!(failure.check, Check::Inspect);
+        assert!(failure.detail.contains("opened-only"), "{}", failure.detail);
+        assert!(run.w.compare_inspection(&run.h, &seen, true).is_ok(), "damage may change what a recovery finds");
     }
 }

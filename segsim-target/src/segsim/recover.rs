@@ -35,6 +35,7 @@ use simulator::disk::{ArmedFault, DiskConfig, DiskImage, SimVfs};
 use simulator::failure::{catch_panic, Check};
 use simulator::seam::{FaultedRecovery, RecordedContext, RecoveryRecording};
 use simulator::trace::Trace;
+use testkit::transcript::Transcript;
 
 /// What came back from one image, or the check it failed before the
 /// checker could look (`open`, `dump`, `panic`) and why.
@@ -171,12 +172,11 @@ impl Recovery {
 impl Recovery {
     /// What the read-only inspection `seen` found, held to what the
     /// opened store holds (unless an armed fault changed what the open
-    /// found). Returned when that comparison ran and passed: it walked the
-    /// store entry by entry at the same clock the dump would, and found
-    /// every entry equal, so `seen` is the recovered dump, and building it
-    /// again (a map of every key, and its drop) would add nothing. `None`:
-    /// nothing compared, and the caller dumps the store itself.
-    fn compared(&self, run: &SegsimLoop<'_>, seen: Option<Dump>) -> Result<Option<Dump>, (Check, String)> {
+    /// found). Returned, as a dump, when that comparison ran and passed: it
+    /// wrote the store down at the same clock the dump would and found it
+    /// equal byte for byte, so `seen` reads back into the recovered dump.
+    /// `None`: nothing compared, and the caller dumps the store itself.
+    fn compared(&self, run: &SegsimLoop<'_>, seen: Option<Transcript>) -> Result<Option<Dump>, (Check, String)> {
         let Some(seen) = seen.filter(|_| run.w.vfs().armed_fault() != Some(true)) else { return Ok(None) };
         run.w.compare_inspection(&run.h, &seen, false).map_err(|f| (f.check, f.detail))?;
         // Point-in-time recovery may cut what the inspection saw: there
@@ -184,7 +184,8 @@ impl Recovery {
         if self.config.point_in_time {
             return Ok(None);
         }
-        debug_assert_eq!(run.w.store().logical_dump().ok().as_ref(), Some(&seen), "compared entry by entry");
+        let seen = seen.to_dump();
+        debug_assert_eq!(run.w.store().logical_dump().ok().as_ref(), Some(&seen), "compared byte for byte");
         Ok(Some(seen))
     }
 }

@@ -18,7 +18,7 @@ const HEAP_PAD_BYTES: libc::c_int = 4 << 20;
 /// log read whole, a file's bytes, a transcript of the content). With
 /// glibc's default pad the freed top of the heap goes back to the kernel
 /// and the next buffer faults its pages in again: a sweep of seeds
-/// 0..2000 took 14,700 minor page faults, 4,000 with this pad, at the
+/// 0..2000 took 14,686 minor page faults, 4,048 with this pad, at the
 /// same peak RSS (BENCHMARKS.md, issue 51's seventh pass). Set in the
 /// binary, not by `GLIBC_TUNABLES`, which every program `sim trace` and
 /// `sim live` start would inherit.

@@ -7,21 +7,24 @@
 //! listed and counted many times for each one that is built into a disk.
 //!
 //! Exploration hashes every state it enumerates and recovers only the
-//! distinct ones: [`DiskSnapshot::image_hash`] gives a state's hash
-//! without building its image, each changed file's hash derived from its
-//! durable bytes' over the ranges its surviving operations dirtied
-//! (`image.rs`).
+//! distinct ones: [`DiskSnapshot::image_hashes`] gives the states' hashes
+//! without building their images, a file that keeps a prefix of its
+//! pending operations (the next maybe torn) hashed from its prefix hashes
+//! (`prefix_hash.rs`), a reordered one from its durable bytes' hash over
+//! the ranges its surviving operations dirtied (`image.rs`). In a debug
+//! build every such hash is checked against the one its bytes give.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::crash_states::{CrashState, DataFate, Entries, Torn};
+use super::crash_states::{CrashState, Cut, DataFate, Entries, Torn};
 use super::data::{to_usize, write_into, DataOp, InodeId};
 use super::dir::{DirOp, SubdirEntries};
 use super::image::{disk_hash, DiskImage, ImageFile};
 use super::moves;
+use super::prefix_hash::PrefixHashes;
 use super::sectors::sector_end;
 use super::snapshot::{DiskSnapshot, FileSnapshot};
 use super::state::place;
@@ -54,21 +57,64 @@ impl DiskSnapshot {
         DiskImage { dirs, files, histories: BTreeMap::new() }
     }
 
-    /// `self.image(state).hash()`, without building the image: each file's
-    /// new bytes are made only to be hashed, and dropped.
+    /// `self.image(state).hash()`, without building the image (see
+    /// [`DiskSnapshot::image_hashes`]).
     pub fn image_hash(&self, state: &CrashState) -> u64 {
+        self.image_hashes(std::slice::from_ref(state))[0]
+    }
+
+    /// The hash of each of `states`' images, without building them: a file
+    /// that keeps a prefix of its pending operations, the next maybe torn,
+    /// is hashed from its prefix hashes (`prefix_hash.rs`), made once for
+    /// all of `states` and dropped after them; a reordered file's new bytes
+    /// are made only to be hashed, and dropped.
+    pub fn image_hashes(&self, states: &[CrashState]) -> Vec<u64> {
+        let mut prefixes = BTreeMap::new();
+        states.iter().map(|state| self.image_hash_with(state, &mut prefixes)).collect()
+    }
+
+    fn image_hash_with(&self, state: &CrashState, prefixes: &mut BTreeMap<InodeId, PrefixHashes>) -> u64 {
         let (dirs, _) = self.settled_dirs(&state.dir_changes_kept);
         let mut files = BTreeMap::new();
         for id in dirs.values().flat_map(|entries| entries.values()) {
-            files.entry(*id).or_insert_with(|| {
-                let (file, after) = self.file_in(state, *id);
-                match &after.bytes {
-                    None => (file.durable.len(), file.durable_hash.finish()),
-                    Some(bytes) => (bytes.len(), file.durable_hash.after(&file.durable, bytes, &after.dirty)),
-                }
-            });
+            files.entry(*id).or_insert_with(|| self.file_hash_in(state, *id, prefixes));
         }
         disk_hash(&dirs, |id| files[&id])
+    }
+
+    /// The length and content hash of file `id` in `state`.
+    fn file_hash_in(
+        &self,
+        state: &CrashState,
+        id: InodeId,
+        prefixes: &mut BTreeMap<InodeId, PrefixHashes>,
+    ) -> (usize, u64) {
+        let file = self.files.get(&id).expect("a snapshot holds every inode an entry may name");
+        let reordered = matches!(&state.data, DataFate::Reordered { inode, .. } if *inode == id);
+        let hashed = match (!reordered).then(|| state.data.cut_of(id, file.pending.len())) {
+            Some(Cut { whole_ops: 0, torn: None }) => (file.durable.len(), file.durable_hash.finish()),
+            Some(Cut { whole_ops, torn }) => {
+                let of_file = prefixes
+                    .entry(id)
+                    .or_insert_with(|| PrefixHashes::of(&file.durable_hash, &file.durable, &file.pending));
+                match torn {
+                    None => of_file.whole(whole_ops),
+                    Some(torn) => of_file.torn(whole_ops, &file.pending[whole_ops], torn, self.sector_bytes),
+                }
+            }
+            None => self.file_hash_from_bytes(state, id),
+        };
+        debug_assert_eq!(hashed, self.file_hash_from_bytes(state, id), "file {id:?} of {state:?}");
+        hashed
+    }
+
+    /// [`DiskSnapshot::file_hash_in`], from the file's bytes in `state`.
+    fn file_hash_from_bytes(&self, state: &CrashState, id: InodeId) -> (usize, u64) {
+        let (file, after) = self.file_in(state, id);
+        match &after.bytes {
+            None => (file.durable.len(), file.durable_hash.finish()),
+            Some(bytes) => (bytes.len(), file.durable_hash.after(&file.durable, bytes, &after.dirty)),
+        }
     }
 
     /// The file `id` names, and what `state` leaves of it.
@@ -215,31 +261,39 @@ fn file_after(file: &FileSnapshot, whole_ops: usize, torn: Option<Torn>, sector_
         dirty.note(op);
     }
     if let Some(torn) = torn {
-        let DataOp::Write { offset_bytes, data } = &file.pending[whole_ops] else {
-            unreachable!("only a write is torn")
-        };
-        dirty.note(&file.pending[whole_ops]);
-        let end_bytes = offset_bytes + data.len() as u64;
-        if torn.unwritten {
-            assert!(*offset_bytes < torn.cut_bytes && torn.cut_bytes <= end_bytes, "a length the write reached");
-            assert!(bytes.len() < to_usize(torn.cut_bytes), "a length past the old end");
-            bytes.resize(to_usize(torn.cut_bytes), 0);
-            return dirty.with_bytes(bytes);
-        }
-        assert!(*offset_bytes <= torn.cut_bytes && torn.cut_bytes < end_bytes, "a cut inside the write");
-        let kept = to_usize(torn.cut_bytes - offset_bytes);
-        if kept > 0 {
-            write_into(&mut bytes, *offset_bytes, &data[..kept]);
-        }
-        if torn.garbage {
-            let range = garbage_range(torn.cut_bytes, end_bytes, sector_bytes);
-            if bytes.len() < to_usize(range.end) {
-                bytes.resize(to_usize(range.end), 0);
-            }
-            for offset in range {
-                bytes[to_usize(offset)] = garbage_byte(offset);
-            }
-        }
+        let op = &file.pending[whole_ops];
+        dirty.note(op);
+        apply_torn(&mut bytes, 0, op, torn, sector_bytes);
     }
     dirty.with_bytes(bytes)
+}
+
+/// What of the write `op` lands when it is `torn`, applied to `bytes`: a
+/// file's bytes from offset `base_bytes` on, to its end (or, for a write
+/// inside the file, at least past the write's end).
+pub(super) fn apply_torn(bytes: &mut Vec<u8>, base_bytes: u64, op: &DataOp, torn: Torn, sector_bytes: u64) {
+    let DataOp::Write { offset_bytes, data } = op else { unreachable!("only a write is torn") };
+    assert!(base_bytes <= *offset_bytes, "the bytes the write starts in");
+    let at = |offset: u64| to_usize(offset - base_bytes);
+    let end_bytes = offset_bytes + data.len() as u64;
+    if torn.unwritten {
+        assert!(*offset_bytes < torn.cut_bytes && torn.cut_bytes <= end_bytes, "a length the write reached");
+        assert!(bytes.len() < at(torn.cut_bytes), "a length past the old end");
+        bytes.resize(at(torn.cut_bytes), 0);
+        return;
+    }
+    assert!(*offset_bytes <= torn.cut_bytes && torn.cut_bytes < end_bytes, "a cut inside the write");
+    let kept = to_usize(torn.cut_bytes - offset_bytes);
+    if kept > 0 {
+        write_into(bytes, offset_bytes - base_bytes, &data[..kept]);
+    }
+    if torn.garbage {
+        let range = garbage_range(torn.cut_bytes, end_bytes, sector_bytes);
+        if bytes.len() < at(range.end) {
+            bytes.resize(at(range.end), 0);
+        }
+        for offset in range {
+            bytes[at(offset)] = garbage_byte(offset);
+        }
+    }
 }

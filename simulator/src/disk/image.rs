@@ -19,7 +19,9 @@
 //! not the file's length. Exploring redb, whose one file takes a page
 //! write here and a header write there, spent two thirds of its time
 //! hashing whole files, state after state (BENCHMARKS.md, issue 51's
-//! sixth pass).
+//! sixth pass). The states that keep a prefix of a file's writes go
+//! further: `prefix_hash.rs` applies the writes once per snapshot, each
+//! one's chunks hashed once (the seventh pass).
 
 use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -56,7 +58,7 @@ pub(super) struct ImageFile {
 
 /// The bytes of one chunk of a file's content hash. Fixed, not the
 /// sector's, so that equal bytes hash alike under every disk geometry.
-const HASH_CHUNK_BYTES: usize = 4096;
+pub(super) const HASH_CHUNK_BYTES: usize = 4096;
 
 /// A 64-bit hash of `bytes`: their chunks' terms summed, finished.
 /// Deterministic within a build (SipHash with fixed keys); collisions
@@ -72,9 +74,9 @@ pub(super) fn content_hash(bytes: &[u8]) -> u64 {
 /// and the new one put in without reading the rest of the file.
 #[derive(Clone, Debug)]
 pub(super) struct ContentHash {
-    len_bytes: usize,
-    chunk_sum: u64,
-    terms: Arc<[u64]>,
+    pub(super) len_bytes: usize,
+    pub(super) chunk_sum: u64,
+    pub(super) terms: Arc<[u64]>,
 }
 
 impl ContentHash {
@@ -129,7 +131,7 @@ impl ContentHash {
 }
 
 /// The 64-bit hash: the chunks' sum and the length, mixed.
-fn finish(len_bytes: usize, chunk_sum: u64) -> u64 {
+pub(super) fn finish(len_bytes: usize, chunk_sum: u64) -> u64 {
     let mut hasher = DefaultHasher::new();
     hasher.write_usize(len_bytes);
     hasher.write_u64(chunk_sum);
@@ -158,7 +160,7 @@ pub(super) fn disk_hash(
 }
 
 /// How many chunks `len_bytes` of content make (the last one maybe short).
-fn chunk_count(len_bytes: usize) -> usize {
+pub(super) fn chunk_count(len_bytes: usize) -> usize {
     len_bytes.div_ceil(HASH_CHUNK_BYTES)
 }
 
@@ -175,10 +177,16 @@ fn chunk_terms(bytes: &[u8]) -> impl Iterator<Item = u64> + '_ {
 
 /// The term of `bytes`' chunk at `index`: its bytes hashed with its
 /// index, so that equal chunks at different places differ.
-fn chunk_term(bytes: &[u8], index: usize) -> u64 {
+pub(super) fn chunk_term(bytes: &[u8], index: usize) -> u64 {
+    term_of(index, chunk(bytes, index))
+}
+
+/// The term of a chunk at `index` whose bytes are `chunk`.
+pub(super) fn term_of(index: usize, chunk: &[u8]) -> u64 {
+    debug_assert!(chunk.len() <= HASH_CHUNK_BYTES, "one chunk");
     let mut hasher = DefaultHasher::new();
     hasher.write_usize(index);
-    hasher.write(chunk(bytes, index));
+    hasher.write(chunk);
     hasher.finish()
 }
 

@@ -185,6 +185,7 @@ mod lock;
 mod moves;
 mod ops;
 mod picture;
+mod prefix_hash;
 mod profile;
 mod sectors;
 mod silent;

@@ -85,7 +85,7 @@ pub(super) fn runs(disk: &DiskRecording, indices: Range<u64>) -> Vec<Run> {
 /// The crash states of `run`'s snapshot and their images' hashes.
 pub(super) fn hash_states(run: &Run, options: &ExploreOptions) -> (Vec<CrashState>, Vec<u64>) {
     let states = run.snapshot.crash_states_for(&options.states());
-    let hashes = states.iter().map(|state| run.snapshot.image_hash(state)).collect();
+    let hashes = run.snapshot.image_hashes(&states);
     (states, hashes)
 }
 

@@ -224,14 +224,14 @@ impl DiskImage {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::data::DataOp;
     use super::*;
     use proptest::prelude::*;
 
     /// A write or a `set_len` somewhere in, across or past a file of up to
-    /// a few chunks.
-    fn op() -> impl Strategy<Value = DataOp> {
+    /// a few chunks (`prefix_hash.rs`'s tests draw them too).
+    pub(in super::super) fn op() -> impl Strategy<Value = DataOp> {
         prop_oneof![
             (0u64..20_000, proptest::collection::vec(any::<u8>(), 1..9_000))
                 .prop_map(|(offset_bytes, data)| DataOp::Write { offset_bytes, data }),

@@ -125,18 +125,9 @@ fn rehash(bytes: &[u8], terms: &mut Vec<u64>, mut chunk_sum: u64, chunks: std::o
 #[cfg(test)]
 mod tests {
     use super::super::image::content_hash;
+    use super::super::image::tests::op;
     use super::*;
     use proptest::prelude::*;
-
-    /// A write or a `set_len` somewhere in, across or past a file of up to
-    /// a few chunks.
-    fn op() -> impl Strategy<Value = DataOp> {
-        prop_oneof![
-            (0u64..20_000, proptest::collection::vec(any::<u8>(), 1..9_000))
-                .prop_map(|(offset_bytes, data)| DataOp::Write { offset_bytes, data }),
-            (0u64..20_000).prop_map(|len_bytes| DataOp::SetLen { len_bytes, seq: 0 }),
-        ]
-    }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(128))]

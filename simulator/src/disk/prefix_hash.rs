@@ -25,8 +25,10 @@ use super::image::{chunk_count, chunk_term, finish, term_of, ContentHash, HASH_C
 pub(super) struct PrefixHashes {
     /// The file's length and hash after its first `k` operations, at `[k]`.
     after: Vec<(usize, u64)>,
-    /// What each operation found where it wrote, for its torn variants.
-    before: Vec<Before>,
+    /// What each write found where it wrote, for its torn variants
+    /// (`None` for a `set_len`, which is never torn: a shrinking one would
+    /// otherwise keep the file's whole tail).
+    before: Vec<Option<Before>>,
 }
 
 /// The file just before one operation, where the operation may change it:
@@ -61,13 +63,13 @@ impl PrefixHashes {
             let dirty = op.dirty_range(bytes.len() as u64);
             let chunks = to_usize(dirty.start) / HASH_CHUNK_BYTES..chunk_count(to_usize(dirty.end));
             let kept = chunks.start * HASH_CHUNK_BYTES..(chunks.end * HASH_CHUNK_BYTES).min(bytes.len());
-            before.push(Before {
+            before.push(matches!(op, DataOp::Write { .. }).then(|| Before {
                 len_bytes: bytes.len(),
                 chunk_sum,
                 first_chunk: chunks.start,
-                bytes: bytes.get(kept.clone()).map_or_else(Vec::new, <[u8]>::to_vec),
+                bytes: bytes.get(kept).map_or_else(Vec::new, <[u8]>::to_vec),
                 terms: terms.get(chunks.start..chunks.end.min(terms.len())).map_or_else(Vec::new, <[u64]>::to_vec),
-            });
+            }));
             op.apply(&mut bytes);
             chunk_sum = rehash(&bytes, &mut terms, chunk_sum, chunks);
             after.push((bytes.len(), finish(bytes.len(), chunk_sum)));
@@ -84,7 +86,7 @@ impl PrefixHashes {
     /// The file's length and hash after its first `whole_ops` operations
     /// and the next, `op`, `torn`: from the chunks `op` may touch alone.
     pub fn torn(&self, whole_ops: usize, op: &DataOp, torn: Torn, sector_bytes: u64) -> (usize, u64) {
-        let before = &self.before[whole_ops];
+        let before = self.before[whole_ops].as_ref().expect("only a write is torn");
         let base_bytes = before.first_chunk * HASH_CHUNK_BYTES;
         let mut window = before.bytes.clone();
         apply_torn(&mut window, base_bytes as u64, op, torn, sector_bytes);

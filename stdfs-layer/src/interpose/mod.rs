@@ -47,6 +47,7 @@ use crate::errno::Errno;
 use crate::session::{self, refuse, ROOT};
 #[cfg(test)]
 pub use caller_errno::clobber_for_test;
+pub(crate) use caller_errno::inside as inside_interposed_call;
 use caller_errno::{decide, CallerErrno};
 pub(crate) use fd_calls::hold_low;
 pub(crate) use stdio_calls::adopt_standard_stream;

@@ -2,7 +2,10 @@
 //! on a thread running the engine's code (and not inside the layer's own
 //! work, [`scheduled`]) thread creation and join, a futex wait or wake,
 //! a sleep and a yield are scheduling points the seed decides; anywhere
-//! else each is glibc's, untouched.
+//! else each is glibc's, untouched. A futex on a static word (a lock the
+//! whole process shares) is a point only when the run's own threads
+//! contend for it: threads outside the run do on their own time, not the
+//! seed's (`Sched::let_go_outside`).
 //!
 //! Blocking calls the scheduler cannot model end the run, loudly
 //! (`Sched::refuse_blocking`), when an engine thread makes one: `poll`
@@ -189,8 +192,13 @@ pub unsafe extern "C" fn pthread_create(
 #[no_mangle]
 pub unsafe extern "C" fn pthread_join(thread: libc::pthread_t, retval: *mut *mut c_void) -> c_int {
     if let Some((sched, me)) = scheduled().then(sched::me).flatten() {
+        // Entered before the scheduler's lock is taken: taken from the
+        // engine's code, its futex calls were the run's, and a parked
+        // thread re-checking its turn meanwhile made the lock's release a
+        // scheduling point of real time's choosing (tlog seed 86 under
+        // load: the target exited in between, and t0 joined it for good).
+        let _caller_errno = CallerErrno::enter();
         if let Some((target, exited)) = sched.thread_of(thread) {
-            let _caller_errno = CallerErrno::enter();
             if exited {
                 sched.point(me, false);
             } else {
@@ -234,8 +242,14 @@ pub unsafe fn futex(addr: c_long, op: c_long, val: c_long, timeout: c_long, a5: 
             // with the layer or another run) are the kernel's.
             // SAFETY: the caller's arguments, passed on.
             let outside = unsafe { real::syscall(libc::SYS_futex, addr, op, val, timeout, a5, val3) }.max(0);
+            // A wake on a static word that woke none of the run's threads
+            // let go of a lock shared with threads outside the run, which
+            // had to wake only if one of them wanted it: their timing, not
+            // the seed's, so not a point (`Sched::let_go_outside`).
             if let Some((sched, me)) = sched::me() {
-                sched.point(me, false);
+                if woken > 0 || !is_static(addr as usize) {
+                    sched.point(me, false);
+                }
             }
             decide(None);
             woken as c_long + outside
@@ -248,8 +262,10 @@ pub unsafe fn futex(addr: c_long, op: c_long, val: c_long, timeout: c_long, a5: 
     }
 }
 
-/// A futex wait: `EAGAIN` at once when the word is not `expected`;
-/// otherwise blocked until a wake (0) or the deadline (`ETIMEDOUT`): the
+/// A futex wait: `EAGAIN` at once when the word is not `expected`; on a
+/// static word, 0 once a thread outside the run lets go of it
+/// (`Sched::let_go_outside`); otherwise (or if no outsider lets go)
+/// blocked until a wake (0) or the deadline (`ETIMEDOUT`): the
 /// relative `timeout` of `FUTEX_WAIT`, or the absolute one of
 /// `FUTEX_WAIT_BITSET`, on the session's clock (every clock id is one).
 fn futex_wait(addr: usize, expected: u32, bitset: u32, timeout: Option<&libc::timespec>, relative: bool) -> c_long {
@@ -273,6 +289,10 @@ fn futex_wait(addr: usize, expected: u32, bitset: u32, timeout: Option<&libc::ti
         Some(Some(ns)) if relative => Some(now_ns().saturating_add(ns)),
         Some(Some(ns)) => Some(ns),
     };
+    if is_static(addr) && sched.let_go_outside(addr, expected) {
+        decide(None);
+        return 0;
+    }
     match sched.block(me, Blocked::Futex { addr, expected, bitset, deadline_ns, order: 0 }) {
         Wake::Woken => {
             decide(None);

@@ -62,7 +62,8 @@ pub struct Sched {
     /// The session's slot (whose waiter a failure tells).
     pub slot: usize,
     hooks: Hooks,
-    /// Scheduling points so far (read by the spin watch without the lock).
+    /// Scheduling points so far, and polls of a wait for a thread outside
+    /// the run (read by the spin watch without the lock).
     pub progress: AtomicU64,
     /// Thread 0 is inside an engine call: the run is going, not paused
     /// between the kit's calls.
@@ -87,7 +88,19 @@ impl Sched {
         }
     }
 
+    /// The scheduler's own lock, never a scheduling point: taken only
+    /// where its futex calls go to the kernel (inside an interposed call,
+    /// or outside the engine's code). Threads parked for their turn take
+    /// it at every handover, so a release from the engine's code would be
+    /// a point whenever one of them was re-checking, which is real time's
+    /// choice, not the seed's.
     fn lock(&self) -> MutexGuard<'_, Inner> {
+        if cfg!(debug_assertions) && super::in_engine() && !crate::interpose::inside_interposed_call() {
+            // An assertion, said and ended here: a panic cannot unwind out
+            // of the C function (`pthread_join`, …) its caller is in.
+            eprintln!("stdfs: bug: the scheduler's lock taken from the engine's scheduled code");
+            std::process::abort();
+        }
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -197,9 +210,36 @@ impl Sched {
             if inner.state.woken_from_outside(&self.hooks.word) {
                 return Some(inner.state.pick_woken());
             }
+            self.progress.fetch_add(1, Ordering::Relaxed);
             thread::sleep(std::time::Duration::from_micros(100));
         }
         None
+    }
+
+    /// A futex wait of the holder on a static word (`Hooks::is_static`),
+    /// the word still `expected`: a lock the whole process shares, such as
+    /// std's `thread_info::LOCK`, taken at every thread's start and end.
+    /// Found held, it is held by a thread outside the run (another run's
+    /// under `--jobs 2`, the harness's), whose timing no seed decides, or
+    /// by a thread of the run across a scheduling point. Scheduling the
+    /// wait would let that timing choose the run's interleaving (a lock
+    /// found held is a pick, found free is none), so the holder keeps the
+    /// baton and waits, in real time, for the word to move: `true` when it
+    /// did (the wait ends as if the lock had been free), `false` after
+    /// [`OUTSIDE_GRACE_POLLS`] (a thread of the run holds it: the wait is
+    /// scheduled as any other, the same in every run).
+    pub fn let_go_outside(&self, addr: usize, expected: u32) -> bool {
+        debug_assert!((self.hooks.is_static)(addr), "only a static word is shared with threads outside the run");
+        for _ in 0..OUTSIDE_GRACE_POLLS {
+            if (self.hooks.word)(addr) != expected {
+                return true;
+            }
+            // A wait bounded by its grace, not a spin: the spin watch
+            // (whose budget a test lowers to 2 s) sees it move.
+            self.progress.fetch_add(1, Ordering::Relaxed);
+            thread::sleep(std::time::Duration::from_micros(100));
+        }
+        false
     }
 
     /// Wait until the baton is `me`'s, then take the session it carries.

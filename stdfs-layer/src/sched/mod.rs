@@ -144,7 +144,12 @@ pub fn point() {
 /// benchmark): scheduling points, handovers, the policy; `None` on a
 /// thread whose run has no scheduler.
 pub fn figures() -> Option<(u64, u64, String)> {
-    me().map(|(sched, _)| sched.figures())
+    // Read as the layer's own work, not the engine's: the scheduler's lock
+    // is never a scheduling point (`Sched::lock`).
+    let was = ENGINE.replace(false);
+    let figures = me().map(|(sched, _)| sched.figures());
+    ENGINE.set(was);
+    figures
 }
 
 /// A thread of the run ended (its start routine returned, or it called

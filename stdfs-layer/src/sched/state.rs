@@ -232,11 +232,13 @@ impl State {
         {
             // A thread outside the run that let go of a lock the whole
             // process shares (std's `thread_info::LOCK`, taken at every
-            // thread's start and end) woke no one here: its wake went to
-            // the kernel. Before the clock moves, such a waiter whose word
-            // moved wakes (spuriously, as futex allows), or a sleeper's
-            // polling loop (fjall's drop, waiting for its worker) moves
-            // the clock for ever while the waiter never runs (FJALL.md).
+            // thread's start and end; a waiter here only once the grace
+            // of `Sched::let_go_outside` passed) woke no one here: its
+            // wake went to the kernel. Before the clock moves, such a
+            // waiter whose word moved wakes (spuriously, as futex
+            // allows), or a sleeper's polling loop (fjall's drop, waiting
+            // for its worker) moves the clock for ever while the waiter
+            // never runs (FJALL.md).
             self.wake_changed_where(word, shared);
             runnable = self.runnable();
         }

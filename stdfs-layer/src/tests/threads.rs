@@ -176,6 +176,123 @@ fn a_futex_wait_on_a_word_that_moved_returns_at_once() {
     assert_eq!(then, (-1, Some(libc::ETIMEDOUT)), "alone, the waiter's timeout passes on the seed's clock");
 }
 
+/// A lock the whole process shares, as std's `thread_info::LOCK` is.
+static SHARED: Mutex<u32> = Mutex::new(0);
+
+/// Two threads of a run of `seed` take [`SHARED`] and append a line to one
+/// file, three times each; the file's bytes and the run's figures. With
+/// `held_outside`, a thread outside the run holds [`SHARED`] for 300 ms
+/// from before the run starts. `true` if the run found it held.
+fn shared_lock_run(seed: u64, held_outside: bool) -> (Vec<u8>, (u64, u64, String), bool) {
+    let let_go = Arc::new(AtomicBool::new(false));
+    let (taken, was_taken) = std::sync::mpsc::channel();
+    let outsider = held_outside.then(|| {
+        let let_go = Arc::clone(&let_go);
+        thread::spawn(move || {
+            let guard = SHARED.lock().unwrap();
+            taken.send(()).unwrap();
+            thread::sleep(Duration::from_millis(300));
+            let_go.store(true, Ordering::SeqCst);
+            drop(guard);
+        })
+    });
+    if held_outside {
+        was_taken.recv().unwrap();
+    }
+    let (worker, vfs) = worker(seed);
+    let found_held = Arc::new(AtomicBool::new(false));
+    let seen = Arc::clone(&found_held);
+    let figures = worker
+        .call(move |_| {
+            let path = Path::new("/sim-db/db/order");
+            fs::write(path, b"").unwrap();
+            let threads: Vec<_> = (0..2u8)
+                .map(|me| {
+                    let (seen, let_go) = (Arc::clone(&seen), Arc::clone(&let_go));
+                    thread::spawn(move || {
+                        for round in 0..3 {
+                            if SHARED.try_lock().is_err() && !let_go.load(Ordering::SeqCst) {
+                                seen.store(true, Ordering::SeqCst);
+                            }
+                            *SHARED.lock().unwrap() += 1;
+                            let mut file = OpenOptions::new().append(true).open(path).unwrap();
+                            writeln!(file, "t{me} r{round}").unwrap();
+                        }
+                    })
+                })
+                .collect();
+            threads.into_iter().for_each(|t| t.join().unwrap());
+            crate::sched::figures().expect("the run has a scheduler")
+        })
+        .unless_refused();
+    drop(worker);
+    outsider.into_iter().for_each(|t| t.join().unwrap());
+    let bytes = vfs.files(Path::new("/db")).remove("order").expect("the threads' file is on the simulated disk");
+    (bytes, figures, found_held.load(Ordering::SeqCst))
+}
+
+/// The CI failure of 2026-12-06: under `--jobs 2`, std's process-wide
+/// `thread_info::LOCK`, found held by the other job's thread start, made
+/// a wait and a wake into scheduling points of the run, and a seed's two
+/// runs differed. A static lock held outside the run now changes nothing
+/// in it (`Sched::let_go_outside`): the same bytes, the same points.
+#[test]
+fn a_static_lock_held_outside_the_run_changes_nothing_in_it() {
+    for seed in [21, 22] {
+        let (free_bytes, free_figures, _) = shared_lock_run(seed, false);
+        let (held_bytes, held_figures, found_held) = shared_lock_run(seed, true);
+        assert!(found_held, "seed {seed}: the run never met the lock held outside it");
+        assert_eq!(held_figures, free_figures, "seed {seed}: points, handovers, policy");
+        assert_eq!(held_bytes, free_bytes, "seed {seed}: the interleaving");
+        assert_eq!(free_bytes.iter().filter(|&&b| b == b'\n').count(), 6);
+    }
+}
+
+/// A static lock held by a thread of the run across a scheduling point
+/// (a served call): no outsider lets go, so after its grace the wait is
+/// scheduled as any other, and the run is the same in every run.
+#[test]
+fn a_static_lock_held_inside_the_run_is_scheduled_after_its_grace() {
+    static INSIDE: Mutex<()> = Mutex::new(());
+    let run = |seed: u64| {
+        let (worker, vfs) = worker(seed);
+        let started = Instant::now();
+        let figures = worker
+            .call(|_| {
+                let threads: Vec<_> = (0..2u8)
+                    .map(|me| {
+                        thread::spawn(move || {
+                            let _held = INSIDE.lock().unwrap();
+                            let path = Path::new("/sim-db/db/order");
+                            let mut file = OpenOptions::new().create(true).append(true).open(path).unwrap();
+                            writeln!(file, "t{me} in").unwrap();
+                            writeln!(file, "t{me} out").unwrap();
+                        })
+                    })
+                    .collect();
+                threads.into_iter().for_each(|t| t.join().unwrap());
+                crate::sched::figures().expect("the run has a scheduler")
+            })
+            .unless_refused();
+        drop(worker);
+        let bytes = vfs.files(Path::new("/db")).remove("order").expect("the threads' file");
+        (bytes, figures, started.elapsed())
+    };
+    let seeds_that_waited = (30..34)
+        .filter(|&seed| {
+            let (bytes, figures, elapsed) = run(seed);
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let lines: Vec<&str> = text.lines().collect();
+            assert_eq!(lines.len(), 4, "seed {seed}: {text}");
+            assert!(lines[0][..2] == lines[1][..2] && lines[2][..2] == lines[3][..2], "seed {seed}: {text}");
+            let (again, figures_again, _) = run(seed);
+            assert_eq!((&again, &figures_again), (&bytes, &figures), "seed {seed} again");
+            elapsed >= Duration::from_secs(2)
+        })
+        .count();
+    assert!(seeds_that_waited > 0, "no seed met the lock held inside the run");
+}
+
 /// The panic message of an engine call that must fail the run.
 fn failure_of(worker: &Worker<()>, job: impl FnOnce() + Send + 'static) -> String {
     let panic =

@@ -113,9 +113,13 @@ impl State {
         self.threads.len() - 1
     }
 
-    /// The thread whose `pthread_t` is `handle`, if it is this run's.
+    /// The thread whose `pthread_t` is `handle`, if it is this run's: the
+    /// newest one, since glibc hands an ended and joined (or detached)
+    /// thread's `pthread_t` to the next thread it starts. (The oldest,
+    /// found before, made a join of the second a real join of a thread
+    /// waiting for the baton: the run hung until the spin watch ended it.)
     pub fn by_handle(&self, handle: u64) -> Option<Tid> {
-        self.threads.iter().position(|t| t.handle == handle && handle != 0)
+        self.threads.iter().rposition(|t| t.handle == handle && handle != 0)
     }
 
     /// `me` blocks on `what`.
@@ -372,6 +376,17 @@ mod tests {
         state.block(worker, lock);
         state.block(0, Blocked::Sleep { deadline_ns: 10_000 });
         assert_eq!(state.pick(100, &let_go, &unshared), Pick::Run(0, Some(10_000)));
+    }
+
+    #[test]
+    fn a_handle_names_the_newest_thread_that_has_it() {
+        let mut state = State::new(5, 0);
+        let (first, second) = (state.spawn(), state.spawn());
+        state.threads[first].handle = 0x7000;
+        state.exit(first);
+        state.threads[second].handle = 0x7000;
+        assert_eq!(state.by_handle(0x7000), Some(second), "glibc reused the ended thread's pthread_t");
+        assert_eq!(state.by_handle(0), None, "a thread not yet named is no one's");
     }
 
     #[test]

@@ -293,6 +293,42 @@ fn a_static_lock_held_inside_the_run_is_scheduled_after_its_grace() {
     assert!(seeds_that_waited > 0, "no seed met the lock held inside the run");
 }
 
+/// A thread started, joined, and another started after it: glibc hands
+/// the second the first one's `pthread_t` (its cached stack), so a join
+/// must find the newest thread of that handle, not the exited one.
+#[test]
+fn a_join_finds_the_thread_that_reuses_an_ended_ones_handle() {
+    for seed in 40..46 {
+        let (worker, vfs) = worker(seed);
+        let handles = worker
+            .call(|_| {
+                (0..6u8)
+                    .map(|round| {
+                        let thread = thread::spawn(move || {
+                            let path = Path::new("/sim-db/db/rounds");
+                            let mut file = OpenOptions::new().create(true).append(true).open(path).unwrap();
+                            writeln!(file, "r{round}").unwrap();
+                        });
+                        let handle = std::os::unix::thread::JoinHandleExt::as_pthread_t(&thread);
+                        thread.join().unwrap();
+                        handle
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .unless_refused();
+        drop(worker);
+        let rounds = vfs.files(Path::new("/db")).remove("rounds").expect("the threads' file");
+        assert_eq!(rounds, b"r0\nr1\nr2\nr3\nr4\nr5\n", "seed {seed}");
+        let mut distinct = handles.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert!(
+            distinct.len() < handles.len(),
+            "seed {seed}: no handle reused ({handles:x?}): the test proves nothing"
+        );
+    }
+}
+
 /// The panic message of an engine call that must fail the run.
 fn failure_of(worker: &Worker<()>, job: impl FnOnce() + Send + 'static) -> String {
     let panic =

@@ -204,16 +204,26 @@ impl Sched {
     /// is the seed's. The next thread, if one woke.
     fn outside_grace(&self, inner: &mut Inner) -> Option<Tid> {
         let shared = inner.state.futex_words().into_iter().any(self.hooks.is_static);
+        let woke = shared && self.wait_for_outsider(|| inner.state.woken_from_outside(&self.hooks.word));
+        woke.then(|| inner.state.pick_woken())
+    }
+
+    /// Poll `moved` until it holds (`true`) or [`OUTSIDE_GRACE_POLLS`]
+    /// polls 100 µs apart have passed (`false`): the real-time wait for a
+    /// thread outside the run to let go of a lock the process shares.
+    fn wait_for_outsider(&self, mut moved: impl FnMut() -> bool) -> bool {
         // Counted in sleeps, not read from a clock: on this thread the
         // clock is the session's, and reading it is a served call.
-        for _ in 0..if shared { OUTSIDE_GRACE_POLLS } else { 0 } {
-            if inner.state.woken_from_outside(&self.hooks.word) {
-                return Some(inner.state.pick_woken());
+        for _ in 0..OUTSIDE_GRACE_POLLS {
+            if moved() {
+                return true;
             }
+            // A wait bounded by its grace, not a spin: the spin watch
+            // (whose budget a test lowers to 2 s) sees it move.
             self.progress.fetch_add(1, Ordering::Relaxed);
             thread::sleep(std::time::Duration::from_micros(100));
         }
-        None
+        false
     }
 
     /// A futex wait of the holder on a static word (`Hooks::is_static`),
@@ -230,16 +240,7 @@ impl Sched {
     /// scheduled as any other, the same in every run).
     pub fn let_go_outside(&self, addr: usize, expected: u32) -> bool {
         debug_assert!((self.hooks.is_static)(addr), "only a static word is shared with threads outside the run");
-        for _ in 0..OUTSIDE_GRACE_POLLS {
-            if (self.hooks.word)(addr) != expected {
-                return true;
-            }
-            // A wait bounded by its grace, not a spin: the spin watch
-            // (whose budget a test lowers to 2 s) sees it move.
-            self.progress.fetch_add(1, Ordering::Relaxed);
-            thread::sleep(std::time::Duration::from_micros(100));
-        }
-        false
+        self.wait_for_outsider(|| (self.hooks.word)(addr) != expected)
     }
 
     /// Wait until the baton is `me`'s, then take the session it carries.
